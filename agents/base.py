@@ -1,0 +1,148 @@
+"""The agent interface and agent specs.
+
+An agent is a bot with one method, ``act(state) -> action``: given a position of the rules core
+(:class:`quarto_env.core.State`) it returns a legal action for the current phase -- a square when placing,
+a piece when giving, or ``DECLARE``. It is built for one rule variant and seeded once; ``reset()`` is called
+before each game.
+
+Every command names agents by a short text *spec*: ``kind`` or ``kind:option=value,option=value``, and for
+kinds with a main argument ``kind:VALUE`` (``ppo:runs/x/checkpoints/best.zip``). ``make_agent(spec, variant,
+seed)`` builds one; a bad spec gets an error that lists the kinds and their options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from quarto_env.core import STANDARD, State, Variant, legal_actions
+
+
+class Agent(ABC):
+    """A Quarto player: ``act(state)`` returns a legal action for ``state``."""
+
+    spec: str = ""
+    """The spec this agent was built from, used as its name in tables."""
+
+    def __init__(self, variant: Variant = STANDARD, seed: int | None = None) -> None:
+        self.variant = variant
+        self.rng = np.random.default_rng(seed)
+
+    @abstractmethod
+    def act(self, state: State) -> int:
+        """A legal action for ``state``, which is not over."""
+
+    def reset(self) -> None:  # noqa: B027 -- an optional hook, empty by default
+        """Called before each game."""
+
+    def random_legal(self, state: State, actions: list[int] | None = None) -> int:
+        """A uniformly random action among ``actions`` (default: all legal actions)."""
+        choices = legal_actions(self.variant, state) if actions is None else actions
+        return int(choices[self.rng.integers(len(choices))])
+
+
+class SpecError(ValueError):
+    """An agent spec that names no known kind or option."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One option of an agent kind."""
+
+    type: Callable[[str], Any]
+    default: Any
+    help: str
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentKind:
+    """A registered kind of agent: where its class lives and which options it takes."""
+
+    name: str
+    target: str
+    """``module:Class``, imported only when an agent of this kind is built (so ``random`` needs no torch)."""
+    help: str
+    options: dict[str, Option] = dataclasses.field(default_factory=dict)
+    main_option: str | None = None
+    """The option that ``kind:VALUE`` sets, if any."""
+
+
+AGENT_KINDS: dict[str, AgentKind] = {}
+
+
+def register(kind: AgentKind) -> None:
+    """Make ``kind`` available to specs."""
+    AGENT_KINDS[kind.name] = kind
+
+
+def describe_kinds() -> str:
+    """A listing of every kind and its options, for error messages and ``--help``."""
+    lines = []
+    for kind in AGENT_KINDS.values():
+        opts = ", ".join(f"{k}={o.default!r} ({o.help})" for k, o in kind.options.items()) or "no options"
+        lines.append(f"  {kind.name}: {kind.help}; options: {opts}")
+    return "agent kinds:\n" + "\n".join(lines)
+
+
+def parse_spec(spec: str) -> tuple[AgentKind, dict[str, Any]]:
+    """The kind and the option values (defaults filled in) named by ``spec``."""
+    name, _, rest = spec.strip().partition(":")
+    if name not in AGENT_KINDS:
+        raise SpecError(f"unknown agent kind {name!r} in spec {spec!r}\n{describe_kinds()}")
+    kind = AGENT_KINDS[name]
+    values = {key: option.default for key, option in kind.options.items()}
+    if rest:
+        if kind.main_option and "=" not in rest.split(",")[0]:
+            values[kind.main_option] = kind.options[kind.main_option].type(rest)
+            return kind, values
+        for item in rest.split(","):
+            key, eq, raw = item.partition("=")
+            if not eq or key not in kind.options:
+                raise SpecError(
+                    f"bad option {item!r} in spec {spec!r}: {kind.name} takes "
+                    f"{', '.join(f'{k}=<{o.help}>' for k, o in kind.options.items()) or 'no options'}"
+                )
+            try:
+                values[key] = kind.options[key].type(raw)
+            except ValueError as exc:
+                raise SpecError(f"bad value {raw!r} for {key} in spec {spec!r}: {exc}") from exc
+    return kind, values
+
+
+def make_agent(spec: str, variant: Variant = STANDARD, seed: int | None = None) -> Agent:
+    """Build the agent named by ``spec`` for ``variant``, seeded with ``seed``."""
+    kind, values = parse_spec(spec)
+    module_name, class_name = kind.target.split(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    agent = cls(variant=variant, seed=seed, **values)
+    agent.spec = spec
+    return agent
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise ValueError("must be > 0")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+register(AgentKind("random", "agents.simple:RandomAgent", "uniform over legal actions"))
+register(
+    AgentKind(
+        "greedy",
+        "agents.simple:GreedyAgent",
+        "takes a win at once; never gives a piece that wins at once if a safe one exists; else random",
+    )
+)

@@ -1,0 +1,21 @@
+"""``quarto bench WHAT``: the speed benchmarks, each a module of its own."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS = {
+    "env": ("experiments.bench_env", "turns/s of the wrapped quarto_v0 vs connect_four_v3; rules core states/s"),
+    "solver": ("experiments.bench_solver", "exact solver and minimax times on a seeded sample of positions"),
+    "train": ("experiments.bench_train", "learner steps/s of a short training run"),
+}
+
+
+def main(argv: list[str]) -> int:
+    """Dispatch to ``experiments.bench_<what>.main``."""
+    if not argv or argv[0] not in BENCHMARKS:
+        rows = "\n".join(f"  {name:<7} {text}" for name, (_, text) in BENCHMARKS.items())
+        print(f"usage: quarto bench WHAT [ARGS...]\n\nbenchmarks:\n{rows}", file=sys.stderr)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    return int(importlib.import_module(BENCHMARKS[argv[0]][0]).main(argv[1:]) or 0)

@@ -1,0 +1,477 @@
+"""The rules of Quarto: a small, framework-free core shared by the environment, the agents and the solver.
+
+Nothing here imports gymnasium, pettingzoo or torch. A position is an immutable :class:`State`; the rule
+variant in force is a :class:`Variant`. ``step(variant, state, action)`` returns the next state.
+
+Squares and pieces
+------------------
+Squares are numbered row by row, square ``4 * row + col``::
+
+     0  1  2  3
+     4  5  6  7
+     8  9 10 11
+    12 13 14 15
+
+A piece is a 4-bit number; bit ``k`` is attribute ``k``: bit 0 height (1 = tall), bit 1 colour (1 = dark),
+bit 2 shape (1 = square), bit 3 top (1 = hollow). Piece ``0b0101 = 5`` is tall, light, square, solid.
+
+Bit encoding
+------------
+The board is kept as *attribute lanes*: one 64-bit integer ``lanes`` made of four 16-bit lanes, lane ``k``
+(bits ``16k .. 16k+15``) holding bit ``s`` set when square ``s`` holds a piece whose attribute ``k`` is 1.
+A second mask, ``occupied``, has bit ``s`` set when square ``s`` holds any piece. Worked example: piece 5
+(tall, light, square, solid) on square 2 and piece 8 (short, light, round, hollow) on square 7::
+
+    lane 0 (tall)   = 0b0000_0000_0000_0100      square 2: piece 5 has bit 0
+    lane 1 (dark)   = 0b0000_0000_0000_0000
+    lane 2 (square) = 0b0000_0000_0000_0100      square 2: piece 5 has bit 2
+    lane 3 (hollow) = 0b0000_0000_1000_0000      square 7: piece 8 has bit 3
+    occupied        = 0b0000_0000_1000_0100      squares 2 and 7
+
+    lanes = lane0 | lane1 << 16 | lane2 << 32 | lane3 << 48
+
+Why lanes: a *group* (four squares) is a 16-bit mask ``g``, and the pieces on it share attribute ``k``
+exactly when ``(lanes >> 16k) & g`` is ``g`` (all have it) or ``0`` (none has it) -- no square is ever
+looked up one by one. The win test of a full group is that one expression, over the counted attributes.
+
+The same encoding tells which pieces would win on a square: for a group with three pieces and one empty
+square, the attributes shared by the three (``shared_attributes``) name the pieces that complete it.
+
+Numba
+-----
+The low-level functions below (marked ``@register_jitable``) take and return plain integers and tuples of
+integers, so the compiled search and the batched kernels call the very same rules as the Python API;
+from Python they run as ordinary Python functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from numba.extending import register_jitable
+
+# ---------------------------------------------------------------------------------------------------------
+# Game facts
+# ---------------------------------------------------------------------------------------------------------
+NUM_SQUARES = 16
+NUM_PIECES = 16
+NUM_ATTRIBUTES = 4
+ATTRIBUTES = ("height", "colour", "shape", "top")
+"""Attribute ``k`` is bit ``k`` of a piece number."""
+ATTRIBUTE_VALUES = (("short", "tall"), ("light", "dark"), ("round", "square"), ("solid", "hollow"))
+"""``ATTRIBUTE_VALUES[k][bit]`` names the value of attribute ``k`` for that bit."""
+ALL_SQUARES = (1 << NUM_SQUARES) - 1
+ALL_PIECES = (1 << NUM_PIECES) - 1
+ALL_ATTRIBUTES = (1 << NUM_ATTRIBUTES) - 1
+NO_PIECE = -1
+"""``State.hand`` when no piece is in hand: the next action is a give."""
+NO_WINNER = -1
+DECLARE = 16
+"""The action that declares "Quarto!" (only in the declaration variant)."""
+NUM_ACTIONS = 16
+"""Actions 0-15 are squares when placing and pieces when giving."""
+MAX_GAME_LENGTH = 2 * NUM_PIECES
+"""16 gives and 16 placements (plus at most one declaration in that variant)."""
+FALSE_DECLARATION_POLICIES = ("lose", "penalty")
+
+
+def _lines() -> tuple[int, ...]:
+    rows = [0xF << (4 * r) for r in range(4)]
+    columns = [0x1111 << c for c in range(4)]
+    diagonals = [sum(1 << (5 * i) for i in range(4)), sum(1 << (3 * i + 3) for i in range(4))]
+    return tuple(rows + columns + diagonals)
+
+
+def _blocks() -> tuple[int, ...]:
+    return tuple(0x33 << (4 * r + c) for r in range(3) for c in range(3))
+
+
+LINES = _lines()
+"""The 10 standard groups: 4 rows, 4 columns, the main diagonal (0, 5, 10, 15), the anti-diagonal."""
+SQUARE_BLOCKS = _blocks()
+"""The 9 blocks of 2x2 adjacent squares, groups too in the ``squares`` variant."""
+
+PIECES_WITH_ATTRIBUTE = tuple(
+    sum(1 << p for p in range(NUM_PIECES) if p >> k & 1) for k in range(NUM_ATTRIBUTES)
+)
+"""``PIECES_WITH_ATTRIBUTE[k]``: the 16-bit mask of pieces whose attribute ``k`` is 1."""
+PIECE_LANES = tuple(
+    sum(1 << (16 * k) for k in range(NUM_ATTRIBUTES) if p >> k & 1) for p in range(NUM_PIECES)
+)
+"""``PIECE_LANES[p] << s`` sets piece ``p``'s attribute bits for square ``s`` in ``lanes``."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Low-level rules on integers (shared with compiled code)
+# ---------------------------------------------------------------------------------------------------------
+@register_jitable
+def shared_attributes(lanes: int, squares: int, counted: int) -> tuple[int, int]:
+    """Counted attributes that every piece on ``squares`` has as 1, and those every piece has as 0.
+
+    Returns two 4-bit masks ``(ones, zeros)``. ``squares`` must all be occupied.
+    """
+    ones = 0
+    zeros = 0
+    for k in range(NUM_ATTRIBUTES):
+        if counted >> k & 1:
+            lane = (lanes >> (16 * k)) & squares
+            if lane == squares:
+                ones |= 1 << k
+            elif lane == 0:
+                zeros |= 1 << k
+    return ones, zeros
+
+
+@register_jitable
+def pieces_sharing(ones: int, zeros: int) -> int:
+    """The 16-bit mask of pieces that have attribute 1 for some bit of ``ones``, or 0 for some of ``zeros``."""
+    pieces = 0
+    for k in range(NUM_ATTRIBUTES):
+        if ones >> k & 1:
+            pieces |= PIECES_WITH_ATTRIBUTE[k]
+        if zeros >> k & 1:
+            pieces |= ALL_PIECES & ~PIECES_WITH_ATTRIBUTE[k]
+    return pieces
+
+
+@register_jitable
+def is_winning_group(lanes: int, occupied: int, group: int, counted: int) -> bool:
+    """Whether ``group`` is full and its four pieces share a value of a counted attribute."""
+    if occupied & group != group:
+        return False
+    ones, zeros = shared_attributes(lanes, group, counted)
+    return (ones | zeros) != 0
+
+
+@register_jitable
+def winning_groups_through(lanes: int, occupied: int, square: int, groups: tuple, counted: int) -> int:
+    """Bitmask over group indices of the winning groups that contain ``square``."""
+    found = 0
+    for i in range(len(groups)):
+        if groups[i] >> square & 1 and is_winning_group(lanes, occupied, groups[i], counted):
+            found |= 1 << i
+    return found
+
+
+@register_jitable
+def completing_pieces(lanes: int, occupied: int, group: int, counted: int) -> int:
+    """Pieces that would make ``group`` winning when placed on its one empty square (0 otherwise)."""
+    empty = group & ~occupied
+    if empty == 0 or empty & (empty - 1) != 0:
+        return 0
+    ones, zeros = shared_attributes(lanes, group & occupied, counted)
+    return pieces_sharing(ones, zeros)
+
+
+@register_jitable
+def winning_squares(lanes: int, occupied: int, piece: int, groups: tuple, counted: int) -> int:
+    """Mask of empty squares where placing ``piece`` completes a winning group."""
+    squares = 0
+    for group in groups:
+        if completing_pieces(lanes, occupied, group, counted) >> piece & 1:
+            squares |= group & ~occupied
+    return squares
+
+
+@register_jitable
+def winning_pieces(lanes: int, occupied: int, groups: tuple, counted: int) -> int:
+    """Mask of pieces that would win if placed on some empty square: giving one of them loses at once."""
+    pieces = 0
+    for group in groups:
+        pieces |= completing_pieces(lanes, occupied, group, counted)
+    return pieces
+
+
+@register_jitable
+def place_lanes(lanes: int, piece: int, square: int) -> int:
+    """``lanes`` with ``piece`` put on the empty ``square``."""
+    return lanes | (PIECE_LANES[piece] << square)
+
+
+@register_jitable
+def piece_on(lanes: int, square: int) -> int:
+    """The piece on an occupied ``square``, read back from the lanes."""
+    piece = 0
+    for k in range(NUM_ATTRIBUTES):
+        piece |= ((lanes >> (16 * k + square)) & 1) << k
+    return piece
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Variants
+# ---------------------------------------------------------------------------------------------------------
+class RulesError(ValueError):
+    """A rule variant, a position or an action that the rules do not allow."""
+
+
+class IllegalActionError(RulesError):
+    """An action that is not legal in the current state."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """The rule variant in force. Any combination of the flags is allowed.
+
+    Build one with :meth:`Variant.make`, which validates its input.
+    """
+
+    attributes: tuple[str, ...] = ATTRIBUTES
+    """The attributes that count for a win, a subset of ``ATTRIBUTES`` (the beginners' variant)."""
+    squares: bool = False
+    """Whether the 9 blocks of 2x2 squares are groups too (the advanced variant)."""
+    declaration: bool = False
+    """Whether a completed group must be declared ("Quarto!") to win; see :func:`step`."""
+    false_declaration: str = "lose"
+    """With ``declaration``: ``"lose"`` -- a declaration with nothing to claim loses the game; ``"penalty"``
+    -- it is ignored (the environment gives the declarer a penalty reward) and the player acts again."""
+
+    @classmethod
+    def make(
+        cls,
+        attributes: int | str | Iterable[str] | None = None,
+        squares: bool = False,
+        declaration: bool = False,
+        false_declaration: str = "lose",
+    ) -> Variant:
+        """Validated constructor.
+
+        ``attributes``: ``None`` (all four), a count 1-4 (the first that many of height, colour, shape, top),
+        one attribute name, or an iterable of names.
+        """
+        names = _attribute_names(attributes)
+        if not isinstance(squares, bool) or not isinstance(declaration, bool):
+            raise RulesError(f"squares and declaration must be True or False, got {squares!r}, {declaration!r}")
+        if false_declaration not in FALSE_DECLARATION_POLICIES:
+            raise RulesError(
+                f"unknown false_declaration policy {false_declaration!r}; allowed: {', '.join(FALSE_DECLARATION_POLICIES)}"
+            )
+        return cls(names, squares, declaration, false_declaration)
+
+    @property
+    def counted(self) -> int:
+        """4-bit mask of the counted attributes."""
+        return sum(1 << ATTRIBUTES.index(name) for name in self.attributes)
+
+    @property
+    def groups(self) -> tuple[int, ...]:
+        """The groups as 16-bit square masks: ``LINES``, then ``SQUARE_BLOCKS`` in the squares variant."""
+        return LINES + SQUARE_BLOCKS if self.squares else LINES
+
+    @property
+    def num_actions(self) -> int:
+        """16, plus the declare action in the declaration variant."""
+        return NUM_ACTIONS + 1 if self.declaration else NUM_ACTIONS
+
+    def describe(self) -> str:
+        """A short name, e.g. ``standard`` or ``attributes=colour,squares,declaration``."""
+        parts = []
+        if self.attributes != ATTRIBUTES:
+            parts.append("attributes=" + "+".join(self.attributes))
+        if self.squares:
+            parts.append("squares")
+        if self.declaration:
+            parts.append(f"declaration({self.false_declaration})")
+        return ",".join(parts) or "standard"
+
+    def to_dict(self) -> dict:
+        """Plain data, for configs and checkpoint metadata; ``Variant.make(**d)`` rebuilds it."""
+        return {
+            "attributes": list(self.attributes),
+            "squares": self.squares,
+            "declaration": self.declaration,
+            "false_declaration": self.false_declaration,
+        }
+
+
+def _attribute_names(attributes: int | str | Iterable[str] | None) -> tuple[str, ...]:
+    if attributes is None:
+        return ATTRIBUTES
+    if isinstance(attributes, bool):
+        raise RulesError(f"attributes must be a count 1-4 or names from {ATTRIBUTES}, got {attributes!r}")
+    if isinstance(attributes, int):
+        if not 1 <= attributes <= NUM_ATTRIBUTES:
+            raise RulesError(f"attributes count must be 1-4, got {attributes}")
+        return ATTRIBUTES[:attributes]
+    if isinstance(attributes, str):
+        attributes = [a for a in attributes.replace("+", ",").split(",") if a]
+    names = list(attributes)
+    unknown = [a for a in names if a not in ATTRIBUTES]
+    if unknown or not names:
+        raise RulesError(f"unknown attribute(s) {unknown or names}; allowed: {', '.join(ATTRIBUTES)} or a count 1-4")
+    if len(set(names)) != len(names):
+        raise RulesError(f"attribute listed twice in {names}")
+    return tuple(a for a in ATTRIBUTES if a in names)
+
+
+STANDARD = Variant()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# State
+# ---------------------------------------------------------------------------------------------------------
+class State(NamedTuple):
+    """A Quarto position. The defaults are the opening position: empty board, nothing in hand.
+
+    Player 0 is the player who gives first. The phase is implied by ``hand``: a piece in hand is to be
+    placed by ``to_move``; with ``NO_PIECE`` in hand, ``to_move`` gives a piece.
+    """
+
+    lanes: int = 0
+    """Attribute lanes of the board (see the module docstring)."""
+    occupied: int = 0
+    """Mask of occupied squares."""
+    available: int = ALL_PIECES
+    """Mask of pieces neither on the board nor in hand: the pieces that can be given."""
+    hand: int = NO_PIECE
+    """The piece to be placed, or ``NO_PIECE`` when the next action is a give."""
+    to_move: int = 0
+    """The player (0 or 1) who acts next."""
+    claimable: int = 0
+    """Declaration variant: bitmask over group indices of the winning groups completed by the last placement,
+    which can still be declared. Always 0 in the other variants."""
+    winner: int = NO_WINNER
+    """0 or 1 once a player has won; ``NO_WINNER`` while playing and after a draw."""
+    over: bool = False
+    """Whether the game has ended (a win or a draw)."""
+
+    @property
+    def placing(self) -> bool:
+        """Whether the next action places the piece in hand (otherwise it gives a piece, or declares)."""
+        return self.hand != NO_PIECE
+
+    def piece_at(self, square: int) -> int:
+        """The piece on ``square``, or ``NO_PIECE``."""
+        return piece_on(self.lanes, square) if self.occupied >> square & 1 else NO_PIECE
+
+    @property
+    def board(self) -> tuple[int, ...]:
+        """The 16 squares row by row: a piece number or ``NO_PIECE``."""
+        return tuple(self.piece_at(s) for s in range(NUM_SQUARES))
+
+    @property
+    def num_empty(self) -> int:
+        """Number of empty squares."""
+        return NUM_SQUARES - bin(self.occupied).count("1")
+
+    def returns(self) -> tuple[float, float]:
+        """Final rewards of players 0 and 1: +1 win, -1 loss, 0 draw (0 too while the game goes on)."""
+        if self.winner == NO_WINNER:
+            return (0.0, 0.0)
+        return (1.0, -1.0) if self.winner == 0 else (-1.0, 1.0)
+
+
+INITIAL_STATE = State()
+
+
+def legal_action_mask(variant: Variant, state: State) -> int:
+    """Bitmask of the legal actions (bit ``DECLARE`` for declaring): empty squares when placing, available
+    pieces when giving, plus the declaration whenever the declaration variant is on."""
+    if state.over:
+        return 0
+    declare = 1 << DECLARE if variant.declaration else 0
+    if state.placing:
+        return (ALL_SQUARES & ~state.occupied) | declare
+    return state.available | declare
+
+
+def legal_actions(variant: Variant, state: State) -> list[int]:
+    """The legal actions, in increasing order."""
+    mask = legal_action_mask(variant, state)
+    return [a for a in range(NUM_ACTIONS + 1) if mask >> a & 1]
+
+
+def step(variant: Variant, state: State, action: int) -> State:
+    """The state after ``action``. Raises :class:`IllegalActionError` for an illegal action.
+
+    Placing: the piece in hand goes on the empty square ``action``; the same player then gives. Without
+    the declaration variant, completing a winning group wins at once. With it, the winning groups completed
+    by this placement become ``claimable``: the placer may declare instead of giving, or the opponent may
+    declare before placing the given piece; once that piece is placed they are dead (a full group is never
+    completed again, so dropping them from ``claimable`` is all it takes). A declaration with nothing
+    claimable loses (``false_declaration="lose"``) or changes nothing (``"penalty"``).
+
+    Giving: piece ``action`` passes to the opponent, who must place it next. After the 16th placement there
+    is nothing to give and the game ends -- a draw unless a group was won (in the declaration variant the
+    placer may still declare).
+    """
+    action = int(action)
+    if not legal_action_mask(variant, state) >> action & 1:
+        raise IllegalActionError(_illegal_reason(variant, state, action))
+    if action == DECLARE:
+        return _declare(variant, state)
+    if state.placing:
+        return _place(variant, state, action)
+    return state._replace(hand=action, available=state.available & ~(1 << action), to_move=1 - state.to_move)
+
+
+def _place(variant: Variant, state: State, square: int) -> State:
+    lanes = place_lanes(state.lanes, state.hand, square)
+    occupied = state.occupied | 1 << square
+    won = winning_groups_through(lanes, occupied, square, variant.groups, variant.counted)
+    board_full = occupied == ALL_SQUARES
+    placed = state._replace(lanes=lanes, occupied=occupied, hand=NO_PIECE)
+    if variant.declaration:
+        return placed._replace(claimable=won, over=board_full and not won)
+    if won:
+        return placed._replace(winner=state.to_move, over=True)
+    return placed._replace(over=board_full)
+
+
+def _declare(variant: Variant, state: State) -> State:
+    if state.claimable:
+        return state._replace(winner=state.to_move, over=True, claimable=0)
+    if variant.false_declaration == "lose":
+        return state._replace(winner=1 - state.to_move, over=True)
+    return state
+
+
+def _illegal_reason(variant: Variant, state: State, action: int) -> str:
+    if state.over:
+        return "the game is over: no action is legal"
+    if action == DECLARE and not variant.declaration:
+        return f"action {DECLARE} (declare) exists only in the declaration variant"
+    if not 0 <= action < variant.num_actions:
+        return f"action {action} is out of range 0-{variant.num_actions - 1}"
+    if state.placing:
+        return f"square {action} is not empty; empty squares: {_bits(ALL_SQUARES & ~state.occupied)}"
+    return f"piece {action} cannot be given; available pieces: {_bits(state.available)}"
+
+
+def _bits(mask: int) -> list[int]:
+    return [i for i in range(mask.bit_length()) if mask >> i & 1]
+
+
+def winning_squares_for(variant: Variant, state: State, piece: int) -> int:
+    """Mask of empty squares where ``piece`` would complete a winning group."""
+    return winning_squares(state.lanes, state.occupied, piece, variant.groups, variant.counted)
+
+
+def losing_gives(variant: Variant, state: State) -> int:
+    """Mask of available pieces that would let the receiver win at once."""
+    return winning_pieces(state.lanes, state.occupied, variant.groups, variant.counted) & state.available
+
+
+def has_winning_group(variant: Variant, state: State) -> bool:
+    """Whether some group on the board is full and shares a counted attribute."""
+    return any(is_winning_group(state.lanes, state.occupied, g, variant.counted) for g in variant.groups)
+
+
+def from_board(board: Iterable[int], hand: int = NO_PIECE) -> State:
+    """A state (not yet judged for a win) from 16 squares (piece or ``NO_PIECE``) and the piece in hand.
+
+    ``to_move`` follows from the counts: gives alternate starting with player 0, and the receiver of a piece
+    places it and gives the next one.
+    """
+    lanes = occupied = used = 0
+    for square, piece in enumerate(board):
+        if piece != NO_PIECE:
+            lanes = place_lanes(lanes, piece, square)
+            occupied |= 1 << square
+            used |= 1 << piece
+    if hand != NO_PIECE:
+        used |= 1 << hand
+    placed = bin(occupied).count("1")
+    to_move = (placed + 1) % 2 if hand != NO_PIECE else placed % 2
+    return State(lanes, occupied, ALL_PIECES & ~used, hand, to_move)

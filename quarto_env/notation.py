@@ -1,0 +1,84 @@
+"""Position notation, used by every command and test fixture.
+
+A position is 16 characters for squares 0-15 row by row -- ``.`` for an empty square or the piece's hex
+digit ``0``-``f`` -- then one space, then the piece in hand as a hex digit, or ``-`` when no piece is in
+hand (the next action is a give). Example: ``f9.......0..3... 5``: piece 15 on square 0, piece 9 on
+square 1, piece 0 on square 9, piece 3 on square 12, and piece 5 to be placed.
+
+The notation carries no claimable groups, so a declaration-variant position is read as one in which
+nothing can be claimed.
+"""
+
+from __future__ import annotations
+
+from quarto_env.core import (
+    NO_PIECE,
+    NUM_SQUARES,
+    STANDARD,
+    RulesError,
+    State,
+    Variant,
+    from_board,
+    has_winning_group,
+)
+
+
+class PositionError(RulesError):
+    """A malformed position string."""
+
+
+_HEX = "0123456789abcdef"
+EXAMPLE = "f9.......0..3... 5"
+
+
+def format_position(state: State) -> str:
+    """The position string of ``state``."""
+    squares = "".join("." if p == NO_PIECE else _HEX[p] for p in state.board)
+    return f"{squares} {'-' if state.hand == NO_PIECE else _HEX[state.hand]}"
+
+
+def parse_position(text: str, variant: Variant = STANDARD) -> State:
+    """The state written as ``text``; raises :class:`PositionError` naming what is wrong.
+
+    Outside the declaration variant, a board with a winning group is a finished game: it is accepted only
+    with ``-`` in hand (the winner is the player who just placed), since nobody gives a piece after winning.
+    """
+    text = text.strip()
+    if len(text) != NUM_SQUARES + 2 or text[NUM_SQUARES] != " ":
+        raise PositionError(
+            f"position {text!r} must be 16 board characters, a space and the piece in hand "
+            f"(18 characters, e.g. {EXAMPLE!r}); got {len(text)} characters"
+        )
+    board = [_read_square(c, i, text) for i, c in enumerate(text[:NUM_SQUARES].lower())]
+    hand_char = text[-1].lower()
+    if hand_char == "-":
+        hand = NO_PIECE
+    elif hand_char in _HEX:
+        hand = _HEX.index(hand_char)
+    else:
+        raise PositionError(f"position {text!r}: piece in hand {hand_char!r} must be a hex digit 0-f or '-'")
+    placed = [p for p in board if p != NO_PIECE]
+    repeated = sorted({p for p in placed if placed.count(p) > 1})
+    if repeated:
+        raise PositionError(f"position {text!r}: piece(s) {', '.join(_HEX[p] for p in repeated)} on the board twice")
+    if hand in placed:
+        raise PositionError(f"position {text!r}: the piece in hand {_HEX[hand]} is already on the board")
+    if len(placed) == NUM_SQUARES and hand != NO_PIECE:
+        raise PositionError(f"position {text!r}: the board is full, so no piece can be in hand")
+    state = from_board(board, hand)
+    if variant.declaration or not has_winning_group(variant, state):
+        return state._replace(over=len(placed) == NUM_SQUARES)
+    if hand != NO_PIECE:
+        raise PositionError(
+            f"position {text!r}: the board already has a winning group under {variant.describe()} rules, "
+            "so the game ended and no piece can be in hand"
+        )
+    return state._replace(winner=state.to_move, over=True)
+
+
+def _read_square(char: str, square: int, text: str) -> int:
+    if char == ".":
+        return NO_PIECE
+    if char in _HEX:
+        return _HEX.index(char)
+    raise PositionError(f"position {text!r}: square {square} has {char!r}; use '.' or a hex digit 0-f")
