@@ -146,3 +146,8 @@ register(
         "takes a win at once; never gives a piece that wins at once if a safe one exists; else random",
     )
 )
+# Each kind below is registered by the module that implements it (its entry stays here so that specs
+# resolve without importing torch or compiling the search).
+# <kind:minimax-solver>
+# <kind:mcts>
+# <kind:ppo>
