@@ -93,13 +93,9 @@ LINES = _lines()
 SQUARE_BLOCKS = _blocks()
 """The 9 blocks of 2x2 adjacent squares, groups too in the ``squares`` variant."""
 
-PIECES_WITH_ATTRIBUTE = tuple(
-    sum(1 << p for p in range(NUM_PIECES) if p >> k & 1) for k in range(NUM_ATTRIBUTES)
-)
+PIECES_WITH_ATTRIBUTE = tuple(sum(1 << p for p in range(NUM_PIECES) if p >> k & 1) for k in range(NUM_ATTRIBUTES))
 """``PIECES_WITH_ATTRIBUTE[k]``: the 16-bit mask of pieces whose attribute ``k`` is 1."""
-PIECE_LANES = tuple(
-    sum(1 << (16 * k) for k in range(NUM_ATTRIBUTES) if p >> k & 1) for p in range(NUM_PIECES)
-)
+PIECE_LANES = tuple(sum(1 << (16 * k) for k in range(NUM_ATTRIBUTES) if p >> k & 1) for p in range(NUM_PIECES))
 """``PIECE_LANES[p] << s`` sets piece ``p``'s attribute bits for square ``s`` in ``lanes``."""
 
 
@@ -244,9 +240,8 @@ class Variant:
         if not isinstance(squares, bool) or not isinstance(declaration, bool):
             raise RulesError(f"squares and declaration must be True or False, got {squares!r}, {declaration!r}")
         if false_declaration not in FALSE_DECLARATION_POLICIES:
-            raise RulesError(
-                f"unknown false_declaration policy {false_declaration!r}; allowed: {', '.join(FALSE_DECLARATION_POLICIES)}"
-            )
+            allowed = ", ".join(FALSE_DECLARATION_POLICIES)
+            raise RulesError(f"unknown false_declaration policy {false_declaration!r}; allowed: {allowed}")
         return cls(names, squares, declaration, false_declaration)
 
     @property

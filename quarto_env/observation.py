@@ -43,13 +43,18 @@ from quarto_env.core import (
 NUM_RAW_CHANNELS = 17
 NUM_TACTICAL_CHANNELS = 19
 CHANNEL_NAMES = (
-    ("occupied",)
-    + tuple(f"square_{v}" for v in ("tall", "dark", "square", "hollow"))
-    + tuple(f"square_{v}" for v in ("short", "light", "round", "solid"))
-    + ("claimable", "available", "in_hand")
-    + tuple(f"piece_{v}" for v in ("tall", "dark", "square", "hollow"))
-    + ("placing", "square_wins", "piece_loses")
+    "occupied",
+    *(f"square_{v}" for v in ("tall", "dark", "square", "hollow")),
+    *(f"square_{v}" for v in ("short", "light", "round", "solid")),
+    "claimable",
+    "available",
+    "in_hand",
+    *(f"piece_{v}" for v in ("tall", "dark", "square", "hollow")),
+    "placing",
+    "square_wins",
+    "piece_loses",
 )
+"""A name for each channel, in order."""
 
 
 def num_channels(tactical: bool) -> int:
