@@ -195,6 +195,42 @@ def piece_on(lanes: int, square: int) -> int:
     return piece
 
 
+@register_jitable
+def apply_action(
+    lanes: int,
+    occupied: int,
+    available: int,
+    hand: int,
+    to_move: int,
+    claimable: int,
+    action: int,
+    groups: tuple,
+    counted: int,
+    declaration: bool,
+    false_declaration_loses: bool,
+) -> tuple[int, int, int, int, int, int, int, bool]:
+    """The transition of :func:`step` on plain integers, for compiled code (batched games); ``action`` must be
+    legal. Returns ``(lanes, occupied, available, hand, to_move, claimable, winner, over)``."""
+    if action == DECLARE:
+        if claimable:
+            return lanes, occupied, available, hand, to_move, 0, to_move, True
+        if false_declaration_loses:
+            return lanes, occupied, available, hand, to_move, claimable, 1 - to_move, True
+        return lanes, occupied, available, hand, to_move, claimable, NO_WINNER, False
+    if hand == NO_PIECE:  # give: the piece passes to the opponent, who places it next
+        return lanes, occupied, available & ~(1 << action), action, 1 - to_move, claimable, NO_WINNER, False
+    lanes = place_lanes(lanes, hand, action)
+    occupied = occupied | 1 << action
+    won = winning_groups_through(lanes, occupied, action, groups, counted)
+    board_full = occupied == ALL_SQUARES
+    if declaration:
+        # The groups completed now replace the earlier claimable ones, which are dead once this piece is placed.
+        return lanes, occupied, available, NO_PIECE, to_move, won, NO_WINNER, board_full and won == 0
+    if won:
+        return lanes, occupied, available, NO_PIECE, to_move, 0, to_move, True
+    return lanes, occupied, available, NO_PIECE, to_move, 0, NO_WINNER, board_full
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Variants
 # ---------------------------------------------------------------------------------------------------------
@@ -394,32 +430,21 @@ def step(variant: Variant, state: State, action: int) -> State:
     action = int(action)
     if not legal_action_mask(variant, state) >> action & 1:
         raise IllegalActionError(_illegal_reason(variant, state, action))
-    if action == DECLARE:
-        return _declare(variant, state)
-    if state.placing:
-        return _place(variant, state, action)
-    return state._replace(hand=action, available=state.available & ~(1 << action), to_move=1 - state.to_move)
-
-
-def _place(variant: Variant, state: State, square: int) -> State:
-    lanes = place_lanes(state.lanes, state.hand, square)
-    occupied = state.occupied | 1 << square
-    won = winning_groups_through(lanes, occupied, square, variant.groups, variant.counted)
-    board_full = occupied == ALL_SQUARES
-    placed = state._replace(lanes=lanes, occupied=occupied, hand=NO_PIECE)
-    if variant.declaration:
-        return placed._replace(claimable=won, over=board_full and not won)
-    if won:
-        return placed._replace(winner=state.to_move, over=True)
-    return placed._replace(over=board_full)
-
-
-def _declare(variant: Variant, state: State) -> State:
-    if state.claimable:
-        return state._replace(winner=state.to_move, over=True, claimable=0)
-    if variant.false_declaration == "lose":
-        return state._replace(winner=1 - state.to_move, over=True)
-    return state
+    return State(
+        *apply_action(
+            state.lanes,
+            state.occupied,
+            state.available,
+            state.hand,
+            state.to_move,
+            state.claimable,
+            action,
+            variant.groups,
+            variant.counted,
+            variant.declaration,
+            variant.false_declaration == "lose",
+        )
+    )
 
 
 def _illegal_reason(variant: Variant, state: State, action: int) -> str:
