@@ -196,6 +196,17 @@ def piece_on(lanes: int, square: int) -> int:
 
 
 @register_jitable
+def legal_mask(occupied: int, available: int, hand: int, over: bool, declaration: bool) -> int:
+    """:func:`legal_action_mask` on plain integers, for compiled code."""
+    if over:
+        return 0
+    declare = 1 << DECLARE if declaration else 0
+    if hand != NO_PIECE:
+        return (ALL_SQUARES & ~occupied) | declare
+    return available | declare
+
+
+@register_jitable
 def apply_action(
     lanes: int,
     occupied: int,
@@ -399,12 +410,7 @@ INITIAL_STATE = State()
 def legal_action_mask(variant: Variant, state: State) -> int:
     """Bitmask of the legal actions (bit ``DECLARE`` for declaring): empty squares when placing, available
     pieces when giving, plus the declaration whenever the declaration variant is on."""
-    if state.over:
-        return 0
-    declare = 1 << DECLARE if variant.declaration else 0
-    if state.placing:
-        return (ALL_SQUARES & ~state.occupied) | declare
-    return state.available | declare
+    return legal_mask(state.occupied, state.available, state.hand, state.over, variant.declaration)
 
 
 def legal_actions(variant: Variant, state: State) -> list[int]:
