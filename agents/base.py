@@ -138,6 +138,13 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError("must be >= 1")
+    return value
+
+
 register(AgentKind("random", "agents.simple:RandomAgent", "uniform over legal actions"))
 register(
     AgentKind(
@@ -149,5 +156,16 @@ register(
 # Each kind below is registered by the module that implements it (its entry stays here so that specs
 # resolve without importing torch or compiling the search).
 # <kind:minimax-solver>
-# <kind:mcts>
+register(
+    AgentKind(
+        "mcts",
+        "agents.mcts:MCTSAgent",
+        "UCT with random playouts (mcts:sims=2000 or mcts:time=1)",
+        {
+            "sims": Option(_positive_int, 2000, "simulations per move"),
+            "time": Option(_positive_float, 0.0, "seconds per move; replaces sims when set"),
+            "c": Option(_positive_float, 1.0, "UCB1 exploration constant"),
+        },
+    )
+)
 # <kind:ppo>

@@ -1,0 +1,280 @@
+"""Monte-Carlo tree search: UCT (Kocsis & Szepesvári 2006) with uniformly random playouts.
+
+A search baseline that needs no evaluation function: from the root, each simulation
+
+1. **selects** children by the UCB1 rule ``mean + c * sqrt(ln N_parent / n_child)`` while every action of a
+   node has been tried,
+2. **expands** one untried action (chosen at random),
+3. **plays out** the rest of the game at random from the new node,
+4. **backs up** the result: +1 / 0 / -1 for the player who chose each node's action.
+
+The move played is the root's most visited action. Quarto's turns are "place, then give" by the same
+player, so players do not simply alternate along a path: each node remembers who chose its action, and
+nothing else in the search assumes alternation. The tree only calls the rules core (``step``,
+``legal_actions``, ``State.winner``), so it works unchanged for every variant.
+
+The playout
+-----------
+Playouts are the hot loop, so they run compiled (:func:`random_playout`), every move through the core's
+jitable transition ``apply_action`` -- the same code that ``core.step`` runs. The playout
+policy is uniform over squares and pieces and, in the declaration variant, declares exactly when something
+is claimable: a random false declaration would only add noise (it loses at once under the "lose" policy),
+and a missed claim would make playouts undervalue wins. The *tree* still considers every legal action,
+declarations included -- a false declaration is searched like any move and simply scores badly -- so the
+agent never declares unless its search chose to.
+
+``quarto bench mcts`` measures simulations per second, compiled playouts against the same search with
+playouts through the Python ``step``.
+"""
+
+from __future__ import annotations
+
+import math
+import time as clock
+
+import numba
+import numpy as np
+
+from agents.base import Agent
+from quarto_env.core import (
+    ALL_SQUARES,
+    DECLARE,
+    NO_PIECE,
+    NO_WINNER,
+    STANDARD,
+    State,
+    Variant,
+    apply_action,
+    legal_actions,
+    step,
+)
+
+DEFAULT_EXPLORATION = 1.0
+"""UCB1's ``c`` for rewards in [-1, 1]. The textbook sqrt(2) is for [0, 1]; rescaled, it is about 0.7.
+1.0 played best of 0.5 / 0.7 / 1.0 / 1.4 in short matches against minimax:depth=2 (see the README)."""
+
+
+class MCTSAgent(Agent):
+    """UCT with random playouts, on a budget of simulations or of seconds per move.
+
+    :param sims: simulations per move (used when ``time`` is 0).
+    :param time: seconds per move; when > 0 it replaces the simulation budget (at least one simulation).
+    :param c: the exploration constant of UCB1.
+    :param playout: ``"compiled"`` (numba, the default) or ``"python"`` (through ``core.step``; a slower
+        reference that the benchmark and the tests compare against).
+    """
+
+    def __init__(
+        self,
+        variant: Variant = STANDARD,
+        seed: int | None = None,
+        sims: int = 2000,
+        time: float = 0.0,
+        c: float = DEFAULT_EXPLORATION,
+        playout: str = "compiled",
+    ) -> None:
+        super().__init__(variant, seed)
+        if sims < 1:
+            raise ValueError(f"sims must be >= 1, got {sims}")
+        if time < 0:
+            raise ValueError(f"time must be >= 0 seconds, got {time}")
+        if playout not in PLAYOUTS:
+            raise ValueError(f"unknown playout {playout!r}; allowed: {', '.join(PLAYOUTS)}")
+        self.sims = sims
+        self.time = time
+        self.c = c
+        self.playout = playout
+        self._record = np.empty(PLAYOUT_RECORD_LENGTH, dtype=np.int64)
+        self.last_search: SearchStats | None = None
+        """Statistics of the latest ``act`` call."""
+
+    def act(self, state: State) -> int:
+        """The most visited root action after the search."""
+        actions = legal_actions(self.variant, state)
+        if len(actions) == 1:
+            return actions[0]
+        root = _Node(state, mover=NO_WINNER, actions=self._shuffled(actions))
+        if self.playout == "compiled":
+            # One seed per move from the agent's generator keeps searches reproducible under a fixed seed,
+            # whatever else in the process draws from numba's generator between moves.
+            seed_playouts(int(self.rng.integers(2**31)))
+        start = clock.perf_counter()
+        deadline = start + self.time
+        sims = 0
+        while (sims < self.sims) if self.time == 0 else (sims == 0 or clock.perf_counter() < deadline):
+            self._simulate(root)
+            sims += 1
+        best = max(root.children, key=lambda child: (child.visits, child.total))
+        self.last_search = SearchStats(sims, clock.perf_counter() - start, best.visits, best.total / best.visits)
+        return best.action
+
+    def _simulate(self, root: _Node) -> None:
+        """One selection-expansion-playout-backup pass."""
+        node = root
+        path = [root]
+        while not node.untried and node.children:
+            node = node.best_child(self.c)
+            path.append(node)
+        if node.untried:
+            action = node.untried.pop()
+            child_state = step(self.variant, node.state, action)
+            child = _Node(child_state, node.state.to_move, self._shuffled(legal_actions(self.variant, child_state)))
+            child.action = action
+            node.children.append(child)
+            node = child
+            path.append(node)
+        winner = node.state.winner if node.state.over else self._playout(node.state)
+        for visited in path:
+            visited.visits += 1
+            if winner != NO_WINNER:
+                visited.total += 1.0 if winner == visited.mover else -1.0
+
+    def _shuffled(self, actions: list[int]) -> list[int]:
+        """``actions`` in random order: expansion pops from the end, so ties never favour low numbers."""
+        order = self.rng.permutation(len(actions))
+        return [actions[i] for i in order]
+
+    def _playout(self, state: State) -> int:
+        """The winner of a random playout from ``state`` (not over), or ``NO_WINNER`` for a draw."""
+        if self.playout == "python":
+            return python_playout(self.variant, state, self.rng)
+        return int(
+            random_playout(
+                signed_lanes(state.lanes),
+                state.occupied,
+                state.available,
+                state.hand,
+                state.to_move,
+                state.claimable,
+                self.variant.groups,
+                self.variant.counted,
+                self.variant.declaration,
+                self.variant.false_declaration == "lose",
+                self._record,
+            )
+        )
+
+
+class SearchStats:
+    """What one search did: simulations run, seconds spent, and the chosen action's visits and mean value."""
+
+    __slots__ = ("seconds", "sims", "value", "visits")
+
+    def __init__(self, sims: int, seconds: float, visits: int, value: float) -> None:
+        self.sims = sims
+        self.seconds = seconds
+        self.visits = visits
+        self.value = value
+
+
+class _Node:
+    """A node of the search tree. ``total`` sums the playout results for ``mover``, the player who chose the
+    action leading here (``NO_WINNER`` at the root, whose totals are never read)."""
+
+    __slots__ = ("action", "children", "mover", "state", "total", "untried", "visits")
+
+    def __init__(self, state: State, mover: int, actions: list[int]) -> None:
+        self.state = state
+        self.mover = mover
+        self.untried = actions
+        self.children: list[_Node] = []
+        self.action = -1
+        self.visits = 0
+        self.total = 0.0
+
+    def best_child(self, c: float) -> _Node:
+        """The child with the highest UCB1 score (every child has been visited)."""
+        log_visits = math.log(self.visits)
+        return max(
+            self.children,
+            key=lambda child: child.total / child.visits + c * math.sqrt(log_visits / child.visits),
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Playouts
+# ---------------------------------------------------------------------------------------------------------
+PLAYOUT_RECORD_LENGTH = 34
+"""Room for the actions of any playout: at most 16 gives, 16 placements and a declaration, then ``-1``."""
+
+
+@numba.njit(cache=True)
+def seed_playouts(seed: int) -> None:
+    """Seed numba's generator, which the compiled playouts draw from."""
+    np.random.seed(seed)
+
+
+@numba.njit(cache=True)
+def _random_member(mask: int) -> int:
+    """A uniformly random set bit of the non-zero ``mask``."""
+    count = 0
+    for i in range(16):
+        count += mask >> i & 1
+    pick = np.random.randint(count)
+    for i in range(16):
+        if mask >> i & 1:
+            if pick == 0:
+                return i
+            pick -= 1
+    return -1
+
+
+@numba.njit(cache=True)
+def random_playout(
+    lanes, occupied, available, hand, to_move, claimable, groups, counted, declaration, false_declaration_loses, record
+):
+    """Play a game that is not over to its end at random; return the winner (0, 1) or ``NO_WINNER``.
+
+    The arguments are the fields of a :class:`State` (``lanes`` as a signed 64-bit integer, see
+    :func:`signed_lanes`) and of its :class:`Variant`; every move goes through the core's ``apply_action``.
+    ``record`` (an int array of ``PLAYOUT_RECORD_LENGTH``) receives the actions played, ``-1`` after the last
+    one, so that a test can replay them through ``core.step``.
+    """
+    n = 0
+    over = False
+    winner = NO_WINNER
+    while not over:
+        if claimable != 0:
+            action = DECLARE
+        elif hand == NO_PIECE:
+            action = _random_member(available)
+        else:
+            action = _random_member(ALL_SQUARES & ~occupied)
+        record[n] = action
+        n += 1
+        lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
+            lanes,
+            occupied,
+            available,
+            hand,
+            to_move,
+            claimable,
+            action,
+            groups,
+            counted,
+            declaration,
+            false_declaration_loses,
+        )
+    record[n] = -1
+    return winner
+
+
+def signed_lanes(lanes: int) -> int:
+    """``lanes`` as the signed 64-bit integer with the same bits: numba reads a Python int above 2**63 - 1 as
+    unsigned, and mixing unsigned with the core's signed constants would turn the bit arithmetic into floats."""
+    return lanes - (1 << 64) if lanes >> 63 else lanes
+
+
+def python_playout(variant: Variant, state: State, rng: np.random.Generator) -> int:
+    """The same playout policy through ``core.step``: the reference for the compiled one."""
+    while not state.over:
+        if state.claimable:
+            action = DECLARE
+        else:
+            choices = [a for a in legal_actions(variant, state) if a != DECLARE]
+            action = choices[rng.integers(len(choices))]
+        state = step(variant, state, action)
+    return state.winner
+
+
+PLAYOUTS = ("compiled", "python")
