@@ -195,6 +195,13 @@ def piece_on(lanes: int, square: int) -> int:
     return piece
 
 
+def signed_lanes(lanes: int) -> int:
+    """``lanes`` as the signed 64-bit integer with the same bits, to pass to compiled code: numba types a Python
+    int above ``2**63 - 1`` (a hollow piece on square 15) as unsigned, which does not mix with the signed
+    integers of the other arguments (the call fails, or the bit arithmetic turns into floats)."""
+    return lanes - (1 << 64) if lanes >> 63 else lanes
+
+
 @register_jitable
 def legal_mask(occupied: int, available: int, hand: int, over: bool, declaration: bool) -> int:
     """:func:`legal_action_mask` on plain integers, for compiled code."""

@@ -36,6 +36,7 @@ from quarto_env.core import (
     NUM_SQUARES,
     State,
     Variant,
+    signed_lanes,
     winning_pieces,
     winning_squares,
 )
@@ -102,6 +103,13 @@ def observe(variant: Variant, state: State, tactical: bool = False) -> np.ndarra
     """The observation planes of ``state`` as a new ``int8`` array of shape ``(channels, 16)``."""
     out = np.zeros((num_channels(tactical), NUM_SQUARES), dtype=np.int8)
     encode_observation(
-        out, state.lanes, state.occupied, state.available, state.hand, state.claimable, variant.groups, variant.counted
+        out,
+        signed_lanes(state.lanes),
+        state.occupied,
+        state.available,
+        state.hand,
+        state.claimable,
+        variant.groups,
+        variant.counted,
     )
     return out
