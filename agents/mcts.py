@@ -39,6 +39,7 @@ from agents.base import Agent
 from quarto_env.core import (
     ALL_SQUARES,
     DECLARE,
+    INITIAL_STATE,
     NO_PIECE,
     NO_WINNER,
     STANDARD,
@@ -85,6 +86,8 @@ class MCTSAgent(Agent):
         self.c = c
         self.playout = playout
         self._record = np.empty(PLAYOUT_RECORD_LENGTH, dtype=np.int64)
+        if playout == "compiled":
+            self._playout(INITIAL_STATE)  # load (or compile) the playout now, not inside a timed move
         self.last_search: SearchStats | None = None
         """Statistics of the latest ``act`` call."""
 

@@ -1,0 +1,82 @@
+"""Pieces shared by the arena commands (``tournament``, ``grade``, ``play``, ``replay``): the rule-variant
+flags, atomic file writes, and the run folder's ``config.json`` + ``command.txt``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, RulesError, Variant
+
+
+def add_variant_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--attributes``, ``--squares``, ``--declaration`` and ``--false-declaration`` to ``parser``."""
+    group = parser.add_argument_group("rule variant (default: standard Quarto)")
+    group.add_argument(
+        "--attributes",
+        default=None,
+        metavar="A",
+        help=f"attributes that count for a win: a count 1-4 or names among {','.join(ATTRIBUTES)} (default: all)",
+    )
+    group.add_argument("--squares", action="store_true", help="the 2x2 blocks are groups too (advanced variant)")
+    group.add_argument("--declaration", action="store_true", help='a win must be declared ("Quarto!")')
+    group.add_argument(
+        "--false-declaration",
+        choices=FALSE_DECLARATION_POLICIES,
+        default="lose",
+        help="what a declaration with nothing to claim does (default: lose)",
+    )
+
+
+def variant_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Variant:
+    """The variant named by the flags of :func:`add_variant_arguments`; a bad value exits with a usage error."""
+    attributes: int | str | None = args.attributes
+    if isinstance(attributes, str) and attributes.isdigit():
+        attributes = int(attributes)
+    try:
+        return Variant.make(attributes, args.squares, args.declaration, args.false_declaration)
+    except RulesError as error:
+        parser.error(str(error))
+
+
+def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(temporary_path)``, then move the file into place: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(handle)
+    try:
+        write(Path(temporary))
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+
+    def write(temporary: Path) -> None:
+        temporary.write_text(text, encoding="utf-8")
+
+    write_atomic(path, write)
+
+
+def save_run_config(folder: Path, command: str, argv: list[str], config: dict[str, Any]) -> None:
+    """Write ``config.json`` (the resolved configuration) and ``command.txt`` (the command line) in ``folder``."""
+    write_text_atomic(folder / "config.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
+    line = shlex.join(["quarto", command, *argv])
+    write_text_atomic(folder / "command.txt", f"{line}\n# python {sys.version.split()[0]}, cwd {os.getcwd()}\n")
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
