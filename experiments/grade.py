@@ -1,0 +1,366 @@
+"""``quarto grade``: how often an agent's decisions throw away value, judged by the exact solver.
+
+Example usage::
+
+    quarto grade random greedy solver --positions 300 --seed 0 --max-empty 10
+
+Positions are sampled from real games (seeded) between a mix of baseline agents (``--sources``, default
+random and greedy): from each game one decision is drawn uniformly among those with at most ``--max-empty``
+empty squares and more than one legal action. The exact solver values every action of every sampled
+position once (the values are cached for the run, and on disk with ``--cache``), so grading several agents
+on the same positions costs one solve per position.
+
+A decision **loses value** when the value of the chosen action under perfect play is below the position's
+value: a won position played into a draw or a loss, or a drawn one into a loss. The report gives the share
+of such decisions with a 95% Wilson interval, overall, by phase (``place`` with a piece in hand, ``give``
+otherwise) and by number of empty squares, plus the share among *critical* decisions -- those where some
+legal action does lose value (elsewhere every move keeps the value and no agent can err).
+
+:func:`grade_agent` is the library entry point, for the training run's evaluation::
+
+    positions = sample_positions(variant, 200, seed=0, max_empty=10)
+    values = PositionValues(variant)
+    report = grade_agent(agent, variant, positions, values)
+    report.share_lost()  # (share, low, high)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from agents.base import Agent, SpecError, make_agent, parse_spec
+from agents.ratings import wilson_interval
+from experiments.arena_io import (
+    add_variant_arguments,
+    markdown_table,
+    save_run_config,
+    variant_from_args,
+    write_text_atomic,
+)
+from quarto_env.core import INITIAL_STATE, NUM_SQUARES, State, Variant, legal_actions, step
+from quarto_env.notation import format_position
+
+DEFAULT_SOURCES = ("random", "greedy")
+DEFAULT_MAX_EMPTY = 10
+"""The exact solver values positions with up to about 10-12 empty squares in well under a second."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Positions
+# ---------------------------------------------------------------------------------------------------------
+def sample_positions(
+    variant: Variant,
+    count: int,
+    seed: int,
+    max_empty: int = DEFAULT_MAX_EMPTY,
+    min_empty: int = 1,
+    sources: Sequence[str] = DEFAULT_SOURCES,
+) -> list[State]:
+    """``count`` decision positions, one per seeded game between agents drawn from ``sources``.
+
+    Each game pairs two specs drawn at random from ``sources``; one of its positions with ``min_empty`` to
+    ``max_empty`` empty squares and at least two legal actions is kept, uniformly at random. Games that end
+    before reaching such a position are skipped.
+    """
+    if not 1 <= min_empty <= max_empty <= NUM_SQUARES:
+        raise ValueError(f"need 1 <= min_empty <= max_empty <= 16, got min {min_empty}, max {max_empty}")
+    rng = np.random.default_rng(seed)
+    positions: list[State] = []
+    games = 0
+    while len(positions) < count:
+        games += 1
+        if games > 100 * count + 1000:
+            raise RuntimeError(f"only {len(positions)} of {count} positions found in {games} games from {sources}")
+        players = [make_agent(str(rng.choice(sources)), variant, seed=int(rng.integers(2**32))) for _ in range(2)]
+        candidates = [
+            s
+            for s in _game_states(variant, players)
+            if min_empty <= s.num_empty <= max_empty and len(legal_actions(variant, s)) > 1
+        ]
+        if candidates:
+            positions.append(candidates[rng.integers(len(candidates))])
+    return positions
+
+
+def _game_states(variant: Variant, players: Sequence[Agent]) -> list[State]:
+    """Every position of one game before its end, in order."""
+    states = []
+    state = INITIAL_STATE
+    while not state.over:
+        states.append(state)
+        state = step(variant, state, players[state.to_move].act(state))
+    return states
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Exact values, solved once per position
+# ---------------------------------------------------------------------------------------------------------
+class PositionValues:
+    """The exact value of every legal action of positions, solved on first use and then cached.
+
+    Values are for the player to move: +1 win, 0 draw, -1 loss under perfect play. With ``path`` the cache
+    is read from and can be saved to a JSON file, keyed by variant, so later runs do not solve again.
+    """
+
+    def __init__(self, variant: Variant, path: Path | None = None) -> None:
+        self.variant = variant
+        self.path = path
+        self.solved = 0
+        """Positions solved by this object (cache misses)."""
+        self._values: dict[State, dict[int, int]] = {}
+        if path is not None and path.exists():
+            self._load(path)
+
+    def action_values(self, state: State) -> dict[int, int]:
+        """``{action: value}`` for every legal action of ``state``."""
+        if state not in self._values:
+            from agents.minimax import solve  # the compiled solver loads only when a position needs it
+
+            result = solve(state, self.variant, all_moves=True)
+            self._values[state] = {int(a): int(v) for a, v in result.action_values.items()}
+            self.solved += 1
+        return self._values[state]
+
+    def value(self, state: State) -> int:
+        """The value of ``state`` for the player to move."""
+        return max(self.action_values(state).values())
+
+    def save(self) -> None:
+        """Write the cache to ``path`` (atomically)."""
+        if self.path is None:
+            raise ValueError("this PositionValues has no path to save to")
+        entries = {_key(s): {str(a): v for a, v in values.items()} for s, values in self._values.items()}
+        write_text_atomic(self.path, json.dumps({"variant": self.variant.to_dict(), "positions": entries}) + "\n")
+
+    def _load(self, path: Path) -> None:
+        data = json.loads(path.read_text())
+        if data.get("variant") != self.variant.to_dict():
+            raise ValueError(f"value cache {path} is for variant {data.get('variant')}, not {self.variant.to_dict()}")
+        for key, values in data["positions"].items():
+            self._values[_state_from_key(key)] = {int(a): int(v) for a, v in values.items()}
+
+
+def _key(state: State) -> str:
+    """A JSON key of every field of ``state`` (the position notation alone lacks the claimable groups)."""
+    return ",".join(str(int(field)) for field in state)
+
+
+def _state_from_key(key: str) -> State:
+    fields = [int(x) for x in key.split(",")]
+    return State(*fields[:-1], over=bool(fields[-1]))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Grading
+# ---------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """One graded decision: the position, its value, the action chosen and that action's value."""
+
+    position: str
+    empty: int
+    phase: str
+    """``"place"`` (a piece in hand) or ``"give"``."""
+    value: int
+    action: int
+    action_value: int
+    critical: bool
+    """Whether some legal action loses value here."""
+
+    @property
+    def lost(self) -> bool:
+        """Whether the chosen action is worse than the position under perfect play."""
+        return self.action_value < self.value
+
+
+@dataclasses.dataclass
+class GradeReport:
+    """The graded decisions of one agent, and summaries with 95% Wilson intervals."""
+
+    agent: str
+    decisions: list[Decision]
+
+    def share_lost(self, decisions: Iterable[Decision] | None = None) -> tuple[float, float, float, int]:
+        """``(share, low, high, count)`` of value-losing decisions among ``decisions`` (default: all)."""
+        chosen = self.decisions if decisions is None else list(decisions)
+        if not chosen:
+            return (0.0, 0.0, 1.0, 0)
+        share = sum(d.lost for d in chosen) / len(chosen)
+        low, high = wilson_interval(share, len(chosen))
+        return (share, low, high, len(chosen))
+
+    def by_phase(self) -> dict[str, tuple[float, float, float, int]]:
+        """The share lost among placements and among gives."""
+        return {phase: self.share_lost(d for d in self.decisions if d.phase == phase) for phase in ("place", "give")}
+
+    def by_empty(self) -> dict[int, tuple[float, float, float, int]]:
+        """The share lost by number of empty squares."""
+        empties = sorted({d.empty for d in self.decisions})
+        return {e: self.share_lost(d for d in self.decisions if d.empty == e) for e in empties}
+
+    def critical(self) -> tuple[float, float, float, int]:
+        """The share lost among critical decisions (where some action loses value)."""
+        return self.share_lost(d for d in self.decisions if d.critical)
+
+    def transitions(self) -> dict[str, int]:
+        """How value was lost: counts of ``win->draw``, ``win->loss`` and ``draw->loss``."""
+        names = {1: "win", 0: "draw", -1: "loss"}
+        counts = {"win->draw": 0, "win->loss": 0, "draw->loss": 0}
+        for d in self.decisions:
+            if d.lost:
+                counts[f"{names[d.value]}->{names[d.action_value]}"] += 1
+        return counts
+
+    def summary(self) -> dict:
+        """Plain data for JSON and TensorBoard: every share as ``[share, low, high, count]``."""
+        return {
+            "agent": self.agent,
+            "all": list(self.share_lost()),
+            "critical": list(self.critical()),
+            "by_phase": {k: list(v) for k, v in self.by_phase().items()},
+            "by_empty": {str(k): list(v) for k, v in self.by_empty().items()},
+            "transitions": self.transitions(),
+        }
+
+
+def grade_agent(agent: Agent, variant: Variant, positions: Sequence[State], values: PositionValues) -> GradeReport:
+    """Ask ``agent`` for its action in each position and grade it against the exact action values."""
+    if values.variant != variant:
+        raise ValueError(f"values are for {values.variant.describe()}, the agent plays {variant.describe()}")
+    decisions = []
+    for state in positions:
+        agent.reset()
+        action = int(agent.act(state))
+        action_values = values.action_values(state)
+        if action not in action_values:
+            raise ValueError(f"agent {agent.spec!r} played illegal action {action} in {format_position(state)!r}")
+        best = max(action_values.values())
+        decisions.append(
+            Decision(
+                position=format_position(state),
+                empty=state.num_empty,
+                phase="place" if state.placing else "give",
+                value=best,
+                action=action,
+                action_value=action_values[action],
+                critical=min(action_values.values()) < best,
+            )
+        )
+    return GradeReport(agent.spec or type(agent).__name__, decisions)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser of ``quarto grade``."""
+    parser = argparse.ArgumentParser(
+        prog="quarto grade",
+        description="Share of an agent's decisions that lose value under perfect play, judged by the exact solver.",
+    )
+    parser.add_argument("agents", nargs="+", metavar="AGENT_SPEC", help="agents to grade, on the same positions")
+    parser.add_argument("--positions", type=int, default=200, help="positions to sample (default 200)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sampled games and of the agents")
+    parser.add_argument("--max-empty", type=int, default=DEFAULT_MAX_EMPTY, help="most empty squares (default 10)")
+    parser.add_argument("--min-empty", type=int, default=1, help="fewest empty squares (default 1)")
+    parser.add_argument(
+        "--sources",
+        default=",".join(DEFAULT_SOURCES),
+        help="comma-separated specs whose games supply the positions (default random,greedy)",
+    )
+    parser.add_argument("--cache", type=Path, default=None, help="JSON file of solved values to reuse and update")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/grade__SEED__TIME)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_variant_arguments(parser)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """Run ``quarto grade``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    variant = variant_from_args(parser, args)
+    sources = [s for s in args.sources.split(",") if s]
+    for spec in [*args.agents, *sources]:
+        try:
+            parse_spec(spec)
+        except SpecError as error:
+            parser.error(str(error))
+    if args.positions < 1:
+        parser.error(f"--positions must be >= 1, got {args.positions}")
+    if not 1 <= args.min_empty <= args.max_empty <= NUM_SQUARES:
+        parser.error(f"need 1 <= --min-empty <= --max-empty <= 16, got {args.min_empty} and {args.max_empty}")
+    out = args.out or Path("runs") / f"grade__{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+    config = {
+        "agents": args.agents,
+        "positions": args.positions,
+        "seed": args.seed,
+        "max_empty": args.max_empty,
+        "min_empty": args.min_empty,
+        "sources": sources,
+        "cache": str(args.cache) if args.cache else None,
+        "variant": variant.to_dict(),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    save_run_config(out, "grade", argv, config)
+
+    positions = sample_positions(variant, args.positions, args.seed, args.max_empty, args.min_empty, sources)
+    values = PositionValues(variant, args.cache)
+    start = time.perf_counter()
+    for state in tqdm(positions, desc="solving", unit="pos", disable=args.no_progress):
+        values.action_values(state)
+    print(f"{len(positions)} positions, {values.solved} solved in {time.perf_counter() - start:.1f} s")
+    if args.cache:
+        values.save()
+
+    reports = []
+    for i, spec in enumerate(args.agents):
+        agent = make_agent(spec, variant, seed=int(np.random.SeedSequence([args.seed, i]).generate_state(1)[0]))
+        reports.append(grade_agent(agent, variant, positions, values))
+    text = report_markdown(reports, variant, args.seed)
+    write_text_atomic(out / "grade.md", text)
+    write_text_atomic(out / "grade.json", json.dumps([r.summary() for r in reports], indent=2) + "\n")
+    lines = [json.dumps({"agent": r.agent, **dataclasses.asdict(d)}) + "\n" for r in reports for d in r.decisions]
+    write_text_atomic(out / "decisions.jsonl", "".join(lines))
+    print(f"\n{text}\nwritten to {out}")
+    return 0
+
+
+def report_markdown(reports: Sequence[GradeReport], variant: Variant, seed: int) -> str:
+    """Tables of the share of value-losing decisions: overall and by phase, then by empty squares."""
+
+    def cell(share: tuple[float, float, float, int]) -> str:
+        return f"{100 * share[0]:.1f}% [{100 * share[1]:.1f}, {100 * share[2]:.1f}] (n={share[3]})"
+
+    header = ["agent", "all decisions", "critical only", "place", "give", "win->draw / win->loss / draw->loss"]
+    rows = []
+    for r in reports:
+        phases = r.by_phase()
+        t = r.transitions()
+        rows.append(
+            [
+                f"`{r.agent}`",
+                cell(r.share_lost()),
+                cell(r.critical()),
+                cell(phases["place"]),
+                cell(phases["give"]),
+                f"{t['win->draw']} / {t['win->loss']} / {t['draw->loss']}",
+            ]
+        )
+    empties = sorted({d.empty for r in reports for d in r.decisions})
+    by_empty = [[f"`{r.agent}`", *(f"{100 * r.by_empty()[e][0]:.0f}%" for e in empties)] for r in reports]
+    counts = [str(sum(d.empty == e for d in reports[0].decisions)) for e in empties]
+    return (
+        f"Value-losing decisions under {variant.describe()} rules (seed {seed}; share, 95% CI, count)\n\n"
+        + markdown_table(header, rows)
+        + "\nBy empty squares (share lost)\n\n"
+        + markdown_table(["agent", *(f"{e} empty" for e in empties)], [["positions", *counts], *by_empty])
+    )

@@ -1,0 +1,167 @@
+"""MCTS: the compiled playout agrees with the rules core, and the search finds what a search must find."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agents.base import SpecError, make_agent
+from agents.match import play_game
+from agents.mcts import PLAYOUT_RECORD_LENGTH, MCTSAgent, python_playout, random_playout, seed_playouts
+from quarto_env.core import (
+    DECLARE,
+    INITIAL_STATE,
+    NO_PIECE,
+    NO_WINNER,
+    STANDARD,
+    State,
+    Variant,
+    from_board,
+    legal_actions,
+    signed_lanes,
+    step,
+)
+
+VARIANTS = [
+    STANDARD,
+    Variant.make(attributes=1),
+    Variant.make(attributes="colour,top", squares=True),
+    Variant.make(squares=True),
+    Variant.make(declaration=True),
+    Variant.make(declaration=True, false_declaration="penalty", squares=True),
+]
+variants = st.sampled_from(VARIANTS)
+
+
+def random_position(variant: Variant, seed: int, plies: int) -> State:
+    """The position after up to ``plies`` random actions (declarations only when something is claimable)."""
+    rng = np.random.default_rng(seed)
+    state = INITIAL_STATE
+    for _ in range(plies):
+        actions = [a for a in legal_actions(variant, state) if a != DECLARE]
+        if state.over or not actions:
+            break
+        state = step(variant, state, actions[rng.integers(len(actions))])
+    return state
+
+
+def compiled_playout(variant: Variant, state: State, seed: int) -> tuple[int, list[int]]:
+    """The winner of one compiled playout and the actions it recorded."""
+    seed_playouts(seed)
+    record = np.empty(PLAYOUT_RECORD_LENGTH, dtype=np.int64)
+    winner = random_playout(
+        signed_lanes(state.lanes),
+        state.occupied,
+        state.available,
+        state.hand,
+        state.to_move,
+        state.claimable,
+        variant.groups,
+        variant.counted,
+        variant.declaration,
+        variant.false_declaration == "lose",
+        record,
+    )
+    actions = [int(a) for a in record[: list(record).index(-1)]]
+    return int(winner), actions
+
+
+@settings(max_examples=150, deadline=None)
+@given(variants, st.integers(0, 2**31 - 1), st.integers(0, 31))
+def test_compiled_playout_replays_through_core_step(variant: Variant, seed: int, plies: int) -> None:
+    state = random_position(variant, seed, plies)
+    if state.over:
+        return
+    winner, actions = compiled_playout(variant, state, seed)
+    for action in actions:
+        assert action in legal_actions(variant, state)
+        # The playout policy: declare exactly when something is claimable.
+        assert (action == DECLARE) == bool(state.claimable)
+        state = step(variant, state, action)
+    assert state.over
+    assert state.winner == winner
+
+
+@pytest.mark.parametrize("variant", [STANDARD, Variant.make(declaration=True, squares=True)])
+def test_compiled_and_python_playouts_have_the_same_outcome_frequencies(variant: Variant) -> None:
+    state = random_position(variant, seed=3, plies=9)
+    runs = 3000
+    rng = np.random.default_rng(0)
+    compiled = [compiled_playout(variant, state, seed)[0] for seed in range(runs)]
+    python = [python_playout(variant, state, rng) for _ in range(runs)]
+    for outcome in (0, 1, NO_WINNER):
+        p, q = compiled.count(outcome) / runs, python.count(outcome) / runs
+        spread = np.sqrt(((p + q) / 2) * (1 - (p + q) / 2) * 2 / runs)
+        assert abs(p - q) < 4.5 * spread + 1e-9, (outcome, p, q)
+
+
+# Squares 0, 1, 2 hold pieces 1, 3, 5: all tall and solid. Piece 7 (tall) completes row 0 on square 3.
+ROW_OF_THREE = [1, 3, 5] + [NO_PIECE] * 13
+
+
+def test_takes_an_immediate_win() -> None:
+    state = from_board(ROW_OF_THREE, hand=7)
+    assert MCTSAgent(seed=0, sims=300).act(state) == 3
+
+
+def test_never_hands_over_a_winning_piece_when_a_safe_one_exists() -> None:
+    state = from_board(ROW_OF_THREE)  # giving: short hollow pieces 8, 10, 12, 14 are the only safe ones
+    for seed in range(3):
+        assert MCTSAgent(seed=seed, sims=2000).act(state) in (8, 10, 12, 14)
+
+
+def test_declaration_variant_declares_a_claim_and_never_declares_falsely() -> None:
+    variant = Variant.make(declaration=True)
+    placed = step(variant, from_board(ROW_OF_THREE, hand=7), 3)
+    assert placed.claimable and not placed.over
+    assert MCTSAgent(variant, seed=0, sims=200).act(placed) == DECLARE
+    agent = MCTSAgent(variant, seed=1, sims=200)
+    for seed in range(20):
+        state = random_position(variant, seed, plies=seed % 20 + 2)
+        if not state.over and not state.claimable:
+            assert agent.act(state) != DECLARE
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.describe() for v in VARIANTS])
+def test_plays_legal_games_in_every_variant(variant: Variant) -> None:
+    record = play_game(variant, [MCTSAgent(variant, seed=0, sims=60), make_agent("random", variant, seed=1)])
+    assert record.end in ("win", "draw")
+
+
+def test_same_seed_same_game_and_different_seed_different_search() -> None:
+    def game(seed: int) -> list[int]:
+        return play_game(STANDARD, [MCTSAgent(seed=seed, sims=100), make_agent("greedy", seed=5)]).actions
+
+    assert game(11) == game(11)
+    assert any(game(11) != game(s) for s in (12, 13, 14))
+
+
+def test_beats_random_play() -> None:
+    score = 0.0
+    for g in range(10):
+        mcts, rand = MCTSAgent(seed=g, sims=200), make_agent("random", seed=100 + g)
+        seat = g % 2
+        record = play_game(STANDARD, [mcts, rand] if seat == 0 else [rand, mcts])
+        score += record.score(seat)
+    assert score >= 8
+
+
+def test_time_budget_and_spec() -> None:
+    agent = make_agent("mcts:time=0.05", STANDARD, seed=0)
+    assert isinstance(agent, MCTSAgent) and agent.time == 0.05
+    agent.act(INITIAL_STATE)
+    assert agent.last_search is not None and agent.last_search.sims >= 1
+    assert make_agent("mcts:sims=7,c=0.5", seed=0).sims == 7
+
+
+@pytest.mark.parametrize("spec", ["mcts:sims=0", "mcts:time=-1", "mcts:depth=3", "mcts:c=0"])
+def test_bad_specs_are_rejected(spec: str) -> None:
+    with pytest.raises(SpecError):
+        make_agent(spec)
+
+
+def test_bad_constructor_arguments_are_rejected() -> None:
+    with pytest.raises(ValueError, match="allowed: compiled, python"):
+        MCTSAgent(playout="numpy")
