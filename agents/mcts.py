@@ -47,6 +47,7 @@ from quarto_env.core import (
     Variant,
     apply_action,
     legal_actions,
+    signed_lanes,
     step,
 )
 
@@ -229,7 +230,8 @@ def random_playout(
     """Play a game that is not over to its end at random; return the winner (0, 1) or ``NO_WINNER``.
 
     The arguments are the fields of a :class:`State` (``lanes`` as a signed 64-bit integer, see
-    :func:`signed_lanes`) and of its :class:`Variant`; every move goes through the core's ``apply_action``.
+    :func:`quarto_env.core.signed_lanes`) and of its :class:`Variant`; every move goes through the core's
+    ``apply_action``.
     ``record`` (an int array of ``PLAYOUT_RECORD_LENGTH``) receives the actions played, ``-1`` after the last
     one, so that a test can replay them through ``core.step``.
     """
@@ -260,12 +262,6 @@ def random_playout(
         )
     record[n] = -1
     return winner
-
-
-def signed_lanes(lanes: int) -> int:
-    """``lanes`` as the signed 64-bit integer with the same bits: numba reads a Python int above 2**63 - 1 as
-    unsigned, and mixing unsigned with the core's signed constants would turn the bit arithmetic into floats."""
-    return lanes - (1 << 64) if lanes >> 63 else lanes
 
 
 def python_playout(variant: Variant, state: State, rng: np.random.Generator) -> int:
