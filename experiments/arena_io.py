@@ -1,5 +1,11 @@
 """Pieces shared by the arena commands (``tournament``, ``grade``, ``play``, ``replay``): the rule-variant
-flags, atomic file writes, and the run folder's ``config.json`` + ``command.txt``."""
+flags, atomic file writes, the run folder's ``config.json`` + ``command.txt``, and the game-record line.
+
+A **game record** is one JSON object per line (``games.jsonl``), read by ``quarto replay``: the fields of
+:class:`agents.match.GameRecord` (``seats``, ``actions``, ``winner``, ``end``, ``move_seconds``,
+``positions``), the rule ``variant`` (``Variant.to_dict``), and whatever the writer adds (a tournament adds
+its schedule: ``game``, ``pair``, ``round``, ``seed``).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agents.match import GameRecord
 from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, RulesError, Variant
 
 
@@ -80,3 +87,8 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def record_line(record: GameRecord, variant: Variant, **extra: Any) -> str:
+    """One ``games.jsonl`` line (with its newline) for ``record`` played under ``variant``."""
+    return json.dumps({**extra, "variant": variant.to_dict(), **record.to_dict()}) + "\n"

@@ -154,8 +154,8 @@ def _key(state: State) -> str:
 
 
 def _state_from_key(key: str) -> State:
-    fields = [int(x) for x in key.split(",")]
-    return State(*fields[:-1], over=bool(fields[-1]))
+    lanes, occupied, available, hand, to_move, claimable, winner, over = (int(x) for x in key.split(","))
+    return State(lanes, occupied, available, hand, to_move, claimable, winner, bool(over))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from agents.ratings import GameResult, Rating, fit_ratings, wilson_interval
 from experiments.arena_io import (
     add_variant_arguments,
     markdown_table,
+    record_line,
     save_run_config,
     variant_from_args,
     write_atomic,
@@ -366,7 +367,11 @@ def write_outputs(
     config: dict,
 ) -> None:
     """Write every table, the game records and the plot into ``out``, each file atomically."""
-    write_text_atomic(out / "games.jsonl", "".join(json.dumps(game_line(g, variant)) + "\n" for g in games))
+    lines = [
+        record_line(g.record, variant, game=g.job.index, pair=list(g.job.pair), round=g.job.round, seed=g.job.seed)
+        for g in games
+    ]
+    write_text_atomic(out / "games.jsonl", "".join(lines))
     write_text_atomic(out / "results.csv", _csv([dataclasses.asdict(p) for p in pairs]))
     write_text_atomic(out / "results.md", results_markdown(pairs))
     summary = agent_summary(names, games, variant)
@@ -375,18 +380,6 @@ def write_outputs(
     write_text_atomic(out / "ratings.md", ratings_markdown(ratings, names, games, variant, anchor))
     title = f"{variant.describe()} Quarto, {config['games_per_pair']} games per pair, seed {config['seed']}"
     write_atomic(out / "ratings.png", lambda path: plot_ratings(ratings, anchor, title, path))
-
-
-def game_line(game: PlayedGame, variant: Variant) -> dict:
-    """One line of ``games.jsonl``: the record of :mod:`agents.match` plus its schedule and the variant."""
-    return {
-        "game": game.job.index,
-        "pair": list(game.job.pair),
-        "round": game.job.round,
-        "seed": game.job.seed,
-        "variant": variant.to_dict(),
-        **game.record.to_dict(),
-    }
 
 
 def _csv(rows: list[dict]) -> str:
