@@ -168,4 +168,25 @@ register(
         },
     )
 )
-# <kind:ppo>
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise ValueError("must be true or false")
+
+
+register(
+    AgentKind(
+        "ppo",
+        "agents.ppo:PPOAgent",
+        "a MaskablePPO checkpoint written by quarto train (ppo:PATH, a .zip or a run folder for its best.zip)",
+        {
+            "path": Option(str, "", "checkpoint .zip or run folder"),
+            "deterministic": Option(_boolean, True, "true: the most likely action; false: sample the policy"),
+        },
+        main_option="path",
+    )
+)

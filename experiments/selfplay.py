@@ -1,0 +1,342 @@
+"""Self-play for MaskablePPO: the learner's vectorised environment, its pool of opponents, and evaluation.
+
+:class:`SelfPlayVecEnv` is a stable-baselines3 ``VecEnv`` over a :class:`quarto_env.vector.GameBatch` of
+``num_games`` games played in-process side by side. In every game:
+
+- the learner holds a random seat (player 0 gives first), drawn again each game;
+- its opponent is drawn each game from an :class:`OpponentPool`: frozen snapshots of the learner mixed with
+  baseline agents (any agent spec: ``random``, ``greedy``, ``minimax:depth=1``, ...) with the config's weights;
+- the opponents' moves are played inside ``step``, so the learner only ever sees its own decisions. For all
+  games facing the same network opponent, that opponent's moves come from one batched forward pass;
+- the reward is the learner's, whichever seat it holds and whichever phase ended the game: +1 when it wins,
+  -1 when it loses -- also when the losing decision was its *give* and the opponent's placement won -- and 0
+  for a draw. The episode statistics (``info["episode"]``) are the learner's too.
+
+Training choice: where nothing can be claimed, the declaration (declaration variant only) is masked out for
+the learner and the network opponents: it is legal, but it either loses or changes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
+
+from agents.base import Agent, make_agent
+from agents.ppo import policy_actions
+from quarto_env.core import NUM_SQUARES, State, Variant
+from quarto_env.vector import GameBatch, num_observation_channels
+
+SNAPSHOTS = "snapshots"
+"""The key of the opponent mix that stands for the pool of the learner's past selves."""
+SEAT_NAMES = ("first", "second")
+"""Seat 0 gives first, seat 1 second."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Opponents
+# ---------------------------------------------------------------------------------------------------------
+class Opponent(ABC):
+    """Something that moves in a batch of games."""
+
+    name: str
+
+    @abstractmethod
+    def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
+        """One action for each of ``games``, in which this opponent is to move."""
+
+
+class PolicyOpponent(Opponent):
+    """A network policy: one batched forward pass for all the games it moves in."""
+
+    def __init__(self, name: str, policy: MaskableActorCriticPolicy, observation: str, deterministic: bool) -> None:
+        self.name = name
+        self.policy = policy
+        self.observation = observation
+        self.deterministic = deterministic
+
+    def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
+        masks = batch.action_masks(games, false_declarations=False)
+        return policy_actions(self.policy, batch.observe(games, self.observation), masks, self.deterministic)
+
+
+class AgentOpponent(Opponent):
+    """Any :class:`agents.base.Agent`, asked game by game."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.name = agent.spec
+        self.agent = agent
+
+    def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
+        return np.array([self.agent.act(batch.state(g)) for g in games], dtype=np.int64)
+
+
+def move(batch: GameBatch, games: np.ndarray, movers: Sequence[Opponent]) -> None:
+    """Let ``movers[i]`` act in game ``games[i]``: one call per distinct mover, over all of its games."""
+    by_mover: dict[int, list[int]] = {}
+    for game, mover in zip(games, movers, strict=True):
+        by_mover.setdefault(id(mover), []).append(int(game))
+    first_of = {id(mover): mover for mover in movers}
+    for key, its_games in by_mover.items():
+        selected = np.array(its_games, dtype=np.int64)
+        batch.step(selected, first_of[key].act(batch, selected))
+
+
+def frozen_copy(policy: MaskableActorCriticPolicy) -> MaskableActorCriticPolicy:
+    """A copy of ``policy``'s network, in evaluation mode, without gradients or optimizer state."""
+    copy = type(policy)(**policy._get_constructor_parameters())
+    copy.load_state_dict(policy.state_dict())
+    copy.set_training_mode(False)
+    copy.requires_grad_(False)
+    return copy
+
+
+class OpponentPool:
+    """The learner's opponents: up to ``max_snapshots`` frozen past selves plus baseline agents.
+
+    ``mix`` maps ``"snapshots"`` and agent specs to weights; a game's opponent is a baseline with its weight,
+    or, with the weight of ``"snapshots"``, one snapshot drawn uniformly. When the pool is full the oldest
+    snapshot leaves it.
+    """
+
+    def __init__(
+        self,
+        variant: Variant,
+        observation: str,
+        mix: dict[str, float],
+        max_snapshots: int,
+        seed: int,
+    ) -> None:
+        self.variant = variant
+        self.observation = observation
+        self.max_snapshots = max_snapshots
+        self.snapshot_weight = float(mix.get(SNAPSHOTS, 0.0))
+        specs = [spec for spec in mix if spec != SNAPSHOTS]
+        self.baselines: list[Opponent] = [
+            AgentOpponent(make_agent(spec, variant, seed + i)) for i, spec in enumerate(specs)
+        ]
+        self.baseline_weights = np.array([mix[spec] for spec in specs], dtype=np.float64)
+        self.snapshots: list[PolicyOpponent] = []
+        self.snapshot_steps: list[int] = []
+
+    def add_snapshot(self, policy: MaskableActorCriticPolicy, step: int) -> None:
+        """Freeze a copy of ``policy`` (at learner step ``step``) into the pool."""
+        snapshot = frozen_copy(policy)
+        self.snapshots.append(PolicyOpponent(f"snapshot@{step}", snapshot, self.observation, deterministic=False))
+        self.snapshot_steps.append(step)
+        if len(self.snapshots) > self.max_snapshots:
+            del self.snapshots[0], self.snapshot_steps[0]
+
+    def draw(self, rng: np.random.Generator, count: int) -> list[Opponent]:
+        """``count`` opponents drawn independently with the mix's weights."""
+        snapshot_weight = self.snapshot_weight if self.snapshots else 0.0
+        weights = np.append(self.baseline_weights, snapshot_weight)
+        if weights.sum() <= 0:
+            raise ValueError("the opponent mix gives no weight to any available opponent")
+        choices = rng.choice(len(weights), size=count, p=weights / weights.sum())
+        snapshot_picks = rng.integers(max(len(self.snapshots), 1), size=count)
+        return [
+            self.baselines[c] if c < len(self.baselines) else self.snapshots[s]
+            for c, s in zip(choices, snapshot_picks, strict=True)
+        ]
+
+    def state_dict(self) -> dict[str, Any]:
+        """The snapshots' weights and steps, to save the pool beside a checkpoint."""
+        return {
+            "steps": list(self.snapshot_steps),
+            "weights": [snapshot.policy.state_dict() for snapshot in self.snapshots],
+        }
+
+    def load_state_dict(self, state: dict[str, Any], policy: MaskableActorCriticPolicy) -> None:
+        """Restore the snapshots saved by :meth:`state_dict`; ``policy`` gives the network's shape."""
+        self.snapshots, self.snapshot_steps = [], []
+        for step, weights in zip(state["steps"], state["weights"], strict=True):
+            snapshot = frozen_copy(policy)
+            snapshot.load_state_dict(weights)
+            self.snapshots.append(PolicyOpponent(f"snapshot@{step}", snapshot, self.observation, deterministic=False))
+            self.snapshot_steps.append(int(step))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The learner's environment
+# ---------------------------------------------------------------------------------------------------------
+class SelfPlayVecEnv(VecEnv):
+    """``num_games`` games against pool opponents, seen from the learner's seat (see the module docstring)."""
+
+    def __init__(self, variant: Variant, num_games: int, observation: str, pool: OpponentPool, seed: int) -> None:
+        channels = num_observation_channels(observation)
+        super().__init__(
+            num_games,
+            spaces.Box(0, 1, shape=(channels, NUM_SQUARES), dtype=np.int8),
+            spaces.Discrete(variant.num_actions),
+        )
+        self.variant = variant
+        self.observation = observation
+        self.pool = pool
+        self.batch = GameBatch(variant, num_games)
+        self.rng = np.random.default_rng(seed)
+        self.learner_seat = np.zeros(num_games, dtype=np.int64)
+        self.opponents: list[Opponent] = [*pool.draw(self.rng, num_games)]
+        self.episode_steps = np.zeros(num_games, dtype=np.int64)
+        self.episode_start = np.zeros(num_games, dtype=np.float64)
+        self.outcomes: Counter[str] = Counter()
+        """Finished games since the last :meth:`pop_outcomes`: ``"win"``, ``"draw"``, ``"loss"``."""
+        self.last_final_state: State | None = None
+        self._actions = np.zeros(num_games, dtype=np.int64)
+
+    def reset(self) -> np.ndarray:
+        self._start(self.batch.all_games)
+        return self.batch.observe(self.batch.all_games, self.observation)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        games = self.batch.all_games
+        self.batch.step(games, self._actions)
+        self.episode_steps += 1
+        self._play_opponents()
+        dones = self.batch.over.copy()
+        rewards = self.batch.returns(games, self.learner_seat)
+        infos: list[dict[str, Any]] = [{} for _ in games]
+        finished = np.flatnonzero(dones)
+        if finished.size:
+            self._finish(finished, rewards, infos)
+            self._start(finished)
+        return self.batch.observe(games, self.observation), rewards, dones, infos
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal actions in every game (MaskablePPO asks for them before each step)."""
+        return self.batch.action_masks(self.batch.all_games, false_declarations=False)
+
+    def pop_outcomes(self) -> Counter[str]:
+        """The learner's results since the last call, and start counting again."""
+        outcomes, self.outcomes = self.outcomes, Counter()
+        return outcomes
+
+    def _start(self, games: np.ndarray) -> None:
+        """New games: random seats, fresh opponents, and the opponent's first moves where it starts."""
+        self.batch.reset(games)
+        self.learner_seat[games] = self.rng.integers(2, size=len(games))
+        for game, opponent in zip(games, self.pool.draw(self.rng, len(games)), strict=True):
+            self.opponents[game] = opponent
+        self.episode_steps[games] = 0
+        self.episode_start[games] = time.time()
+        self._play_opponents()
+
+    def _play_opponents(self) -> None:
+        """Opponents move until every game is over or waits for the learner (a turn is a place then a give)."""
+        while True:
+            waiting = np.flatnonzero(~self.batch.over & (self.batch.to_move != self.learner_seat))
+            if waiting.size == 0:
+                return
+            move(self.batch, waiting, [self.opponents[g] for g in waiting])
+
+    def _finish(self, finished: np.ndarray, rewards: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        terminal = self.batch.observe(finished, self.observation)
+        now = time.time()
+        for i, game in enumerate(finished):
+            reward = float(rewards[game])
+            infos[game] = {
+                "terminal_observation": terminal[i],
+                "episode": {"r": reward, "l": int(self.episode_steps[game]), "t": now - self.episode_start[game]},
+                "opponent": self.opponents[game].name,
+            }
+            self.outcomes["win" if reward > 0 else "loss" if reward < 0 else "draw"] += 1
+        self.last_final_state = self.batch.state(int(finished[-1]))
+
+    # The rest of the VecEnv interface: a single in-process object, so attributes are this object's.
+    def close(self) -> None:
+        pass
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return [getattr(self, attr_name)] * len(list(self._get_indices(indices)))
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        setattr(self, attr_name, value)
+
+    def env_method(self, method_name: str, *args: Any, indices: VecEnvIndices = None, **kwargs: Any) -> Any:
+        if method_name == "action_masks":
+            return self.action_masks()  # one array for all games: sb3-contrib stacks it unchanged
+        return [getattr(self, method_name)(*args, **kwargs) for _ in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return [False] * len(list(self._get_indices(indices)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Evaluation
+# ---------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class EvalResult:
+    """The learner's results against one opponent: ``counts[seat]`` is ``(wins, draws, losses)``."""
+
+    opponent: str
+    counts: dict[int, tuple[int, int, int]]
+    final_state: State
+    """The final position of one of the games, for pictures."""
+
+    def score(self, seat: int | None = None) -> float:
+        """Wins plus half the draws, over the games played in ``seat`` (default both)."""
+        seats = [seat] if seat is not None else list(self.counts)
+        wins, draws, losses = (sum(self.counts[s][k] for s in seats) for k in range(3))
+        return (wins + draws / 2) / max(wins + draws + losses, 1)
+
+    @property
+    def num_games(self) -> int:
+        """Games played, both seats together."""
+        return sum(sum(c) for c in self.counts.values())
+
+    def rates(self, seat: int | None = None) -> dict[str, float]:
+        """Win, draw and loss rates and the score, over ``seat`` (default both)."""
+        seats = [seat] if seat is not None else list(self.counts)
+        totals = [sum(self.counts[s][k] for s in seats) for k in range(3)]
+        games = max(sum(totals), 1)
+        return {
+            "win": totals[0] / games,
+            "draw": totals[1] / games,
+            "loss": totals[2] / games,
+            "score": self.score(seat),
+        }
+
+
+def evaluate(
+    learner: Opponent,
+    opponent_spec: str,
+    variant: Variant,
+    num_games: int,
+    seed: int,
+    make: Callable[[str, Variant, int], Agent] = make_agent,
+) -> EvalResult:
+    """Play ``num_games`` games of ``learner`` against the agent ``opponent_spec``, half in each seat, all
+    side by side (the learner's moves in one batched call per turn)."""
+    batch = GameBatch(variant, num_games)
+    seats = np.arange(num_games) % 2
+    opponent = AgentOpponent(make(opponent_spec, variant, seed))
+    while not batch.over.all():
+        live = np.flatnonzero(~batch.over)
+        move(batch, live, [learner if batch.to_move[g] == seats[g] else opponent for g in live])
+    results = batch.returns(batch.all_games, seats)
+    counts = {
+        seat: (
+            int(np.sum(results[seats == seat] > 0)),
+            int(np.sum(results[seats == seat] == 0)),
+            int(np.sum(results[seats == seat] < 0)),
+        )
+        for seat in (0, 1)
+    }
+    return EvalResult(opponent_spec, counts, batch.state(0))
+
+
+def learner_opponent(policy: MaskableActorCriticPolicy, observation: str) -> PolicyOpponent:
+    """The learner as a deterministic player, for evaluation."""
+    return PolicyOpponent("learner", policy, observation, deterministic=True)

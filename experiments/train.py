@@ -1,0 +1,369 @@
+"""``quarto train``: self-play training with MaskablePPO against a growing pool of past selves.
+
+Example usage::
+
+    quarto train                                       # configs/default.yaml
+    quarto train --config configs/long.yaml seed=3     # another config, one field overridden
+    quarto train total_steps=20000 --run-dir /tmp/run  # a tiny run in a chosen folder
+    quarto train --resume runs/default__0__20260101-120000   # continue a stopped or killed run
+
+A run folder holds ``config.yaml`` (the resolved config), ``command.txt`` (every command that ran in it),
+``tb/`` (TensorBoard events), ``checkpoints/`` (``latest.zip``, ``step_<N>.zip``, ``best.zip`` by evaluation
+score, ``final.zip``) and ``final_eval.json`` (the final table). The script reads top to bottom: arguments,
+run folder, model and opponents, the training callback (snapshots, evaluation, checkpoints, TensorBoard),
+then the final evaluation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shlex
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+from rich.console import Console
+from rich.table import Table
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Image, TensorBoardOutputFormat, configure
+from stable_baselines3.common.utils import set_random_seed
+from tqdm import tqdm
+
+from agents.ppo import atomic_write_bytes, load_checkpoint, policy_setup, read_metadata, save_checkpoint
+from experiments.config import ConfigError, TrainConfig, describe_fields, load_config, markdown_table, save_config
+from experiments.selfplay import SEAT_NAMES, EvalResult, OpponentPool, SelfPlayVecEnv, evaluate, learner_opponent
+from quarto_env.core import State, Variant
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
+RUNS_DIR = Path("runs")
+POOL_ENTRY = "pool.pt"
+"""The extra checkpoint entry holding the opponent pool (in ``latest.zip`` and ``final.zip``)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Arguments and the run folder
+# ---------------------------------------------------------------------------------------------------------
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="quarto train",
+        description="Self-play training with MaskablePPO; KEY=VALUE arguments override config fields.",
+    )
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. total_steps=1e5")
+    parser.add_argument("--config", type=Path, default=None, help=f"YAML config (default {DEFAULT_CONFIG.name})")
+    parser.add_argument("--run-dir", type=Path, default=None, help="run folder (default runs/<name>__<seed>__<time>)")
+    parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR")
+    parser.add_argument("--help-config", action="store_true", help="list every config field and exit")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    if args.help_config:
+        print(describe_fields())
+        return 0
+    try:
+        if args.resume is not None:
+            if args.config is not None or args.run_dir is not None:
+                raise ConfigError("--resume takes the run's own config and folder: drop --config and --run-dir")
+            run_dir = args.resume
+            if not (run_dir / "config.yaml").is_file():
+                raise ConfigError(f"{str(run_dir)!r} is not a run folder: it has no config.yaml")
+            config = load_config(run_dir / "config.yaml", args.overrides)
+        else:
+            config = load_config(args.config or DEFAULT_CONFIG, args.overrides)
+            run_dir = args.run_dir or RUNS_DIR / f"{config.name}__{config.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+    except ConfigError as exc:
+        print(f"quarto train: {exc}", file=sys.stderr)
+        return 2
+    train(config, run_dir, resume=args.resume is not None, command=shlex.join(["quarto", "train", *argv]))
+    return 0
+
+
+def prepare_run_dir(config: TrainConfig, run_dir: Path, command: str) -> None:
+    """Write the resolved config and append the command to ``command.txt``."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(run_dir / "config.yaml", save_config(config).encode())
+    with open(run_dir / "command.txt", "a") as f:
+        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}  {command}\n")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------------------
+def train(config: TrainConfig, run_dir: Path, resume: bool = False, command: str = "quarto train") -> Path:
+    """Train (or continue training) in ``run_dir``; returns the final checkpoint's path."""
+    th.set_num_threads(config.torch_threads)
+    variant = config.resolved_variant()
+    prepare_run_dir(config, run_dir, command)
+    checkpoints = run_dir / "checkpoints"
+
+    # The opponents and the learner's games. A resumed run reseeds from its step count, so it does not
+    # replay the games it already saw.
+    latest = checkpoints / "latest.zip"
+    start_step = _checkpoint_steps(latest) if resume else 0
+    set_random_seed(config.seed + start_step)
+    pool = OpponentPool(variant, config.observation, config.opponents, config.max_snapshots, config.seed)
+    env = SelfPlayVecEnv(variant, config.num_games, config.observation, pool, config.seed + start_step)
+
+    if resume:
+        model, metadata = load_checkpoint(latest, variant, env=env)
+        pool.load_state_dict(_read_pool(latest), model.policy)
+        best_score = float(metadata.get("best_score", -1.0))
+        print(f"resuming {run_dir} at step {model.num_timesteps:,} with {len(pool.snapshots)} snapshots")
+    else:
+        model = build_model(config, variant, env)
+        pool.add_snapshot(model.policy, 0)
+        best_score = -1.0
+
+    # TensorBoard: one folder for the whole run, so a resumed run's curves continue where they stopped.
+    model.set_logger(configure(str(run_dir / "tb"), ["tensorboard"]))
+    callback = TrainingCallback(config, variant, run_dir, pool, env, best_score)
+    remaining = max(config.total_steps - model.num_timesteps, 0)
+    if remaining:
+        model.learn(remaining, callback=callback, reset_num_timesteps=False, log_interval=1)
+    callback.close()
+    final = checkpoints / "final.zip"
+    callback.save(model, final, with_pool=True)
+    callback.save(model, latest, with_pool=True)
+
+    # The final table, from the final checkpoint as written on disk.
+    results = final_evaluation(config, variant, final, run_dir)
+    print_results(results, model.num_timesteps)
+    print(f"\nfinal checkpoint: {final}\nagent spec: ppo:{final}")
+    print(f"TensorBoard: tensorboard --logdir {run_dir / 'tb'}   (then open http://localhost:6006)")
+    return final
+
+
+def build_model(config: TrainConfig, variant: Variant, env: SelfPlayVecEnv) -> MaskablePPO:
+    """A fresh MaskablePPO learner as the config describes."""
+    policy_class, policy_kwargs = policy_setup(config.policy, variant, config.net_arch)
+    learning_rate: Any = config.learning_rate
+    if config.lr_schedule == "linear":
+
+        def learning_rate(progress_remaining: float) -> float:
+            return config.learning_rate * progress_remaining
+
+    return MaskablePPO(
+        policy_class,
+        env,
+        learning_rate=learning_rate,
+        n_steps=config.n_steps,
+        batch_size=config.batch_size,
+        n_epochs=config.n_epochs,
+        gamma=config.gamma,
+        gae_lambda=config.gae_lambda,
+        clip_range=config.clip_range,
+        ent_coef=config.ent_coef,
+        vf_coef=config.vf_coef,
+        max_grad_norm=config.max_grad_norm,
+        policy_kwargs=policy_kwargs,
+        seed=config.seed,
+        device="cpu",
+        verbose=0,
+    )
+
+
+class TrainingCallback(BaseCallback):
+    """Adds snapshots to the pool, evaluates, checkpoints and logs, each on its own step interval."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        variant: Variant,
+        run_dir: Path,
+        pool: OpponentPool,
+        env: SelfPlayVecEnv,
+        best_score: float,
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.variant = variant
+        self.run_dir = run_dir
+        self.pool = pool
+        self.env = env
+        self.best_score = best_score
+        self.latest_eval: dict[str, float] = {}
+        self.progress: tqdm | None = None
+        self._rollout_start = time.perf_counter()
+        self._rollout_start_step = 0
+
+    def _on_training_start(self) -> None:
+        step = self.model.num_timesteps
+        self.next_snapshot = _next_multiple(step, self.config.snapshot_every)
+        self.next_eval = _next_multiple(step, self.config.eval_every)
+        self.next_checkpoint = _next_multiple(step, self.config.checkpoint_every)
+        self.writer().add_text("config", markdown_table(self.config), step)
+        self.progress = tqdm(total=self.config.total_steps, initial=step, unit="step", unit_scale=True, smoothing=0.1)
+
+    def _on_rollout_start(self) -> None:
+        self._rollout_start = time.perf_counter()
+        self._rollout_start_step = self.model.num_timesteps
+
+    def _on_step(self) -> bool:
+        step = self.model.num_timesteps
+        assert self.progress is not None
+        self.progress.update(step - self.progress.n)
+        if step >= self.next_snapshot:
+            self.pool.add_snapshot(self.learner.policy, step)
+            self.next_snapshot = _next_multiple(step, self.config.snapshot_every)
+        if step >= self.next_eval:
+            self.evaluate()
+            self.next_eval = _next_multiple(step, self.config.eval_every)
+        if step >= self.next_checkpoint:
+            self.save(self.learner, self.checkpoints / f"step_{step:09d}.zip", with_pool=False)
+            self.save(self.learner, self.checkpoints / "latest.zip", with_pool=True)
+            self.next_checkpoint = _next_multiple(step, self.config.checkpoint_every)
+        return True
+
+    def _on_rollout_end(self) -> None:
+        steps = self.model.num_timesteps - self._rollout_start_step
+        self.logger.record("charts/SPS", steps / max(time.perf_counter() - self._rollout_start, 1e-9))
+        self.logger.record("charts/pool_size", len(self.pool.snapshots))
+        episodes = self.model.ep_info_buffer
+        if episodes:
+            self.logger.record("charts/episode_reward", float(np.mean([e["r"] for e in episodes])))
+            self.logger.record("charts/episode_length", float(np.mean([e["l"] for e in episodes])))
+        outcomes = self.env.pop_outcomes()
+        games = sum(outcomes.values())
+        if games:
+            for outcome in ("win", "draw", "loss"):
+                self.logger.record(f"charts/train_{outcome}_rate", outcomes[outcome] / games)
+
+    @property
+    def learner(self) -> MaskablePPO:
+        assert isinstance(self.model, MaskablePPO)
+        return self.model
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.run_dir / "checkpoints"
+
+    def writer(self) -> Any:
+        """The TensorBoard writer behind SB3's logger (for text and images)."""
+        for output in self.logger.output_formats:
+            if isinstance(output, TensorBoardOutputFormat):
+                return output.writer
+        raise RuntimeError("the logger has no TensorBoard output")
+
+    def evaluate(self) -> None:
+        """Play the evaluation opponents in both seats; log, and keep the best checkpoint."""
+        learner = learner_opponent(self.learner.policy, self.config.observation)
+        results = [
+            evaluate(learner, spec, self.variant, self.config.eval_games, self.config.seed + i)
+            for i, spec in enumerate(self.config.eval_opponents)
+        ]
+        for result in results:
+            log_result(self.logger.record, result)
+        score = float(np.mean([r.score() for r in results]))
+        self.logger.record("eval/score", score)
+        image = board_image(self.variant, results[-1].final_state)
+        if image is not None:
+            self.logger.record("eval/final_board", Image(image, "HWC"), exclude=("stdout", "log", "json", "csv"))
+        self.latest_eval = {r.opponent: r.score() for r in results}
+        if self.progress is not None:
+            self.progress.set_postfix_str(" ".join(f"{k} {v:.2f}" for k, v in self.latest_eval.items()))
+        if score > self.best_score:
+            self.best_score = score
+            self.save(self.learner, self.checkpoints / "best.zip", with_pool=False)
+
+    def save(self, model: MaskablePPO, path: Path, with_pool: bool) -> None:
+        """Checkpoint ``model`` (with the opponent pool when ``with_pool``) atomically at ``path``."""
+        metadata = {
+            "variant": self.variant.to_dict(),
+            "observation": self.config.observation,
+            "policy": self.config.policy,
+            "config": self.config.to_dict(),
+            "best_score": self.best_score,
+            "latest_eval": self.latest_eval,
+        }
+        extras = {POOL_ENTRY: _pool_bytes(self.pool)} if with_pool else {}
+        save_checkpoint(model, path, metadata, extras)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Evaluation tables and pictures
+# ---------------------------------------------------------------------------------------------------------
+def log_result(record: Any, result: EvalResult, prefix: str = "eval") -> None:
+    """Record win/draw/loss rates and the score against one opponent, per seat and overall."""
+    name = result.opponent.replace(":", "_").replace("=", "").replace(",", "_")
+    for seat, seat_name in enumerate(SEAT_NAMES):
+        for key, value in result.rates(seat).items():
+            record(f"{prefix}/{name}/{seat_name}/{key}", value)
+    record(f"{prefix}/{name}/score", result.score())
+
+
+def final_evaluation(config: TrainConfig, variant: Variant, checkpoint: Path, run_dir: Path) -> list[EvalResult]:
+    """Evaluate the checkpoint file against every evaluation opponent; write ``final_eval.json``."""
+    model, metadata = load_checkpoint(checkpoint, variant)
+    learner = learner_opponent(model.policy, metadata["observation"])
+    results = [
+        evaluate(learner, spec, variant, config.final_eval_games, config.seed + 1000 + i)
+        for i, spec in enumerate(config.eval_opponents)
+    ]
+    summary = {
+        "checkpoint": str(checkpoint),
+        "num_timesteps": model.num_timesteps,
+        "results": [
+            {"opponent": r.opponent, "games": r.num_games, "score": r.score(), "by_seat": r.counts} for r in results
+        ],
+    }
+    atomic_write_bytes(run_dir / "final_eval.json", json.dumps(summary, indent=2).encode())
+    return results
+
+
+def print_results(results: list[EvalResult], steps: int) -> None:
+    """The evaluation table: per opponent and seat, wins/draws/losses and the score."""
+    table = Table(title=f"final evaluation after {steps:,} learner steps (deterministic policy)")
+    for column in ("opponent", "games", "W/D/L giving first", "W/D/L giving second", "score"):
+        table.add_column(column, justify="left" if column == "opponent" else "right")
+    for r in results:
+        table.add_row(
+            r.opponent,
+            str(r.num_games),
+            "/".join(map(str, r.counts[0])),
+            "/".join(map(str, r.counts[1])),
+            f"{r.score():.3f}",
+        )
+    Console().print(table)
+
+
+def board_image(variant: Variant, state: State) -> np.ndarray | None:
+    """An RGB picture (HWC, uint8) of ``state``'s board, or ``None`` without the renderer."""
+    try:
+        from quarto_env.render import render_image
+    except ImportError:
+        return None
+    return render_image(variant, state)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------------------
+def _next_multiple(step: int, every: int) -> int:
+    return (step // every + 1) * every
+
+
+def _pool_bytes(pool: OpponentPool) -> bytes:
+    buffer = io.BytesIO()
+    th.save(pool.state_dict(), buffer)
+    return buffer.getvalue()
+
+
+def _read_pool(checkpoint: Path) -> dict[str, Any]:
+    with zipfile.ZipFile(checkpoint) as archive:
+        return th.load(io.BytesIO(archive.read(POOL_ENTRY)), weights_only=True)
+
+
+def _checkpoint_steps(checkpoint: Path) -> int:
+    return int(read_metadata(checkpoint)["num_timesteps"])
