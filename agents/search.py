@@ -1,0 +1,397 @@
+"""The compiled negamax alpha-beta search behind the minimax agent and the exact solver.
+
+Plies and nodes
+---------------
+A **ply** is one action: a placement or a give (a declaration is never searched: it is taken at the root,
+see :mod:`agents.minimax`). A full turn -- place the piece in hand, then give one -- is two plies. The search
+recurses on **give nodes**: the player to move gives a piece, the opponent places it (both plies inline in
+one call), and the opponent becomes the giver of the child node. A position with a piece in hand is searched
+by :func:`search_root`, which tries each placement and continues at the give node that follows. Every
+give node visited counts as one **node**.
+
+Scores
+------
+Scores are integers for the side to move: ``WIN`` (a proven win), ``-WIN`` (a proven loss), ``0`` at a full
+board (a draw), and ``+-EVAL`` from the evaluation at the horizon of a depth-limited search. A score of
+``+-WIN`` is always proven, whatever the depth.
+
+**Evaluation at the horizon** (:func:`evaluate`): the parity of the *safe* pieces -- those the side to move
+could give without letting the receiver win at once. If no placement changed the threats, the players would
+give safe pieces in turn and the one left without a safe piece to give would lose; so an odd count is
+``+EVAL`` for the player who gives next, an even count ``-EVAL``. Both kinds of node are scored that way,
+since at a placement node the side to move also gives next.
+
+Rules shortcuts, all exact: a piece in hand with a winning square wins (``WIN``); a giver with no safe piece
+loses (``-WIN``); only safe pieces are searched (an unsafe give loses at once, worse than any alternative).
+
+Transposition table and symmetries
+----------------------------------
+Give nodes are stored in a transposition table (a ``(size, 3)`` int64 array: key lanes, key occupancy with
+flags, packed data) with lower and upper bounds, the remaining depth they were searched to and the best piece.
+A give node is determined by its board alone (the available pieces are those not on it). Near the root, where a
+subtree is large, the key is the board's canonical form under every symmetry of the game
+(:func:`quarto_env.symmetry.canonical_board`); deeper, where computing it costs more than it saves, the key is
+the board itself (its counted lanes). Both keys identify a position up to equal value, and a flag keeps
+the two kinds apart.
+
+Numba
+-----
+Every function here is compiled with ``cache=True``: a second process loads the machine code from
+``__pycache__`` instead of compiling again. Lanes are int64 inside (the rules core's 64-bit lanes seen as
+two's complement; see :func:`signed_lanes`). The search is one self-recursive function: numba's on-disk cache
+does not support mutually recursive ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numba
+import numpy as np
+
+from quarto_env.core import (
+    ALL_SQUARES,
+    NUM_ATTRIBUTES,
+    NUM_SQUARES,
+    RulesError,
+    State,
+    Variant,
+    place_lanes,
+    winning_pieces,
+    winning_squares,
+)
+from quarto_env.symmetry import LANE_MASK, byte_tables, canonical_board
+
+WIN = 100
+"""Score of a proven win for the side to move."""
+EVAL = 1
+"""Size of a heuristic score at the horizon; far below ``WIN`` so that no evaluation is mistaken for a proof."""
+INFINITY = WIN + 1
+"""Beyond every score: the widest window is ``(-INFINITY, INFINITY)``."""
+EXACT_DEPTH = 2 * NUM_SQUARES + 1
+"""A remaining depth that reaches the end of every game: results searched to it are exact."""
+
+# stats array slots
+NODES = 0
+ABORTED = 1
+BEST_ACTION = 2
+STATS_SIZE = 3
+
+CLOCK_INTERVAL = 1023
+"""The clock is read once every ``CLOCK_INTERVAL + 1`` nodes (a read costs about 2 microseconds)."""
+
+# Transposition table layout: one row per entry.
+KEY_LANES, KEY_OCCUPIED, DATA = 0, 1, 2
+EMPTY_KEY = -1
+CANONICAL_FLAG = 1 << 16
+"""Set in the stored occupancy of an entry keyed by a canonical form."""
+DEFAULT_TABLE_BITS = 21
+"""2**21 entries (48 MiB)."""
+DEFAULT_CANONICAL_EMPTIES = 9
+"""Give nodes with at least this many empty squares are keyed by their canonical form."""
+
+
+def signed_lanes(lanes: int) -> int:
+    """The rules core's lanes (a Python int below ``2**64``) as the int64 with the same bits, for compiled code.
+
+    Lane 3 uses bit 63 (a hollow piece on square 15), which does not fit a signed int64: the value is read as
+    two's complement, so shifts and masks give the same bits as on the unsigned number.
+    """
+    return lanes - (1 << 64) if lanes >> 63 else lanes
+
+
+def new_table(bits: int = DEFAULT_TABLE_BITS) -> np.ndarray:
+    """An empty transposition table of ``2**bits`` entries."""
+    table = np.zeros((1 << bits, 3), dtype=np.int64)
+    table[:, KEY_OCCUPIED] = EMPTY_KEY
+    return table
+
+
+def new_stats() -> np.ndarray:
+    """A zeroed stats array: node count, abort flag, best root action."""
+    return np.zeros(STATS_SIZE, dtype=np.int64)
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchResult:
+    """What one call of :meth:`Search.run` found."""
+
+    score: int
+    """Fail-soft score for the side to move (see :func:`negamax_give`); meaningless when ``aborted``."""
+    best_action: int
+    """The best action found at the root: a square when placing, a piece when giving."""
+    nodes: int
+    """Give nodes visited."""
+    aborted: bool
+    """Whether the deadline stopped the search before it finished."""
+
+
+class Search:
+    """The compiled search for one rule variant, with its own transposition table (kept between calls, so
+    that later searches reuse what earlier ones proved).
+
+    ``table_bits``: the table has ``2**table_bits`` entries of 24 bytes. ``canonical_empties``: give nodes
+    with at least this many empty squares are keyed by their canonical form under the game's symmetries
+    (17 turns the symmetries off).
+    """
+
+    def __init__(
+        self,
+        variant: Variant,
+        table_bits: int = DEFAULT_TABLE_BITS,
+        canonical_empties: int = DEFAULT_CANONICAL_EMPTIES,
+    ) -> None:
+        if not 10 <= table_bits <= 30:
+            raise ValueError(f"table_bits must be 10-30, got {table_bits}")
+        self.variant = variant
+        self.canonical_empties = canonical_empties
+        self.table = new_table(table_bits)
+        self.stats = new_stats()
+        self._low, self._high = byte_tables(variant.squares)
+
+    def clear(self) -> None:
+        """Forget everything stored in the transposition table."""
+        self.table[:, KEY_OCCUPIED] = EMPTY_KEY
+
+    def run(
+        self,
+        state: State,
+        depth: int = EXACT_DEPTH,
+        alpha: int = -INFINITY,
+        beta: int = INFINITY,
+        deadline: float = math.inf,
+    ) -> SearchResult:
+        """Search ``state`` (not over, nothing claimable) ``depth`` plies deep within ``(alpha, beta)``, stopping
+        when ``time.perf_counter()`` passes ``deadline``."""
+        if state.over or state.claimable:
+            raise RulesError("the search takes a position that is not over and has nothing to declare")
+        if depth < 1:
+            raise ValueError(f"depth must be at least 1 ply, got {depth}")
+        self.stats[:] = 0
+        self.stats[BEST_ACTION] = -1
+        score = search_root(
+            signed_lanes(state.lanes), state.occupied, state.available, state.hand, alpha, beta, depth,
+            self.variant.groups, self.variant.counted, self._low, self._high, self.canonical_empties, self.table,
+            self.stats, deadline, 0,
+        )  # fmt: skip
+        return SearchResult(int(score), int(self.stats[BEST_ACTION]), int(self.stats[NODES]), bool(self.stats[ABORTED]))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Evaluation at the horizon
+# ---------------------------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def evaluate(safe: int) -> int:
+    """The horizon score for the side to move, who gives next and has the ``safe`` mask of safe pieces."""
+    return EVAL if _count_bits(safe) & 1 else -EVAL
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The search
+# ---------------------------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def negamax_give(
+    lanes, occupied, available, alpha, beta, depth, groups, counted, low, high, canonical_empties, table, stats,
+    deadline, ply,
+):  # fmt: skip
+    """Score of the give node ``(lanes, occupied, available)`` for the player about to give, searched to
+    ``depth`` more plies, fail-soft within the window ``(alpha, beta)`` (``alpha < beta``):
+
+    * if the true score ``v`` lies strictly inside the window, returns ``v``;
+    * if ``v <= alpha``, returns an upper bound ``u`` of it with ``v <= u <= alpha``;
+    * if ``v >= beta``, returns a lower bound ``l`` of it with ``beta <= l <= v``.
+
+    The "true score" is the depth-limited negamax score with :func:`evaluate` at the horizon; it is the exact
+    game value (``WIN``, ``0`` or ``-WIN``) once ``depth`` reaches the end of the game. ``groups`` and
+    ``counted`` are the variant's groups and counted attributes; boards with at least ``canonical_empties``
+    empty squares are keyed by their canonical form under the symmetries in ``low, high``. Counts nodes in
+    ``stats[NODES]``; once ``time.perf_counter()`` passes ``deadline`` it sets ``stats[ABORTED]`` and returns
+    a meaningless 0 (storing nothing from then on). At the root (``ply`` 0) it always searches
+    (a stored bound would not name a move) and writes the best piece to ``stats[BEST_ACTION]``.
+    """
+    root = ply == 0
+    stats[NODES] += 1
+    if stats[NODES] & CLOCK_INTERVAL == 0 and _now() > deadline:
+        stats[ABORTED] = 1
+    if stats[ABORTED]:
+        return 0
+    if available == 0:  # the board is full: a draw
+        return 0
+    safe = available & ~winning_pieces(lanes, occupied, groups, counted)
+    if safe == 0:  # every piece lets the receiver win
+        if root:
+            stats[BEST_ACTION] = _lowest_bit(available)
+        return -WIN
+    empties = NUM_SQUARES - _count_bits(occupied)
+    if depth >= 2 * empties:  # the search reaches the end of the game: its result is exact
+        depth = EXACT_DEPTH
+    if depth == 0:
+        return evaluate(safe)
+
+    # Transposition table: a stored bound may settle the node or narrow the window; its best piece goes first.
+    if empties >= canonical_empties:
+        key_occupied, key_lanes = canonical_board(lanes, occupied, counted, low, high)
+        key_occupied |= CANONICAL_FLAG
+    else:
+        key_occupied, key_lanes = occupied, _counted_lanes(lanes, counted)
+    slot = _slot(key_lanes, key_occupied, table.shape[0] - 1)
+    hint = -1
+    if table[slot, KEY_OCCUPIED] == key_occupied and table[slot, KEY_LANES] == key_lanes:
+        lower, upper, stored_depth, hint = _unpack(table[slot, DATA])
+        # A proven win or loss holds at any depth. The root always searches, to name its best piece.
+        if (stored_depth >= depth or lower == WIN or upper == -WIN) and not root:
+            if lower >= beta or lower == upper:
+                return lower
+            if upper <= alpha:
+                return upper
+            alpha, beta = max(alpha, lower), min(beta, upper)
+    original_alpha, original_beta = alpha, beta
+
+    best, best_piece = -INFINITY, -1
+    untried = safe
+    piece = hint if hint >= 0 and safe >> hint & 1 else _lowest_bit(safe)
+    while piece >= 0:
+        untried &= ~(1 << piece)
+        # The receiver places ``piece``; its best placement is the minimum, for the giver, over the squares.
+        after_give = available & ~(1 << piece)
+        floor = max(alpha, best)  # the giver already has this much: a placement holding it there refutes
+        score = INFINITY
+        if depth == 1:  # the horizon falls after the give: score the receiver's position, who gives next
+            score = -evaluate(safe & ~(1 << piece))
+        else:
+            empty = ALL_SQUARES & ~occupied
+            while empty and score > floor:
+                square = _lowest_bit(empty)
+                empty &= empty - 1
+                placed = occupied | 1 << square
+                if placed == ALL_SQUARES:
+                    reply = 0  # the last piece completes nothing (it was safe): a draw
+                else:
+                    reply = negamax_give(
+                        place_lanes(lanes, piece, square), placed, after_give, -min(beta, score), -floor,
+                        depth - 2, groups, counted, low, high, canonical_empties, table, stats, deadline, ply + 1,
+                    )  # fmt: skip
+                    if stats[ABORTED]:
+                        return 0
+                score = min(score, -reply)
+        if score > best:
+            best, best_piece = score, piece
+            if best >= beta:
+                break
+        piece = _lowest_bit(untried)
+
+    if root:
+        stats[BEST_ACTION] = best_piece
+    lower = best if best > original_alpha else -WIN
+    upper = best if best < original_beta else WIN
+    table[slot, KEY_LANES] = key_lanes
+    table[slot, KEY_OCCUPIED] = key_occupied
+    table[slot, DATA] = _pack(lower, upper, depth, best_piece)
+    return best
+
+
+@numba.njit(cache=True)
+def search_root(
+    lanes, occupied, available, hand, alpha, beta, depth, groups, counted, low, high, canonical_empties, table,
+    stats, deadline, ply,
+):  # fmt: skip
+    """Score of any position that is not over, for the side to move, with the contract of :func:`negamax_give`;
+    the best action (a square when ``hand`` is a piece, else a piece) goes to ``stats[BEST_ACTION]``.
+
+    With a piece in hand it places it on each empty square in turn -- a winning square scores ``WIN`` at once
+    -- and continues at the give node that follows, with the same player to move. ``ply`` is 0 from Python:
+    an integer argument rather than a constant, so that numba compiles (and caches) one version.
+    """
+    if hand < 0:
+        return negamax_give(
+            lanes, occupied, available, alpha, beta, depth, groups, counted, low, high, canonical_empties, table,
+            stats, deadline, ply,
+        )  # fmt: skip
+    wins = winning_squares(lanes, occupied, hand, groups, counted)
+    if wins:
+        stats[BEST_ACTION] = _lowest_bit(wins)
+        return WIN
+    best = -INFINITY
+    empty = ALL_SQUARES & ~occupied
+    while empty:
+        square = _lowest_bit(empty)
+        empty &= empty - 1
+        placed = occupied | 1 << square
+        if placed == ALL_SQUARES:
+            score = 0
+        elif depth <= 1:  # the horizon falls after the placement; the same player gives next
+            safe = available & ~winning_pieces(place_lanes(lanes, hand, square), placed, groups, counted)
+            score = evaluate(safe) if safe else -WIN
+        else:
+            score = negamax_give(
+                place_lanes(lanes, hand, square), placed, available, max(alpha, best), beta, depth - 1, groups,
+                counted, low, high, canonical_empties, table, stats, deadline, ply + 1,
+            )  # fmt: skip
+        if stats[ABORTED]:
+            return 0
+        if score > best:
+            best = score
+            stats[BEST_ACTION] = square
+            if best >= beta:
+                break
+    return best
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Small compiled helpers
+# ---------------------------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _now() -> float:
+    with numba.objmode(seconds="float64"):
+        seconds = time.perf_counter()
+    return seconds
+
+
+@numba.njit(cache=True)
+def _count_bits(mask: int) -> int:
+    count = 0
+    while mask:
+        mask &= mask - 1
+        count += 1
+    return count
+
+
+@numba.njit(cache=True)
+def _lowest_bit(mask: int) -> int:
+    """Index of the lowest set bit of a 16-bit mask, or -1 for 0."""
+    if mask == 0:
+        return -1
+    index = 0
+    while not mask >> index & 1:
+        index += 1
+    return index
+
+
+@numba.njit(cache=True)
+def _counted_lanes(lanes: int, counted: int) -> int:
+    """The lanes with the attributes that do not count cleared: they never decide a game."""
+    kept = 0
+    for k in range(NUM_ATTRIBUTES):
+        if counted >> k & 1:
+            kept |= lanes & (LANE_MASK << (16 * k))
+    return kept
+
+
+@numba.njit(cache=True)
+def _slot(key_lanes: int, key_occupied: int, size_mask: int) -> int:
+    """The table slot of a key: a multiplicative hash, folded."""
+    mixed = key_lanes * -7046029254386353131 + key_occupied * 0x27D4EB2F165667C5
+    return (mixed ^ (mixed >> 29)) & size_mask
+
+
+@numba.njit(cache=True)
+def _pack(lower: int, upper: int, depth: int, best_piece: int) -> int:
+    return (lower + 128) | (upper + 128) << 8 | depth << 16 | (best_piece + 1) << 24
+
+
+@numba.njit(cache=True)
+def _unpack(data: int) -> tuple[int, int, int, int]:
+    """``(lower, upper, depth, best_piece)`` of a table entry."""
+    return (data & 0xFF) - 128, (data >> 8 & 0xFF) - 128, data >> 16 & 0xFF, (data >> 24 & 0xFF) - 1
