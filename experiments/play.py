@@ -1,0 +1,206 @@
+"""``quarto play``: play a game in the terminal against an agent.
+
+Example usage::
+
+    quarto play --opponent minimax:depth=3 --first you
+    quarto play --opponent mcts:time=1 --squares --save my_game.jsonl
+
+The board is the environment's text picture (:func:`quarto_env.render.render_text`): every piece shows its
+hex digit and a four-letter code with one letter per attribute, the piece in hand and the pieces left are
+listed under the board, and empty squares show their numbers. Moves are typed simply:
+
+* a **square**: its number ``0``-``15``, or column letter and row number ``a1``-``d4`` (``a1`` is square 0,
+  top left; ``d4`` square 15, bottom right);
+* a **piece**: its hex digit ``0``-``f``, or its code such as ``TDSH`` or ``slrf`` (letters in the order
+  height, colour, shape, top; case does not matter);
+* ``declare`` (or ``quarto``) in the declaration variant, ``help``, ``quit``.
+
+Wrong input is explained and asked again; the game never crashes on it, nor on end of input (Ctrl-D).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from agents.base import Agent, SpecError, make_agent, parse_spec
+from agents.match import GameRecord
+from experiments.arena_io import add_variant_arguments, record_line, variant_from_args, write_text_atomic
+from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
+from quarto_env.notation import format_position
+from quarto_env.render import HEX, PIECE_LETTERS, describe_piece, piece_code, render_text
+
+FIRST_CHOICES = ("you", "agent", "random")
+HUMAN = "you"
+
+
+class QuitGame(Exception):
+    """The player asked to stop, or the input ended."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser of ``quarto play``."""
+    parser = argparse.ArgumentParser(
+        prog="quarto play",
+        description="Play Quarto in the terminal against an agent.",
+        epilog="Type 'help' during the game for the move syntax.",
+    )
+    parser.add_argument("--opponent", required=True, metavar="SPEC", help="the agent to play, e.g. minimax:depth=3")
+    parser.add_argument(
+        "--first", choices=FIRST_CHOICES, default="random", help="who gives the first piece (default: random)"
+    )
+    parser.add_argument("--seed", type=int, default=None, help="seed of the agent and of --first random")
+    parser.add_argument("--save", type=Path, default=None, help="write the game as a games.jsonl line here")
+    add_variant_arguments(parser)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """Run ``quarto play``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    variant = variant_from_args(parser, args)
+    try:
+        parse_spec(args.opponent)
+    except SpecError as error:
+        parser.error(str(error))
+    rng = np.random.default_rng(args.seed)
+    human_first = args.first == "you" or (args.first == "random" and bool(rng.integers(2)))
+    human_player = 0 if human_first else 1
+    agent = make_agent(args.opponent, variant, seed=int(rng.integers(2**32)))
+    names = (HUMAN, f"agent {args.opponent}") if human_first else (f"agent {args.opponent}", HUMAN)
+    print(f"You play {'first: you give the first piece' if human_first else 'second: the agent gives first'}.")
+    print("Type 'help' for how to enter moves.\n")
+    record = play(variant, agent, human_player, names)
+    if args.save:
+        write_text_atomic(args.save, record_line(record, variant))
+        print(f"game saved to {args.save} (quarto replay {args.save})")
+    return 0
+
+
+def play(variant: Variant, agent: Agent, human_player: int, names: tuple[str, str]) -> GameRecord:
+    """Play one game, the person at ``human_player``; returns its record (ended early if they quit)."""
+    record = GameRecord(seats=(names[0], names[1]))
+    agent.reset()
+    state = INITIAL_STATE
+    while not state.over:
+        if state.to_move == human_player:
+            print(render_text(variant, state, names))
+            print(f"position: {format_position(state)}")
+            try:
+                action = ask_action(variant, state)
+            except QuitGame as stop:
+                print(f"\n{stop} -- game abandoned.")
+                record.end = "abandoned"
+                return record
+        else:
+            action = agent.act(state)
+            print(f"\n>>> {names[state.to_move]} {describe_action(state, action)}\n")
+        record.positions.append(format_position(state))
+        record.actions.append(int(action))
+        state = step(variant, state, action)
+    print(render_text(variant, state, names))
+    record.winner = state.winner
+    record.end = "draw" if state.winner == NO_WINNER else "win"
+    verdict = "draw" if state.winner == NO_WINNER else ("you win!" if state.winner == human_player else "you lose.")
+    print(f"\nGame over: {verdict}")
+    return record
+
+
+def ask_action(variant: Variant, state: State) -> int:
+    """Read actions from the terminal until one is legal in ``state``; raises :class:`QuitGame` on quit or EOF."""
+    prompt = "your move: place on square (0-15 or a1-d4)" if state.placing else "your move: give a piece (0-f or code)"
+    if variant.declaration:
+        prompt += ", or 'declare'"
+    while True:
+        try:
+            text = input(f"{prompt} > ")
+        except EOFError:
+            raise QuitGame("input ended") from None
+        except KeyboardInterrupt:
+            raise QuitGame("interrupted") from None
+        word = text.strip()
+        if word.lower() in ("quit", "exit", "q"):
+            raise QuitGame("you quit")
+        if word.lower() in ("help", "h", "?"):
+            print(HELP)
+            continue
+        try:
+            return parse_action(variant, state, word)
+        except ValueError as error:
+            print(f"  {error}")
+
+
+HELP = """\
+  Squares: a number 0-15 (shown on the empty squares), or a1-d4: column a-d from the left, row 1-4 from the top.
+  Pieces: the hex digit 0-f, or the code of four letters in the order height, colour, shape, top:
+          T tall / s short, D dark / l light, S square / r round, H hollow / f solid (filled); e.g. TDSH, slrf.
+  declare (or quarto): claim a winning group, in the declaration variant.
+  quit: leave the game."""
+
+
+def parse_action(variant: Variant, state: State, word: str) -> int:
+    """The action that ``word`` names in ``state`` (case-insensitive); ``ValueError`` says what is wrong and what
+    is allowed."""
+    if word.lower() in ("declare", "quarto", "quarto!"):
+        if not variant.declaration:
+            raise ValueError("there is no declaring in this variant (start with --declaration to play it)")
+        return DECLARE
+    if not word:
+        raise ValueError("please type a move (or 'help')")
+    legal = legal_actions(variant, state)
+    if state.placing:
+        square = parse_square(word)
+        if square not in legal:
+            free = " ".join(str(s) for s in legal if s < NUM_SQUARES)
+            raise ValueError(f"square {square} is taken; empty squares: {free}")
+        return square
+    piece = parse_piece(word)
+    if piece not in legal:
+        left = " ".join(HEX[p] for p in legal if p < NUM_SQUARES)
+        raise ValueError(f"piece {HEX[piece]} ({piece_code(piece)}) is not available; pieces left: {left}")
+    return piece
+
+
+def parse_square(word: str) -> int:
+    """A square from ``0``-``15`` or ``a1``-``d4``."""
+    if word.isdigit():
+        if int(word) < NUM_SQUARES:
+            return int(word)
+        raise ValueError(f"square {word} does not exist: squares are 0-15 or a1-d4")
+    column, row = word[:1].lower(), word[1:]
+    if len(word) == 2 and column in "abcd" and row in ("1", "2", "3", "4"):
+        return 4 * (int(row) - 1) + "abcd".index(column)
+    raise ValueError(f"{word!r} is not a square: type a number 0-15 or a column a-d and a row 1-4, e.g. b3")
+
+
+def parse_piece(word: str) -> int:
+    """A piece from its hex digit or its four-letter code (case-insensitive)."""
+    if len(word) == 1 and word.lower() in HEX:
+        return HEX.index(word.lower())
+    if len(word) == 4:
+        piece = 0
+        for k, letter in enumerate(word.lower()):
+            values = [v.lower() for v in PIECE_LETTERS[k]]
+            if letter not in values:
+                break
+            piece |= values.index(letter) << k
+        else:
+            return piece
+    raise ValueError(f"{word!r} is not a piece: type its hex digit 0-f, or a code like TDSH (see 'help')")
+
+
+def describe_action(state: State, action: int) -> str:
+    """What ``action`` does in ``state``, in words."""
+    if action == DECLARE:
+        return 'declares "Quarto!"'
+    if state.placing:
+        return f"places piece {HEX[state.hand]} {piece_code(state.hand)} on square {action}"
+    return f"gives piece {describe_piece(action)}"
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
