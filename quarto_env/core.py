@@ -47,6 +47,7 @@ from Python they run as ordinary Python functions.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -298,12 +299,12 @@ class Variant:
             raise RulesError(f"unknown false_declaration policy {false_declaration!r}; allowed: {allowed}")
         return cls(names, squares, declaration, false_declaration)
 
-    @property
+    @functools.cached_property  # read by every step: computed once per variant (the dataclass is frozen)
     def counted(self) -> int:
         """4-bit mask of the counted attributes."""
         return sum(1 << ATTRIBUTES.index(name) for name in self.attributes)
 
-    @property
+    @functools.cached_property
     def groups(self) -> tuple[int, ...]:
         """The groups as 16-bit square masks: ``LINES``, then ``SQUARE_BLOCKS`` in the squares variant."""
         return LINES + SQUARE_BLOCKS if self.squares else LINES
