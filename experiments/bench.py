@@ -9,6 +9,7 @@ BENCHMARKS = {
     "env": ("experiments.bench_env", "turns/s of the wrapped quarto_v0 vs connect_four_v3; rules core states/s"),
     "solver": ("experiments.bench_solver", "exact solver and minimax times on a seeded sample of positions"),
     "train": ("experiments.bench_train", "learner steps/s of a short training run"),
+    "mcts": ("experiments.bench_mcts", "MCTS simulations/s, compiled playouts vs Python ones"),
 }
 
 
