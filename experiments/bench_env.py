@@ -1,0 +1,251 @@
+"""``quarto bench env``: how fast the environment and the rules core play random games.
+
+1. The fully wrapped ``quarto_v0`` (``quarto_env.env()``, with PettingZoo's standard wrappers) against
+   PettingZoo's own ``connect_four_v3`` (``env()``, the same wrappers), in the same process, by the very same
+   loop: ``agent_iter`` / ``last()`` / a uniformly random action among those the ``action_mask`` allows /
+   ``step``. A *turn* is one ``env.step(action)``, a single placement or give in Quarto, a single drop in
+   Connect Four; the dead steps after each game and the resets are timed but not counted. The two are
+   measured in alternation for several rounds; the medians and their ratio are printed.
+2. The rules core alone: random games played by one compiled, single-threaded call
+   (:func:`quarto_env.fast.random_games`, through the core's ``apply_action``), and -- for scale -- by
+   ``core.step`` from Python, one state at a time. Both count actions (gives, placements, declarations).
+
+Timings depend on the machine and on what else runs on it: compare figures from the same run.
+
+Example usage::
+
+    quarto bench env                          # about 25 s
+    quarto bench env --seconds 1 --rounds 1   # a quick look
+    quarto bench env --output runs/bench_env.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
+from quarto_env.fast import random_games
+
+CORE_GAMES = 100_000
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The command line of ``quarto bench env``."""
+    parser = argparse.ArgumentParser(
+        prog="quarto bench env",
+        description="Turns/s of the wrapped quarto_v0 against connect_four_v3 (same loop, same run), and the "
+        "rules core's random-play actions/s.",
+    )
+    parser.add_argument("--seconds", type=_positive_float, default=2.0, help="seconds per env and round (default 2)")
+    parser.add_argument("--rounds", type=_positive_int, default=3, help="rounds of measurement (default 3)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random players and the games (default 0)")
+    parser.add_argument(
+        "--observation",
+        choices=("tactical", "raw"),
+        default="tactical",
+        help="quarto_v0's observation option (default tactical, the env's default)",
+    )
+    parser.add_argument("--output", type=Path, help="also write the figures, config and command to this JSON file")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    """Run the benchmark and print its figures; returns the exit status."""
+    args = parse_args(argv)
+    print(_header(args))
+    rounds = measure_envs(_env_makers(args.observation), args)
+    medians = {name: statistics.median(values) for name, values in rounds.items()}
+    wrapped_ratio = medians["quarto_v0"] / medians["connect_four_v3"]
+    raw_ratio = medians["quarto_v0 raw"] / medians["connect_four_v3 raw"]
+    print(_row("median", medians))
+    print(f"\nquarto_v0 / connect_four_v3, both fully wrapped: {wrapped_ratio:.2f}x")
+    print(f"quarto_v0 / connect_four_v3, raw_env against raw_env: {raw_ratio:.2f}x")
+    print("time per turn (medians): raw_env and the loop itself + the three standard wrappers on top")
+    for game in ("connect_four_v3", "quarto_v0"):
+        raw_us, wrapped_us = 1e6 / medians[f"{game} raw"], 1e6 / medians[game]
+        print(f"  {game:<16} {raw_us:6.1f} us + {wrapped_us - raw_us:6.1f} us = {wrapped_us:6.1f} us")
+
+    compiled = core_compiled_actions_per_second(args.seed)
+    python = core_python_actions_per_second(args.seed, args.seconds)
+    print("\nrules core alone, random play from the opening (actions/s; an action is a give, a placement):")
+    print(f"  compiled, single thread, {CORE_GAMES:,} games in one call (quarto_env.fast): {compiled:>12,.0f}")
+    print(f"  core.step from Python, one state at a time:{'':>28}{python:>12,.0f}")
+
+    if args.output:
+        results = {
+            "turns_per_second": rounds,
+            "median_turns_per_second": medians,
+            "ratio_quarto_to_connect_four_wrapped": wrapped_ratio,
+            "ratio_quarto_to_connect_four_raw": raw_ratio,
+            "core_actions_per_second": {"compiled_single_thread": compiled, "python_core_step": python},
+        }
+        _write_json(args.output, {"command": _command(argv), "config": vars(args) | _machine(), "results": results})
+        print(f"\nwrote {args.output}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Environments
+# ---------------------------------------------------------------------------------------------------------
+SLICES = 10
+"""Each measurement is cut into this many slices, alternating between the envs, so that a change in the
+machine's load falls on all of them alike."""
+
+
+def _env_makers(observation: str) -> dict[str, Callable[[], Any]]:
+    try:
+        from pettingzoo.classic.connect_four import connect_four
+    except ImportError as exc:  # connect_four needs pygame
+        raise SystemExit(f"quarto bench env: connect_four_v3 cannot be imported ({exc}); pip install pygame") from exc
+    import quarto_env
+
+    return {
+        "connect_four_v3": connect_four.env,
+        "quarto_v0": lambda: quarto_env.env(observation=observation),
+        "connect_four_v3 raw": connect_four.raw_env,
+        "quarto_v0 raw": lambda: quarto_env.raw_env(observation=observation),
+    }
+
+
+def measure_envs(makers: dict[str, Callable[[], Any]], args: argparse.Namespace) -> dict[str, list[float]]:
+    """Turns/s of each env in each of ``args.rounds`` rounds, after a short warm-up."""
+    envs = {name: make() for name, make in makers.items()}
+    rngs = {name: np.random.default_rng(args.seed) for name in envs}
+    for name, env in envs.items():
+        env.reset(seed=args.seed)
+        random_play(env, rngs[name], 0.2)  # first calls load compiled code and fill caches
+    rounds: dict[str, list[float]] = {name: [] for name in envs}
+    print(_row("round", {name: name for name in envs}))
+    for i in range(args.rounds):
+        turns = dict.fromkeys(envs, 0)
+        seconds = dict.fromkeys(envs, 0.0)
+        for _ in range(SLICES):
+            for name, env in envs.items():
+                start = time.perf_counter()
+                turns[name] += random_play(env, rngs[name], args.seconds / SLICES)
+                seconds[name] += time.perf_counter() - start
+        for name in envs:
+            rounds[name].append(turns[name] / seconds[name])
+        print(_row(str(i + 1), {name: values[-1] for name, values in rounds.items()}))
+    return rounds
+
+
+def random_play(env: Any, rng: np.random.Generator, seconds: float) -> int:
+    """Play whole games of uniformly random legal actions through ``env`` for about ``seconds``; returns the
+    number of turns (steps with an action)."""
+    turns = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        env.reset()
+        for _agent in env.agent_iter():
+            observation, _, terminated, truncated, _ = env.last()
+            if terminated or truncated:
+                action = None
+            else:
+                legal = np.flatnonzero(observation["action_mask"])
+                action = int(legal[rng.integers(len(legal))])
+                turns += 1
+            env.step(action)
+    return turns
+
+
+def _row(label: str, values: dict[str, Any]) -> str:
+    cells = "".join(f"{v:>22,.0f}" if isinstance(v, float) else f"{v:>22}" for v in values.values())
+    return f"{label:<8}{cells}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Rules core
+# ---------------------------------------------------------------------------------------------------------
+def core_compiled_actions_per_second(seed: int) -> float:
+    """Actions/s of :func:`quarto_env.fast.random_games`, compiled code loaded before timing."""
+    random_games(Variant(), 10, seed)
+    start = time.perf_counter()
+    played = random_games(Variant(), CORE_GAMES, seed)
+    return played.num_actions / (time.perf_counter() - start)
+
+
+def core_python_actions_per_second(seed: int, seconds: float) -> float:
+    """Actions/s of random games through ``core.step``, for about ``seconds``."""
+    variant = Variant()
+    rng = np.random.default_rng(seed)
+    actions = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        state = INITIAL_STATE
+        while not state.over:
+            choices = legal_actions(variant, state)
+            state = step(variant, state, choices[rng.integers(len(choices))])
+            actions += 1
+    return actions / (time.perf_counter() - start)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reporting
+# ---------------------------------------------------------------------------------------------------------
+def _header(args: argparse.Namespace) -> str:
+    machine = _machine()
+    return (
+        f"quarto bench env -- {machine['cpu_count']} CPUs, Python {machine['python']}, numpy {machine['numpy']}, "
+        f"pettingzoo {machine['pettingzoo']}, seed {args.seed}\n"
+        f"fully wrapped env() of each game, uniformly random legal actions from the action mask, "
+        f"{args.rounds} round(s) of {args.seconds:g} s each;\n"
+        f"a turn = one env.step() with an action (a placement or a give in Quarto); quarto_v0 observation: "
+        f"{args.observation}\n"
+    )
+
+
+def _machine() -> dict[str, Any]:
+    import pettingzoo
+
+    return {
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "pettingzoo": pettingzoo.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def _command(argv: list[str]) -> str:
+    return " ".join(["quarto", "bench", "env", *argv])
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` atomically: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    serializable = json.loads(json.dumps(data, default=str))
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
+        json.dump(serializable, handle, indent=2)
+        handle.write("\n")
+    os.replace(handle.name, path)
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,462 @@
+"""
+# Quarto (``quarto_v0``)
+
+| Creation            | ``quarto_env.env(**flags)`` or ``pettingzoo.make("aec", "quarto_v0", **flags)``        |
+|---------------------|----------------------------------------------------------------------------------------|
+| Actions             | Discrete                                                                               |
+| Parallel API        | No                                                                                     |
+| Manual control      | No (``quarto play`` plays in the terminal)                                             |
+| Agents              | ``agents = ["player_0", "player_1"]``                                                  |
+| Action shape        | ``()``                                                                                 |
+| Action values       | ``Discrete(16)``; ``Discrete(17)`` with ``declaration=True`` (action 16 declares)      |
+| Observation shape   | ``{"observation": (19, 16), "action_mask": (16,) or (17,)}``; ``(17, 16)`` when raw    |
+| Observation values  | ``[0, 1]``, ``int8``                                                                   |
+| Render modes        | ``"ansi"``, ``"rgb_array"``, ``"human"``                                               |
+
+Quarto is a two-player game on a 4x4 board with 16 pieces that belong to nobody. Each piece is tall or
+short, light or dark, round or square, hollow or solid. On your turn you **place** the piece your opponent
+gave you on an empty square, then **give** your opponent one of the pieces left. Whoever completes a row,
+column or diagonal of four pieces that share an attribute wins; after 16 placements without such a line the
+game is a draw. The very first action of the game is a give. The precise rules, and every variant below,
+are in ``RULES.md``; the rules themselves live in :mod:`quarto_env.core`.
+
+## Agents and turns
+
+``player_0`` and ``player_1`` sit at the table; who gives first is drawn from the reset seed or fixed with
+``first_player``. **The same agent acts twice in a row** -- it places, then it gives -- so always read
+``env.agent_selection`` (or use ``env.agent_iter()``) instead of assuming alternation.
+
+## Action space
+
+One ``Discrete`` space serves both phases:
+
+- placing: action ``a`` in 0-15 puts the piece in hand on square ``a`` (squares numbered row by row,
+  ``4 * row + col``);
+- giving: action ``a`` in 0-15 gives piece ``a`` (bit 0 tall, bit 1 dark, bit 2 square, bit 3 hollow: piece
+  ``5`` is tall, light, square, solid);
+- with ``declaration=True`` only: action ``16`` declares "Quarto!".
+
+The phase is in the observation (channel 16) and in ``info["phase"]``.
+
+## Observation space
+
+``{"observation": int8 (channels, 16), "action_mask": int8 (num_actions,)}``, from the acting agent's view.
+Quarto is impartial -- no piece belongs to a player -- so both agents see the same planes; the
+``action_mask`` is all zeros for the agent that is not acting and after the game ends.
+
+The planes hold everything needed to play perfectly. With ``observation="raw"`` there are 17 channels:
+the occupancy and the attributes of the piece on each square (channels 0-8), the squares of groups that can
+be declared now (9), the pieces that can still be given (10), the piece in hand (11), the attributes of
+each piece (12-15) and the phase (16). ``observation="tactical"`` (the default) adds the 1-ply facts
+computed by the rules core: where the piece in hand wins at once (17) and which pieces would hand the
+receiver a win at once (18). The channel-by-channel table is in :mod:`quarto_env.observation`
+(``CHANNEL_NAMES`` names them in order).
+
+### Legal actions mask
+
+``action_mask[a]`` is 1 when action ``a`` is legal: the empty squares when placing, the pieces neither on the
+board nor in hand when giving, and the declaration at every decision of the declaration variant.
+
+## Rewards
+
+| Winner | Loser | Draw |
+|:------:|:-----:|:----:|
+| +1     | -1    | 0    |
+
+Rewards come at the end, and both agents see theirs: the loser reads its -1 from ``env.last()`` when it is
+selected for its final (dead) step. In the declaration variant with ``false_declaration="penalty"``, a
+declaration with nothing to claim costs the declarer ``false_declaration_penalty`` (default -0.1) at once;
+the game goes on with the same agent to act. With a ``time_limit``, an agent that takes longer than that many
+seconds to answer loses: -1 for it, +1 for its opponent.
+
+## Variants (keyword arguments, any combination)
+
+| flag                          | values                                                          | default     |
+|-------------------------------|-----------------------------------------------------------------|-------------|
+| ``attributes``                | ``None`` (all four), a count 1-4 (the first that many of        | ``None``    |
+|                               | height, colour, shape, top), a name or a list of names          |             |
+| ``squares``                   | ``True``: the nine 2x2 blocks win too                           | ``False``   |
+| ``declaration``               | ``True``: a completed group must be declared (action 16)        | ``False``   |
+| ``false_declaration``         | ``"lose"``: a declaration with nothing to claim loses;          | ``"lose"``  |
+|                               | ``"penalty"``: it is ignored, with a penalty reward             |             |
+| ``false_declaration_penalty`` | a number <= 0, the reward of an ignored false declaration       | ``-0.1``    |
+| ``first_player``              | ``"random"`` (from the reset seed), ``0``/``1``,                 | ``"random"``|
+|                               | ``"player_0"``/``"player_1"``                                   |             |
+| ``observation``               | ``"tactical"`` (19 planes) or ``"raw"`` (17 planes)             | tactical    |
+| ``time_limit``                | seconds per decision, or ``None``                               | ``None``    |
+| ``clock``                     | the function that reads the time (tests inject a fake one)      | monotonic   |
+| ``render_mode``               | ``None``, ``"ansi"``, ``"rgb_array"``, ``"human"``              | ``None``    |
+
+A bad value raises ``ValueError`` naming the allowed values. In the declaration variant the placer may
+declare instead of giving; if it gives, its opponent may declare before placing; after that placement the
+groups are dead (see ``RULES.md``). ``reset(options={"position": "f9.......0..3... 5"})`` starts from a
+position in the notation of :mod:`quarto_env.notation`.
+
+The time limit is the tournament rule: the clock runs from the moment ``reset`` or ``step`` hands control to
+the agent until its ``step`` call. It measures whatever the caller does in between (observing, thinking),
+so a training loop should leave it at ``None``.
+
+## Illegal moves
+
+``env()`` wraps ``raw_env`` in PettingZoo's standard wrappers, like the classic environments:
+``TerminateIllegalWrapper(illegal_reward=-1)``, ``AssertOutOfBoundsWrapper`` and ``OrderEnforcingWrapper``.
+An action outside the mask ends the game at once: -1 for the agent that played it, 0 for the other, a warning
+is logged, and both agents are terminated. ``raw_env`` itself never accepts an illegal action: it raises
+:class:`quarto_env.core.IllegalActionError`, naming the legal alternatives. After the game ends each agent
+is stepped once more with ``None`` (PettingZoo's dead step); any other action then raises ``ValueError``.
+
+## Infos
+
+``info["phase"]`` is ``"place"`` or ``"give"`` for the agent to act. When the game ends both agents get
+``info["outcome"]`` -- ``"win"``, ``"draw"``, ``"false_declaration"`` or ``"time_limit"`` -- and
+``info["winner"]`` (an agent name, or ``None`` for a draw). ``env.unwrapped.game_state`` is the position as a
+:class:`quarto_env.core.State` and ``env.unwrapped.position`` in the position notation.
+
+## Version history
+
+* v0: initial release -- every rule variant of the sheets, declaration policies, the tournament time limit,
+  raw and tactical observations, ``ansi``/``rgb_array``/``human`` rendering.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import EzPickle, seeding
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from quarto_env.core import (
+    DECLARE,
+    INITIAL_STATE,
+    NO_WINNER,
+    NUM_SQUARES,
+    State,
+    Variant,
+    signed_lanes,
+    step,
+)
+from quarto_env.fast import write_observation
+from quarto_env.notation import format_position, parse_position
+from quarto_env.observation import num_channels
+from quarto_env.render import render_image, render_text
+
+AGENTS = ("player_0", "player_1")
+OBSERVATION_KINDS = ("tactical", "raw")
+FIRST_PLAYER_CHOICES = ("random", 0, 1, *AGENTS)
+RESET_OPTIONS = ("position",)
+
+
+def env(**kwargs: Any) -> AECEnv:
+    """``quarto_v0`` wrapped like PettingZoo's classic environments (illegal action: -1 and the game ends)."""
+    wrapped: AECEnv = raw_env(**kwargs)
+    wrapped = wrappers.TerminateIllegalWrapper(wrapped, illegal_reward=-1)
+    wrapped = wrappers.AssertOutOfBoundsWrapper(wrapped)
+    return wrappers.OrderEnforcingWrapper(wrapped)
+
+
+class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
+    """The unwrapped ``quarto_v0`` AEC environment; see the module docstring for the whole specification."""
+
+    metadata: dict[str, Any] = {  # noqa: RUF012 -- PettingZoo reads it from the class
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "name": "quarto_v0",
+        "is_parallelizable": False,
+        "render_fps": 2,
+    }
+
+    def __init__(
+        self,
+        attributes: int | str | list[str] | tuple[str, ...] | None = None,
+        squares: bool = False,
+        declaration: bool = False,
+        false_declaration: str = "lose",
+        false_declaration_penalty: float = -0.1,
+        first_player: int | str = "random",
+        observation: str = "tactical",
+        time_limit: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        render_mode: str | None = None,
+    ) -> None:
+        EzPickle.__init__(
+            self,
+            attributes=attributes,
+            squares=squares,
+            declaration=declaration,
+            false_declaration=false_declaration,
+            false_declaration_penalty=false_declaration_penalty,
+            first_player=first_player,
+            observation=observation,
+            time_limit=time_limit,
+            clock=clock,
+            render_mode=render_mode,
+        )
+        super().__init__()
+        self.variant = Variant.make(attributes, squares, declaration, false_declaration)
+        self.false_declaration_penalty = _check_penalty(false_declaration_penalty)
+        self.first_seat = _check_first_player(first_player)
+        self.tactical = _check_observation(observation) == "tactical"
+        self.time_limit = _check_time_limit(time_limit)
+        if not callable(clock):
+            raise ValueError(f"clock must be a function returning seconds, such as time.monotonic; got {clock!r}")
+        self.clock = clock
+        self.render_mode = _check_render_mode(render_mode, self.metadata["render_modes"])
+
+        # Read on every step: computed once here rather than through the Variant's properties.
+        self._groups = self.variant.groups
+        self._counted = self.variant.counted
+        self._num_actions = self.variant.num_actions
+        self._channels = num_channels(self.tactical)
+        self._declaration = self.variant.declaration
+
+        self.possible_agents = list(AGENTS)
+        self.agents: list[str] = []
+        self.action_spaces = {agent: spaces.Discrete(self._num_actions) for agent in AGENTS}
+        observation_space = spaces.Dict(
+            {
+                "observation": spaces.Box(0, 1, (self._channels, NUM_SQUARES), np.int8),
+                "action_mask": spaces.Box(0, 1, (self._num_actions,), np.int8),
+            }
+        )
+        self.observation_spaces = {agent: observation_space for agent in AGENTS}
+        self.np_random, self.np_random_seed = seeding.np_random()
+        self.agent_selection: str = AGENTS[0]
+        self.game_state: State = INITIAL_STATE
+        """The position, in the rules core's terms."""
+        self.seats: tuple[str, str] = AGENTS
+        """``seats[p]`` is the agent that plays as the core's player ``p`` (player 0 gives first)."""
+        self._forfeited_by: str | None = None
+        self._ended = False
+        self._handed_over_at = 0.0
+        self._figure: Any = None
+
+    # -----------------------------------------------------------------------------------------------------
+    # PettingZoo API
+    # -----------------------------------------------------------------------------------------------------
+    def observation_space(self, agent: str) -> spaces.Space:
+        """The observation space of ``agent`` (the same for both)."""
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """The action space of ``agent`` (the same for both)."""
+        return self.action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Start a new game; ``seed`` seeds the draw of the first player, ``options={"position": ...}`` sets
+        the starting position (see the module docstring)."""
+        if seed is not None:
+            self.np_random, self.np_random_seed = seeding.np_random(seed)
+        first = int(self.np_random.integers(2)) if self.first_seat is None else self.first_seat
+        self.seats = (AGENTS[first], AGENTS[1 - first])
+        self.game_state = self._starting_state(options or {})
+        self._forfeited_by = None
+        self._ended = False
+        self.agents = list(AGENTS)
+        self.rewards = dict.fromkeys(AGENTS, 0.0)
+        self._cumulative_rewards = dict.fromkeys(AGENTS, 0.0)
+        self.terminations = dict.fromkeys(AGENTS, False)
+        self.truncations = dict.fromkeys(AGENTS, False)
+        self.infos: dict[str, dict[str, Any]] = {agent: {} for agent in AGENTS}
+        self._skip_agent_selection = None
+        self._hand_over()
+        if self.render_mode == "human":
+            self.render()
+
+    def step(self, action: int | None) -> None:
+        """Play ``action`` for ``agent_selection``. Raises :class:`~quarto_env.core.IllegalActionError` for an
+        action outside the mask (``env()`` turns it into a loss instead)."""
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        self.rewards = {AGENTS[0]: 0.0, AGENTS[1]: 0.0}
+        if self.time_limit is not None and self.clock() - self._handed_over_at > self.time_limit:
+            self._forfeit(agent)
+        else:
+            self._play(agent, action)
+        if self.rewards[AGENTS[0]] or self.rewards[AGENTS[1]]:
+            self._accumulate_rewards()
+        if self._ended:
+            # Both agents are terminated; the one that did not act last reads its final reward first.
+            self.agent_selection = self.seats[1 - self.seats.index(agent)]
+        else:
+            self._hand_over()
+        if self.render_mode == "human":
+            self.render()
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """The observation planes of the position and ``agent``'s action mask (all zeros unless it acts)."""
+        state = self.game_state
+        planes = np.zeros((self._channels, NUM_SQUARES), dtype=np.int8)
+        mask = np.empty(self._num_actions, dtype=np.int8)
+        write_observation(
+            planes,
+            mask,
+            signed_lanes(state.lanes),
+            state.occupied,
+            state.available,
+            state.hand,
+            state.claimable,
+            state.over,
+            self._groups,
+            self._counted,
+            self._declaration,
+            agent == self.agent_selection and not self._ended,
+        )
+        return {"observation": planes, "action_mask": mask}
+
+    def render(self) -> str | np.ndarray | None:
+        """``ansi``: the text board; ``rgb_array``: the picture; ``human``: shows the picture in a window when
+        matplotlib has an interactive backend, else prints the text board."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode= to the env")
+            return None
+        names = self.seats
+        status = self._forfeit_status()
+        if self.render_mode == "ansi":
+            return render_text(self.variant, self.game_state, names, status)
+        image = render_image(self.variant, self.game_state, names, status)
+        if self.render_mode == "rgb_array":
+            return image
+        self._show(image)
+        return None
+
+    def close(self) -> None:
+        """Close the ``human`` window, if one is open."""
+        if self._figure is not None:
+            import matplotlib.pyplot as plt
+
+            plt.close(self._figure)
+            self._figure = None
+
+    # -----------------------------------------------------------------------------------------------------
+    # Extras
+    # -----------------------------------------------------------------------------------------------------
+    @property
+    def position(self) -> str:
+        """The current position in the notation of :mod:`quarto_env.notation`."""
+        return format_position(self.game_state)
+
+    @property
+    def phase(self) -> str:
+        """``"place"`` or ``"give"``: what the acting agent does next (or may declare instead)."""
+        return "place" if self.game_state.placing else "give"
+
+    # -----------------------------------------------------------------------------------------------------
+    # Helpers
+    # -----------------------------------------------------------------------------------------------------
+    def _starting_state(self, options: dict[str, Any]) -> State:
+        unknown = sorted(set(options) - set(RESET_OPTIONS))
+        if unknown:
+            warnings.warn(f"quarto_v0 ignores reset options {unknown}; it knows {list(RESET_OPTIONS)}", stacklevel=3)
+        if "position" not in options:
+            return INITIAL_STATE
+        state = parse_position(options["position"], self.variant)
+        if state.over:
+            raise ValueError(f"position {options['position']!r} is a finished game; start from one still in play")
+        return state
+
+    def _play(self, agent: str, action: int | None) -> None:
+        if action is None:
+            raise ValueError(f"{agent} is still playing: step() needs an action, got None")
+        before = self.game_state
+        self.game_state = state = step(self.variant, before, action)
+        if state.over:
+            outcome = "false_declaration" if action == DECLARE and not before.claimable else "win"
+            self._finish(NO_WINNER if state.winner == NO_WINNER else state.winner, outcome)
+        elif action == DECLARE:  # a false declaration under the penalty policy: nothing else changed
+            self.rewards[agent] = self.false_declaration_penalty
+
+    def _forfeit(self, agent: str) -> None:
+        self._forfeited_by = agent
+        self._finish(1 - self.seats.index(agent), "time_limit")
+
+    def _finish(self, winner: int, outcome: str) -> None:
+        """End the game: ``winner`` is a core player or ``NO_WINNER``."""
+        if winner == NO_WINNER:
+            outcome = "draw"
+        else:
+            self.rewards[self.seats[winner]] = 1.0
+            self.rewards[self.seats[1 - winner]] = -1.0
+        self._ended = True
+        self.terminations = dict.fromkeys(self.agents, True)
+        winner_name = None if winner == NO_WINNER else self.seats[winner]
+        self.infos = {agent: {"outcome": outcome, "winner": winner_name} for agent in self.agents}
+
+    def _hand_over(self) -> None:
+        """Select the agent to act next, tell it the phase and start its clock."""
+        state = self.game_state
+        mover = self.seats[state.to_move]
+        self.agent_selection = mover
+        self.infos = {mover: {"phase": "place" if state.placing else "give"}, self.seats[1 - state.to_move]: {}}
+        if self.time_limit is not None:
+            self._handed_over_at = self.clock()
+
+    def _forfeit_status(self) -> str | None:
+        if self._forfeited_by is None:
+            return None
+        winner = self.seats[1 - self.seats.index(self._forfeited_by)]
+        return f"{self._forfeited_by} exceeded the time limit of {self.time_limit:g} s: {winner} wins"
+
+    def _show(self, image: np.ndarray) -> None:
+        """Show ``image`` in a matplotlib window, or print the text board where no window can be opened."""
+        import matplotlib
+        import matplotlib.pyplot as plt
+
+        if matplotlib.get_backend().lower() in _NON_INTERACTIVE_BACKENDS:
+            print(render_text(self.variant, self.game_state, self.seats, self._forfeit_status()))
+            return
+        if self._figure is None:
+            self._figure = plt.figure("quarto_v0")
+            self._axes_image = self._figure.add_axes((0, 0, 1, 1)).imshow(image)
+            self._figure.axes[0].set_axis_off()
+        else:
+            self._axes_image.set_data(image)
+        plt.pause(1 / self.metadata["render_fps"])
+
+
+_NON_INTERACTIVE_BACKENDS = {"agg", "cairo", "pdf", "pgf", "ps", "svg", "template"}
+
+
+def _check_penalty(value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value > 0:
+        raise ValueError(f"false_declaration_penalty must be a finite number <= 0 (e.g. -0.1), got {value!r}")
+    return float(value)
+
+
+def _check_first_player(value: int | str) -> int | None:
+    """The seat index that gives first, or ``None`` for a draw from the reset seed."""
+    if isinstance(value, bool) or value not in FIRST_PLAYER_CHOICES:
+        allowed = ", ".join(repr(c) for c in FIRST_PLAYER_CHOICES)
+        raise ValueError(f"first_player must be one of {allowed}; got {value!r}")
+    if value == "random":
+        return None
+    return AGENTS.index(value) if isinstance(value, str) else int(value)
+
+
+def _check_observation(value: str) -> str:
+    if value not in OBSERVATION_KINDS:
+        raise ValueError(f"observation must be one of {', '.join(map(repr, OBSERVATION_KINDS))}; got {value!r}")
+    return value
+
+
+def _check_time_limit(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"time_limit must be None or a number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+def _check_render_mode(value: str | None, modes: list[str]) -> str | None:
+    if value is not None and value not in modes:
+        raise ValueError(f"render_mode must be None or one of {', '.join(map(repr, modes))}; got {value!r}")
+    return value

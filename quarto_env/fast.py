@@ -1,0 +1,127 @@
+"""Compiled helpers of the environment: one call that writes an observation, and random play for benchmarks
+and tests.
+
+Everything here goes through the rules core's ``register_jitable`` functions (``legal_mask``,
+``apply_action``), so compiled games follow exactly the rules of :func:`quarto_env.core.step`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numba
+import numpy as np
+
+from quarto_env.core import (
+    DECLARE,
+    INITIAL_STATE,
+    MAX_GAME_LENGTH,
+    NUM_ACTIONS,
+    Variant,
+    apply_action,
+    legal_mask,
+)
+from quarto_env.observation import encode_observation
+
+RECORD_LENGTH = MAX_GAME_LENGTH + 2
+"""Room for the actions of one game -- 16 gives, 16 placements, one declaration -- and the ``-1`` after them."""
+
+
+@numba.njit(cache=True)
+def write_observation(  # type: ignore[no-untyped-def]
+    planes, mask, lanes, occupied, available, hand, claimable, over, groups, counted, declaration, acting
+):
+    """Fill one observation in a single compiled call: the planes of :mod:`quarto_env.observation` into
+    ``planes`` (zeroed by the caller; ``lanes`` signed, see :func:`quarto_env.core.signed_lanes`), and into
+    ``mask`` (``int8``, one entry per action) the legal actions when ``acting``, else zeros."""
+    encode_observation(planes, lanes, occupied, available, hand, claimable, groups, counted)
+    legal = legal_mask(occupied, available, hand, over, declaration) if acting else 0
+    for action in range(mask.shape[0]):
+        mask[action] = (legal >> action) & 1
+
+
+@numba.njit(cache=True)
+def random_member(mask: int) -> int:
+    """A uniformly random set bit of the non-zero action ``mask`` (numba's generator)."""
+    count = 0
+    for i in range(NUM_ACTIONS + 1):
+        count += (mask >> i) & 1
+    pick = np.random.randint(count)
+    for i in range(NUM_ACTIONS + 1):
+        if (mask >> i) & 1:
+            if pick == 0:
+                return i
+            pick -= 1
+    return -1
+
+
+@numba.njit(cache=True)
+def play_random_games(groups, counted, declaration, false_declaration_loses, seed, actions, winners):  # type: ignore[no-untyped-def]
+    """Play ``len(winners)`` games from the opening position, uniformly at random over the legal actions --
+    except that a declaration is played only when something can be claimed (a false one would end the game,
+    or repeat forever under the penalty policy). Returns the number of actions played.
+
+    ``actions[g]`` (a row of ``RECORD_LENGTH``) receives game ``g``'s actions followed by ``-1``, and
+    ``winners[g]`` its winner (0, 1, or ``NO_WINNER``), so that a test can replay them through ``core.step``.
+    """
+    np.random.seed(seed)
+    total = 0
+    for game in range(len(winners)):
+        lanes, occupied, available = INITIAL_STATE.lanes, INITIAL_STATE.occupied, INITIAL_STATE.available
+        hand, to_move, claimable = INITIAL_STATE.hand, INITIAL_STATE.to_move, INITIAL_STATE.claimable
+        winner, over = INITIAL_STATE.winner, False
+        length = 0
+        while not over:
+            legal = legal_mask(occupied, available, hand, over, declaration)
+            if claimable == 0:
+                legal &= ~(1 << DECLARE)
+            action = random_member(legal)
+            actions[game, length] = action
+            length += 1
+            lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
+                lanes,
+                occupied,
+                available,
+                hand,
+                to_move,
+                claimable,
+                action,
+                groups,
+                counted,
+                declaration,
+                false_declaration_loses,
+            )
+        actions[game, length] = -1
+        winners[game] = winner
+        total += length
+    return total
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomGames:
+    """The record of :func:`random_games`."""
+
+    actions: np.ndarray
+    """``(num_games, RECORD_LENGTH)`` int8: each game's actions, then ``-1``."""
+    winners: np.ndarray
+    """``(num_games,)`` int8: 0, 1, or ``NO_WINNER`` for a draw."""
+    num_actions: int
+    """Actions played in all the games together."""
+
+
+def random_games(variant: Variant, num_games: int, seed: int) -> RandomGames:
+    """Play ``num_games`` random games of ``variant`` in one compiled, single-threaded call."""
+    if num_games < 1:
+        raise ValueError(f"num_games must be >= 1, got {num_games}")
+    actions = np.empty((num_games, RECORD_LENGTH), dtype=np.int8)
+    winners = np.empty(num_games, dtype=np.int8)
+    total = play_random_games(
+        variant.groups,
+        variant.counted,
+        variant.declaration,
+        variant.false_declaration == "lose",
+        seed,
+        actions,
+        winners,
+    )
+    return RandomGames(actions, winners, int(total))
