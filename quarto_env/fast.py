@@ -102,7 +102,7 @@ class RandomGames:
     """The record of :func:`random_games`."""
 
     actions: np.ndarray
-    """``(num_games, RECORD_LENGTH)`` int8: each game's actions, then ``-1``."""
+    """``(num_games, RECORD_LENGTH)`` int8: each game's actions, then ``-1`` to the end of the row."""
     winners: np.ndarray
     """``(num_games,)`` int8: 0, 1, or ``NO_WINNER`` for a draw."""
     num_actions: int
@@ -113,7 +113,7 @@ def random_games(variant: Variant, num_games: int, seed: int) -> RandomGames:
     """Play ``num_games`` random games of ``variant`` in one compiled, single-threaded call."""
     if num_games < 1:
         raise ValueError(f"num_games must be >= 1, got {num_games}")
-    actions = np.empty((num_games, RECORD_LENGTH), dtype=np.int8)
+    actions = np.full((num_games, RECORD_LENGTH), -1, dtype=np.int8)
     winners = np.empty(num_games, dtype=np.int8)
     total = play_random_games(
         variant.groups,

@@ -1,0 +1,448 @@
+"""The rules core against an independent, deliberately naive reference, plus scripted positions from the rule
+sheets (``RULES.md``) with known answers.
+
+The reference below shares no code with :mod:`quarto_env.core`: plain lists of pieces, the groups written
+out by hand, the win test exactly as RULES.md states it, and the declaration rules as the sheets word them
+(a window that opens with a placement and closes with the next one; groups not claimed in it are dead).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quarto_env.core import (
+    DECLARE,
+    INITIAL_STATE,
+    NO_PIECE,
+    NO_WINNER,
+    IllegalActionError,
+    RulesError,
+    State,
+    Variant,
+    from_board,
+    has_winning_group,
+    legal_actions,
+    losing_gives,
+    step,
+    winning_squares_for,
+)
+from quarto_env.fast import random_games
+from quarto_env.notation import parse_position
+
+# ---------------------------------------------------------------------------------------------------------
+# The naive reference
+# ---------------------------------------------------------------------------------------------------------
+ROWS = [(0, 1, 2, 3), (4, 5, 6, 7), (8, 9, 10, 11), (12, 13, 14, 15)]
+COLUMNS = [(0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15)]
+DIAGONALS = [(0, 5, 10, 15), (3, 6, 9, 12)]
+BLOCKS = [
+    (0, 1, 4, 5),
+    (1, 2, 5, 6),
+    (2, 3, 6, 7),
+    (4, 5, 8, 9),
+    (5, 6, 9, 10),
+    (6, 7, 10, 11),
+    (8, 9, 12, 13),
+    (9, 10, 13, 14),
+    (10, 11, 14, 15),
+]
+ATTRIBUTE_BIT = {"height": 1, "colour": 2, "shape": 4, "top": 8}
+
+
+class Reference:
+    """Quarto as the sheets tell it, one list element per square."""
+
+    def __init__(self, attributes: tuple[str, ...], squares: bool, declaration: bool, false_declaration: str):
+        self.groups = ROWS + COLUMNS + DIAGONALS + (BLOCKS if squares else [])
+        self.counted = sum(ATTRIBUTE_BIT[a] for a in attributes)
+        self.declaration = declaration
+        self.false_declaration = false_declaration
+        self.board: list[int | None] = [None] * 16
+        self.hand: int | None = None
+        self.off_board = list(range(16))  # the pieces that can still be given
+        self.to_move = 0
+        self.window: list[tuple[int, ...]] = []  # groups completed by the last placement, claimable
+        self.dead: list[tuple[int, ...]] = []  # groups completed earlier and never claimed
+        self.winner: int | None = None
+        self.over = False
+
+    def wins(self, group: tuple[int, ...]) -> bool:
+        pieces = [self.board[s] for s in group]
+        if any(p is None for p in pieces):
+            return False
+        a, b, c, d = pieces  # type: ignore[misc]
+        return ((a & b & c & d) | (~a & ~b & ~c & ~d)) & self.counted != 0
+
+    def legal(self) -> list[int]:
+        if self.over:
+            return []
+        empty_squares = [s for s in range(16) if self.board[s] is None]
+        moves = empty_squares if self.hand is not None else sorted(self.off_board)
+        return moves + ([16] if self.declaration else [])
+
+    def play(self, action: int) -> None:
+        assert action in self.legal()
+        if action == 16:
+            if self.window:  # a claim: the game ends, nothing is left to claim
+                self.winner, self.over, self.window = self.to_move, True, []
+            elif self.false_declaration == "lose":
+                self.winner, self.over = 1 - self.to_move, True
+        elif self.hand is None:
+            self.off_board.remove(action)
+            self.hand = action
+            self.to_move = 1 - self.to_move
+        else:
+            self.board[action] = self.hand
+            self.hand = None
+            completed = [g for g in self.groups if action in g and self.wins(g)]
+            full = all(p is not None for p in self.board)
+            if self.declaration:
+                self.dead += self.window
+                self.window = completed
+                if full and not completed:
+                    self.over = True
+            elif completed:
+                self.winner, self.over = self.to_move, True
+            elif full:
+                self.over = True
+
+
+def mask_of(group: tuple[int, ...]) -> int:
+    return sum(1 << s for s in group)
+
+
+def assert_same(variant: Variant, state: State, ref: Reference) -> None:
+    """Every observable fact of the core's state equals the reference's."""
+    assert state.board == tuple(NO_PIECE if p is None else p for p in ref.board)
+    assert state.hand == (NO_PIECE if ref.hand is None else ref.hand)
+    assert state.available == sum(1 << p for p in ref.off_board)
+    assert state.to_move == ref.to_move
+    assert state.over == ref.over
+    assert state.winner == (NO_WINNER if ref.winner is None else ref.winner)
+    assert legal_actions(variant, state) == ref.legal()
+    claimable = {variant.groups[i] for i in range(len(variant.groups)) if state.claimable >> i & 1}
+    assert claimable == {mask_of(g) for g in ref.window}
+    if variant.declaration and not state.over:
+        # Every winning group on the board is either claimable now or dead.
+        on_board = {mask_of(g) for g in ref.groups if ref.wins(g)}
+        assert on_board == {mask_of(g) for g in ref.window + ref.dead}
+
+
+ATTRIBUTE_CHOICES = [("height", "colour", "shape", "top"), ("colour",), ("height", "colour", "shape"), ("top",)]
+VARIANTS = [
+    Variant.make(attributes, squares, declaration, policy)
+    for attributes in ATTRIBUTE_CHOICES
+    for squares in (False, True)
+    for declaration, policy in ((False, "lose"), (True, "lose"), (True, "penalty"))
+]
+
+
+def random_action(variant: Variant, state: State, rng: np.random.Generator) -> int:
+    """Uniform over the placements or gives; in the declaration variant, a declaration one time in five (often
+    enough to hit true, missed and false declarations) or when nothing else is legal."""
+    moves = [a for a in legal_actions(variant, state) if a != DECLARE]
+    if variant.declaration and (not moves or rng.random() < 0.2):
+        return DECLARE
+    return int(rng.choice(moves))
+
+
+def play_random_game(variant: Variant, rng: np.random.Generator) -> int:
+    """A random game through the core and the reference side by side; returns its length."""
+    state = INITIAL_STATE
+    ref = Reference(variant.attributes, variant.squares, variant.declaration, variant.false_declaration)
+    length = 0
+    while not state.over:
+        action = random_action(variant, state, rng)
+        state = step(variant, state, action)
+        ref.play(action)
+        assert_same(variant, state, ref)
+        length += 1
+    return length
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=Variant.describe)
+def test_random_games_match_the_reference(variant: Variant) -> None:
+    rng = np.random.default_rng(2024)
+    lengths = [play_random_game(variant, rng) for _ in range(60)]
+    assert max(lengths) >= 9  # the games went somewhere
+
+
+def test_random_games_end_in_every_way() -> None:
+    """The random games above do reach wins, draws and (in the declaration variant) both kinds of declaration
+    -- otherwise the comparison would prove little."""
+    rng = np.random.default_rng(7)
+    outcomes: set[str] = set()
+    for variant in (Variant(), Variant.make(declaration=True)):
+        for _ in range(300):
+            state = INITIAL_STATE
+            while not state.over:
+                action = random_action(variant, state, rng)
+                true_claim = action == DECLARE and state.claimable != 0
+                state = step(variant, state, action)
+            if state.winner == NO_WINNER:
+                outcomes.add("draw")
+            elif action == DECLARE:
+                outcomes.add("true declaration" if true_claim else "false declaration")
+            else:
+                outcomes.add("win")
+    assert outcomes == {"draw", "win", "true declaration", "false declaration"}
+
+
+variants = st.builds(
+    Variant.make,
+    attributes=st.sampled_from([None, 1, 2, 3, 4, "colour", "top", ["shape", "height"]]),
+    squares=st.booleans(),
+    declaration=st.booleans(),
+    false_declaration=st.sampled_from(["lose", "penalty"]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(variant=variants, data=st.data())
+def test_any_game_matches_the_reference(variant: Variant, data: st.DataObject) -> None:
+    state = INITIAL_STATE
+    ref = Reference(variant.attributes, variant.squares, variant.declaration, variant.false_declaration)
+    for _ in range(50):
+        if state.over:
+            break
+        action = data.draw(st.sampled_from(legal_actions(variant, state)))
+        state = step(variant, state, action)
+        ref.play(action)
+        assert_same(variant, state, ref)
+
+
+boards = st.permutations(range(16)).flatmap(
+    lambda pieces: st.lists(st.booleans(), min_size=16, max_size=16).map(
+        lambda filled: [p if f else NO_PIECE for p, f in zip(pieces, filled, strict=True)]
+    )
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(board=boards, variant=variants)
+def test_winning_group_test_matches_the_reference(board: list[int], variant: Variant) -> None:
+    ref = Reference(variant.attributes, variant.squares, False, "lose")
+    ref.board = [None if p == NO_PIECE else p for p in board]
+    assert has_winning_group(variant, from_board(board)) == any(ref.wins(g) for g in ref.groups)
+
+
+@settings(max_examples=100, deadline=None)
+@given(board=boards, flips=st.integers(0, 15))
+def test_complementing_attributes_keeps_the_winning_groups(board: list[int], flips: int) -> None:
+    """Relabelling pieces by complementing attributes is a symmetry of the game (RULES.md)."""
+    flipped = [p if p == NO_PIECE else p ^ flips for p in board]
+    assert has_winning_group(Variant(), from_board(board)) == has_winning_group(Variant(), from_board(flipped))
+
+
+@settings(max_examples=100, deadline=None)
+@given(board=boards, variant=variants, data=st.data())
+def test_one_ply_helpers_match_trying_every_move(board: list[int], variant: Variant, data: st.DataObject) -> None:
+    """``winning_squares_for`` and ``losing_gives`` say exactly which placements win at once."""
+    variant = Variant.make(variant.attributes, variant.squares)  # a placement wins at once without declaration
+    state = from_board(board)
+    if has_winning_group(variant, state) or not state.available:
+        return
+    piece = data.draw(st.sampled_from([p for p in range(16) if state.available >> p & 1]))
+    placing = state._replace(hand=piece, available=state.available & ~(1 << piece))
+    wins = {s for s in range(16) if not state.occupied >> s & 1 and step(variant, placing, s).winner != NO_WINNER}
+    assert winning_squares_for(variant, placing, piece) == sum(1 << s for s in wins)
+    assert bool(losing_gives(variant, state) >> piece & 1) == bool(wins)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Scripted positions from the rule sheets
+# ---------------------------------------------------------------------------------------------------------
+STANDARD = Variant()
+DECLARATION = Variant.make(declaration=True)
+PENALTY = Variant.make(declaration=True, false_declaration="penalty")
+
+
+def play(variant: Variant, position: str, *actions: int) -> State:
+    state = parse_position(position, variant)
+    for action in actions:
+        state = step(variant, state, action)
+    return state
+
+
+@pytest.mark.parametrize(
+    ("name", "position", "square"),
+    [
+        # three tall pieces on row 1, tall piece 7 in hand
+        ("row", "....135......... 7", 7),
+        # three hollow pieces on column 0, hollow piece e in hand
+        ("column", "8...a...c....... e", 12),
+        # three short, solid pieces on the diagonal 0-5-10-15
+        ("diagonal", "0....2....4..... 6", 15),
+        # three tall, hollow pieces on the anti-diagonal 3-6-9-12
+        ("anti-diagonal", "...9..b..d...... f", 12),
+    ],
+)
+def test_completing_a_line_wins(name: str, position: str, square: int) -> None:
+    before = parse_position(position)
+    placer = before.to_move
+    won = step(STANDARD, before, square)
+    assert won.over and won.winner == placer, name
+    assert won.returns() == ((1.0, -1.0) if placer == 0 else (-1.0, 1.0))
+    elsewhere = next(s for s in range(16) if s != square and not before.occupied >> s & 1)
+    assert not step(STANDARD, before, elsewhere).over
+
+
+def test_the_placer_wins_whoever_placed_the_other_three() -> None:
+    # Player 1 places the first piece; the completing placement below is player 0's.
+    state = play(STANDARD, "................ -", 1, 0, 3, 1, 5, 2, 7)
+    assert state.placing and state.to_move == 0
+    won = step(STANDARD, state, 3)
+    assert won.winner == 0
+
+
+def test_a_2x2_block_wins_only_in_the_squares_variant() -> None:
+    # Tall, dark pieces 3, 7, b on squares 5, 6, 9; piece f (tall, dark) completes the block 5-6-9-10.
+    position = ".....37..b...... f"
+    assert step(Variant.make(squares=True), parse_position(position), 10).winner != NO_WINNER
+    assert not step(STANDARD, parse_position(position), 10).over
+
+
+def test_a_line_sharing_only_height_wins_unless_only_colour_counts() -> None:
+    # Pieces 1, 3, 5, 7 are all tall, but 1 and 5 are light while 3 and 7 are dark.
+    position = "135............. 7"
+    assert step(STANDARD, parse_position(position), 3).winner == 0
+    assert step(Variant.make(attributes="height"), parse_position(position), 3).winner == 0
+    colour_only = Variant.make(attributes="colour")
+    after = step(colour_only, parse_position(position, colour_only), 3)
+    assert not after.over and after.winner == NO_WINNER
+
+
+def test_a_full_board_without_a_winning_group_is_a_draw() -> None:
+    # No row, column, diagonal or 2x2 block of this board shares an attribute; piece 5 goes last.
+    for variant in (STANDARD, Variant.make(squares=True)):
+        before = parse_position("b7c94821fad6e03. 5", variant)
+        assert legal_actions(variant, before) == [15]
+        after = step(variant, before, 15)
+        assert after.over and after.winner == NO_WINNER and after.returns() == (0.0, 0.0)
+        assert legal_actions(variant, after) == []
+
+
+def test_the_last_give_is_forced() -> None:
+    state = parse_position("b7c94821fad6e03. -")
+    assert state.available == 1 << 5 and legal_actions(STANDARD, state) == [5]
+
+
+# Declaration: row 0 gets pieces 1, 3, 5 (all tall); player 0 places tall piece 7 on square 3 to complete it.
+ROW_READY = "135............. 7"
+
+
+def test_declaration_the_placer_declares_instead_of_giving() -> None:
+    placed = play(DECLARATION, ROW_READY, 3)
+    assert not placed.over and placed.claimable and DECLARE in legal_actions(DECLARATION, placed)
+    declared = step(DECLARATION, placed, DECLARE)
+    assert declared.over and declared.winner == 0
+
+
+def test_declaration_the_opponent_claims_a_missed_quarto_before_placing() -> None:
+    given = play(DECLARATION, ROW_READY, 3, 0)  # player 0 gives piece 0 instead of declaring
+    assert given.to_move == 1 and given.placing and given.claimable
+    claimed = step(DECLARATION, given, DECLARE)
+    assert claimed.over and claimed.winner == 1
+
+
+def test_declaration_a_group_missed_by_both_is_dead() -> None:
+    # Player 1 places piece 0 on square 15 (completing nothing) without declaring, then gives piece 2.
+    missed = play(DECLARATION, ROW_READY, 3, 0, 15, 2)
+    assert has_winning_group(DECLARATION, missed)  # the row is still there ...
+    assert missed.claimable == 0 and not missed.over  # ... but can no longer be claimed
+    assert step(DECLARATION, missed, DECLARE).winner == 1  # player 0 declares it: a false declaration
+
+
+@pytest.mark.parametrize("position", ["................ -", ROW_READY])
+def test_declaration_a_false_declaration_loses_or_is_ignored(position: str) -> None:
+    lost = play(DECLARATION, position, DECLARE)
+    declarer = parse_position(position).to_move
+    assert lost.over and lost.winner == 1 - declarer
+    before = parse_position(position, PENALTY)
+    assert step(PENALTY, before, DECLARE) == before
+
+
+def test_declaration_the_last_placement_ends_the_game_unless_it_completed_a_group() -> None:
+    drawn = play(DECLARATION, "b7c94821fad6e03. 5", 15)
+    assert drawn.over and drawn.winner == NO_WINNER  # nothing completed: a draw at once
+    completed = play(DECLARATION, "fe9342b51d6c80a. 7", 15)  # piece 7 completes a group on square 15
+    assert not completed.over and completed.claimable
+    assert legal_actions(DECLARATION, completed) == [DECLARE]  # nothing left to give: declare (and win)
+    assert step(DECLARATION, completed, DECLARE).winner == completed.to_move
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Errors and small facts
+# ---------------------------------------------------------------------------------------------------------
+def test_illegal_actions_raise_with_the_legal_alternatives() -> None:
+    with pytest.raises(IllegalActionError, match="piece 3 cannot be given"):
+        play(STANDARD, "................ -", 3, 0, 3)  # piece 3 was given, then placed on square 0
+    with pytest.raises(IllegalActionError, match="square 0 is not empty"):
+        play(STANDARD, "1............... 2", 0)
+    with pytest.raises(IllegalActionError, match="declaration variant"):
+        step(STANDARD, INITIAL_STATE, DECLARE)
+    with pytest.raises(IllegalActionError, match="out of range"):
+        step(STANDARD, INITIAL_STATE, 17)
+    with pytest.raises(IllegalActionError, match="game is over"):
+        play(STANDARD, "b7c94821fad6e03. 5", 15, 0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"attributes": 0}, "1-4"),
+        ({"attributes": "weight"}, "height, colour, shape, top"),
+        ({"attributes": ["colour", "colour"]}, "twice"),
+        ({"attributes": True}, "count 1-4"),
+        ({"squares": "yes"}, "True or False"),
+        ({"false_declaration": "forgive"}, "lose, penalty"),
+    ],
+)
+def test_bad_variant_flags_name_the_allowed_values(kwargs: dict, message: str) -> None:
+    with pytest.raises(RulesError, match=message):
+        Variant.make(**kwargs)
+
+
+def test_variant_attribute_forms() -> None:
+    assert Variant.make(2).attributes == ("height", "colour")
+    assert Variant.make("top,colour").attributes == ("colour", "top")
+    assert Variant.make(["shape"]).counted == 0b0100
+    assert Variant.make(squares=True).groups[-9:] == tuple(mask_of(b) for b in BLOCKS)
+    assert set(Variant().groups) == {mask_of(g) for g in ROWS + COLUMNS + DIAGONALS}
+    assert Variant.make(declaration=True).num_actions == 17 and Variant().num_actions == 16
+
+
+def test_from_board_infers_who_moves() -> None:
+    # Player 0 gives first, so player 1 places the first piece and gives the second one.
+    assert from_board([NO_PIECE] * 16).to_move == 0
+    assert from_board([NO_PIECE] * 16, hand=4).to_move == 1
+    one = [3] + [NO_PIECE] * 15
+    assert from_board(one).to_move == 1 and from_board(one, hand=4).to_move == 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The compiled random games follow the core exactly
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("variant", [Variant(), Variant.make("colour", squares=True), PENALTY], ids=Variant.describe)
+def test_compiled_random_games_replay_through_core_step(variant: Variant) -> None:
+    games = random_games(variant, 300, seed=5)
+    total = 0
+    for record, winner in zip(games.actions, games.winners, strict=True):
+        state = INITIAL_STATE
+        for action in itertools.takewhile(lambda a: a >= 0, record):
+            state = step(variant, state, int(action))
+            total += 1
+        assert state.over and state.winner == winner
+    assert total == games.num_actions
+    assert {0, 1} <= set(games.winners.tolist()) <= {0, 1, NO_WINNER}
+
+
+def test_compiled_random_games_are_reproducible() -> None:
+    first, again = random_games(Variant(), 50, seed=9), random_games(Variant(), 50, seed=9)
+    assert np.array_equal(first.actions, again.actions)
+    assert not np.array_equal(first.actions, random_games(Variant(), 50, seed=10).actions)
