@@ -27,6 +27,7 @@ import os
 import platform
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +77,9 @@ class SlotNetwork(nn.Module):
     def __init__(self, num_channels: int, groups: list[int], num_actions: int, width: int) -> None:
         super().__init__()
         kind = _KIND_BY_CHANNELS[num_channels]
-        self.register_buffer("square_channels", th.tensor(_SQUARE_CHANNELS[kind]), persistent=False)
-        self.register_buffer("piece_channels", th.tensor(_PIECE_CHANNELS[kind]), persistent=False)
+        # Masks over the channels instead of gathering them: a square slot reads only square channels.
+        self.register_buffer("square_channels", _channel_mask(num_channels, _SQUARE_CHANNELS[kind]), persistent=False)
+        self.register_buffer("piece_channels", _channel_mask(num_channels, _PIECE_CHANNELS[kind]), persistent=False)
         incidence = th.tensor([[g >> s & 1 for s in range(NUM_SQUARES)] for g in groups], dtype=th.float32)
         self.register_buffer("incidence", incidence, persistent=False)
         self.num_channels = num_channels
@@ -85,23 +87,23 @@ class SlotNetwork(nn.Module):
         self.latent_dim_pi = num_actions
         self.latent_dim_vf = width
 
-        self.embed_square = nn.Linear(len(_SQUARE_CHANNELS[kind]), width)
-        self.embed_piece = nn.Linear(len(_PIECE_CHANNELS[kind]), width)
+        self.embed_square = nn.Linear(num_channels, width)
+        self.embed_piece = nn.Linear(num_channels, width)
         self.group_update = nn.Sequential(nn.Linear(width, width), nn.ReLU())
         self.context = nn.Sequential(nn.Linear(3 * width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU())
-        self.score_square = _slot_head(width)
-        self.score_piece = _slot_head(width)
+        self.score_square = SlotHead(width)
+        self.score_piece = SlotHead(width)
         self.score_declare = nn.Linear(width, 1)
 
     def _encode(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor, th.Tensor]:
         planes = features.view(-1, self.num_channels, NUM_SQUARES)
-        squares = th.relu(self.embed_square(planes[:, self.square_channels].transpose(1, 2)))  # (B, 16, W)
-        pieces = th.relu(self.embed_piece(planes[:, self.piece_channels].transpose(1, 2)))  # (B, 16, W)
+        slots = planes.transpose(1, 2)  # (B, 16, C): row i describes square i and piece i
+        squares = th.relu(_masked_linear(self.embed_square, slots, self.square_channels))  # (B, 16, W)
+        pieces = th.relu(_masked_linear(self.embed_piece, slots, self.piece_channels))  # (B, 16, W)
         # Each group sums its four squares; each square adds back what its groups saw.
         groups = self.group_update(self.incidence @ squares)  # (B, G, W)
         squares = squares + self.incidence.T @ groups
-        pooled = th.cat([squares.mean(1), squares.amax(1), pieces.mean(1)], dim=1)
-        context = self.context(pooled)
+        context = self.context(th.cat([squares.mean(1), squares.amax(1), pieces.mean(1)], dim=1))
         placing = planes[:, _PLACING_CHANNEL, 0:1]
         return squares, pieces, context, placing
 
@@ -117,19 +119,36 @@ class SlotNetwork(nn.Module):
         return self._encode(features)[2]
 
     def _logits(self, squares: th.Tensor, pieces: th.Tensor, context: th.Tensor, placing: th.Tensor) -> th.Tensor:
-        slots = squares.size(1)
-        with_context = context.unsqueeze(1).expand(-1, slots, -1)
-        square_logits = self.score_square(th.cat([squares, with_context], dim=2)).squeeze(2)
-        piece_logits = self.score_piece(th.cat([pieces, with_context], dim=2)).squeeze(2)
         # Actions 0-15 name a square when placing and a piece when giving; masking removes the other kind.
-        logits = placing * square_logits + (1 - placing) * piece_logits
+        logits = placing * self.score_square(squares, context) + (1 - placing) * self.score_piece(pieces, context)
         if self.has_declare:
             logits = th.cat([logits, self.score_declare(context)], dim=1)
         return logits
 
 
-def _slot_head(width: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(2 * width, width), nn.ReLU(), nn.Linear(width, 1))
+class SlotHead(nn.Module):
+    """One logit per slot from the slot's embedding and the shared context (one hidden layer)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.slot = nn.Linear(width, width)
+        self.context = nn.Linear(width, width, bias=False)
+        self.out = nn.Linear(width, 1)
+
+    def forward(self, slots: th.Tensor, context: th.Tensor) -> th.Tensor:
+        # Same as a linear layer over [slot, context], without copying the context to every slot.
+        hidden = th.relu(self.slot(slots) + self.context(context).unsqueeze(1))
+        return self.out(hidden).squeeze(2)
+
+
+def _channel_mask(num_channels: int, channels: list[int]) -> th.Tensor:
+    mask = th.zeros(num_channels)
+    mask[channels] = 1.0
+    return mask
+
+
+def _masked_linear(layer: nn.Linear, x: th.Tensor, mask: th.Tensor) -> th.Tensor:
+    return nn.functional.linear(x, layer.weight * mask, layer.bias)
 
 
 class SlotPolicy(MaskableActorCriticPolicy):
@@ -157,9 +176,7 @@ class SlotPolicy(MaskableActorCriticPolicy):
         network = self.mlp_extractor
         assert isinstance(network, SlotNetwork)
         for head in (network.score_square, network.score_piece):
-            last = head[-1]
-            assert isinstance(last, nn.Linear)
-            nn.init.orthogonal_(last.weight, gain=0.01)  # a near-uniform initial policy, as SB3 does
+            nn.init.orthogonal_(head.out.weight, gain=0.01)  # a near-uniform initial policy, as SB3 does
         self.optimizer = self.optimizer_class(  # type: ignore[call-arg]
             self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
         )
@@ -239,12 +256,17 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist (expected a .zip written by quarto train)")
     try:
         with zipfile.ZipFile(path) as archive:
+            # A truncated checkpoint can still look like a zip: the torch archive inside it has a directory too.
             if METADATA_ENTRY not in archive.namelist():
                 raise CheckpointError(
-                    f"{str(path)!r} is a zip file but not a quarto checkpoint: it has no {METADATA_ENTRY}"
+                    f"checkpoint {str(path)!r} is corrupt or truncated, or was not written by quarto train: "
+                    f"it has no {METADATA_ENTRY}"
                 )
+            damaged = archive.testzip()
+            if damaged is not None:
+                raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated: entry {damaged} is damaged")
             metadata = json.loads(archive.read(METADATA_ENTRY))
-    except (zipfile.BadZipFile, json.JSONDecodeError, OSError, EOFError) as exc:
+    except (zipfile.BadZipFile, zlib.error, json.JSONDecodeError, OSError, EOFError) as exc:
         raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated ({exc})") from exc
     if metadata.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(

@@ -50,7 +50,7 @@ class TrainConfig:
     see ``quarto_env.vector``."""
     policy: str = "slots"
     """Network: ``slots`` (shared weights over square and piece slots, ``agents.ppo.SlotNetwork``) or ``mlp``."""
-    net_arch: list[int] = dataclasses.field(default_factory=lambda: [64])
+    net_arch: list[int] = dataclasses.field(default_factory=lambda: [32])
     """``mlp``: the hidden layer sizes of the policy and value networks; ``slots``: ``[width]``."""
     total_steps: int = 2_000_000
     """Learner decisions to train for (each game step of the learner is one; opponents' moves do not count)."""
@@ -228,13 +228,26 @@ def _matches(value: Any, hint: Any) -> bool:
     return isinstance(value, hint)
 
 
+def _as_number(value: Any, hint: Any) -> Any:
+    """Numbers in scientific notation: YAML reads ``1e-3`` as a string and ``2.0e6`` as a float; take both
+    where the field is a float, or an int with an integral value."""
+    if hint not in (int, float) or isinstance(value, bool) or not isinstance(value, (str, float)):
+        return value
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    if hint is float:
+        return number
+    return int(number) if number.is_integer() else value
+
+
 def _check_types(config: TrainConfig) -> None:
     for name, hint in typing.get_type_hints(TrainConfig).items():
-        value = getattr(config, name)
+        value = _as_number(getattr(config, name), hint)
         if not _matches(value, hint):
             raise ConfigError(f"config field {name} must be {_type_name(hint)}, got {value!r} ({type(value).__name__})")
-        if hint is float:
-            setattr(config, name, float(value))
+        setattr(config, name, float(value) if hint is float else value)
 
 
 def _require(condition: bool, field: str, message: str, value: Any) -> None:

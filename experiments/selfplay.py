@@ -174,6 +174,7 @@ class SelfPlayVecEnv(VecEnv):
 
     def __init__(self, variant: Variant, num_games: int, observation: str, pool: OpponentPool, seed: int) -> None:
         channels = num_observation_channels(observation)
+        self.render_mode = None  # games are pictured by quarto_env.render, not through the VecEnv
         super().__init__(
             num_games,
             spaces.Box(0, 1, shape=(channels, NUM_SQUARES), dtype=np.int8),

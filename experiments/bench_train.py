@@ -1,0 +1,108 @@
+"""``quarto bench train``: learner steps per second of a short training run.
+
+Example usage::
+
+    quarto bench train                       # the default config, against the issue's reference setup
+    quarto bench train --steps 200000 policy=mlp net_arch=[256,256]
+    quarto bench train --profile prof.out    # cProfile of the measured run, for snakeviz or pstats
+
+It trains the default config (plus any ``KEY=VALUE`` overrides) for ``--steps`` learner steps after one
+warm-up rollout (compilation, allocation), with no evaluation or checkpoint, and prints the learner steps
+per second split into collecting rollouts (games, opponents, inference) and PPO updates. The *reference*,
+measured in the same run, is the issue's baseline setup: an MLP with layers [128, 128] on the tactical
+planes, with the same games and opponents. Timings on a shared machine are noisy: compare within a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import time
+
+import torch as th
+from rich.console import Console
+from rich.table import Table
+from stable_baselines3.common.callbacks import BaseCallback
+
+from experiments.config import TrainConfig, load_config
+from experiments.selfplay import OpponentPool, SelfPlayVecEnv
+from experiments.train import DEFAULT_CONFIG, build_model
+
+REFERENCE = ["policy=mlp", "net_arch=[128,128]", "observation=tactical"]
+
+
+class RolloutTimer(BaseCallback):
+    """Accumulates the wall time spent collecting rollouts; the rest of ``learn`` is PPO updates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rollout_seconds = 0.0
+        self._start = 0.0
+
+    def _on_rollout_start(self) -> None:
+        self._start = time.perf_counter()
+
+    def _on_rollout_end(self) -> None:
+        self.rollout_seconds += time.perf_counter() - self._start
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def measure(config: TrainConfig, steps: int, profile: str | None = None) -> dict[str, float]:
+    """Steps per second of ``steps`` learner steps with ``config`` (after a warm-up rollout)."""
+    th.set_num_threads(config.torch_threads)
+    variant = config.resolved_variant()
+    pool = OpponentPool(variant, config.observation, config.opponents, config.max_snapshots, config.seed)
+    env = SelfPlayVecEnv(variant, config.num_games, config.observation, pool, config.seed)
+    model = build_model(config, variant, env)
+    pool.add_snapshot(model.policy, 0)
+    rollout = config.num_games * config.n_steps
+    model.learn(rollout)
+    timer = RolloutTimer()
+    profiler = cProfile.Profile() if profile else None
+    start = time.perf_counter()
+    if profiler:
+        profiler.enable()
+    model.learn(steps, callback=timer, reset_num_timesteps=False)
+    if profiler:
+        profiler.disable()
+        profiler.dump_stats(profile)  # type: ignore[arg-type]
+    seconds = time.perf_counter() - start
+    done = model.num_timesteps - rollout
+    return {
+        "steps": done,
+        "seconds": seconds,
+        "steps_per_s": done / seconds,
+        "rollout_share": timer.rollout_seconds / seconds,
+    }
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="quarto bench train", description=__doc__.split("\n\n")[0])
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
+    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config (default: configs/default.yaml)")
+    parser.add_argument("--steps", type=int, default=131072, help="learner steps to measure (default 131072)")
+    parser.add_argument("--no-reference", action="store_true", help="skip the reference MLP measurement")
+    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the measured run to FILE")
+    args = parser.parse_args(argv)
+
+    rows = {"config": measure(load_config(args.config, args.overrides), args.steps, args.profile)}
+    if not args.no_reference:
+        rows["reference"] = measure(load_config(args.config, [*args.overrides, *REFERENCE]), args.steps)
+
+    table = Table(title=f"learner steps/s, {args.steps:,} steps after a warm-up rollout (torch threads as configured)")
+    for column in ("setup", "steps/s", "seconds", "collecting rollouts", "PPO updates", "ratio to reference"):
+        table.add_column(column, justify="left" if column == "setup" else "right")
+    for name, row in rows.items():
+        ratio = row["steps_per_s"] / rows["reference"]["steps_per_s"] if "reference" in rows else float("nan")
+        table.add_row(
+            f"{name} ({' '.join(args.overrides + (REFERENCE if name == 'reference' else [])) or 'as in the file'})",
+            f"{row['steps_per_s']:,.0f}",
+            f"{row['seconds']:.1f}",
+            f"{row['rollout_share']:.0%}",
+            f"{1 - row['rollout_share']:.0%}",
+            f"{ratio:.2f}",
+        )
+    Console(width=160).print(table)
+    return 0

@@ -1,0 +1,173 @@
+"""The learner's self-play environment: rewards and seats, opponents and their batched moves, the pool,
+and the evaluation loop."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from agents.base import make_agent
+from experiments.config import config_from_dict
+from experiments.selfplay import (
+    AgentOpponent,
+    OpponentPool,
+    PolicyOpponent,
+    SelfPlayVecEnv,
+    evaluate,
+    frozen_copy,
+    move,
+)
+from experiments.train import build_model
+from quarto_env.core import DECLARE, NO_WINNER, Variant
+from quarto_env.notation import parse_position
+from quarto_env.vector import GameBatch
+
+STANDARD = Variant.make()
+DECLARATION = Variant.make(declaration=True)
+
+
+def scripted_env(variant: Variant, position: str, learner_seat: int, opponent: str = "greedy") -> SelfPlayVecEnv:
+    """One game in ``position`` with the learner in ``learner_seat`` against ``opponent``."""
+    pool = OpponentPool(variant, "tactical", {opponent: 1.0}, max_snapshots=1, seed=0)
+    env = SelfPlayVecEnv(variant, 1, "tactical", pool, seed=0)
+    env.reset()
+    env.batch.set_state(np.array([0]), parse_position(position, variant))
+    env.learner_seat[0] = learner_seat
+    return env
+
+
+# Row 0 holds pieces 0, 1, 2 (all solid): piece 4 (solid too) wins on square 3.
+# "012............. 4": player 0 places piece 4;   "012.5........... 4": player 1 does (one more piece placed).
+# "012............. -": player 1 gives;            "012.5........... -": player 0 gives.
+@pytest.mark.parametrize(("position", "seat"), [("012............. 4", 0), ("012.5........... 4", 1)])
+def test_learner_gets_plus_one_when_its_placement_wins_from_either_seat(position: str, seat: int) -> None:
+    env = scripted_env(STANDARD, position, seat)
+    _, rewards, dones, infos = env.step(np.array([3]))
+    assert rewards[0] == 1.0 and dones[0]
+    assert infos[0]["episode"]["r"] == 1.0
+
+
+@pytest.mark.parametrize(("position", "seat"), [("012............. -", 1), ("012.5........... -", 0)])
+def test_learner_gets_minus_one_when_its_give_loses_from_either_seat(position: str, seat: int) -> None:
+    # The learner gives piece 4; greedy places it on square 3 and wins: the loser sees its -1.
+    env = scripted_env(STANDARD, position, seat)
+    _, rewards, dones, infos = env.step(np.array([4]))
+    assert rewards[0] == -1.0 and dones[0]
+    assert infos[0]["episode"]["r"] == -1.0
+    assert infos[0]["terminal_observation"].shape == env.observation_space.shape
+    assert env.pop_outcomes() == Counter({"loss": 1})
+
+
+def test_draws_give_zero_whoever_places_last() -> None:
+    # A full board with no winning group: the learner's own last placement, or the opponent's after the
+    # learner's forced last give.
+    env = scripted_env(STANDARD, "cd5a64b20.3918ef 7", 0)
+    _, rewards, dones, _ = env.step(np.array([9]))
+    assert rewards[0] == 0.0 and dones[0]
+    env = scripted_env(STANDARD, "cd5a64b20.3918ef -", 1)
+    _, rewards, dones, _ = env.step(np.array([7]))
+    assert rewards[0] == 0.0 and dones[0]
+    assert env.pop_outcomes() == Counter({"draw": 1})
+
+
+def test_declaration_variant_loser_sees_minus_one_when_the_opponent_claims_its_group() -> None:
+    # The learner completes row 0 but gives a piece instead of declaring: greedy declares and wins.
+    env = scripted_env(DECLARATION, "012............. 4", 0)
+    _, rewards, dones, _ = env.step(np.array([3]))
+    assert rewards[0] == 0.0 and not dones[0]
+    assert env.action_masks()[0, DECLARE]  # now something can be claimed
+    _, rewards, dones, _ = env.step(np.array([5]))
+    assert rewards[0] == -1.0 and dones[0]
+
+
+def test_declaration_variant_learner_wins_by_declaring() -> None:
+    env = scripted_env(DECLARATION, "012.5........... 4", 1)
+    assert not env.action_masks()[0, DECLARE]  # nothing to claim: the false declaration is not offered
+    env.step(np.array([3]))
+    _, rewards, dones, _ = env.step(np.array([DECLARE]))
+    assert rewards[0] == 1.0 and dones[0]
+
+
+def test_random_learner_always_faces_its_own_decision_and_sees_its_results() -> None:
+    pool = OpponentPool(STANDARD, "lookahead", {"random": 1.0, "greedy": 1.0}, max_snapshots=1, seed=1)
+    env = SelfPlayVecEnv(STANDARD, 16, "lookahead", pool, seed=1)
+    env.reset()
+    rng = np.random.default_rng(0)
+    seats, finished, total_reward = Counter(), 0, 0.0
+    for _ in range(300):
+        masks = env.action_masks()
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        seats.update(env.learner_seat.tolist())
+        _, rewards, dones, infos = env.step(actions)
+        # After every step, each game waits for the learner (finished games have restarted).
+        assert not env.batch.over.any()
+        assert (env.batch.to_move == env.learner_seat).all()
+        assert set(rewards[~dones].tolist()) <= {0.0}
+        finished += int(dones.sum())
+        total_reward += float(rewards.sum())
+        assert all(("episode" in info) == done for info, done in zip(infos, dones, strict=True))
+    outcomes = env.pop_outcomes()
+    assert sum(outcomes.values()) == finished > 100
+    assert total_reward == outcomes["win"] - outcomes["loss"]
+    assert outcomes["loss"] > outcomes["win"]  # a random learner loses to a random/greedy mix
+    assert min(seats.values()) > 0.4 * sum(seats.values())  # both seats are played
+
+
+@pytest.fixture(scope="module")
+def tiny_model():  # type: ignore[no-untyped-def]
+    config = config_from_dict({"num_games": 8, "n_steps": 8, "batch_size": 32, "observation": "lookahead"})
+    pool = OpponentPool(STANDARD, "lookahead", {"random": 1.0}, max_snapshots=2, seed=0)
+    env = SelfPlayVecEnv(STANDARD, 8, "lookahead", pool, seed=0)
+    return build_model(config, STANDARD, env)
+
+
+def test_network_opponent_moves_all_its_games_in_one_forward_pass(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    policy = frozen_copy(tiny_model.policy)
+    calls = []
+    original = policy.get_distribution
+    policy.get_distribution = lambda obs, action_masks=None: calls.append(len(obs)) or original(obs, action_masks)
+    opponent = PolicyOpponent("net", policy, "lookahead", deterministic=False)
+    greedy = AgentOpponent(make_agent("greedy", STANDARD, 0))
+    batch = GameBatch(STANDARD, 40)
+    while not batch.over.all():  # every action is checked for legality by batch.step
+        live = np.flatnonzero(~batch.over)
+        move(batch, live, [opponent if g % 2 == batch.to_move[g] else greedy for g in live])
+    assert calls and len(calls) <= 2 * 16 + 1  # one call per round, not one per game
+    assert max(calls) > 1
+
+
+def test_pool_draws_by_weight_keeps_the_newest_snapshots_and_round_trips(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    pool = OpponentPool(STANDARD, "lookahead", {"snapshots": 1.0, "random": 1.0}, max_snapshots=2, seed=0)
+    rng = np.random.default_rng(0)
+    assert {o.name for o in pool.draw(rng, 50)} == {"random"}  # no snapshot yet: its weight goes unused
+    for step in (0, 100, 200):
+        pool.add_snapshot(tiny_model.policy, step)
+    assert pool.snapshot_steps == [100, 200]
+    names = Counter(o.name for o in pool.draw(rng, 2000))
+    assert set(names) == {"random", "snapshot@100", "snapshot@200"}
+    assert 0.44 < names["random"] / 2000 < 0.56
+    restored = OpponentPool(STANDARD, "lookahead", {"snapshots": 1.0}, max_snapshots=2, seed=0)
+    restored.load_state_dict(pool.state_dict(), tiny_model.policy)
+    assert restored.snapshot_steps == [100, 200]
+    for a, b in zip(pool.snapshots, restored.snapshots, strict=True):
+        for (name, x), (_, y) in zip(a.policy.state_dict().items(), b.policy.state_dict().items(), strict=True):
+            assert np.array_equal(x.numpy(), y.numpy()), name
+
+
+def test_pool_rejects_a_mix_without_weight() -> None:
+    pool = OpponentPool(STANDARD, "raw", {"snapshots": 1.0}, max_snapshots=1, seed=0)
+    with pytest.raises(ValueError, match="no weight"):
+        pool.draw(np.random.default_rng(0), 1)
+
+
+def test_evaluate_splits_seats_and_counts_every_game() -> None:
+    greedy = AgentOpponent(make_agent("greedy", STANDARD, 0))
+    result = evaluate(greedy, "random", STANDARD, num_games=60, seed=0)
+    assert result.num_games == 60
+    assert all(sum(result.counts[seat]) == 30 for seat in (0, 1))
+    assert result.score() > 0.7  # greedy beats random (about 0.9 over many games)
+    wins, draws, losses = (sum(result.counts[s][k] for s in (0, 1)) for k in range(3))
+    assert result.score() == pytest.approx((wins + draws / 2) / 60)
+    assert result.final_state.over and result.final_state.winner in (0, 1, NO_WINNER)

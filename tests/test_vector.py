@@ -1,0 +1,167 @@
+"""The batched game kernel against the rules core: transitions, masks and every observation plane.
+
+The lookahead planes are checked against a brute-force reference written with the Python rules core
+(``step`` and ``losing_gives``), and on a scripted position with a known answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quarto_env.core import (
+    ALL_SQUARES,
+    NUM_SQUARES,
+    IllegalActionError,
+    State,
+    Variant,
+    legal_action_mask,
+    legal_actions,
+    losing_gives,
+    step,
+)
+from quarto_env.notation import parse_position
+from quarto_env.observation import observe
+from quarto_env.vector import (
+    SELF_TRAP_CHANNEL,
+    TRAP_GIVE_CHANNEL,
+    GameBatch,
+    num_observation_channels,
+    observe_state,
+)
+
+VARIANTS = [
+    Variant.make(),
+    Variant.make(squares=True),
+    Variant.make(attributes=1),
+    Variant.make(attributes=["colour", "top"], squares=True),
+    Variant.make(declaration=True),
+    Variant.make(declaration=True, false_declaration="penalty"),
+]
+variants = st.sampled_from(VARIANTS)
+
+
+def random_game(variant: Variant, seed: int) -> list[State]:
+    """The positions of one random game, from the opening to the end."""
+    rng = np.random.default_rng(seed)
+    states = [State()]
+    while not states[-1].over:
+        actions = legal_actions(variant, states[-1])
+        states.append(step(variant, states[-1], actions[rng.integers(len(actions))]))
+    return states
+
+
+def reference_lookahead(variant: Variant, state: State) -> tuple[list[int], list[int]]:
+    """Self-trap squares and trapping gives by brute force over ``core.step``."""
+    self_traps, trap_gives = [], []
+    empty = [s for s in range(NUM_SQUARES) if not state.occupied >> s & 1]
+    if state.placing:
+        for square in empty:
+            after = step(variant, state, square)
+            if after.winner == state.to_move or after.claimable or not after.available:
+                continue
+            if losing_gives(variant, after) == after.available:
+                self_traps.append(square)
+        return self_traps, trap_gives
+    for piece in range(NUM_SQUARES):
+        if not state.available >> piece & 1 or losing_gives(variant, state) >> piece & 1:
+            continue
+        given_state = step(variant, state, piece)
+        if not given_state.available:
+            continue
+        placed = [step(variant, given_state, square) for square in empty]
+        if all(losing_gives(variant, p) == p.available for p in placed):
+            trap_gives.append(piece)
+    return self_traps, trap_gives
+
+
+@settings(max_examples=40, deadline=None)
+@given(variants, st.integers(0, 2**31))
+def test_batched_games_follow_core_step(variant: Variant, seed: int) -> None:
+    states = random_game(variant, seed)
+    batch = GameBatch(variant, 3)
+    game = np.array([1])
+    for before, after in zip(states, states[1:], strict=False):
+        assert batch.state(1) == before
+        mask = batch.action_masks(game)[0]
+        assert [a for a in range(variant.num_actions) if mask[a]] == legal_actions(variant, before)
+        action = next(a for a in range(variant.num_actions + 1) if step_matches(variant, before, a, after))
+        batch.step(game, np.array([action]))
+    assert batch.state(1) == states[-1]
+    assert batch.state(0) == State() and batch.state(2) == State()  # untouched games stay put
+    assert not batch.action_masks(game).any()
+
+
+def step_matches(variant: Variant, before: State, action: int, after: State) -> bool:
+    return bool(legal_action_mask(variant, before) >> action & 1) and step(variant, before, action) == after
+
+
+@settings(max_examples=30, deadline=None)
+@given(variants, st.integers(0, 2**31))
+def test_observation_planes_match_the_env_and_the_reference(variant: Variant, seed: int) -> None:
+    states = [s for s in random_game(variant, seed) if not s.over]
+    batch = GameBatch.from_states(variant, states)
+    lookahead = batch.observe(batch.all_games, "lookahead")
+    assert lookahead.shape == (len(states), num_observation_channels("lookahead"), NUM_SQUARES)
+    for i, state in enumerate(states):
+        np.testing.assert_array_equal(lookahead[i, :19], observe(variant, state, tactical=True))
+        np.testing.assert_array_equal(batch.observe(np.array([i]), "raw")[0], observe(variant, state))
+        self_traps, trap_gives = reference_lookahead(variant, state)
+        assert np.flatnonzero(lookahead[i, SELF_TRAP_CHANNEL]).tolist() == self_traps
+        assert np.flatnonzero(lookahead[i, TRAP_GIVE_CHANNEL]).tolist() == trap_gives
+
+
+def test_self_trap_plane_on_a_scripted_position() -> None:
+    # Height alone counts. Row 0 holds three tall pieces, row 1 three short ones: with both rows open, every
+    # piece wins somewhere. Placing the short piece 6 on square 7 wins (row 1); on square 3 it blocks row 0,
+    # leaving tall pieces safe to give; anywhere else both rows stay open: the placer must hand over a win.
+    variant = Variant.make(attributes=["height"])
+    state = parse_position("135.024......... 6", variant)
+    planes = observe_state(variant, state, "lookahead")
+    expected = [s for s in range(NUM_SQUARES) if not state.occupied >> s & 1 and s not in (3, 7)]
+    assert np.flatnonzero(planes[SELF_TRAP_CHANNEL]).tolist() == expected
+    assert np.flatnonzero(planes[17]).tolist() == [7]  # the tactical plane: the win
+
+
+def test_trap_give_plane_on_a_scripted_position() -> None:
+    # Height alone counts (odd pieces are tall). Board, T tall, S short:
+    #     .  T  .  T        rows 1 and 3 hold three short pieces and one empty square (5 and 13),
+    #     S  .  S  S        so the short pieces left (0, a) lose at once;
+    #     T  T  .  .        no group holds three tall pieces, so the tall ones left (1, 3, 5, b) are safe,
+    #     S  .  S  S        but wherever a tall piece goes (0, 2, 5, 10, 11, 13) it makes a third tall one
+    # in row 0, column 1 or row 2: the receiver must then hand over a win. Every safe give is a trap.
+    variant = Variant.make(attributes=["height"])
+    state = parse_position(".f.76.48d9..e.c2 -", variant)
+    planes = observe_state(variant, state, "lookahead")
+    assert np.flatnonzero(planes[18]).tolist() == [0, 10]  # the tactical plane: gives that lose at once
+    assert np.flatnonzero(planes[TRAP_GIVE_CHANNEL]).tolist() == [1, 3, 5, 11]
+    assert reference_lookahead(variant, state) == ([], [1, 3, 5, 11])
+
+
+def test_illegal_batched_action_names_the_game_and_the_legal_actions() -> None:
+    batch = GameBatch(Variant.make(), 2)
+    batch.step(np.array([0]), np.array([5]))  # game 0: piece 5 given
+    with pytest.raises(IllegalActionError, match=r"game 1: action 16 is not legal; legal actions: \[0, 1"):
+        batch.step(np.array([0, 1]), np.array([3, 16]))
+    assert batch.state(0).hand == 5  # nothing applied
+
+
+def test_masks_leave_out_false_declarations_when_asked() -> None:
+    variant = Variant.make(declaration=True)
+    batch = GameBatch(variant, 1)
+    games = batch.all_games
+    assert batch.action_masks(games)[0, 16]
+    assert not batch.action_masks(games, false_declarations=False)[0, 16]
+
+
+def test_set_state_round_trips_a_hollow_piece_on_square_15() -> None:
+    # Lane bit 63 is set: the arrays hold it as a negative int64 and give it back unchanged.
+    variant = Variant.make()
+    state = parse_position("...............f 0", variant)
+    assert state.lanes >> 63 & 1
+    batch = GameBatch.from_states(variant, [state])
+    assert batch.state(0) == state
+    assert batch.action_masks(batch.all_games)[0].sum() == NUM_SQUARES - 1
+    assert ALL_SQUARES & ~state.occupied == (1 << 15) - 1
