@@ -168,6 +168,6 @@ def test_evaluate_splits_seats_and_counts_every_game() -> None:
     assert result.num_games == 60
     assert all(sum(result.counts[seat]) == 30 for seat in (0, 1))
     assert result.score() > 0.7  # greedy beats random (about 0.9 over many games)
-    wins, draws, losses = (sum(result.counts[s][k] for s in (0, 1)) for k in range(3))
+    wins, draws, _losses = (sum(result.counts[s][k] for s in (0, 1)) for k in range(3))
     assert result.score() == pytest.approx((wins + draws / 2) / 60)
     assert result.final_state.over and result.final_state.winner in (0, 1, NO_WINNER)

@@ -6,6 +6,8 @@ The lookahead planes are checked against a brute-force reference written with th
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -83,7 +85,7 @@ def test_batched_games_follow_core_step(variant: Variant, seed: int) -> None:
     states = random_game(variant, seed)
     batch = GameBatch(variant, 3)
     game = np.array([1])
-    for before, after in zip(states, states[1:], strict=False):
+    for before, after in itertools.pairwise(states):
         assert batch.state(1) == before
         mask = batch.action_masks(game)[0]
         assert [a for a in range(variant.num_actions) if mask[a]] == legal_actions(variant, before)
