@@ -39,7 +39,8 @@ from tqdm import tqdm
 from agents.ppo import atomic_write_bytes, load_checkpoint, policy_setup, read_metadata, save_checkpoint
 from experiments.config import ConfigError, TrainConfig, describe_fields, load_config, markdown_table, save_config
 from experiments.selfplay import SEAT_NAMES, EvalResult, OpponentPool, SelfPlayVecEnv, evaluate, learner_opponent
-from quarto_env.core import State, Variant
+from quarto_env.core import Variant
+from quarto_env.render import render_image
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
 RUNS_DIR = Path("runs")
@@ -263,9 +264,10 @@ class TrainingCallback(BaseCallback):
             log_result(self.logger.record, result)
         score = float(np.mean([r.score() for r in results]))
         self.logger.record("eval/score", score)
-        image = board_image(self.variant, results[-1].final_state)
-        if image is not None:
-            self.logger.record("eval/final_board", Image(image, "HWC"), exclude=("stdout", "log", "json", "csv"))
+        # A picture of how one game ended (game 0 of the last opponent: the learner gave first).
+        sample = results[-1]
+        image = render_image(self.variant, sample.final_state, names=("learner", sample.opponent))
+        self.logger.record("eval/final_board", Image(image, "HWC"), exclude=("stdout", "log", "json", "csv"))
         self.latest_eval = {r.opponent: r.score() for r in results}
         if self.progress is not None:
             self.progress.set_postfix_str(" ".join(f"{k} {v:.2f}" for k, v in self.latest_eval.items()))
@@ -336,15 +338,6 @@ def print_results(results: list[EvalResult], steps: int) -> None:
             f"{r.score():.3f}",
         )
     Console().print(table)
-
-
-def board_image(variant: Variant, state: State) -> np.ndarray | None:
-    """An RGB picture (HWC, uint8) of ``state``'s board, or ``None`` without the renderer."""
-    try:
-        from quarto_env.render import render_image
-    except ImportError:
-        return None
-    return render_image(variant, state)
 
 
 # ---------------------------------------------------------------------------------------------------------

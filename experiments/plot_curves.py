@@ -1,0 +1,80 @@
+"""Draw the evaluation curves of training runs from their TensorBoard events, as one PNG.
+
+Example usage::
+
+    python -m experiments.plot_curves runs/compare/* -o docs/compare.png
+    python -m experiments.plot_curves runs/default__0__20260101-120000 -o docs/curves.png --x time
+
+One panel per evaluation opponent (``eval/<opponent>/score``: wins plus half the draws, both seats), one line
+per run, against learner steps or wall-clock minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from agents.ppo import atomic_write_bytes
+
+
+def score_curves(run_dir: Path) -> dict[str, list[tuple[int, float, float]]]:
+    """``{opponent: [(step, wall seconds since the first point, score), ...]}`` of one run."""
+    events = EventAccumulator(str(run_dir / "tb"), size_guidance={"scalars": 0})
+    events.Reload()
+    curves = {}
+    tags = [t for t in events.Tags()["scalars"] if t.startswith("eval/") and t.count("/") == 2]
+    start = min((events.Scalars(t)[0].wall_time for t in tags), default=0.0)
+    for tag in tags:
+        opponent, what = tag.split("/")[1:]
+        if what == "score":
+            curves[opponent] = [(e.step, e.wall_time - start, e.value) for e in events.Scalars(tag)]
+    return curves
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.plot_curves", description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with a tb/ folder)")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="PNG file to write")
+    parser.add_argument("--x", choices=("steps", "time"), default="steps", help="horizontal axis")
+    parser.add_argument("--title", default="evaluation score (wins + draws/2, both seats, deterministic policy)")
+    args = parser.parse_args(argv)
+
+    runs = {run.name: score_curves(run) for run in args.runs}
+    opponents = sorted({o for curves in runs.values() for o in curves}, key=_opponent_order)
+    figure, axes = plt.subplots(1, len(opponents), figsize=(5 * len(opponents), 4), squeeze=False)
+    for axis, opponent in zip(axes[0], opponents, strict=True):
+        for name, curves in runs.items():
+            if opponent in curves:
+                points = curves[opponent]
+                xs = [p[0] / 1e6 if args.x == "steps" else p[1] / 60 for p in points]
+                axis.plot(xs, [p[2] for p in points], marker=".", label=name)
+        axis.set_title(f"vs {opponent}")
+        axis.set_xlabel("learner steps (millions)" if args.x == "steps" else "wall-clock minutes")
+        axis.set_ylim(0, 1)
+        axis.grid(alpha=0.3)
+    axes[0][0].set_ylabel("score")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    figure.suptitle(args.title)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    atomic_write_bytes(args.output, buffer.getvalue())
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _opponent_order(opponent: str) -> tuple[int, str]:
+    """Baselines from the weakest: random, greedy, then the others by name."""
+    known = ("random", "greedy")
+    return (known.index(opponent) if opponent in known else len(known), opponent)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
