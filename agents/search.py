@@ -52,13 +52,17 @@ import numba
 import numpy as np
 
 from quarto_env.core import (
+    ALL_PIECES,
     ALL_SQUARES,
     NUM_ATTRIBUTES,
+    NUM_PIECES,
     NUM_SQUARES,
+    PIECES_WITH_ATTRIBUTE,
     RulesError,
     State,
     Variant,
     place_lanes,
+    shared_attributes,
     winning_pieces,
     winning_squares,
 )
@@ -89,8 +93,16 @@ CANONICAL_FLAG = 1 << 16
 """Set in the stored occupancy of an entry keyed by a canonical form."""
 DEFAULT_TABLE_BITS = 21
 """2**21 entries (48 MiB)."""
+# settings array slots
+CANONICAL_EMPTIES = 0
+DRAW_TEST_EMPTIES = 1
+TABLE_EMPTIES = 2
 DEFAULT_CANONICAL_EMPTIES = 9
 """Give nodes with at least this many empty squares are keyed by their canonical form."""
+DEFAULT_DRAW_TEST_EMPTIES = 10
+"""Give nodes with at most this many empty squares are tested for a certain draw."""
+DEFAULT_TABLE_EMPTIES = 4
+"""Give nodes with fewer empty squares are not stored: they are cheaper to search again than to look up."""
 
 
 def signed_lanes(lanes: int) -> int:
@@ -134,7 +146,8 @@ class Search:
 
     ``table_bits``: the table has ``2**table_bits`` entries of 24 bytes. ``canonical_empties``: give nodes
     with at least this many empty squares are keyed by their canonical form under the game's symmetries
-    (17 turns the symmetries off).
+    (17 turns the symmetries off); those with at most ``draw_test_empties`` are tested for a certain draw
+    (-1 turns the test off).
     """
 
     def __init__(
@@ -142,14 +155,19 @@ class Search:
         variant: Variant,
         table_bits: int = DEFAULT_TABLE_BITS,
         canonical_empties: int = DEFAULT_CANONICAL_EMPTIES,
+        draw_test_empties: int = DEFAULT_DRAW_TEST_EMPTIES,
+        table_empties: int = DEFAULT_TABLE_EMPTIES,
     ) -> None:
         if not 10 <= table_bits <= 30:
             raise ValueError(f"table_bits must be 10-30, got {table_bits}")
         self.variant = variant
-        self.canonical_empties = canonical_empties
+        self.settings = np.array([canonical_empties, draw_test_empties, table_empties], dtype=np.int64)
+        self.scratch = np.zeros((EXACT_DEPTH + 2, NUM_SQUARES), dtype=np.int64)
         self.table = new_table(table_bits)
         self.stats = new_stats()
         self._low, self._high = byte_tables(variant.squares)
+        self._groups = np.array(variant.groups, dtype=np.int64)
+        self._groups.flags.writeable = False
 
     def clear(self) -> None:
         """Forget everything stored in the transposition table."""
@@ -173,8 +191,8 @@ class Search:
         self.stats[BEST_ACTION] = -1
         score = search_root(
             signed_lanes(state.lanes), state.occupied, state.available, state.hand, alpha, beta, depth,
-            self.variant.groups, self.variant.counted, self._low, self._high, self.canonical_empties, self.table,
-            self.stats, deadline, 0,
+            self._groups, self.variant.counted, self._low, self._high, self.settings, self.table,
+            self.scratch, self.stats, deadline, 0,
         )  # fmt: skip
         return SearchResult(int(score), int(self.stats[BEST_ACTION]), int(self.stats[NODES]), bool(self.stats[ABORTED]))
 
@@ -188,155 +206,57 @@ def evaluate(safe: int) -> int:
     return EVAL if _count_bits(safe) & 1 else -EVAL
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The search
-# ---------------------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def negamax_give(
-    lanes, occupied, available, alpha, beta, depth, groups, counted, low, high, canonical_empties, table, stats,
-    deadline, ply,
-):  # fmt: skip
-    """Score of the give node ``(lanes, occupied, available)`` for the player about to give, searched to
-    ``depth`` more plies, fail-soft within the window ``(alpha, beta)`` (``alpha < beta``):
+def _order_placements(lanes, occupied, available, piece, groups, counted, order) -> int:
+    """Fill ``order`` with the empty squares for ``piece`` in the order to search them; returns their count.
 
-    * if the true score ``v`` lies strictly inside the window, returns ``v``;
-    * if ``v <= alpha``, returns an upper bound ``u`` of it with ``v <= u <= alpha``;
-    * if ``v >= beta``, returns a lower bound ``l`` of it with ``beta <= l <= v``.
-
-    The "true score" is the depth-limited negamax score with :func:`evaluate` at the horizon; it is the exact
-    game value (``WIN``, ``0`` or ``-WIN``) once ``depth`` reaches the end of the game. ``groups`` and
-    ``counted`` are the variant's groups and counted attributes; boards with at least ``canonical_empties``
-    empty squares are keyed by their canonical form under the symmetries in ``low, high``. Counts nodes in
-    ``stats[NODES]``; once ``time.perf_counter()`` passes ``deadline`` it sets ``stats[ABORTED]`` and returns
-    a meaningless 0 (storing nothing from then on). At the root (``ply`` 0) it always searches
-    (a stored bound would not name a move) and writes the best piece to ``stats[BEST_ACTION]``.
+    Each entry is ``priority << 24 | safe << 8 | square``, where ``safe`` is the mask of pieces the placer can
+    give safely afterwards. Placements leaving the fewest safe pieces come first: they make the smallest
+    subtrees (the next give has the fewest choices) and are often the strongest, since they create threats.
+    Placements leaving none lose at once and come last. (Measured on 6 seeded 11-empty positions: 6.6 times
+    fewer nodes than squares in index order.)
     """
-    root = ply == 0
-    stats[NODES] += 1
-    if stats[NODES] & CLOCK_INTERVAL == 0 and _now() > deadline:
-        stats[ABORTED] = 1
-    if stats[ABORTED]:
-        return 0
-    if available == 0:  # the board is full: a draw
-        return 0
-    safe = available & ~winning_pieces(lanes, occupied, groups, counted)
-    if safe == 0:  # every piece lets the receiver win
-        if root:
-            stats[BEST_ACTION] = _lowest_bit(available)
-        return -WIN
-    empties = NUM_SQUARES - _count_bits(occupied)
-    if depth >= 2 * empties:  # the search reaches the end of the game: its result is exact
-        depth = EXACT_DEPTH
-    if depth == 0:
-        return evaluate(safe)
-
-    # Transposition table: a stored bound may settle the node or narrow the window; its best piece goes first.
-    if empties >= canonical_empties:
-        key_occupied, key_lanes = canonical_board(lanes, occupied, counted, low, high)
-        key_occupied |= CANONICAL_FLAG
-    else:
-        key_occupied, key_lanes = occupied, _counted_lanes(lanes, counted)
-    slot = _slot(key_lanes, key_occupied, table.shape[0] - 1)
-    hint = -1
-    if table[slot, KEY_OCCUPIED] == key_occupied and table[slot, KEY_LANES] == key_lanes:
-        lower, upper, stored_depth, hint = _unpack(table[slot, DATA])
-        # A proven win or loss holds at any depth. The root always searches, to name its best piece.
-        if (stored_depth >= depth or lower == WIN or upper == -WIN) and not root:
-            if lower >= beta or lower == upper:
-                return lower
-            if upper <= alpha:
-                return upper
-            alpha, beta = max(alpha, lower), min(beta, upper)
-    original_alpha, original_beta = alpha, beta
-
-    best, best_piece = -INFINITY, -1
-    untried = safe
-    piece = hint if hint >= 0 and safe >> hint & 1 else _lowest_bit(safe)
-    while piece >= 0:
-        untried &= ~(1 << piece)
-        # The receiver places ``piece``; its best placement is the minimum, for the giver, over the squares.
-        after_give = available & ~(1 << piece)
-        floor = max(alpha, best)  # the giver already has this much: a placement holding it there refutes
-        score = INFINITY
-        if depth == 1:  # the horizon falls after the give: score the receiver's position, who gives next
-            score = -evaluate(safe & ~(1 << piece))
-        else:
-            empty = ALL_SQUARES & ~occupied
-            while empty and score > floor:
-                square = _lowest_bit(empty)
-                empty &= empty - 1
-                placed = occupied | 1 << square
-                if placed == ALL_SQUARES:
-                    reply = 0  # the last piece completes nothing (it was safe): a draw
-                else:
-                    reply = negamax_give(
-                        place_lanes(lanes, piece, square), placed, after_give, -min(beta, score), -floor,
-                        depth - 2, groups, counted, low, high, canonical_empties, table, stats, deadline, ply + 1,
-                    )  # fmt: skip
-                    if stats[ABORTED]:
-                        return 0
-                score = min(score, -reply)
-        if score > best:
-            best, best_piece = score, piece
-            if best >= beta:
-                break
-        piece = _lowest_bit(untried)
-
-    if root:
-        stats[BEST_ACTION] = best_piece
-    lower = best if best > original_alpha else -WIN
-    upper = best if best < original_beta else WIN
-    table[slot, KEY_LANES] = key_lanes
-    table[slot, KEY_OCCUPIED] = key_occupied
-    table[slot, DATA] = _pack(lower, upper, depth, best_piece)
-    return best
-
-
-@numba.njit(cache=True)
-def search_root(
-    lanes, occupied, available, hand, alpha, beta, depth, groups, counted, low, high, canonical_empties, table,
-    stats, deadline, ply,
-):  # fmt: skip
-    """Score of any position that is not over, for the side to move, with the contract of :func:`negamax_give`;
-    the best action (a square when ``hand`` is a piece, else a piece) goes to ``stats[BEST_ACTION]``.
-
-    With a piece in hand it places it on each empty square in turn -- a winning square scores ``WIN`` at once
-    -- and continues at the give node that follows, with the same player to move. ``ply`` is 0 from Python:
-    an integer argument rather than a constant, so that numba compiles (and caches) one version.
-    """
-    if hand < 0:
-        return negamax_give(
-            lanes, occupied, available, alpha, beta, depth, groups, counted, low, high, canonical_empties, table,
-            stats, deadline, ply,
-        )  # fmt: skip
-    wins = winning_squares(lanes, occupied, hand, groups, counted)
-    if wins:
-        stats[BEST_ACTION] = _lowest_bit(wins)
-        return WIN
-    best = -INFINITY
+    count = 0
     empty = ALL_SQUARES & ~occupied
     while empty:
         square = _lowest_bit(empty)
         empty &= empty - 1
-        placed = occupied | 1 << square
-        if placed == ALL_SQUARES:
-            score = 0
-        elif depth <= 1:  # the horizon falls after the placement; the same player gives next
-            safe = available & ~winning_pieces(place_lanes(lanes, hand, square), placed, groups, counted)
-            score = evaluate(safe) if safe else -WIN
+        safe = available & ~winning_pieces(place_lanes(lanes, piece, square), occupied | 1 << square, groups, counted)
+        priority = NUM_PIECES + 1 - _count_bits(safe) if safe else 0
+        entry = priority << 24 | safe << 8 | square
+        i = count
+        while i > 0 and order[i - 1] < entry:  # insertion sort, largest first
+            order[i] = order[i - 1]
+            i -= 1
+        order[i] = entry
+        count += 1
+    return count
+
+
+@numba.njit(cache=True)
+def can_still_be_won(lanes, occupied, available, groups, counted) -> bool:
+    """Whether some group could still be completed as a winning group with the ``available`` pieces.
+
+    A group that is not full can be won only through a counted attribute value that all its pieces share, and
+    only if enough available pieces have that value to fill its empty squares. When no group passes this
+    test, every continuation is a draw.
+    """
+    for group in groups:
+        filled = group & occupied
+        if filled == group:
+            continue
+        needed = _count_bits(group & ~occupied)
+        if filled:
+            ones, zeros = shared_attributes(lanes, filled, counted)
         else:
-            score = negamax_give(
-                place_lanes(lanes, hand, square), placed, available, max(alpha, best), beta, depth - 1, groups,
-                counted, low, high, canonical_empties, table, stats, deadline, ply + 1,
-            )  # fmt: skip
-        if stats[ABORTED]:
-            return 0
-        if score > best:
-            best = score
-            stats[BEST_ACTION] = square
-            if best >= beta:
-                break
-    return best
+            ones, zeros = counted, counted
+        for k in range(NUM_ATTRIBUTES):
+            with_value = available & PIECES_WITH_ATTRIBUTE[k]
+            if ones >> k & 1 and _count_bits(with_value) >= needed:
+                return True
+            if zeros >> k & 1 and _count_bits(available & ~with_value) >= needed:
+                return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -395,3 +315,188 @@ def _pack(lower: int, upper: int, depth: int, best_piece: int) -> int:
 def _unpack(data: int) -> tuple[int, int, int, int]:
     """``(lower, upper, depth, best_piece)`` of a table entry."""
     return (data & 0xFF) - 128, (data >> 8 & 0xFF) - 128, data >> 16 & 0xFF, (data >> 24 & 0xFF) - 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The search
+# ---------------------------------------------------------------------------------------------------------
+# Explicit signatures: one compiled version of each search function, whatever the variant (the groups are an
+# array) or the constants a caller passes. A recursive function cached with several versions crashes numba.
+_INT = numba.types.int64
+_VECTOR = numba.types.Array(_INT, 1, "C")
+_MATRIX = numba.types.Array(_INT, 2, "C")
+_CONST_VECTOR = numba.types.Array(_INT, 1, "C", readonly=True)
+_CONST_MATRIX = numba.types.Array(_INT, 2, "C", readonly=True)
+_CONTEXT = (
+    _CONST_VECTOR,
+    _INT,
+    _CONST_MATRIX,
+    _CONST_MATRIX,
+    _VECTOR,
+    _MATRIX,
+    _MATRIX,
+    _VECTOR,
+    numba.types.float64,
+    _INT,
+)
+"""groups, counted, low, high, settings, table, scratch, stats, deadline, ply"""
+
+
+@numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), cache=True)
+def negamax_give(
+    lanes, occupied, available, safe, alpha, beta, depth, groups, counted, low, high, settings, table, scratch,
+    stats, deadline, ply,
+):  # fmt: skip
+    """Score of the give node ``(lanes, occupied, available)`` for the player about to give (``safe``: the mask
+    of available pieces that do not let the receiver win at once, or -1 to compute it), searched to
+    ``depth`` more plies, fail-soft within the window ``(alpha, beta)`` (``alpha < beta``):
+
+    * if the true score ``v`` lies strictly inside the window, returns ``v``;
+    * if ``v <= alpha``, returns an upper bound ``u`` of it with ``v <= u <= alpha``;
+    * if ``v >= beta``, returns a lower bound ``l`` of it with ``beta <= l <= v``.
+
+    The "true score" is the depth-limited negamax score with :func:`evaluate` at the horizon; it is the exact
+    game value (``WIN``, ``0`` or ``-WIN``) once ``depth`` reaches the end of the game. ``groups`` and
+    ``counted`` are the variant's groups and counted attributes; boards with at least
+    ``settings[CANONICAL_EMPTIES]`` empty squares are keyed by their canonical form under the symmetries in
+    ``low, high``, and those with at most ``settings[DRAW_TEST_EMPTIES]`` are tested for a certain draw
+    (:func:`can_still_be_won`). Counts nodes in
+    ``stats[NODES]``; once ``time.perf_counter()`` passes ``deadline`` it sets ``stats[ABORTED]`` and returns
+    a meaningless 0 (storing nothing from then on). At the root (``ply`` 0) it always searches
+    (a stored bound would not name a move) and writes the best piece to ``stats[BEST_ACTION]``.
+    """
+    root = ply == 0
+    stats[NODES] += 1
+    if stats[NODES] & CLOCK_INTERVAL == 0 and _now() > deadline:
+        stats[ABORTED] = 1
+    if stats[ABORTED]:
+        return 0
+    if available == 0:  # the board is full: a draw
+        return 0
+    if safe < 0:
+        safe = available & ~winning_pieces(lanes, occupied, groups, counted)
+    if safe == 0:  # every piece lets the receiver win
+        if root:
+            stats[BEST_ACTION] = _lowest_bit(available)
+        return -WIN
+    empties = NUM_SQUARES - _count_bits(occupied)
+    if depth >= 2 * empties:  # the search reaches the end of the game: its result is exact
+        depth = EXACT_DEPTH
+    if depth == 0:
+        return evaluate(safe)
+    if empties <= settings[DRAW_TEST_EMPTIES] and not can_still_be_won(lanes, occupied, available, groups, counted):
+        return 0
+
+    # Transposition table: a stored bound may settle the node or narrow the window; its best piece goes first.
+    stored = empties >= settings[TABLE_EMPTIES]
+    if empties >= settings[CANONICAL_EMPTIES]:
+        key_occupied, key_lanes = canonical_board(lanes, occupied, counted, low, high)
+        key_occupied |= CANONICAL_FLAG
+    else:
+        key_occupied, key_lanes = occupied, _counted_lanes(lanes, counted)
+    slot = _slot(key_lanes, key_occupied, table.shape[0] - 1)
+    hint = -1
+    if stored and table[slot, KEY_OCCUPIED] == key_occupied and table[slot, KEY_LANES] == key_lanes:
+        lower, upper, stored_depth, hint = _unpack(table[slot, DATA])
+        # A proven win or loss holds at any depth. The root always searches, to name its best piece.
+        if (stored_depth >= depth or lower == WIN or upper == -WIN) and not root:
+            if lower >= beta or lower == upper:
+                return lower
+            if upper <= alpha:
+                return upper
+            alpha, beta = max(alpha, lower), min(beta, upper)
+    original_alpha, original_beta = alpha, beta
+
+    best, best_piece = -INFINITY, -1
+    untried = safe
+    piece = hint if hint >= 0 and safe >> hint & 1 else _lowest_bit(safe)
+    while piece >= 0:
+        untried &= ~(1 << piece)
+        # The receiver places ``piece``; its best placement is the minimum, for the giver, over the squares.
+        after_give = available & ~(1 << piece)
+        floor = max(alpha, best)  # the giver already has this much: a placement holding it there refutes
+        score = INFINITY
+        if depth == 1:  # the horizon falls after the give: score the receiver's position, who gives next
+            score = -evaluate(safe & ~(1 << piece))
+        else:
+            order = scratch[ply]
+            count = _order_placements(lanes, occupied, after_give, piece, groups, counted, order)
+            for i in range(count):
+                if score <= floor:
+                    break
+                square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
+                placed = occupied | 1 << square
+                if placed == ALL_SQUARES:
+                    reply = 0  # the last piece completes nothing (it was safe): a draw
+                elif safe_next == 0:
+                    reply = -WIN  # the receiver has no safe piece left to give
+                else:
+                    reply = negamax_give(
+                        place_lanes(lanes, piece, square), placed, after_give, safe_next, -min(beta, score), -floor,
+                        depth - 2, groups, counted, low, high, settings, table, scratch, stats, deadline, ply + 1,
+                    )  # fmt: skip
+                    if stats[ABORTED]:
+                        return 0
+                score = min(score, -reply)
+        if score > best:
+            best, best_piece = score, piece
+            if best >= beta:
+                break
+        piece = _lowest_bit(untried)
+
+    if root:
+        stats[BEST_ACTION] = best_piece
+    if stored:
+        lower = best if best > original_alpha else -WIN
+        upper = best if best < original_beta else WIN
+        table[slot, KEY_LANES] = key_lanes
+        table[slot, KEY_OCCUPIED] = key_occupied
+        table[slot, DATA] = _pack(lower, upper, depth, best_piece)
+    return best
+
+
+@numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), cache=True)
+def search_root(
+    lanes, occupied, available, hand, alpha, beta, depth, groups, counted, low, high, settings, table,
+    scratch, stats, deadline, ply,
+):  # fmt: skip
+    """Score of any position that is not over, for the side to move, with the contract of :func:`negamax_give`;
+    the best action (a square when ``hand`` is a piece, else a piece) goes to ``stats[BEST_ACTION]``.
+
+    With a piece in hand it places it on each empty square in turn -- a winning square scores ``WIN`` at once
+    -- and continues at the give node that follows, with the same player to move. ``ply`` is 0 from Python:
+    an integer argument rather than a constant, so that numba compiles (and caches) one version.
+    """
+    if hand < 0:
+        return negamax_give(
+            lanes, occupied, available, -1, alpha, beta, depth, groups, counted, low, high, settings, table,
+            scratch, stats, deadline, ply,
+        )  # fmt: skip
+    wins = winning_squares(lanes, occupied, hand, groups, counted)
+    if wins:
+        stats[BEST_ACTION] = _lowest_bit(wins)
+        return WIN
+    best = -INFINITY
+    empty = ALL_SQUARES & ~occupied
+    while empty:
+        square = _lowest_bit(empty)
+        empty &= empty - 1
+        placed = occupied | 1 << square
+        if placed == ALL_SQUARES:
+            score = 0
+        elif depth <= 1:  # the horizon falls after the placement; the same player gives next
+            safe = available & ~winning_pieces(place_lanes(lanes, hand, square), placed, groups, counted)
+            score = evaluate(safe) if safe else -WIN
+        else:
+            score = negamax_give(
+                place_lanes(lanes, hand, square), placed, available, -1, max(alpha, best), beta, depth - 1, groups,
+                counted, low, high, settings, table, scratch, stats, deadline, ply + 1,
+            )  # fmt: skip
+        if stats[ABORTED]:
+            return 0
+        if score > best:
+            best = score
+            stats[BEST_ACTION] = square
+            if best >= beta:
+                break
+    return best
