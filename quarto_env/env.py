@@ -101,7 +101,7 @@ so a training loop should leave it at ``None``.
 ``env()`` wraps ``raw_env`` in PettingZoo's standard wrappers, like the classic environments:
 ``TerminateIllegalWrapper(illegal_reward=-1)``, ``AssertOutOfBoundsWrapper`` and ``OrderEnforcingWrapper``.
 An action outside the mask ends the game at once: -1 for the agent that played it, 0 for the other, a warning
-is logged, and both agents are terminated. ``raw_env`` itself never accepts an illegal action: it raises
+is logged, and both agents are terminated (and, as that wrapper does, truncated). ``raw_env`` itself never accepts an illegal action: it raises
 :class:`quarto_env.core.IllegalActionError`, naming the legal alternatives. After the game ends each agent
 is stepped once more with ``None`` (PettingZoo's dead step); any other action then raises ``ValueError``.
 

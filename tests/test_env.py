@@ -1,0 +1,386 @@
+"""The PettingZoo environment ``quarto_v0``: PettingZoo's own conformance tests on every variant flag
+combination, then turns, rewards, declarations, the time limit, illegal actions, observations and errors."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pettingzoo
+import pytest
+from pettingzoo.test import api_test, seed_test
+
+import quarto_env
+from quarto_env.core import (
+    DECLARE,
+    NO_PIECE,
+    IllegalActionError,
+    Variant,
+    legal_action_mask,
+    losing_gives,
+    winning_squares_for,
+)
+from quarto_env.env import raw_env
+from quarto_env.notation import format_position
+
+
+@pytest.mark.filterwarnings("ignore:quarto_v0 ignores reset options")  # api_test passes options={"options": 1}
+def test_pettingzoo_api_and_seed_tests(variant_flags: dict) -> None:
+    api_test(quarto_env.env(**variant_flags), num_cycles=100)
+    seed_test(lambda: quarto_env.env(**variant_flags), num_cycles=100)
+
+
+@pytest.mark.filterwarnings("ignore:quarto_v0 ignores reset options")
+def test_pettingzoo_api_and_seed_tests_with_raw_observations() -> None:
+    api_test(quarto_env.env(observation="raw"), num_cycles=100)
+    seed_test(lambda: quarto_env.env(observation="raw"), num_cycles=100)
+
+
+@pytest.mark.filterwarnings("ignore:quarto_v0 ignores reset options")
+def test_pettingzoo_api_test_on_the_raw_env() -> None:
+    api_test(raw_env(declaration=True), num_cycles=100)
+
+
+def test_registered_with_pettingzoo() -> None:
+    env = pettingzoo.make("aec", "quarto_v0", squares=True)
+    assert env.unwrapped.variant == Variant.make(squares=True)
+    assert str(env) == "quarto_v0"
+
+
+def test_pickles() -> None:
+    env = pickle.loads(pickle.dumps(raw_env(attributes="colour", declaration=True)))
+    assert env.variant == Variant.make("colour", declaration=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------------------
+def finish(env: pettingzoo.AECEnv, truncated: bool = False) -> dict[str, tuple[float, bool, dict]]:
+    """Step both agents through their dead steps; the reward, termination and info each read from ``last()``
+    before its own. Only PettingZoo's illegal-move wrapper sets ``truncated`` too."""
+    seen = {}
+    while env.agents:
+        _, reward, terminated, was_truncated, info = env.last()
+        assert was_truncated == truncated
+        seen[env.agent_selection] = (reward, terminated, dict(info))
+        env.step(None)
+    return seen
+
+
+def started(position: str, **flags: object) -> pettingzoo.AECEnv:
+    env = quarto_env.env(first_player=0, **flags)
+    env.reset(seed=0, options={"position": position})
+    return env
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Turns
+# ---------------------------------------------------------------------------------------------------------
+def test_the_same_agent_places_then_gives() -> None:
+    env = quarto_env.env(first_player="player_1")
+    env.reset(seed=3)
+    order = []
+    for _ in range(5):
+        order.append((env.agent_selection, env.last()[4]["phase"]))
+        env.step(int(np.flatnonzero(env.last()[0]["action_mask"])[0]))
+    assert order == [
+        ("player_1", "give"),
+        ("player_0", "place"),
+        ("player_0", "give"),
+        ("player_1", "place"),
+        ("player_1", "give"),
+    ]
+
+
+@pytest.mark.parametrize(("first_player", "seat"), [(0, "player_0"), (1, "player_1"), ("player_1", "player_1")])
+def test_a_fixed_first_player_gives_first(first_player: int | str, seat: str) -> None:
+    env = quarto_env.env(first_player=first_player)
+    env.reset(seed=11)
+    assert env.agent_selection == seat
+    assert env.unwrapped.seats[0] == seat
+
+
+def test_a_random_first_player_follows_the_reset_seed() -> None:
+    env = quarto_env.env()
+    firsts = []
+    for seed in range(20):
+        env.reset(seed=seed)
+        firsts.append(env.agent_selection)
+        env.reset(seed=seed)
+        assert env.agent_selection == firsts[-1]
+    assert set(firsts) == {"player_0", "player_1"}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Rewards and the end of the game
+# ---------------------------------------------------------------------------------------------------------
+ROW_READY = "135............. 7"  # three tall pieces on row 0, tall piece 7 in hand: square 3 wins
+
+
+def test_a_win_rewards_both_players_and_ends_the_game() -> None:
+    env = started(ROW_READY)
+    assert env.agent_selection == "player_0"  # the core's player 0 is to place; first_player=0 seats player_0
+    env.step(3)
+    assert all(env.terminations.values())
+    seen = finish(env)
+    assert seen["player_0"][:2] == (1.0, True) and seen["player_1"][:2] == (-1.0, True)
+    assert seen["player_1"][2] == {"outcome": "win", "winner": "player_0"}
+    assert env.agents == []
+
+
+def test_the_loser_reads_its_reward_first() -> None:
+    env = started(ROW_READY)
+    env.step(3)
+    assert env.agent_selection == "player_1"
+    assert env.last()[1] == -1.0
+
+
+def test_a_full_board_without_a_win_is_a_draw() -> None:
+    env = started("b7c94821fad6e03. 5")
+    env.step(15)
+    seen = finish(env)
+    assert {agent: reward for agent, (reward, _, _) in seen.items()} == {"player_0": 0.0, "player_1": 0.0}
+    assert seen["player_0"][2] == {"outcome": "draw", "winner": None}
+
+
+def test_stepping_after_the_end_follows_pettingzoo() -> None:
+    env = raw_env(first_player=0)
+    env.reset(options={"position": ROW_READY})
+    env.step(3)
+    with pytest.raises(ValueError, match="only valid action is None"):
+        env.step(0)
+    env.step(None)
+    env.step(None)
+    assert env.agents == [] and env.rewards == {} and env.terminations == {}
+
+
+def test_rewards_do_not_leak_into_the_next_game() -> None:
+    env = started(ROW_READY)
+    env.step(3)
+    finish(env)
+    env.reset(seed=1)
+    assert env.rewards == {"player_0": 0.0, "player_1": 0.0}
+    assert env.last()[1] == 0.0 and not any(env.terminations.values())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Declaration variant
+# ---------------------------------------------------------------------------------------------------------
+def test_declaring_a_completed_group_wins() -> None:
+    env = started(ROW_READY, declaration=True)
+    env.step(3)
+    assert env.agent_selection == "player_0" and not any(env.terminations.values())  # the game goes on ...
+    assert env.last()[0]["action_mask"][DECLARE] == 1
+    env.step(DECLARE)  # ... until the placer declares
+    seen = finish(env)
+    assert seen["player_0"][0] == 1.0 and seen["player_1"][0] == -1.0
+
+
+def test_the_opponent_claims_a_missed_group() -> None:
+    env = started(ROW_READY, declaration=True)
+    env.step(3)
+    env.step(0)  # player_0 gives piece 0 instead of declaring
+    assert env.agent_selection == "player_1"
+    env.step(DECLARE)
+    seen = finish(env)
+    assert seen["player_1"][:1] == (1.0,) and seen["player_0"][:1] == (-1.0,)
+
+
+def test_a_false_declaration_loses_by_default() -> None:
+    env = quarto_env.env(declaration=True, first_player=0)
+    env.reset(seed=0)
+    env.step(DECLARE)
+    seen = finish(env)
+    assert seen["player_0"] == (-1.0, True, {"outcome": "false_declaration", "winner": "player_1"})
+    assert seen["player_1"][0] == 1.0
+
+
+def test_a_false_declaration_under_the_penalty_policy_costs_the_penalty_and_play_goes_on() -> None:
+    env = quarto_env.env(declaration=True, false_declaration="penalty", false_declaration_penalty=-0.25, first_player=0)
+    env.reset(seed=0)
+    env.step(DECLARE)
+    assert env.agent_selection == "player_0" and not any(env.terminations.values())
+    assert env.rewards == {"player_0": -0.25, "player_1": 0.0}
+    assert env.last()[1] == -0.25
+    env.step(DECLARE)  # again: the cumulative reward read by last() is this step's, not the sum
+    assert env.last()[1] == -0.25
+    env.step(4)  # now a real give
+    assert env.agent_selection == "player_1" and env.unwrapped.game_state.hand == 4
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Time limit
+# ---------------------------------------------------------------------------------------------------------
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_agent_over_the_time_limit_loses() -> None:
+    clock = FakeClock()
+    env = quarto_env.env(time_limit=1.0, clock=clock, first_player=0, render_mode="ansi")
+    env.reset(seed=0)
+    clock.now += 0.9  # player_0 gives in time
+    env.step(5)
+    clock.now += 0.5
+    env.step(0)  # player_1 places in time ...
+    clock.now += 1.5  # ... and thinks too long about its give
+    env.step(6)
+    assert env.unwrapped.game_state.hand == NO_PIECE  # the late action was not played
+    assert "player_1 exceeded the time limit of 1 s: player_0 wins" in env.render()
+    seen = finish(env)
+    assert seen["player_1"] == (-1.0, True, {"outcome": "time_limit", "winner": "player_0"})
+    assert seen["player_0"][0] == 1.0
+
+
+def test_the_clock_restarts_at_every_hand_over() -> None:
+    clock = FakeClock()
+    env = quarto_env.env(time_limit=1.0, clock=clock, first_player=0)
+    env.reset(seed=0)
+    for action in (5, 0, 6, 1, 7):
+        clock.now += 0.99
+        env.step(action)
+    assert not any(env.terminations.values())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Illegal actions
+# ---------------------------------------------------------------------------------------------------------
+def test_an_illegal_action_through_env_ends_the_game_with_the_penalty() -> None:
+    env = quarto_env.env(first_player=0)
+    env.reset(seed=0)
+    env.step(5)
+    env.step(0)  # player_1 places piece 5 on square 0
+    env.step(5)  # and tries to give piece 5 again
+    seen = finish(env, truncated=True)
+    assert seen["player_1"][:2] == (-1.0, True) and seen["player_0"][:2] == (0.0, True)
+
+
+def test_the_raw_env_rejects_an_illegal_action_with_the_legal_ones() -> None:
+    env = raw_env(first_player=0)
+    env.reset(seed=0)
+    env.step(5)
+    env.step(0)  # piece 5 goes on square 0
+    with pytest.raises(IllegalActionError, match="piece 5 cannot be given; available pieces: \\[0, 1, 2, 3, 4, 6,"):
+        env.step(5)
+    with pytest.raises(ValueError, match="needs an action"):
+        env.step(None)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Observations
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "flags",
+    [{}, {"squares": True, "attributes": "top"}, {"declaration": True, "observation": "raw"}],
+    ids=["standard", "squares,top", "declaration,raw"],
+)
+def test_observations_hold_the_position_and_the_legal_actions(flags: dict) -> None:
+    """Each plane against the rules core's own answer, over random games."""
+    env = raw_env(**flags)
+    variant = env.variant
+    rng = np.random.default_rng(4)
+    for game in range(25):
+        env.reset(seed=game)
+        while env.agents:
+            agent = env.agent_selection
+            observation, _, terminated, _, _ = env.last()
+            if terminated:
+                env.step(None)
+                continue
+            check_observation(env, variant, observation)
+            other = env.observe("player_1" if agent == "player_0" else "player_0")
+            assert not other["action_mask"].any()
+            assert np.array_equal(other["observation"], observation["observation"])  # an impartial game
+            env.step(int(rng.choice(np.flatnonzero(observation["action_mask"]))))
+
+
+def check_observation(env: raw_env, variant: Variant, observation: dict[str, np.ndarray]) -> None:
+    state = env.game_state
+    planes, mask = observation["observation"], observation["action_mask"]
+    assert env.observation_space(env.agent_selection).contains(observation)
+    assert planes.shape == (19 if env.tactical else 17, 16) and planes.dtype == np.int8
+    assert bits(legal_action_mask(variant, state), variant.num_actions) == mask.tolist()
+    board = state.board
+    for square, piece in enumerate(board):
+        assert planes[0, square] == (piece != NO_PIECE)
+        for k in range(4):
+            assert planes[1 + k, square] == (piece != NO_PIECE and piece >> k & 1)
+            assert planes[5 + k, square] == (piece != NO_PIECE and not piece >> k & 1)
+    claimable = 0
+    for i, group in enumerate(variant.groups):
+        claimable |= group if state.claimable >> i & 1 else 0
+    assert bits(claimable, 16) == planes[9].tolist()
+    assert bits(state.available, 16) == planes[10].tolist()
+    assert planes[11].tolist() == [int(p == state.hand) for p in range(16)]
+    assert planes[16].tolist() == [int(state.placing)] * 16
+    if env.tactical:
+        wins = winning_squares_for(variant, state, state.hand) if state.placing else 0
+        assert bits(wins, 16) == planes[17].tolist()
+        loses = 0 if state.placing else losing_gives(variant, state)
+        assert bits(loses, 16) == planes[18].tolist()
+
+
+def bits(mask: int, length: int) -> list[int]:
+    return [mask >> i & 1 for i in range(length)]
+
+
+def test_a_hollow_piece_on_the_last_square_is_observed() -> None:
+    """The lanes of such a board exceed the signed 64-bit range that compiled code reads."""
+    env = started("...............f 1")
+    planes = env.last()[0]["observation"]
+    assert planes[:9, 15].tolist() == [1, 1, 1, 1, 1, 0, 0, 0, 0]
+    assert format_position(env.unwrapped.game_state) == env.unwrapped.position == "...............f 1"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Options and errors
+# ---------------------------------------------------------------------------------------------------------
+def test_spaces() -> None:
+    env = quarto_env.env(declaration=True, observation="raw")
+    assert env.action_space("player_0").n == 17
+    assert env.observation_space("player_1")["observation"].shape == (17, 16)
+    assert env.observation_space("player_1")["action_mask"].shape == (17,)
+    assert quarto_env.env().action_space("player_1").n == 16
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"attributes": 5}, "count must be 1-4"),
+        ({"attributes": "size"}, "allowed: height, colour, shape, top"),
+        ({"squares": 1}, "True or False"),
+        ({"declaration": "yes"}, "True or False"),
+        ({"false_declaration": "ignore"}, "allowed: lose, penalty"),
+        ({"false_declaration_penalty": 0.5}, "finite number <= 0"),
+        ({"false_declaration_penalty": float("nan")}, "finite number <= 0"),
+        ({"first_player": 2}, "'random', 0, 1, 'player_0', 'player_1'"),
+        ({"first_player": True}, "'random', 0, 1, 'player_0', 'player_1'"),
+        ({"observation": "pixels"}, "'tactical', 'raw'"),
+        ({"time_limit": 0}, "None or a number of seconds > 0"),
+        ({"time_limit": "1s"}, "None or a number of seconds > 0"),
+        ({"clock": 3.0}, "clock must be a function"),
+        ({"render_mode": "rgb"}, "'ansi', 'rgb_array', 'human'"),
+    ],
+)
+def test_bad_flags_name_the_allowed_values(flags: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        quarto_env.env(**flags)
+
+
+def test_reset_from_a_position() -> None:
+    env = started("f9.......0..3... 5")
+    assert env.unwrapped.position == "f9.......0..3... 5"
+    assert env.agent_selection == "player_1"  # the core's player 1 places the fifth piece
+    assert env.last()[4] == {"phase": "place"}
+
+
+def test_reset_rejects_a_finished_position_and_warns_about_unknown_options() -> None:
+    env = quarto_env.env()
+    with pytest.raises(ValueError, match="finished game"):
+        env.reset(options={"position": "1357............ -"})
+    with pytest.warns(UserWarning, match="ignores reset options \\['board'\\]"):
+        env.reset(options={"board": "x"})
