@@ -331,10 +331,25 @@ class PPOAgent(Agent):
         return policy_actions(self.policy, observations, masks, self.deterministic)
 
 
+def policy_logits(policy: MaskableActorCriticPolicy, observations: th.Tensor) -> th.Tensor:
+    """The action logits of ``policy`` (before masking), the same ones its action distribution uses."""
+    features = policy.extract_features(observations)
+    assert isinstance(features, th.Tensor)  # one shared features extractor
+    return policy.action_net(policy.mlp_extractor.forward_actor(features))
+
+
+def choose_actions(logits: th.Tensor, masks: np.ndarray, deterministic: bool) -> np.ndarray:
+    """The most likely legal action of each row (``deterministic``), or one sampled from the masked softmax
+    (by the Gumbel-max trick: the argmax of the logits plus Gumbel noise)."""
+    masked = logits.masked_fill(~th.as_tensor(masks, dtype=th.bool), -th.inf)
+    if not deterministic:
+        masked = masked - th.log(-th.log(th.rand_like(masked)))
+    return masked.argmax(dim=-1).numpy()
+
+
 def policy_actions(
     policy: MaskableActorCriticPolicy, observations: np.ndarray, masks: np.ndarray, deterministic: bool
 ) -> np.ndarray:
     """The actions ``policy`` picks for a batch of observations under legal-action ``masks``: one forward pass."""
     with th.no_grad():
-        distribution = policy.get_distribution(th.as_tensor(observations, dtype=th.float32), action_masks=masks)
-        return distribution.get_actions(deterministic=deterministic).numpy()
+        return choose_actions(policy_logits(policy, th.as_tensor(observations, dtype=th.float32)), masks, deterministic)

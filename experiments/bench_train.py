@@ -7,7 +7,8 @@ Example usage::
     quarto bench train --profile prof.out    # cProfile of the measured run, for snakeviz or pstats
 
 It trains the default config (plus any ``KEY=VALUE`` overrides) for ``--steps`` learner steps after one
-warm-up rollout (compilation, allocation), with no evaluation or checkpoint, and prints the learner steps
+warm-up rollout (compilation, allocation), with a full pool of snapshots and no evaluation or checkpoint, and
+prints the learner steps
 per second split into collecting rollouts (games, opponents, inference) and PPO updates. The *reference*,
 measured in the same run, is the issue's baseline setup: an MLP with layers [128, 128] on the tactical
 planes, with the same games and opponents. Timings on a shared machine are noisy: compare within a run.
@@ -56,7 +57,8 @@ def measure(config: TrainConfig, steps: int, profile: str | None = None) -> dict
     pool = OpponentPool(variant, config.observation, config.opponents, config.max_snapshots, config.seed)
     env = SelfPlayVecEnv(variant, config.num_games, config.observation, pool, config.seed)
     model = build_model(config, variant, env)
-    pool.add_snapshot(model.policy, 0)
+    for _ in range(config.max_snapshots):  # a full pool, as after the first max_snapshots snapshots of a run
+        pool.add_snapshot(model.policy, 0)
     rollout = config.num_games * config.n_steps
     model.learn(rollout)
     timer = RolloutTimer()

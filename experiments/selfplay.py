@@ -18,6 +18,7 @@ the learner and the network opponents: it is legal, but it either loses or chang
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 from abc import ABC, abstractmethod
@@ -26,13 +27,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
 
 from agents.base import Agent, make_agent
-from agents.ppo import policy_actions
+from agents.ppo import choose_actions, policy_actions, policy_logits
 from quarto_env.core import NUM_SQUARES, State, Variant
 from quarto_env.vector import GameBatch, num_observation_channels
 
@@ -100,70 +104,140 @@ def frozen_copy(policy: MaskableActorCriticPolicy) -> MaskableActorCriticPolicy:
     return copy
 
 
+class _Logits(nn.Module):
+    """A policy seen as a module whose forward pass gives the action logits (what ``vmap`` runs)."""
+
+    def __init__(self, policy: MaskableActorCriticPolicy) -> None:
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return policy_logits(self.policy, observations)
+
+
+class SnapshotBank(Opponent):
+    """The learner's frozen past selves, moving as one opponent.
+
+    Each game against the bank is assigned one snapshot when it starts (:meth:`assign`). A move in many games
+    is one forward pass for all of them: the snapshots' weights are stacked, and ``torch.func.vmap`` runs
+    every snapshot on its own games at once -- one network call per round instead of one per snapshot. When
+    the bank is full the oldest snapshot leaves it; its games in progress continue against the newest one.
+    """
+
+    name = SNAPSHOTS
+
+    def __init__(self, observation: str, max_snapshots: int) -> None:
+        self.observation = observation
+        self.max_snapshots = max_snapshots
+        self.networks: list[_Logits] = []
+        self.steps: list[int] = []
+        """The learner step at which each snapshot was taken, oldest first."""
+        self.of_game = np.zeros(0, dtype=np.int64)
+        """The snapshot (index into ``networks``) each game plays."""
+        self._stacked: tuple[dict[str, th.Tensor], dict[str, th.Tensor]] = ({}, {})
+        self._template: _Logits | None = None
+
+    def __len__(self) -> int:
+        return len(self.networks)
+
+    def add(self, policy: MaskableActorCriticPolicy, step: int) -> None:
+        """Freeze a copy of ``policy`` (at learner step ``step``) into the bank."""
+        self.networks.append(_Logits(frozen_copy(policy)))
+        self.steps.append(step)
+        if len(self.networks) > self.max_snapshots:
+            del self.networks[0], self.steps[0]
+            self.of_game = np.where(self.of_game == 0, len(self.networks) - 1, self.of_game - 1)
+        self._stacked = stack_module_state(self.networks)  # type: ignore[arg-type]
+        self._template = copy.deepcopy(self.networks[0]).to("meta")
+
+    def assign(self, games: np.ndarray, rng: np.random.Generator) -> None:
+        """Give each of ``games`` a snapshot drawn uniformly."""
+        if len(games) and games.max() >= len(self.of_game):
+            self.of_game = np.pad(self.of_game, (0, games.max() + 1 - len(self.of_game)))
+        self.of_game[games] = rng.integers(len(self.networks), size=len(games))
+
+    def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
+        masks = batch.action_masks(games, false_declarations=False)
+        observations = th.as_tensor(batch.observe(games, self.observation), dtype=th.float32)
+        with th.no_grad():
+            logits = self.logits(observations, self.of_game[games])
+        return choose_actions(logits, masks, deterministic=False)
+
+    def logits(self, observations: th.Tensor, snapshots: np.ndarray) -> th.Tensor:
+        """Row ``i``'s logits under snapshot ``snapshots[i]``, in one vmapped pass over the snapshots used."""
+        used, which = np.unique(snapshots, return_inverse=True)
+        if len(used) == 1:
+            return self.networks[int(used[0])](observations)
+        # Lay the rows out as (snapshot used, rank among its rows), padding the shorter groups with zeros.
+        order = np.argsort(which, kind="stable")
+        starts = np.searchsorted(which[order], np.arange(len(used)))
+        rank = np.empty_like(which)
+        rank[order] = np.arange(len(which)) - starts[which[order]]
+        padded = observations.new_zeros((len(used), int(rank.max()) + 1, *observations.shape[1:]))
+        padded[which, rank] = observations
+        index = th.as_tensor(used)
+        params, buffers = ({k: v[index] for k, v in part.items()} for part in self._stacked)
+        return vmap(self._call)(params, buffers, padded)[which, rank]
+
+    def _call(self, params: dict[str, th.Tensor], buffers: dict[str, th.Tensor], x: th.Tensor) -> th.Tensor:
+        return functional_call(self._template, (params, buffers), (x,))  # type: ignore[arg-type]
+
+    def state_dict(self) -> dict[str, Any]:
+        """The snapshots' steps and weights."""
+        return {"steps": list(self.steps), "weights": [n.policy.state_dict() for n in self.networks]}
+
+    def load_state_dict(self, state: dict[str, Any], policy: MaskableActorCriticPolicy) -> None:
+        """Restore the snapshots saved by :meth:`state_dict`; ``policy`` gives the network's shape."""
+        self.networks, self.steps = [], []
+        for step, weights in zip(state["steps"], state["weights"], strict=True):
+            snapshot = frozen_copy(policy)
+            snapshot.load_state_dict(weights)
+            self.add(snapshot, int(step))
+        self.of_game[:] = 0
+
+
 class OpponentPool:
-    """The learner's opponents: up to ``max_snapshots`` frozen past selves plus baseline agents.
+    """The learner's opponents: a :class:`SnapshotBank` of up to ``max_snapshots`` past selves, plus baselines.
 
     ``mix`` maps ``"snapshots"`` and agent specs to weights; a game's opponent is a baseline with its weight,
-    or, with the weight of ``"snapshots"``, one snapshot drawn uniformly. When the pool is full the oldest
-    snapshot leaves it.
+    or, with the weight of ``"snapshots"``, one snapshot drawn uniformly from the bank.
     """
 
     def __init__(
-        self,
-        variant: Variant,
-        observation: str,
-        mix: dict[str, float],
-        max_snapshots: int,
-        seed: int,
+        self, variant: Variant, observation: str, mix: dict[str, float], max_snapshots: int, seed: int
     ) -> None:
         self.variant = variant
-        self.observation = observation
-        self.max_snapshots = max_snapshots
+        self.snapshots = SnapshotBank(observation, max_snapshots)
         self.snapshot_weight = float(mix.get(SNAPSHOTS, 0.0))
         specs = [spec for spec in mix if spec != SNAPSHOTS]
         self.baselines: list[Opponent] = [
             AgentOpponent(make_agent(spec, variant, seed + i)) for i, spec in enumerate(specs)
         ]
         self.baseline_weights = np.array([mix[spec] for spec in specs], dtype=np.float64)
-        self.snapshots: list[PolicyOpponent] = []
-        self.snapshot_steps: list[int] = []
 
     def add_snapshot(self, policy: MaskableActorCriticPolicy, step: int) -> None:
         """Freeze a copy of ``policy`` (at learner step ``step``) into the pool."""
-        snapshot = frozen_copy(policy)
-        self.snapshots.append(PolicyOpponent(f"snapshot@{step}", snapshot, self.observation, deterministic=False))
-        self.snapshot_steps.append(step)
-        if len(self.snapshots) > self.max_snapshots:
-            del self.snapshots[0], self.snapshot_steps[0]
+        self.snapshots.add(policy, step)
 
-    def draw(self, rng: np.random.Generator, count: int) -> list[Opponent]:
-        """``count`` opponents drawn independently with the mix's weights."""
-        snapshot_weight = self.snapshot_weight if self.snapshots else 0.0
+    def draw(self, rng: np.random.Generator, games: np.ndarray) -> list[Opponent]:
+        """Opponents for ``games``, drawn independently with the mix's weights (snapshots assigned too)."""
+        snapshot_weight = self.snapshot_weight if len(self.snapshots) else 0.0
         weights = np.append(self.baseline_weights, snapshot_weight)
         if weights.sum() <= 0:
             raise ValueError("the opponent mix gives no weight to any available opponent")
-        choices = rng.choice(len(weights), size=count, p=weights / weights.sum())
-        snapshot_picks = rng.integers(max(len(self.snapshots), 1), size=count)
-        return [
-            self.baselines[c] if c < len(self.baselines) else self.snapshots[s]
-            for c, s in zip(choices, snapshot_picks, strict=True)
-        ]
+        choices = rng.choice(len(weights), size=len(games), p=weights / weights.sum())
+        against_snapshots = choices == len(self.baselines)
+        if against_snapshots.any():
+            self.snapshots.assign(games[against_snapshots], rng)
+        return [self.snapshots if c == len(self.baselines) else self.baselines[c] for c in choices]
 
     def state_dict(self) -> dict[str, Any]:
-        """The snapshots' weights and steps, to save the pool beside a checkpoint."""
-        return {
-            "steps": list(self.snapshot_steps),
-            "weights": [snapshot.policy.state_dict() for snapshot in self.snapshots],
-        }
+        """The snapshots, to save the pool beside a checkpoint."""
+        return self.snapshots.state_dict()
 
     def load_state_dict(self, state: dict[str, Any], policy: MaskableActorCriticPolicy) -> None:
-        """Restore the snapshots saved by :meth:`state_dict`; ``policy`` gives the network's shape."""
-        self.snapshots, self.snapshot_steps = [], []
-        for step, weights in zip(state["steps"], state["weights"], strict=True):
-            snapshot = frozen_copy(policy)
-            snapshot.load_state_dict(weights)
-            self.snapshots.append(PolicyOpponent(f"snapshot@{step}", snapshot, self.observation, deterministic=False))
-            self.snapshot_steps.append(int(step))
+        """Restore the snapshots saved by :meth:`state_dict`."""
+        self.snapshots.load_state_dict(state, policy)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -186,7 +260,7 @@ class SelfPlayVecEnv(VecEnv):
         self.batch = GameBatch(variant, num_games)
         self.rng = np.random.default_rng(seed)
         self.learner_seat = np.zeros(num_games, dtype=np.int64)
-        self.opponents: list[Opponent] = [*pool.draw(self.rng, num_games)]
+        self.opponents: list[Opponent] = pool.draw(self.rng, self.batch.all_games)
         self.episode_steps = np.zeros(num_games, dtype=np.int64)
         self.episode_start = np.zeros(num_games, dtype=np.float64)
         self.outcomes: Counter[str] = Counter()
@@ -228,7 +302,7 @@ class SelfPlayVecEnv(VecEnv):
         """New games: random seats, fresh opponents, and the opponent's first moves where it starts."""
         self.batch.reset(games)
         self.learner_seat[games] = self.rng.integers(2, size=len(games))
-        for game, opponent in zip(games, self.pool.draw(self.rng, len(games)), strict=True):
+        for game, opponent in zip(games, self.pool.draw(self.rng, games), strict=True):
             self.opponents[game] = opponent
         self.episode_steps[games] = 0
         self.episode_start[games] = time.time()

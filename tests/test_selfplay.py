@@ -7,14 +7,15 @@ from collections import Counter
 
 import numpy as np
 import pytest
+import torch as th
 
 from agents.base import make_agent
 from experiments.config import config_from_dict
 from experiments.selfplay import (
     AgentOpponent,
     OpponentPool,
-    PolicyOpponent,
     SelfPlayVecEnv,
+    SnapshotBank,
     evaluate,
     frozen_copy,
     move,
@@ -123,43 +124,70 @@ def tiny_model():  # type: ignore[no-untyped-def]
     return build_model(config, STANDARD, env)
 
 
-def test_network_opponent_moves_all_its_games_in_one_forward_pass(tiny_model) -> None:  # type: ignore[no-untyped-def]
-    policy = frozen_copy(tiny_model.policy)
+def perturbed_bank(policy, count: int) -> SnapshotBank:  # type: ignore[no-untyped-def]
+    """A bank of ``count`` different snapshots of ``policy``'s architecture."""
+    bank = SnapshotBank("lookahead", max_snapshots=count)
+    th.manual_seed(0)
+    for step in range(count):
+        snapshot = frozen_copy(policy)
+        for parameter in snapshot.parameters():
+            parameter.add_(0.3 * th.randn_like(parameter))
+        bank.add(snapshot, step)
+    return bank
+
+
+def test_snapshot_bank_runs_every_snapshot_on_its_own_games_in_one_pass(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    bank = perturbed_bank(tiny_model.policy, 3)
+    batch = GameBatch(STANDARD, 10)
+    batch.step(batch.all_games, np.arange(10))  # ten different pieces given: ten different positions
+    observations = th.as_tensor(batch.observe(batch.all_games, "lookahead"), dtype=th.float32)
+    which = np.array([2, 0, 0, 1, 2, 2, 0, 1, 1, 2])
+    with th.no_grad():
+        together = bank.logits(observations, which)
+        one_by_one = th.cat([bank.networks[w](observations[i : i + 1]) for i, w in enumerate(which)])
+    assert th.allclose(together, one_by_one, atol=1e-5)
+    assert not th.allclose(one_by_one[1], bank.networks[2](observations[1:2])[0])  # the snapshots differ
+
+
+def test_snapshot_opponents_move_all_their_games_in_one_call_per_round(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    bank = perturbed_bank(tiny_model.policy, 4)
+    bank.assign(np.arange(40), np.random.default_rng(0))
     calls = []
-    original = policy.get_distribution
-    policy.get_distribution = lambda obs, action_masks=None: calls.append(len(obs)) or original(obs, action_masks)
-    opponent = PolicyOpponent("net", policy, "lookahead", deterministic=False)
+    original = bank.logits
+    bank.logits = lambda obs, snapshots: calls.append(len(set(snapshots))) or original(obs, snapshots)  # type: ignore[method-assign]
     greedy = AgentOpponent(make_agent("greedy", STANDARD, 0))
     batch = GameBatch(STANDARD, 40)
     while not batch.over.all():  # every action is checked for legality by batch.step
         live = np.flatnonzero(~batch.over)
-        move(batch, live, [opponent if g % 2 == batch.to_move[g] else greedy for g in live])
-    assert calls and len(calls) <= 2 * 16 + 1  # one call per round, not one per game
-    assert max(calls) > 1
+        move(batch, live, [bank if g % 2 == batch.to_move[g] else greedy for g in live])
+    assert calls and len(calls) <= 2 * 16 + 1  # one call per round, not one per game or per snapshot
+    assert max(calls) == 4
 
 
 def test_pool_draws_by_weight_keeps_the_newest_snapshots_and_round_trips(tiny_model) -> None:  # type: ignore[no-untyped-def]
     pool = OpponentPool(STANDARD, "lookahead", {"snapshots": 1.0, "random": 1.0}, max_snapshots=2, seed=0)
     rng = np.random.default_rng(0)
-    assert {o.name for o in pool.draw(rng, 50)} == {"random"}  # no snapshot yet: its weight goes unused
+    games = np.arange(2000)
+    assert {o.name for o in pool.draw(rng, games[:50])} == {"random"}  # no snapshot yet: its weight goes unused
     for step in (0, 100, 200):
         pool.add_snapshot(tiny_model.policy, step)
-    assert pool.snapshot_steps == [100, 200]
-    names = Counter(o.name for o in pool.draw(rng, 2000))
-    assert set(names) == {"random", "snapshot@100", "snapshot@200"}
-    assert 0.44 < names["random"] / 2000 < 0.56
+    assert pool.snapshots.steps == [100, 200]
+    drawn = pool.draw(rng, games)
+    against_snapshots = np.array([o is pool.snapshots for o in drawn])
+    assert 0.44 < against_snapshots.mean() < 0.56
+    assert Counter(pool.snapshots.of_game[games[against_snapshots]].tolist()).keys() == {0, 1}
     restored = OpponentPool(STANDARD, "lookahead", {"snapshots": 1.0}, max_snapshots=2, seed=0)
     restored.load_state_dict(pool.state_dict(), tiny_model.policy)
-    assert restored.snapshot_steps == [100, 200]
-    for a, b in zip(pool.snapshots, restored.snapshots, strict=True):
-        for (name, x), (_, y) in zip(a.policy.state_dict().items(), b.policy.state_dict().items(), strict=True):
-            assert np.array_equal(x.numpy(), y.numpy()), name
+    assert restored.snapshots.steps == [100, 200]
+    for a, b in zip(pool.snapshots.networks, restored.snapshots.networks, strict=True):
+        for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+            assert th.equal(x, y), name
 
 
 def test_pool_rejects_a_mix_without_weight() -> None:
     pool = OpponentPool(STANDARD, "raw", {"snapshots": 1.0}, max_snapshots=1, seed=0)
     with pytest.raises(ValueError, match="no weight"):
-        pool.draw(np.random.default_rng(0), 1)
+        pool.draw(np.random.default_rng(0), np.arange(1))
 
 
 def test_evaluate_splits_seats_and_counts_every_game() -> None:
