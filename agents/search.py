@@ -61,6 +61,7 @@ from quarto_env.core import (
     RulesError,
     State,
     Variant,
+    completing_pieces,
     place_lanes,
     shared_attributes,
     winning_pieces,
@@ -85,6 +86,9 @@ STATS_SIZE = 3
 
 CLOCK_INTERVAL = 1023
 """The clock is read once every ``CLOCK_INTERVAL + 1`` nodes (a read costs about 2 microseconds)."""
+
+KILLER = NUM_SQUARES
+"""Column of the scratch array (one row per ply) that holds the ply's killer piece; the others order squares."""
 
 # Transposition table layout: one row per entry.
 KEY_LANES, KEY_OCCUPIED, DATA = 0, 1, 2
@@ -162,7 +166,7 @@ class Search:
             raise ValueError(f"table_bits must be 10-30, got {table_bits}")
         self.variant = variant
         self.settings = np.array([canonical_empties, draw_test_empties, table_empties], dtype=np.int64)
-        self.scratch = np.zeros((EXACT_DEPTH + 2, NUM_SQUARES), dtype=np.int64)
+        self.scratch = np.full((EXACT_DEPTH + 2, NUM_PIECES + 2, NUM_SQUARES), -1, dtype=np.int64)
         self.table = new_table(table_bits)
         self.stats = new_stats()
         self._low, self._high = byte_tables(variant.squares)
@@ -207,7 +211,33 @@ def evaluate(safe: int) -> int:
 
 
 @numba.njit(cache=True)
-def _order_placements(lanes, occupied, available, piece, groups, counted, order) -> int:
+def _threats_elsewhere(lanes, occupied, groups, counted, out) -> None:
+    """Set ``out[s]``, for each empty square ``s``, to the pieces that complete a group not through ``s``: the
+    part of :func:`~quarto_env.core.winning_pieces` that a placement on ``s`` leaves unchanged."""
+    empty = ALL_SQUARES & ~occupied
+    for square in range(NUM_SQUARES):
+        out[square] = 0
+    for group in groups:
+        completing = completing_pieces(lanes, occupied, group, counted)
+        if completing:
+            elsewhere = empty & ~group
+            while elsewhere:
+                out[_lowest_bit(elsewhere)] |= completing
+                elsewhere &= elsewhere - 1
+
+
+@numba.njit(cache=True)
+def _winning_pieces_after(lanes, occupied, square, elsewhere, groups, counted) -> int:
+    """``winning_pieces`` of a board just placed on ``square``, given ``elsewhere`` from the board before."""
+    pieces = elsewhere
+    for group in groups:
+        if group >> square & 1:
+            pieces |= completing_pieces(lanes, occupied, group, counted)
+    return pieces
+
+
+@numba.njit(cache=True)
+def _order_placements(lanes, occupied, available, piece, groups, counted, elsewhere, order) -> int:
     """Fill ``order`` with the empty squares for ``piece`` in the order to search them; returns their count.
 
     Each entry is ``priority << 24 | safe << 8 | square``, where ``safe`` is the mask of pieces the placer can
@@ -221,7 +251,8 @@ def _order_placements(lanes, occupied, available, piece, groups, counted, order)
     while empty:
         square = _lowest_bit(empty)
         empty &= empty - 1
-        safe = available & ~winning_pieces(place_lanes(lanes, piece, square), occupied | 1 << square, groups, counted)
+        placed_lanes, placed = place_lanes(lanes, piece, square), occupied | 1 << square
+        safe = available & ~_winning_pieces_after(placed_lanes, placed, square, elsewhere[square], groups, counted)
         priority = NUM_PIECES + 1 - _count_bits(safe) if safe else 0
         entry = priority << 24 | safe << 8 | square
         i = count
@@ -231,6 +262,59 @@ def _order_placements(lanes, occupied, available, piece, groups, counted, order)
         order[i] = entry
         count += 1
     return count
+
+
+@numba.njit(cache=True)
+def _list_pieces(pieces, hint, out) -> int:
+    count = 0
+    if hint >= 0 and pieces >> hint & 1:
+        out[0] = hint
+        count = 1
+        pieces &= ~(1 << hint)
+    while pieces:
+        out[count] = _lowest_bit(pieces)
+        pieces &= pieces - 1
+        count += 1
+    return count
+
+
+@numba.njit(cache=True)
+def _order_gives(lanes, occupied, available, safe, hint, groups, counted, orders) -> int:
+    """Order the safe pieces (row NUM_PIECES of orders) and each piece's placements (row = piece)."""
+    count = 0
+    pieces = safe
+    out = orders[NUM_PIECES]
+    elsewhere = orders[NUM_PIECES + 1]
+    _threats_elsewhere(lanes, occupied, groups, counted, elsewhere)
+    while pieces:
+        piece = _lowest_bit(pieces)
+        pieces &= pieces - 1
+        n = _order_placements(
+            lanes, occupied, available & ~(1 << piece), piece, groups, counted, elsewhere, orders[piece]
+        )
+        total = 0
+        for i in range(n):
+            total += _count_bits(orders[piece, i] >> 8 & ALL_PIECES)
+        priority = 1 << 20 if piece == hint else (1 << 12) - total
+        entry = priority << 8 | piece
+        i = count
+        while i > 0 and out[i - 1] < entry:
+            out[i] = out[i - 1]
+            i -= 1
+        out[i] = entry
+        count += 1
+    return count
+
+
+@numba.njit(cache=True)
+def _next_piece(untried: int, hint: int, killer: int) -> int:
+    """The next piece to try among ``untried``: the table's best piece, then the last piece that refuted a
+    sibling at the same ply (the "killer"), then the others in index order; -1 when none is left."""
+    if hint >= 0 and untried >> hint & 1:
+        return hint
+    if killer >= 0 and untried >> killer & 1:
+        return killer
+    return _lowest_bit(untried)
 
 
 @numba.njit(cache=True)
@@ -327,6 +411,7 @@ _VECTOR = numba.types.Array(_INT, 1, "C")
 _MATRIX = numba.types.Array(_INT, 2, "C")
 _CONST_VECTOR = numba.types.Array(_INT, 1, "C", readonly=True)
 _CONST_MATRIX = numba.types.Array(_INT, 2, "C", readonly=True)
+_SCRATCH = numba.types.Array(_INT, 3, "C")
 _CONTEXT = (
     _CONST_VECTOR,
     _INT,
@@ -334,12 +419,13 @@ _CONTEXT = (
     _CONST_MATRIX,
     _VECTOR,
     _MATRIX,
-    _MATRIX,
+    _SCRATCH,
     _VECTOR,
     numba.types.float64,
     _INT,
 )
-"""groups, counted, low, high, settings, table, scratch, stats, deadline, ply"""
+"""The types of the arguments shared by both search functions: groups, counted, low, high, settings, table,
+scratch, stats, deadline, ply."""
 
 
 @numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), cache=True)
@@ -408,10 +494,14 @@ def negamax_give(
     original_alpha, original_beta = alpha, beta
 
     best, best_piece = -INFINITY, -1
-    untried = safe
-    piece = hint if hint >= 0 and safe >> hint & 1 else _lowest_bit(safe)
-    while piece >= 0:
-        untried &= ~(1 << piece)
+    orders = scratch[ply]
+    num_pieces = 0
+    if depth >= 2:
+        num_pieces = _order_gives(lanes, occupied, available, safe, hint, groups, counted, orders)
+    else:
+        num_pieces = _list_pieces(safe, hint, orders[NUM_PIECES])
+    for j in range(num_pieces):
+        piece = orders[NUM_PIECES, j] & 0xFF
         # The receiver places ``piece``; its best placement is the minimum, for the giver, over the squares.
         after_give = available & ~(1 << piece)
         floor = max(alpha, best)  # the giver already has this much: a placement holding it there refutes
@@ -419,9 +509,8 @@ def negamax_give(
         if depth == 1:  # the horizon falls after the give: score the receiver's position, who gives next
             score = -evaluate(safe & ~(1 << piece))
         else:
-            order = scratch[ply]
-            count = _order_placements(lanes, occupied, after_give, piece, groups, counted, order)
-            for i in range(count):
+            order = orders[piece]
+            for i in range(empties):
                 if score <= floor:
                     break
                 square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
@@ -442,7 +531,6 @@ def negamax_give(
             best, best_piece = score, piece
             if best >= beta:
                 break
-        piece = _lowest_bit(untried)
 
     if root:
         stats[BEST_ACTION] = best_piece
