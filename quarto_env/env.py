@@ -101,9 +101,10 @@ so a training loop should leave it at ``None``.
 ``env()`` wraps ``raw_env`` in PettingZoo's standard wrappers, like the classic environments:
 ``TerminateIllegalWrapper(illegal_reward=-1)``, ``AssertOutOfBoundsWrapper`` and ``OrderEnforcingWrapper``.
 An action outside the mask ends the game at once: -1 for the agent that played it, 0 for the other, a warning
-is logged, and both agents are terminated (and, as that wrapper does, truncated). ``raw_env`` itself never accepts an illegal action: it raises
-:class:`quarto_env.core.IllegalActionError`, naming the legal alternatives. After the game ends each agent
-is stepped once more with ``None`` (PettingZoo's dead step); any other action then raises ``ValueError``.
+is logged, and both agents are terminated (and, as that wrapper does, truncated). ``raw_env`` itself never
+accepts an illegal action: it raises :class:`quarto_env.core.IllegalActionError`, naming the legal
+alternatives. After the game ends each agent is stepped once more with ``None`` (PettingZoo's dead step); any
+other action then raises ``ValueError``.
 
 ## Infos
 
@@ -345,11 +346,6 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         """The current position in the notation of :mod:`quarto_env.notation`."""
         return format_position(self.game_state)
 
-    @property
-    def phase(self) -> str:
-        """``"place"`` or ``"give"``: what the acting agent does next (or may declare instead)."""
-        return "place" if self.game_state.placing else "give"
-
     # -----------------------------------------------------------------------------------------------------
     # Helpers
     # -----------------------------------------------------------------------------------------------------
@@ -415,7 +411,8 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
             print(render_text(self.variant, self.game_state, self.seats, self._forfeit_status()))
             return
         if self._figure is None:
-            self._figure = plt.figure("quarto_v0")
+            height, width = image.shape[:2]
+            self._figure = plt.figure("quarto_v0", figsize=(width / 100, height / 100), dpi=100)
             self._axes_image = self._figure.add_axes((0, 0, 1, 1)).imshow(image)
             self._figure.axes[0].set_axis_off()
         else:

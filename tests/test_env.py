@@ -3,7 +3,9 @@ combination, then turns, rewards, declarations, the time limit, illegal actions,
 
 from __future__ import annotations
 
+import json
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pettingzoo
@@ -384,3 +386,22 @@ def test_reset_rejects_a_finished_position_and_warns_about_unknown_options() -> 
         env.reset(options={"position": "1357............ -"})
     with pytest.warns(UserWarning, match="ignores reset options \\['board'\\]"):
         env.reset(options={"board": "x"})
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The benchmark command
+# ---------------------------------------------------------------------------------------------------------
+def test_quarto_bench_env_prints_and_writes_its_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments.bench_env import main
+
+    output = tmp_path / "bench.json"
+    assert main(["--seconds", "0.05", "--rounds", "1", "--seed", "3", "--output", str(output)]) == 0
+    printed = capsys.readouterr().out
+    assert "quarto_v0 / connect_four_v3, both fully wrapped:" in printed
+    record = json.loads(output.read_text())
+    assert record["command"] == "quarto bench env --seconds 0.05 --rounds 1 --seed 3 --output " + str(output)
+    assert record["config"]["seed"] == 3 and record["config"]["observation"] == "tactical"
+    turns = record["results"]["median_turns_per_second"]
+    assert set(turns) == {"connect_four_v3", "quarto_v0", "connect_four_v3 raw", "quarto_v0 raw"}
+    assert all(value > 0 for value in turns.values())
+    assert record["results"]["core_actions_per_second"]["compiled_single_thread"] > 0

@@ -4,6 +4,7 @@ position, and the picture decoded pixel by pixel into the attributes of every pi
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -177,3 +178,19 @@ def test_env_render_modes(capsys: pytest.CaptureFixture[str]) -> None:
     silent.reset(seed=0)
     with pytest.warns(UserWarning, match="without a render_mode"):
         assert silent.render() is None
+
+
+def test_human_mode_draws_into_a_matplotlib_window_where_there_is_a_display(monkeypatch: pytest.MonkeyPatch) -> None:
+    import matplotlib.pyplot as plt
+
+    env_module = sys.modules["quarto_env.env"]  # the module: the package's ``env`` attribute is the function
+    monkeypatch.setattr(env_module, "_NON_INTERACTIVE_BACKENDS", set())  # pretend Agg can show a window
+    monkeypatch.setattr(plt, "pause", lambda seconds: None)
+    env = quarto_env.env(render_mode="human", first_player=0)
+    env.reset(seed=0)
+    env.step(5)
+    raw = env.unwrapped
+    shown = np.asarray(raw._axes_image.get_array())
+    assert np.array_equal(shown, render_image(raw.variant, raw.game_state, raw.seats))
+    env.close()
+    assert raw._figure is None
