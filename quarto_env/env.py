@@ -277,12 +277,14 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
+        late = self.time_limit is not None and self.clock() - self._handed_over_at > self.time_limit
+        after = None if late else self._next_state(agent, action)  # raises before anything has changed
         self._cumulative_rewards[agent] = 0.0
         self.rewards = {AGENTS[0]: 0.0, AGENTS[1]: 0.0}
-        if self.time_limit is not None and self.clock() - self._handed_over_at > self.time_limit:
+        if after is None:
             self._forfeit(agent)
         else:
-            self._play(agent, action)
+            self._play(agent, after, declared=action == DECLARE)
         if self.rewards[AGENTS[0]] or self.rewards[AGENTS[1]]:
             self._accumulate_rewards()
         if self._ended:
@@ -360,15 +362,17 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
             raise ValueError(f"position {options['position']!r} is a finished game; start from one still in play")
         return state
 
-    def _play(self, agent: str, action: int | None) -> None:
+    def _next_state(self, agent: str, action: int | None) -> State:
         if action is None:
             raise ValueError(f"{agent} is still playing: step() needs an action, got None")
-        before = self.game_state
-        self.game_state = state = step(self.variant, before, action)
+        return step(self.variant, self.game_state, action)
+
+    def _play(self, agent: str, state: State, declared: bool) -> None:
+        before, self.game_state = self.game_state, state
         if state.over:
-            outcome = "false_declaration" if action == DECLARE and not before.claimable else "win"
+            outcome = "false_declaration" if declared and not before.claimable else "win"
             self._finish(NO_WINNER if state.winner == NO_WINNER else state.winner, outcome)
-        elif action == DECLARE:  # a false declaration under the penalty policy: nothing else changed
+        elif declared:  # a false declaration under the penalty policy: nothing else changed
             self.rewards[agent] = self.false_declaration_penalty
 
     def _forfeit(self, agent: str) -> None:

@@ -270,6 +270,8 @@ def test_the_raw_env_rejects_an_illegal_action_with_the_legal_ones() -> None:
         env.step(5)
     with pytest.raises(ValueError, match="needs an action"):
         env.step(None)
+    assert env.agent_selection == "player_1" and env.position == "5............... -"  # nothing changed
+    env.step(6)
 
 
 # ---------------------------------------------------------------------------------------------------------
