@@ -107,8 +107,9 @@ def describe_status(variant: Variant, state: State, names: tuple[str, str] = DEF
         if variant.declaration and state.winner != state.to_move:
             return f"{names[state.winner]} wins: {mover} declared with nothing to claim"
         groups = ", ".join(describe_group(g) for g in winning_groups(variant, state))
-        how = "declared" if variant.declaration else "completed"
-        return f"{names[state.winner]} wins: {how} {groups}"
+        if variant.declaration:  # the claimed group is among these (the others were dead)
+            return f"{names[state.winner]} wins: declared Quarto (winning groups on the board: {groups})"
+        return f"{names[state.winner]} wins: completed {groups}"
     declare = " (or declare)" if variant.declaration else ""
     if state.placing:
         return f"{mover} to place piece {describe_piece(state.hand)}{declare}"

@@ -95,6 +95,13 @@ def test_the_text_says_who_acts_and_how_the_game_ended() -> None:
     drawn = step(Variant(), parse_position("b7c94821fad6e03. 5"), 15)
     assert "draw" in render_text(Variant(), drawn, names)
     assert "time limit" in render_text(Variant(), drawn, names, status="bob exceeded the time limit")
+    declaration = Variant.make(declaration=True)
+    placed = step(declaration, parse_position("135............. 7", declaration), 3)
+    declared = step(declaration, placed, 16)
+    declared_text = render_text(declaration, declared, names)
+    assert "alice wins: declared Quarto (winning groups on the board: row 0)" in declared_text
+    false = step(declaration, parse_position("................ -", declaration), 16)
+    assert "bob wins: alice declared with nothing to claim" in render_text(declaration, false, names)
 
 
 def test_the_text_marks_what_can_be_declared() -> None:
