@@ -155,7 +155,29 @@ register(
 )
 # Each kind below is registered by the module that implements it (its entry stays here so that specs
 # resolve without importing torch or compiling the search).
-# <kind:minimax-solver>
+register(
+    AgentKind(
+        "minimax",
+        "agents.minimax:MinimaxAgent",
+        "negamax alpha-beta with tables and symmetries (minimax:depth=3, minimax:time=1.5, or both: "
+        "deepening up to depth within the time); plain minimax searches 2 plies",
+        {
+            "depth": Option(_positive_int, 0, "plies (one placement or give each); the cap under a time budget"),
+            "time": Option(_positive_float, 0.0, "seconds per move, iterative deepening; always answers in time"),
+        },
+    )
+)
+register(
+    AgentKind(
+        "solver",
+        "agents.minimax:SolverAgent",
+        "perfect play (a random best action) from `empties` empty squares on; minimax under `time` before",
+        {
+            "empties": Option(_positive_int, 11, "solve exactly at or below this many empty squares"),
+            "time": Option(_positive_float, 1.0, "seconds per move for the minimax played before that"),
+        },
+    )
+)
 register(
     AgentKind(
         "mcts",
