@@ -80,7 +80,7 @@ seconds to answer loses: -1 for it, +1 for its opponent.
 | ``false_declaration``         | ``"lose"``: a declaration with nothing to claim loses;          | ``"lose"``  |
 |                               | ``"penalty"``: it is ignored, with a penalty reward             |             |
 | ``false_declaration_penalty`` | a number <= 0, the reward of an ignored false declaration       | ``-0.1``    |
-| ``first_player``              | ``"random"`` (from the reset seed), ``0``/``1``,                 | ``"random"``|
+| ``first_player``              | ``"random"`` (from the reset seed), ``0``/``1``,                | ``"random"``|
 |                               | ``"player_0"``/``"player_1"``                                   |             |
 | ``observation``               | ``"tactical"`` (19 planes) or ``"raw"`` (17 planes)             | tactical    |
 | ``time_limit``                | seconds per decision, or ``None``                               | ``None``    |
@@ -90,7 +90,8 @@ seconds to answer loses: -1 for it, +1 for its opponent.
 A bad value raises ``ValueError`` naming the allowed values. In the declaration variant the placer may
 declare instead of giving; if it gives, its opponent may declare before placing; after that placement the
 groups are dead (see ``RULES.md``). ``reset(options={"position": "f9.......0..3... 5"})`` starts from a
-position in the notation of :mod:`quarto_env.notation`.
+position in the notation of :mod:`quarto_env.notation`; the agent to act is the one seated as the player to
+move there (the first player is the one who gave the first piece).
 
 The time limit is the tournament rule: the clock runs from the moment ``reset`` or ``step`` hands control to
 the agent until its ``step`` call. It measures whatever the caller does in between (observing, thinking),
