@@ -97,7 +97,8 @@ CLOCK_INTERVAL = 1023
 
 # Transposition table layout: one row per entry.
 KEY_LANES, KEY_OCCUPIED, DATA = 0, 1, 2
-EMPTY_KEY = -1
+USED_FLAG = 1 << 17
+"""Set in the stored occupancy of every entry, so that an all-zero row (a fresh table) matches no key."""
 CANONICAL_FLAG = 1 << 16
 """Set in the stored occupancy of an entry keyed by a canonical form."""
 DEFAULT_TABLE_BITS = 21
@@ -124,10 +125,8 @@ def signed_lanes(lanes: int) -> int:
 
 
 def new_table(bits: int = DEFAULT_TABLE_BITS) -> np.ndarray:
-    """An empty transposition table of ``2**bits`` entries."""
-    table = np.zeros((1 << bits, 3), dtype=np.int64)
-    table[:, KEY_OCCUPIED] = EMPTY_KEY
-    return table
+    """An empty transposition table of ``2**bits`` entries (zeros: the memory is only touched when used)."""
+    return np.zeros((1 << bits, 3), dtype=np.int64)
 
 
 def new_stats() -> np.ndarray:
@@ -180,7 +179,7 @@ class Search:
 
     def clear(self) -> None:
         """Forget everything stored in the transposition table."""
-        self.table[:, KEY_OCCUPIED] = EMPTY_KEY
+        self.table[:] = 0
 
     def run(
         self,
@@ -503,9 +502,9 @@ def negamax_give(
     stored = empties >= settings[TABLE_EMPTIES]
     if empties >= settings[CANONICAL_EMPTIES]:
         key_occupied, key_lanes = canonical_board(lanes, occupied, counted, low, high)
-        key_occupied |= CANONICAL_FLAG
+        key_occupied |= CANONICAL_FLAG | USED_FLAG
     else:
-        key_occupied, key_lanes = occupied, _counted_lanes(lanes, counted)
+        key_occupied, key_lanes = occupied | USED_FLAG, _counted_lanes(lanes, counted)
     row = _probe(table, key_occupied, key_lanes) if stored else -1
     hint = -1
     if row >= 0:
