@@ -5,7 +5,9 @@
    loop: ``agent_iter`` / ``last()`` / a uniformly random action among those the ``action_mask`` allows /
    ``step``. A *turn* is one ``env.step(action)``, a single placement or give in Quarto, a single drop in
    Connect Four; the dead steps after each game and the resets are timed but not counted. The two are
-   measured in alternation for several rounds; the medians and their ratio are printed.
+   measured in alternation for several rounds; the medians and their ratio are printed. The same two games
+   unwrapped (``raw_env``), and an env that does no work at all under the same wrappers, show how much of a
+   turn is the environment's own work and how much the wrappers' and the loop's.
 2. The rules core alone: random games played by one compiled, single-threaded call
    (:func:`quarto_env.fast.random_games`, through the core's ``apply_action``), and -- for scale -- by
    ``core.step`` from Python, one state at a time. Both count actions (gives, placements, declarations).
@@ -34,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
 
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
 from quarto_env.fast import random_games
@@ -72,6 +76,8 @@ def main(argv: list[str]) -> int:
     print(_row("median", medians))
     print(f"\nquarto_v0 / connect_four_v3, both fully wrapped: {wrapped_ratio:.2f}x")
     print(f"quarto_v0 / connect_four_v3, raw_env against raw_env: {raw_ratio:.2f}x")
+    ceiling = medians["do-nothing env"] / medians["connect_four_v3"]
+    print(f"do-nothing env / connect_four_v3, both fully wrapped: {ceiling:.2f}x (the most any env can show here)")
     print("time per turn (medians): raw_env and the loop itself + the three standard wrappers on top")
     for game in ("connect_four_v3", "quarto_v0"):
         raw_us, wrapped_us = 1e6 / medians[f"{game} raw"], 1e6 / medians[game]
@@ -89,6 +95,7 @@ def main(argv: list[str]) -> int:
             "median_turns_per_second": medians,
             "ratio_quarto_to_connect_four_wrapped": wrapped_ratio,
             "ratio_quarto_to_connect_four_raw": raw_ratio,
+            "ratio_do_nothing_to_connect_four_wrapped": ceiling,
             "core_actions_per_second": {"compiled_single_thread": compiled, "python_core_step": python},
         }
         _write_json(args.output, {"command": _command(argv), "config": vars(args) | _machine(), "results": results})
@@ -110,13 +117,53 @@ def _env_makers(observation: str) -> dict[str, Callable[[], Any]]:
     except ImportError as exc:  # connect_four needs pygame
         raise SystemExit(f"quarto bench env: connect_four_v3 cannot be imported ({exc}); pip install pygame") from exc
     import quarto_env
+    from quarto_env.env import wrap_like_classic
 
     return {
         "connect_four_v3": connect_four.env,
         "quarto_v0": lambda: quarto_env.env(observation=observation),
         "connect_four_v3 raw": connect_four.raw_env,
         "quarto_v0 raw": lambda: quarto_env.raw_env(observation=observation),
+        "do-nothing env": lambda: wrap_like_classic(DoNothingEnv()),
     }
+
+
+class DoNothingEnv(AECEnv):
+    """The ceiling of the measurement: an AEC env that does no work at all -- a constant observation, every
+    action legal, 24 turns a game (as many as a random Quarto game) -- wrapped and played like the others."""
+
+    metadata: dict[str, Any] = {"render_modes": [], "name": "do_nothing"}  # noqa: RUF012 -- read from the class
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.possible_agents = ["player_0", "player_1"]
+        self._observation = {"observation": np.zeros((19, 16), np.int8), "action_mask": np.ones(16, np.int8)}
+        self._space = spaces.Discrete(16)
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        return self._space
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        return self._observation
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        self.agents = list(self.possible_agents)
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos: dict[str, dict[str, Any]] = {agent: {} for agent in self.agents}
+        self.agent_selection = self.agents[0]
+        self._turns = 0
+
+    def step(self, action: int | None) -> None:
+        if self.terminations[self.agent_selection]:
+            self._was_dead_step(action)
+            return
+        self._turns += 1
+        if self._turns == 24:
+            self.terminations = dict.fromkeys(self.agents, True)
+        self.agent_selection = self.possible_agents[self._turns % 2]
 
 
 def measure_envs(makers: dict[str, Callable[[], Any]], args: argparse.Namespace) -> dict[str, list[float]]:

@@ -158,8 +158,12 @@ RESET_OPTIONS = ("position",)
 
 def env(**kwargs: Any) -> AECEnv:
     """``quarto_v0`` wrapped like PettingZoo's classic environments (illegal action: -1 and the game ends)."""
-    wrapped: AECEnv = raw_env(**kwargs)
-    wrapped = wrappers.TerminateIllegalWrapper(wrapped, illegal_reward=-1)
+    return wrap_like_classic(raw_env(**kwargs))
+
+
+def wrap_like_classic(unwrapped: AECEnv) -> AECEnv:
+    """``unwrapped`` in PettingZoo's standard wrappers, as its classic games apply them."""
+    wrapped = wrappers.TerminateIllegalWrapper(unwrapped, illegal_reward=-1)
     wrapped = wrappers.AssertOutOfBoundsWrapper(wrapped)
     return wrappers.OrderEnforcingWrapper(wrapped)
 
