@@ -111,7 +111,8 @@ other action then raises ``ValueError``.
 
 ``info["phase"]`` is ``"place"`` or ``"give"`` for the agent to act. When the game ends both agents get
 ``info["outcome"]`` -- ``"win"``, ``"draw"``, ``"false_declaration"`` or ``"time_limit"`` -- and
-``info["winner"]`` (an agent name, or ``None`` for a draw). ``env.unwrapped.game_state`` is the position as a
+``info["winner"]`` (an agent name, or ``None`` for a draw); an illegal action, which the wrapper handles
+before the env sees it, leaves the infos as they were. ``env.unwrapped.game_state`` is the position as a
 :class:`quarto_env.core.State` and ``env.unwrapped.position`` in the position notation.
 
 ## Version history
