@@ -8,13 +8,16 @@ out by hand, the win test exactly as RULES.md states it, and the declaration rul
 
 from __future__ import annotations
 
+import ast
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import quarto_env.core
 from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
@@ -446,3 +449,11 @@ def test_compiled_random_games_are_reproducible() -> None:
     first, again = random_games(Variant(), 50, seed=9), random_games(Variant(), 50, seed=9)
     assert np.array_equal(first.actions, again.actions)
     assert not np.array_equal(first.actions, random_games(Variant(), 50, seed=10).actions)
+
+
+def test_the_rules_core_imports_no_rl_framework() -> None:
+    tree = ast.parse(Path(quarto_env.core.__file__).read_text(encoding="utf-8"))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    frameworks = ("gymnasium", "pettingzoo", "torch", "stable_baselines3", "sb3_contrib")
+    assert imported and not {name for name in imported if name.split(".")[0] in frameworks}
