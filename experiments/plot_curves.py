@@ -5,8 +5,9 @@ Example usage::
     python -m experiments.plot_curves runs/compare/* -o docs/compare.png
     python -m experiments.plot_curves runs/default__0__20260101-120000 -o docs/curves.png --x time
 
-One panel per evaluation opponent (``eval/<opponent>/score``: wins plus half the draws, both seats), one line
-per run, against learner steps or wall-clock minutes.
+One panel per evaluation opponent (``eval/<opponent>/score``: wins plus half the draws, both seats, the learner
+playing its most likely action; with ``--sampled`` also ``eval_sampled/``), one line per run, against learner
+steps or wall-clock minutes.
 """
 
 from __future__ import annotations
@@ -25,16 +26,18 @@ from agents.ppo import atomic_write_bytes
 
 
 def score_curves(run_dir: Path) -> dict[str, list[tuple[int, float, float]]]:
-    """``{opponent: [(step, wall seconds since the first point, score), ...]}`` of one run."""
+    """``{opponent: [(step, wall seconds since the first point, score), ...]}`` of one run; the sampled
+    policy's curves are named ``<opponent> (sampled policy)``."""
     events = EventAccumulator(str(run_dir / "tb"), size_guidance={"scalars": 0})
     events.Reload()
     curves = {}
-    tags = [t for t in events.Tags()["scalars"] if t.startswith("eval/") and t.count("/") == 2]
+    tags = [t for t in events.Tags()["scalars"] if t.split("/")[0] in ("eval", "eval_sampled") and t.count("/") == 2]
     start = min((events.Scalars(t)[0].wall_time for t in tags), default=0.0)
     for tag in tags:
-        opponent, what = tag.split("/")[1:]
+        prefix, opponent, what = tag.split("/")
         if what == "score":
-            curves[opponent] = [(e.step, e.wall_time - start, e.value) for e in events.Scalars(tag)]
+            name = opponent if prefix == "eval" else f"{opponent} (sampled policy)"
+            curves[name] = [(e.step, e.wall_time - start, e.value) for e in events.Scalars(tag)]
     return curves
 
 
@@ -43,10 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with a tb/ folder)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="PNG file to write")
     parser.add_argument("--x", choices=("steps", "time"), default="steps", help="horizontal axis")
+    parser.add_argument("--sampled", action="store_true", help="also draw the sampled policy's curves")
     parser.add_argument("--title", default="evaluation score (wins + draws/2, both seats, deterministic policy)")
     args = parser.parse_args(argv)
 
     runs = {run.name: score_curves(run) for run in args.runs}
+    if not args.sampled:
+        runs = {name: {o: c for o, c in curves.items() if "sampled" not in o} for name, curves in runs.items()}
     opponents = sorted({o for curves in runs.values() for o in curves}, key=_opponent_order)
     figure, axes = plt.subplots(1, len(opponents), figsize=(5 * len(opponents), 4), squeeze=False)
     for axis, opponent in zip(axes[0], opponents, strict=True):
@@ -73,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
 def _opponent_order(opponent: str) -> tuple[int, str]:
     """Baselines from the weakest: random, greedy, then the others by name."""
     known = ("random", "greedy")
-    return (known.index(opponent) if opponent in known else len(known), opponent)
+    base = opponent.split(" ")[0]
+    return (known.index(base) if base in known else len(known), opponent)
 
 
 if __name__ == "__main__":

@@ -359,6 +359,8 @@ class EvalResult:
     counts: dict[int, tuple[int, int, int]]
     final_state: State
     """The final position of one of the games, for pictures."""
+    deterministic: bool
+    """Whether the learner was a network playing its most likely action (else it sampled its policy)."""
 
     def score(self, seat: int | None = None) -> float:
         """Wins plus half the draws, over the games played in ``seat`` (default both)."""
@@ -409,9 +411,10 @@ def evaluate(
         )
         for seat in (0, 1)
     }
-    return EvalResult(opponent_spec, counts, batch.state(0))
+    deterministic = isinstance(learner, PolicyOpponent) and learner.deterministic
+    return EvalResult(opponent_spec, counts, batch.state(0), deterministic)
 
 
-def learner_opponent(policy: MaskableActorCriticPolicy, observation: str) -> PolicyOpponent:
-    """The learner as a deterministic player, for evaluation."""
-    return PolicyOpponent("learner", policy, observation, deterministic=True)
+def learner_opponent(policy: MaskableActorCriticPolicy, observation: str, deterministic: bool) -> PolicyOpponent:
+    """The learner as a player, for evaluation: its most likely action (``deterministic``), or sampled."""
+    return PolicyOpponent("learner", policy, observation, deterministic)

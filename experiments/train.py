@@ -31,6 +31,7 @@ import torch as th
 from rich.console import Console
 from rich.table import Table
 from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Image, TensorBoardOutputFormat, configure
 from stable_baselines3.common.utils import set_random_seed
@@ -192,20 +193,17 @@ class TrainingCallback(BaseCallback):
         self.best_score = best_score
         self.latest_eval: dict[str, float] = {}
         self.progress: tqdm | None = None
-        self._rollout_start = time.perf_counter()
-        self._rollout_start_step = 0
+        self._last_time = time.perf_counter()
+        self._last_step = 0
 
     def _on_training_start(self) -> None:
         step = self.model.num_timesteps
+        self._last_time, self._last_step = time.perf_counter(), step
         self.next_snapshot = _next_multiple(step, self.config.snapshot_every)
         self.next_eval = _next_multiple(step, self.config.eval_every)
         self.next_checkpoint = _next_multiple(step, self.config.checkpoint_every)
         self.writer().add_text("config", markdown_table(self.config), step)
         self.progress = tqdm(total=self.config.total_steps, initial=step, unit="step", unit_scale=True, smoothing=0.1)
-
-    def _on_rollout_start(self) -> None:
-        self._rollout_start = time.perf_counter()
-        self._rollout_start_step = self.model.num_timesteps
 
     def _on_step(self) -> bool:
         step = self.model.num_timesteps
@@ -224,8 +222,10 @@ class TrainingCallback(BaseCallback):
         return True
 
     def _on_rollout_end(self) -> None:
-        steps = self.model.num_timesteps - self._rollout_start_step
-        self.logger.record("charts/SPS", steps / max(time.perf_counter() - self._rollout_start, 1e-9))
+        # Learner steps per second since the previous rollout: collection, the PPO update and any evaluation.
+        now, step = time.perf_counter(), self.model.num_timesteps
+        self.logger.record("charts/SPS", (step - self._last_step) / max(now - self._last_time, 1e-9))
+        self._last_time, self._last_step = now, step
         self.logger.record("charts/pool_size", len(self.pool.snapshots))
         episodes = self.model.ep_info_buffer
         if episodes:
@@ -255,20 +255,16 @@ class TrainingCallback(BaseCallback):
 
     def evaluate(self) -> None:
         """Play the evaluation opponents in both seats; log, and keep the best checkpoint."""
-        learner = learner_opponent(self.learner.policy, self.config.observation)
-        results = [
-            evaluate(learner, spec, self.variant, self.config.eval_games, self.config.seed + i)
-            for i, spec in enumerate(self.config.eval_opponents)
-        ]
+        results = evaluate_all(self.learner.policy, self.config, self.variant, self.config.eval_games, self.config.seed)
         for result in results:
             log_result(self.logger.record, result)
         score = float(np.mean([r.score() for r in results]))
         self.logger.record("eval/score", score)
-        # A picture of how one game ended (game 0 of the last opponent: the learner gave first).
-        sample = results[-1]
+        # A picture of how one game ended (game 0 against the last opponent: the learner gave first).
+        sample = results[len(self.config.eval_opponents) - 1]
         image = render_image(self.variant, sample.final_state, names=("learner", sample.opponent))
         self.logger.record("eval/final_board", Image(image, "HWC"), exclude=("stdout", "log", "json", "csv"))
-        self.latest_eval = {r.opponent: r.score() for r in results}
+        self.latest_eval = {f"{r.opponent}{'' if r.deterministic else ' (sampled)'}": r.score() for r in results}
         if self.progress is not None:
             self.progress.set_postfix_str(" ".join(f"{k} {v:.2f}" for k, v in self.latest_eval.items()))
         if score > self.best_score:
@@ -296,8 +292,23 @@ class TrainingCallback(BaseCallback):
 # ---------------------------------------------------------------------------------------------------------
 # Evaluation tables and pictures
 # ---------------------------------------------------------------------------------------------------------
-def log_result(record: Any, result: EvalResult, prefix: str = "eval") -> None:
-    """Record win/draw/loss rates and the score against one opponent, per seat and overall."""
+def evaluate_all(
+    policy: MaskableActorCriticPolicy, config: TrainConfig, variant: Variant, games: int, seed: int
+) -> list[EvalResult]:
+    """The learner against every evaluation opponent, ``games`` games each (half in each seat): first playing
+    its most likely action, then sampling its policy. Against a deterministic opponent (minimax) the first
+    repeats the same two games; the sampled policy plays varied ones."""
+    return [
+        evaluate(learner_opponent(policy, config.observation, deterministic), spec, variant, games, seed + i)
+        for deterministic in (True, False)
+        for i, spec in enumerate(config.eval_opponents)
+    ]
+
+
+def log_result(record: Any, result: EvalResult) -> None:
+    """Record win/draw/loss rates and the score against one opponent, per seat and overall, under ``eval/``
+    (most likely action) or ``eval_sampled/``."""
+    prefix = "eval" if result.deterministic else "eval_sampled"
     name = result.opponent.replace(":", "_").replace("=", "").replace(",", "_")
     for seat, seat_name in enumerate(SEAT_NAMES):
         for key, value in result.rates(seat).items():
@@ -307,17 +318,20 @@ def log_result(record: Any, result: EvalResult, prefix: str = "eval") -> None:
 
 def final_evaluation(config: TrainConfig, variant: Variant, checkpoint: Path, run_dir: Path) -> list[EvalResult]:
     """Evaluate the checkpoint file against every evaluation opponent; write ``final_eval.json``."""
-    model, metadata = load_checkpoint(checkpoint, variant)
-    learner = learner_opponent(model.policy, metadata["observation"])
-    results = [
-        evaluate(learner, spec, variant, config.final_eval_games, config.seed + 1000 + i)
-        for i, spec in enumerate(config.eval_opponents)
-    ]
+    model, _ = load_checkpoint(checkpoint, variant)
+    results = evaluate_all(model.policy, config, variant, config.final_eval_games, config.seed + 1000)
     summary = {
         "checkpoint": str(checkpoint),
         "num_timesteps": model.num_timesteps,
         "results": [
-            {"opponent": r.opponent, "games": r.num_games, "score": r.score(), "by_seat": r.counts} for r in results
+            {
+                "opponent": r.opponent,
+                "policy": "most likely action" if r.deterministic else "sampled",
+                "games": r.num_games,
+                "score": r.score(),
+                "wins_draws_losses_by_seat": r.counts,
+            }
+            for r in results
         ],
     }
     atomic_write_bytes(run_dir / "final_eval.json", json.dumps(summary, indent=2).encode())
@@ -325,13 +339,14 @@ def final_evaluation(config: TrainConfig, variant: Variant, checkpoint: Path, ru
 
 
 def print_results(results: list[EvalResult], steps: int) -> None:
-    """The evaluation table: per opponent and seat, wins/draws/losses and the score."""
-    table = Table(title=f"final evaluation after {steps:,} learner steps (deterministic policy)")
-    for column in ("opponent", "games", "W/D/L giving first", "W/D/L giving second", "score"):
-        table.add_column(column, justify="left" if column == "opponent" else "right")
+    """The evaluation table: per opponent, learner policy and seat, wins/draws/losses and the score."""
+    table = Table(title=f"final evaluation after {steps:,} learner steps (score = wins + draws/2)")
+    for column in ("opponent", "learner plays", "games", "W/D/L giving first", "W/D/L giving second", "score"):
+        table.add_column(column, justify="left" if column in ("opponent", "learner plays") else "right")
     for r in results:
         table.add_row(
             r.opponent,
+            "most likely action" if r.deterministic else "sampled policy",
             str(r.num_games),
             "/".join(map(str, r.counts[0])),
             "/".join(map(str, r.counts[1])),
