@@ -404,6 +404,13 @@ def test_quarto_bench_env_prints_and_writes_its_figures(tmp_path: Path, capsys: 
     assert record["command"] == "quarto bench env --seconds 0.05 --rounds 1 --seed 3 --output " + str(output)
     assert record["config"]["seed"] == 3 and record["config"]["observation"] == "tactical"
     turns = record["results"]["median_turns_per_second"]
-    assert set(turns) == {"connect_four_v3", "quarto_v0", "connect_four_v3 raw", "quarto_v0 raw", "do-nothing env"}
+    assert set(turns) == {
+        "connect_four_v3",
+        "quarto_v0",
+        "connect_four_v3 raw",
+        "quarto_v0 raw",
+        "quarto_v0 stock",
+        "do-nothing env",
+    }
     assert all(value > 0 for value in turns.values())
     assert record["results"]["core_actions_per_second"]["compiled_single_thread"] > 0
