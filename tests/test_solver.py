@@ -1,0 +1,190 @@
+"""The exact solver against a brute-force reference, the known values of the issue, and ``quarto solve``.
+
+The reference is a plain exhaustive negamax over :func:`quarto_env.core.step` -- every legal action, the
+declaration included, no pruning, no rules shortcuts, no symmetries -- memoised on the exact state (a dict
+lookup, so that samples with 6 empty squares run in seconds). It shares no code with :mod:`agents.search`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+
+import pytest
+
+from agents.minimax import Solver, solve
+from agents.positions import sample_positions
+from experiments import solve as solve_command
+from quarto_env.core import DECLARE, NO_WINNER, STANDARD, RulesError, State, Variant, legal_actions, step
+from quarto_env.notation import format_position, parse_position
+
+VARIANTS = {
+    "standard": STANDARD,
+    "squares": Variant.make(squares=True),
+    "colour+shape": Variant.make(attributes=("colour", "shape")),
+    "declaration": Variant.make(declaration=True),
+}
+
+KNOWN_VALUES = {
+    ".9.cb38e.16...4. d": 1,
+    ".b..d..3.7.16.c0 f": -1,
+    "6.e2....d8..9..1 5": 0,
+    "....58.f7a.....3 d": 1,
+    "76.c..afd.....80 -": 1,
+    "......a8.e.df6.1 -": -1,
+}
+"""Standard rules, value for the side to move, from an independently written solver (issue 3)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The brute-force reference
+# ---------------------------------------------------------------------------------------------------------
+def reference_action_value(variant: Variant, state: State, action: int) -> int:
+    """The value of ``action`` for the player to move in ``state``, by exhaustive search."""
+    child = step(variant, state, action)
+    if child.over:
+        return 0 if child.winner == NO_WINNER else (1 if child.winner == state.to_move else -1)
+    value = reference_value(variant, child)
+    return value if child.to_move == state.to_move else -value
+
+
+@functools.cache
+def reference_value(variant: Variant, state: State) -> int:
+    """The value of ``state`` (not over) for the player to move: the best action value."""
+    return max(reference_action_value(variant, state, action) for action in legal_actions(variant, state))
+
+
+def sample(variant: Variant, seed: int) -> list[State]:
+    """Positions with 2-6 empty squares, both a piece in hand and a piece to give, from seeded greedy play (with
+    one empty square the game is decided by the rules alone, and under the squares rules greedy games seldom
+    get that far)."""
+    return [
+        state
+        for empties in range(2, 7)
+        for placing in (True, False)
+        for state in sample_positions(empties, 2, seed=seed + empties, variant=variant, placing=placing)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Agreement with the reference
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", VARIANTS)
+def test_solver_agrees_with_brute_force(name: str) -> None:
+    variant = VARIANTS[name]
+    solver = Solver(variant, table_bits=16)
+    for state in sample(variant, seed=11):
+        result = solver.solve(state, all_moves=True)
+        position = format_position(state)
+        expected = {a: reference_action_value(variant, state, a) for a in legal_actions(variant, state)}
+        assert result.value == reference_value(variant, state), position
+        assert result.action_values == expected, position
+        best = [a for a, v in expected.items() if v == result.value and (a != DECLARE or state.claimable)]
+        assert result.best_actions == best, position
+        assert solver.solve(state).best_actions == best, position  # the null-window path, without all_moves
+
+
+@pytest.mark.parametrize("name", ["standard", "squares"])
+def test_solver_agrees_after_clearing_its_table(name: str) -> None:
+    """A fresh table for every position: results do not depend on what earlier calls stored."""
+    variant = VARIANTS[name]
+    solver = Solver(variant, table_bits=16)
+    for state in sample(variant, seed=23)[-8:]:
+        solver.clear()
+        assert solver.solve(state).value == reference_value(variant, state), format_position(state)
+
+
+def test_hollow_piece_on_the_last_square() -> None:
+    """Lane 3 of a hollow piece (8-15) on square 15 is bit 63: the int64 boundary of the compiled search."""
+    states = [state for state in sample(STANDARD, seed=37) if state.lanes >> 63]
+    assert len(states) >= 3
+    for state in states:
+        assert solve(state).value == reference_value(STANDARD, state), format_position(state)
+
+
+@pytest.mark.parametrize("position", KNOWN_VALUES)
+def test_known_values(position: str) -> None:
+    result = solve(parse_position(position))
+    assert result.value == KNOWN_VALUES[position]
+    assert result.best_actions
+
+
+def test_declaration_is_taken_at_once() -> None:
+    """A claimable group is declared, whoever completed it; giving instead hands the claim over."""
+    variant = VARIANTS["declaration"]
+    placer = parse_position("012...........3. 4", variant)  # piece 4 on square 3 completes the top row
+    claimable = step(variant, placer, 3)
+    assert claimable.claimable
+    result = solve(claimable, variant, all_moves=True)
+    assert result.value == 1 and result.best_actions == [DECLARE]
+    assert result.action_values is not None
+    assert all(value == -1 for action, value in result.action_values.items() if action != DECLARE)
+    missed = step(variant, claimable, 5)  # the placer gives instead: the receiver may claim the row
+    assert solve(missed, variant).best_actions == [DECLARE]
+
+
+def test_false_declaration_is_never_best() -> None:
+    for policy in ("lose", "penalty"):
+        variant = Variant.make(declaration=True, false_declaration=policy)
+        state = parse_position("6.e2....d8..9..1 5", variant)
+        result = solve(state, variant, all_moves=True)
+        assert DECLARE not in result.best_actions
+        assert result.action_values is not None
+        assert result.action_values[DECLARE] == (-1 if policy == "lose" else result.value)
+
+
+def test_position_that_is_over_is_an_error() -> None:
+    over = parse_position("0123............ -")  # the top row of pieces 0-3 is won: all short
+    with pytest.raises(RulesError, match="over"):
+        solve(over)
+
+
+def test_result_to_dict_is_json() -> None:
+    result = solve(parse_position("76.c..afd.....80 -"), all_moves=True)
+    line = json.loads(json.dumps(result.to_dict()))
+    assert line["value"] == 1 and line["best_actions"] == [11] and line["action_values"]["11"] == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# quarto solve
+# ---------------------------------------------------------------------------------------------------------
+def test_command_one_position(capsys: pytest.CaptureFixture[str]) -> None:
+    assert solve_command.main(["6.e2....d8..9..1 5", "--all-moves"]) == 0
+    line = json.loads(capsys.readouterr().out)
+    assert line["position"] == "6.e2....d8..9..1 5" and line["value"] == 0 and line["best_actions"] == [1]
+    assert set(line["action_values"]) == {str(a) for a in legal_actions(STANDARD, parse_position(line["position"]))}
+
+
+def test_command_variant_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    text = "6.e2....d8..9..1 5"
+    variant = Variant.make(attributes=("colour", "shape"), squares=True)
+    assert solve_command.main([text, "--squares", "--attributes", "colour", "shape"]) == 0
+    line = json.loads(capsys.readouterr().out)
+    assert line["variant"] == variant.describe()
+    assert line["value"] == solve(parse_position(text, variant), variant).value
+
+
+def test_command_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    assert solve_command.main(["6.e2....d8..9..1"]) == 2
+    assert "18 characters" in capsys.readouterr().err
+    assert solve_command.main(["6.e2....d8..9..1 5", "--attributes", "weight"]) == 2
+    assert "allowed: height, colour, shape, top" in capsys.readouterr().err
+
+
+def test_command_reads_stdin_in_order() -> None:
+    """``quarto solve -`` in a real process: one line per position, in order, errors as lines."""
+    lines = ["76.c..afd.....80 -", "not a position", "", "6.e2....d8..9..1 5", "0123............ -"]
+    completed = subprocess.run(
+        [sys.executable, "-m", "experiments.cli", "solve", "-"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    answers = [json.loads(line) for line in completed.stdout.splitlines()]
+    assert completed.returncode == 1  # some lines had errors
+    assert [a["position"] for a in answers] == [line for line in lines if line]
+    assert answers[0]["value"] == 1 and answers[2]["value"] == 0
+    assert "error" in answers[1] and "over" in answers[3]["error"]
