@@ -32,7 +32,8 @@ def sample_positions(
         raise ValueError(f"empty_squares must be 1-{NUM_SQUARES}, got {empty_squares}")
     rng = np.random.default_rng(seed)
     positions: list[State] = []
-    for attempt in range(count * MAX_ATTEMPTS_PER_POSITION):
+    games = count * MAX_ATTEMPTS_PER_POSITION
+    for _ in range(games):
         want_placing = (len(positions) % 2 == 0) if placing is None else placing
         state = _play_until(empty_squares, want_placing, variant, rng)
         if state is not None:
@@ -41,7 +42,7 @@ def sample_positions(
                 return positions
     raise RuntimeError(
         f"found only {len(positions)} of {count} positions with {empty_squares} empty squares in "
-        f"{attempt + 1} greedy games under {variant.describe()} rules"
+        f"{games} greedy games under {variant.describe()} rules"
     )
 
 

@@ -486,9 +486,9 @@ def negamax_give(
         return 0
     if safe < 0:
         safe = available & ~winning_pieces(lanes, occupied, groups, counted)
+    if root:  # a first answer, for the returns below that search no piece
+        stats[BEST_ACTION] = _lowest_bit(safe if safe else available)
     if safe == 0:  # every piece lets the receiver win
-        if root:
-            stats[BEST_ACTION] = _lowest_bit(available)
         return -WIN
     empties = NUM_SQUARES - _count_bits(occupied)
     if depth >= 2 * empties:  # the search reaches the end of the game: its result is exact
