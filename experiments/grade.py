@@ -30,7 +30,7 @@ import argparse
 import dataclasses
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -103,16 +103,22 @@ def _game_states(variant: Variant, players: Sequence[Agent]) -> list[State]:
 # ---------------------------------------------------------------------------------------------------------
 # Exact values, solved once per position
 # ---------------------------------------------------------------------------------------------------------
+Solver = Callable[[Variant, State], dict[int, int]]
+"""``solver(variant, state) -> {action: value}`` for every legal action, values for the player to move."""
+
+
 class PositionValues:
     """The exact value of every legal action of positions, solved on first use and then cached.
 
     Values are for the player to move: +1 win, 0 draw, -1 loss under perfect play. With ``path`` the cache
     is read from and can be saved to a JSON file, keyed by variant, so later runs do not solve again.
+    ``solver(variant, state) -> {action: value}`` computes them (default: the exact solver).
     """
 
-    def __init__(self, variant: Variant, path: Path | None = None) -> None:
+    def __init__(self, variant: Variant, path: Path | None = None, solver: Solver | None = None) -> None:
         self.variant = variant
         self.path = path
+        self.solver = solver or exact_action_values
         self.solved = 0
         """Positions solved by this object (cache misses)."""
         self._values: dict[State, dict[int, int]] = {}
@@ -122,10 +128,7 @@ class PositionValues:
     def action_values(self, state: State) -> dict[int, int]:
         """``{action: value}`` for every legal action of ``state``."""
         if state not in self._values:
-            from agents.minimax import solve  # the compiled solver loads only when a position needs it
-
-            result = solve(state, self.variant, all_moves=True)
-            self._values[state] = {int(a): int(v) for a, v in result.action_values.items()}
+            self._values[state] = self.solver(self.variant, state)
             self.solved += 1
         return self._values[state]
 
@@ -146,6 +149,14 @@ class PositionValues:
             raise ValueError(f"value cache {path} is for variant {data.get('variant')}, not {self.variant.to_dict()}")
         for key, values in data["positions"].items():
             self._values[_state_from_key(key)] = {int(a): int(v) for a, v in values.items()}
+
+
+def exact_action_values(variant: Variant, state: State) -> dict[int, int]:
+    """``{action: value}`` of every legal action of ``state`` by the exact solver (:func:`agents.minimax.solve`)."""
+    from agents.minimax import solve  # the compiled solver loads only when a position needs it
+
+    result = solve(state, variant, all_moves=True)
+    return {int(a): int(v) for a, v in result.action_values.items()}
 
 
 def _key(state: State) -> str:
@@ -239,9 +250,9 @@ def grade_agent(agent: Agent, variant: Variant, positions: Sequence[State], valu
     for state in positions:
         agent.reset()
         action = int(agent.act(state))
-        action_values = values.action_values(state)
-        if action not in action_values:
+        if action not in legal_actions(variant, state):
             raise ValueError(f"agent {agent.spec!r} played illegal action {action} in {format_position(state)!r}")
+        action_values = values.action_values(state)
         best = max(action_values.values())
         decisions.append(
             Decision(

@@ -1,0 +1,197 @@
+"""quarto grade: exact action values checked against an independent brute force, the grading logic on
+scripted decisions, the solver at 0% and the baselines above it, caching, and the command itself."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+
+from agents.base import Agent, make_agent
+from experiments import grade
+from experiments.grade import PositionValues, exact_action_values, grade_agent, sample_positions
+from quarto_env.core import DECLARE, NO_WINNER, STANDARD, State, Variant, legal_actions, step
+from quarto_env.notation import parse_position
+
+SMALL_VARIANTS = [STANDARD, Variant.make(squares=True, attributes=3), Variant.make(declaration=True)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# An independent reference: plain negamax over core.step, for positions with few empty squares.
+# ---------------------------------------------------------------------------------------------------------
+@functools.cache
+def reference_value(variant: Variant, state: State) -> int:
+    """The value of ``state`` for the player to move, by exhaustive search."""
+    return max(reference_action_values(variant, state).values())
+
+
+def reference_action_values(variant: Variant, state: State) -> dict[int, int]:
+    values = {}
+    for action in legal_actions(variant, state):
+        child = step(variant, state, action)
+        if child.over:
+            values[action] = 0 if child.winner == NO_WINNER else (1 if child.winner == state.to_move else -1)
+        else:
+            sign = 1 if child.to_move == state.to_move else -1
+            values[action] = sign * reference_value(variant, child)
+    return values
+
+
+def reference_solver(variant: Variant, state: State) -> dict[int, int]:
+    return reference_action_values(variant, state)
+
+
+class FixedChoice(Agent):
+    """Plays the action with the lowest (or highest) reference value: a worst or a perfect player."""
+
+    def __init__(self, variant: Variant, worst: bool) -> None:
+        super().__init__(variant, seed=0)
+        self.worst = worst
+        self.spec = "worst" if worst else "perfect"
+
+    def act(self, state: State) -> int:
+        values = reference_action_values(self.variant, state)
+        pick = min if self.worst else max
+        return pick(values, key=lambda a: (values[a], a))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Exact values
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("variant", SMALL_VARIANTS, ids=[v.describe() for v in SMALL_VARIANTS])
+def test_exact_action_values_match_the_brute_force(variant: Variant) -> None:
+    positions = sample_positions(variant, 12, seed=5, max_empty=5, min_empty=2)
+    for state in positions:
+        assert exact_action_values(variant, state) == reference_action_values(variant, state), state
+
+
+@pytest.mark.parametrize("solver", [reference_solver, exact_action_values], ids=["reference", "exact"])
+def test_known_position_values(solver: grade.Solver) -> None:
+    # Squares 0, 1, 2 hold pieces 1, 3, 5 (all tall and solid). The short hollow pieces 8, a, c, e are on the
+    # board too, so every piece left completes row 0 on square 3: giving any of them loses ...
+    lost = solver(STANDARD, parse_position("135.4.a9eb.c.8.7 -"))
+    assert set(lost) == {0, 2, 6, 13, 15} and set(lost.values()) == {-1}
+    # ... and the receiver of piece 0 (solid) wins on square 3.
+    wins = solver(STANDARD, parse_position("135.4.a9eb.c.8.7 0"))
+    assert wins[3] == 1 and max(wins.values()) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Grading logic, with the reference values
+# ---------------------------------------------------------------------------------------------------------
+def test_perfect_play_loses_nothing_and_worst_play_loses_every_critical_decision() -> None:
+    positions = sample_positions(STANDARD, 40, seed=1, max_empty=5, min_empty=2)
+    values = PositionValues(STANDARD, solver=reference_solver)
+    perfect = grade_agent(FixedChoice(STANDARD, worst=False), STANDARD, positions, values)
+    worst = grade_agent(FixedChoice(STANDARD, worst=True), STANDARD, positions, values)
+    assert perfect.share_lost()[0] == 0.0
+    critical = [d for d in worst.decisions if d.critical]
+    assert critical and all(d.lost for d in critical)
+    assert worst.share_lost()[0] == len(critical) / len(positions)
+    assert worst.critical()[0] == 1.0
+    assert values.solved == len(set(positions))  # two agents graded, each position solved once
+
+
+def test_report_splits_and_transitions_add_up() -> None:
+    positions = sample_positions(STANDARD, 40, seed=2, max_empty=5, min_empty=1)
+    report = grade_agent(
+        FixedChoice(STANDARD, worst=True), STANDARD, positions, PositionValues(STANDARD, solver=reference_solver)
+    )
+    lost = sum(d.lost for d in report.decisions)
+    assert sum(report.transitions().values()) == lost
+    phases = report.by_phase()
+    assert phases["place"][3] + phases["give"][3] == len(positions)
+    assert sum(round(share * n) for share, _, _, n in report.by_empty().values()) == lost
+    share, low, high, n = report.share_lost()
+    assert low <= share <= high and n == len(positions)
+    assert json.loads(json.dumps(report.summary()))["all"] == [share, low, high, n]
+
+
+def test_a_missed_win_is_graded_win_to_worse() -> None:
+    state = parse_position("135.4.a9eb.c.8.7 0")  # piece 0 completes the solid row 0 on square 3
+    report = grade_agent(
+        FixedChoice(STANDARD, worst=True), STANDARD, [state], PositionValues(STANDARD, solver=reference_solver)
+    )
+    (decision,) = report.decisions
+    assert decision.value == 1 and decision.lost and decision.action != 3 and decision.phase == "place"
+    assert report.transitions()["win->draw"] + report.transitions()["win->loss"] == 1
+
+
+def test_grading_refuses_mismatched_variants_and_illegal_actions() -> None:
+    class Illegal(Agent):
+        def act(self, state: State) -> int:
+            return DECLARE
+
+    state = parse_position("135.4.a9eb.c.8.7 0")
+    with pytest.raises(ValueError, match="values are for"):
+        grade_agent(make_agent("random"), STANDARD, [state], PositionValues(Variant.make(squares=True)))
+    with pytest.raises(ValueError, match="played illegal action 16"):
+        grade_agent(Illegal(), STANDARD, [state], PositionValues(STANDARD, solver=reference_solver))
+
+
+def test_value_cache_round_trips_through_disk(tmp_path: Path) -> None:
+    positions = sample_positions(STANDARD, 10, seed=3, max_empty=4)
+    path = tmp_path / "values.json"
+    first = PositionValues(STANDARD, path, solver=reference_solver)
+    expected = {s: first.action_values(s) for s in positions}
+    first.save()
+    second = PositionValues(STANDARD, path, solver=lambda v, s: pytest.fail("should not solve again"))
+    assert {s: second.action_values(s) for s in positions} == expected and second.solved == 0
+    with pytest.raises(ValueError, match="is for variant"):
+        PositionValues(Variant.make(squares=True), path)
+
+
+def test_sampled_positions_are_seeded_decisions_within_bounds() -> None:
+    first = sample_positions(STANDARD, 30, seed=9, max_empty=8, min_empty=3)
+    assert first == sample_positions(STANDARD, 30, seed=9, max_empty=8, min_empty=3)
+    assert first != sample_positions(STANDARD, 30, seed=10, max_empty=8, min_empty=3)
+    assert all(3 <= s.num_empty <= 8 and len(legal_actions(STANDARD, s)) > 1 and not s.over for s in first)
+    assert {s.placing for s in first} == {True, False}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The exact solver as judge, and the command
+# ---------------------------------------------------------------------------------------------------------
+def test_solver_grades_zero_and_random_and_greedy_clearly_more(tmp_path: Path) -> None:
+    positions = sample_positions(STANDARD, 60, seed=0, max_empty=8)
+    values = PositionValues(STANDARD)
+    shares = {
+        spec: grade_agent(make_agent(spec, STANDARD, seed=1), STANDARD, positions, values).share_lost()
+        for spec in ("solver", "greedy", "random")
+    }
+    assert shares["solver"][0] == 0.0
+    assert shares["random"][1] > shares["solver"][2] or shares["random"][0] >= 0.15
+    assert shares["random"][0] > shares["greedy"][0] > 0.0
+    assert values.solved == len(set(positions))
+
+
+def test_command_writes_reports_and_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "grade"
+    argv = ["random", "greedy", "--positions", "12", "--max-empty", "6", "--seed", "4", "--no-progress"]
+    assert grade.main([*argv, "--out", str(out), "--cache", str(tmp_path / "v.json")]) == 0
+    summaries = json.loads((out / "grade.json").read_text())
+    assert [s["agent"] for s in summaries] == ["random", "greedy"] and summaries[0]["all"][3] == 12
+    assert len((out / "decisions.jsonl").read_text().splitlines()) == 24
+    assert "| agent | all decisions |" in (out / "grade.md").read_text()
+    assert json.loads((out / "config.json").read_text())["max_empty"] == 6
+    assert (out / "command.txt").read_text().startswith("quarto grade random greedy --positions 12")
+    assert "12 positions, 12 solved" in capsys.readouterr().out
+    assert grade.main([*argv, "--out", str(out), "--cache", str(tmp_path / "v.json")]) == 0
+    assert "12 positions, 0 solved" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["random", "--max-empty", "20"], "need 1 <= --min-empty <= --max-empty <= 16"),
+        (["random", "--positions", "0"], "--positions must be >= 1"),
+        (["nobody"], "unknown agent kind 'nobody'"),
+        (["random", "--sources", "random,alphago"], "unknown agent kind 'alphago'"),
+    ],
+)
+def test_bad_input_is_refused(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        grade.main(argv)
+    assert message in capsys.readouterr().err

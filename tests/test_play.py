@@ -1,0 +1,155 @@
+"""quarto play, driven like a person would: through a pseudo-terminal, with bad input along the way."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from experiments.play import parse_action, parse_piece, parse_square
+from quarto_env.core import DECLARE, STANDARD, Variant, legal_actions, step
+from quarto_env.notation import parse_position
+from quarto_env.render import piece_code
+
+OPPONENT = "minimax:depth=2"
+PROMPT = re.compile(rb"your move: [^\n]*> $")
+POSITION = re.compile(rb"position: (.{16} [0-9a-f-])")
+
+
+class Terminal:
+    """``quarto play`` running on a pseudo-terminal: read what it prints, type lines at it."""
+
+    def __init__(self, *args: str) -> None:
+        self.master, slave = pty.openpty()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "experiments.cli", "play", *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=Path(__file__).resolve().parents[1],
+            close_fds=True,
+        )
+        os.close(slave)
+        self.screen = b""
+
+    def read_until(self, pattern: re.Pattern[bytes], timeout: float = 60.0) -> bytes:
+        """Everything printed since the last call, up to and including a match of ``pattern``."""
+        deadline = time.monotonic() + timeout
+        while not pattern.search(self.screen):
+            ready, _, _ = select.select([self.master], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise AssertionError(f"timed out waiting for {pattern.pattern!r}; screen ends {self.screen[-800:]!r}")
+            try:
+                chunk = os.read(self.master, 4096)
+            except OSError:  # the program exited and closed the terminal
+                chunk = b""
+            if not chunk:
+                raise AssertionError(f"program ended before {pattern.pattern!r}; screen ends {self.screen[-800:]!r}")
+            self.screen += chunk
+        match = pattern.search(self.screen)
+        assert match is not None
+        seen, self.screen = self.screen[: match.end()], self.screen[match.end() :]
+        return seen
+
+    def type(self, line: str) -> None:
+        os.write(self.master, line.encode() + b"\n")
+
+    def finish(self) -> int:
+        """Read to the end and return the exit status."""
+        try:
+            while True:
+                ready, _, _ = select.select([self.master], [], [], 30)
+                if not ready or not os.read(self.master, 4096):
+                    break
+        except OSError:
+            pass
+        os.close(self.master)
+        return self.process.wait(timeout=30)
+
+
+def test_a_person_plays_a_full_game_with_bad_input_along_the_way() -> None:
+    terminal = Terminal("--opponent", OPPONENT, "--first", "you", "--seed", "3")
+    bad_inputs = {
+        "give": [("", b"please type a move"), ("zz", b"'zz' is not a piece"), ("help", b"Squares: a number 0-15")],
+        "place": [("99", b"square 99 does not exist"), ("e5", b"'e5' is not a square"), ("TDSH", b"is not a square")],
+    }
+    moves = 0
+    while True:
+        seen = terminal.read_until(re.compile(PROMPT.pattern + rb"|Game over: [^\n]*\n"))
+        if b"Game over:" in seen:
+            break
+        state = parse_position(POSITION.findall(seen)[-1].decode())
+        phase = "place" if state.placing else "give"
+        for text, explanation in bad_inputs[phase]:  # every kind of wrong input, once, in its phase
+            terminal.type(text)
+            assert explanation in terminal.read_until(PROMPT)
+        bad_inputs[phase] = []
+        used_piece = next((p for p in state.board if p >= 0), None)
+        if phase == "give" and used_piece is not None and moves < 6:
+            terminal.type(format(used_piece, "x"))
+            assert f"piece {used_piece:x}".encode() + b" (" in terminal.read_until(PROMPT)
+        occupied = next((s for s in range(16) if state.occupied >> s & 1), None)
+        if phase == "place" and occupied is not None and moves < 6:
+            terminal.type(f"{'abcd'[occupied % 4]}{occupied // 4 + 1}")  # the a1-d4 form of a taken square
+            assert f"square {occupied} is taken".encode() in terminal.read_until(PROMPT)
+        action = legal_actions(STANDARD, state)[-1]
+        terminal.type(str(action) if state.placing else _code(action))
+        moves += 1
+    assert terminal.finish() == 0
+    assert moves >= 4
+
+
+def _code(piece: int) -> str:
+    """The piece typed as its four-letter attribute code, in mixed case."""
+    return piece_code(piece).swapcase() if piece % 2 else piece_code(piece)
+
+
+@pytest.mark.parametrize("keys", [b"\x04", b"quit\n"], ids=["end-of-input", "quit"])
+def test_end_of_input_and_quit_leave_cleanly(keys: bytes) -> None:
+    terminal = Terminal("--opponent", "random", "--first", "you")
+    terminal.read_until(PROMPT)
+    os.write(terminal.master, keys)
+    assert b"game abandoned" in terminal.read_until(re.compile(rb"game abandoned"))
+    assert terminal.finish() == 0
+
+
+def test_saved_game_replays(tmp_path: Path) -> None:
+    saved = tmp_path / "game.jsonl"
+    terminal = Terminal("--opponent", "greedy", "--first", "agent", "--seed", "1", "--save", str(saved))
+    while True:
+        seen = terminal.read_until(re.compile(PROMPT.pattern + rb"|game saved to"))
+        if b"game saved to" in seen:
+            break
+        state = parse_position(POSITION.findall(seen)[-1].decode())
+        terminal.type(str(legal_actions(STANDARD, state)[0]))
+    assert terminal.finish() == 0
+    from experiments.replay import read_record, replay_frames
+
+    record = read_record(saved, 0)
+    frames = list(replay_frames(record))
+    assert frames[-1][0].over and len(frames) == len(record["actions"]) + 1
+    assert record["seats"] == ["agent greedy", "you"]
+
+
+def test_parsing_accepts_every_documented_form_and_explains_the_rest() -> None:
+    assert [parse_square(w) for w in ("0", "15", "a1", "D4", "b3")] == [0, 15, 0, 15, 9]
+    assert [parse_piece(w) for w in ("0", "F", "tdsh", "slrf", "TlSf")] == [0, 15, 15, 0, 5]
+    variant = Variant.make(declaration=True)
+    state = parse_position("f9.......0..3... 5", variant)
+    assert parse_action(variant, state, "Quarto") == DECLARE
+    with pytest.raises(ValueError, match="no declaring in this variant"):
+        parse_action(STANDARD, parse_position("f9.......0..3... 5"), "declare")
+    with pytest.raises(ValueError, match=r"square 0 is taken; empty squares: 2 3 4"):
+        parse_action(STANDARD, parse_position("f9.......0..3... 5"), "a1")
+    given = step(STANDARD, parse_position("f9.......0..3... 5"), 2)
+    with pytest.raises(ValueError, match=r"piece f \(TDSH\) is not available; pieces left: 1 2 4"):
+        parse_action(STANDARD, given, "f")
+    with pytest.raises(ValueError, match="'tdsx' is not a piece"):
+        parse_piece("tdsx")
