@@ -52,7 +52,7 @@ class TrainConfig:
     """Network: ``slots`` (shared weights over square and piece slots, ``agents.ppo.SlotNetwork``) or ``mlp``."""
     net_arch: list[int] = dataclasses.field(default_factory=lambda: [32])
     """``mlp``: the hidden layer sizes of the policy and value networks; ``slots``: ``[width]``."""
-    total_steps: int = 2_000_000
+    total_steps: int = 1_500_000
     """Learner decisions to train for (each game step of the learner is one; opponents' moves do not count)."""
     num_games: int = 64
     """Games played side by side in one process."""
@@ -79,7 +79,7 @@ class TrainConfig:
     max_grad_norm: float = 0.5
     """Gradient clipping norm."""
     opponents: dict[str, float] = dataclasses.field(
-        default_factory=lambda: {SNAPSHOTS: 0.5, "greedy": 0.3, "random": 0.2}
+        default_factory=lambda: {SNAPSHOTS: 0.4, "minimax:depth=2": 0.3, "greedy": 0.2, "random": 0.1}
     )
     """The opponent mix: weights of ``snapshots`` (the learner's frozen past selves) and of agent specs."""
     snapshot_every: int = 100_000
@@ -90,7 +90,7 @@ class TrainConfig:
     """Learner steps between two evaluations (one more at the end)."""
     eval_games: int = 200
     """Games against each evaluation opponent, half in each seat, for the periodic evaluations."""
-    eval_opponents: list[str] = dataclasses.field(default_factory=lambda: ["random", "greedy"])
+    eval_opponents: list[str] = dataclasses.field(default_factory=lambda: ["random", "greedy", "minimax:depth=2"])
     """Agent specs the learner is evaluated against (deterministic play, both seats)."""
     final_eval_games: int = 400
     """Games against each evaluation opponent for the final table, with the final checkpoint."""

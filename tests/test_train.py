@@ -84,7 +84,7 @@ def test_overrides_reach_nested_fields_and_keep_the_rest() -> None:
     overrides = ["variant.squares=true", "opponents.greedy=0.7", "learning_rate=1e-3", "total_steps=2e6"]
     config = load_config(None, overrides)
     assert config.resolved_variant() == Variant.make(squares=True)
-    assert config.opponents == {"snapshots": 0.5, "greedy": 0.7, "random": 0.2}
+    assert config.opponents == {"snapshots": 0.4, "minimax:depth=2": 0.3, "greedy": 0.7, "random": 0.1}
     assert config.learning_rate == 1e-3 and isinstance(config.learning_rate, float)
     assert config.total_steps == 2_000_000 and isinstance(config.total_steps, int)
 
