@@ -1,0 +1,246 @@
+"""``quarto bench solver``: how fast the exact solver and minimax are, on a fixed, seeded sample.
+
+Example usage::
+
+    quarto bench solver                          # the full benchmark (a few minutes on 2 cores)
+    quarto bench solver --empties 8 10 --positions 5 --out runs/bench/solver.json
+
+What it measures, each on a fresh transposition table:
+
+* **solver** -- positions with 8, 10 and 12 empty squares (standard rules unless flags say otherwise), half with
+  a piece in hand and half with a piece to give, reached by seeded greedy-vs-greedy play
+  (:func:`agents.positions.sample_positions`: greedy takes wins and never hands over a winning piece when a safe
+  one exists, so the positions are not decided by the next action). For each group: median seconds and nodes
+  of the exact value, nodes per second, the slowest position, and the median extra seconds to list every best
+  action as ``solve()`` does.
+* **minimax** -- seconds per move at depths 1-4 (and 6, 8) from a few opening positions (after 0-3 greedy actions).
+* **time budget** -- how long ``minimax:time=T`` really takes per move, as a ratio to ``T`` (at most 1.0 is
+  within budget).
+* **start-up** -- seconds for a new process to import the search with an empty numba cache (it compiles) and
+  again with the cache filled (it loads the machine code).
+
+Figures are wall-clock seconds on whatever else the machine is running: run it on a quiet machine, and read
+them as noisy. With ``--out`` the figures, the resolved configuration and the command are written (atomically)
+to a JSON file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from agents.minimax import MinimaxAgent, Solver
+from agents.positions import sample_positions
+from agents.simple import GreedyAgent
+from quarto_env.core import INITIAL_STATE, NUM_SQUARES, RulesError, State, Variant, step
+from quarto_env.notation import format_position
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command's argument parser."""
+    parser = argparse.ArgumentParser(prog="quarto bench solver", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--empties", type=int, nargs="+", default=[8, 10, 12], help="empty squares per group")
+    parser.add_argument("--positions", type=int, default=10, help="positions per group (default 10)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the position sample (default 0)")
+    parser.add_argument("--depths", type=int, nargs="+", default=[1, 2, 3, 4, 6, 8], help="minimax depths in plies")
+    parser.add_argument("--openings", type=int, default=4, help="opening positions for minimax (default 4)")
+    parser.add_argument("--budgets", type=float, nargs="+", default=[0.01, 0.1, 1.0], help="minimax:time values")
+    parser.add_argument("--budget-moves", type=int, default=6, help="moves timed per budget (default 6)")
+    parser.add_argument("--skip-startup", action="store_true", help="do not time process start-up")
+    parser.add_argument("--squares", action="store_true", help="the 2x2 blocks are groups too")
+    parser.add_argument("--attributes", nargs="+", metavar="ATTRIBUTE", help="attributes that count (default all)")
+    parser.add_argument("--out", type=Path, help="also write the figures, config and command to this JSON file")
+    return parser
+
+
+def bench_solver(variant: Variant, empties: int, count: int, seed: int) -> dict:
+    """Solve ``count`` seeded positions with ``empties`` empty squares; print and return the group's figures."""
+    solver = Solver(variant)
+    solver.value(sample_positions(6, 1, seed=seed, variant=variant)[0])  # untimed: first-call costs
+    rows = []
+    for state in sample_positions(empties, count, seed=seed + empties, variant=variant):
+        solver.clear()
+        start, nodes_before = time.perf_counter(), solver.nodes
+        value = solver.value(state)
+        seconds, nodes = time.perf_counter() - start, solver.nodes - nodes_before
+        start = time.perf_counter()
+        best = solver.solve(state).best_actions  # reuses the table the value filled
+        rows.append(
+            {
+                "position": format_position(state),
+                "value": value,
+                "best_actions": best,
+                "seconds": seconds,
+                "nodes": nodes,
+                "best_actions_seconds": time.perf_counter() - start,
+            }
+        )
+    seconds = [r["seconds"] for r in rows]
+    nodes = [r["nodes"] for r in rows]
+    slowest = max(rows, key=lambda r: r["seconds"])
+    summary = {
+        "empties": empties,
+        "positions": len(rows),
+        "median_seconds": statistics.median(seconds),
+        "max_seconds": slowest["seconds"],
+        "slowest_position": slowest["position"],
+        "median_nodes": statistics.median(nodes),
+        "nodes_per_second": sum(nodes) / sum(seconds),
+        "median_best_actions_seconds": statistics.median(r["best_actions_seconds"] for r in rows),
+        "values": {str(v): sum(r["value"] == v for r in rows) for v in (1, 0, -1)},
+        "rows": rows,
+    }
+    print(
+        f"  {empties:>2} empty  {len(rows):>3}  {summary['median_seconds']:>9.3f}  {summary['max_seconds']:>8.3f}"
+        f"  {summary['median_nodes']:>12,.0f}  {summary['nodes_per_second']:>11,.0f}"
+        f"  {summary['median_best_actions_seconds']:>11.3f}   {slowest['position']}",
+        flush=True,
+    )
+    return summary
+
+
+def opening_positions(variant: Variant, count: int, seed: int) -> list[State]:
+    """The opening, and positions after 1, 2, 3, ... seeded greedy actions (wrapping after 3)."""
+    positions = []
+    for index in range(count):
+        positions.append(_after_greedy_actions(variant, index % 4, seed + index))
+    return positions
+
+
+def _after_greedy_actions(variant: Variant, actions: int, seed: int) -> State:
+    agent, state = GreedyAgent(variant, seed=seed), INITIAL_STATE
+    for _ in range(actions):
+        state = step(variant, state, agent.act(state))
+    return state
+
+
+def bench_minimax(variant: Variant, depths: list[int], openings: list[State]) -> list[dict]:
+    """Seconds and nodes per move of ``minimax:depth=d`` (fresh table each move) from the opening positions."""
+    results = []
+    for depth in depths:
+        seconds, nodes = [], []
+        for state in openings:
+            agent = MinimaxAgent(variant, seed=0, depth=depth)
+            start = time.perf_counter()
+            agent.act(state)
+            seconds.append(time.perf_counter() - start)
+            nodes.append(agent.last_nodes)
+        result = {
+            "depth": depth,
+            "median_seconds": statistics.median(seconds),
+            "max_seconds": max(seconds),
+            "median_nodes": statistics.median(nodes),
+        }
+        print(
+            f"  depth {depth}  {result['median_seconds']:>10.4f}  {result['max_seconds']:>10.4f}"
+            f"  {result['median_nodes']:>12,.0f}",
+            flush=True,
+        )
+        results.append(result)
+    return results
+
+
+def bench_budgets(variant: Variant, budgets: list[float], moves: int, seed: int) -> list[dict]:
+    """Wall time per move of ``minimax:time=T`` over the first ``moves`` moves of a seeded greedy game's
+    positions with 14 down to 9 empty squares, as a ratio to ``T``."""
+    positions = [sample_positions(empties, 1, seed=seed, variant=variant)[0] for empties in range(14, 8, -1)]
+    results = []
+    for budget in budgets:
+        agent = MinimaxAgent(variant, seed=0, time=budget)
+        ratios, depths = [], []
+        for state in positions[:moves]:
+            start = time.perf_counter()
+            agent.act(state)
+            ratios.append((time.perf_counter() - start) / budget)
+            depths.append(agent.last_depth)
+        result = {
+            "budget": budget,
+            "max_ratio": max(ratios),
+            "median_ratio": statistics.median(ratios),
+            "median_depth": statistics.median(depths),
+        }
+        print(
+            f"  time={budget:<6g}  {result['median_ratio']:>12.3f}  {result['max_ratio']:>9.3f}"
+            f"  {result['median_depth']:>12g}",
+            flush=True,
+        )
+        results.append(result)
+    return results
+
+
+def bench_startup() -> dict:
+    """Seconds for a fresh process to import the search and solve one position, with an empty numba cache and
+    then with the cache it filled."""
+    code = "from agents.minimax import solve; from quarto_env.notation import parse_position; "
+    code += "solve(parse_position('6.e2....d8..9..1 5'))"
+    timings = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        for label in ("first_process_seconds", "second_process_seconds"):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], env=env, check=True)
+            timings[label] = time.perf_counter() - start
+    print(
+        f"  first process (compiles): {timings['first_process_seconds']:.2f} s   "
+        f"second process (cached): {timings['second_process_seconds']:.2f} s",
+        flush=True,
+    )
+    return timings
+
+
+def write_atomically(path: Path, data: dict) -> None:
+    """Write JSON to ``path`` through a temporary file in the same folder, renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
+        json.dump(data, handle, indent=2)
+    os.replace(handle.name, path)
+
+
+def main(argv: list[str]) -> int:
+    """Run ``quarto bench solver``."""
+    args = build_parser().parse_args(argv)
+    attributes: int | list[str] | None = args.attributes
+    if args.attributes and len(args.attributes) == 1 and args.attributes[0].isdigit():
+        attributes = int(args.attributes[0])
+    try:
+        variant = Variant.make(attributes, args.squares)
+    except RulesError as error:
+        print(f"quarto bench solver: {error}", file=sys.stderr)
+        return 2
+    bad = [e for e in args.empties if not 1 <= e <= NUM_SQUARES]
+    if bad or args.positions < 1:
+        print(f"quarto bench solver: --empties must be 1-16 (got {bad}), --positions at least 1", file=sys.stderr)
+        return 2
+    command = "quarto bench solver " + " ".join(argv)
+    print(f"# {command}\n# variant: {variant.describe()}, seed {args.seed}; wall-clock seconds (noisy)")
+
+    print("\nexact solver (fresh table per position; value, then the extra time for every best action)")
+    print("  group     n   median s     max s  median nodes      nodes/s  best acts s   slowest position")
+    solver = [bench_solver(variant, empties, args.positions, args.seed) for empties in args.empties]
+
+    print("\nminimax seconds per move from opening positions (fresh table per move)")
+    print("  depth     median s       max s  median nodes")
+    minimax = bench_minimax(variant, args.depths, opening_positions(variant, args.openings, args.seed))
+
+    print("\nminimax under a time budget: wall time per move / budget (<= 1.0 is within budget)")
+    print("  budget      median ratio  max ratio  median depth")
+    budgets = bench_budgets(variant, args.budgets, args.budget_moves, args.seed)
+
+    startup = {}
+    if not args.skip_startup:
+        print("\nstart-up: import, load or compile the search, solve one position")
+        startup = bench_startup()
+
+    if args.out:
+        config = {**vars(args), "out": str(args.out), "variant": variant.to_dict()}
+        results = {"solver": solver, "minimax": minimax, "budgets": budgets, "startup": startup}
+        write_atomically(args.out, {"command": command, "config": config, "results": results})
+        print(f"\nwrote {args.out}")
+    return 0
