@@ -27,6 +27,7 @@ to a JSON file.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -60,6 +61,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@dataclasses.dataclass
+class SolvedPosition:
+    """One position of the solver benchmark."""
+
+    position: str
+    value: int
+    best_actions: list[int]
+    seconds: float
+    """Wall time of the exact value, from a fresh table."""
+    nodes: int
+    best_actions_seconds: float
+    """Extra wall time to list every best action, reusing the table the value filled."""
+
+
 def bench_solver(variant: Variant, empties: int, count: int, seed: int) -> dict:
     """Solve ``count`` seeded positions with ``empties`` empty squares; print and return the group's figures."""
     solver = Solver(variant)
@@ -71,36 +86,25 @@ def bench_solver(variant: Variant, empties: int, count: int, seed: int) -> dict:
         value = solver.value(state)
         seconds, nodes = time.perf_counter() - start, solver.nodes - nodes_before
         start = time.perf_counter()
-        best = solver.solve(state).best_actions  # reuses the table the value filled
-        rows.append(
-            {
-                "position": format_position(state),
-                "value": value,
-                "best_actions": best,
-                "seconds": seconds,
-                "nodes": nodes,
-                "best_actions_seconds": time.perf_counter() - start,
-            }
-        )
-    seconds = [r["seconds"] for r in rows]
-    nodes = [r["nodes"] for r in rows]
-    slowest = max(rows, key=lambda r: r["seconds"])
+        best = solver.solve(state).best_actions
+        rows.append(SolvedPosition(format_position(state), value, best, seconds, nodes, time.perf_counter() - start))
+    slowest = max(rows, key=lambda r: r.seconds)
     summary = {
         "empties": empties,
         "positions": len(rows),
-        "median_seconds": statistics.median(seconds),
-        "max_seconds": slowest["seconds"],
-        "slowest_position": slowest["position"],
-        "median_nodes": statistics.median(nodes),
-        "nodes_per_second": sum(nodes) / sum(seconds),
-        "median_best_actions_seconds": statistics.median(r["best_actions_seconds"] for r in rows),
-        "values": {str(v): sum(r["value"] == v for r in rows) for v in (1, 0, -1)},
-        "rows": rows,
+        "median_seconds": statistics.median(r.seconds for r in rows),
+        "max_seconds": slowest.seconds,
+        "slowest_position": slowest.position,
+        "median_nodes": statistics.median(r.nodes for r in rows),
+        "nodes_per_second": sum(r.nodes for r in rows) / sum(r.seconds for r in rows),
+        "median_best_actions_seconds": statistics.median(r.best_actions_seconds for r in rows),
+        "values": {str(v): sum(r.value == v for r in rows) for v in (1, 0, -1)},
+        "rows": [dataclasses.asdict(r) for r in rows],
     }
     print(
-        f"  {empties:>2} empty  {len(rows):>3}  {summary['median_seconds']:>9.3f}  {summary['max_seconds']:>8.3f}"
+        f"  {empties:>2} empty  {len(rows):>3}  {summary['median_seconds']:>9.3f}  {slowest.seconds:>8.3f}"
         f"  {summary['median_nodes']:>12,.0f}  {summary['nodes_per_second']:>11,.0f}"
-        f"  {summary['median_best_actions_seconds']:>11.3f}   {slowest['position']}",
+        f"  {summary['median_best_actions_seconds']:>11.3f}   {slowest.position}",
         flush=True,
     )
     return summary
