@@ -175,8 +175,9 @@ class SlotPolicy(MaskableActorCriticPolicy):
         self.action_net = nn.Identity()  # type: ignore[assignment]
         network = self.mlp_extractor
         assert isinstance(network, SlotNetwork)
-        for head in (network.score_square, network.score_piece):
-            nn.init.orthogonal_(head.out.weight, gain=0.01)  # a near-uniform initial policy, as SB3 does
+        if self.ortho_init:
+            for head in (network.score_square, network.score_piece):
+                nn.init.orthogonal_(head.out.weight, gain=0.01)  # a near-uniform initial policy, as SB3 does
         self.optimizer = self.optimizer_class(  # type: ignore[call-arg]
             self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
         )

@@ -97,7 +97,8 @@ def move(batch: GameBatch, games: np.ndarray, movers: Sequence[Opponent]) -> Non
 
 def frozen_copy(policy: MaskableActorCriticPolicy) -> MaskableActorCriticPolicy:
     """A copy of ``policy``'s network, in evaluation mode, without gradients or optimizer state."""
-    copy = type(policy)(**policy._get_constructor_parameters())
+    # No initialisation: the weights are overwritten at once (orthogonal init costs a QR per layer).
+    copy = type(policy)(**{**policy._get_constructor_parameters(), "ortho_init": False})
     copy.load_state_dict(policy.state_dict())
     copy.set_training_mode(False)
     copy.requires_grad_(False)
