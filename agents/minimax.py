@@ -68,9 +68,10 @@ class Solver:
     """The exact solver for one rule variant. It keeps its transposition table between calls, so solving many
     positions of one game (or nearby ones) in one process gets faster; :meth:`clear` forgets it."""
 
-    def __init__(self, variant: Variant = STANDARD, table_bits: int | None = None) -> None:
+    def __init__(self, variant: Variant = STANDARD, **search_options: int) -> None:
+        """``search_options``: keyword arguments of :class:`agents.search.Search` (table size, thresholds)."""
         self.variant = variant
-        self.search = Search(variant) if table_bits is None else Search(variant, table_bits=table_bits)
+        self.search = Search(variant, **search_options)
         self.nodes = 0
         """Give nodes searched by this solver so far."""
 

@@ -107,11 +107,14 @@ DEFAULT_TABLE_BITS = 21
 CANONICAL_EMPTIES = 0
 DRAW_TEST_EMPTIES = 1
 TABLE_EMPTIES = 2
+GIVE_ORDER_EMPTIES = 3
 DEFAULT_CANONICAL_EMPTIES = 9
 """Give nodes with at least this many empty squares are keyed by their canonical form."""
 DEFAULT_DRAW_TEST_EMPTIES = 10
 """Give nodes with at most this many empty squares are tested for a certain draw."""
-DEFAULT_TABLE_EMPTIES = 4
+DEFAULT_TABLE_EMPTIES = 6
+DEFAULT_GIVE_ORDER_EMPTIES = 6
+"""Give nodes with at least this many empty squares order their pieces (see :func:`_order_gives`)."""
 """Give nodes with fewer empty squares are not stored: they are cheaper to search again than to look up."""
 
 
@@ -165,17 +168,21 @@ class Search:
         canonical_empties: int = DEFAULT_CANONICAL_EMPTIES,
         draw_test_empties: int = DEFAULT_DRAW_TEST_EMPTIES,
         table_empties: int = DEFAULT_TABLE_EMPTIES,
+        give_order_empties: int = DEFAULT_GIVE_ORDER_EMPTIES,
     ) -> None:
         if not 10 <= table_bits <= 30:
             raise ValueError(f"table_bits must be 10-30, got {table_bits}")
         self.variant = variant
-        self.settings = np.array([canonical_empties, draw_test_empties, table_empties], dtype=np.int64)
+        self.settings = np.array(
+            [canonical_empties, draw_test_empties, table_empties, give_order_empties], dtype=np.int64
+        )
         self.scratch = np.full((EXACT_DEPTH + 2, NUM_PIECES + 2, NUM_SQUARES), -1, dtype=np.int64)
         self.table = new_table(table_bits)
         self.stats = new_stats()
         self._low, self._high = byte_tables(variant.squares)
         self._groups = np.array(variant.groups, dtype=np.int64)
         self._groups.flags.writeable = False
+        _now()  # the first read of the clock from compiled code costs ~0.2 s per process: pay it here
 
     def clear(self) -> None:
         """Forget everything stored in the transposition table."""
@@ -357,22 +364,17 @@ def _now() -> float:
 
 @numba.njit(cache=True)
 def _count_bits(mask: int) -> int:
-    count = 0
-    while mask:
-        mask &= mask - 1
-        count += 1
-    return count
+    """Number of set bits of a 16-bit mask (a branch-free population count)."""
+    mask = mask - ((mask >> 1) & 0x5555)
+    mask = (mask & 0x3333) + ((mask >> 2) & 0x3333)
+    mask = (mask + (mask >> 4)) & 0x0F0F
+    return (mask + (mask >> 8)) & 0x1F
 
 
 @numba.njit(cache=True)
 def _lowest_bit(mask: int) -> int:
     """Index of the lowest set bit of a 16-bit mask, or -1 for 0."""
-    if mask == 0:
-        return -1
-    index = 0
-    while not mask >> index & 1:
-        index += 1
-    return index
+    return _count_bits((mask & -mask) - 1) if mask else -1
 
 
 @numba.njit(cache=True)
@@ -520,11 +522,15 @@ def negamax_give(
 
     best, best_piece = -INFINITY, -1
     orders = scratch[ply]
-    num_pieces = 0
-    if depth >= 2:
+    # Ordering the gives costs every placement of every piece: worth it only for large subtrees. Below that,
+    # the placements of a piece are ordered when it is tried.
+    gives_ordered = depth >= 2 and empties >= settings[GIVE_ORDER_EMPTIES]
+    if gives_ordered:
         num_pieces = _order_gives(lanes, occupied, available, safe, hint, groups, counted, orders)
     else:
         num_pieces = _list_pieces(safe, hint, orders[NUM_PIECES])
+        if depth >= 2:
+            _threats_elsewhere(lanes, occupied, groups, counted, orders[NUM_PIECES + 1])
     for j in range(num_pieces):
         piece = orders[NUM_PIECES, j] & 0xFF
         # The receiver places ``piece``; its best placement is the minimum, for the giver, over the squares.
@@ -535,6 +541,8 @@ def negamax_give(
             score = -evaluate(safe & ~(1 << piece))
         else:
             order = orders[piece]
+            if not gives_ordered:
+                _order_placements(lanes, occupied, after_give, piece, groups, counted, orders[NUM_PIECES + 1], order)
             for i in range(empties):
                 if score <= floor:
                     break

@@ -71,10 +71,16 @@ def sample(variant: Variant, seed: int) -> list[State]:
 # ---------------------------------------------------------------------------------------------------------
 # Agreement with the reference
 # ---------------------------------------------------------------------------------------------------------
+EVERYWHERE = {"canonical_empties": 0, "table_empties": 0, "draw_test_empties": 16, "give_order_empties": 0}
+"""Search options that use the symmetries, the table, the draw test and the ordering of gives at every node
+(by default they start or stop at thresholds that small positions never reach)."""
+
+
+@pytest.mark.parametrize("options", [{}, EVERYWHERE], ids=["default", "everywhere"])
 @pytest.mark.parametrize("name", VARIANTS)
-def test_solver_agrees_with_brute_force(name: str) -> None:
+def test_solver_agrees_with_brute_force(name: str, options: dict[str, int]) -> None:
     variant = VARIANTS[name]
-    solver = Solver(variant, table_bits=16)
+    solver = Solver(variant, table_bits=16, **options)
     for state in sample(variant, seed=11):
         result = solver.solve(state, all_moves=True)
         position = format_position(state)
@@ -90,7 +96,7 @@ def test_solver_agrees_with_brute_force(name: str) -> None:
 def test_solver_agrees_after_clearing_its_table(name: str) -> None:
     """A fresh table for every position: results do not depend on what earlier calls stored."""
     variant = VARIANTS[name]
-    solver = Solver(variant, table_bits=16)
+    solver = Solver(variant, table_bits=16, **EVERYWHERE)
     for state in sample(variant, seed=23)[-8:]:
         solver.clear()
         assert solver.solve(state).value == reference_value(variant, state), format_position(state)
