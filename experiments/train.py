@@ -266,7 +266,12 @@ class TrainingCallback(BaseCallback):
         self.logger.record("eval/final_board", Image(image, "HWC"), exclude=("stdout", "log", "json", "csv"))
         self.latest_eval = {f"{r.opponent}{'' if r.deterministic else ' (sampled)'}": r.score() for r in results}
         if self.progress is not None:
-            self.progress.set_postfix_str(" ".join(f"{k} {v:.2f}" for k, v in self.latest_eval.items()))
+            scores: dict[str, list[str]] = {r.opponent: [] for r in results}
+            for r in results:
+                scores[r.opponent].append(f"{r.score():.2f}")
+            self.progress.set_postfix_str(
+                "eval argmax/sampled: " + " ".join(f"{opponent} {'/'.join(s)}" for opponent, s in scores.items())
+            )
         if score > self.best_score:
             self.best_score = score
             self.save(self.learner, self.checkpoints / "best.zip", with_pool=False)
@@ -340,13 +345,16 @@ def final_evaluation(config: TrainConfig, variant: Variant, checkpoint: Path, ru
 
 def print_results(results: list[EvalResult], steps: int) -> None:
     """The evaluation table: per opponent, learner policy and seat, wins/draws/losses and the score."""
-    table = Table(title=f"final evaluation after {steps:,} learner steps (score = wins + draws/2)")
-    for column in ("opponent", "learner plays", "games", "W/D/L giving first", "W/D/L giving second", "score"):
-        table.add_column(column, justify="left" if column in ("opponent", "learner plays") else "right")
+    table = Table(
+        title=f"final evaluation after {steps:,} learner steps",
+        caption="score = (wins + draws/2) / games; learner: argmax = its most likely action, sampled = its policy",
+    )
+    for column in ("opponent", "learner", "games", "first W/D/L", "second W/D/L", "score"):
+        table.add_column(column, justify="left" if column in ("opponent", "learner") else "right", no_wrap=True)
     for r in results:
         table.add_row(
             r.opponent,
-            "most likely action" if r.deterministic else "sampled policy",
+            "argmax" if r.deterministic else "sampled",
             str(r.num_games),
             "/".join(map(str, r.counts[0])),
             "/".join(map(str, r.counts[1])),
