@@ -6,9 +6,9 @@ Example usage::
     quarto replay games.jsonl --game 3 --gif game3.gif --frames frames/
 
 A record is one line of a ``games.jsonl`` file (written by ``quarto tournament`` and ``quarto play
---save``; the format is in :mod:`experiments.arena_io`). The game is replayed from its actions through the
-rules core; where the record also lists the positions, each is checked against the replay, so a record
-that does not match the rules is reported instead of shown wrongly.
+--save``; the format is in :mod:`experiments.arena_io`). The game is replayed through the rules core from its
+random ``opening`` (if it has one) and its actions; where the record also lists the positions, each is
+checked against the replay, so a record that does not match the rules is reported instead of shown wrongly.
 
 Interactively, each move is shown as the environment's text picture; press Enter for the next move, ``q``
 then Enter to stop. With ``--gif`` or ``--frames`` the pictures (:func:`quarto_env.render.render_image`) are
@@ -105,24 +105,28 @@ def record_variant(record: dict) -> Variant:
 
 def replay_frames(record: dict) -> Iterator[tuple[State, str | None]]:
     """Each position of the game with a caption: the move that led to it (``None`` at the start, where the
-    picture's own status line says who acts). The last caption tells a time forfeit, which no state records."""
+    picture's own status line says who acts). The last caption tells how the game ended, a time forfeit
+    included, which no state records."""
     variant = record_variant(record)
     names = record["seats"]
+    opening = list(record.get("opening", []))
+    moves = opening + list(record["actions"])
     positions = record.get("positions")
     state = INITIAL_STATE
-    yield state, (outcome(record, state) if not record["actions"] else None)
-    for move, action in enumerate(record["actions"]):
-        if positions is not None and move < len(positions) and positions[move] != format_position(state):
+    yield state, (None if moves else outcome(record, state))
+    for ply, action in enumerate(moves):
+        move = ply - len(opening)  # index among the agents' moves; negative in the opening
+        if move >= 0 and positions is not None and move < len(positions) and positions[move] != format_position(state):
             raise RecordError(
                 f"move {move}: the record has position {positions[move]!r}, the replay {format_position(state)!r}"
             )
-        mover = names[state.to_move]
         try:
             after = step(variant, state, action)
         except RulesError as error:
-            raise RecordError(f"move {move} ({action}) is illegal: {error}") from None
-        caption = f"move {move + 1}: {mover} {describe_action(state, action)}"
-        if after.over or move + 1 == len(record["actions"]):
+            raise RecordError(f"move {ply} ({action}) is illegal: {error}") from None
+        label = f"opening move {ply + 1} (random)" if move < 0 else f"move {ply + 1}"
+        caption = f"{label}: {names[state.to_move]} {describe_action(state, action)}"
+        if ply == len(moves) - 1:
             caption += f" -- {outcome(record, after)}"
         yield after, caption
         state = after

@@ -9,6 +9,12 @@ vs-field``), plays ``--games`` games, half in each seating (player 0 gives first
 ``(i, j)`` is seeded from ``(seed, i, j, g)`` alone and its agents are built fresh from their specs inside
 the worker that plays it, so the results do not depend on ``--jobs`` or on the order games finish in.
 
+**Openings.** Deterministic agents (minimax) would play the same two games over and over from the empty
+board, and their many games would count as many independent samples when they are two. So each pair's games
+2k and 2k + 1 first play the same seeded random opening of ``--opening-plies`` actions (default 4: two pieces
+given and placed, no threat possible), one game in each seating -- the balanced-openings practice of engine
+testing. The record keeps the opening apart (``opening``) from the agents' moves.
+
 **Time limit.** With ``--time-limit T`` an agent that takes longer than ``T`` seconds over one move forfeits
 that game (the rule of :mod:`agents.match`): the opponent wins, the record ends with ``"forfeit"``, and the
 tables count forfeits per agent. Timings are wall-clock, measured while ``--jobs`` games run side by side, so
@@ -48,10 +54,16 @@ from experiments.arena_io import (
     write_atomic,
     write_text_atomic,
 )
-from quarto_env.core import Variant
+from quarto_env.core import DECLARE, INITIAL_STATE, STANDARD, State, Variant, legal_actions, step
 from quarto_env.notation import parse_position
 
 MODES = ("round-robin", "vs-field")
+DEFAULT_OPENING_PLIES = 4
+"""Two pieces given and placed at random: varied starts, yet no threat on the board."""
+MAX_OPENING_PLIES = 7
+"""At most three pieces placed: no opening can complete a group."""
+OPENING_STREAM = 1
+"""Keeps the openings' random stream apart from the games' seeds."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +76,8 @@ class GameJob:
     round: int
     seats: tuple[int, int]
     seed: int
+    opening: tuple[int, ...] = ()
+    """Actions played at random before the agents take over; both seatings of a pair share each opening."""
 
 
 @dataclasses.dataclass
@@ -93,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--games", type=int, default=20, help="games per pair, even: half in each seating")
     parser.add_argument("--seed", type=int, default=0, help="master seed of every game (default 0)")
     parser.add_argument("--mode", choices=MODES, default="round-robin", help="who plays whom")
+    parser.add_argument(
+        "--opening-plies",
+        type=int,
+        default=DEFAULT_OPENING_PLIES,
+        help=f"random actions before the agents play, shared by both seatings (0-{MAX_OPENING_PLIES}, "
+        f"default {DEFAULT_OPENING_PLIES})",
+    )
     parser.add_argument("--field", metavar="SPEC", help="with --mode vs-field: the agent everyone plays")
     parser.add_argument(
         "--time-limit", type=float, default=None, metavar="SECONDS", help="per-move limit; overrun forfeits"
@@ -118,11 +139,12 @@ def main(argv: list[str]) -> int:
     if anchor not in names:
         parser.error(f"--anchor {anchor!r} is not one of the agents: {', '.join(names)}")
     out = args.out or Path("runs") / f"tournament__{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
-    jobs = schedule(len(names), args.mode, args.games, args.seed)
+    jobs = schedule(len(names), args.mode, args.games, args.seed, variant, args.opening_plies)
     config = {
         "agents": names,
         "mode": args.mode,
         "games_per_pair": args.games,
+        "opening_plies": args.opening_plies,
         "seed": args.seed,
         "time_limit": args.time_limit,
         "jobs": args.jobs,
@@ -174,6 +196,13 @@ def _validated_agents(parser: argparse.ArgumentParser, args: argparse.Namespace)
             parser.error(str(error))
     if args.games < 2 or args.games % 2:
         parser.error(f"--games must be an even number >= 2 (half the games in each seating), got {args.games}")
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
+    if not 0 <= args.opening_plies <= MAX_OPENING_PLIES:
+        parser.error(
+            f"--opening-plies must be 0-{MAX_OPENING_PLIES} (a longer random opening could end the game), "
+            f"got {args.opening_plies}"
+        )
     if args.jobs < 1:
         parser.error(f"--jobs must be >= 1, got {args.jobs}")
     if args.time_limit is not None and args.time_limit <= 0:
@@ -181,8 +210,11 @@ def _validated_agents(parser: argparse.ArgumentParser, args: argparse.Namespace)
     return names
 
 
-def schedule(num_agents: int, mode: str, games_per_pair: int, seed: int) -> list[GameJob]:
-    """Every game to play. In vs-field mode the field is the last agent. Seats alternate within each pair."""
+def schedule(
+    num_agents: int, mode: str, games_per_pair: int, seed: int, variant: Variant = STANDARD, opening_plies: int = 0
+) -> list[GameJob]:
+    """Every game to play. In vs-field mode the field is the last agent. Seats alternate within each pair, and
+    games ``2k`` and ``2k + 1`` of a pair start from the same random opening of ``opening_plies`` actions."""
     if mode == "round-robin":
         pairs = [(i, j) for i in range(num_agents) for j in range(i + 1, num_agents)]
     else:
@@ -193,8 +225,30 @@ def schedule(num_agents: int, mode: str, games_per_pair: int, seed: int) -> list
         for game in range(games_per_pair):
             seats = (i, j) if game % 2 == 0 else (j, i)
             game_seed = int(np.random.SeedSequence([seed, i, j, game]).generate_state(1)[0])
-            jobs.append(GameJob(len(jobs), (i, j), game, seats, game_seed))
+            opening_rng = np.random.default_rng([seed, i, j, game // 2, OPENING_STREAM])
+            opening = random_opening(variant, opening_plies, opening_rng)
+            jobs.append(GameJob(len(jobs), (i, j), game, seats, game_seed, opening))
     return jobs
+
+
+def random_opening(variant: Variant, plies: int, rng: np.random.Generator) -> tuple[int, ...]:
+    """``plies`` uniformly random legal actions from the empty board (never a declaration). With fewer than
+    ``MAX_OPENING_PLIES + 1`` plies fewer than four pieces are placed, so no opening ends the game."""
+    actions = []
+    state = INITIAL_STATE
+    for _ in range(plies):
+        choices = [a for a in legal_actions(variant, state) if a != DECLARE]
+        actions.append(int(choices[rng.integers(len(choices))]))
+        state = step(variant, state, actions[-1])
+    return tuple(actions)
+
+
+def opening_state(variant: Variant, opening: Sequence[int]) -> State:
+    """The position after the opening ``opening``."""
+    state = INITIAL_STATE
+    for action in opening:
+        state = step(variant, state, action)
+    return state
 
 
 def play_all(
@@ -237,7 +291,7 @@ def _play_task(task: tuple[GameJob, tuple[str, str], Variant, float | None]) -> 
     job, specs, variant, time_limit = task
     seeds = np.random.SeedSequence(job.seed).generate_state(2)
     agents = [make_agent(spec, variant, seed=int(s)) for spec, s in zip(specs, seeds, strict=True)]
-    return job.index, play_game(variant, agents, time_limit=time_limit)
+    return job.index, play_game(variant, agents, opening_state(variant, job.opening), time_limit=time_limit)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -368,7 +422,15 @@ def write_outputs(
 ) -> None:
     """Write every table, the game records and the plot into ``out``, each file atomically."""
     lines = [
-        record_line(g.record, variant, game=g.job.index, pair=list(g.job.pair), round=g.job.round, seed=g.job.seed)
+        record_line(
+            g.record,
+            variant,
+            game=g.job.index,
+            pair=list(g.job.pair),
+            round=g.job.round,
+            seed=g.job.seed,
+            opening=list(g.job.opening),
+        )
         for g in games
     ]
     write_text_atomic(out / "games.jsonl", "".join(lines))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import tournament
+from experiments import replay, tournament
 from quarto_env.core import INITIAL_STATE, Variant, step
 from quarto_env.notation import format_position
 
@@ -88,10 +88,23 @@ def test_records_replay_through_the_rules(serial: Path) -> None:
     for game in games(serial):
         variant = Variant.make(**game["variant"])
         state = INITIAL_STATE
+        for action in game["opening"]:
+            state = step(variant, state, action)
         for position, action in zip(game["positions"], game["actions"], strict=True):
             assert position == format_position(state)
             state = step(variant, state, action)
         assert state.over and state.winner == game["winner"]
+        frames = list(replay.replay_frames(game))
+        assert frames[-1][0] == state and len(frames) == 1 + len(game["opening"]) + len(game["actions"])
+
+
+def test_both_seatings_share_each_random_opening(serial: Path) -> None:
+    played = games(serial)
+    assert all(len(g["opening"]) == tournament.DEFAULT_OPENING_PLIES for g in played)
+    for first, second in zip(played[::2], played[1::2], strict=True):
+        assert first["pair"] == second["pair"] and first["seats"] == second["seats"][::-1]
+        assert first["opening"] == second["opening"]
+    assert len({tuple(g["opening"]) for g in played}) > len(played) // 2 - 2  # openings vary between rounds
 
 
 def test_vs_field_mode_and_a_variant(tmp_path: Path) -> None:
@@ -137,6 +150,8 @@ def test_tensorboard_logging(tmp_path: Path) -> None:
         (["random", "greedy", "--attributes", "size"], "unknown attribute(s) ['size']"),
         (["random", "greedy", "--time-limit", "0"], "--time-limit must be > 0"),
         (["random"], "at least two agents"),
+        (["random", "greedy", "--opening-plies", "8"], "--opening-plies must be 0-7"),
+        (["random", "greedy", "--seed", "-1"], "--seed must be >= 0"),
     ],
 )
 def test_bad_input_is_refused_with_a_clear_message(
