@@ -37,7 +37,14 @@ from stable_baselines3.common.logger import Image, TensorBoardOutputFormat, conf
 from stable_baselines3.common.utils import set_random_seed
 from tqdm import tqdm
 
-from agents.ppo import atomic_write_bytes, load_checkpoint, policy_setup, read_metadata, save_checkpoint
+from agents.ppo import (
+    CheckpointError,
+    atomic_write_bytes,
+    load_checkpoint,
+    policy_setup,
+    read_metadata,
+    save_checkpoint,
+)
 from experiments.config import ConfigError, TrainConfig, describe_fields, load_config, markdown_table, save_config
 from experiments.selfplay import SEAT_NAMES, EvalResult, OpponentPool, SelfPlayVecEnv, evaluate, learner_opponent
 from quarto_env.core import Variant
@@ -58,7 +65,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description="Self-play training with MaskablePPO; KEY=VALUE arguments override config fields.",
     )
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. total_steps=1e5")
-    parser.add_argument("--config", type=Path, default=None, help=f"YAML config (default {DEFAULT_CONFIG.name})")
+    parser.add_argument("--config", type=Path, default=None, help="YAML config (default configs/default.yaml)")
     parser.add_argument("--run-dir", type=Path, default=None, help="run folder (default runs/<name>__<seed>__<time>)")
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR")
     parser.add_argument("--help-config", action="store_true", help="list every config field and exit")
@@ -84,7 +91,11 @@ def main(argv: list[str]) -> int:
     except ConfigError as exc:
         print(f"quarto train: {exc}", file=sys.stderr)
         return 2
-    train(config, run_dir, resume=args.resume is not None, command=shlex.join(["quarto", "train", *argv]))
+    try:
+        train(config, run_dir, resume=args.resume is not None, command=shlex.join(["quarto", "train", *argv]))
+    except CheckpointError as exc:  # e.g. resuming a run killed before its first checkpoint
+        print(f"quarto train: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -200,6 +200,14 @@ def test_resume_continues_the_step_count_and_the_curves(tiny_run: tuple[Path, st
     assert (run_dir / "command.txt").read_text().count("quarto train") == 2
 
 
+def test_resuming_a_run_without_checkpoint_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    run_dir = tmp_path / "no-checkpoint"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("total_steps: 1000\n")
+    assert train_module.main(["--resume", str(run_dir)]) == 2
+    assert "latest.zip' does not exist" in capsys.readouterr().err
+
+
 def test_same_seed_same_weights(tmp_path: Path) -> None:
     overrides = ["total_steps=256", "num_games=8", "n_steps=16", "batch_size=64", "eval_every=100000"]
     weights = []
