@@ -60,6 +60,7 @@ POOL_ENTRY = "pool.pt"
 # Arguments and the run folder
 # ---------------------------------------------------------------------------------------------------------
 def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The command line of ``quarto train``."""
     parser = argparse.ArgumentParser(
         prog="quarto train",
         description="Self-play training with MaskablePPO; KEY=VALUE arguments override config fields.",
@@ -73,6 +74,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
+    """Run ``quarto train ARGS``; returns the exit status (2 for a bad config or checkpoint)."""
     args = parse_args(argv)
     if args.help_config:
         print(describe_fields())
@@ -88,6 +90,8 @@ def main(argv: list[str]) -> int:
         else:
             config = load_config(args.config or DEFAULT_CONFIG, args.overrides)
             run_dir = args.run_dir or RUNS_DIR / f"{config.name}__{config.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+            if (run_dir / "config.yaml").exists():
+                raise ConfigError(f"{str(run_dir)!r} already holds a run: continue it with --resume, or pick another")
     except ConfigError as exc:
         print(f"quarto train: {exc}", file=sys.stderr)
         return 2

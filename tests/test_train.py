@@ -206,6 +206,8 @@ def test_resuming_a_run_without_checkpoint_is_a_clear_error(tmp_path: Path, caps
     (run_dir / "config.yaml").write_text("total_steps: 1000\n")
     assert train_module.main(["--resume", str(run_dir)]) == 2
     assert "latest.zip' does not exist" in capsys.readouterr().err
+    assert train_module.main(["--run-dir", str(run_dir)]) == 2  # a fresh run never overwrites a folder's run
+    assert "already holds a run: continue it with --resume" in capsys.readouterr().err
 
 
 def test_same_seed_same_weights(tmp_path: Path) -> None:
