@@ -150,8 +150,11 @@ def train(config: TrainConfig, run_dir: Path, resume: bool = False, command: str
     callback.save(model, final, with_pool=True)
     callback.save(model, latest, with_pool=True)
 
-    # The final table, from the final checkpoint as written on disk.
+    # The final table, from the final checkpoint as written on disk; also the last point of the eval curves.
     results = final_evaluation(config, variant, final, run_dir)
+    for result in results:
+        log_result(model.logger.record, result)
+    model.logger.dump(model.num_timesteps)
     print_results(results, model.num_timesteps)
     print(f"\nfinal checkpoint: {final}\nagent spec: ppo:{final}")
     print(f"TensorBoard: tensorboard --logdir {run_dir / 'tb'}   (then open http://localhost:6006)")
