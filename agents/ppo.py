@@ -41,8 +41,7 @@ from torch import nn
 
 from agents.base import Agent
 from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, STANDARD, State, Variant
-from quarto_env.observation import NUM_RAW_CHANNELS, NUM_TACTICAL_CHANNELS
-from quarto_env.vector import GameBatch, check_observation_kind
+from quarto_env.vector import OBSERVATION_KINDS, GameBatch, check_observation_kind, num_observation_channels
 
 CHECKPOINT_FORMAT = 1
 METADATA_ENTRY = "quarto.json"
@@ -51,9 +50,19 @@ POLICY_KINDS = ("mlp", "slots")
 
 # Observation channels (see quarto_env.observation and quarto_env.vector) that describe one square / one piece.
 _PLACING_CHANNEL = 16
-_SQUARE_CHANNELS = {"raw": [*range(10), 16], "tactical": [*range(10), 16, 17], "lookahead": [*range(10), 16, 17, 19]}
-_PIECE_CHANNELS = {"raw": [*range(10, 17)], "tactical": [*range(10, 17), 18], "lookahead": [*range(10, 17), 18, 20]}
-_KIND_BY_CHANNELS = {NUM_RAW_CHANNELS: "raw", NUM_TACTICAL_CHANNELS: "tactical", NUM_TACTICAL_CHANNELS + 2: "lookahead"}
+_SQUARE_CHANNELS = {
+    "raw": [*range(10), 16],
+    "tactical": [*range(10), 16, 17],
+    "lookahead": [*range(10), 16, 17, 19],
+    "parity": [*range(10), 16, 17, 19, 21],
+}
+_PIECE_CHANNELS = {
+    "raw": [*range(10, 17)],
+    "tactical": [*range(10, 17), 18],
+    "lookahead": [*range(10, 17), 18, 20],
+    "parity": [*range(10, 17), 18, 20, 22],
+}
+_KIND_BY_CHANNELS = {num_observation_channels(kind): kind for kind in OBSERVATION_KINDS}
 
 
 class CheckpointError(ValueError):

@@ -26,6 +26,18 @@ Observation kinds
 
     ``greedy`` play sees one ply; these planes let a learner avoid and set the traps that decide most
     games between 1-ply players (see the README's comparison of observation kinds).
+``parity``
+    those plus two planes on the count of *safe* pieces (pieces that cannot win at once) after an action.
+    When no placement changes the threats, players give safe pieces in turn and the one left without one
+    loses, so an odd count is good for the player who gives next (the horizon evaluation of
+    ``minimax``, :mod:`agents.search`):
+
+    ====  ======  ===================================================================================
+    21    squares placing: putting the piece in hand here (without winning) leaves an odd number of safe
+                  pieces for the placer to give
+    22    pieces  giving: this piece is safe, and wherever the receiver places it, the receiver is left an
+                  even number of safe pieces (zero included: channel 20 is then set too)
+    ====  ======  ===================================================================================
 
 All planes are ``int8`` of shape ``(channels, 16)``; squares and pieces are interchangeable slots, which the
 ``slots`` policy of :mod:`agents.ppo` exploits.
@@ -54,19 +66,29 @@ from quarto_env.core import (
 )
 from quarto_env.observation import NUM_RAW_CHANNELS, NUM_TACTICAL_CHANNELS, encode_observation
 
-OBSERVATION_KINDS = ("raw", "tactical", "lookahead")
+OBSERVATION_KINDS = ("raw", "tactical", "lookahead", "parity")
 """The observation kinds a :class:`GameBatch` can write, from the least to the most derived."""
 NUM_LOOKAHEAD_CHANNELS = NUM_TACTICAL_CHANNELS + 2
 SELF_TRAP_CHANNEL = NUM_TACTICAL_CHANNELS
 """Lookahead plane over squares: placing here forces the placer to hand over a win."""
 TRAP_GIVE_CHANNEL = NUM_TACTICAL_CHANNELS + 1
 """Lookahead plane over pieces: giving this piece forces the receiver to hand over a win."""
+NUM_PARITY_CHANNELS = NUM_LOOKAHEAD_CHANNELS + 2
+ODD_SAFE_CHANNEL = NUM_LOOKAHEAD_CHANNELS
+"""Parity plane over squares: placing here leaves an odd number of safe pieces to give."""
+EVEN_GIVE_CHANNEL = NUM_LOOKAHEAD_CHANNELS + 1
+"""Parity plane over pieces: wherever the receiver places this piece, it keeps an even number of safe pieces."""
 
 
 def num_observation_channels(kind: str) -> int:
     """Number of planes of observation ``kind``."""
     check_observation_kind(kind)
-    return {"raw": NUM_RAW_CHANNELS, "tactical": NUM_TACTICAL_CHANNELS, "lookahead": NUM_LOOKAHEAD_CHANNELS}[kind]
+    return {
+        "raw": NUM_RAW_CHANNELS,
+        "tactical": NUM_TACTICAL_CHANNELS,
+        "lookahead": NUM_LOOKAHEAD_CHANNELS,
+        "parity": NUM_PARITY_CHANNELS,
+    }[kind]
 
 
 def check_observation_kind(kind: str) -> None:
@@ -260,6 +282,7 @@ def _observe(out, games, lanes, occupied, available, hand, claimable, groups, co
 
 @numba.njit(cache=True)
 def _write_lookahead(out, lanes, occupied, available, hand, groups, counted):
+    with_parity = out.shape[0] > NUM_LOOKAHEAD_CHANNELS
     empty = ALL_SQUARES & ~occupied
     if hand != NO_PIECE:
         for s in range(NUM_SQUARES):
@@ -267,7 +290,10 @@ def _write_lookahead(out, lanes, occupied, available, hand, groups, counted):
                 after = place_lanes(lanes, hand, s)
                 filled = occupied | 1 << s
                 if not winning_groups_through(after, filled, s, groups, counted):
-                    out[SELF_TRAP_CHANNEL, s] = winning_pieces(after, filled, groups, counted) & available == available
+                    safe_after = available & ~winning_pieces(after, filled, groups, counted)
+                    out[SELF_TRAP_CHANNEL, s] = safe_after == 0
+                    if with_parity:
+                        out[ODD_SAFE_CHANNEL, s] = _count_bits(safe_after) & 1
         return
     safe = available & ~winning_pieces(lanes, occupied, groups, counted)
     for p in range(NUM_SQUARES):
@@ -275,10 +301,25 @@ def _write_lookahead(out, lanes, occupied, available, hand, groups, counted):
         if not (safe >> p & 1) or left == 0:
             continue
         trapped = True
+        even_everywhere = True
         for s in range(NUM_SQUARES):
             if empty >> s & 1:
                 filled = occupied | 1 << s
-                if winning_pieces(place_lanes(lanes, p, s), filled, groups, counted) & left != left:
+                safe_after = left & ~winning_pieces(place_lanes(lanes, p, s), filled, groups, counted)
+                if safe_after:
                     trapped = False
+                    even_everywhere = even_everywhere and _count_bits(safe_after) % 2 == 0
+                if not trapped and not (with_parity and even_everywhere):
                     break
         out[TRAP_GIVE_CHANNEL, p] = trapped
+        if with_parity:
+            out[EVEN_GIVE_CHANNEL, p] = even_everywhere
+
+
+@numba.njit(cache=True)
+def _count_bits(mask):
+    count = 0
+    while mask:
+        mask &= mask - 1
+        count += 1
+    return count

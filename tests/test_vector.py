@@ -27,6 +27,8 @@ from quarto_env.core import (
 from quarto_env.notation import parse_position
 from quarto_env.observation import observe
 from quarto_env.vector import (
+    EVEN_GIVE_CHANNEL,
+    ODD_SAFE_CHANNEL,
     SELF_TRAP_CHANNEL,
     TRAP_GIVE_CHANNEL,
     GameBatch,
@@ -55,28 +57,37 @@ def random_game(variant: Variant, seed: int) -> list[State]:
     return states
 
 
-def reference_lookahead(variant: Variant, state: State) -> tuple[list[int], list[int]]:
-    """Self-trap squares and trapping gives by brute force over ``core.step``."""
-    self_traps, trap_gives = [], []
+def reference_lookahead(variant: Variant, state: State) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Self-trap squares, trapping gives, odd-safe-count squares and even-everywhere gives, by brute force over
+    ``core.step`` and ``core.losing_gives``."""
+    self_traps, trap_gives, odd_squares, even_gives = [], [], [], []
     empty = [s for s in range(NUM_SQUARES) if not state.occupied >> s & 1]
+
+    def safe_count(position: State) -> int:
+        return bin(position.available & ~losing_gives(variant, position)).count("1")
+
     if state.placing:
         for square in empty:
             after = step(variant, state, square)
             if after.winner == state.to_move or after.claimable or not after.available:
                 continue
-            if losing_gives(variant, after) == after.available:
+            if safe_count(after) == 0:
                 self_traps.append(square)
-        return self_traps, trap_gives
+            if safe_count(after) % 2:
+                odd_squares.append(square)
+        return self_traps, trap_gives, odd_squares, even_gives
     for piece in range(NUM_SQUARES):
         if not state.available >> piece & 1 or losing_gives(variant, state) >> piece & 1:
             continue
         given_state = step(variant, state, piece)
         if not given_state.available:
             continue
-        placed = [step(variant, given_state, square) for square in empty]
-        if all(losing_gives(variant, p) == p.available for p in placed):
+        counts = [safe_count(step(variant, given_state, square)) for square in empty]
+        if all(c == 0 for c in counts):
             trap_gives.append(piece)
-    return self_traps, trap_gives
+        if all(c % 2 == 0 for c in counts):
+            even_gives.append(piece)
+    return self_traps, trap_gives, odd_squares, even_gives
 
 
 @settings(max_examples=40, deadline=None)
@@ -105,14 +116,19 @@ def step_matches(variant: Variant, before: State, action: int, after: State) -> 
 def test_observation_planes_match_the_env_and_the_reference(variant: Variant, seed: int) -> None:
     states = [s for s in random_game(variant, seed) if not s.over]
     batch = GameBatch.from_states(variant, states)
-    lookahead = batch.observe(batch.all_games, "lookahead")
-    assert lookahead.shape == (len(states), num_observation_channels("lookahead"), NUM_SQUARES)
+    planes = batch.observe(batch.all_games, "parity")
+    assert planes.shape == (len(states), num_observation_channels("parity"), NUM_SQUARES)
+    np.testing.assert_array_equal(
+        planes[:, : num_observation_channels("lookahead")], batch.observe(batch.all_games, "lookahead")
+    )
     for i, state in enumerate(states):
-        np.testing.assert_array_equal(lookahead[i, :19], observe(variant, state, tactical=True))
+        np.testing.assert_array_equal(planes[i, :19], observe(variant, state, tactical=True))
         np.testing.assert_array_equal(batch.observe(np.array([i]), "raw")[0], observe(variant, state))
-        self_traps, trap_gives = reference_lookahead(variant, state)
-        assert np.flatnonzero(lookahead[i, SELF_TRAP_CHANNEL]).tolist() == self_traps
-        assert np.flatnonzero(lookahead[i, TRAP_GIVE_CHANNEL]).tolist() == trap_gives
+        self_traps, trap_gives, odd_squares, even_gives = reference_lookahead(variant, state)
+        assert np.flatnonzero(planes[i, SELF_TRAP_CHANNEL]).tolist() == self_traps
+        assert np.flatnonzero(planes[i, TRAP_GIVE_CHANNEL]).tolist() == trap_gives
+        assert np.flatnonzero(planes[i, ODD_SAFE_CHANNEL]).tolist() == odd_squares
+        assert np.flatnonzero(planes[i, EVEN_GIVE_CHANNEL]).tolist() == even_gives
 
 
 def test_self_trap_plane_on_a_scripted_position() -> None:
@@ -125,6 +141,8 @@ def test_self_trap_plane_on_a_scripted_position() -> None:
     expected = [s for s in range(NUM_SQUARES) if not state.occupied >> s & 1 and s not in (3, 7)]
     assert np.flatnonzero(planes[SELF_TRAP_CHANNEL]).tolist() == expected
     assert np.flatnonzero(planes[17]).tolist() == [7]  # the tactical plane: the win
+    # On square 3 the tall pieces left (7, 9, b, d, f) stay safe to give: five, an odd count.
+    assert np.flatnonzero(observe_state(variant, state, "parity")[ODD_SAFE_CHANNEL]).tolist() == [3]
 
 
 def test_trap_give_plane_on_a_scripted_position() -> None:
@@ -139,7 +157,9 @@ def test_trap_give_plane_on_a_scripted_position() -> None:
     planes = observe_state(variant, state, "lookahead")
     assert np.flatnonzero(planes[18]).tolist() == [0, 10]  # the tactical plane: gives that lose at once
     assert np.flatnonzero(planes[TRAP_GIVE_CHANNEL]).tolist() == [1, 3, 5, 11]
-    assert reference_lookahead(variant, state) == ([], [1, 3, 5, 11])
+    assert reference_lookahead(variant, state)[:2] == ([], [1, 3, 5, 11])
+    # The receiver of a tall piece is left no safe piece at all: zero is even, so the parity plane agrees.
+    assert np.flatnonzero(observe_state(variant, state, "parity")[EVEN_GIVE_CHANNEL]).tolist() == [1, 3, 5, 11]
 
 
 def test_illegal_batched_action_names_the_game_and_the_legal_actions() -> None:
