@@ -22,7 +22,9 @@ give safe pieces in turn and the one left without a safe piece to give would los
 since at a placement node the side to move also gives next.
 
 Rules shortcuts, all exact: a piece in hand with a winning square wins (``WIN``); a giver with no safe piece
-loses (``-WIN``); only safe pieces are searched (an unsafe give loses at once, worse than any alternative).
+loses (``-WIN``); only safe pieces are searched (an unsafe give loses at once, worse than any alternative); a
+safe last piece is a draw (``0``); and a board on which no group can still be won
+(:func:`can_still_be_won`) is a draw.
 
 Move ordering
 -------------
@@ -493,6 +495,8 @@ def negamax_give(
     if safe == 0:  # every piece lets the receiver win
         return -WIN
     empties = NUM_SQUARES - _count_bits(occupied)
+    if empties == 1:  # the last piece is safe: it fills the board without a win
+        return 0
     if depth >= 2 * empties:  # the search reaches the end of the game: its result is exact
         depth = EXACT_DEPTH
     if depth == 0:
