@@ -14,7 +14,7 @@ import json
 import os
 import shlex
 import sys
-import tempfile
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,13 +56,14 @@ def variant_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace)
 def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(temporary_path)``, then move the file into place: a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(handle)
+    # A fresh name beside the target (same file system, so the rename is atomic), created by ``write`` itself
+    # so that it gets the usual permissions (mkstemp would make it private to the owner).
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp{path.suffix}")
     try:
-        write(Path(temporary))
+        write(temporary)
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
 
 

@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command-line parser of ``quarto tournament``."""
     parser = argparse.ArgumentParser(
         prog="quarto tournament",
-        description="Play agents against each other and rate them (Elo with 95%% intervals).",
+        description="Play agents against each other and rate them (Elo with 95% intervals).",
         epilog="Agent specs: random, greedy, minimax:depth=3, minimax:time=1, mcts:sims=2000, solver, ppo:PATH.",
     )
     parser.add_argument("agents", nargs="+", metavar="AGENT_SPEC", help="the agents, as specs")
@@ -134,7 +134,7 @@ def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     variant = variant_from_args(parser, args)
-    names = _validated_agents(parser, args)
+    names = _checked_agent_names(parser, args)
     anchor = args.anchor or ("random" if "random" in names else names[0])
     if anchor not in names:
         parser.error(f"--anchor {anchor!r} is not one of the agents: {', '.join(names)}")
@@ -175,8 +175,8 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _validated_agents(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
-    """The agent list (the field last in vs-field mode), after checking every spec and the game count."""
+def _checked_agent_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The agent list (the field last in vs-field mode), after checking every spec and every number."""
     names = list(args.agents)
     if args.mode == "vs-field":
         if not args.field:
@@ -205,6 +205,8 @@ def _validated_agents(parser: argparse.ArgumentParser, args: argparse.Namespace)
         )
     if args.jobs < 1:
         parser.error(f"--jobs must be >= 1, got {args.jobs}")
+    if args.bootstrap < 0 or args.prior_draws < 0:
+        parser.error(f"--bootstrap and --prior-draws must be >= 0, got {args.bootstrap} and {args.prior_draws}")
     if args.time_limit is not None and args.time_limit <= 0:
         parser.error(f"--time-limit must be > 0 seconds, got {args.time_limit}")
     return names

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from experiments import replay, tournament
+from experiments.arena_io import write_atomic, write_text_atomic
 from quarto_env.core import INITIAL_STATE, Variant, step
 from quarto_env.notation import format_position
 
@@ -169,3 +171,19 @@ def test_schedule_seeds_games_from_seed_pair_and_round_only() -> None:
     assert [j.seats for j in jobs[:4]] == [(0, 1), (1, 0), (0, 1), (1, 0)]
     bigger = tournament.schedule(3, "round-robin", 6, seed=1)
     assert [j.seed for j in bigger if j.round < 4] == [j.seed for j in jobs]
+
+
+def test_atomic_writes_leave_the_old_file_whole_when_writing_fails(tmp_path: Path) -> None:
+    target = tmp_path / "results.csv"
+    write_text_atomic(target, "old\n")
+
+    def fail_halfway(temporary: Path) -> None:
+        temporary.write_text("half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_atomic(target, fail_halfway)
+    assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["results.csv"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # the permissions of any new file, not private
