@@ -155,8 +155,9 @@ def exact_action_values(variant: Variant, state: State) -> dict[int, int]:
     """``{action: value}`` of every legal action of ``state`` by the exact solver (:func:`agents.minimax.solve`)."""
     from agents.minimax import solve  # the compiled solver loads only when a position needs it
 
-    result = solve(state, variant, all_moves=True)
-    return {int(a): int(v) for a, v in result.action_values.items()}
+    action_values = solve(state, variant, all_moves=True).action_values
+    assert action_values is not None  # always filled in with all_moves
+    return {int(a): int(v) for a, v in action_values.items()}
 
 
 def _key(state: State) -> str:
