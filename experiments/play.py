@@ -88,7 +88,7 @@ def play(variant: Variant, agent: Agent, human_player: int, names: tuple[str, st
     state = INITIAL_STATE
     while not state.over:
         if state.to_move == human_player:
-            print(render_text(variant, state, names))
+            print(f"\n{render_text(variant, state, names)}")
             print(f"position: {format_position(state)}")
             try:
                 action = ask_action(variant, state)
@@ -98,11 +98,11 @@ def play(variant: Variant, agent: Agent, human_player: int, names: tuple[str, st
                 return record
         else:
             action = agent.act(state)
-            print(f"\n>>> {names[state.to_move]} {describe_action(state, action)}\n")
+            print(f">>> {names[state.to_move]} {describe_action(state, action)}")
         record.positions.append(format_position(state))
         record.actions.append(int(action))
         state = step(variant, state, action)
-    print(render_text(variant, state, names))
+    print(f"\n{render_text(variant, state, names)}")
     record.winner = state.winner
     record.end = "draw" if state.winner == NO_WINNER else "win"
     verdict = "draw" if state.winner == NO_WINNER else ("you win!" if state.winner == human_player else "you lose.")
