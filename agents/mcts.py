@@ -20,8 +20,9 @@ jitable transition ``apply_action`` -- the same code that ``core.step`` runs. Th
 policy is uniform over squares and pieces and, in the declaration variant, declares exactly when something
 is claimable: a random false declaration would only add noise (it loses at once under the "lose" policy),
 and a missed claim would make playouts undervalue wins. The *tree* still considers every legal action,
-declarations included -- a false declaration is searched like any move and simply scores badly -- so the
-agent never declares unless its search chose to.
+declarations included -- under the ``lose`` policy a false declaration is searched like any move and simply
+scores -1 -- so the agent never declares unless its search chose to. (Under the ``penalty`` policy a false
+declaration changes nothing in the game, so the tree leaves it out; see ``_tree_actions``.)
 
 ``quarto bench mcts`` measures simulations per second, compiled playouts against the same search with
 playouts through the Python ``step``.
@@ -29,6 +30,7 @@ playouts through the Python ``step``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time as clock
 
@@ -96,23 +98,36 @@ class MCTSAgent(Agent):
 
     def act(self, state: State) -> int:
         """The most visited root action after the search."""
-        actions = legal_actions(self.variant, state)
+        actions = self._tree_actions(state)
         if len(actions) == 1:
             return actions[0]
-        root = _Node(state, mover=NO_WINNER, actions=self._shuffled(actions))
+        root = _Node(state, NO_WINNER, -1, self._shuffled(actions))
         if self.playout == "compiled":
             # One seed per move from the agent's generator keeps searches reproducible under a fixed seed,
             # whatever else in the process draws from numba's generator between moves.
             seed_playouts(int(self.rng.integers(2**31)))
         start = clock.perf_counter()
-        deadline = start + self.time
         sims = 0
-        while (sims < self.sims) if self.time == 0 else (sims == 0 or clock.perf_counter() < deadline):
+        while sims == 0 or self._budget_left(sims, start):
             self._simulate(root)
             sims += 1
         best = max(root.children, key=lambda child: (child.visits, child.total))
         self.last_search = SearchStats(sims, clock.perf_counter() - start, best.visits, best.total / best.visits)
         return best.action
+
+    def _budget_left(self, sims: int, start: float) -> bool:
+        if self.time:
+            return clock.perf_counter() - start < self.time
+        return sims < self.sims
+
+    def _tree_actions(self, state: State) -> list[int]:
+        """The actions the tree searches: every legal one, except a false declaration under the ``penalty``
+        policy -- it leaves the position unchanged (a pass, costing only the environment's penalty reward),
+        so it can never be better than a real move, and searching it would only repeat the same node."""
+        actions = legal_actions(self.variant, state)
+        if self.variant.false_declaration == "penalty" and not state.claimable and DECLARE in actions:
+            actions.remove(DECLARE)
+        return actions
 
     def _simulate(self, root: _Node) -> None:
         """One selection-expansion-playout-backup pass."""
@@ -124,8 +139,7 @@ class MCTSAgent(Agent):
         if node.untried:
             action = node.untried.pop()
             child_state = step(self.variant, node.state, action)
-            child = _Node(child_state, node.state.to_move, self._shuffled(legal_actions(self.variant, child_state)))
-            child.action = action
+            child = _Node(child_state, node.state.to_move, action, self._shuffled(self._tree_actions(child_state)))
             node.children.append(child)
             node = child
             path.append(node)
@@ -161,16 +175,16 @@ class MCTSAgent(Agent):
         )
 
 
+@dataclasses.dataclass(frozen=True)
 class SearchStats:
-    """What one search did: simulations run, seconds spent, and the chosen action's visits and mean value."""
+    """What one search did."""
 
-    __slots__ = ("seconds", "sims", "value", "visits")
-
-    def __init__(self, sims: int, seconds: float, visits: int, value: float) -> None:
-        self.sims = sims
-        self.seconds = seconds
-        self.visits = visits
-        self.value = value
+    sims: int
+    seconds: float
+    visits: int
+    """Visits of the chosen action."""
+    value: float
+    """Mean playout result of the chosen action for the player to move, in [-1, 1]."""
 
 
 class _Node:
@@ -179,12 +193,14 @@ class _Node:
 
     __slots__ = ("action", "children", "mover", "state", "total", "untried", "visits")
 
-    def __init__(self, state: State, mover: int, actions: list[int]) -> None:
+    def __init__(self, state: State, mover: int, action: int, untried: list[int]) -> None:
         self.state = state
         self.mover = mover
-        self.untried = actions
+        self.action = action
+        """The action that led here (-1 at the root)."""
+        self.untried = untried
+        """Actions not yet expanded, popped from the end."""
         self.children: list[_Node] = []
-        self.action = -1
         self.visits = 0
         self.total = 0.0
 

@@ -112,8 +112,9 @@ def test_never_hands_over_a_winning_piece_when_a_safe_one_exists() -> None:
         assert MCTSAgent(seed=seed, sims=2000).act(state) in (8, 10, 12, 14)
 
 
-def test_declaration_variant_declares_a_claim_and_never_declares_falsely() -> None:
-    variant = Variant.make(declaration=True)
+@pytest.mark.parametrize("policy", ["lose", "penalty"])
+def test_declaration_variant_declares_a_claim_and_never_declares_falsely(policy: str) -> None:
+    variant = Variant.make(declaration=True, false_declaration=policy)
     placed = step(variant, from_board(ROW_OF_THREE, hand=7), 3)
     assert placed.claimable and not placed.over
     assert MCTSAgent(variant, seed=0, sims=200).act(placed) == DECLARE
