@@ -198,8 +198,12 @@ class MinimaxAgent(Agent):
         self._warm_up()
 
     def _warm_up(self) -> None:
-        """Load (or compile) the search now, so that the first move's budget does not pay for it."""
-        self.search.run(step(self.variant, State(), 0), depth=1)
+        """Run every part of the search once now (the first calls into compiled code cost milliseconds), so that
+        the first move's budget does not pay for it."""
+        far_future = perf_counter() + 3600.0  # a finite deadline, so that the clock is read too
+        for start in (State(), step(self.variant, State(), 0)):  # a give and a placement
+            for depth in range(1, 6):  # odd and even depths take different paths
+                self.search.run(start, depth, deadline=far_future)
         self.search.clear()
 
     def act(self, state: State) -> int:

@@ -94,8 +94,11 @@ ABORTED = 1
 BEST_ACTION = 2
 STATS_SIZE = 3
 
-CLOCK_INTERVAL = 1023
-"""The clock is read once every ``CLOCK_INTERVAL + 1`` nodes (a read costs about 2 microseconds)."""
+CLOCK_INTERVAL = 127
+"""With a deadline, the clock is read once every ``CLOCK_INTERVAL + 1`` nodes (a read costs about 2
+microseconds)..."""
+CLOCK_EVERY_NODE_EMPTIES = 10
+"""... and at every node with at least this many empty squares."""
 
 # Transposition table layout: one row per entry.
 KEY_LANES, KEY_OCCUPIED, DATA = 0, 1, 2
@@ -482,7 +485,11 @@ def negamax_give(
     """
     root = ply == 0
     stats[NODES] += 1
-    if stats[NODES] & CLOCK_INTERVAL == 0 and _now() > deadline:
+    empties = NUM_SQUARES - _count_bits(occupied)
+    # Near the root a node costs tens of microseconds (it orders every placement of every piece): read the
+    # clock at each one there, and every CLOCK_INTERVAL + 1 nodes elsewhere.
+    clock_due = empties >= CLOCK_EVERY_NODE_EMPTIES or stats[NODES] & CLOCK_INTERVAL == 0
+    if clock_due and deadline < math.inf and _now() > deadline:
         stats[ABORTED] = 1
     if stats[ABORTED]:
         return 0
@@ -494,7 +501,6 @@ def negamax_give(
         stats[BEST_ACTION] = _lowest_bit(safe if safe else available)
     if safe == 0:  # every piece lets the receiver win
         return -WIN
-    empties = NUM_SQUARES - _count_bits(occupied)
     if empties == 1:  # the last piece is safe: it fills the board without a win
         return 0
     if depth >= 2 * empties:  # the search reaches the end of the game: its result is exact
