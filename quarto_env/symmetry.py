@@ -49,7 +49,10 @@ def board_symmetries(groups: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
         return sum(1 << image[s] for s in range(assigned) if group >> s & 1)
 
     def consistent(assigned: int) -> bool:
+        newest = assigned - 1  # only the groups through the square just assigned can have become inconsistent
         for group in groups:
+            if not group >> newest & 1:
+                continue
             mapped = partial_image(group, assigned)
             if group >> assigned == 0:  # every square of the group is assigned: it must map onto a group
                 if mapped not in group_set:
