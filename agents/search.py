@@ -118,9 +118,9 @@ DEFAULT_CANONICAL_EMPTIES = 9
 DEFAULT_DRAW_TEST_EMPTIES = 10
 """Give nodes with at most this many empty squares are tested for a certain draw."""
 DEFAULT_TABLE_EMPTIES = 6
+"""Give nodes with fewer empty squares are not stored: they are cheaper to search again than to look up."""
 DEFAULT_GIVE_ORDER_EMPTIES = 6
 """Give nodes with at least this many empty squares order their pieces (see :func:`_order_gives`)."""
-"""Give nodes with fewer empty squares are not stored: they are cheaper to search again than to look up."""
 
 
 def signed_lanes(lanes: int) -> int:
@@ -160,10 +160,15 @@ class Search:
     """The compiled search for one rule variant, with its own transposition table (kept between calls, so
     that later searches reuse what earlier ones proved).
 
-    ``table_bits``: the table has ``2**table_bits`` entries of 24 bytes. ``canonical_empties``: give nodes
-    with at least this many empty squares are keyed by their canonical form under the game's symmetries
-    (17 turns the symmetries off); those with at most ``draw_test_empties`` are tested for a certain draw
-    (-1 turns the test off).
+    ``table_bits``: the table has ``2**table_bits`` entries of 24 bytes. The other options are thresholds on
+    the empty squares of a give node, tuned on the benchmark sample (``quarto bench solver``); every setting
+    gives the same exact values:
+
+    * ``canonical_empties``: at least this many -- keyed by the canonical form under the game's symmetries
+      (17 turns the symmetries off);
+    * ``draw_test_empties``: at most this many -- tested for a certain draw (-1 turns the test off);
+    * ``table_empties``: at least this many -- stored in the transposition table;
+    * ``give_order_empties``: at least this many -- all pieces ordered before the first is tried.
     """
 
     def __init__(
@@ -187,7 +192,7 @@ class Search:
         self._low, self._high = byte_tables(variant.squares)
         self._groups = np.array(variant.groups, dtype=np.int64)
         self._groups.flags.writeable = False
-        _now()  # the first read of the clock from compiled code costs ~0.2 s per process: pay it here
+        _now()  # the first read of the clock costs tens of milliseconds per process: pay it here
 
     def clear(self) -> None:
         """Forget everything stored in the transposition table."""
@@ -218,7 +223,7 @@ class Search:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Evaluation at the horizon
+# Evaluation at the horizon, move ordering, the draw test
 # ---------------------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
 def evaluate(safe: int) -> int:
