@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import shlex
+import subprocess
 import sys
 import uuid
 from collections.abc import Callable
@@ -77,10 +78,29 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def save_run_config(folder: Path, command: str, argv: list[str], config: dict[str, Any]) -> None:
-    """Write ``config.json`` (the resolved configuration) and ``command.txt`` (the command line) in ``folder``."""
+    """Write ``config.json`` (the resolved configuration, plus the code version under ``"code"``) and
+    ``command.txt`` (the command line) in ``folder``."""
+    config = {**config, "code": code_version()}
     write_text_atomic(folder / "config.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
     line = shlex.join(["quarto", command, *argv])
     write_text_atomic(folder / "command.txt", f"{line}\n# python {sys.version.split()[0]}, cwd {os.getcwd()}\n")
+
+
+def code_version() -> dict[str, Any]:
+    """The git commit of the code and whether the checkout had uncommitted changes: the same seed gives the same
+    games only with the same code (``None`` fields outside a git checkout)."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip()
+
+    commit = git("rev-parse", "HEAD")
+    changes = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "uncommitted_changes": None if changes is None else bool(changes)}
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

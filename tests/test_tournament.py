@@ -75,6 +75,7 @@ def test_output_folder_is_complete(serial: Path) -> None:
     config = json.loads((serial / "config.json").read_text())
     assert config["seed"] == 7 and config["agents"] == AGENTS and config["anchor"] == "random"
     assert config["variant"] == Variant().to_dict()
+    assert config["code"]["commit"] is None or len(config["code"]["commit"]) == 40  # None outside a git checkout
     assert (serial / "command.txt").read_text().startswith("quarto tournament random greedy mcts:sims=30 --games 4")
     pairs = read_csv(serial / "results.csv")
     assert [(p["a"], p["b"]) for p in pairs] == [(a, b) for i, a in enumerate(AGENTS) for b in AGENTS[i + 1 :]]
