@@ -352,6 +352,9 @@ def report_markdown(reports: Sequence[GradeReport], variant: Variant, seed: int)
     def cell(share: tuple[float, float, float, int]) -> str:
         return f"{100 * share[0]:.1f}% [{100 * share[1]:.1f}, {100 * share[2]:.1f}] (n={share[3]})"
 
+    def short_cell(share: tuple[float, float, float, int]) -> str:
+        return f"{100 * share[0]:.0f}% [{100 * share[1]:.0f}-{100 * share[2]:.0f}]"
+
     header = ["agent", "all decisions", "critical only", "place", "give", "win->draw / win->loss / draw->loss"]
     rows = []
     for r in reports:
@@ -368,11 +371,11 @@ def report_markdown(reports: Sequence[GradeReport], variant: Variant, seed: int)
             ]
         )
     empties = sorted({d.empty for r in reports for d in r.decisions})
-    by_empty = [[f"`{r.agent}`", *(f"{100 * r.by_empty()[e][0]:.0f}%" for e in empties)] for r in reports]
+    by_empty = [[f"`{r.agent}`", *(short_cell(r.by_empty()[e]) for e in empties)] for r in reports]
     counts = [str(sum(d.empty == e for d in reports[0].decisions)) for e in empties]
     return (
         f"Value-losing decisions under {variant.describe()} rules (seed {seed}; share, 95% CI, count)\n\n"
         + markdown_table(header, rows)
-        + "\nBy empty squares (share lost)\n\n"
+        + "\nBy empty squares (share lost, 95% CI)\n\n"
         + markdown_table(["agent", *(f"{e} empty" for e in empties)], [["positions", *counts], *by_empty])
     )
