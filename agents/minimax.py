@@ -165,6 +165,10 @@ TIME_RESERVE = 0.0005
 """Seconds kept back from every budget, for the call's fixed cost."""
 DEFAULT_DEPTH = 2
 """Plies searched by ``minimax`` without a depth or a time budget."""
+SMALL_TABLE_MAX_DEPTH = 6
+SMALL_TABLE_BITS = 16
+"""Minimax at a fixed depth up to ``SMALL_TABLE_MAX_DEPTH`` plies uses a table of ``2**16`` entries (1.5 MiB)
+instead of the default 48 MiB."""
 
 
 class MinimaxAgent(Agent):
@@ -190,7 +194,9 @@ class MinimaxAgent(Agent):
             raise ValueError(f"minimax depth and time must be >= 0, got depth={depth}, time={time}")
         self.time_budget = time
         self.max_depth = depth or (EXACT_DEPTH if time else DEFAULT_DEPTH)
-        self.search = Search(variant)
+        # A shallow fixed-depth search stores few positions: a small table keeps many agents cheap in memory.
+        shallow = not time and self.max_depth <= SMALL_TABLE_MAX_DEPTH
+        self.search = Search(variant, table_bits=SMALL_TABLE_BITS) if shallow else Search(variant)
         self.last_nodes = 0
         self.last_depth = 0
         self.last_score = 0
