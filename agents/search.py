@@ -29,7 +29,8 @@ safe last piece is a draw (``0``); and a board on which no group can still be wo
 Move ordering
 -------------
 Every placement of every safe piece is scored by the safe pieces it leaves to the placer (who gives next).
-Placements leaving the fewest come first (a placement leaving none loses at once and comes last); pieces come
+Placements leaving the fewest come first, ties to the squares in the most groups (a placement leaving none
+loses at once and comes last); pieces come
 in increasing order of the safe pieces their placements leave in total, after the table's best piece. Both
 put the smallest subtrees first, and threats are what decide Quarto.
 
@@ -258,14 +259,25 @@ def _winning_pieces_after(lanes, occupied, square, elsewhere, groups, counted) -
 
 
 @numba.njit(cache=True)
+def _groups_through(groups, square: int) -> int:
+    """The number of groups that contain ``square``."""
+    count = 0
+    for group in groups:
+        count += group >> square & 1
+    return count
+
+
+@numba.njit(cache=True)
 def _order_placements(lanes, occupied, available, piece, groups, counted, elsewhere, order) -> int:
     """Fill ``order`` with the empty squares for ``piece`` in the order to search them; returns their count.
 
     Each entry is ``priority << 24 | safe << 8 | square``, where ``safe`` is the mask of pieces the placer can
     give safely afterwards. Placements leaving the fewest safe pieces come first: they make the smallest
     subtrees (the next give has the fewest choices) and are often the strongest, since they create threats.
-    Placements leaving none lose at once and come last. (Measured on 6 seeded 11-empty positions: 6.6 times
-    fewer nodes than squares in index order.)
+    Placements leaving none lose at once and come last. Ties go to the squares in the most groups (the
+    diagonals' squares in the standard game), where a piece makes or blocks the most threats. (Measured on 6
+    seeded 11-empty positions: 6.6 times fewer nodes than squares in index order; the tie-break, on the 10
+    12-empty positions of the benchmark: 13% fewer nodes, 10% with the squares rules.)
     """
     count = 0
     empty = ALL_SQUARES & ~occupied
@@ -274,7 +286,7 @@ def _order_placements(lanes, occupied, available, piece, groups, counted, elsewh
         empty &= empty - 1
         placed_lanes, placed = place_lanes(lanes, piece, square), occupied | 1 << square
         safe = available & ~_winning_pieces_after(placed_lanes, placed, square, elsewhere[square], groups, counted)
-        priority = NUM_PIECES + 1 - _count_bits(safe) if safe else 0
+        priority = (NUM_PIECES + 1 - _count_bits(safe)) * 32 + _groups_through(groups, square) if safe else 0
         entry = priority << 24 | safe << 8 | square
         i = count
         while i > 0 and order[i - 1] < entry:  # insertion sort, largest first
