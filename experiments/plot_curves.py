@@ -46,26 +46,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with a tb/ folder)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="PNG file to write")
     parser.add_argument("--x", choices=("steps", "time"), default="steps", help="horizontal axis")
-    parser.add_argument("--sampled", action="store_true", help="also draw the sampled policy's curves")
-    parser.add_argument("--title", default="evaluation score (wins + draws/2, both seats, deterministic policy)")
+    parser.add_argument("--sampled", action="store_true", help="a second row with the sampled policy's curves")
+    parser.add_argument("--title", default="evaluation score (wins + draws/2, both seats)")
     args = parser.parse_args(argv)
 
     runs = {run.name: score_curves(run) for run in args.runs}
-    if not args.sampled:
-        runs = {name: {o: c for o, c in curves.items() if "sampled" not in o} for name, curves in runs.items()}
-    opponents = sorted({o for curves in runs.values() for o in curves}, key=_opponent_order)
-    figure, axes = plt.subplots(1, len(opponents), figsize=(5 * len(opponents), 4), squeeze=False)
-    for axis, opponent in zip(axes[0], opponents, strict=True):
-        for name, curves in runs.items():
-            if opponent in curves:
-                points = curves[opponent]
-                xs = [p[0] / 1e6 if args.x == "steps" else p[1] / 60 for p in points]
-                axis.plot(xs, [p[2] for p in points], marker=".", label=name)
-        axis.set_title(f"vs {opponent}")
-        axis.set_xlabel("learner steps (millions)" if args.x == "steps" else "wall-clock minutes")
-        axis.set_ylim(0, 1)
-        axis.grid(alpha=0.3)
-    axes[0][0].set_ylabel("score")
+    names = sorted({o for curves in runs.values() for o in curves}, key=_opponent_order)
+    opponents = [o for o in names if "sampled" not in o]
+    rows = [opponents, [f"{o} (sampled policy)" for o in opponents]] if args.sampled else [opponents]
+    figure, axes = plt.subplots(len(rows), len(opponents), figsize=(5 * len(opponents), 4 * len(rows)), squeeze=False)
+    for row, panels in zip(axes, rows, strict=True):
+        for axis, panel in zip(row, panels, strict=True):
+            for name, curves in runs.items():
+                if panel in curves:
+                    points = curves[panel]
+                    xs = [p[0] / 1e6 if args.x == "steps" else p[1] / 60 for p in points]
+                    axis.plot(xs, [p[2] for p in points], marker=".", label=name)
+            axis.set_title(f"vs {panel}")
+            axis.set_xlabel("learner steps (millions)" if args.x == "steps" else "wall-clock minutes")
+            axis.set_ylim(0, 1)
+            axis.grid(alpha=0.3)
+        row[0].set_ylabel("score")
     axes[0][-1].legend(fontsize=8, loc="lower right")
     figure.suptitle(args.title)
     figure.tight_layout()
