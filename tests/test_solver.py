@@ -84,6 +84,7 @@ def test_solver_agrees_with_brute_force(name: str, options: dict[str, int]) -> N
     for state in sample(variant, seed=11):
         result = solver.solve(state, all_moves=True)
         position = format_position(state)
+        assert parse_position(position, variant) == state  # the sample's position strings round-trip
         expected = {a: reference_action_value(variant, state, a) for a in legal_actions(variant, state)}
         assert result.value == reference_value(variant, state), position
         assert result.action_values == expected, position
@@ -112,6 +113,7 @@ def test_hollow_piece_on_the_last_square() -> None:
 
 @pytest.mark.parametrize("position", KNOWN_VALUES)
 def test_known_values(position: str) -> None:
+    assert format_position(parse_position(position)) == position  # the notation round-trips
     result = solve(parse_position(position))
     assert result.value == KNOWN_VALUES[position]
     assert result.best_actions
