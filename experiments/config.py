@@ -45,9 +45,9 @@ class TrainConfig:
     variant: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Rule variant, as the keywords of ``Variant.make``: ``attributes`` (a count 1-4 or names), ``squares``,
     ``declaration``, ``false_declaration`` (``lose`` or ``penalty``). Empty: standard Quarto."""
-    observation: str = "lookahead"
-    """Observation planes: ``raw``, ``tactical`` (+ 1-ply win/lose planes) or ``lookahead`` (+ trap planes);
-    see ``quarto_env.vector``."""
+    observation: str = "parity"
+    """Observation planes: ``raw``, ``tactical`` (+ 1-ply win/lose planes), ``lookahead`` (+ trap planes) or
+    ``parity`` (+ parity of the safe pieces after each action); see ``quarto_env.vector``."""
     policy: str = "slots"
     """Network: ``slots`` (shared weights over square and piece slots, ``agents.ppo.SlotNetwork``) or ``mlp``."""
     net_arch: list[int] = dataclasses.field(default_factory=lambda: [32])
