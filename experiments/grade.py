@@ -288,8 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=",".join(DEFAULT_SOURCES),
         help="comma-separated specs whose games supply the positions (default random,greedy)",
     )
-    parser.add_argument("--cache", type=Path, default=None, help="JSON file of solved values to reuse and update")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/grade__SEED__TIME)")
+    parser.add_argument(
+        "--cache", type=Path, default=None, metavar="FILE", help="JSON file of solved values to reuse and update"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, metavar="DIR", help="output folder (default runs/grade__SEED__TIME)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_variant_arguments(parser)
     return parser
@@ -306,6 +310,8 @@ def main(argv: list[str]) -> int:
             parse_spec(spec)
         except SpecError as error:
             parser.error(str(error))
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
     if args.positions < 1:
         parser.error(f"--positions must be >= 1, got {args.positions}")
     if not 1 <= args.min_empty <= args.max_empty <= NUM_SQUARES:

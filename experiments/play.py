@@ -53,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--first", choices=FIRST_CHOICES, default="random", help="who gives the first piece (default: random)"
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the agent and of --first random")
-    parser.add_argument("--save", type=Path, default=None, help="write the game as a games.jsonl line here")
+    parser.add_argument(
+        "--save", type=Path, default=None, metavar="FILE", help="write the game as a games.jsonl line here"
+    )
     add_variant_arguments(parser)
     return parser
 
@@ -67,6 +69,8 @@ def main(argv: list[str]) -> int:
         parse_spec(args.opponent)
     except SpecError as error:
         parser.error(str(error))
+    if args.seed is not None and args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
     rng = np.random.default_rng(args.seed)
     human_first = args.first == "you" or (args.first == "random" and bool(rng.integers(2)))
     human_player = 0 if human_first else 1

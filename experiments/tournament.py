@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Agent specs: random, greedy, minimax:depth=3, minimax:time=1, mcts:sims=2000, solver, ppo:PATH.",
     )
     parser.add_argument("agents", nargs="+", metavar="AGENT_SPEC", help="the agents, as specs")
-    parser.add_argument("--games", type=int, default=20, help="games per pair, even: half in each seating")
+    parser.add_argument("--games", type=int, default=20, help="games per pair, even: half in each seating (default 20)")
     parser.add_argument("--seed", type=int, default=0, help="master seed of every game (default 0)")
     parser.add_argument("--mode", choices=MODES, default="round-robin", help="who plays whom")
     parser.add_argument(
@@ -116,14 +116,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--field", metavar="SPEC", help="with --mode vs-field: the agent everyone plays")
     parser.add_argument(
-        "--time-limit", type=float, default=None, metavar="SECONDS", help="per-move limit; overrun forfeits"
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="per-move limit: a move that takes longer forfeits the game (default: none)",
     )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel games (default: all cores)")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/tournament__SEED__TIME)")
+    parser.add_argument(
+        "--out", type=Path, default=None, metavar="DIR", help="output folder (default runs/tournament__SEED__TIME)"
+    )
     parser.add_argument("--anchor", metavar="SPEC", help="agent rated 0 (default: random if playing, else the first)")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap refits for rating intervals")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap refits for the intervals (default 1000)")
     parser.add_argument("--prior-draws", type=float, default=1.0, help="virtual draws per pair (keeps ratings finite)")
-    parser.add_argument("--tensorboard", action="store_true", help="also log ratings and tables to OUT/tensorboard")
+    parser.add_argument("--tensorboard", action="store_true", help="also log ratings and tables to DIR/tensorboard")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_variant_arguments(parser)
     return parser
