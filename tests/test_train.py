@@ -144,7 +144,7 @@ def test_checkpoint_loads_as_an_agent_and_plays_legally(tiny_run: tuple[Path, st
     final = run_dir / "checkpoints" / "final.zip"
     metadata = read_metadata(final)
     assert metadata["variant"] == Variant.make().to_dict()
-    assert metadata["num_timesteps"] >= 1024 and metadata["observation"] == "lookahead"
+    assert metadata["num_timesteps"] >= 1024 and metadata["observation"] == TrainConfig().observation
     assert {"torch", "stable_baselines3", "sb3_contrib"} <= set(metadata["versions"])
     variant = Variant.make()
     for spec in (f"ppo:{final}", f"ppo:path={run_dir},deterministic=false"):
