@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agents.base import Agent, SpecError, make_agent
 from agents.match import GameRecord
 from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, RulesError, Variant
 
@@ -41,6 +42,15 @@ def add_variant_arguments(parser: argparse.ArgumentParser) -> None:
         default="lose",
         help="what a declaration with nothing to claim does (default: lose)",
     )
+
+
+def agent_or_exit(parser: argparse.ArgumentParser, spec: str, variant: Variant, seed: int | None) -> Agent:
+    """``make_agent(spec, variant, seed)``; a bad spec or an agent that cannot be built (a missing checkpoint)
+    exits with a usage error naming the problem."""
+    try:
+        return make_agent(spec, variant, seed)
+    except (SpecError, ValueError, OSError) as error:
+        parser.error(f"agent {spec!r} cannot be built: {error}")
 
 
 def variant_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Variant:

@@ -40,6 +40,7 @@ from agents.base import Agent, SpecError, make_agent, parse_spec
 from agents.ratings import wilson_interval
 from experiments.arena_io import (
     add_variant_arguments,
+    agent_or_exit,
     markdown_table,
     save_run_config,
     variant_from_args,
@@ -330,6 +331,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     save_run_config(out, "grade", argv, config)
 
+    agents = [agent_or_exit(parser, spec, variant, _agent_seed(args.seed, i)) for i, spec in enumerate(args.agents)]
     positions = sample_positions(variant, args.positions, args.seed, args.max_empty, args.min_empty, sources)
     values = PositionValues(variant, args.cache)
     start = time.perf_counter()
@@ -339,10 +341,7 @@ def main(argv: list[str]) -> int:
     if args.cache:
         values.save()
 
-    reports = []
-    for i, spec in enumerate(args.agents):
-        agent = make_agent(spec, variant, seed=int(np.random.SeedSequence([args.seed, i]).generate_state(1)[0]))
-        reports.append(grade_agent(agent, variant, positions, values))
+    reports = [grade_agent(agent, variant, positions, values) for agent in agents]
     text = report_markdown(reports, variant, args.seed)
     write_text_atomic(out / "grade.md", text)
     write_text_atomic(out / "grade.json", json.dumps([r.summary() for r in reports], indent=2) + "\n")
@@ -350,6 +349,11 @@ def main(argv: list[str]) -> int:
     write_text_atomic(out / "decisions.jsonl", "".join(lines))
     print(f"\n{text}\nwritten to {out}")
     return 0
+
+
+def _agent_seed(seed: int, index: int) -> int:
+    """The seed of the ``index``-th graded agent: the same agent list and seed grade the same way."""
+    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
 
 
 def report_markdown(reports: Sequence[GradeReport], variant: Variant, seed: int) -> str:

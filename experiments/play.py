@@ -26,9 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import Agent, SpecError, make_agent, parse_spec
+from agents.base import Agent, SpecError, parse_spec
 from agents.match import GameRecord
-from experiments.arena_io import add_variant_arguments, record_line, variant_from_args, write_text_atomic
+from experiments.arena_io import (
+    add_variant_arguments,
+    agent_or_exit,
+    record_line,
+    variant_from_args,
+    write_text_atomic,
+)
 from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
 from quarto_env.render import HEX, PIECE_LETTERS, describe_piece, piece_code, render_text
@@ -74,11 +80,15 @@ def main(argv: list[str]) -> int:
     rng = np.random.default_rng(args.seed)
     human_first = args.first == "you" or (args.first == "random" and bool(rng.integers(2)))
     human_player = 0 if human_first else 1
-    agent = make_agent(args.opponent, variant, seed=int(rng.integers(2**32)))
+    agent = agent_or_exit(parser, args.opponent, variant, seed=int(rng.integers(2**32)))
     names = (HUMAN, f"agent {args.opponent}") if human_first else (f"agent {args.opponent}", HUMAN)
     print(f"You play {'first: you give the first piece' if human_first else 'second: the agent gives first'}.")
     print("Type 'help' for how to enter moves.\n")
-    record = play(variant, agent, human_player, names)
+    try:
+        record = play(variant, agent, human_player, names)
+    except KeyboardInterrupt:
+        print("\ninterrupted -- game abandoned.")
+        return 130
     if args.save:
         write_text_atomic(args.save, record_line(record, variant))
         print(f"game saved to {args.save} (quarto replay {args.save})")

@@ -47,6 +47,7 @@ from agents.match import GameRecord, play_game
 from agents.ratings import GameResult, Rating, fit_ratings, wilson_interval
 from experiments.arena_io import (
     add_variant_arguments,
+    agent_or_exit,
     markdown_table,
     record_line,
     save_run_config,
@@ -141,6 +142,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     variant = variant_from_args(parser, args)
     names = _checked_agent_names(parser, args)
+    for name in names:  # fail here, with a clear message, rather than in a worker halfway through
+        agent_or_exit(parser, name, variant, seed=0)
     anchor = args.anchor or ("random" if "random" in names else names[0])
     if anchor not in names:
         parser.error(f"--anchor {anchor!r} is not one of the agents: {', '.join(names)}")

@@ -154,6 +154,7 @@ def test_tensorboard_logging(tmp_path: Path) -> None:
         (["random", "greedy", "--time-limit", "0"], "--time-limit must be > 0"),
         (["random"], "at least two agents"),
         (["random", "greedy", "--opening-plies", "8"], "--opening-plies must be 0-7"),
+        (["random", "ppo:/nowhere/best.zip"], "agent 'ppo:/nowhere/best.zip' cannot be built: checkpoint"),
         (["random", "greedy", "--seed", "-1"], "--seed must be >= 0"),
     ],
 )
