@@ -529,12 +529,14 @@ def negamax_give(
 
     # Transposition table: a stored bound may settle the node or narrow the window; its best piece goes first.
     stored = empties >= settings[TABLE_EMPTIES]
-    if empties >= settings[CANONICAL_EMPTIES]:
-        key_occupied, key_lanes = canonical_board(lanes, occupied, counted, low, high)
-        key_occupied |= CANONICAL_FLAG | USED_FLAG
-    else:
-        key_occupied, key_lanes = occupied | USED_FLAG, _counted_lanes(lanes, counted)
-    row = _probe(table, key_occupied, key_lanes) if stored else -1
+    key_occupied, key_lanes, row = 0, 0, -1
+    if stored:
+        if empties >= settings[CANONICAL_EMPTIES]:
+            key_occupied, key_lanes = canonical_board(lanes, occupied, counted, low, high)
+            key_occupied |= CANONICAL_FLAG | USED_FLAG
+        else:
+            key_occupied, key_lanes = occupied | USED_FLAG, _counted_lanes(lanes, counted)
+        row = _probe(table, key_occupied, key_lanes)
     hint = -1
     if row >= 0:
         lower, upper, stored_depth, hint = _unpack(table[row, DATA])
@@ -574,10 +576,8 @@ def negamax_give(
                 if score <= floor:
                     break
                 square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
-                placed = occupied | 1 << square
-                if placed == ALL_SQUARES:
-                    reply = 0  # the last piece completes nothing (it was safe): a draw
-                elif safe_next == 0:
+                placed = occupied | 1 << square  # not full: a node with one empty square returned above
+                if safe_next == 0:
                     reply = -WIN  # the receiver has no safe piece left to give
                 else:
                     reply = negamax_give(
