@@ -13,9 +13,12 @@ Two choices, both documented because they change the numbers:
 * **Prior.** An agent that wins every game has an infinite maximum-likelihood rating. As in BayesElo, every
   pair that met gets ``prior_draws`` virtual draws (default 1) added before fitting: ratings stay finite and
   shrink a little towards each other; with hundreds of games per pair the effect is small.
-* **Intervals.** 95% intervals come from a seeded bootstrap over games: each pair's games are resampled with
-  replacement (keeping the schedule fixed), the model refitted, and the 2.5% and 97.5% quantiles taken. The
-  anchor's interval is a point, since the others are measured from it.
+* **Intervals.** 95% intervals come by default from a seeded bootstrap over games: each pair's games are
+  resampled with replacement (keeping the schedule fixed), the model refitted, and the 2.5% and 97.5%
+  quantiles taken. A pair whose games all ended the same way resamples to itself, so with few games and
+  one-sided pairs the bootstrap understates the uncertainty; ``intervals="hessian"`` instead takes +-1.96
+  standard errors from the inverse curvature of the log-likelihood (prior included) at the maximum, which
+  stays wide when games are few. The anchor's interval is a point, since the others are measured from it.
 
 Per-pair scores get the Wilson score interval (:func:`wilson_interval`), with a draw counted as half a win:
 draws lower the true variance below the binomial one, so the interval is a little conservative.
@@ -33,6 +36,9 @@ ELO_SCALE = 400 / math.log(10)
 """Rating points per unit of log-odds: 400 points is a 10:1 expected score ratio."""
 Z_95 = 1.959963984540054
 """The standard normal quantile of a two-sided 95% interval."""
+
+
+INTERVAL_METHODS = ("bootstrap", "hessian")
 
 
 class RatingError(ValueError):
@@ -78,18 +84,23 @@ def fit_ratings(
     anchor: str,
     anchor_rating: float = 0.0,
     prior_draws: float = 1.0,
+    intervals: str = "bootstrap",
     bootstrap: int = 1000,
     seed: int = 0,
 ) -> list[Rating]:
-    """Elo ratings of ``names`` from ``games`` with 95% bootstrap intervals, best first.
+    """Elo ratings of ``names`` from ``games`` with 95% intervals, best first.
 
     :param anchor: the agent whose rating is fixed at ``anchor_rating``.
     :param prior_draws: virtual draws added to every pair that played (keeps unbeaten agents finite).
-    :param bootstrap: number of bootstrap refits for the intervals (0: no intervals, low = high = rating).
+    :param intervals: ``"bootstrap"`` (percentiles over ``bootstrap`` refits on resampled games) or
+        ``"hessian"`` (rating +- 1.96 standard errors from the curvature of the log-likelihood).
+    :param bootstrap: number of bootstrap refits (0: no intervals, low = high = rating).
     :param seed: seed of the bootstrap resampling.
     """
     if anchor not in names:
         raise RatingError(f"anchor {anchor!r} is not one of the agents: {', '.join(names)}")
+    if intervals not in INTERVAL_METHODS:
+        raise ValueError(f"unknown interval method {intervals!r}; allowed: {', '.join(INTERVAL_METHODS)}")
     if prior_draws < 0 or bootstrap < 0:
         raise ValueError(f"prior_draws and bootstrap must be >= 0, got {prior_draws}, {bootstrap}")
     outcomes = _outcome_counts(len(names), games)
@@ -97,7 +108,10 @@ def fit_ratings(
     anchor_index = list(names).index(anchor)
     ratings = _fit(outcomes, anchor_index, prior_draws) + anchor_rating
     low, high = ratings.copy(), ratings.copy()
-    if bootstrap:
+    if intervals == "hessian":
+        errors = _standard_errors(outcomes, anchor_index, prior_draws, ratings - anchor_rating)
+        low, high = ratings - Z_95 * errors, ratings + Z_95 * errors
+    elif bootstrap:
         samples = np.stack(
             [
                 _fit(_resample(outcomes, rng), anchor_index, prior_draws) + anchor_rating
@@ -156,25 +170,47 @@ def _check_connected(names: Sequence[str], played: np.ndarray) -> None:
         raise RatingError(f"no chain of games links {', '.join(apart)} to {names[0]}: their ratings are undefined")
 
 
-def _fit(outcomes: np.ndarray, anchor: int, prior_draws: float, tolerance: float = 1e-9) -> np.ndarray:
-    """Maximum-likelihood ratings (anchor at 0) by Newton's method on the concave log-likelihood."""
+def _with_prior(outcomes: np.ndarray, prior_draws: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(played, points)``: games and points of ``i`` against ``j``, the prior's virtual draws included."""
     played = outcomes.sum(axis=2)
     points = outcomes[:, :, 1] * 0.5 + outcomes[:, :, 2]
     met = played > 0
-    played = played + prior_draws * met
-    points = points + 0.5 * prior_draws * met
+    return played + prior_draws * met, points + 0.5 * prior_draws * met
+
+
+def _gradient_and_hessian(
+    strength: np.ndarray, played: np.ndarray, points: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Derivatives of the log-likelihood in natural log-odds units (``strength = rating / ELO_SCALE``)."""
+    p = 1.0 / (1.0 + np.exp(strength[None, :] - strength[:, None]))  # p[i, j]: expected score of i against j
+    gradient = (points - played * p).sum(axis=1)
+    weights = played * p * p.T
+    return gradient, weights - np.diag(weights.sum(axis=1))
+
+
+def _fit(outcomes: np.ndarray, anchor: int, prior_draws: float, tolerance: float = 1e-9) -> np.ndarray:
+    """Maximum-likelihood ratings (anchor at 0) by Newton's method on the concave log-likelihood."""
+    played, points = _with_prior(outcomes, prior_draws)
     free = np.arange(len(played)) != anchor
-    strength = np.zeros(len(played))  # in natural log-odds units; converted to Elo at the end
+    strength = np.zeros(len(played))
     for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(strength[None, :] - strength[:, None]))
-        gradient = (points - played * p).sum(axis=1)
-        weights = played * p * p.T
-        hessian = weights - np.diag(weights.sum(axis=1))
+        gradient, hessian = _gradient_and_hessian(strength, played, points)
         delta = np.linalg.solve(hessian[np.ix_(free, free)], -gradient[free])
         strength[free] += delta
         if np.max(np.abs(delta)) < tolerance:
             break
     return strength * ELO_SCALE
+
+
+def _standard_errors(outcomes: np.ndarray, anchor: int, prior_draws: float, ratings: np.ndarray) -> np.ndarray:
+    """Standard errors of the ratings (anchor at 0) from the inverse observed information at the maximum."""
+    played, points = _with_prior(outcomes, prior_draws)
+    free = np.arange(len(played)) != anchor
+    _, hessian = _gradient_and_hessian(ratings / ELO_SCALE, played, points)
+    covariance = np.linalg.inv(-hessian[np.ix_(free, free)])
+    errors = np.zeros(len(played))
+    errors[free] = np.sqrt(np.diag(covariance)) * ELO_SCALE
+    return errors
 
 
 def _resample(outcomes: np.ndarray, rng: np.random.Generator) -> np.ndarray:

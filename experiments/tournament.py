@@ -21,9 +21,10 @@ tables count forfeits per agent. Timings are wall-clock, measured while ``--jobs
 give agents with a time budget (``minimax:time=S``, ``mcts:time=S``) some margin under the limit.
 
 The output folder holds ``results.csv``/``results.md`` (each pair: wins, draws, losses, score with its 95%
-Wilson interval), ``ratings.csv``/``ratings.md`` (Elo fitted on all games, 95% bootstrap interval, anchored
-on ``--anchor``; see :mod:`agents.ratings`), ``ratings.png``, ``games.jsonl`` (one game per line, replayable
-with ``quarto replay``), ``config.json`` and ``command.txt``; with ``--tensorboard`` also ``tensorboard/``.
+Wilson interval), ``ratings.csv``/``ratings.md`` (Elo fitted on all games, 95% interval from a bootstrap or
+``--intervals hessian``, anchored on ``--anchor``; see :mod:`agents.ratings`), ``ratings.png``,
+``games.jsonl`` (one game per line, replayable with ``quarto replay``), ``config.json`` and ``command.txt``;
+with ``--tensorboard`` also ``tensorboard/``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from tqdm import tqdm
 
 from agents.base import SpecError, make_agent, parse_spec
 from agents.match import GameRecord, play_game
-from agents.ratings import GameResult, Rating, fit_ratings, wilson_interval
+from agents.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
 from experiments.arena_io import (
     add_variant_arguments,
     agent_or_exit,
@@ -128,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=None, metavar="DIR", help="output folder (default runs/tournament__SEED__TIME)"
     )
     parser.add_argument("--anchor", metavar="SPEC", help="agent rated 0 (default: random if playing, else the first)")
+    parser.add_argument(
+        "--intervals",
+        choices=INTERVAL_METHODS,
+        default="bootstrap",
+        help="rating intervals: bootstrap over games, or the Hessian (wider, honest for few or one-sided games)",
+    )
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap refits for the intervals (default 1000)")
     parser.add_argument("--prior-draws", type=float, default=1.0, help="virtual draws per pair (keeps ratings finite)")
     parser.add_argument("--tensorboard", action="store_true", help="also log ratings and tables to DIR/tensorboard")
@@ -158,6 +165,7 @@ def main(argv: list[str]) -> int:
         "time_limit": args.time_limit,
         "jobs": args.jobs,
         "anchor": anchor,
+        "intervals": args.intervals,
         "bootstrap": args.bootstrap,
         "prior_draws": args.prior_draws,
         "variant": variant.to_dict(),
@@ -173,6 +181,7 @@ def main(argv: list[str]) -> int:
         [GameResult(g.job.seats[0], g.job.seats[1], g.record.score(0)) for g in games],
         anchor,
         prior_draws=args.prior_draws,
+        intervals=args.intervals,
         bootstrap=args.bootstrap,
         seed=args.seed,
     )
@@ -452,7 +461,7 @@ def write_outputs(
     write_text_atomic(out / "ratings.csv", _csv(rating_rows))
     write_text_atomic(out / "ratings.md", ratings_markdown(ratings, names, games, variant, anchor))
     title = f"{variant.describe()} Quarto, {config['games_per_pair']} games per pair, seed {config['seed']}"
-    write_atomic(out / "ratings.png", lambda path: plot_ratings(ratings, anchor, title, path))
+    write_atomic(out / "ratings.png", lambda path: plot_ratings(ratings, anchor, title, path, config["intervals"]))
 
 
 def _csv(rows: list[dict]) -> str:
@@ -463,7 +472,7 @@ def _csv(rows: list[dict]) -> str:
     return buffer.getvalue()
 
 
-def plot_ratings(ratings: Sequence[Rating], anchor: str, title: str, path: Path) -> None:
+def plot_ratings(ratings: Sequence[Rating], anchor: str, title: str, path: Path, intervals: str = "bootstrap") -> None:
     """A horizontal bar of each rating with its 95% interval, best at the top, as a PNG."""
     import matplotlib
 
@@ -477,7 +486,7 @@ def plot_ratings(ratings: Sequence[Rating], anchor: str, title: str, path: Path)
     axes.errorbar(values, range(len(ordered)), xerr=errors, fmt="o", capsize=4, color="tab:blue")
     axes.set_yticks(range(len(ordered)), [r.name for r in ordered])
     axes.axvline(0.0, color="grey", linewidth=0.8, linestyle=":")
-    axes.set_xlabel(f"Elo rating ({anchor} = 0), 95% bootstrap interval")
+    axes.set_xlabel(f"Elo rating ({anchor} = 0), 95% {'bootstrap' if intervals == 'bootstrap' else 'Hessian'} interval")
     axes.set_title(title, fontsize=10)
     axes.grid(axis="x", alpha=0.3)
     figure.tight_layout()

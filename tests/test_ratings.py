@@ -102,6 +102,26 @@ def test_all_draws_give_equal_ratings_and_unbeaten_agents_stay_finite() -> None:
     assert best.name == "a" and math.isfinite(best.rating) and best.rating > 600
 
 
+def test_hessian_intervals_match_the_two_agent_closed_form() -> None:
+    # 7 wins, 2 draws, 1 loss plus one virtual draw: p = 8.5 / 11 at the maximum; the information of the
+    # 11 games is 11 p (1 - p) per unit of log-odds squared.
+    games = [GameResult(0, 1, 1.0)] * 7 + [GameResult(0, 1, 0.5)] * 2 + [GameResult(1, 0, 1.0)]
+    a = next(r for r in fit_ratings(["a", "b"], games, anchor="b", intervals="hessian") if r.name == "a")
+    p = 8.5 / 11
+    error = 400 / math.log(10) / math.sqrt(11 * p * (1 - p))
+    assert (a.low, a.high) == pytest.approx((a.rating - 1.959964 * error, a.rating + 1.959964 * error), abs=1e-3)
+
+
+def test_one_sided_pairs_bootstrap_to_a_point_but_not_with_the_hessian() -> None:
+    sweep = [GameResult(0, 1, 1.0)] * 4
+    boot = fit_ratings(["a", "b"], sweep, "b", bootstrap=100)[0]
+    hessian = fit_ratings(["a", "b"], sweep, "b", intervals="hessian")[0]
+    assert boot.low == boot.high == boot.rating  # the documented limitation of the bootstrap
+    assert hessian.low < 0 < hessian.rating < hessian.high and hessian.high - hessian.low > 1000
+    with pytest.raises(ValueError, match="allowed: bootstrap, hessian"):
+        fit_ratings(["a", "b"], sweep, "b", intervals="profile")
+
+
 def test_errors_name_the_problem() -> None:
     with pytest.raises(RatingError, match="anchor 'zz' is not one of the agents: a, b"):
         fit_ratings(["a", "b"], [GameResult(0, 1, 1.0)], anchor="zz")

@@ -122,8 +122,12 @@ def test_vs_field_mode_and_a_variant(tmp_path: Path) -> None:
         "--attributes",
         "colour,shape",
         "--squares",
+        "--intervals",
+        "hessian",
         agents=["random", "mcts:sims=20"],
     )
+    ratings = {r["name"]: r for r in read_csv(out / "ratings.csv")}
+    assert float(ratings["greedy"]["low"]) < float(ratings["greedy"]["rating"]) < float(ratings["greedy"]["high"])
     assert {tuple(sorted(g["seats"])) for g in games(out)} == {("greedy", "random"), ("greedy", "mcts:sims=20")}
     assert all(g["variant"]["attributes"] == ["colour", "shape"] and g["variant"]["squares"] for g in games(out))
 
