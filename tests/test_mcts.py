@@ -166,3 +166,13 @@ def test_bad_specs_are_rejected(spec: str) -> None:
 def test_bad_constructor_arguments_are_rejected() -> None:
     with pytest.raises(ValueError, match="allowed: compiled, python"):
         MCTSAgent(playout="numpy")
+
+
+def test_benchmark_prints_both_speeds_and_their_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments import bench_mcts
+
+    assert bench_mcts.main(["--sims", "50", "--positions", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split() == ["positions", "compiled", "sims/s", "python", "sims/s", "ratio"]
+    assert len(lines) == 2 + 1 + len(bench_mcts.EMPTY_SQUARES)
+    assert all(float(line.split()[-1]) > 0 for line in lines[2:])
