@@ -333,7 +333,10 @@ def main(argv: list[str]) -> int:
 
     agents = [agent_or_exit(parser, spec, variant, _agent_seed(args.seed, i)) for i, spec in enumerate(args.agents)]
     positions = sample_positions(variant, args.positions, args.seed, args.max_empty, args.min_empty, sources)
-    values = PositionValues(variant, args.cache)
+    try:
+        values = PositionValues(variant, args.cache)
+    except (ValueError, OSError) as error:  # another variant's cache, or not a cache at all
+        parser.error(f"--cache {args.cache}: {error}")
     start = time.perf_counter()
     for state in tqdm(positions, desc="solving", unit="pos", disable=args.no_progress):
         values.action_values(state)

@@ -180,6 +180,9 @@ def test_command_writes_reports_and_config(tmp_path: Path, capsys: pytest.Captur
     assert "12 positions, 12 solved" in capsys.readouterr().out
     assert grade.main([*argv, "--out", str(out), "--cache", str(tmp_path / "v.json")]) == 0
     assert "12 positions, 0 solved" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        grade.main([*argv, "--out", str(out), "--cache", str(tmp_path / "v.json"), "--squares"])
+    assert "is for variant" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
