@@ -92,7 +92,8 @@ def sample_positions(
 
 
 def _game_states(variant: Variant, players: Sequence[Agent]) -> list[State]:
-    """Every position of one game before its end, in order."""
+    """Every position of one game before its end, in order. (Not through ``agents.match.play_game``: its record
+    keeps positions in the notation, which drops the claimable groups of the declaration variant.)"""
     states = []
     state = INITIAL_STATE
     while not state.over:
