@@ -162,7 +162,9 @@ register(
         "negamax alpha-beta with tables and symmetries (minimax:depth=3, minimax:time=1.5, or both: "
         "deepening up to depth within the time); plain minimax searches 2 plies",
         {
-            "depth": Option(_positive_int, 0, "plies (one placement or give each); the cap under a time budget"),
+            "depth": Option(
+                _positive_int, 0, "plies (a placement or a give each); with time, the cap; 0: 2, or no cap with time"
+            ),
             "time": Option(_positive_float, 0.0, "seconds per move, iterative deepening; always answers in time"),
         },
     )
