@@ -155,15 +155,16 @@ def test_sampled_positions_are_seeded_decisions_within_bounds() -> None:
 # The exact solver as judge, and the command
 # ---------------------------------------------------------------------------------------------------------
 def test_solver_grades_zero_and_random_and_greedy_clearly_more(tmp_path: Path) -> None:
-    positions = sample_positions(STANDARD, 60, seed=0, max_empty=8)
+    positions = sample_positions(STANDARD, 100, seed=0, max_empty=8)
     values = PositionValues(STANDARD)
     shares = {
         spec: grade_agent(make_agent(spec, STANDARD, seed=1), STANDARD, positions, values).share_lost()
         for spec in ("solver", "greedy", "random")
     }
     assert shares["solver"][0] == 0.0
-    assert shares["random"][1] > shares["solver"][2] or shares["random"][0] >= 0.15
-    assert shares["random"][0] > shares["greedy"][0] > 0.0
+    # "clearly higher": the baselines' 95% intervals lie above the solver's
+    assert shares["random"][1] > shares["greedy"][1] > shares["solver"][2]
+    assert shares["random"][0] > shares["greedy"][0]
     assert values.solved == len(set(positions))
 
 
