@@ -153,6 +153,25 @@ def test_checkpoint_loads_as_an_agent_and_plays_legally(tiny_run: tuple[Path, st
         assert record.end in ("win", "draw") and len(record.actions) >= 8
 
 
+def test_evaluate_and_plot_curves_read_a_run(
+    tiny_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from experiments import evaluate, plot_curves
+
+    run_dir, _ = tiny_run
+    assert evaluate.main([str(run_dir / "checkpoints" / "final.zip"), "--games", "8", "--opponents", "greedy"]) == 0
+    output = capsys.readouterr().out
+    assert output.count("greedy") == 2 and "argmax" in output and "sampled" in output
+    assert plot_curves.main([str(run_dir), "-o", str(tmp_path / "curves.png"), "--sampled"]) == 0
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert set(plot_curves.score_curves(run_dir)) == {
+        "random",
+        "greedy",
+        "random (sampled policy)",
+        "greedy (sampled policy)",
+    }
+
+
 def test_wrong_variant_and_corrupt_checkpoints_are_clear_errors(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
     final = tiny_run[0] / "checkpoints" / "final.zip"
     with pytest.raises(CheckpointError, match="trained for rule variant 'standard', not 'squares'"):
