@@ -6,8 +6,9 @@
 - the learner holds a random seat (player 0 gives first), drawn again each game;
 - its opponent is drawn each game from an :class:`OpponentPool`: frozen snapshots of the learner mixed with
   baseline agents (any agent spec: ``random``, ``greedy``, ``minimax:depth=1``, ...) with the config's weights;
-- the opponents' moves are played inside ``step``, so the learner only ever sees its own decisions. For all
-  games facing the same network opponent, that opponent's moves come from one batched forward pass;
+- the opponents' moves are played inside ``step``, so the learner only ever sees its own decisions. The
+  snapshots move as one :class:`SnapshotBank`: in every round, one vmapped forward pass computes the moves of
+  every snapshot in all of its games; baseline agents are asked game by game;
 - the reward is the learner's, whichever seat it holds and whichever phase ended the game: +1 when it wins,
   -1 when it loses -- also when the losing decision was its *give* and the opponent's placement won -- and 0
   for a draw. The episode statistics (``info["episode"]``) are the learner's too.
