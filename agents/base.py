@@ -177,6 +177,7 @@ register(
         {
             "empties": Option(_positive_int, 11, "solve exactly at or below this many empty squares"),
             "time": Option(_positive_float, 1.0, "seconds per move for the minimax played before that"),
+            "depth": Option(_positive_int, 0, "plies for that minimax instead of time: reproducible games"),
         },
     )
 )

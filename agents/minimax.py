@@ -247,15 +247,24 @@ class MinimaxAgent(Agent):
 class SolverAgent(Agent):
     """Perfect play: an action that keeps the exact value of the position, chosen at random (seeded) among all
     such actions. Exact from ``empties`` empty squares on (about a second per move at 12); before that the
-    position is too large to solve, and it plays iterative-deepening minimax with ``time`` seconds per move.
+    position is too large to solve, and it plays iterative-deepening minimax with ``time`` seconds per move --
+    or, with ``depth`` set, minimax to that many plies, which makes its games reproducible whatever the
+    machine's speed.
     After each ``act``: ``last_value`` (the exact value, or ``None`` before the exact phase), ``last_nodes``,
     ``last_depth`` (plies searched; ``EXACT_DEPTH`` when solved), ``last_seconds``."""
 
-    def __init__(self, variant: Variant = STANDARD, seed: int | None = None, empties: int = 11, time: float = 1.0):
+    def __init__(
+        self,
+        variant: Variant = STANDARD,
+        seed: int | None = None,
+        empties: int = 11,
+        time: float = 1.0,
+        depth: int = 0,
+    ):
         super().__init__(variant, seed)
         self.empties = empties
         self.solver = Solver(variant)
-        self.fallback = MinimaxAgent(variant, seed, time=time)
+        self.fallback = MinimaxAgent(variant, seed, depth=depth) if depth else MinimaxAgent(variant, seed, time=time)
         self.last_value: int | None = None
         self.last_nodes = 0
         self.last_depth = 0

@@ -193,7 +193,7 @@ def test_specs_build_minimax_and_solver() -> None:
     assert isinstance(make_agent("solver:empties=8", STANDARD), SolverAgent)
 
 
-@pytest.mark.parametrize("spec", ["minimax:depth=0", "minimax:time=-1", "minimax:deep=3", "solver:depth=3"])
+@pytest.mark.parametrize("spec", ["minimax:depth=0", "minimax:time=-1", "minimax:deep=3", "solver:deep=3"])
 def test_bad_specs_name_the_options(spec: str) -> None:
     with pytest.raises(SpecError, match=r"depth|time|empties"):
         make_agent(spec, STANDARD)

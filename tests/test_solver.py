@@ -195,3 +195,16 @@ def test_command_reads_stdin_in_order() -> None:
     assert [a["position"] for a in answers] == [line for line in lines if line]
     assert answers[0]["value"] == 1 and answers[2]["value"] == 0
     assert "error" in answers[1] and "over" in answers[3]["error"]
+
+
+def test_solver_with_a_depth_plays_the_same_opening_moves_whatever_the_clock() -> None:
+    from agents import make_agent
+
+    opening = parse_position("f9......0....... 3")  # 13 empty squares: too many for the exact phase
+    moves = []
+    for _ in range(2):
+        agent = make_agent("solver:depth=3", STANDARD, seed=7)
+        moves.append(agent.act(opening))
+        assert agent.last_value is None and agent.last_depth == 3
+    assert moves[0] == moves[1]
+    assert moves[0] in legal_actions(STANDARD, opening)
