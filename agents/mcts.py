@@ -15,7 +15,7 @@ nothing else in the search assumes alternation. The tree only calls the rules co
 
 The playout
 -----------
-Playouts are the hot loop, so they run compiled (:func:`random_playout`), every move through the core's
+Playouts are the hot loop, so they run compiled (:func:`quarto_env.fast.random_playout`), every move through the core's
 jitable transition ``apply_action`` -- the same code that ``core.step`` runs. The playout
 policy is uniform over squares and pieces and, in the declaration variant, declares exactly when something
 is claimable: a random false declaration would only add noise (it loses at once under the "lose" policy),
@@ -39,19 +39,17 @@ import numpy as np
 
 from agents.base import Agent
 from quarto_env.core import (
-    ALL_SQUARES,
     DECLARE,
     INITIAL_STATE,
-    NO_PIECE,
     NO_WINNER,
     STANDARD,
     State,
     Variant,
-    apply_action,
     legal_actions,
     signed_lanes,
     step,
 )
+from quarto_env.fast import RECORD_LENGTH, random_playout
 
 DEFAULT_EXPLORATION = 1.0
 """UCB1's ``c``. The textbook sqrt(2) is for rewards in [0, 1]; with results in [-1, 1] the same bonus is
@@ -158,21 +156,20 @@ class MCTSAgent(Agent):
         """The winner of a random playout from ``state`` (not over), or ``NO_WINNER`` for a draw."""
         if self.playout == "python":
             return python_playout(self.variant, state, self.rng)
-        return int(
-            random_playout(
-                signed_lanes(state.lanes),
-                state.occupied,
-                state.available,
-                state.hand,
-                state.to_move,
-                state.claimable,
-                self.variant.groups,
-                self.variant.counted,
-                self.variant.declaration,
-                self.variant.false_declaration == "lose",
-                self._record,
-            )
+        winner, _ = random_playout(
+            signed_lanes(state.lanes),
+            state.occupied,
+            state.available,
+            state.hand,
+            state.to_move,
+            state.claimable,
+            self.variant.groups,
+            self.variant.counted,
+            self.variant.declaration,
+            self.variant.false_declaration == "lose",
+            self._record,
         )
+        return int(winner)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,7 +213,7 @@ class _Node:
 # ---------------------------------------------------------------------------------------------------------
 # Playouts
 # ---------------------------------------------------------------------------------------------------------
-PLAYOUT_RECORD_LENGTH = 34
+PLAYOUT_RECORD_LENGTH = RECORD_LENGTH
 """Room for the actions of any playout: at most 16 gives, 16 placements and a declaration, then ``-1``."""
 
 
@@ -224,62 +221,6 @@ PLAYOUT_RECORD_LENGTH = 34
 def seed_playouts(seed: int) -> None:
     """Seed numba's generator, which the compiled playouts draw from."""
     np.random.seed(seed)
-
-
-@numba.njit(cache=True)
-def _random_member(mask: int) -> int:
-    """A uniformly random set bit of the non-zero ``mask``."""
-    count = 0
-    for i in range(16):
-        count += mask >> i & 1
-    pick = np.random.randint(count)
-    for i in range(16):
-        if mask >> i & 1:
-            if pick == 0:
-                return i
-            pick -= 1
-    return -1
-
-
-@numba.njit(cache=True)
-def random_playout(
-    lanes, occupied, available, hand, to_move, claimable, groups, counted, declaration, false_declaration_loses, record
-):
-    """Play a game that is not over to its end at random; return the winner (0, 1) or ``NO_WINNER``.
-
-    The arguments are the fields of a :class:`State` (``lanes`` as a signed 64-bit integer, see
-    :func:`quarto_env.core.signed_lanes`) and of its :class:`Variant`; every move goes through the core's
-    ``apply_action``.
-    ``record`` (an int array of ``PLAYOUT_RECORD_LENGTH``) receives the actions played, ``-1`` after the last
-    one, so that a test can replay them through ``core.step``.
-    """
-    n = 0
-    over = False
-    winner = NO_WINNER
-    while not over:
-        if claimable != 0:
-            action = DECLARE
-        elif hand == NO_PIECE:
-            action = _random_member(available)
-        else:
-            action = _random_member(ALL_SQUARES & ~occupied)
-        record[n] = action
-        n += 1
-        lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
-            lanes,
-            occupied,
-            available,
-            hand,
-            to_move,
-            claimable,
-            action,
-            groups,
-            counted,
-            declaration,
-            false_declaration_loses,
-        )
-    record[n] = -1
-    return winner
 
 
 def python_playout(variant: Variant, state: State, rng: np.random.Generator) -> int:

@@ -56,42 +56,67 @@ def random_member(mask: int) -> int:
 
 
 @numba.njit(cache=True)
-def play_random_games(groups, counted, declaration, false_declaration_loses, seed, actions, winners):  # type: ignore[no-untyped-def]
-    """Play ``len(winners)`` games from the opening position, uniformly at random over the legal actions --
-    except that a declaration is played only when something can be claimed (a false one would end the game,
-    or repeat forever under the penalty policy). Returns the number of actions played.
+def random_playout(  # type: ignore[no-untyped-def]
+    lanes, occupied, available, hand, to_move, claimable, groups, counted, declaration, false_declaration_loses, record
+):
+    """Play a game that is not over to its end at random; returns ``(winner, number of actions played)``.
 
-    ``actions[g]`` (a row of ``RECORD_LENGTH``) receives game ``g``'s actions followed by ``-1``, and
-    ``winners[g]`` its winner (0, 1, or ``NO_WINNER``), so that a test can replay them through ``core.step``.
+    Uniform over the legal actions, except that a declaration is played exactly when something can be
+    claimed (a false one would end the game, or repeat forever under the penalty policy). The arguments are the
+    fields of a :class:`~quarto_env.core.State` (``lanes`` signed, see :func:`quarto_env.core.signed_lanes`) and
+    of its :class:`Variant`; every move goes through the core's ``apply_action``. ``record`` (a row of
+    ``RECORD_LENGTH`` integers) receives the actions, then ``-1``, so that a test can replay them.
+    Draws from numba's generator (``np.random.seed`` inside compiled code seeds it).
     """
+    over = False
+    winner = -1
+    length = 0
+    while not over:
+        if claimable != 0:
+            action = DECLARE
+        else:
+            action = random_member(legal_mask(occupied, available, hand, over, declaration) & ~(1 << DECLARE))
+        record[length] = action
+        length += 1
+        lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
+            lanes,
+            occupied,
+            available,
+            hand,
+            to_move,
+            claimable,
+            action,
+            groups,
+            counted,
+            declaration,
+            false_declaration_loses,
+        )
+    record[length] = -1
+    return winner, length
+
+
+@numba.njit(cache=True)
+def play_random_games(groups, counted, declaration, false_declaration_loses, seed, actions, winners):  # type: ignore[no-untyped-def]
+    """Play ``len(winners)`` :func:`random_playout` games from the opening position. Returns the number of
+    actions played. ``actions[g]`` (a row of ``RECORD_LENGTH``) receives game ``g``'s actions followed by
+    ``-1``, and ``winners[g]`` its winner (0, 1, or ``NO_WINNER``)."""
     np.random.seed(seed)
     total = 0
+    start = INITIAL_STATE
     for game in range(len(winners)):
-        lanes, occupied, available = INITIAL_STATE.lanes, INITIAL_STATE.occupied, INITIAL_STATE.available
-        hand, to_move, claimable = INITIAL_STATE.hand, INITIAL_STATE.to_move, INITIAL_STATE.claimable
-        winner, over = INITIAL_STATE.winner, False
-        length = 0
-        while not over:
-            legal = legal_mask(occupied, available, hand, over, declaration)
-            if claimable == 0:
-                legal &= ~(1 << DECLARE)
-            action = random_member(legal)
-            actions[game, length] = action
-            length += 1
-            lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
-                lanes,
-                occupied,
-                available,
-                hand,
-                to_move,
-                claimable,
-                action,
-                groups,
-                counted,
-                declaration,
-                false_declaration_loses,
-            )
-        actions[game, length] = -1
+        winner, length = random_playout(
+            start.lanes,
+            start.occupied,
+            start.available,
+            start.hand,
+            start.to_move,
+            start.claimable,
+            groups,
+            counted,
+            declaration,
+            false_declaration_loses,
+            actions[game],
+        )
         winners[game] = winner
         total += length
     return total

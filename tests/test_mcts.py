@@ -51,7 +51,7 @@ def compiled_playout(variant: Variant, state: State, seed: int) -> tuple[int, li
     """The winner of one compiled playout and the actions it recorded."""
     seed_playouts(seed)
     record = np.empty(PLAYOUT_RECORD_LENGTH, dtype=np.int64)
-    winner = random_playout(
+    winner, _ = random_playout(
         signed_lanes(state.lanes),
         state.occupied,
         state.available,
