@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agents.base import Agent, SpecError, make_agent
+from agents.base import Agent, SpecError, make_agent, parse_spec
 from agents.match import GameRecord
 from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, RulesError, Variant
 
@@ -42,6 +42,15 @@ def add_variant_arguments(parser: argparse.ArgumentParser) -> None:
         default="lose",
         help="what a declaration with nothing to claim does (default: lose)",
     )
+
+
+def check_specs(parser: argparse.ArgumentParser, specs: list[str]) -> None:
+    """Exit with a usage error naming the first spec that names no known agent kind or option."""
+    for spec in specs:
+        try:
+            parse_spec(spec)
+        except SpecError as error:
+            parser.error(str(error))
 
 
 def agent_or_exit(parser: argparse.ArgumentParser, spec: str, variant: Variant, seed: int | None) -> Agent:

@@ -36,11 +36,12 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from agents.base import Agent, SpecError, make_agent, parse_spec
+from agents.base import Agent, make_agent
 from agents.ratings import wilson_interval
 from experiments.arena_io import (
     add_variant_arguments,
     agent_or_exit,
+    check_specs,
     markdown_table,
     save_run_config,
     variant_from_args,
@@ -307,11 +308,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     variant = variant_from_args(parser, args)
     sources = [s for s in args.sources.split(",") if s]
-    for spec in [*args.agents, *sources]:
-        try:
-            parse_spec(spec)
-        except SpecError as error:
-            parser.error(str(error))
+    check_specs(parser, [*args.agents, *sources])
     if args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}")
     if args.positions < 1:

@@ -26,11 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import Agent, SpecError, parse_spec
+from agents.base import Agent
 from agents.match import GameRecord
 from experiments.arena_io import (
     add_variant_arguments,
     agent_or_exit,
+    check_specs,
     record_line,
     variant_from_args,
     write_text_atomic,
@@ -71,10 +72,7 @@ def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     variant = variant_from_args(parser, args)
-    try:
-        parse_spec(args.opponent)
-    except SpecError as error:
-        parser.error(str(error))
+    check_specs(parser, [args.opponent])
     if args.seed is not None and args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}")
     rng = np.random.default_rng(args.seed)

@@ -43,12 +43,13 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from agents.base import SpecError, make_agent, parse_spec
+from agents.base import make_agent
 from agents.match import GameRecord, play_game
 from agents.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
 from experiments.arena_io import (
     add_variant_arguments,
     agent_or_exit,
+    check_specs,
     markdown_table,
     record_line,
     save_run_config,
@@ -207,11 +208,7 @@ def _checked_agent_names(parser: argparse.ArgumentParser, args: argparse.Namespa
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         parser.error(f"agent spec(s) listed twice: {', '.join(repeated)}")
-    for name in names:
-        try:
-            parse_spec(name)
-        except SpecError as error:
-            parser.error(str(error))
+    check_specs(parser, names)
     if args.games < 2 or args.games % 2:
         parser.error(f"--games must be an even number >= 2 (half the games in each seating), got {args.games}")
     if args.seed < 0:
