@@ -341,6 +341,17 @@ class PPOAgent(Agent):
         # is not charged to a timed move.
         self.act(INITIAL_STATE)
 
+    @classmethod
+    def from_policy(
+        cls, policy: MaskableActorCriticPolicy, variant: Variant, observation: str, deterministic: bool = True
+    ) -> PPOAgent:
+        """An agent that plays a live policy (the learner's, during training) rather than a checkpoint."""
+        agent = cls.__new__(cls)
+        Agent.__init__(agent, variant)
+        agent.policy, agent.observation, agent.deterministic = policy, observation, deterministic
+        agent.spec = "learner"
+        return agent
+
     def act(self, state: State) -> int:
         batch = GameBatch.from_states(self.variant, [state])
         games = batch.all_games

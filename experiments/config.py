@@ -94,6 +94,10 @@ class TrainConfig:
     """Agent specs the learner is evaluated against (deterministic play, both seats)."""
     final_eval_games: int = 400
     """Games against each evaluation opponent for the final table, with the final checkpoint."""
+    grade_positions: int = 0
+    """Positions on which every evaluation also grades the learner with the exact solver (``quarto grade``):
+    the share of its decisions that lose value under perfect play, logged under ``eval/grade/``. The positions
+    (at most 10 empty squares, from seeded random and greedy games) are sampled and solved once. 0: off."""
     checkpoint_every: int = 250_000
     """Learner steps between two checkpoints; a resumed run loses at most this many."""
     torch_threads: int = 1
@@ -272,6 +276,7 @@ def _check_values(c: TrainConfig) -> None:
     ):
         _require(getattr(c, name) >= 1, name, "must be >= 1", getattr(c, name))
     _require(c.seed >= 0, "seed", "must be >= 0", c.seed)
+    _require(c.grade_positions >= 0, "grade_positions", "must be >= 0", c.grade_positions)
     _require(c.name != "" and "/" not in c.name, "name", "must be non-empty, without '/'", c.name)
     _require(c.observation in OBSERVATION_KINDS, "observation", f"must be one of {OBSERVATION_KINDS}", c.observation)
     _require(c.policy in POLICY_KINDS, "policy", f"must be one of {POLICY_KINDS}", c.policy)

@@ -39,6 +39,7 @@ from tqdm import tqdm
 
 from agents.ppo import (
     CheckpointError,
+    PPOAgent,
     atomic_write_bytes,
     load_checkpoint,
     policy_setup,
@@ -46,8 +47,9 @@ from agents.ppo import (
     save_checkpoint,
 )
 from experiments.config import ConfigError, TrainConfig, describe_fields, load_config, markdown_table, save_config
+from experiments.grade import PositionValues, grade_agent, sample_positions
 from experiments.selfplay import SEAT_NAMES, EvalResult, OpponentPool, SelfPlayVecEnv, evaluate, learner_opponent
-from quarto_env.core import Variant
+from quarto_env.core import State, Variant
 from quarto_env.render import render_image
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
@@ -210,6 +212,7 @@ class TrainingCallback(BaseCallback):
         self.env = env
         self.best_score = best_score
         self.latest_eval: dict[str, float] = {}
+        self._grading: tuple[list[State], PositionValues] | None = None
         self.progress: tqdm | None = None
         self._last_time = time.perf_counter()
         self._last_step = 0
@@ -290,9 +293,25 @@ class TrainingCallback(BaseCallback):
             self.progress.set_postfix_str(
                 "eval argmax/sampled: " + " ".join(f"{opponent} {'/'.join(s)}" for opponent, s in scores.items())
             )
+        if self.config.grade_positions:
+            self.grade()
         if score > self.best_score:
             self.best_score = score
             self.save(self.learner, self.checkpoints / "best.zip", with_pool=False)
+
+    def grade(self) -> None:
+        """Grade the learner's decisions with the exact solver; the positions are sampled and solved once."""
+        if self._grading is None:
+            positions = sample_positions(self.variant, self.config.grade_positions, self.config.seed)
+            self._grading = (positions, PositionValues(self.variant))
+        positions, values = self._grading
+        learner = PPOAgent.from_policy(self.learner.policy, self.variant, self.config.observation)
+        report = grade_agent(learner, self.variant, positions, values)
+        self.logger.record("eval/grade/value_lost", report.share_lost()[0])
+        self.logger.record("eval/grade/value_lost_critical", report.critical()[0])
+        for phase, (share, *_) in report.by_phase().items():
+            self.logger.record(f"eval/grade/value_lost_{phase}", share)
+        self.latest_eval["value lost"] = report.share_lost()[0]
 
     def save(self, model: MaskablePPO, path: Path, with_pool: bool) -> None:
         """Checkpoint ``model`` (with the opponent pool when ``with_pool``) atomically at ``path``."""

@@ -35,6 +35,7 @@ TINY = [
     "checkpoint_every=512",
     "final_eval_games=8",
     "eval_opponents=[random,greedy]",
+    "grade_positions=12",
 ]
 
 
@@ -202,6 +203,18 @@ def tensorboard_steps(run_dir: Path, tag: str) -> list[int]:
     events = EventAccumulator(str(run_dir / "tb"))
     events.Reload()
     return [event.step for event in events.Scalars(tag)]
+
+
+def test_evaluations_grade_the_learner_with_the_exact_solver(tiny_run: tuple[Path, str]) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run_dir, _ = tiny_run
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    for tag in ("eval/grade/value_lost", "eval/grade/value_lost_place", "eval/grade/value_lost_give"):
+        values = [event.value for event in events.Scalars(tag)]
+        assert len(values) == len(tensorboard_steps(run_dir, "eval/score")) >= 1
+        assert all(0.0 <= v <= 1.0 for v in values)
 
 
 def test_resume_continues_the_step_count_and_the_curves(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
