@@ -30,3 +30,14 @@ def flag_id(flags: dict) -> str:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "variant_flags" in metafunc.fixturenames:
         metafunc.parametrize("variant_flags", FLAG_COMBINATIONS, ids=flag_id)
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():  # type: ignore[no-untyped-def]
+    """One torch thread, as training uses: more threads only fight over the cores for these small networks."""
+    import torch as th  # here, not at the top: most test modules never load torch
+
+    threads = th.get_num_threads()
+    th.set_num_threads(1)
+    yield
+    th.set_num_threads(threads)

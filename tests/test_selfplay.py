@@ -29,13 +29,7 @@ STANDARD = Variant.make()
 DECLARATION = Variant.make(declaration=True)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():  # type: ignore[no-untyped-def]
-    """One torch thread, as training uses: more threads only fight over the cores for these small networks."""
-    threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def scripted_env(variant: Variant, position: str, learner_seat: int, opponent: str = "greedy") -> SelfPlayVecEnv:
