@@ -288,13 +288,19 @@ def _order_placements(lanes, occupied, available, piece, groups, counted, elsewh
         safe = available & ~_winning_pieces_after(placed_lanes, placed, square, elsewhere[square], groups, counted)
         priority = (NUM_PIECES + 1 - _count_bits(safe)) * 32 + _groups_through(groups, square) if safe else 0
         entry = priority << 24 | safe << 8 | square
-        i = count
-        while i > 0 and order[i - 1] < entry:  # insertion sort, largest first
-            order[i] = order[i - 1]
-            i -= 1
-        order[i] = entry
+        _insert_descending(order, count, entry)
         count += 1
     return count
+
+
+@numba.njit(cache=True)
+def _insert_descending(buffer, count, entry) -> None:
+    """Insert ``entry`` into ``buffer[:count]``, kept sorted largest first (one step of an insertion sort)."""
+    i = count
+    while i > 0 and buffer[i - 1] < entry:
+        buffer[i] = buffer[i - 1]
+        i -= 1
+    buffer[i] = entry
 
 
 @numba.njit(cache=True)
@@ -339,11 +345,7 @@ def _order_gives(lanes, occupied, available, safe, hint, groups, counted, orders
             total += _count_bits(orders[piece, i] >> 8 & ALL_PIECES)
         priority = 1 << 20 if piece == hint else (1 << 12) - total
         entry = priority << 8 | piece
-        i = count
-        while i > 0 and out[i - 1] < entry:  # insertion sort, largest first
-            out[i] = out[i - 1]
-            i -= 1
-        out[i] = entry
+        _insert_descending(out, count, entry)
         count += 1
     return count
 
