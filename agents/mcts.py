@@ -46,10 +46,9 @@ from quarto_env.core import (
     State,
     Variant,
     legal_actions,
-    signed_lanes,
     step,
 )
-from quarto_env.fast import RECORD_LENGTH, random_playout
+from quarto_env.fast import RECORD_LENGTH, playout_from
 
 DEFAULT_EXPLORATION = 1.0
 """UCB1's ``c``. The textbook sqrt(2) is for rewards in [0, 1]; with results in [-1, 1] the same bonus is
@@ -156,20 +155,7 @@ class MCTSAgent(Agent):
         """The winner of a random playout from ``state`` (not over), or ``NO_WINNER`` for a draw."""
         if self.playout == "python":
             return python_playout(self.variant, state, self.rng)
-        winner, _ = random_playout(
-            signed_lanes(state.lanes),
-            state.occupied,
-            state.available,
-            state.hand,
-            state.to_move,
-            state.claimable,
-            self.variant.groups,
-            self.variant.counted,
-            self.variant.declaration,
-            self.variant.false_declaration == "lose",
-            self._record,
-        )
-        return int(winner)
+        return playout_from(self.variant, state, self._record)[0]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,9 +17,11 @@ from quarto_env.core import (
     INITIAL_STATE,
     MAX_GAME_LENGTH,
     NUM_ACTIONS,
+    State,
     Variant,
     apply_action,
     legal_mask,
+    signed_lanes,
 )
 from quarto_env.observation import encode_observation
 
@@ -93,6 +95,24 @@ def random_playout(  # type: ignore[no-untyped-def]
         )
     record[length] = -1
     return winner, length
+
+
+def playout_from(variant: Variant, state: State, record: np.ndarray) -> tuple[int, int]:
+    """:func:`random_playout` from ``state`` (not over) under ``variant``: ``(winner, actions played)``."""
+    winner, length = random_playout(
+        signed_lanes(state.lanes),
+        state.occupied,
+        state.available,
+        state.hand,
+        state.to_move,
+        state.claimable,
+        variant.groups,
+        variant.counted,
+        variant.declaration,
+        variant.false_declaration == "lose",
+        record,
+    )
+    return int(winner), int(length)
 
 
 @numba.njit(cache=True)

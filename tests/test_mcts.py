@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from agents.base import SpecError, make_agent
 from agents.match import play_game
-from agents.mcts import PLAYOUT_RECORD_LENGTH, MCTSAgent, python_playout, random_playout, seed_playouts
+from agents.mcts import PLAYOUT_RECORD_LENGTH, MCTSAgent, python_playout, seed_playouts
 from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
@@ -20,9 +20,9 @@ from quarto_env.core import (
     Variant,
     from_board,
     legal_actions,
-    signed_lanes,
     step,
 )
+from quarto_env.fast import playout_from
 
 VARIANTS = [
     STANDARD,
@@ -51,19 +51,7 @@ def compiled_playout(variant: Variant, state: State, seed: int) -> tuple[int, li
     """The winner of one compiled playout and the actions it recorded."""
     seed_playouts(seed)
     record = np.empty(PLAYOUT_RECORD_LENGTH, dtype=np.int64)
-    winner, _ = random_playout(
-        signed_lanes(state.lanes),
-        state.occupied,
-        state.available,
-        state.hand,
-        state.to_move,
-        state.claimable,
-        variant.groups,
-        variant.counted,
-        variant.declaration,
-        variant.false_declaration == "lose",
-        record,
-    )
+    winner, _ = playout_from(variant, state, record)
     actions = [int(a) for a in record[: list(record).index(-1)]]
     return int(winner), actions
 
