@@ -45,8 +45,10 @@ from quarto_env.core import (
     STANDARD,
     State,
     Variant,
+    bits,
     legal_actions,
     step,
+    useful_action_mask,
 )
 from quarto_env.fast import RECORD_LENGTH, playout_from
 
@@ -121,10 +123,9 @@ class MCTSAgent(Agent):
         """The actions the tree searches: every legal one, except a false declaration under the ``penalty``
         policy -- it leaves the position unchanged (a pass, costing only the environment's penalty reward),
         so it can never be better than a real move, and searching it would only repeat the same node."""
-        actions = legal_actions(self.variant, state)
-        if self.variant.false_declaration == "penalty" and not state.claimable and DECLARE in actions:
-            actions.remove(DECLARE)
-        return actions
+        if self.variant.false_declaration == "penalty":
+            return bits(useful_action_mask(self.variant, state))
+        return legal_actions(self.variant, state)
 
     def _simulate(self, root: _Node) -> None:
         """One selection-expansion-playout-backup pass."""
@@ -215,7 +216,7 @@ def python_playout(variant: Variant, state: State, rng: np.random.Generator) -> 
         if state.claimable:
             action = DECLARE
         else:
-            choices = [a for a in legal_actions(variant, state) if a != DECLARE]
+            choices = bits(useful_action_mask(variant, state))
             action = choices[rng.integers(len(choices))]
         state = step(variant, state, action)
     return state.winner

@@ -30,9 +30,12 @@ from quarto_env.core import (
     RulesError,
     State,
     Variant,
+    bits,
     legal_actions,
-    losing_gives,
+    lowest_bit,
+    safe_gives,
     step,
+    useful_action_mask,
     winning_squares_for,
 )
 from quarto_env.notation import format_position
@@ -88,7 +91,7 @@ class Solver:
         nodes_before = self.nodes
         value = self.value(state)
         proven_best = self._proven_best  # the action with which the search proved the value
-        actions = [a for a in legal_actions(self.variant, state) if a != DECLARE or state.claimable]
+        actions = bits(useful_action_mask(self.variant, state))
         if all_moves:
             action_values = {a: self._action_value(state, a, value) for a in legal_actions(self.variant, state)}
             best = [a for a in actions if action_values[a] == value]
@@ -288,10 +291,5 @@ def _tactical_action(variant: Variant, state: State) -> int:
     available one."""
     if state.placing:
         wins = winning_squares_for(variant, state, state.hand)
-        return _lowest(wins or ALL_SQUARES & ~state.occupied)
-    safe = state.available & ~losing_gives(variant, state)
-    return _lowest(safe or state.available)
-
-
-def _lowest(mask: int) -> int:
-    return (mask & -mask).bit_length() - 1
+        return lowest_bit(wins or ALL_SQUARES & ~state.occupied)
+    return lowest_bit(safe_gives(variant, state) or state.available)

@@ -3,10 +3,19 @@
 Checkpoints
 -----------
 A checkpoint is the ``.zip`` file that stable-baselines3 writes, with one more entry, ``quarto.json``: the
-metadata (rule variant, observation kind, learner steps, the training config, library versions). It is
-written atomically (a temporary file, then ``os.replace``), so a run killed mid-write never leaves a torn
-file. :func:`load_checkpoint` checks the metadata before building anything and raises
-:class:`CheckpointError` naming the problem: a missing or corrupt file, or a different rule variant.
+metadata (format, rule variant, observation kind, ``env_kwargs`` -- the keyword arguments of
+``quarto_env.env`` that rebuild its rules and observation --, learner steps, the training config, library
+versions). It is written atomically (a temporary file, then ``os.replace``), so a run killed mid-write never
+leaves a torn file.
+
+Checkpoints written by ``quarto train`` are read as data by every command of this project, never unpickled:
+:func:`load_policy` rebuilds the network from ``quarto.json`` and loads ``policy.pth`` with
+``torch.load(weights_only=True)``; resuming (:func:`load_training_state`) reads the optimizer's state the same
+way and the step count from ``quarto.json``. stable-baselines3's ``data`` entry, which holds cloudpickled
+objects, is never deserialized. A stable-baselines3 zip opened with SB3's own ``MaskablePPO.load`` unpickles
+code, so only load zips you trust that way. Every failure is a :class:`CheckpointError` naming the file and
+the problem: missing, corrupt or truncated, an entry that is not plain weights, a format this version does
+not read (it reads formats 1 and 2), or a different rule variant.
 
 The ``slots`` policy
 --------------------
@@ -24,6 +33,7 @@ import importlib.metadata
 import io
 import json
 import os
+import pickle
 import platform
 import tempfile
 import zipfile
@@ -34,35 +44,24 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.base_class import BaseAlgorithm
 from torch import nn
 
 from agents.base import Agent
 from quarto_env.core import INITIAL_STATE, NUM_ACTIONS, NUM_SQUARES, STANDARD, State, Variant
-from quarto_env.vector import OBSERVATION_KINDS, GameBatch, check_observation_kind, num_observation_channels
+from quarto_env.observation import PLACING, ObservationKind, observation_kind
+from quarto_env.vector import GameBatch
 
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
+"""The format :func:`save_checkpoint` writes; format 1 (which had no ``env_kwargs``) is read too."""
+READABLE_FORMATS = (1, CHECKPOINT_FORMAT)
 METADATA_ENTRY = "quarto.json"
+POLICY_ENTRY = "policy.pth"
+"""stable-baselines3's entry holding the policy's ``state_dict``."""
+OPTIMIZER_ENTRY = "policy.optimizer.pth"
 POLICY_KINDS = ("mlp", "slots")
 """``mlp``: stable-baselines3's MLP on the flattened planes; ``slots``: :class:`SlotPolicy`."""
-
-# Observation channels (see quarto_env.observation and quarto_env.vector) that describe one square / one piece.
-_PLACING_CHANNEL = 16
-_SQUARE_CHANNELS = {
-    "raw": [*range(10), 16],
-    "tactical": [*range(10), 16, 17],
-    "lookahead": [*range(10), 16, 17, 19],
-    "parity": [*range(10), 16, 17, 19, 21],
-}
-_PIECE_CHANNELS = {
-    "raw": [*range(10, 17)],
-    "tactical": [*range(10, 17), 18],
-    "lookahead": [*range(10, 17), 18, 20],
-    "parity": [*range(10, 17), 18, 20, 22],
-}
-_KIND_BY_CHANNELS = {num_observation_channels(kind): kind for kind in OBSERVATION_KINDS}
 
 
 class CheckpointError(ValueError):
@@ -83,12 +82,12 @@ class SlotNetwork(nn.Module):
     piece_channels: th.Tensor
     incidence: th.Tensor
 
-    def __init__(self, num_channels: int, groups: list[int], num_actions: int, width: int) -> None:
+    def __init__(self, kind: ObservationKind, groups: list[int], num_actions: int, width: int) -> None:
         super().__init__()
-        kind = _KIND_BY_CHANNELS[num_channels]
+        num_channels = kind.num_channels
         # Masks over the channels instead of gathering them: a square slot reads only square channels.
-        self.register_buffer("square_channels", _channel_mask(num_channels, _SQUARE_CHANNELS[kind]), persistent=False)
-        self.register_buffer("piece_channels", _channel_mask(num_channels, _PIECE_CHANNELS[kind]), persistent=False)
+        self.register_buffer("square_channels", _channel_mask(num_channels, kind.square_channels), persistent=False)
+        self.register_buffer("piece_channels", _channel_mask(num_channels, kind.piece_channels), persistent=False)
         incidence = th.tensor([[g >> s & 1 for s in range(NUM_SQUARES)] for g in groups], dtype=th.float32)
         self.register_buffer("incidence", incidence, persistent=False)
         self.num_channels = num_channels
@@ -113,7 +112,7 @@ class SlotNetwork(nn.Module):
         groups = self.group_update(self.incidence @ squares)  # (B, G, W)
         squares = squares + self.incidence.T @ groups
         context = self.context(th.cat([squares.mean(1), squares.amax(1), pieces.mean(1)], dim=1))
-        placing = planes[:, _PLACING_CHANNEL, 0:1]
+        placing = planes[:, PLACING, 0:1]
         return squares, pieces, context, placing
 
     def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
@@ -164,18 +163,20 @@ class SlotPolicy(MaskableActorCriticPolicy):
     """MaskablePPO policy whose body is a :class:`SlotNetwork`.
 
     :param groups: the rule variant's groups (``Variant.groups``), for the square-group message passing
+    :param observation: the observation kind (:mod:`quarto_env.observation`): which channels describe squares
     :param width: the width of every slot embedding and hidden layer
     """
 
-    def __init__(self, *args: Any, groups: list[int], width: int = 64, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, groups: list[int], observation: str, width: int = 64, **kwargs: Any) -> None:
         self.groups = list(groups)
+        self.observation = observation_kind(observation).name
         self.width = width
         super().__init__(*args, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
-        assert isinstance(self.observation_space, spaces.Box) and isinstance(self.action_space, spaces.Discrete)
+        assert isinstance(self.action_space, spaces.Discrete)
         self.mlp_extractor = SlotNetwork(  # type: ignore[assignment]
-            self.observation_space.shape[0], self.groups, int(self.action_space.n), self.width
+            observation_kind(self.observation), self.groups, int(self.action_space.n), self.width
         )
 
     def _build(self, lr_schedule: Any) -> None:
@@ -193,17 +194,17 @@ class SlotPolicy(MaskableActorCriticPolicy):
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(groups=self.groups, width=self.width)
+        data.update(groups=self.groups, observation=self.observation, width=self.width)
         return data
 
 
-def policy_setup(policy: str, variant: Variant, net_arch: list[int]) -> tuple[type, dict[str, Any]]:
+def policy_setup(policy: str, variant: Variant, net_arch: list[int], observation: str) -> tuple[type, dict[str, Any]]:
     """The policy class and ``policy_kwargs`` for MaskablePPO: ``net_arch`` gives the MLP's layers, or for
     ``slots`` its width (the first entry)."""
     if policy == "mlp":
         return MaskableActorCriticPolicy, {"net_arch": list(net_arch)}
     if policy == "slots":
-        return SlotPolicy, {"groups": list(variant.groups), "width": net_arch[0]}
+        return SlotPolicy, {"groups": list(variant.groups), "observation": observation, "width": net_arch[0]}
     raise ValueError(f"unknown policy {policy!r}; allowed: {', '.join(POLICY_KINDS)}")
 
 
@@ -247,7 +248,8 @@ def save_checkpoint(
     model: BaseAlgorithm, path: str | Path, metadata: dict[str, Any], extras: dict[str, bytes] | None = None
 ) -> None:
     """Write ``model`` with ``metadata`` (which must hold ``variant`` and ``observation``) to ``path``;
-    ``extras`` are more zip entries (the trainer stores its opponent pool there)."""
+    ``extras`` are more zip entries (the trainer stores its opponent pool there). The metadata gains
+    ``env_kwargs``, derived from those two."""
     for key in ("variant", "observation"):
         if key not in metadata:
             raise ValueError(f"checkpoint metadata needs {key!r}")
@@ -256,6 +258,7 @@ def save_checkpoint(
     full = {
         "format": CHECKPOINT_FORMAT,
         "num_timesteps": int(model.num_timesteps),
+        "env_kwargs": env_kwargs_for(Variant.make(**metadata["variant"]), metadata["observation"]),
         "versions": library_versions(),
         **metadata,
     }
@@ -266,8 +269,14 @@ def save_checkpoint(
     atomic_write_bytes(Path(path), buffer.getvalue())
 
 
+def env_kwargs_for(variant: Variant, observation: str) -> dict[str, Any]:
+    """The keyword arguments of ``quarto_env.env`` that play ``variant`` with ``observation`` planes."""
+    return {**variant.to_dict(), "observation": observation}
+
+
 def read_metadata(path: str | Path) -> dict[str, Any]:
-    """The metadata of the checkpoint at ``path``; :class:`CheckpointError` if it is missing or corrupt."""
+    """The metadata of the checkpoint at ``path``, with ``env_kwargs`` (derived for format 1);
+    :class:`CheckpointError` if it is missing, corrupt, of another format, or describes no valid variant."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist (expected a .zip written by quarto train)")
@@ -283,32 +292,175 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
             if damaged is not None:
                 raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated: entry {damaged} is damaged")
             metadata = json.loads(archive.read(METADATA_ENTRY))
-    except (zipfile.BadZipFile, zlib.error, json.JSONDecodeError, OSError, EOFError) as exc:
+    except (zipfile.BadZipFile, zlib.error, json.JSONDecodeError, UnicodeDecodeError, OSError, EOFError) as exc:
         raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated ({exc})") from exc
-    if metadata.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r} has format {metadata.get('format')!r}; this version reads {CHECKPOINT_FORMAT}"
-        )
+    if not isinstance(metadata, dict) or metadata.get("format") not in READABLE_FORMATS:
+        found = metadata.get("format") if isinstance(metadata, dict) else None
+        readable = " and ".join(map(str, READABLE_FORMATS))
+        raise CheckpointError(f"checkpoint {str(path)!r} has format {found!r}; this version reads formats {readable}")
+    try:
+        variant = Variant.make(**metadata["variant"])
+        observation = observation_kind(metadata["observation"]).name
+        int(metadata["num_timesteps"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint {str(path)!r} has invalid metadata in {METADATA_ENTRY}: {exc}") from exc
+    metadata.setdefault("env_kwargs", env_kwargs_for(variant, observation))  # format 1 did not store them
     return metadata
 
 
-def load_checkpoint(
-    path: str | Path, variant: Variant | None = None, **load_kwargs: Any
-) -> tuple[MaskablePPO, dict[str, Any]]:
-    """The model and metadata at ``path``. With ``variant``, a checkpoint trained for another rule variant is
-    refused with a :class:`CheckpointError` naming both. ``load_kwargs`` go to ``MaskablePPO.load``."""
+def read_weights(path: str | Path, entry: str) -> Any:
+    """The ``torch.save`` entry ``entry`` of the checkpoint at ``path``, read with ``weights_only=True``: tensors,
+    numbers, strings and containers of them, never code. :class:`CheckpointError` if it is missing, damaged,
+    or holds anything else (it is refused unread)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if entry not in archive.namelist():
+                raise CheckpointError(f"checkpoint {str(path)!r} has no {entry} entry")
+            data = archive.read(entry)
+        return th.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: entry {entry} is not plain weights and was refused ({_refusal(exc)})"
+        ) from exc
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError) as exc:
+        raise CheckpointError(f"checkpoint {str(path)!r}: entry {entry} is corrupt or truncated ({exc})") from exc
+
+
+class LoadedPolicy:
+    """A checkpoint's policy, loaded as data by :func:`load_policy`, with what it takes to play it.
+
+    ``predict`` is stable-baselines3's: pass the ``"observation"`` planes and the ``"action_mask"`` of
+    ``quarto_env.env(**loaded.env_kwargs)``.
+    """
+
+    def __init__(self, policy: MaskableActorCriticPolicy, metadata: dict[str, Any]) -> None:
+        self.policy = policy
+        """The network, in evaluation mode."""
+        self.metadata = metadata
+        """The checkpoint's ``quarto.json`` (see :func:`read_metadata`)."""
+        self.env_kwargs: dict[str, Any] = metadata["env_kwargs"]
+        """The keyword arguments of ``quarto_env.env`` that rebuild the checkpoint's rules and observation."""
+        self.variant = Variant.make(**metadata["variant"])
+        self.observation: str = metadata["observation"]
+        self.num_timesteps = int(metadata["num_timesteps"])
+        """Learner steps trained."""
+
+    def predict(
+        self,
+        observation: np.ndarray,
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+        action_masks: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """The action(s) for ``observation`` (one or a batch) under ``action_masks``, and the recurrent state
+        (``None``: the policy has none) -- stable-baselines3's ``predict``."""
+        return self.policy.predict(observation, state, episode_start, deterministic, action_masks)
+
+
+def load_policy(path: str | Path, variant: Variant | None = None) -> LoadedPolicy:
+    """The policy of the checkpoint at ``path``, rebuilt from its metadata and loaded with ``policy.pth`` read as
+    weights: nothing in the file is unpickled, so nothing in it runs. With ``variant``, a checkpoint trained for
+    another rule variant is refused. Every failure is a :class:`CheckpointError` naming the file."""
     metadata = read_metadata(path)
+    policy = _policy_for(path, metadata, _trained_variant(path, metadata, variant))
+    weights = read_weights(path, POLICY_ENTRY)
+    try:
+        policy.load_state_dict(weights)
+    except (RuntimeError, TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: {POLICY_ENTRY} does not fit the network its {METADATA_ENTRY} describes ({exc})"
+        ) from exc
+    return LoadedPolicy(policy, metadata)
+
+
+def load_training_state(model: BaseAlgorithm, path: str | Path, variant: Variant | None = None) -> dict[str, Any]:
+    """Load the checkpoint at ``path`` into ``model``, a learner freshly built from the same config: the
+    policy's and the optimizer's state (read as weights, never unpickled) and the step count. Returns the
+    metadata; :class:`CheckpointError` as :func:`load_policy`."""
+    metadata = read_metadata(path)
+    _trained_variant(path, metadata, variant)
+    parameters = {entry.removesuffix(".pth"): read_weights(path, entry) for entry in (POLICY_ENTRY, OPTIMIZER_ENTRY)}
+    try:
+        model.set_parameters(parameters, exact_match=True, device="cpu")
+    except (RuntimeError, TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise CheckpointError(f"checkpoint {str(path)!r} does not fit this run's learner ({exc})") from exc
+    model.num_timesteps = int(metadata["num_timesteps"])
+    model._n_updates = _saved_update_count(path)
+    return metadata
+
+
+def policy_spaces(variant: Variant, observation: str) -> tuple[spaces.Box, spaces.Discrete]:
+    """The observation and action spaces of a policy for ``variant`` and the ``observation`` kind (those of the
+    trainer's environment)."""
+    return (
+        spaces.Box(0, 1, shape=observation_kind(observation).shape, dtype=np.int8),
+        spaces.Discrete(variant.num_actions),
+    )
+
+
+def inference_policy(policy_class: type[MaskableActorCriticPolicy], **parameters: Any) -> MaskableActorCriticPolicy:
+    """A ``policy_class`` network built with ``parameters`` to receive trained weights: without orthogonal
+    initialisation (it costs a QR per layer, and the weights are overwritten), in evaluation mode, without
+    gradients."""
+    policy = policy_class(**{**parameters, "ortho_init": False})
+    policy.set_training_mode(False)
+    policy.requires_grad_(False)
+    return policy
+
+
+def _trained_variant(path: str | Path, metadata: dict[str, Any], variant: Variant | None) -> Variant:
     trained_for = Variant.make(**metadata["variant"])
     if variant is not None and trained_for != variant:
         raise CheckpointError(
             f"checkpoint {str(path)!r} was trained for rule variant {trained_for.describe()!r}, "
             f"not {variant.describe()!r}"
         )
+    return trained_for
+
+
+def _policy_for(path: str | Path, metadata: dict[str, Any], variant: Variant) -> MaskableActorCriticPolicy:
+    """The untrained network that the checkpoint's training config describes."""
     try:
-        model = MaskablePPO.load(path, device="cpu", **load_kwargs)
-    except (zipfile.BadZipFile, KeyError, RuntimeError, ValueError, EOFError) as exc:
-        raise CheckpointError(f"checkpoint {str(path)!r} could not be loaded: {exc}") from exc
-    return model, metadata
+        config = metadata["config"]
+        policy_class, policy_kwargs = policy_setup(
+            config["policy"], variant, config["net_arch"], metadata["observation"]
+        )
+        observation_space, action_space = policy_spaces(variant, metadata["observation"])
+        return inference_policy(
+            policy_class,
+            observation_space=observation_space,
+            action_space=action_space,
+            lr_schedule=_no_learning,
+            **policy_kwargs,
+        )
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise CheckpointError(f"checkpoint {str(path)!r}: {METADATA_ENTRY} describes no valid policy ({exc})") from exc
+
+
+def _no_learning(progress_remaining: float) -> float:
+    del progress_remaining  # Unused: a loaded policy only plays.
+    return 0.0
+
+
+def _saved_update_count(path: str | Path) -> int:
+    """stable-baselines3's count of gradient updates, read from its ``data`` entry as plain JSON (its pickled
+    values stay unread); 0 where there is none."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            data = json.loads(archive.read("data"))
+    except (KeyError, zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError):
+        return 0
+    count = data.get("_n_updates") if isinstance(data, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else 0
+
+
+def _refusal(exc: pickle.UnpicklingError) -> str:
+    """torch's reason for refusing a file, without its advice to load it with ``weights_only=False``."""
+    for line in str(exc).splitlines():
+        if "WeightsUnpickler error:" in line:
+            return line.split("WeightsUnpickler error:", 1)[1].split(" was not an allowed global")[0].strip()
+    return "not a torch weights file"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -329,11 +481,9 @@ class PPOAgent(Agent):
         checkpoint = Path(path)
         if checkpoint.is_dir():
             checkpoint = checkpoint / "checkpoints" / "best.zip"
-        model, metadata = load_checkpoint(checkpoint, variant)
-        self.policy = model.policy
-        self.policy.set_training_mode(False)
-        self.observation = metadata["observation"]
-        check_observation_kind(self.observation)
+        loaded = load_policy(checkpoint, variant)
+        self.policy = loaded.policy
+        self.observation = loaded.observation
         self.deterministic = deterministic
         if seed is not None:
             th.manual_seed(seed)

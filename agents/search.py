@@ -49,8 +49,8 @@ Numba
 -----
 Every function here is compiled with ``cache=True``: a second process loads the machine code from
 ``__pycache__`` instead of compiling again. Lanes are int64 inside (the rules core's 64-bit lanes seen as
-two's complement; see :func:`signed_lanes`). The search is one self-recursive function: numba's on-disk cache
-does not support mutually recursive ones.
+two's complement; see :func:`quarto_env.core.signed_lanes`). The search is one self-recursive function:
+numba's on-disk cache does not support mutually recursive ones.
 """
 
 from __future__ import annotations
@@ -72,8 +72,11 @@ from quarto_env.core import (
     RulesError,
     State,
     Variant,
+    compiled_fields,
     completing_pieces,
+    lowest_bit,
     place_lanes,
+    popcount,
     shared_attributes,
     winning_pieces,
     winning_squares,
@@ -122,15 +125,6 @@ DEFAULT_TABLE_EMPTIES = 6
 """Give nodes with fewer empty squares are not stored: they are cheaper to search again than to look up."""
 DEFAULT_GIVE_ORDER_EMPTIES = 6
 """Give nodes with at least this many empty squares order their pieces (see :func:`_order_gives`)."""
-
-
-def signed_lanes(lanes: int) -> int:
-    """The rules core's lanes (a Python int below ``2**64``) as the int64 with the same bits, for compiled code.
-
-    Lane 3 uses bit 63 (a hollow piece on square 15), which does not fit a signed int64: the value is read as
-    two's complement, so shifts and masks give the same bits as on the unsigned number.
-    """
-    return lanes - (1 << 64) if lanes >> 63 else lanes
 
 
 def new_table(bits: int = DEFAULT_TABLE_BITS) -> np.ndarray:
@@ -191,7 +185,7 @@ class Search:
         self.table = new_table(table_bits)
         self.stats = new_stats()
         self._low, self._high = byte_tables(variant.squares)
-        self._groups = np.array(variant.groups, dtype=np.int64)
+        self._groups = variant.group_array
         self._groups.flags.writeable = False
         _now()  # the first read of the clock costs tens of milliseconds per process: pay it here
 
@@ -216,7 +210,7 @@ class Search:
         self.stats[:] = 0
         self.stats[BEST_ACTION] = -1
         score = search_root(
-            signed_lanes(state.lanes), state.occupied, state.available, state.hand, alpha, beta, depth,
+            *compiled_fields(state), alpha, beta, depth,
             self._groups, self.variant.counted, self._low, self._high, self.settings, self.table,
             self.scratch, self.stats, deadline, 0,
         )  # fmt: skip
@@ -229,7 +223,7 @@ class Search:
 @numba.njit(cache=True)
 def evaluate(safe: int) -> int:
     """The horizon score for the side to move, who gives next and has the ``safe`` mask of safe pieces."""
-    return EVAL if _count_bits(safe) & 1 else -EVAL
+    return EVAL if popcount(safe) & 1 else -EVAL
 
 
 @numba.njit(cache=True)
@@ -244,7 +238,7 @@ def _threats_elsewhere(lanes, occupied, groups, counted, out) -> None:
         if completing:
             elsewhere = empty & ~group
             while elsewhere:
-                out[_lowest_bit(elsewhere)] |= completing
+                out[lowest_bit(elsewhere)] |= completing
                 elsewhere &= elsewhere - 1
 
 
@@ -282,11 +276,11 @@ def _order_placements(lanes, occupied, available, piece, groups, counted, elsewh
     count = 0
     empty = ALL_SQUARES & ~occupied
     while empty:
-        square = _lowest_bit(empty)
+        square = lowest_bit(empty)
         empty &= empty - 1
         placed_lanes, placed = place_lanes(lanes, piece, square), occupied | 1 << square
         safe = available & ~_winning_pieces_after(placed_lanes, placed, square, elsewhere[square], groups, counted)
-        priority = (NUM_PIECES + 1 - _count_bits(safe)) * 32 + _groups_through(groups, square) if safe else 0
+        priority = (NUM_PIECES + 1 - popcount(safe)) * 32 + _groups_through(groups, square) if safe else 0
         entry = priority << 24 | safe << 8 | square
         _insert_descending(order, count, entry)
         count += 1
@@ -313,7 +307,7 @@ def _list_pieces(pieces, hint, out) -> int:
         count = 1
         pieces &= ~(1 << hint)
     while pieces:
-        out[count] = _lowest_bit(pieces)
+        out[count] = lowest_bit(pieces)
         pieces &= pieces - 1
         count += 1
     return count
@@ -335,14 +329,14 @@ def _order_gives(lanes, occupied, available, safe, hint, groups, counted, orders
     elsewhere = orders[NUM_PIECES + 1]
     _threats_elsewhere(lanes, occupied, groups, counted, elsewhere)
     while pieces:
-        piece = _lowest_bit(pieces)
+        piece = lowest_bit(pieces)
         pieces &= pieces - 1
         n = _order_placements(
             lanes, occupied, available & ~(1 << piece), piece, groups, counted, elsewhere, orders[piece]
         )
         total = 0
         for i in range(n):
-            total += _count_bits(orders[piece, i] >> 8 & ALL_PIECES)
+            total += popcount(orders[piece, i] >> 8 & ALL_PIECES)
         priority = 1 << 20 if piece == hint else (1 << 12) - total
         entry = priority << 8 | piece
         _insert_descending(out, count, entry)
@@ -362,16 +356,16 @@ def can_still_be_won(lanes, occupied, available, groups, counted) -> bool:
         filled = group & occupied
         if filled == group:
             continue
-        needed = _count_bits(group & ~occupied)
+        needed = popcount(group & ~occupied)
         if filled:
             ones, zeros = shared_attributes(lanes, filled, counted)
         else:
             ones, zeros = counted, counted
         for k in range(NUM_ATTRIBUTES):
             with_value = available & PIECES_WITH_ATTRIBUTE[k]
-            if ones >> k & 1 and _count_bits(with_value) >= needed:
+            if ones >> k & 1 and popcount(with_value) >= needed:
                 return True
-            if zeros >> k & 1 and _count_bits(available & ~with_value) >= needed:
+            if zeros >> k & 1 and popcount(available & ~with_value) >= needed:
                 return True
     return False
 
@@ -384,21 +378,6 @@ def _now() -> float:
     with numba.objmode(seconds="float64"):
         seconds = time.perf_counter()
     return seconds
-
-
-@numba.njit(cache=True)
-def _count_bits(mask: int) -> int:
-    """Number of set bits of a 16-bit mask (a branch-free population count)."""
-    mask = mask - ((mask >> 1) & 0x5555)
-    mask = (mask & 0x3333) + ((mask >> 2) & 0x3333)
-    mask = (mask + (mask >> 4)) & 0x0F0F
-    return (mask + (mask >> 8)) & 0x1F
-
-
-@numba.njit(cache=True)
-def _lowest_bit(mask: int) -> int:
-    """Index of the lowest set bit of a 16-bit mask, or -1 for 0."""
-    return _count_bits((mask & -mask) - 1) if mask else -1
 
 
 @numba.njit(cache=True)
@@ -504,7 +483,7 @@ def negamax_give(
     """
     root = ply == 0
     stats[NODES] += 1
-    empties = NUM_SQUARES - _count_bits(occupied)
+    empties = NUM_SQUARES - popcount(occupied)
     # Near the root a node costs tens of microseconds (it orders every placement of every piece): read the
     # clock at each one there, and every CLOCK_INTERVAL + 1 nodes elsewhere.
     clock_due = empties >= CLOCK_EVERY_NODE_EMPTIES or stats[NODES] & CLOCK_INTERVAL == 0
@@ -517,7 +496,7 @@ def negamax_give(
     if safe < 0:
         safe = available & ~winning_pieces(lanes, occupied, groups, counted)
     if root:  # a first answer, for the returns below that search no piece
-        stats[BEST_ACTION] = _lowest_bit(safe if safe else available)
+        stats[BEST_ACTION] = lowest_bit(safe if safe else available)
     if safe == 0:  # every piece lets the receiver win
         return -WIN
     if empties == 1:  # the last piece is safe: it fills the board without a win
@@ -603,10 +582,14 @@ def negamax_give(
     return best
 
 
-@numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), cache=True)
+_POSITION = (_INT, _INT, _INT, _INT, _INT, _INT, _INT, numba.types.boolean)
+"""The types of a position's fields, as :func:`quarto_env.core.compiled_fields` hands them over."""
+
+
+@numba.njit(_INT(*_POSITION, _INT, _INT, _INT, *_CONTEXT), cache=True)
 def search_root(
-    lanes, occupied, available, hand, alpha, beta, depth, groups, counted, low, high, settings, table,
-    scratch, stats, deadline, ply,
+    lanes, occupied, available, hand, to_move, claimable, winner, over, alpha, beta, depth, groups, counted, low,
+    high, settings, table, scratch, stats, deadline, ply,
 ):  # fmt: skip
     """Score of any position that is not over, for the side to move, with the contract of :func:`negamax_give`;
     the best action (a square when ``hand`` is a piece, else a piece) goes to ``stats[BEST_ACTION]``.
@@ -622,12 +605,12 @@ def search_root(
         )  # fmt: skip
     wins = winning_squares(lanes, occupied, hand, groups, counted)
     if wins:
-        stats[BEST_ACTION] = _lowest_bit(wins)
+        stats[BEST_ACTION] = lowest_bit(wins)
         return WIN
     best = -INFINITY
     empty = ALL_SQUARES & ~occupied
     while empty:
-        square = _lowest_bit(empty)
+        square = lowest_bit(empty)
         empty &= empty - 1
         placed = occupied | 1 << square
         if placed == ALL_SQUARES:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agents.base import Agent
-from quarto_env.core import ALL_SQUARES, DECLARE, State, losing_gives, winning_squares_for
+from quarto_env.core import ALL_SQUARES, DECLARE, State, bits, safe_gives, winning_squares_for
 
 
 class RandomAgent(Agent):
@@ -27,10 +27,5 @@ class GreedyAgent(Agent):
         if state.placing:
             empty = ALL_SQUARES & ~state.occupied
             wins = winning_squares_for(self.variant, state, state.hand)
-            return self.random_legal(state, _bits(wins or empty))
-        safe = state.available & ~losing_gives(self.variant, state)
-        return self.random_legal(state, _bits(safe or state.available))
-
-
-def _bits(mask: int) -> list[int]:
-    return [i for i in range(16) if mask >> i & 1]
+            return self.random_legal(state, bits(wins or empty))
+        return self.random_legal(state, bits(safe_gives(self.variant, state) or state.available))

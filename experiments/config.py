@@ -25,7 +25,7 @@ from agents.base import SpecError, parse_spec
 from agents.ppo import POLICY_KINDS
 from experiments.selfplay import SNAPSHOTS
 from quarto_env.core import RulesError, Variant
-from quarto_env.vector import OBSERVATION_KINDS
+from quarto_env.observation import OBSERVATION_KINDS
 
 LR_SCHEDULES = ("constant", "linear")
 
@@ -47,7 +47,7 @@ class TrainConfig:
     ``declaration``, ``false_declaration`` (``lose`` or ``penalty``). Empty: standard Quarto."""
     observation: str = "parity"
     """Observation planes: ``raw``, ``tactical`` (+ 1-ply win/lose planes), ``lookahead`` (+ trap planes) or
-    ``parity`` (+ parity of the safe pieces after each action); see ``quarto_env.vector``."""
+    ``parity`` (+ parity of the safe pieces after each action); the table is ``quarto_env.observation``."""
     policy: str = "slots"
     """Network: ``slots`` (shared weights over square and piece slots, ``agents.ppo.SlotNetwork``) or ``mlp``."""
     net_arch: list[int] = dataclasses.field(default_factory=lambda: [32])
@@ -278,7 +278,9 @@ def _check_values(c: TrainConfig) -> None:
     _require(c.seed >= 0, "seed", "must be >= 0", c.seed)
     _require(c.grade_positions >= 0, "grade_positions", "must be >= 0", c.grade_positions)
     _require(c.name != "" and "/" not in c.name, "name", "must be non-empty, without '/'", c.name)
-    _require(c.observation in OBSERVATION_KINDS, "observation", f"must be one of {OBSERVATION_KINDS}", c.observation)
+    _require(
+        c.observation in OBSERVATION_KINDS, "observation", f"must be one of {tuple(OBSERVATION_KINDS)}", c.observation
+    )
     _require(c.policy in POLICY_KINDS, "policy", f"must be one of {POLICY_KINDS}", c.policy)
     _require(c.lr_schedule in LR_SCHEDULES, "lr_schedule", f"must be one of {LR_SCHEDULES}", c.lr_schedule)
     _require(len(c.net_arch) >= 1 and min(c.net_arch) >= 1, "net_arch", "must list layer sizes >= 1", c.net_arch)

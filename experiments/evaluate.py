@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 import torch as th
 from rich.console import Console
 from rich.table import Table
 
-from agents.ppo import load_checkpoint
+from agents.ppo import CheckpointError, load_policy
 from experiments.selfplay import EvalResult, evaluate, learner_opponent
-from quarto_env.core import Variant
 
 
 def confidence_95(result: EvalResult) -> float:
@@ -43,17 +43,21 @@ def main(argv: list[str] | None = None) -> int:
 
     th.set_num_threads(1)
     th.manual_seed(args.seed)
-    model, metadata = load_checkpoint(args.checkpoint)
-    variant = Variant.make(**metadata["variant"])
+    try:
+        loaded = load_policy(args.checkpoint)
+    except CheckpointError as exc:
+        print(f"{parser.prog}: {exc}", file=sys.stderr)
+        return 2
+    variant = loaded.variant
     table = Table(
-        title=f"{args.checkpoint} ({model.num_timesteps:,} learner steps, {variant.describe()})",
+        title=f"{args.checkpoint} ({loaded.num_timesteps:,} learner steps, {variant.describe()})",
         caption="score = (wins + draws/2) / games; the interval assumes independent games, which the argmax rows "
         "against a deterministic opponent (minimax) are not: they repeat one game per seat",
     )
     for column in ("opponent", "learner", "games", "first W/D/L", "second W/D/L", "score", "95% interval"):
         table.add_column(column, justify="left" if column in ("opponent", "learner") else "right", no_wrap=True)
     for deterministic in (True, False):
-        learner = learner_opponent(model.policy, metadata["observation"], deterministic)
+        learner = learner_opponent(loaded.policy, loaded.observation, deterministic)
         for i, spec in enumerate(args.opponents):
             result = evaluate(learner, spec, variant, args.games, args.seed + i)
             table.add_row(

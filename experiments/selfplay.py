@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 import torch as th
-from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
@@ -37,9 +36,9 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from agents.base import Agent, make_agent
-from agents.ppo import choose_actions, policy_actions, policy_logits
-from quarto_env.core import NUM_SQUARES, State, Variant
-from quarto_env.vector import GameBatch, num_observation_channels
+from agents.ppo import choose_actions, inference_policy, policy_actions, policy_logits, policy_spaces
+from quarto_env.core import State, Variant
+from quarto_env.vector import GameBatch
 
 SNAPSHOTS = "snapshots"
 """The key of the opponent mix that stands for the pool of the learner's past selves."""
@@ -98,11 +97,8 @@ def move(batch: GameBatch, games: np.ndarray, movers: Sequence[Opponent]) -> Non
 
 def frozen_copy(policy: MaskableActorCriticPolicy) -> MaskableActorCriticPolicy:
     """A copy of ``policy``'s network, in evaluation mode, without gradients or optimizer state."""
-    # No initialisation: the weights are overwritten at once (orthogonal init costs a QR per layer).
-    copy = type(policy)(**{**policy._get_constructor_parameters(), "ortho_init": False})
+    copy = inference_policy(type(policy), **policy._get_constructor_parameters())
     copy.load_state_dict(policy.state_dict())
-    copy.set_training_mode(False)
-    copy.requires_grad_(False)
     return copy
 
 
@@ -249,13 +245,8 @@ class SelfPlayVecEnv(VecEnv):
     """``num_games`` games against pool opponents, seen from the learner's seat (see the module docstring)."""
 
     def __init__(self, variant: Variant, num_games: int, observation: str, pool: OpponentPool, seed: int) -> None:
-        channels = num_observation_channels(observation)
         self.render_mode = None  # games are pictured by quarto_env.render, not through the VecEnv
-        super().__init__(
-            num_games,
-            spaces.Box(0, 1, shape=(channels, NUM_SQUARES), dtype=np.int8),
-            spaces.Discrete(variant.num_actions),
-        )
+        super().__init__(num_games, *policy_spaces(variant, observation))
         self.variant = variant
         self.observation = observation
         self.pool = pool

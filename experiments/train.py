@@ -22,7 +22,6 @@ import json
 import shlex
 import sys
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +40,11 @@ from agents.ppo import (
     CheckpointError,
     PPOAgent,
     atomic_write_bytes,
-    load_checkpoint,
+    load_policy,
+    load_training_state,
     policy_setup,
     read_metadata,
+    read_weights,
     save_checkpoint,
 )
 from experiments.config import ConfigError, TrainConfig, describe_fields, load_config, markdown_table, save_config
@@ -131,13 +132,13 @@ def train(config: TrainConfig, run_dir: Path, resume: bool = False, command: str
     pool = OpponentPool(variant, config.observation, config.opponents, config.max_snapshots, config.seed)
     env = SelfPlayVecEnv(variant, config.num_games, config.observation, pool, config.seed + start_step)
 
-    if resume:
-        model, metadata = load_checkpoint(latest, variant, env=env)
-        pool.load_state_dict(_read_pool(latest), model.policy)
+    model = build_model(config, variant, env)
+    if resume:  # the checkpoint is read as data: weights, optimizer state and step count into the fresh model
+        metadata = load_training_state(model, latest, variant)
+        _restore_pool(pool, latest, model.policy)
         best_score = float(metadata.get("best_score", -1.0))
         print(f"resuming {run_dir} at step {model.num_timesteps:,} with {len(pool.snapshots)} snapshots")
     else:
-        model = build_model(config, variant, env)
         pool.add_snapshot(model.policy, 0)
         best_score = -1.0
 
@@ -165,7 +166,7 @@ def train(config: TrainConfig, run_dir: Path, resume: bool = False, command: str
 
 def build_model(config: TrainConfig, variant: Variant, env: SelfPlayVecEnv) -> MaskablePPO:
     """A fresh MaskablePPO learner as the config describes."""
-    policy_class, policy_kwargs = policy_setup(config.policy, variant, config.net_arch)
+    policy_class, policy_kwargs = policy_setup(config.policy, variant, config.net_arch, config.observation)
     learning_rate: Any = config.learning_rate
     if config.lr_schedule == "linear":
 
@@ -360,11 +361,11 @@ def log_result(record: Any, result: EvalResult) -> None:
 
 def final_evaluation(config: TrainConfig, variant: Variant, checkpoint: Path, run_dir: Path) -> list[EvalResult]:
     """Evaluate the checkpoint file against every evaluation opponent; write ``final_eval.json``."""
-    model, _ = load_checkpoint(checkpoint, variant)
-    results = evaluate_all(model.policy, config, variant, config.final_eval_games, config.seed + 1000)
+    loaded = load_policy(checkpoint, variant)
+    results = evaluate_all(loaded.policy, config, variant, config.final_eval_games, config.seed + 1000)
     summary = {
         "checkpoint": str(checkpoint),
-        "num_timesteps": model.num_timesteps,
+        "num_timesteps": loaded.num_timesteps,
         "results": [
             {
                 "opponent": r.opponent,
@@ -413,9 +414,14 @@ def _pool_bytes(pool: OpponentPool) -> bytes:
     return buffer.getvalue()
 
 
-def _read_pool(checkpoint: Path) -> dict[str, Any]:
-    with zipfile.ZipFile(checkpoint) as archive:
-        return th.load(io.BytesIO(archive.read(POOL_ENTRY)), weights_only=True)
+def _restore_pool(pool: OpponentPool, checkpoint: Path, policy: MaskableActorCriticPolicy) -> None:
+    state = read_weights(checkpoint, POOL_ENTRY)
+    try:
+        pool.load_state_dict(state, policy)
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+        raise CheckpointError(
+            f"checkpoint {str(checkpoint)!r}: {POOL_ENTRY} holds no opponent pool for this run ({exc})"
+        ) from exc
 
 
 def _checkpoint_steps(checkpoint: Path) -> int:

@@ -1,25 +1,72 @@
-"""Quarto for reinforcement learning: a fast rules core and the PettingZoo AEC environment ``quarto_v0``.
+"""Quarto for reinforcement learning: a fast rules core, the PettingZoo AEC environment ``quarto_v0`` and a
+Gymnasium single-agent environment against a fixed opponent.
 
-``quarto_env.env(**flags)`` is the environment wrapped like PettingZoo's classic games, ``quarto_env.raw_env``
-the bare one; importing the package also registers ``quarto_v0`` with PettingZoo's registry where the
-installed PettingZoo has one, so ``pettingzoo.make("aec", "quarto_v0", **flags)`` works too. The rules core
-(:mod:`quarto_env.core`) imports no RL framework.
+- ``quarto_env.env(**flags)`` is the AEC environment wrapped like PettingZoo's classic games, ``quarto_env.raw_env``
+  the bare one; ``pettingzoo.make("aec", "quarto_v0", **flags)`` works too, where the installed PettingZoo has a
+  registry.
+- ``gymnasium.make("quarto_env/QuartoVsAgent-v0", opponent="greedy", **flags)`` is the single-agent env
+  (:mod:`quarto_env.single_agent`).
+
+The ground floor -- :mod:`quarto_env.core` (the rules), :mod:`quarto_env.notation` and
+:mod:`quarto_env.symmetry` -- imports no RL framework, no torch and no plotting library, so importing this
+package loads none of them either: ``env`` and ``raw_env`` are imported on first use, and the two registrations
+above run as soon as Gymnasium or PettingZoo is imported (at once if it already is), through wrapt's
+post-import hooks.
 """
 
-from quarto_env.env import env, raw_env
+from __future__ import annotations
 
-__all__ = ["env", "raw_env"]
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
-ENV_ID = "quarto_v0"
+import wrapt
+
+if TYPE_CHECKING:
+    from quarto_env.env import env, raw_env
+
+__all__ = ["GYMNASIUM_ENV_ID", "PETTINGZOO_ENV_ID", "env", "raw_env"]
+
+PETTINGZOO_ENV_ID = "quarto_v0"
+GYMNASIUM_ENV_ID = "quarto_env/QuartoVsAgent-v0"
+ENV_ID = PETTINGZOO_ENV_ID  # the name earlier releases exported
 
 
-def _register_with_pettingzoo() -> None:
-    try:
-        from pettingzoo import aec_registry, register
-    except ImportError:  # PettingZoo before 1.27 has no registry: quarto_env.env() is the way in
+class _Package(types.ModuleType):
+    """This package, with ``env`` and ``raw_env`` loaded on first use.
+
+    ``quarto_env.env`` is always the function: once the submodule of the same name is loaded, the import system
+    binds it here, and the setter below leaves the function in place (``sys.modules["quarto_env.env"]`` is the
+    module)."""
+
+    @property
+    def env(self) -> Any:
+        return importlib.import_module("quarto_env.env").env
+
+    @env.setter
+    def env(self, value: Any) -> None:
+        pass
+
+    @property
+    def raw_env(self) -> Any:
+        return importlib.import_module("quarto_env.env").raw_env
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def _register_with_gymnasium(gymnasium: Any) -> None:
+    if GYMNASIUM_ENV_ID not in gymnasium.registry:
+        gymnasium.register(GYMNASIUM_ENV_ID, entry_point="quarto_env.single_agent:QuartoVsAgent")
+
+
+def _register_with_pettingzoo(pettingzoo: Any) -> None:
+    if not hasattr(pettingzoo, "aec_registry"):  # PettingZoo before 1.27: quarto_env.env() is the way in
         return
-    if not any(spec.name == "quarto" and spec.version == 0 for spec in aec_registry.values()):
-        register("aec", ENV_ID, entry_point="quarto_env.env:env")
+    if not any(spec.name == "quarto" and spec.version == 0 for spec in pettingzoo.aec_registry.values()):
+        pettingzoo.register("aec", PETTINGZOO_ENV_ID, entry_point="quarto_env.env:env")
 
 
-_register_with_pettingzoo()
+wrapt.register_post_import_hook(_register_with_gymnasium, "gymnasium")
+wrapt.register_post_import_hook(_register_with_pettingzoo, "pettingzoo")

@@ -48,9 +48,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import numbers
 from collections.abc import Iterable
 from typing import NamedTuple
 
+import numpy as np
 from numba.extending import register_jitable
 
 # ---------------------------------------------------------------------------------------------------------
@@ -73,6 +75,8 @@ DECLARE = 16
 """The action that declares "Quarto!" (only in the declaration variant)."""
 NUM_ACTIONS = 16
 """Actions 0-15 are squares when placing and pieces when giving."""
+HEX = "0123456789abcdef"
+"""``HEX[p]`` is piece (or square) ``p`` as one character, as the position notation and the pictures write it."""
 MAX_GAME_LENGTH = 2 * NUM_PIECES
 """16 gives and 16 placements (plus at most one declaration in that variant)."""
 FALSE_DECLARATION_POLICIES = ("lose", "penalty")
@@ -103,6 +107,26 @@ PIECE_LANES = tuple(sum(1 << (16 * k) for k in range(NUM_ATTRIBUTES) if p >> k &
 # ---------------------------------------------------------------------------------------------------------
 # Low-level rules on integers (shared with compiled code)
 # ---------------------------------------------------------------------------------------------------------
+@register_jitable
+def popcount(mask: int) -> int:
+    """Number of set bits of a 16-bit mask (a branch-free population count)."""
+    mask = mask - ((mask >> 1) & 0x5555)
+    mask = (mask & 0x3333) + ((mask >> 2) & 0x3333)
+    mask = (mask + (mask >> 4)) & 0x0F0F
+    return (mask + (mask >> 8)) & 0x1F
+
+
+@register_jitable
+def lowest_bit(mask: int) -> int:
+    """Index of the lowest set bit of a 16-bit mask, or -1 for 0."""
+    return popcount((mask & -mask) - 1) if mask else -1
+
+
+def bits(mask: int) -> list[int]:
+    """The indices of the set bits of ``mask``, in increasing order."""
+    return [i for i in range(mask.bit_length()) if mask >> i & 1]
+
+
 @register_jitable
 def shared_attributes(lanes: int, squares: int, counted: int) -> tuple[int, int]:
     """Counted attributes that every piece on ``squares`` has as 1, and those every piece has as 0.
@@ -215,6 +239,13 @@ def legal_mask(occupied: int, available: int, hand: int, over: bool, declaration
 
 
 @register_jitable
+def useful_mask(occupied: int, available: int, hand: int, claimable: int, over: bool, declaration: bool) -> int:
+    """:func:`useful_action_mask` on plain integers, for compiled code."""
+    legal = legal_mask(occupied, available, hand, over, declaration)
+    return legal if claimable else legal & ~(1 << DECLARE)
+
+
+@register_jitable
 def apply_action(
     lanes: int,
     occupied: int,
@@ -297,6 +328,11 @@ class Variant:
         if false_declaration not in FALSE_DECLARATION_POLICIES:
             allowed = ", ".join(FALSE_DECLARATION_POLICIES)
             raise RulesError(f"unknown false_declaration policy {false_declaration!r}; allowed: {allowed}")
+        if false_declaration != "lose" and not declaration:
+            raise RulesError(
+                f"false_declaration={false_declaration!r} needs declaration=True: without the declaration variant "
+                "nothing is ever declared"
+            )
         return cls(names, squares, declaration, false_declaration)
 
     @functools.cached_property  # read by every step: computed once per variant (the dataclass is frozen)
@@ -308,6 +344,11 @@ class Variant:
     def groups(self) -> tuple[int, ...]:
         """The groups as 16-bit square masks: ``LINES``, then ``SQUARE_BLOCKS`` in the squares variant."""
         return LINES + SQUARE_BLOCKS if self.squares else LINES
+
+    @functools.cached_property
+    def group_array(self) -> np.ndarray:
+        """:attr:`groups` as an ``int64`` array, as compiled kernels that loop over them take it."""
+        return np.array(self.groups, dtype=np.int64)
 
     @property
     def num_actions(self) -> int:
@@ -338,14 +379,17 @@ class Variant:
 def _attribute_names(attributes: int | str | Iterable[str] | None) -> tuple[str, ...]:
     if attributes is None:
         return ATTRIBUTES
-    if isinstance(attributes, bool):
-        raise RulesError(f"attributes must be a count 1-4 or names from {ATTRIBUTES}, got {attributes!r}")
-    if isinstance(attributes, int):
-        if not 1 <= attributes <= NUM_ATTRIBUTES:
-            raise RulesError(f"attributes count must be 1-4, got {attributes}")
-        return ATTRIBUTES[:attributes]
+    if isinstance(attributes, numbers.Integral) and not isinstance(attributes, bool):
+        count = int(attributes)
+        if not 1 <= count <= NUM_ATTRIBUTES:
+            raise RulesError(f"attributes count must be 1-4, got {count}")
+        return ATTRIBUTES[:count]
     if isinstance(attributes, str):
         attributes = [a for a in attributes.replace("+", ",").split(",") if a]
+    if not isinstance(attributes, Iterable) or isinstance(attributes, bytes):
+        raise RulesError(
+            f"attributes must be None, a count 1-4, or names from {', '.join(ATTRIBUTES)}; got {attributes!r}"
+        )
     names = list(attributes)
     unknown = [a for a in names if a not in ATTRIBUTES]
     if unknown or not names:
@@ -423,8 +467,20 @@ def legal_action_mask(variant: Variant, state: State) -> int:
 
 def legal_actions(variant: Variant, state: State) -> list[int]:
     """The legal actions, in increasing order."""
-    mask = legal_action_mask(variant, state)
-    return [a for a in range(NUM_ACTIONS + 1) if mask >> a & 1]
+    return bits(legal_action_mask(variant, state))
+
+
+def useful_action_mask(variant: Variant, state: State) -> int:
+    """The legal actions less a declaration with nothing to claim: legal, but it either loses the game or
+    (``false_declaration="penalty"``) changes nothing, so searches and learners leave it out."""
+    return useful_mask(state.occupied, state.available, state.hand, state.claimable, state.over, variant.declaration)
+
+
+def compiled_fields(state: State) -> tuple[int, int, int, int, int, int, int, bool]:
+    """The fields of ``state``, in order, as compiled code takes a position: ``lanes`` signed (see
+    :func:`signed_lanes`). The one way a :class:`State` crosses into compiled code: ``kernel(*compiled_fields(s))``."""
+    lanes, occupied, available, hand, to_move, claimable, winner, over = state
+    return (lanes - (1 << 64) if lanes >> 63 else lanes), occupied, available, hand, to_move, claimable, winner, over
 
 
 def step(variant: Variant, state: State, action: int) -> State:
@@ -441,8 +497,8 @@ def step(variant: Variant, state: State, action: int) -> State:
     is nothing to give and the game ends -- a draw unless a group was won (in the declaration variant the
     placer may still declare).
     """
-    action = int(action)
-    if not legal_action_mask(variant, state) >> action & 1:
+    action = checked_action(action)
+    if not 0 <= action <= DECLARE or not legal_action_mask(variant, state) >> action & 1:
         raise IllegalActionError(_illegal_reason(variant, state, action))
     return State(
         *apply_action(
@@ -461,6 +517,16 @@ def step(variant: Variant, state: State, action: int) -> State:
     )
 
 
+def checked_action(action: object) -> int:
+    """``action`` as an ``int``; ``TypeError`` unless it is a Python or numpy integer (not a bool, a float or a
+    string, which would otherwise be read as some other action)."""
+    if type(action) is int:  # the common case first: an isinstance test against an ABC costs a microsecond
+        return action
+    if isinstance(action, int | np.integer) and not isinstance(action, bool):
+        return int(action)
+    raise TypeError(f"an action must be a Python or numpy integer, got {action!r} ({type(action).__name__})")
+
+
 def _illegal_reason(variant: Variant, state: State, action: int) -> str:
     if state.over:
         return "the game is over: no action is legal"
@@ -469,12 +535,8 @@ def _illegal_reason(variant: Variant, state: State, action: int) -> str:
     if not 0 <= action < variant.num_actions:
         return f"action {action} is out of range 0-{variant.num_actions - 1}"
     if state.placing:
-        return f"square {action} is not empty; empty squares: {_bits(ALL_SQUARES & ~state.occupied)}"
-    return f"piece {action} cannot be given; available pieces: {_bits(state.available)}"
-
-
-def _bits(mask: int) -> list[int]:
-    return [i for i in range(mask.bit_length()) if mask >> i & 1]
+        return f"square {action} is not empty; empty squares: {bits(ALL_SQUARES & ~state.occupied)}"
+    return f"piece {action} cannot be given; available pieces: {bits(state.available)}"
 
 
 def winning_squares_for(variant: Variant, state: State, piece: int) -> int:
@@ -485,6 +547,11 @@ def winning_squares_for(variant: Variant, state: State, piece: int) -> int:
 def losing_gives(variant: Variant, state: State) -> int:
     """Mask of available pieces that would let the receiver win at once."""
     return winning_pieces(state.lanes, state.occupied, variant.groups, variant.counted) & state.available
+
+
+def safe_gives(variant: Variant, state: State) -> int:
+    """Mask of available pieces that do not let the receiver win at once."""
+    return state.available & ~losing_gives(variant, state)
 
 
 def has_winning_group(variant: Variant, state: State) -> bool:

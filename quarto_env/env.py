@@ -9,7 +9,7 @@
 | Agents              | ``agents = ["player_0", "player_1"]``                                                  |
 | Action shape        | ``()``                                                                                 |
 | Action values       | ``Discrete(16)``; ``Discrete(17)`` with ``declaration=True`` (action 16 declares)      |
-| Observation shape   | ``{"observation": (19, 16), "action_mask": (16,) or (17,)}``; ``(17, 16)`` when raw    |
+| Observation shape   | ``{"observation": (channels, 16), "action_mask": (16,) or (17,)}``; 19 channels default |
 | Observation values  | ``[0, 1]``, ``int8``                                                                   |
 | Render modes        | ``"ansi"``, ``"rgb_array"``, ``"human"``                                               |
 
@@ -42,15 +42,41 @@ The phase is in the observation (channel 16) and in ``info["phase"]``.
 
 ``{"observation": int8 (channels, 16), "action_mask": int8 (num_actions,)}``, from the acting agent's view.
 Quarto is impartial -- no piece belongs to a player -- so both agents see the same planes; the
-``action_mask`` is all zeros for the agent that is not acting and after the game ends.
+``action_mask`` is all zeros for the agent that is not acting and after the game ends, however it ended.
 
-The planes hold everything needed to play perfectly. With ``observation="raw"`` there are 17 channels:
-the occupancy and the attributes of the piece on each square (channels 0-8), the squares of groups that can
-be declared now (9), the pieces that can still be given (10), the piece in hand (11), the attributes of
-each piece (12-15) and the phase (16). ``observation="tactical"`` (the default) adds the 1-ply facts
-computed by the rules core: where the piece in hand wins at once (17) and which pieces would hand the
-receiver a win at once (18). The channel-by-channel table is in :mod:`quarto_env.observation`
-(``CHANNEL_NAMES`` names them in order).
+The planes hold everything needed to play perfectly. ``observation=`` picks one of four nested kinds, each
+the previous one plus planes computed by the rules core: ``raw`` (17 channels: the position and the phase),
+``tactical`` (19, the default: plus the 1-ply wins and losing gives), ``lookahead`` (21: plus the traps one
+turn deeper) and ``parity`` (23: plus the parity of the safe pieces; what ``quarto train`` uses by default).
+The planes are exactly those the trainer sees, so a checkpoint plays in ``quarto_env.env(**env_kwargs)`` with
+the ``env_kwargs`` stored in it. The kinds and channels are one table, :data:`quarto_env.observation.CHANNELS`
+and :data:`~quarto_env.observation.OBSERVATION_KINDS`; this is it:
+
+| ch. | name          | kind      | over    | meaning |
+|----:|---------------|-----------|---------|---------|
+|   0 | occupied      | raw       | squares | the square is occupied |
+|   1 | square_tall   | raw       | squares | the piece on it is tall |
+|   2 | square_dark   | raw       | squares | the piece on it is dark |
+|   3 | square_square | raw       | squares | the piece on it is square |
+|   4 | square_hollow | raw       | squares | the piece on it is hollow |
+|   5 | square_short  | raw       | squares | the piece on it is short |
+|   6 | square_light  | raw       | squares | the piece on it is light |
+|   7 | square_round  | raw       | squares | the piece on it is round |
+|   8 | square_solid  | raw       | squares | the piece on it is solid |
+|   9 | claimable     | raw       | squares | in a group that can be declared now (declaration variant) |
+|  10 | available     | raw       | pieces  | the piece can be given (neither on the board nor in hand) |
+|  11 | in_hand       | raw       | pieces  | the piece is in hand, to be placed |
+|  12 | piece_tall    | raw       | pieces  | the piece is tall (constant) |
+|  13 | piece_dark    | raw       | pieces  | the piece is dark (constant) |
+|  14 | piece_square  | raw       | pieces  | the piece is square (constant) |
+|  15 | piece_hollow  | raw       | pieces  | the piece is hollow (constant) |
+|  16 | placing       | raw       | both    | 1 when the next action places the piece in hand, 0 when it gives |
+|  17 | square_wins   | tactical  | squares | placing the piece in hand here completes a winning group |
+|  18 | piece_loses   | tactical  | pieces  | giving this available piece lets the receiver win at once |
+|  19 | self_trap     | lookahead | squares | placing here does not win and leaves only pieces that lose |
+|  20 | trap_give     | lookahead | pieces  | a safe piece after which, wherever it goes, every piece left loses |
+|  21 | odd_safe      | parity    | squares | placing here does not win and leaves an odd number of safe pieces |
+|  22 | even_give     | parity    | pieces  | a safe piece after which, wherever it goes, an even number are safe |
 
 ### Legal actions mask
 
@@ -66,8 +92,11 @@ board nor in hand when giving, and the declaration at every decision of the decl
 Rewards come at the end, and both agents see theirs: the loser reads its -1 from ``env.last()`` when it is
 selected for its final (dead) step. In the declaration variant with ``false_declaration="penalty"``, a
 declaration with nothing to claim costs the declarer ``false_declaration_penalty`` (default -0.1) at once;
-the game goes on with the same agent to act. With a ``time_limit``, an agent that takes longer than that many
-seconds to answer loses: -1 for it, +1 for its opponent.
+the game goes on with the same agent to act, which **may not declare again before its next placement or
+give**: the declaration is masked out, and repeating it is an illegal action. So every game ends, after at
+most 65 actions (32 placements and gives, each preceded by at most one false declaration, and one true
+declaration). With a ``time_limit``, an agent that takes longer than that many seconds to answer loses: -1
+for it, +1 for its opponent.
 
 ## Variants (keyword arguments, any combination)
 
@@ -82,12 +111,14 @@ seconds to answer loses: -1 for it, +1 for its opponent.
 | ``false_declaration_penalty`` | a number <= 0, the reward of an ignored false declaration       | ``-0.1``    |
 | ``first_player``              | ``"random"`` (from the reset seed), ``0``/``1``,                | ``"random"``|
 |                               | ``"player_0"``/``"player_1"``                                   |             |
-| ``observation``               | ``"tactical"`` (19 planes) or ``"raw"`` (17 planes)             | tactical    |
+| ``observation``               | ``"raw"`` (17 planes), ``"tactical"`` (19), ``"lookahead"``     | tactical    |
+|                               | (21) or ``"parity"`` (23)                                       |             |
 | ``time_limit``                | seconds per decision, or ``None``                               | ``None``    |
 | ``clock``                     | the function that reads the time (tests inject a fake one)      | monotonic   |
 | ``render_mode``               | ``None``, ``"ansi"``, ``"rgb_array"``, ``"human"``              | ``None``    |
 
-A bad value raises ``ValueError`` naming the allowed values. In the declaration variant the placer may
+A bad value raises ``ValueError`` naming the allowed values (``false_declaration="penalty"`` needs
+``declaration=True``). In the declaration variant the placer may
 declare instead of giving; if it gives, its opponent may declare before placing; after that placement the
 groups are dead (see ``RULES.md``). ``reset(options={"position": "f9.......0..3... 5"})`` starts from a
 position in the notation of :mod:`quarto_env.notation`; the agent to act is the one seated as the player to
@@ -106,8 +137,10 @@ of a ``__getattr__`` call per layer, which cost more than the turn itself; their
 An action outside the mask ends the game at once: -1 for the agent that played it, 0 for the other, a warning
 is logged, and both agents are terminated (and, as that wrapper does, truncated). ``raw_env`` itself never
 accepts an illegal action: it raises :class:`quarto_env.core.IllegalActionError`, naming the legal
-alternatives. After the game ends each agent is stepped once more with ``None`` (PettingZoo's dead step); any
-other action then raises ``ValueError``.
+alternatives. An action must be a Python or numpy integer: a float, a string or a bool raises ``TypeError``
+(wrapped or not), rather than being read as some other action. A ``reset`` that fails (a bad position)
+leaves the env as it was. After the game ends each agent is stepped once more with ``None`` (PettingZoo's
+dead step); any other action then raises ``ValueError``.
 
 ## Infos
 
@@ -119,6 +152,9 @@ before the env sees it, leaves the infos as they were. ``env.unwrapped.game_stat
 
 ## Version history
 
+* v0 (this release): ``observation`` takes every kind the trainer trains on (``lookahead``, ``parity``); under
+  ``false_declaration="penalty"`` a false declaration cannot be repeated before the next placement or give, so
+  every game ends; non-integer actions are refused; all masks are zero after any termination.
 * v0: initial release -- every rule variant of the sheets, declaration policies, the tournament time limit,
   raw and tactical observations, ``ansi``/``rgb_array``/``human`` rendering.
 """
@@ -142,19 +178,19 @@ from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
     NO_WINNER,
-    NUM_SQUARES,
+    IllegalActionError,
     State,
     Variant,
-    signed_lanes,
+    checked_action,
+    compiled_fields,
     step,
 )
 from quarto_env.fast import write_observation
 from quarto_env.notation import format_position, parse_position
-from quarto_env.observation import num_channels
+from quarto_env.observation import observation_kind
 from quarto_env.render import render_image, render_text
 
 AGENTS = ("player_0", "player_1")
-OBSERVATION_KINDS = ("tactical", "raw")
 FIRST_PLAYER_CHOICES = ("random", 0, 1, *AGENTS)
 RESET_OPTIONS = ("position",)
 
@@ -214,7 +250,13 @@ class _TerminateIllegal(_OneHop, wrappers.TerminateIllegalWrapper):
 
 
 class _AssertOutOfBounds(_OneHop, wrappers.AssertOutOfBoundsWrapper):
-    """PettingZoo's ``AssertOutOfBoundsWrapper``, with one-hop attribute reads."""
+    """PettingZoo's ``AssertOutOfBoundsWrapper``, with one-hop attribute reads; a non-integer action gets the
+    rules core's ``TypeError`` (the stock wrapper takes ``True`` for action 1)."""
+
+    def step(self, action: int | None) -> None:
+        if action is not None:
+            checked_action(action)
+        super().step(action)
 
 
 class _OrderEnforcing(_OneHop, wrappers.OrderEnforcingWrapper):
@@ -264,7 +306,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         self.variant = Variant.make(attributes, squares, declaration, false_declaration)
         self.false_declaration_penalty = _check_penalty(false_declaration_penalty)
         self.first_seat = _check_first_player(first_player)
-        self.tactical = _check_observation(observation) == "tactical"
+        self.observation_kind = observation_kind(observation)
         self.time_limit = _check_time_limit(time_limit)
         if not callable(clock):
             raise ValueError(f"clock must be a function returning seconds, such as time.monotonic; got {clock!r}")
@@ -275,7 +317,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         self._groups = self.variant.groups
         self._counted = self.variant.counted
         self._num_actions = self.variant.num_actions
-        self._channels = num_channels(self.tactical)
+        self._level = self.observation_kind.level
         self._declaration = self.variant.declaration
 
         self.possible_agents = list(AGENTS)
@@ -283,7 +325,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         self.action_spaces = {agent: spaces.Discrete(self._num_actions) for agent in AGENTS}
         observation_space = spaces.Dict(
             {
-                "observation": spaces.Box(0, 1, (self._channels, NUM_SQUARES), np.int8),
+                "observation": spaces.Box(0, 1, self.observation_kind.shape, np.int8),
                 "action_mask": spaces.Box(0, 1, (self._num_actions,), np.int8),
             }
         )
@@ -296,6 +338,9 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         """``seats[p]`` is the agent that plays as the core's player ``p`` (player 0 gives first)."""
         self._forfeited_by: str | None = None
         self._ended = False
+        self._declared_falsely = False
+        """A false declaration was ignored (penalty policy) and the same agent is still to act: it may not
+        declare again before its placement or give."""
         self._handed_over_at = 0.0
         self._figure: Any = None
 
@@ -313,13 +358,15 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """Start a new game; ``seed`` seeds the draw of the first player, ``options={"position": ...}`` sets
         the starting position (see the module docstring)."""
+        start = self._starting_state(options or {})  # checked first: a bad position changes nothing
         if seed is not None:
             self.np_random, self.np_random_seed = seeding.np_random(seed)
         first = int(self.np_random.integers(2)) if self.first_seat is None else self.first_seat
         self.seats = (AGENTS[first], AGENTS[1 - first])
-        self.game_state = self._starting_state(options or {})
+        self.game_state = start
         self._forfeited_by = None
         self._ended = False
+        self._declared_falsely = False
         self.agents = list(AGENTS)
         self.rewards = dict.fromkeys(AGENTS, 0.0)
         self._cumulative_rewards = dict.fromkeys(AGENTS, 0.0)
@@ -358,23 +405,23 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """The observation planes of the position and ``agent``'s action mask (all zeros unless it acts)."""
-        state = self.game_state
-        planes = np.zeros((self._channels, NUM_SQUARES), dtype=np.int8)
+        planes = np.zeros(self.observation_kind.shape, dtype=np.int8)
         mask = np.empty(self._num_actions, dtype=np.int8)
+        acting = agent == self.agent_selection and not (
+            self._ended or self.terminations[agent] or self.truncations[agent]
+        )
         write_observation(
             planes,
             mask,
-            signed_lanes(state.lanes),
-            state.occupied,
-            state.available,
-            state.hand,
-            state.claimable,
-            state.over,
+            self._level,
+            *compiled_fields(self.game_state),
             self._groups,
             self._counted,
             self._declaration,
-            agent == self.agent_selection and not self._ended,
+            acting,
         )
+        if self._declared_falsely:
+            mask[DECLARE] = 0
         return {"observation": planes, "action_mask": mask}
 
     def render(self) -> str | np.ndarray | None:
@@ -426,15 +473,21 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
     def _next_state(self, agent: str, action: int | None) -> State:
         if action is None:
             raise ValueError(f"{agent} is still playing: step() needs an action, got None")
+        if self._declared_falsely and checked_action(action) == DECLARE:
+            raise IllegalActionError(
+                "a false declaration cannot be repeated before the next placement or give (penalty policy)"
+            )
         return step(self.variant, self.game_state, action)
 
     def _play(self, agent: str, state: State, declared: bool) -> None:
         before, self.game_state = self.game_state, state
+        self._declared_falsely = False
         if state.over:
             outcome = "false_declaration" if declared and not before.claimable else "win"
             self._finish(NO_WINNER if state.winner == NO_WINNER else state.winner, outcome)
         elif declared:  # a false declaration under the penalty policy: nothing else changed
             self.rewards[agent] = self.false_declaration_penalty
+            self._declared_falsely = True
 
     def _forfeit(self, agent: str) -> None:
         self._forfeited_by = agent
@@ -502,12 +555,6 @@ def _check_first_player(value: int | str) -> int | None:
     if value == "random":
         return None
     return AGENTS.index(value) if isinstance(value, str) else int(value)
-
-
-def _check_observation(value: str) -> str:
-    if value not in OBSERVATION_KINDS:
-        raise ValueError(f"observation must be one of {', '.join(map(repr, OBSERVATION_KINDS))}; got {value!r}")
-    return value
 
 
 def _check_time_limit(value: float | None) -> float | None:

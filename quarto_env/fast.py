@@ -20,8 +20,9 @@ from quarto_env.core import (
     State,
     Variant,
     apply_action,
+    compiled_fields,
     legal_mask,
-    signed_lanes,
+    useful_mask,
 )
 from quarto_env.observation import encode_observation
 
@@ -31,12 +32,28 @@ RECORD_LENGTH = MAX_GAME_LENGTH + 2
 
 @numba.njit(cache=True)
 def write_observation(  # type: ignore[no-untyped-def]
-    planes, mask, lanes, occupied, available, hand, claimable, over, groups, counted, declaration, acting
+    planes,
+    mask,
+    level,
+    lanes,
+    occupied,
+    available,
+    hand,
+    to_move,
+    claimable,
+    winner,
+    over,
+    groups,
+    counted,
+    declaration,
+    acting,
 ):
-    """Fill one observation in a single compiled call: the planes of :mod:`quarto_env.observation` into
-    ``planes`` (zeroed by the caller; ``lanes`` signed, see :func:`quarto_env.core.signed_lanes`), and into
-    ``mask`` (``int8``, one entry per action) the legal actions when ``acting``, else zeros."""
-    encode_observation(planes, lanes, occupied, available, hand, claimable, groups, counted)
+    """Fill one observation in a single compiled call: the planes of :mod:`quarto_env.observation` up to
+    ``level`` into ``planes`` (zeroed by the caller), and into ``mask`` (``int8``, one entry per action) the
+    legal actions when ``acting``, else zeros. The position comes as :func:`~quarto_env.core.compiled_fields`."""
+    encode_observation(
+        planes, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted
+    )
     legal = legal_mask(occupied, available, hand, over, declaration) if acting else 0
     for action in range(mask.shape[0]):
         mask[action] = (legal >> action) & 1
@@ -59,25 +76,35 @@ def random_member(mask: int) -> int:
 
 @numba.njit(cache=True)
 def random_playout(  # type: ignore[no-untyped-def]
-    lanes, occupied, available, hand, to_move, claimable, groups, counted, declaration, false_declaration_loses, record
+    lanes,
+    occupied,
+    available,
+    hand,
+    to_move,
+    claimable,
+    winner,
+    over,
+    groups,
+    counted,
+    declaration,
+    false_declaration_loses,
+    record,
 ):
     """Play a game that is not over to its end at random; returns ``(winner, number of actions played)``.
 
     Uniform over the legal actions, except that a declaration is played exactly when something can be
     claimed (a false one would end the game, or repeat forever under the penalty policy). The arguments are the
-    fields of a :class:`~quarto_env.core.State` (``lanes`` signed, see :func:`quarto_env.core.signed_lanes`) and
-    of its :class:`Variant`; every move goes through the core's ``apply_action``. ``record`` (a row of
+    fields of a :class:`~quarto_env.core.State` (:func:`~quarto_env.core.compiled_fields`) and of its
+    :class:`Variant`; every move goes through the core's ``apply_action``. ``record`` (a row of
     ``RECORD_LENGTH`` integers) receives the actions, then ``-1``, so that a test can replay them.
     Draws from numba's generator (``np.random.seed`` inside compiled code seeds it).
     """
-    over = False
-    winner = -1
     length = 0
     while not over:
         if claimable != 0:
             action = DECLARE
         else:
-            action = random_member(legal_mask(occupied, available, hand, over, declaration) & ~(1 << DECLARE))
+            action = random_member(useful_mask(occupied, available, hand, claimable, over, declaration))
         record[length] = action
         length += 1
         lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
@@ -100,12 +127,7 @@ def random_playout(  # type: ignore[no-untyped-def]
 def playout_from(variant: Variant, state: State, record: np.ndarray) -> tuple[int, int]:
     """:func:`random_playout` from ``state`` (not over) under ``variant``: ``(winner, actions played)``."""
     winner, length = random_playout(
-        signed_lanes(state.lanes),
-        state.occupied,
-        state.available,
-        state.hand,
-        state.to_move,
-        state.claimable,
+        *compiled_fields(state),
         variant.groups,
         variant.counted,
         variant.declaration,
@@ -131,6 +153,8 @@ def play_random_games(groups, counted, declaration, false_declaration_loses, see
             start.hand,
             start.to_move,
             start.claimable,
+            start.winner,
+            start.over,
             groups,
             counted,
             declaration,

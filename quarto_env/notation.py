@@ -12,6 +12,7 @@ nothing can be claimed.
 from __future__ import annotations
 
 from quarto_env.core import (
+    HEX,
     NO_PIECE,
     NUM_SQUARES,
     STANDARD,
@@ -27,14 +28,13 @@ class PositionError(RulesError):
     """A malformed position string."""
 
 
-_HEX = "0123456789abcdef"
 EXAMPLE = "f9.......0..3... 5"
 
 
 def format_position(state: State) -> str:
     """The position string of ``state``."""
-    squares = "".join("." if p == NO_PIECE else _HEX[p] for p in state.board)
-    return f"{squares} {'-' if state.hand == NO_PIECE else _HEX[state.hand]}"
+    squares = "".join("." if p == NO_PIECE else HEX[p] for p in state.board)
+    return f"{squares} {'-' if state.hand == NO_PIECE else HEX[state.hand]}"
 
 
 def parse_position(text: str, variant: Variant = STANDARD) -> State:
@@ -53,16 +53,16 @@ def parse_position(text: str, variant: Variant = STANDARD) -> State:
     hand_char = text[-1].lower()
     if hand_char == "-":
         hand = NO_PIECE
-    elif hand_char in _HEX:
-        hand = _HEX.index(hand_char)
+    elif hand_char in HEX:
+        hand = HEX.index(hand_char)
     else:
         raise PositionError(f"position {text!r}: piece in hand {hand_char!r} must be a hex digit 0-f or '-'")
     placed = [p for p in board if p != NO_PIECE]
     repeated = sorted({p for p in placed if placed.count(p) > 1})
     if repeated:
-        raise PositionError(f"position {text!r}: piece(s) {', '.join(_HEX[p] for p in repeated)} on the board twice")
+        raise PositionError(f"position {text!r}: piece(s) {', '.join(HEX[p] for p in repeated)} on the board twice")
     if hand in placed:
-        raise PositionError(f"position {text!r}: the piece in hand {_HEX[hand]} is already on the board")
+        raise PositionError(f"position {text!r}: the piece in hand {HEX[hand]} is already on the board")
     if len(placed) == NUM_SQUARES and hand != NO_PIECE:
         raise PositionError(f"position {text!r}: the board is full, so no piece can be in hand")
     state = from_board(board, hand)
@@ -79,6 +79,6 @@ def parse_position(text: str, variant: Variant = STANDARD) -> State:
 def _read_square(char: str, square: int, text: str) -> int:
     if char == ".":
         return NO_PIECE
-    if char in _HEX:
-        return _HEX.index(char)
+    if char in HEX:
+        return HEX.index(char)
     raise PositionError(f"position {text!r}: square {square} has {char!r}; use '.' or a hex digit 0-f")

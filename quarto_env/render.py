@@ -22,6 +22,7 @@ from PIL import Image, ImageDraw, ImageFont
 from quarto_env.core import (
     ATTRIBUTE_VALUES,
     ATTRIBUTES,
+    HEX,
     LINES,
     NO_PIECE,
     NO_WINNER,
@@ -30,6 +31,7 @@ from quarto_env.core import (
     NUM_SQUARES,
     State,
     Variant,
+    bits,
     is_winning_group,
 )
 
@@ -42,7 +44,6 @@ LEGEND = (
     "pieces: hex digit + height T tall/s short, colour D dark/l light, shape S square/r round, "
     "top H hollow/f solid (upper case = bit 1)"
 )
-HEX = "0123456789abcdef"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -116,10 +117,6 @@ def describe_status(variant: Variant, state: State, names: tuple[str, str] = DEF
     return f"{mover} to give a piece{declare}"
 
 
-def _bits(mask: int) -> list[int]:
-    return [i for i in range(NUM_PIECES) if mask >> i & 1]
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Text
 # ---------------------------------------------------------------------------------------------------------
@@ -141,7 +138,7 @@ def render_text(
         lines += ["|" + "|".join(cells) + "|", separator]
     hand = "-" if state.hand == NO_PIECE else f"{HEX[state.hand]} {piece_code(state.hand)}"
     lines.append(f"in hand:     {hand}")
-    left = [f"{HEX[p]} {piece_code(p)}" for p in _bits(state.available)]
+    left = [f"{HEX[p]} {piece_code(p)}" for p in bits(state.available)]
     for start in range(0, max(len(left), 1), 8):
         label = "pieces left:" if start == 0 else ""
         lines.append(f"{label:<13}{'  '.join(left[start : start + 8]) or '-'}")

@@ -1,10 +1,14 @@
-"""Shared test setup: a headless matplotlib, and the ``variant_flags`` parameter -- every combination of the
-environment's variant flags, for the tests that take it."""
+"""Shared test setup: a headless matplotlib, the ``variant_flags`` parameter -- every combination of the
+environment's variant flags, for the tests that take it -- and one tiny ``quarto train`` run (``tiny_run``),
+made once for every test module that reads a run folder or a checkpoint."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
 import os
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +45,39 @@ def one_torch_thread():  # type: ignore[no-untyped-def]
     th.set_num_threads(1)
     yield
     th.set_num_threads(threads)
+
+
+TINY_TRAINING = [
+    "total_steps=1024",
+    "num_games=8",
+    "n_steps=16",
+    "batch_size=64",
+    "n_epochs=1",
+    "snapshot_every=256",
+    "eval_every=512",
+    "eval_games=8",
+    "checkpoint_every=512",
+    "final_eval_games=8",
+    "eval_opponents=[random,greedy]",
+    "grade_positions=12",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny() -> list[str]:
+    """Config overrides for a ``quarto train`` run of a few seconds (1024 learner steps, the default config)."""
+    return list(TINY_TRAINING)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A finished tiny run: its folder (``checkpoints/`` holds ``latest``, ``best``, ``final`` and
+    ``step_000000512``) and what it printed. Tests that change it work on a copy."""
+    from experiments import train  # here, not at the top: most test modules never load torch
+
+    run_dir = tmp_path_factory.mktemp("runs") / "tiny"
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        status = train.main([*TINY_TRAINING, "--run-dir", str(run_dir)])
+    assert status == 0
+    return run_dir, output.getvalue()

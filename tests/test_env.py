@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from pettingzoo.test import api_test, seed_test
 import quarto_env
 from quarto_env.core import (
     DECLARE,
+    INITIAL_STATE,
     NO_PIECE,
     IllegalActionError,
     Variant,
@@ -24,6 +26,8 @@ from quarto_env.core import (
 )
 from quarto_env.env import raw_env
 from quarto_env.notation import format_position
+from quarto_env.observation import OBSERVATION_KINDS, channel_table
+from quarto_env.vector import GameBatch
 
 
 @pytest.mark.filterwarnings("ignore:quarto_v0 ignores reset options")  # api_test passes options={"options": 1}
@@ -200,14 +204,50 @@ def test_a_false_declaration_loses_by_default() -> None:
 def test_a_false_declaration_under_the_penalty_policy_costs_the_penalty_and_play_goes_on() -> None:
     env = quarto_env.env(declaration=True, false_declaration="penalty", false_declaration_penalty=-0.25, first_player=0)
     env.reset(seed=0)
+    assert env.last()[0]["action_mask"][DECLARE] == 1
     env.step(DECLARE)
     assert env.agent_selection == "player_0" and not any(env.terminations.values())
     assert env.rewards == {"player_0": -0.25, "player_1": 0.0}
-    assert env.last()[1] == -0.25
-    env.step(DECLARE)  # again: the cumulative reward read by last() is this step's, not the sum
-    assert env.last()[1] == -0.25
+    observation, reward, *_ = env.last()
+    assert reward == -0.25
+    assert observation["action_mask"][DECLARE] == 0  # not again before the give
+    assert observation["action_mask"][:DECLARE].sum() == 16
     env.step(4)  # now a real give
     assert env.agent_selection == "player_1" and env.unwrapped.game_state.hand == 4
+    assert env.last()[0]["action_mask"][DECLARE] == 1  # a new decision: declaring is allowed again
+
+
+def test_a_repeated_false_declaration_is_illegal() -> None:
+    raw = raw_env(declaration=True, false_declaration="penalty", first_player=0)
+    raw.reset(seed=0)
+    raw.step(DECLARE)
+    with pytest.raises(IllegalActionError, match="cannot be repeated before the next placement or give"):
+        raw.step(DECLARE)
+    wrapped = quarto_env.env(declaration=True, false_declaration="penalty", first_player=0)
+    wrapped.reset(seed=0)
+    wrapped.step(DECLARE)
+    wrapped.step(DECLARE)  # the wrapper's illegal-move policy: -1 and the game ends
+    assert all(wrapped.terminations.values())
+    assert wrapped.rewards["player_0"] == -1
+
+
+@pytest.mark.parametrize("flags", [{}, {"squares": True}, {"attributes": 1}], ids=["standard", "squares", "height"])
+def test_an_always_declaring_policy_ends_every_game_under_the_penalty_policy(flags: dict) -> None:
+    env = quarto_env.env(declaration=True, false_declaration="penalty", **flags)
+    for seed in range(20):
+        env.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        steps = 0
+        for _agent in env.agent_iter():
+            observation, _, terminated, truncated, _ = env.last()
+            if terminated or truncated:
+                env.step(None)
+                continue
+            mask = observation["action_mask"]
+            env.step(DECLARE if mask[DECLARE] else int(rng.choice(np.flatnonzero(mask))))
+            steps += 1
+            assert steps <= 65, f"seed {seed}: still playing after {steps} actions"
+        assert env.unwrapped.game_state.over
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -306,7 +346,7 @@ def check_observation(env: raw_env, variant: Variant, observation: dict[str, np.
     state = env.game_state
     planes, mask = observation["observation"], observation["action_mask"]
     assert env.observation_space(env.agent_selection).contains(observation)
-    assert planes.shape == (19 if env.tactical else 17, 16) and planes.dtype == np.int8
+    assert planes.shape == env.observation_kind.shape and planes.dtype == np.int8
     assert bits(legal_action_mask(variant, state), variant.num_actions) == mask.tolist()
     board = state.board
     for square, piece in enumerate(board):
@@ -321,7 +361,7 @@ def check_observation(env: raw_env, variant: Variant, observation: dict[str, np.
     assert bits(state.available, 16) == planes[10].tolist()
     assert planes[11].tolist() == [int(p == state.hand) for p in range(16)]
     assert planes[16].tolist() == [int(state.placing)] * 16
-    if env.tactical:
+    if env.observation_kind.level >= 1:
         wins = winning_squares_for(variant, state, state.hand) if state.placing else 0
         assert bits(wins, 16) == planes[17].tolist()
         loses = 0 if state.placing else losing_gives(variant, state)
@@ -343,6 +383,28 @@ def test_a_hollow_piece_on_the_last_square_is_observed() -> None:
 # ---------------------------------------------------------------------------------------------------------
 # Options and errors
 # ---------------------------------------------------------------------------------------------------------
+def test_every_observation_kind_gives_the_planes_training_sees(variant_flags: dict) -> None:
+    for kind in OBSERVATION_KINDS.values():
+        env = quarto_env.env(observation=kind.name, **variant_flags)
+        assert env.observation_space("player_0")["observation"].shape == (kind.num_channels, 16)
+        env.reset(seed=7)
+        rng = np.random.default_rng(7)
+        for _agent in env.agent_iter():
+            observation, _, terminated, truncated, _ = env.last()
+            if terminated or truncated:
+                env.step(None)
+                continue
+            state = env.unwrapped.game_state
+            batch = GameBatch.from_states(env.unwrapped.variant, [state])
+            np.testing.assert_array_equal(observation["observation"], batch.observe(batch.all_games, kind.name)[0])
+            env.step(int(rng.choice(np.flatnonzero(observation["action_mask"]))))
+
+
+def test_the_env_docstring_holds_the_channel_table() -> None:
+    env_module = sys.modules["quarto_env.env"]  # the package's ``env`` attribute is the function
+    assert channel_table() in env_module.__doc__
+
+
 def test_spaces() -> None:
     env = quarto_env.env(declaration=True, observation="raw")
     assert env.action_space("player_0").n == 17
@@ -359,11 +421,12 @@ def test_spaces() -> None:
         ({"squares": 1}, "True or False"),
         ({"declaration": "yes"}, "True or False"),
         ({"false_declaration": "ignore"}, "allowed: lose, penalty"),
+        ({"false_declaration": "penalty"}, "needs declaration=True"),
         ({"false_declaration_penalty": 0.5}, "finite number <= 0"),
         ({"false_declaration_penalty": float("nan")}, "finite number <= 0"),
         ({"first_player": 2}, "'random', 0, 1, 'player_0', 'player_1'"),
         ({"first_player": True}, "'random', 0, 1, 'player_0', 'player_1'"),
-        ({"observation": "pixels"}, "'tactical', 'raw'"),
+        ({"observation": "pixels"}, "allowed: raw, tactical, lookahead, parity"),
         ({"time_limit": 0}, "None or a number of seconds > 0"),
         ({"time_limit": "1s"}, "None or a number of seconds > 0"),
         ({"clock": 3.0}, "clock must be a function"),
@@ -373,6 +436,54 @@ def test_spaces() -> None:
 def test_bad_flags_name_the_allowed_values(flags: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         quarto_env.env(**flags)
+
+
+@pytest.mark.parametrize("action", [3.7, "2", True, np.float32(2), np.bool_(True), [2]])
+def test_actions_must_be_integers(action: object) -> None:
+    for env in (quarto_env.env(first_player=0), raw_env(first_player=0)):
+        env.reset(seed=0)
+        with pytest.raises(TypeError, match="an action must be a Python or numpy integer"):
+            env.step(action)
+        assert env.unwrapped.game_state == INITIAL_STATE
+
+
+def test_numpy_integer_actions_are_taken_and_negative_ones_are_out_of_range() -> None:
+    env = raw_env(first_player=0)
+    env.reset(seed=0)
+    env.step(np.int64(2))
+    assert env.game_state.hand == 2
+    with pytest.raises(IllegalActionError, match="out of range 0-15"):
+        env.step(-1)
+
+
+def test_a_failed_reset_leaves_the_env_as_it_was() -> None:
+    env = quarto_env.env()
+    env.reset(seed=3)
+    env.step(int(np.flatnonzero(env.last()[0]["action_mask"])[0]))
+    before = (env.unwrapped.seats, env.unwrapped.game_state, env.agent_selection, env.unwrapped.np_random_seed)
+    random_state = env.unwrapped.np_random.bit_generator.state
+    with pytest.raises(ValueError, match="position"):
+        env.reset(seed=99, options={"position": "not a position"})
+    after = (env.unwrapped.seats, env.unwrapped.game_state, env.agent_selection, env.unwrapped.np_random_seed)
+    assert after == before
+    assert env.unwrapped.np_random.bit_generator.state == random_state
+
+
+def test_every_mask_is_zero_after_an_illegal_action_ends_the_game() -> None:
+    env = quarto_env.env(first_player=0)
+    env.reset(seed=0)
+    env.step(0)  # player_0 gives piece 0
+    env.step(0)  # player_1 places it on square 0
+    env.step(0)  # illegal: piece 0 is on the board
+    assert all(env.terminations.values())
+    for agent in env.possible_agents:
+        assert not env.observe(agent)["action_mask"].any()
+
+
+def test_attributes_take_numpy_integers_and_refuse_other_numbers() -> None:
+    assert quarto_env.env(attributes=np.int64(2)).unwrapped.variant == Variant.make(attributes=2)
+    with pytest.raises(ValueError, match="a count 1-4"):
+        quarto_env.env(attributes=2.0)
 
 
 def test_reset_from_a_position() -> None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from agents import SpecError, make_agent
 from agents.minimax import MinimaxAgent, SolverAgent, solve
 from agents.positions import sample_positions
-from agents.search import EXACT_DEPTH, WIN, Search, signed_lanes
+from agents.search import EXACT_DEPTH, WIN, Search
 from quarto_env.core import (
     ATTRIBUTES,
     DECLARE,
@@ -26,6 +26,7 @@ from quarto_env.core import (
     from_board,
     legal_actions,
     shared_attributes,
+    signed_lanes,
     step,
 )
 from quarto_env.notation import format_position, parse_position

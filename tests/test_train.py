@@ -17,26 +17,12 @@ import yaml
 
 from agents.base import make_agent
 from agents.match import play_game
-from agents.ppo import CheckpointError, load_checkpoint, read_metadata
+from agents.ppo import CheckpointError, load_policy, read_metadata
 from experiments import train as train_module
 from experiments.config import ConfigError, TrainConfig, config_from_dict, describe_fields, load_config
 from quarto_env.core import Variant
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-TINY = [
-    "total_steps=1024",
-    "num_games=8",
-    "n_steps=16",
-    "batch_size=64",
-    "n_epochs=1",
-    "snapshot_every=256",
-    "eval_every=512",
-    "eval_games=8",
-    "checkpoint_every=512",
-    "final_eval_games=8",
-    "eval_opponents=[random,greedy]",
-    "grade_positions=12",
-]
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -107,19 +93,6 @@ def test_config_files_must_exist_and_hold_a_mapping(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------------------
 # A tiny run, end to end
 # ---------------------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    run_dir = tmp_path_factory.mktemp("runs") / "tiny"
-    import contextlib
-    import io
-
-    output = io.StringIO()
-    with contextlib.redirect_stdout(output):
-        status = train_module.main([*TINY, "--run-dir", str(run_dir)])
-    assert status == 0
-    return run_dir, output.getvalue()
-
-
 def test_quarto_train_writes_the_run_folder_and_prints_the_table(tiny_run: tuple[Path, str]) -> None:
     run_dir, output = tiny_run
     assert "final evaluation" in output and "greedy" in output and "random" in output
@@ -175,18 +148,18 @@ def test_wrong_variant_and_corrupt_checkpoints_are_clear_errors(tiny_run: tuple[
         truncated = tmp_path / f"truncated{size}.zip"
         truncated.write_bytes(final.read_bytes()[:size])
         with pytest.raises(CheckpointError, match="corrupt or truncated"):
-            load_checkpoint(truncated)
+            load_policy(truncated)
     flipped = bytearray(final.read_bytes())
     flipped[len(flipped) // 3] ^= 0xFF  # one damaged byte inside an entry: its CRC check fails
     damaged = tmp_path / "damaged.zip"
     damaged.write_bytes(bytes(flipped))
     with pytest.raises(CheckpointError, match="corrupt"):
-        load_checkpoint(damaged)
+        load_policy(damaged)
     foreign = tmp_path / "foreign.zip"
     with zipfile.ZipFile(foreign, "w") as archive:
         archive.writestr("data", "{}")
     with pytest.raises(CheckpointError, match="not written by quarto train"):
-        load_checkpoint(foreign)
+        load_policy(foreign)
     with pytest.raises(CheckpointError, match="does not exist"):
         make_agent(f"ppo:{tmp_path / 'missing.zip'}")
 
@@ -242,7 +215,7 @@ def test_same_seed_same_weights(tmp_path: Path) -> None:
     for name in ("a", "b"):
         config = load_config(None, [*overrides, "final_eval_games=2"])
         final = train_module.train(config, tmp_path / name)
-        weights.append(load_checkpoint(final)[0].policy.state_dict())
+        weights.append(load_policy(final).policy.state_dict())
     for key in weights[0]:
         assert th.equal(weights[0][key], weights[1][key]), key
 
@@ -252,16 +225,16 @@ def test_same_seed_same_weights(tmp_path: Path) -> None:
     [["variant.squares=true", "variant.declaration=true"], ["variant.attributes=2", "policy=mlp"]],
     ids=["squares+declaration", "two-attributes-mlp"],
 )
-def test_any_rule_variant_trains(variant: list[str], tmp_path: Path) -> None:
-    config = load_config(None, [*TINY[1:5], "total_steps=256", "final_eval_games=4", *variant])
+def test_any_rule_variant_trains(variant: list[str], tiny: list[str], tmp_path: Path) -> None:
+    config = load_config(None, [*tiny[1:5], "total_steps=256", "final_eval_games=4", *variant])
     final = train_module.train(config, tmp_path / "run")
     assert Variant.make(**read_metadata(final)["variant"]) == config.resolved_variant()
 
 
 @pytest.mark.slow
-def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
+def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tiny: list[str], tmp_path: Path) -> None:
     run_dir = tmp_path / "killed"
-    overrides = [*TINY[1:], "total_steps=1000000", "checkpoint_every=256", "eval_every=1000000"]
+    overrides = [*tiny[1:], "total_steps=1000000", "checkpoint_every=256", "eval_every=1000000"]
     command = [sys.executable, "-m", "experiments.cli", "train", *overrides, "--run-dir", str(run_dir)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     latest = run_dir / "checkpoints" / "latest.zip"

@@ -25,16 +25,8 @@ from quarto_env.core import (
     step,
 )
 from quarto_env.notation import parse_position
-from quarto_env.observation import observe
-from quarto_env.vector import (
-    EVEN_GIVE_CHANNEL,
-    ODD_SAFE_CHANNEL,
-    SELF_TRAP_CHANNEL,
-    TRAP_GIVE_CHANNEL,
-    GameBatch,
-    num_observation_channels,
-    observe_state,
-)
+from quarto_env.observation import EVEN_GIVE, ODD_SAFE, SELF_TRAP, TRAP_GIVE, observation_kind, observe
+from quarto_env.vector import GameBatch
 
 VARIANTS = [
     Variant.make(),
@@ -117,18 +109,18 @@ def test_observation_planes_match_the_env_and_the_reference(variant: Variant, se
     states = [s for s in random_game(variant, seed) if not s.over]
     batch = GameBatch.from_states(variant, states)
     planes = batch.observe(batch.all_games, "parity")
-    assert planes.shape == (len(states), num_observation_channels("parity"), NUM_SQUARES)
+    assert planes.shape == (len(states), observation_kind("parity").num_channels, NUM_SQUARES)
     np.testing.assert_array_equal(
-        planes[:, : num_observation_channels("lookahead")], batch.observe(batch.all_games, "lookahead")
+        planes[:, : observation_kind("lookahead").num_channels], batch.observe(batch.all_games, "lookahead")
     )
     for i, state in enumerate(states):
-        np.testing.assert_array_equal(planes[i, :19], observe(variant, state, tactical=True))
-        np.testing.assert_array_equal(batch.observe(np.array([i]), "raw")[0], observe(variant, state))
+        np.testing.assert_array_equal(planes[i, :19], observe(variant, state, "tactical"))
+        np.testing.assert_array_equal(batch.observe(np.array([i]), "raw")[0], observe(variant, state, "raw"))
         self_traps, trap_gives, odd_squares, even_gives = reference_lookahead(variant, state)
-        assert np.flatnonzero(planes[i, SELF_TRAP_CHANNEL]).tolist() == self_traps
-        assert np.flatnonzero(planes[i, TRAP_GIVE_CHANNEL]).tolist() == trap_gives
-        assert np.flatnonzero(planes[i, ODD_SAFE_CHANNEL]).tolist() == odd_squares
-        assert np.flatnonzero(planes[i, EVEN_GIVE_CHANNEL]).tolist() == even_gives
+        assert np.flatnonzero(planes[i, SELF_TRAP]).tolist() == self_traps
+        assert np.flatnonzero(planes[i, TRAP_GIVE]).tolist() == trap_gives
+        assert np.flatnonzero(planes[i, ODD_SAFE]).tolist() == odd_squares
+        assert np.flatnonzero(planes[i, EVEN_GIVE]).tolist() == even_gives
 
 
 def test_self_trap_plane_on_a_scripted_position() -> None:
@@ -137,12 +129,12 @@ def test_self_trap_plane_on_a_scripted_position() -> None:
     # leaving tall pieces safe to give; anywhere else both rows stay open: the placer must hand over a win.
     variant = Variant.make(attributes=["height"])
     state = parse_position("135.024......... 6", variant)
-    planes = observe_state(variant, state, "lookahead")
+    planes = observe(variant, state, "lookahead")
     expected = [s for s in range(NUM_SQUARES) if not state.occupied >> s & 1 and s not in (3, 7)]
-    assert np.flatnonzero(planes[SELF_TRAP_CHANNEL]).tolist() == expected
+    assert np.flatnonzero(planes[SELF_TRAP]).tolist() == expected
     assert np.flatnonzero(planes[17]).tolist() == [7]  # the tactical plane: the win
     # On square 3 the tall pieces left (7, 9, b, d, f) stay safe to give: five, an odd count.
-    assert np.flatnonzero(observe_state(variant, state, "parity")[ODD_SAFE_CHANNEL]).tolist() == [3]
+    assert np.flatnonzero(observe(variant, state, "parity")[ODD_SAFE]).tolist() == [3]
 
 
 def test_trap_give_plane_on_a_scripted_position() -> None:
@@ -154,12 +146,12 @@ def test_trap_give_plane_on_a_scripted_position() -> None:
     # in row 0, column 1 or row 2: the receiver must then hand over a win. Every safe give is a trap.
     variant = Variant.make(attributes=["height"])
     state = parse_position(".f.76.48d9..e.c2 -", variant)
-    planes = observe_state(variant, state, "lookahead")
+    planes = observe(variant, state, "lookahead")
     assert np.flatnonzero(planes[18]).tolist() == [0, 10]  # the tactical plane: gives that lose at once
-    assert np.flatnonzero(planes[TRAP_GIVE_CHANNEL]).tolist() == [1, 3, 5, 11]
+    assert np.flatnonzero(planes[TRAP_GIVE]).tolist() == [1, 3, 5, 11]
     assert reference_lookahead(variant, state)[:2] == ([], [1, 3, 5, 11])
     # The receiver of a tall piece is left no safe piece at all: zero is even, so the parity plane agrees.
-    assert np.flatnonzero(observe_state(variant, state, "parity")[EVEN_GIVE_CHANNEL]).tolist() == [1, 3, 5, 11]
+    assert np.flatnonzero(observe(variant, state, "parity")[EVEN_GIVE]).tolist() == [1, 3, 5, 11]
 
 
 def test_illegal_batched_action_names_the_game_and_the_legal_actions() -> None:

@@ -1,0 +1,275 @@
+"""Checkpoints are data, never code: every project path that loads one (``load_policy``, the ``ppo:`` agent,
+``experiments.evaluate``, ``quarto train --resume``) leaves crafted pickles in it unread, and a checkpoint plays
+in ``quarto_env.env(**env_kwargs)`` from ``predict`` alone, as the ``ppo:`` agent does. Format 1 is still read."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import pickle
+import re
+import shutil
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch as th
+
+import quarto_env
+from agents.base import make_agent
+from agents.match import play_game
+from agents.ppo import (
+    CHECKPOINT_FORMAT,
+    CheckpointError,
+    LoadedPolicy,
+    load_policy,
+    load_training_state,
+    read_metadata,
+)
+from experiments import evaluate
+from experiments import train as train_module
+from experiments.config import load_config
+from experiments.selfplay import OpponentPool, SelfPlayVecEnv
+from quarto_env.core import Variant
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+class TouchOnUnpickle:
+    """Pickles to the call ``Path.touch(marker)``: whatever unpickles it creates ``marker``."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, tuple[Path]]:
+        return (Path.touch, (self.marker,))
+
+
+def crafted_data(checkpoint: Path, marker: Path) -> bytes:
+    """The ``data`` entry of ``checkpoint`` with every cloudpickled value replaced by a payload touching ``marker``."""
+    payload = base64.b64encode(pickle.dumps(TouchOnUnpickle(marker))).decode()
+    with zipfile.ZipFile(checkpoint) as archive:
+        data = json.loads(archive.read("data"))
+    for key, value in data.items():
+        if isinstance(value, dict) and ":serialized:" in value:
+            data[key] = {**value, ":serialized:": payload}
+    return json.dumps(data).encode()
+
+
+def crafted_weights(marker: Path) -> bytes:
+    """A ``torch.save`` file whose loading, unless weights only, touches ``marker``."""
+    buffer = io.BytesIO()
+    th.save(TouchOnUnpickle(marker), buffer)
+    return buffer.getvalue()
+
+
+def rewrite(checkpoint: Path, entries: dict[str, bytes | None]) -> None:
+    """Replace (or with ``None`` drop) entries of the zip ``checkpoint``; the others are copied unchanged."""
+    with zipfile.ZipFile(checkpoint) as archive:
+        kept = {name: archive.read(name) for name in archive.namelist() if name not in entries}
+    with zipfile.ZipFile(checkpoint, "w") as archive:
+        for name, data in {**kept, **entries}.items():
+            if data is not None:
+                archive.writestr(name, data)
+
+
+def edit_metadata(checkpoint: Path, **changes: Any) -> None:
+    """Set (or with ``None`` remove) fields of the checkpoint's ``quarto.json``."""
+    with zipfile.ZipFile(checkpoint) as archive:
+        metadata = json.loads(archive.read("quarto.json"))
+    metadata.update(changes)
+    metadata = {key: value for key, value in metadata.items() if value is not None}
+    rewrite(checkpoint, {"quarto.json": json.dumps(metadata).encode()})
+
+
+def copy_run(tiny_run: tuple[Path, str], destination: Path) -> Path:
+    shutil.copytree(tiny_run[0], destination)
+    return destination
+
+
+@pytest.fixture(scope="module")
+def crafted_run(tiny_run: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A copy of the tiny run whose every checkpoint has a ``data`` entry that touches a marker when unpickled."""
+    run_dir = copy_run(tiny_run, tmp_path_factory.mktemp("crafted") / "run")
+    marker = run_dir.parent / "unpickled-data"
+    for checkpoint in (run_dir / "checkpoints").glob("*.zip"):
+        rewrite(checkpoint, {"data": crafted_data(checkpoint, marker)})
+    return run_dir, marker
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The crafted entries are real attacks
+# ---------------------------------------------------------------------------------------------------------
+def test_the_crafted_entries_run_code_when_unpickled(crafted_run: tuple[Path, Path], tmp_path: Path) -> None:
+    from stable_baselines3.common.save_util import json_to_data
+
+    data_marker, weights_marker = tmp_path / "data", tmp_path / "weights"
+    json_to_data(crafted_data(crafted_run[0] / "checkpoints" / "final.zip", data_marker).decode())
+    th.load(io.BytesIO(crafted_weights(weights_marker)), weights_only=False)
+    assert data_marker.exists() and weights_marker.exists()  # what MaskablePPO.load would have done
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A crafted data entry is never read: every loading path still works
+# ---------------------------------------------------------------------------------------------------------
+def test_load_policy_and_the_ppo_agent_leave_the_data_entry_unread(crafted_run: tuple[Path, Path]) -> None:
+    run_dir, marker = crafted_run
+    final = run_dir / "checkpoints" / "final.zip"
+    loaded = load_policy(final, Variant.make())
+    assert isinstance(loaded, LoadedPolicy) and loaded.num_timesteps >= 1024
+    for spec in (f"ppo:{final}", f"ppo:{run_dir}"):
+        agent = make_agent(spec, loaded.variant, seed=0)
+        record = play_game(loaded.variant, [agent, make_agent("random", loaded.variant, 1)])
+        assert record.end in ("win", "draw")
+    assert not marker.exists()
+
+
+def test_evaluate_leaves_the_data_entry_unread(crafted_run: tuple[Path, Path], capsys: pytest.CaptureFixture) -> None:
+    run_dir, marker = crafted_run
+    assert evaluate.main([str(run_dir / "checkpoints" / "best.zip"), "--games", "2", "--opponents", "random"]) == 0
+    assert "argmax" in capsys.readouterr().out
+    assert not marker.exists()
+
+
+def test_resume_leaves_the_data_entry_unread_and_continues(crafted_run: tuple[Path, Path], tmp_path: Path) -> None:
+    source, marker = crafted_run
+    run_dir = copy_run((source, ""), tmp_path / "resumed")
+    stopped_at = read_metadata(run_dir / "checkpoints" / "latest.zip")["num_timesteps"]
+    assert train_module.main(["--resume", str(run_dir), f"total_steps={stopped_at + 256}", "final_eval_games=2"]) == 0
+    final = read_metadata(run_dir / "checkpoints" / "final.zip")["num_timesteps"]
+    assert stopped_at + 256 <= final <= stopped_at + 256 + 128  # continued from the checkpoint: one rollout at most
+    assert not marker.exists()
+
+
+def test_resume_restores_weights_optimizer_and_counters(tiny_run: tuple[Path, str]) -> None:
+    run_dir = tiny_run[0]
+    latest = run_dir / "checkpoints" / "latest.zip"
+    config = load_config(run_dir / "config.yaml")
+    variant = config.resolved_variant()
+    pool = OpponentPool(variant, config.observation, config.opponents, config.max_snapshots, config.seed)
+    model = train_module.build_model(config, variant, SelfPlayVecEnv(variant, 2, config.observation, pool, 0))
+    metadata = load_training_state(model, latest, variant)
+    assert model.num_timesteps == metadata["num_timesteps"] >= 1024
+    with zipfile.ZipFile(latest) as archive:
+        assert model._n_updates == json.loads(archive.read("data"))["_n_updates"] > 0
+    saved = load_policy(latest).policy.state_dict()
+    assert all(th.equal(value, saved[key]) for key, value in model.policy.state_dict().items())
+    assert model.policy.optimizer.state_dict()["state"]  # Adam's moments, not a fresh optimizer
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Weights entries that hold more than weights are refused
+# ---------------------------------------------------------------------------------------------------------
+def test_a_crafted_policy_entry_is_refused_unread(
+    tiny_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    run_dir = copy_run(tiny_run, tmp_path / "run")
+    marker = tmp_path / "unpickled-policy"
+    for name in ("final.zip", "latest.zip"):
+        rewrite(run_dir / "checkpoints" / name, {"policy.pth": crafted_weights(marker)})
+    final = run_dir / "checkpoints" / "final.zip"
+    with pytest.raises(CheckpointError, match=r"final\.zip': entry policy\.pth is not plain weights"):
+        load_policy(final)
+    with pytest.raises(CheckpointError, match=r"policy\.pth is not plain weights"):
+        make_agent(f"ppo:{final}")
+    assert evaluate.main([str(final), "--games", "2"]) == 2
+    assert train_module.main(["--resume", str(run_dir)]) == 2
+    assert capsys.readouterr().err.count("policy.pth is not plain weights") == 2
+    assert not marker.exists()
+
+
+def test_a_crafted_pool_entry_is_refused_unread(
+    tiny_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    run_dir = copy_run(tiny_run, tmp_path / "run")
+    marker = tmp_path / "unpickled-pool"
+    rewrite(run_dir / "checkpoints" / "latest.zip", {"pool.pt": crafted_weights(marker)})
+    assert train_module.main(["--resume", str(run_dir)]) == 2
+    assert "latest.zip': entry pool.pt is not plain weights" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # torch, reading the plain pickle
+@pytest.mark.parametrize(
+    ("entries", "metadata", "message"),
+    [
+        ({"policy.pth": None}, {}, "has no policy.pth entry"),
+        ({"policy.pth": b"not a torch file"}, {}, "policy.pth is not plain weights"),
+        ({"policy.pth": pickle.dumps({"weights": 1})}, {}, "policy.pth is not plain weights"),
+        ({}, {"config": {"policy": "slots", "net_arch": [8]}}, "policy.pth does not fit the network"),
+        ({}, {"config": {"policy": "cnn", "net_arch": [8]}}, "quarto.json describes no valid policy"),
+        ({}, {"observation": "pixels"}, "invalid metadata in quarto.json: unknown observation kind 'pixels'"),
+        ({}, {"format": 3}, "has format 3; this version reads formats 1 and 2"),
+    ],
+    ids=["no-policy", "garbage", "plain-pickle", "other-network", "unknown-policy", "bad-observation", "format-3"],
+)
+def test_bad_checkpoints_are_checkpoint_errors_naming_the_file(
+    tiny_run: tuple[Path, str],
+    tmp_path: Path,
+    entries: dict[str, bytes | None],
+    metadata: dict[str, Any],
+    message: str,
+) -> None:
+    checkpoint = tmp_path / "bad.zip"
+    shutil.copy(tiny_run[0] / "checkpoints" / "final.zip", checkpoint)
+    rewrite(checkpoint, entries)
+    edit_metadata(checkpoint, **metadata)
+    with pytest.raises(CheckpointError, match=f"checkpoint '{re.escape(str(checkpoint))}'.*{message}"):
+        load_policy(checkpoint)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# env_kwargs: the checkpoint plays in quarto_v0 from predict alone
+# ---------------------------------------------------------------------------------------------------------
+def test_metadata_holds_the_env_kwargs_of_its_rules_and_observation(tiny_run: tuple[Path, str]) -> None:
+    metadata = read_metadata(tiny_run[0] / "checkpoints" / "final.zip")
+    assert metadata["format"] == CHECKPOINT_FORMAT == 2
+    assert metadata["env_kwargs"] == {**Variant.make().to_dict(), "observation": metadata["observation"]}
+
+
+def play_from_predict(loaded: LoadedPolicy, checkpoint: Path, seed: int) -> int:
+    """Play one game of ``quarto_env.env(**loaded.env_kwargs)``, the learner moving by ``predict`` alone against
+    a random agent; every learner action must be the ``ppo:`` agent's. Returns the learner's decisions."""
+    env = quarto_env.env(**loaded.env_kwargs)
+    env.reset(seed=seed)
+    ppo_agent = make_agent(f"ppo:{checkpoint}", loaded.variant)
+    opponent = make_agent("random", loaded.variant, seed)
+    learner, decisions = env.possible_agents[seed % 2], 0
+    for name in env.agent_iter():
+        observation, _, terminated, truncated, _ = env.last()
+        if terminated or truncated:
+            env.step(None)
+            continue
+        state = env.unwrapped.game_state
+        if name == learner:
+            action, _ = loaded.predict(
+                observation["observation"], action_masks=observation["action_mask"], deterministic=True
+            )
+            assert int(action) == ppo_agent.act(state), f"decision {decisions} of game {seed}"
+            decisions += 1
+        else:
+            action = opponent.act(state)
+        env.step(int(action))
+    return decisions
+
+
+def test_predict_alone_plays_a_whole_game_as_the_ppo_agent(tiny_run: tuple[Path, str]) -> None:
+    checkpoint = tiny_run[0] / "checkpoints" / "final.zip"
+    loaded = load_policy(checkpoint)
+    assert loaded.observation == read_metadata(checkpoint)["observation"]  # the checkpoint's own kind
+    decisions = [play_from_predict(loaded, checkpoint, seed) for seed in range(4)]
+    assert min(decisions) >= 1 and sum(decisions) >= 24
+
+
+def test_format_1_checkpoints_still_load_with_derived_env_kwargs(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
+    current = tiny_run[0] / "checkpoints" / "final.zip"
+    old = tmp_path / "format1.zip"
+    shutil.copy(current, old)
+    edit_metadata(old, format=1, env_kwargs=None)
+    with zipfile.ZipFile(old) as archive:
+        assert "env_kwargs" not in json.loads(archive.read("quarto.json"))
+    loaded = load_policy(old)
+    assert loaded.metadata["format"] == 1 and loaded.env_kwargs == read_metadata(current)["env_kwargs"]
+    assert play_from_predict(loaded, old, seed=0) >= 1
