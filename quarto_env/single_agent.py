@@ -1,0 +1,306 @@
+"""
+# Quarto against a fixed opponent (``quarto_env/QuartoVsAgent-v0``)
+
+| Creation           | ``gymnasium.make("quarto_env/QuartoVsAgent-v0", **kwargs)`` or ``QuartoVsAgent(**kwargs)`` |
+|--------------------|-------------------------------------------------------------------------------------------|
+| Agents             | one learner; the opponent's moves are played inside ``reset`` and ``step``                |
+| Action space       | ``Discrete(16)``; ``Discrete(17)`` with ``declaration=True`` (action 16 declares)         |
+| Observation space  | ``Box(0, 1, (channels, 16), float32)``: 19 channels by default (``observation=``)         |
+| Action masks       | ``env.action_masks()`` (``bool``, as sb3-contrib reads it); ``info["action_mask"]``       |
+| Rewards            | +1 win, -1 loss, 0 draw at the end; the false-declaration penalty at once                 |
+| Truncation         | never (``truncated`` is always ``False``)                                                 |
+| Render modes       | ``"ansi"``, ``"rgb_array"``, ``"human"``                                                  |
+
+A single-agent Gymnasium view of the PettingZoo game ``quarto_v0`` (:mod:`quarto_env.env`): the learner
+plays one seat, a fixed opponent -- any agent spec of :mod:`agents.base`, ``random``, ``greedy``,
+``minimax:depth=2``, ``ppo:PATH``... -- plays the other. It is a thin layer over
+:class:`quarto_env.env.raw_env`, so every rule, variant flag, observation kind and reset option of
+``quarto_v0`` holds here unchanged; ``env.unwrapped.raw`` is that AEC env (``game_state``, ``position``,
+``seats``, ``infos``) and ``env.unwrapped.opponent`` the opponent agent.
+
+## Turns
+
+The learner makes every decision of its seat: it **places** the piece it was given, then **gives** one --
+two ``step`` calls in a row -- and, in the declaration variant, declares. Each ``step`` plays the learner's
+action, then all the opponent's decisions up to the learner's next one; when the opponent acts first, its
+first give is played inside ``reset``. ``info["phase"]`` says what the next action is (``"place"`` or
+``"give"``), and the observation's phase channel says it too.
+
+## Observation and action spaces
+
+The observation is the ``observation`` planes of ``raw_env.observe`` for the learner, as ``float32`` (so that
+Stable-Baselines3 and CleanRL take them unchanged): 17 channels with ``observation="raw"``, 19 with
+``"tactical"`` (the default), more with the richer kinds; :mod:`quarto_env.observation` describes each
+channel. An action is a square (placing) or a piece (giving), 0-15, or 16 to declare "Quarto!" where the
+variant has declarations. ``action_masks()`` returns the legal actions as a ``bool`` array (the method
+MaskablePPO looks for), and every ``reset`` and ``step`` info holds the same mask as ``int8`` under
+``"action_mask"`` (all zeros once the episode has ended).
+
+## Rewards
+
+| Learner wins | Opponent wins | Draw | Learner declares falsely (``false_declaration="penalty"``)     |
+|:------------:|:-------------:|:----:|:--------------------------------------------------------------:|
+| +1           | -1            | 0    | ``false_declaration_penalty`` (default -0.1), the game goes on |
+
+The final reward comes with the ``step`` that ends the game, whoever ends it: a give that lets the opponent
+win is answered at once by the opponent's winning placement, so that step returns -1. An opponent's false
+declaration costs the learner nothing.
+
+## Illegal actions
+
+An action outside the mask, with ``illegal_action="lose"`` (the default), ends the episode at once: reward
+-1, ``terminated=True``, ``info["illegal_action"] = True`` (the position is left as it was). With
+``illegal_action="raise"`` it raises :class:`quarto_env.core.IllegalActionError`, naming the legal actions,
+and nothing changes. An action must be an integer -- a Python or numpy integer, or a 0-d integer array as
+``model.predict`` returns; anything else (a float, a ``bool``, a string) raises ``TypeError`` under either
+policy. ``step`` after the episode has ended raises ``RuntimeError``: call ``reset``.
+
+The opponent sees the position as the rules core's :class:`~quarto_env.core.State`. Should it repeat a false
+declaration under the penalty policy -- the core allows it, the env masks it -- it plays a uniformly random
+action of the env's mask instead, from its own seeded generator; any other illegal action of the opponent
+raises :class:`~quarto_env.core.IllegalActionError`.
+
+## Arguments
+
+| argument                      | values                                                          | default      |
+|-------------------------------|-----------------------------------------------------------------|--------------|
+| ``opponent``                  | an agent spec: ``random``, ``greedy``, ``minimax:depth=2``, ... | ``"random"`` |
+| ``learner_seat``              | ``"random"`` (drawn from the reset seed each episode), ``0``    | ``"random"`` |
+|                               | (the learner gives first) or ``1``                              |              |
+| ``illegal_action``            | ``"lose"`` or ``"raise"`` (see above)                           | ``"lose"``   |
+| ``attributes``, ``squares``,  | the rule variant, as in ``quarto_v0``                           | standard     |
+| ``declaration``,              |                                                                 |              |
+| ``false_declaration``,        |                                                                 |              |
+| ``false_declaration_penalty`` |                                                                 |              |
+| ``observation``               | an observation kind of ``quarto_v0``                            | tactical     |
+| ``render_mode``               | ``None``, ``"ansi"``, ``"rgb_array"``, ``"human"``              | ``None``     |
+
+A bad value raises ``ValueError`` naming the allowed values (a bad agent spec raises
+:class:`agents.base.SpecError`, a ``ValueError`` that lists the agent kinds). The opponent is built once,
+with ``make_agent(opponent, variant)``.
+
+## Seeds and reset options
+
+``reset(seed=s)`` seeds the env's generator, which then draws, for each episode, the seed of the learner's
+seat (under ``learner_seat="random"``) and the seed of the opponent's generator: the same seed gives the same
+episode for the same learner actions, and the episodes after a seeded reset follow from it. (A ``ppo``
+opponent with ``deterministic=false`` samples from torch's global generator, which the env does not reseed.)
+``info["seat"]`` is the learner's seat, 0 when it gives first. ``reset(options={"position": ...})`` starts
+from a position in the notation of :mod:`quarto_env.notation`, as ``quarto_v0`` does; when the opponent is
+to move there, it moves first, and a position the opponent wins before the learner's first decision raises
+``ValueError``.
+
+At the end of a game ``info["outcome"]`` is ``"win"``, ``"draw"``, ``"false_declaration"`` or
+``"illegal_action"``, and ``info["winner"]`` is ``"learner"``, ``"opponent"`` or ``None`` (a draw).
+
+## Training with Stable-Baselines3
+
+```python
+import gymnasium
+import quarto_env  # registers quarto_env/QuartoVsAgent-v0
+from sb3_contrib import MaskablePPO
+from stable_baselines3 import PPO
+
+env = gymnasium.make("quarto_env/QuartoVsAgent-v0", opponent="greedy")
+model = MaskablePPO("MlpPolicy", env, seed=0).learn(100_000)  # reads env.action_masks() by itself
+obs, info = env.reset(seed=1)
+action, _ = model.predict(obs, action_masks=info["action_mask"].astype(bool))
+obs, reward, terminated, truncated, info = env.step(action)
+PPO("MlpPolicy", env, seed=0).learn(100_000)  # no masks: an illegal action loses, so it learns the rules
+```
+
+## Version history
+
+* v0: initial release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from agents.base import make_agent
+from quarto_env.core import DECLARE, IllegalActionError, checked_action
+from quarto_env.env import AGENTS, raw_env
+
+LEARNER, OPPONENT = AGENTS
+"""The learner plays ``raw_env``'s ``player_0``; its seat follows from ``raw_env``'s ``first_player``."""
+LEARNER_SEATS = ("random", 0, 1)
+ILLEGAL_ACTION_POLICIES = ("lose", "raise")
+
+
+class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
+    """Quarto for one learner against a fixed opponent; see the module docstring for the whole specification."""
+
+    metadata: dict[str, Any] = {  # noqa: RUF012 -- Gymnasium reads it from the class
+        "render_modes": raw_env.metadata["render_modes"],
+        "render_fps": raw_env.metadata["render_fps"],
+    }
+
+    def __init__(
+        self,
+        opponent: str = "random",
+        attributes: int | str | list[str] | tuple[str, ...] | None = None,
+        squares: bool = False,
+        declaration: bool = False,
+        false_declaration: str = "lose",
+        false_declaration_penalty: float = -0.1,
+        observation: str = "tactical",
+        learner_seat: int | str = "random",
+        illegal_action: str = "lose",
+        render_mode: str | None = None,
+    ) -> None:
+        self.raw = raw_env(
+            attributes=attributes,
+            squares=squares,
+            declaration=declaration,
+            false_declaration=false_declaration,
+            false_declaration_penalty=false_declaration_penalty,
+            # The learner is player_0, so the seat that gives first is the learner's seat.
+            first_player=_check_learner_seat(learner_seat),
+            observation=observation,
+            render_mode=render_mode,
+        )
+        """The AEC env underneath: the position (``game_state``, ``position``), ``seats`` and ``infos``."""
+        self.illegal_action = _check_illegal_action(illegal_action)
+        self.opponent = make_agent(_check_spec(opponent), self.raw.variant)
+        """The opponent agent, built from ``opponent`` and reseeded at every ``reset``."""
+        self.render_mode = self.raw.render_mode
+        observed = self.raw.observation_space(LEARNER)
+        assert isinstance(observed, spaces.Dict)  # {"observation": int8 planes, "action_mask": int8}
+        self.observation_space = spaces.Box(0, 1, observed["observation"].shape, np.float32)
+        self._num_actions = self.raw.variant.num_actions
+        self.action_space = spaces.Discrete(self._num_actions)
+        self._mask = np.zeros(self._num_actions, dtype=np.int8)
+        self._episode_over = True
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start an episode and play the opponent's moves up to the learner's first decision; ``seed`` seeds the
+        episodes from here on, ``options={"position": ...}`` sets the starting position."""
+        super().reset(seed=seed)
+        game_seed, opponent_seed = (int(s) for s in self.np_random.integers(2**31, size=2))
+        self.raw.reset(seed=game_seed, options=options)
+        self.opponent.rng = np.random.default_rng(opponent_seed)  # agents draw every random choice from rng
+        self.opponent.reset()
+        self._play_opponent()
+        self._episode_over = self.raw.terminations[LEARNER]
+        if self._episode_over:
+            raise ValueError(
+                f"the opponent {self.opponent.spec!r} ended the game before the learner's first decision (final "
+                f"position {self.raw.position!r}); start from a position that the learner gets to play"
+            )
+        return self._observe(), self._info()
+
+    def step(self, action: int | np.integer) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Play the learner's ``action``, then the opponent's decisions up to the learner's next one."""
+        if self._episode_over:
+            raise RuntimeError("the episode is over (or has not started): call reset() before step()")
+        action = checked_action(_unboxed(action))
+        if self.illegal_action == "lose" and not self._allows(action):
+            return self._lose_for_illegal_action()
+        self.raw.step(action)  # raises IllegalActionError for an illegal action (illegal_action="raise")
+        reward = self.raw.rewards[LEARNER] + self._play_opponent()
+        self._episode_over = self.raw.terminations[LEARNER]
+        return self._observe(), reward, self._episode_over, False, self._info()
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal actions now, as a ``bool`` array (all ``False`` once the episode has ended)."""
+        return self._mask.astype(bool)
+
+    @property
+    def seat(self) -> int:
+        """The learner's seat in this episode: 0 when it gives first, 1 otherwise."""
+        return self.raw.seats.index(LEARNER)
+
+    def render(self) -> str | np.ndarray | None:
+        """The position, as ``raw_env`` renders it for ``render_mode``."""
+        return self.raw.render()
+
+    def close(self) -> None:
+        """Close the ``human`` window, if one is open."""
+        self.raw.close()
+
+    # -----------------------------------------------------------------------------------------------------
+    # Helpers
+    # -----------------------------------------------------------------------------------------------------
+    def _play_opponent(self) -> float:
+        """Play the opponent until the learner is to act or the game ends; the learner's reward meanwhile."""
+        reward = 0.0
+        while self.raw.agent_selection == OPPONENT and not self.raw.terminations[OPPONENT]:
+            state = self.raw.game_state
+            action = self.opponent.act(state)
+            try:
+                self.raw.step(action)
+            except IllegalActionError:
+                if action != DECLARE:  # the opponent's own bug: let it show
+                    raise
+                # A repeated false declaration, which the env masks though the rules core allows it (agents
+                # see only the core): a random action of the env's mask instead.
+                allowed = np.flatnonzero(self.raw.observe(OPPONENT)["action_mask"]).tolist()
+                self.raw.step(self.opponent.random_legal(state, allowed))
+            reward += self.raw.rewards[LEARNER]
+        return reward
+
+    def _allows(self, action: int) -> bool:
+        return 0 <= action < self._num_actions and bool(self._mask[action])
+
+    def _lose_for_illegal_action(self) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        self._episode_over = True
+        observation = self._observe()
+        self._mask = np.zeros_like(self._mask)
+        info = {
+            "action_mask": self._mask.copy(),
+            "seat": self.seat,
+            "outcome": "illegal_action",
+            "winner": "opponent",
+            "illegal_action": True,
+        }
+        return observation, -1.0, True, False, info
+
+    def _observe(self) -> np.ndarray:
+        """The learner's planes, keeping its action mask for ``action_masks`` and the next legality check."""
+        observed = self.raw.observe(LEARNER)
+        self._mask = observed["action_mask"]
+        return observed["observation"].astype(np.float32)
+
+    def _info(self) -> dict[str, Any]:
+        raw_info = self.raw.infos[LEARNER]
+        info: dict[str, Any] = {"action_mask": self._mask.copy(), "seat": self.seat}
+        if "phase" in raw_info:
+            info["phase"] = raw_info["phase"]
+        if "outcome" in raw_info:
+            winner = raw_info["winner"]
+            info["outcome"] = raw_info["outcome"]
+            info["winner"] = None if winner is None else ("learner" if winner == LEARNER else "opponent")
+        return info
+
+
+def _unboxed(action: object) -> object:
+    """A 0-d array's element (what ``model.predict`` returns for one observation); anything else as it is."""
+    return action.item() if isinstance(action, np.ndarray) and action.ndim == 0 else action
+
+
+def _check_learner_seat(value: int | str) -> int | str:
+    if isinstance(value, bool) or value not in LEARNER_SEATS:
+        raise ValueError(f"learner_seat must be one of {', '.join(map(repr, LEARNER_SEATS))}; got {value!r}")
+    return value
+
+
+def _check_illegal_action(value: str) -> str:
+    if value not in ILLEGAL_ACTION_POLICIES:
+        allowed = ", ".join(map(repr, ILLEGAL_ACTION_POLICIES))
+        raise ValueError(f"illegal_action must be one of {allowed}; got {value!r}")
+    return value
+
+
+def _check_spec(value: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(
+            f"opponent must be an agent spec string such as 'random', 'greedy' or 'minimax:depth=2'; got {value!r}"
+        )
+    return value
