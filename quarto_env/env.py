@@ -318,6 +318,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         self._counted = self.variant.counted
         self._num_actions = self.variant.num_actions
         self._level = self.observation_kind.level
+        self._shape = self.observation_kind.shape
         self._declaration = self.variant.declaration
 
         self.possible_agents = list(AGENTS)
@@ -405,7 +406,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """The observation planes of the position and ``agent``'s action mask (all zeros unless it acts)."""
-        planes = np.zeros(self.observation_kind.shape, dtype=np.int8)
+        planes = np.zeros(self._shape, dtype=np.int8)
         mask = np.empty(self._num_actions, dtype=np.int8)
         acting = agent == self.agent_selection and not (
             self._ended or self.terminations[agent] or self.truncations[agent]
