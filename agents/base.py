@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from quarto_env.checks import number_parser
 from quarto_env.core import STANDARD, State, Variant, legal_actions
 
 
@@ -124,26 +125,8 @@ def make_agent(spec: str, variant: Variant = STANDARD, seed: int | None = None) 
     return agent
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise ValueError("must be > 0")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError("must be >= 0")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError("must be >= 1")
-    return value
-
+SECONDS = number_parser("time", above=0, maximum=24 * 3600)
+"""A time budget per move: finite (``nan`` or ``inf`` would never run out), above 0, at most a day."""
 
 register(AgentKind("random", "agents.simple:RandomAgent", "uniform over legal actions"))
 register(
@@ -163,9 +146,11 @@ register(
         "deepening up to depth within the time); plain minimax searches 2 plies",
         {
             "depth": Option(
-                _positive_int, 0, "plies (a placement or a give each); with time, the cap; 0: 2, or no cap with time"
+                number_parser("depth", minimum=1, integer=True),
+                0,
+                "plies (a placement or a give each); with time, the cap; 0: 2, or no cap with time",
             ),
-            "time": Option(_positive_float, 0.0, "seconds per move, iterative deepening; always answers in time"),
+            "time": Option(SECONDS, 0.0, "seconds per move, iterative deepening; always answers in time"),
         },
     )
 )
@@ -175,9 +160,17 @@ register(
         "agents.minimax:SolverAgent",
         "perfect play (a random best action) from `empties` empty squares on; minimax under `time` before",
         {
-            "empties": Option(_positive_int, 11, "solve exactly at or below this many empty squares"),
-            "time": Option(_positive_float, 1.0, "seconds per move for the minimax played before that"),
-            "depth": Option(_positive_int, 0, "plies for that minimax instead of time: reproducible games"),
+            "empties": Option(
+                number_parser("empties", minimum=1, maximum=16, integer=True),
+                11,
+                "solve exactly at or below this many empty squares",
+            ),
+            "time": Option(SECONDS, 1.0, "seconds per move for the minimax played before that"),
+            "depth": Option(
+                number_parser("depth", minimum=1, integer=True),
+                0,
+                "plies for that minimax instead of time: reproducible games",
+            ),
         },
     )
 )
@@ -187,9 +180,9 @@ register(
         "agents.mcts:MCTSAgent",
         "UCT with random playouts (mcts:sims=2000 or mcts:time=1)",
         {
-            "sims": Option(_positive_int, 2000, "simulations per move"),
-            "time": Option(_positive_float, 0.0, "seconds per move; replaces sims when set"),
-            "c": Option(_positive_float, 1.0, "UCB1 exploration constant"),
+            "sims": Option(number_parser("sims", minimum=1, integer=True), 2000, "simulations per move"),
+            "time": Option(SECONDS, 0.0, "seconds per move; replaces sims when set"),
+            "c": Option(number_parser("c", above=0), 1.0, "UCB1 exploration constant"),
         },
     )
 )

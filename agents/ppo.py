@@ -32,10 +32,8 @@ from __future__ import annotations
 import importlib.metadata
 import io
 import json
-import os
 import pickle
 import platform
-import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -49,6 +47,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from torch import nn
 
 from agents.base import Agent
+from quarto_env.checks import atomic_write_bytes
 from quarto_env.core import INITIAL_STATE, NUM_ACTIONS, NUM_SQUARES, STANDARD, State, Variant
 from quarto_env.observation import PLACING, ObservationKind, observation_kind
 from quarto_env.vector import GameBatch
@@ -220,28 +219,6 @@ def library_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             versions[name] = "unknown"
     return versions
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes the file private; give it the usual permissions
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def save_checkpoint(

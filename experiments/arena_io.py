@@ -1,5 +1,5 @@
 """Pieces shared by the arena commands (``tournament``, ``grade``, ``play``, ``replay``): the rule-variant
-flags, atomic file writes, the run folder's ``config.json`` + ``command.txt``, and the game-record line.
+flags, the run folder's ``config.json`` + ``command.txt``, and the game-record line.
 
 A **game record** is one JSON object per line (``games.jsonl``), read by ``quarto replay``: the fields of
 :class:`agents.match.GameRecord` (``seats``, ``actions``, ``winner``, ``end``, ``move_seconds``,
@@ -15,13 +15,12 @@ import os
 import shlex
 import subprocess
 import sys
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agents.base import Agent, SpecError, make_agent, parse_spec
 from agents.match import GameRecord
+from quarto_env.checks import atomic_write_text
 from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, RulesError, Variant
 
 
@@ -73,36 +72,13 @@ def variant_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace)
         parser.error(str(error))
 
 
-def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(temporary_path)``, then move the file into place: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A fresh name beside the target (same file system, so the rename is atomic), created by ``write`` itself
-    # so that it gets the usual permissions (mkstemp would make it private to the owner).
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp{path.suffix}")
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically."""
-
-    def write(temporary: Path) -> None:
-        temporary.write_text(text, encoding="utf-8")
-
-    write_atomic(path, write)
-
-
 def save_run_config(folder: Path, command: str, argv: list[str], config: dict[str, Any]) -> None:
     """Write ``config.json`` (the resolved configuration, plus the code version under ``"code"``) and
     ``command.txt`` (the command line) in ``folder``."""
     config = {**config, "code": code_version()}
-    write_text_atomic(folder / "config.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(folder / "config.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
     line = shlex.join(["quarto", command, *argv])
-    write_text_atomic(folder / "command.txt", f"{line}\n# python {sys.version.split()[0]}, cwd {os.getcwd()}\n")
+    atomic_write_text(folder / "command.txt", f"{line}\n# python {sys.version.split()[0]}, cwd {os.getcwd()}\n")
 
 
 def code_version() -> dict[str, Any]:

@@ -31,7 +31,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +40,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from quarto_env.checks import atomic_write_text, number_parser
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
 from quarto_env.fast import random_games
 
@@ -54,8 +54,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description="Turns/s of the wrapped quarto_v0 against connect_four_v3 (same loop, same run), and the "
         "rules core's random-play actions/s.",
     )
-    parser.add_argument("--seconds", type=_positive_float, default=2.0, help="seconds per env and round (default 2)")
-    parser.add_argument("--rounds", type=_positive_int, default=3, help="rounds of measurement (default 3)")
+    parser.add_argument(
+        "--seconds", type=number_parser("seconds", above=0), default=2.0, help="seconds per env and round (default 2)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=number_parser("rounds", minimum=1, integer=True),
+        default=3,
+        help="rounds of measurement (default 3)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random players and the games (default 0)")
     parser.add_argument(
         "--observation",
@@ -104,7 +111,8 @@ def main(argv: list[str]) -> int:
             "ratio_do_nothing_to_connect_four_wrapped": ceiling,
             "core_actions_per_second": {"compiled_single_thread": compiled, "python_core_step": python},
         }
-        _write_json(args.output, {"command": _command(argv), "config": vars(args) | _machine(), "results": results})
+        record = {"command": _command(argv), "config": vars(args) | _machine(), "results": results}
+        atomic_write_text(args.output, json.dumps(record, indent=2, default=str) + "\n")
         print(f"\nwrote {args.output}")
     return 0
 
@@ -282,30 +290,6 @@ def _machine() -> dict[str, Any]:
 
 def _command(argv: list[str]) -> str:
     return " ".join(["quarto", "bench", "env", *argv])
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` to ``path`` atomically: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    serializable = json.loads(json.dumps(data, default=str))
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
-        json.dump(serializable, handle, indent=2)
-        handle.write("\n")
-    os.replace(handle.name, path)
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return value
 
 
 if __name__ == "__main__":

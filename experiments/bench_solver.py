@@ -40,6 +40,7 @@ from pathlib import Path
 from agents.minimax import MinimaxAgent, Solver
 from agents.positions import sample_positions
 from agents.simple import GreedyAgent
+from quarto_env.checks import atomic_write_text
 from quarto_env.core import INITIAL_STATE, NUM_SQUARES, RulesError, State, Variant, step
 from quarto_env.notation import format_position
 
@@ -199,14 +200,6 @@ def bench_startup() -> dict:
     return timings
 
 
-def write_atomically(path: Path, data: dict) -> None:
-    """Write JSON to ``path`` through a temporary file in the same folder, renamed into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
-        json.dump(data, handle, indent=2)
-    os.replace(handle.name, path)
-
-
 def main(argv: list[str]) -> int:
     """Run ``quarto bench solver``."""
     args = build_parser().parse_args(argv)
@@ -245,6 +238,6 @@ def main(argv: list[str]) -> int:
     if args.out:
         config = {**vars(args), "out": str(args.out), "variant": variant.to_dict()}
         results = {"solver": solver, "minimax": minimax, "budgets": budgets, "startup": startup}
-        write_atomically(args.out, {"command": command, "config": config, "results": results})
+        atomic_write_text(args.out, json.dumps({"command": command, "config": config, "results": results}, indent=2))
         print(f"\nwrote {args.out}")
     return 0

@@ -45,8 +45,8 @@ from experiments.arena_io import (
     markdown_table,
     save_run_config,
     variant_from_args,
-    write_text_atomic,
 )
+from quarto_env.checks import atomic_write_text
 from quarto_env.core import INITIAL_STATE, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
 
@@ -144,7 +144,7 @@ class PositionValues:
         if self.path is None:
             raise ValueError("this PositionValues has no path to save to")
         entries = {_key(s): {str(a): v for a, v in values.items()} for s, values in self._values.items()}
-        write_text_atomic(self.path, json.dumps({"variant": self.variant.to_dict(), "positions": entries}) + "\n")
+        atomic_write_text(self.path, json.dumps({"variant": self.variant.to_dict(), "positions": entries}) + "\n")
 
     def _load(self, path: Path) -> None:
         data = json.loads(path.read_text())
@@ -344,10 +344,10 @@ def main(argv: list[str]) -> int:
 
     reports = [grade_agent(agent, variant, positions, values) for agent in agents]
     text = report_markdown(reports, variant, args.seed)
-    write_text_atomic(out / "grade.md", text)
-    write_text_atomic(out / "grade.json", json.dumps([r.summary() for r in reports], indent=2) + "\n")
+    atomic_write_text(out / "grade.md", text)
+    atomic_write_text(out / "grade.json", json.dumps([r.summary() for r in reports], indent=2) + "\n")
     lines = [json.dumps({"agent": r.agent, **dataclasses.asdict(d)}) + "\n" for r in reports for d in r.decisions]
-    write_text_atomic(out / "decisions.jsonl", "".join(lines))
+    atomic_write_text(out / "decisions.jsonl", "".join(lines))
     print(f"\n{text}\nwritten to {out}")
     return 0
 

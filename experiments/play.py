@@ -34,8 +34,8 @@ from experiments.arena_io import (
     check_specs,
     record_line,
     variant_from_args,
-    write_text_atomic,
 )
+from quarto_env.checks import atomic_write_text
 from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
 from quarto_env.render import HEX, PIECE_LETTERS, describe_piece, piece_code, render_text
@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
         print("\ninterrupted -- game abandoned.")
         return 130
     if args.save:
-        write_text_atomic(args.save, record_line(record, variant))
+        atomic_write_text(args.save, record_line(record, variant))
         print(f"game saved to {args.save} (quarto replay {args.save})")
     return 0
 

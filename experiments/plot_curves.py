@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from agents.ppo import atomic_write_bytes
+from quarto_env.checks import atomic_write_bytes
 
 
 def score_curves(run_dir: Path) -> dict[str, list[tuple[int, float, float]]]:

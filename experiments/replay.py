@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.arena_io import write_atomic
 from experiments.play import describe_action
+from quarto_env.checks import atomic_write
 from quarto_env.core import INITIAL_STATE, RulesError, State, Variant, step
 from quarto_env.notation import format_position
 from quarto_env.render import render_image, render_text
@@ -173,7 +173,7 @@ def write_frames(pictures: list[np.ndarray], folder: Path) -> None:
         def save(temporary: Path, image: Image.Image = image) -> None:
             image.save(temporary, "PNG")
 
-        write_atomic(folder / f"frame_{number:03d}.png", save)
+        atomic_write(folder / f"frame_{number:03d}.png", save)
 
 
 def write_gif(pictures: list[np.ndarray], path: Path, delay: float) -> None:
@@ -186,4 +186,4 @@ def write_gif(pictures: list[np.ndarray], path: Path, delay: float) -> None:
     def save(temporary: Path) -> None:
         images[0].save(temporary, "GIF", save_all=True, append_images=images[1:], duration=durations, loop=0)
 
-    write_atomic(path, save)
+    atomic_write(path, save)

@@ -54,9 +54,8 @@ from experiments.arena_io import (
     record_line,
     save_run_config,
     variant_from_args,
-    write_atomic,
-    write_text_atomic,
 )
+from quarto_env.checks import atomic_write, atomic_write_text
 from quarto_env.core import DECLARE, INITIAL_STATE, STANDARD, State, Variant, legal_actions, step
 from quarto_env.notation import parse_position
 
@@ -450,15 +449,15 @@ def write_outputs(
         )
         for g in games
     ]
-    write_text_atomic(out / "games.jsonl", "".join(lines))
-    write_text_atomic(out / "results.csv", _csv([dataclasses.asdict(p) for p in pairs]))
-    write_text_atomic(out / "results.md", results_markdown(pairs))
+    atomic_write_text(out / "games.jsonl", "".join(lines))
+    atomic_write_text(out / "results.csv", _csv([dataclasses.asdict(p) for p in pairs]))
+    atomic_write_text(out / "results.md", results_markdown(pairs))
     summary = agent_summary(names, games, variant)
     rating_rows = [{**dataclasses.asdict(r), **summary[r.name]} for r in ratings]
-    write_text_atomic(out / "ratings.csv", _csv(rating_rows))
-    write_text_atomic(out / "ratings.md", ratings_markdown(ratings, names, games, variant, anchor))
+    atomic_write_text(out / "ratings.csv", _csv(rating_rows))
+    atomic_write_text(out / "ratings.md", ratings_markdown(ratings, names, games, variant, anchor))
     title = f"{variant.describe()} Quarto, {config['games_per_pair']} games per pair, seed {config['seed']}"
-    write_atomic(out / "ratings.png", lambda path: plot_ratings(ratings, anchor, title, path, config["intervals"]))
+    atomic_write(out / "ratings.png", lambda path: plot_ratings(ratings, anchor, title, path, config["intervals"]))
 
 
 def _csv(rows: list[dict]) -> str:

@@ -39,7 +39,6 @@ from tqdm import tqdm
 from agents.ppo import (
     CheckpointError,
     PPOAgent,
-    atomic_write_bytes,
     load_policy,
     load_training_state,
     policy_setup,
@@ -50,6 +49,7 @@ from agents.ppo import (
 from experiments.config import ConfigError, TrainConfig, describe_fields, load_config, markdown_table, save_config
 from experiments.grade import PositionValues, grade_agent, sample_positions
 from experiments.selfplay import SEAT_NAMES, EvalResult, OpponentPool, SelfPlayVecEnv, evaluate, learner_opponent
+from quarto_env.checks import atomic_write_bytes
 from quarto_env.core import State, Variant
 from quarto_env.render import render_image
 

@@ -161,7 +161,6 @@ before the env sees it, leaves the infos as they were. ``env.unwrapped.game_stat
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from collections.abc import Callable
@@ -174,6 +173,7 @@ from gymnasium.utils import EzPickle, seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
+from quarto_env.checks import checked_number
 from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
@@ -543,9 +543,7 @@ _NON_INTERACTIVE_BACKENDS = {"agg", "cairo", "pdf", "pgf", "ps", "svg", "templat
 
 
 def _check_penalty(value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value > 0:
-        raise ValueError(f"false_declaration_penalty must be a finite number <= 0 (e.g. -0.1), got {value!r}")
-    return float(value)
+    return float(checked_number(value, "false_declaration_penalty", maximum=0))
 
 
 def _check_first_player(value: int | str) -> int | None:
@@ -561,9 +559,7 @@ def _check_first_player(value: int | str) -> int | None:
 def _check_time_limit(value: float | None) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"time_limit must be None or a number of seconds > 0, got {value!r}")
-    return float(value)
+    return float(checked_number(value, "time_limit (None or seconds)", above=0))
 
 
 def _check_render_mode(value: str | None, modes: list[str]) -> str | None:

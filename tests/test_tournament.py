@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from experiments import replay, tournament
-from experiments.arena_io import write_atomic, write_text_atomic
+from quarto_env.checks import atomic_write, atomic_write_text
 from quarto_env.core import INITIAL_STATE, Variant, step
 from quarto_env.notation import format_position
 
@@ -181,14 +181,14 @@ def test_schedule_seeds_games_from_seed_pair_and_round_only() -> None:
 
 def test_atomic_writes_leave_the_old_file_whole_when_writing_fails(tmp_path: Path) -> None:
     target = tmp_path / "results.csv"
-    write_text_atomic(target, "old\n")
+    atomic_write_text(target, "old\n")
 
     def fail_halfway(temporary: Path) -> None:
         temporary.write_text("half")
         raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        write_atomic(target, fail_halfway)
+        atomic_write(target, fail_halfway)
     assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["results.csv"]
     umask = os.umask(0)
     os.umask(umask)
