@@ -6,14 +6,19 @@ a piece when giving, or ``DECLARE``. It is built for one rule variant and seeded
 before each game.
 
 Every command names agents by a short text *spec*: ``kind`` or ``kind:option=value,option=value``, and for
-kinds with a main argument ``kind:VALUE`` (``ppo:runs/x/checkpoints/best.zip``). ``make_agent(spec, variant,
-seed)`` builds one; a bad spec gets an error that lists the kinds and their options.
+kinds with a main argument ``kind:VALUE`` or ``kind:VALUE,option=value`` (``ppo:runs/x/best.zip,
+deterministic=false``). Items are separated by a comma that is followed by ``NAME=``; so a value, a path
+for instance, may hold commas (``ppo:runs/a,b/best.zip``) as long as no comma in it is followed by a name
+and ``=``, and the main value may hold ``=`` (``ppo:runs/lr=3e-4/best.zip``) if it does not start with
+``NAME=`` -- ``ppo:path=PATH`` names it explicitly. ``make_agent(spec, variant, seed)`` builds one; a bad
+spec gets a one-line error that names the kinds, or the options of its kind.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -94,25 +99,39 @@ def parse_spec(spec: str) -> tuple[AgentKind, dict[str, Any]]:
     """The kind and the option values (defaults filled in) named by ``spec``."""
     name, _, rest = spec.strip().partition(":")
     if name not in AGENT_KINDS:
-        raise SpecError(f"unknown agent kind {name!r} in spec {spec!r}\n{describe_kinds()}")
+        raise SpecError(f"unknown agent kind {name!r} in spec {spec!r}; the kinds are {', '.join(AGENT_KINDS)}")
     kind = AGENT_KINDS[name]
     values = {key: option.default for key, option in kind.options.items()}
-    if rest:
-        if kind.main_option and "=" not in rest.split(",")[0]:
-            values[kind.main_option] = kind.options[kind.main_option].type(rest)
-            return kind, values
-        for item in rest.split(","):
-            key, eq, raw = item.partition("=")
-            if not eq or key not in kind.options:
-                raise SpecError(
-                    f"bad option {item!r} in spec {spec!r}: {kind.name} takes "
-                    f"{', '.join(f'{k}=<{o.help}>' for k, o in kind.options.items()) or 'no options'}"
-                )
-            try:
-                values[key] = kind.options[key].type(raw)
-            except ValueError as exc:
-                raise SpecError(f"bad value {raw!r} for {key} in spec {spec!r}: {exc}") from exc
+    given: set[str] = set()
+    for item in _spec_items(kind, rest):
+        key, eq, raw = item.partition("=")
+        if not eq or key not in kind.options:
+            raise SpecError(
+                f"bad option {item!r} in spec {spec!r}: {kind.name} takes "
+                f"{', '.join(f'{k}=<{o.help}>' for k, o in kind.options.items()) or 'no options'}"
+            )
+        if key in given:
+            raise SpecError(f"option {key} given twice in spec {spec!r}")
+        given.add(key)
+        try:
+            values[key] = kind.options[key].type(raw)
+        except ValueError as exc:
+            raise SpecError(f"bad value {raw!r} for {key} in spec {spec!r}: {exc}") from exc
     return kind, values
+
+
+def _spec_items(kind: AgentKind, rest: str) -> list[str]:
+    """The ``option=value`` items of the text after ``kind:``, split at each comma followed by ``NAME=``; a first
+    item without ``NAME=`` is the main option's value."""
+    items = _SPEC_ITEM_SEPARATOR.split(rest) if rest else []
+    if items and kind.main_option and not _NAMED_ITEM.match(items[0]):
+        items[0] = f"{kind.main_option}={items[0]}"
+    return items
+
+
+_SPEC_ITEM_SEPARATOR = re.compile(r",(?=\w+=)")
+"""A comma followed by ``NAME=``: the commas between a spec's items (a path may hold other commas)."""
+_NAMED_ITEM = re.compile(r"\w+=")
 
 
 def make_agent(spec: str, variant: Variant = STANDARD, seed: int | None = None) -> Agent:
@@ -127,6 +146,9 @@ def make_agent(spec: str, variant: Variant = STANDARD, seed: int | None = None) 
 
 SECONDS = number_parser("time", above=0, maximum=24 * 3600)
 """A time budget per move: finite (``nan`` or ``inf`` would never run out), above 0, at most a day."""
+MAX_SIMULATIONS = 10**6
+"""MCTS simulations per move: about 45 s at some 22,000 per second. A move that never returns could not even
+forfeit on ``--time-limit``, which is measured when it does."""
 
 register(AgentKind("random", "agents.simple:RandomAgent", "uniform over legal actions"))
 register(
@@ -180,7 +202,9 @@ register(
         "agents.mcts:MCTSAgent",
         "UCT with random playouts (mcts:sims=2000 or mcts:time=1)",
         {
-            "sims": Option(number_parser("sims", minimum=1, integer=True), 2000, "simulations per move"),
+            "sims": Option(
+                number_parser("sims", minimum=1, maximum=MAX_SIMULATIONS, integer=True), 2000, "simulations per move"
+            ),
             "time": Option(SECONDS, 0.0, "seconds per move; replaces sims when set"),
             "c": Option(number_parser("c", above=0), 1.0, "UCB1 exploration constant"),
         },
@@ -200,7 +224,8 @@ register(
     AgentKind(
         "ppo",
         "agents.ppo:PPOAgent",
-        "a MaskablePPO checkpoint written by quarto train (ppo:PATH, a .zip or a run folder for its best.zip)",
+        "a MaskablePPO checkpoint written by quarto train (ppo:PATH, a .zip or a run folder for its best.zip; "
+        "ppo:PATH,deterministic=false samples; a path may hold a comma unless one is followed by NAME=)",
         {
             "path": Option(str, "", "checkpoint .zip or run folder"),
             "deterministic": Option(_boolean, True, "true: the most likely action; false: sample the policy"),

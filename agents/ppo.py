@@ -47,7 +47,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from torch import nn
 
 from agents.base import Agent
-from quarto_env.checks import atomic_write_bytes
+from quarto_env.checks import atomic_write_bytes, checked_number, one_line
 from quarto_env.core import INITIAL_STATE, NUM_ACTIONS, NUM_SQUARES, STANDARD, State, Variant
 from quarto_env.observation import PLACING, ObservationKind, observation_kind
 from quarto_env.vector import GameBatch
@@ -61,6 +61,10 @@ POLICY_ENTRY = "policy.pth"
 OPTIMIZER_ENTRY = "policy.optimizer.pth"
 POLICY_KINDS = ("mlp", "slots")
 """``mlp``: stable-baselines3's MLP on the flattened planes; ``slots``: :class:`SlotPolicy`."""
+MAX_WIDTH = 4096
+"""The widest layer a config or a checkpoint may ask for (one such layer already holds millions of weights)."""
+MAX_LAYERS = 8
+"""The most hidden layers of an ``mlp`` network."""
 
 
 class CheckpointError(ValueError):
@@ -252,11 +256,40 @@ def env_kwargs_for(variant: Variant, observation: str) -> dict[str, Any]:
 
 
 def read_metadata(path: str | Path) -> dict[str, Any]:
-    """The metadata of the checkpoint at ``path``, with ``env_kwargs`` (derived for format 1);
-    :class:`CheckpointError` if it is missing, corrupt, of another format, or describes no valid variant."""
+    """The metadata of the checkpoint at ``path``, with ``env_kwargs`` derived from its variant and observation
+    (so that they always agree); :class:`CheckpointError` if it is missing, corrupt, of another format, or its
+    ``quarto.json`` is not a mapping with a valid variant, observation kind and step count."""
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"checkpoint {str(path)!r} does not exist (expected a .zip written by quarto train)")
+        problem = "is not a file" if path.exists() else "does not exist"
+        raise CheckpointError(f"checkpoint {str(path)!r} {problem} (expected a .zip written by quarto train)")
+    metadata = _read_metadata_entry(path)
+    if not isinstance(metadata, dict):
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: {METADATA_ENTRY} holds {type(metadata).__name__} data, not a mapping of fields"
+        )
+    found = metadata.get("format")
+    if isinstance(found, bool) or found not in READABLE_FORMATS:
+        readable = " and ".join(map(str, READABLE_FORMATS))
+        raise CheckpointError(f"checkpoint {str(path)!r} has format {found!r}; this version reads formats {readable}")
+    missing = [key for key in ("variant", "observation", "num_timesteps") if key not in metadata]
+    if missing or not isinstance(metadata["variant"], dict):
+        problem = f"it lacks {', '.join(missing)}" if missing else f"variant {metadata['variant']!r} is no mapping"
+        raise CheckpointError(f"checkpoint {str(path)!r} has invalid metadata in {METADATA_ENTRY}: {problem}")
+    try:
+        variant = Variant.make(**metadata["variant"])
+        observation = observation_kind(metadata["observation"]).name
+        checked_number(metadata["num_timesteps"], "num_timesteps", minimum=0, integer=True)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} has invalid metadata in {METADATA_ENTRY}: {one_line(exc)}"
+        ) from exc
+    metadata["env_kwargs"] = env_kwargs_for(variant, observation)  # format 1 did not store them
+    return metadata
+
+
+def _read_metadata_entry(path: Path) -> Any:
+    """The parsed JSON of the checkpoint's ``quarto.json``, whatever its shape."""
     try:
         with zipfile.ZipFile(path) as archive:
             # A truncated checkpoint can still look like a zip: the torch archive inside it has a directory too.
@@ -268,21 +301,11 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
             damaged = archive.testzip()
             if damaged is not None:
                 raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated: entry {damaged} is damaged")
-            metadata = json.loads(archive.read(METADATA_ENTRY))
+            return json.loads(archive.read(METADATA_ENTRY))
+    except RecursionError:
+        raise CheckpointError(f"checkpoint {str(path)!r}: {METADATA_ENTRY} is nested too deeply") from None
     except (zipfile.BadZipFile, zlib.error, json.JSONDecodeError, UnicodeDecodeError, OSError, EOFError) as exc:
-        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated ({exc})") from exc
-    if not isinstance(metadata, dict) or metadata.get("format") not in READABLE_FORMATS:
-        found = metadata.get("format") if isinstance(metadata, dict) else None
-        readable = " and ".join(map(str, READABLE_FORMATS))
-        raise CheckpointError(f"checkpoint {str(path)!r} has format {found!r}; this version reads formats {readable}")
-    try:
-        variant = Variant.make(**metadata["variant"])
-        observation = observation_kind(metadata["observation"]).name
-        int(metadata["num_timesteps"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CheckpointError(f"checkpoint {str(path)!r} has invalid metadata in {METADATA_ENTRY}: {exc}") from exc
-    metadata.setdefault("env_kwargs", env_kwargs_for(variant, observation))  # format 1 did not store them
-    return metadata
+        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated ({one_line(exc)})") from exc
 
 
 def read_weights(path: str | Path, entry: str) -> Any:
@@ -294,13 +317,20 @@ def read_weights(path: str | Path, entry: str) -> Any:
             if entry not in archive.namelist():
                 raise CheckpointError(f"checkpoint {str(path)!r} has no {entry} entry")
             data = archive.read(entry)
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: entry {entry} is corrupt or truncated ({one_line(exc)})"
+        ) from exc
+    try:
         return th.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         raise CheckpointError(
             f"checkpoint {str(path)!r}: entry {entry} is not plain weights and was refused ({_refusal(exc)})"
         ) from exc
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError) as exc:
-        raise CheckpointError(f"checkpoint {str(path)!r}: entry {entry} is corrupt or truncated ({exc})") from exc
+    except Exception as exc:  # torch's reader fails on junk bytes in many ways (struct.error, EOFError, ...)
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: entry {entry} is corrupt or truncated ({type(exc).__name__}: {one_line(exc)})"
+        ) from exc
 
 
 class LoadedPolicy:
@@ -346,7 +376,8 @@ def load_policy(path: str | Path, variant: Variant | None = None) -> LoadedPolic
         policy.load_state_dict(weights)
     except (RuntimeError, TypeError, ValueError, KeyError, AttributeError) as exc:
         raise CheckpointError(
-            f"checkpoint {str(path)!r}: {POLICY_ENTRY} does not fit the network its {METADATA_ENTRY} describes ({exc})"
+            f"checkpoint {str(path)!r}: {POLICY_ENTRY} does not fit the network its {METADATA_ENTRY} describes "
+            f"({one_line(exc)})"
         ) from exc
     return LoadedPolicy(policy, metadata)
 
@@ -361,7 +392,7 @@ def load_training_state(model: BaseAlgorithm, path: str | Path, variant: Variant
     try:
         model.set_parameters(parameters, exact_match=True, device="cpu")
     except (RuntimeError, TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise CheckpointError(f"checkpoint {str(path)!r} does not fit this run's learner ({exc})") from exc
+        raise CheckpointError(f"checkpoint {str(path)!r} does not fit this run's learner ({one_line(exc)})") from exc
     model.num_timesteps = int(metadata["num_timesteps"])
     model._n_updates = _saved_update_count(path)
     return metadata
@@ -398,11 +429,14 @@ def _trained_variant(path: str | Path, metadata: dict[str, Any], variant: Varian
 
 def _policy_for(path: str | Path, metadata: dict[str, Any], variant: Variant) -> MaskableActorCriticPolicy:
     """The untrained network that the checkpoint's training config describes."""
-    try:
-        config = metadata["config"]
-        policy_class, policy_kwargs = policy_setup(
-            config["policy"], variant, config["net_arch"], metadata["observation"]
+    config = metadata.get("config")
+    if not isinstance(config, dict) or not {"policy", "net_arch"} <= set(config):
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: {METADATA_ENTRY} describes no network (its config has no policy and net_arch)"
         )
+    try:
+        net_arch = check_network(config["policy"], config["net_arch"])
+        policy_class, policy_kwargs = policy_setup(config["policy"], variant, net_arch, metadata["observation"])
         observation_space, action_space = policy_spaces(variant, metadata["observation"])
         return inference_policy(
             policy_class,
@@ -411,8 +445,26 @@ def _policy_for(path: str | Path, metadata: dict[str, Any], variant: Variant) ->
             lr_schedule=_no_learning,
             **policy_kwargs,
         )
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise CheckpointError(f"checkpoint {str(path)!r}: {METADATA_ENTRY} describes no valid policy ({exc})") from exc
+    except (KeyError, TypeError, ValueError, IndexError, RuntimeError) as exc:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: {METADATA_ENTRY} describes no valid policy ({one_line(exc)})"
+        ) from exc
+
+
+def check_network(policy: object, net_arch: object) -> list[int]:
+    """``net_arch`` as the layer sizes of a ``policy`` network: for ``mlp`` 1 to :data:`MAX_LAYERS` sizes, for
+    ``slots`` one width, each an integer from 1 to :data:`MAX_WIDTH`; ``ValueError`` saying what is allowed."""
+    if policy not in POLICY_KINDS:
+        raise ValueError(f"unknown policy {policy!r}; allowed: {', '.join(POLICY_KINDS)}")
+    layers = 1 if policy == "slots" else MAX_LAYERS
+    if (
+        not isinstance(net_arch, list)
+        or not 1 <= len(net_arch) <= layers
+        or not all(type(size) is int and 1 <= size <= MAX_WIDTH for size in net_arch)
+    ):
+        shape = "[width]" if policy == "slots" else f"a list of 1 to {MAX_LAYERS} layer sizes"
+        raise ValueError(f"net_arch of a {policy} network must be {shape}, each 1 to {MAX_WIDTH}, got {net_arch!r}")
+    return net_arch
 
 
 def _no_learning(progress_remaining: float) -> float:

@@ -15,8 +15,17 @@ BENCHMARKS = {
 
 def main(argv: list[str]) -> int:
     """Dispatch to ``experiments.bench_<what>.main``."""
+    if argv and argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0
     if not argv or argv[0] not in BENCHMARKS:
-        rows = "\n".join(f"  {name:<7} {text}" for name, (_, text) in BENCHMARKS.items())
-        print(f"usage: quarto bench WHAT [ARGS...]\n\nbenchmarks:\n{rows}", file=sys.stderr)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+        problem = f"unknown benchmark {argv[0]!r}" if argv else "name the benchmark to run"
+        print(f"{usage()}\n\nquarto bench: {problem}", file=sys.stderr)  # the message last, where it shows
+        return 2
     return int(importlib.import_module(BENCHMARKS[argv[0]][0]).main(argv[1:]) or 0)
+
+
+def usage() -> str:
+    """The help text of ``quarto bench``."""
+    rows = "\n".join(f"  {name:<7} {text}" for name, (_, text) in BENCHMARKS.items())
+    return f"usage: quarto bench WHAT [ARGS...]\n\nbenchmarks:\n{rows}"

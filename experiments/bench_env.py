@@ -33,18 +33,19 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from quarto_env.checks import atomic_write_text, number_parser
+from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
 from quarto_env.fast import random_games
 
 CORE_GAMES = 100_000
+MAX_SECONDS = 3600.0
+"""Seconds per env and round: an hour is already more than any figure needs."""
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -55,22 +56,34 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "rules core's random-play actions/s.",
     )
     parser.add_argument(
-        "--seconds", type=number_parser("seconds", above=0), default=2.0, help="seconds per env and round (default 2)"
+        "--seconds",
+        type=number_argument("seconds", above=0, maximum=MAX_SECONDS),
+        default=2.0,
+        help=f"seconds per env and round, at most {MAX_SECONDS:g} (default 2)",
     )
     parser.add_argument(
         "--rounds",
-        type=number_parser("rounds", minimum=1, integer=True),
+        type=number_argument("rounds", minimum=1, integer=True),
         default=3,
         help="rounds of measurement (default 3)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random players and the games (default 0)")
+    parser.add_argument(
+        "--seed",
+        type=number_argument("seed", minimum=0, integer=True),
+        default=0,
+        help="seed of the random players and the games (default 0)",
+    )
     parser.add_argument(
         "--observation",
         choices=("tactical", "raw"),
         default="tactical",
         help="quarto_v0's observation option (default tactical, the env's default)",
     )
-    parser.add_argument("--output", type=Path, help="also write the figures, config and command to this JSON file")
+    parser.add_argument(
+        "--output",
+        type=output_file_argument("--output"),
+        help="also write the figures, config and command to this JSON file",
+    )
     return parser.parse_args(argv)
 
 

@@ -16,6 +16,7 @@ import time
 
 from agents.mcts import MCTSAgent
 from agents.positions import sample_positions
+from quarto_env.checks import number_argument
 from quarto_env.core import INITIAL_STATE, STANDARD, State
 
 EMPTY_SQUARES = (12, 8, 4)
@@ -24,9 +25,24 @@ EMPTY_SQUARES = (12, 8, 4)
 def main(argv: list[str]) -> int:
     """Run the benchmark and print one row per position set."""
     parser = argparse.ArgumentParser(prog="quarto bench mcts", description=__doc__.split("\n")[0])
-    parser.add_argument("--sims", type=int, default=2000, help="simulations per search (default 2000)")
-    parser.add_argument("--positions", type=int, default=6, help="positions per number of empty squares")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the positions and the searches")
+    parser.add_argument(
+        "--sims",
+        type=number_argument("sims", minimum=1, integer=True),
+        default=2000,
+        help="simulations per search (default 2000)",
+    )
+    parser.add_argument(
+        "--positions",
+        type=number_argument("positions", minimum=1, integer=True),
+        default=6,
+        help="positions per number of empty squares (default 6)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=number_argument("seed", minimum=0, integer=True),
+        default=0,
+        help="seed of the positions and the searches (default 0)",
+    )
     args = parser.parse_args(argv)
     position_sets: dict[str, list[State]] = {"16 empty (opening give)": [INITIAL_STATE]}
     for empty in EMPTY_SQUARES:

@@ -35,30 +35,76 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from agents.minimax import MinimaxAgent, Solver
 from agents.positions import sample_positions
 from agents.simple import GreedyAgent
-from quarto_env.checks import atomic_write_text
-from quarto_env.core import INITIAL_STATE, NUM_SQUARES, RulesError, State, Variant, step
+from experiments.arena_io import add_variant_arguments, variant_from_args
+from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
+from quarto_env.core import INITIAL_STATE, MAX_GAME_LENGTH, NUM_SQUARES, State, Variant, step
 from quarto_env.notation import format_position
+
+MAX_BUDGET = 600.0
+"""Seconds: a longer minimax:time budget is no benchmark."""
+BUDGET_EMPTIES = range(14, 8, -1)
+"""The positions timed under a budget, one per number of empty squares."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
     parser = argparse.ArgumentParser(prog="quarto bench solver", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--empties", type=int, nargs="+", default=[8, 10, 12], help="empty squares per group")
-    parser.add_argument("--positions", type=int, default=10, help="positions per group (default 10)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the position sample (default 0)")
-    parser.add_argument("--depths", type=int, nargs="+", default=[1, 2, 3, 4, 6, 8], help="minimax depths in plies")
-    parser.add_argument("--openings", type=int, default=4, help="opening positions for minimax (default 4)")
-    parser.add_argument("--budgets", type=float, nargs="+", default=[0.01, 0.1, 1.0], help="minimax:time values")
-    parser.add_argument("--budget-moves", type=int, default=6, help="moves timed per budget (default 6)")
+    parser.add_argument(
+        "--empties",
+        type=number_argument("empties", minimum=1, maximum=NUM_SQUARES, integer=True),
+        nargs="+",
+        default=[8, 10, 12],
+        help="empty squares per group, 1-16 (default 8 10 12)",
+    )
+    parser.add_argument(
+        "--positions",
+        type=number_argument("positions", minimum=1, integer=True),
+        default=10,
+        help="positions per group (default 10)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=number_argument("seed", minimum=0, integer=True),
+        default=0,
+        help="seed of the position sample (default 0)",
+    )
+    parser.add_argument(
+        "--depths",
+        type=number_argument("depth", minimum=1, maximum=MAX_GAME_LENGTH, integer=True),
+        nargs="+",
+        default=[1, 2, 3, 4, 6, 8],
+        help=f"minimax depths in plies, 1-{MAX_GAME_LENGTH} (default 1 2 3 4 6 8)",
+    )
+    parser.add_argument(
+        "--openings",
+        type=number_argument("openings", minimum=1, integer=True),
+        default=4,
+        help="opening positions for minimax (default 4)",
+    )
+    parser.add_argument(
+        "--budgets",
+        type=number_argument("budget", above=0, maximum=MAX_BUDGET),
+        nargs="+",
+        default=[0.01, 0.1, 1.0],
+        help=f"minimax:time values in seconds, at most {MAX_BUDGET:g} (default 0.01 0.1 1)",
+    )
+    parser.add_argument(
+        "--budget-moves",
+        type=number_argument("budget-moves", minimum=1, maximum=len(BUDGET_EMPTIES), integer=True),
+        default=len(BUDGET_EMPTIES),
+        help=f"moves timed per budget, 1-{len(BUDGET_EMPTIES)} (default {len(BUDGET_EMPTIES)})",
+    )
     parser.add_argument("--skip-startup", action="store_true", help="do not time process start-up")
-    parser.add_argument("--squares", action="store_true", help="the 2x2 blocks are groups too")
-    parser.add_argument("--attributes", nargs="+", metavar="ATTRIBUTE", help="attributes that count (default all)")
-    parser.add_argument("--out", type=Path, help="also write the figures, config and command to this JSON file")
+    parser.add_argument(
+        "--out",
+        type=output_file_argument("--out"),
+        help="also write the figures, config and command to this JSON file",
+    )
+    add_variant_arguments(parser)
     return parser
 
 
@@ -155,7 +201,7 @@ def bench_minimax(variant: Variant, depths: list[int], openings: list[State]) ->
 def bench_budgets(variant: Variant, budgets: list[float], moves: int, seed: int) -> list[dict]:
     """Wall time per move of ``minimax:time=T`` over the first ``moves`` moves of a seeded greedy game's
     positions with 14 down to 9 empty squares, as a ratio to ``T``."""
-    positions = [sample_positions(empties, 1, seed=seed, variant=variant)[0] for empties in range(14, 8, -1)]
+    positions = [sample_positions(empties, 1, seed=seed, variant=variant)[0] for empties in BUDGET_EMPTIES]
     results = []
     for budget in budgets:
         agent = MinimaxAgent(variant, seed=0, time=budget)
@@ -202,19 +248,9 @@ def bench_startup() -> dict:
 
 def main(argv: list[str]) -> int:
     """Run ``quarto bench solver``."""
-    args = build_parser().parse_args(argv)
-    attributes: int | list[str] | None = args.attributes
-    if args.attributes and len(args.attributes) == 1 and args.attributes[0].isdigit():
-        attributes = int(args.attributes[0])
-    try:
-        variant = Variant.make(attributes, args.squares)
-    except RulesError as error:
-        print(f"quarto bench solver: {error}", file=sys.stderr)
-        return 2
-    bad = [e for e in args.empties if not 1 <= e <= NUM_SQUARES]
-    if bad or args.positions < 1:
-        print(f"quarto bench solver: --empties must be 1-16 (got {bad}), --positions at least 1", file=sys.stderr)
-        return 2
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    variant = variant_from_args(parser, args)
     command = "quarto bench solver " + " ".join(argv)
     print(f"# {command}\n# variant: {variant.describe()}, seed {args.seed}; wall-clock seconds (noisy)")
 

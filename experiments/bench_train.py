@@ -19,15 +19,17 @@ from __future__ import annotations
 import argparse
 import cProfile
 import time
+from pathlib import Path
 
 import torch as th
 from rich.console import Console
 from rich.table import Table
 from stable_baselines3.common.callbacks import BaseCallback
 
-from experiments.config import TrainConfig, load_config
+from experiments.config import ConfigError, TrainConfig, load_config
 from experiments.selfplay import OpponentPool, SelfPlayVecEnv
 from experiments.train import DEFAULT_CONFIG, build_model
+from quarto_env.checks import atomic_write, number_argument, output_file_argument
 
 REFERENCE = ["policy=mlp", "net_arch=[128,128]", "observation=tactical"]
 
@@ -50,7 +52,7 @@ class RolloutTimer(BaseCallback):
         return True
 
 
-def measure(config: TrainConfig, steps: int, profile: str | None = None) -> dict[str, float]:
+def measure(config: TrainConfig, steps: int, profile: Path | None = None) -> dict[str, float]:
     """Steps per second of ``steps`` learner steps with ``config`` (after a warm-up rollout)."""
     th.set_num_threads(config.torch_threads)
     variant = config.resolved_variant()
@@ -69,7 +71,7 @@ def measure(config: TrainConfig, steps: int, profile: str | None = None) -> dict
     model.learn(steps, callback=timer, reset_num_timesteps=False)
     if profiler:
         profiler.disable()
-        profiler.dump_stats(profile)  # type: ignore[arg-type]
+        atomic_write(profile, profiler.dump_stats)  # type: ignore[arg-type]  # profile is set when profiler is
     seconds = time.perf_counter() - start
     done = model.num_timesteps - rollout
     return {
@@ -81,17 +83,35 @@ def measure(config: TrainConfig, steps: int, profile: str | None = None) -> dict
 
 
 def main(argv: list[str]) -> int:
+    """Run ``quarto bench train``."""
     parser = argparse.ArgumentParser(prog="quarto bench train", description=__doc__.split("\n\n")[0])
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config (default: configs/default.yaml)")
-    parser.add_argument("--steps", type=int, default=131072, help="learner steps to measure (default 131072)")
+    parser.add_argument(
+        "--steps",
+        type=number_argument("steps", minimum=1, integer=True),
+        default=131072,
+        help="learner steps to measure (default 131072)",
+    )
     parser.add_argument("--no-reference", action="store_true", help="skip the reference MLP measurement")
-    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the measured run to FILE")
+    parser.add_argument(
+        "--profile",
+        type=output_file_argument("--profile"),
+        metavar="FILE",
+        help="write a cProfile of the measured run to FILE",
+    )
     args = parser.parse_args(argv)
+    try:  # both configs read before anything is measured: a bad override is told at once
+        configs = {"config": load_config(args.config, args.overrides)}
+        if not args.no_reference:
+            configs["reference"] = load_config(args.config, [*args.overrides, *REFERENCE])
+    except ConfigError as error:
+        parser.error(str(error))
 
-    rows = {"config": measure(load_config(args.config, args.overrides), args.steps, args.profile)}
-    if not args.no_reference:
-        rows["reference"] = measure(load_config(args.config, [*args.overrides, *REFERENCE]), args.steps)
+    rows = {
+        name: measure(config, args.steps, args.profile if name == "config" else None)
+        for name, config in configs.items()
+    }
 
     table = Table(title=f"learner steps/s, {args.steps:,} steps after a warm-up rollout (torch threads as configured)")
     for column in ("setup", "steps/s", "seconds", "collecting rollouts", "PPO updates", "ratio to reference"):

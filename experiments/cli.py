@@ -6,11 +6,16 @@ Example usage::
     quarto train                      # self-play training on configs/default.yaml
     quarto bench env                  # environment speed against connect_four_v3
     quarto solve "f9.......0..3... 5"
+
+A command whose reader goes away (``quarto solve - < positions.txt | head -1``) stops quietly with exit status
+141, as a Unix tool killed by ``SIGPIPE`` does; Ctrl-C stops any command with status 130 and one line, not a
+traceback.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 COMMANDS = {
@@ -20,7 +25,7 @@ COMMANDS = {
     "solve": ("experiments.solve", "exact value and best actions of positions"),
     "play": ("experiments.play", "play a game in the terminal against an agent"),
     "replay": ("experiments.replay", "step through a recorded game, or write it as a GIF"),
-    "bench": ("experiments.bench", "speed benchmarks: env, solver, train"),
+    "bench": ("experiments.bench", "speed benchmarks: env, solver, train, mcts"),
 }
 
 
@@ -39,10 +44,29 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
-        print(f"quarto: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        print(f"{usage()}\n\nquarto: unknown command {name!r}", file=sys.stderr)  # the message last, where it shows
         return 2
     module = importlib.import_module(COMMANDS[name][0])
-    return int(module.main(rest) or 0)
+    try:
+        return int(module.main(rest) or 0)
+    except BrokenPipeError:
+        return _reader_gone()
+    except KeyboardInterrupt:
+        print(f"\nquarto {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+STATUS_READER_GONE = 128 + 13
+"""The exit status of a process killed by ``SIGPIPE`` (13), which is what a reader going away means."""
+
+
+def _reader_gone() -> int:
+    """Point standard output at ``/dev/null``, so that Python's final flush of what is still buffered does not
+    raise ``BrokenPipeError`` again (as an "Exception ignored" message), and return :data:`STATUS_READER_GONE`."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+    return STATUS_READER_GONE
 
 
 if __name__ == "__main__":

@@ -2,9 +2,25 @@
 
 A config is a YAML mapping of :class:`TrainConfig`'s fields (``configs/default.yaml``); a field left out keeps
 its default, and ``KEY=VALUE`` arguments override single fields, with the value read as YAML
-(``total_steps=200000``, ``variant.squares=true``, ``opponents.greedy=0.5``). An unknown key, a value of
-the wrong type or an impossible value raises :class:`ConfigError` naming the field and what is allowed.
+(``total_steps=200000``, ``variant.squares=true``, ``opponents.greedy=0.5``). A number field also takes the
+forms YAML reads as text (``5e-1``, ``1e3``, ``2.0e6``). An ``opponents.SPEC=WEIGHT`` key is split at its last
+``=``, so a spec may hold options: ``opponents.minimax:depth=2=0.5``.
+
+Every value is checked when the config is made, so that a config that validates also trains: an unknown key,
+a value of the wrong type, a number that is not finite or outside its range (each field's range is in
+:data:`RANGES`), an unparsable agent spec or an impossible rule variant raises :class:`ConfigError` naming the
+field and what is allowed. :func:`check_agents` goes further and builds every agent the config names (a
+``ppo:`` checkpoint must exist and fit the variant); ``quarto train`` calls it before it writes anything.
 ``quarto train --help-config`` lists every field with its documentation.
+
+Resuming
+--------
+``quarto train --resume RUN KEY=VALUE...`` continues a run with its own ``config.yaml``. The fields in
+:data:`FIXED_ON_RESUME` -- the network's shape (``variant``, ``observation``, ``policy``, ``net_arch``) and the
+run's identity (``name``, ``seed``) -- are fixed by the checkpoint: an override that changes one is refused.
+Every other field is applied from the resumed step on: the budgets and intervals, the PPO hyperparameters
+(the learner is rebuilt from the config, then given the checkpoint's weights and optimizer state), the
+opponent mix, and the evaluations.
 """
 
 from __future__ import annotations
@@ -13,6 +29,8 @@ import ast
 import dataclasses
 import inspect
 import itertools
+import math
+import reprlib
 import textwrap
 import types
 import typing
@@ -21,13 +39,52 @@ from typing import Any
 
 import yaml
 
-from agents.base import SpecError, parse_spec
-from agents.ppo import POLICY_KINDS
+from agents.base import SpecError, make_agent, parse_spec
+from agents.ppo import POLICY_KINDS, check_network
 from experiments.selfplay import SNAPSHOTS
+from quarto_env.checks import checked_number, one_line
 from quarto_env.core import RulesError, Variant
 from quarto_env.observation import OBSERVATION_KINDS
 
 LR_SCHEDULES = ("constant", "linear")
+SEED_LIMIT = 2**32
+"""Seeds are below this: numpy's global generator takes no other (``train`` folds ``seed + step`` below it)."""
+MAX_GAMES = 1_000_000
+"""The most games played side by side (training, or one evaluation): they are allocated at once."""
+MAX_ROLLOUT = 2**20
+"""The most learner steps in one rollout (``num_games * n_steps``): the rollout buffer holds them all."""
+MAX_LOSS_WEIGHT = 1000.0
+"""The largest weight of the entropy and value losses: far larger ones overflow float32 gradients into NaN
+(``vf_coef=1e38`` did, in the first update)."""
+MAX_NAME_BYTES = 200
+"""The longest run name, in UTF-8 bytes: the run folder's name adds its seed and time within 255."""
+RANGES: dict[str, dict[str, float]] = {
+    "seed": {"minimum": 0, "maximum": SEED_LIMIT - 1},
+    "total_steps": {"minimum": 1},
+    "num_games": {"minimum": 1, "maximum": MAX_GAMES},
+    "n_steps": {"minimum": 1, "maximum": MAX_ROLLOUT},
+    "batch_size": {"minimum": 2},
+    "n_epochs": {"minimum": 1},
+    "learning_rate": {"above": 0, "maximum": 1},
+    "gamma": {"above": 0, "maximum": 1},
+    "gae_lambda": {"minimum": 0, "maximum": 1},
+    "clip_range": {"above": 0},
+    "ent_coef": {"minimum": 0, "maximum": MAX_LOSS_WEIGHT},
+    "vf_coef": {"minimum": 0, "maximum": MAX_LOSS_WEIGHT},
+    "max_grad_norm": {"above": 0},
+    "snapshot_every": {"minimum": 1},
+    "max_snapshots": {"minimum": 1},
+    "eval_every": {"minimum": 1},
+    "eval_games": {"minimum": 1, "maximum": MAX_GAMES},
+    "final_eval_games": {"minimum": 1, "maximum": MAX_GAMES},
+    "grade_positions": {"minimum": 0},
+    "checkpoint_every": {"minimum": 1},
+    "torch_threads": {"minimum": 1, "maximum": 256},
+}
+"""The allowed range of every number field (each is also finite): the bounds of ``checked_number``."""
+FIXED_ON_RESUME = ("name", "seed", "variant", "observation", "policy", "net_arch")
+"""Fields that ``quarto train --resume`` takes from the checkpoint and refuses to change: the network's shape
+and the run's identity. Every other field given with ``--resume`` is applied."""
 
 
 class ConfigError(ValueError):
@@ -39,7 +96,8 @@ class TrainConfig:
     """Everything a training run depends on (besides the code): saved as ``config.yaml`` in the run folder."""
 
     name: str = "default"
-    """Run name; the run folder is ``runs/<name>__<seed>__<time>/`` unless ``--run-dir`` names one."""
+    """Run name; the run folder is ``runs/<name>__<seed>__<time>/`` unless ``--run-dir`` names one. Printable,
+    without a path separator, at most 200 bytes."""
     seed: int = 0
     """Seed of torch, the seats, the opponents' draws and the evaluation games."""
     variant: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -51,15 +109,18 @@ class TrainConfig:
     policy: str = "slots"
     """Network: ``slots`` (shared weights over square and piece slots, ``agents.ppo.SlotNetwork``) or ``mlp``."""
     net_arch: list[int] = dataclasses.field(default_factory=lambda: [32])
-    """``mlp``: the hidden layer sizes of the policy and value networks; ``slots``: ``[width]``."""
+    """``mlp``: the hidden layer sizes of the policy and value networks (1 to 8 layers); ``slots``: ``[width]``.
+    Sizes 1 to 4096."""
     total_steps: int = 1_500_000
     """Learner decisions to train for (each game step of the learner is one; opponents' moves do not count)."""
     num_games: int = 64
     """Games played side by side in one process."""
     n_steps: int = 64
-    """Learner steps per game between two PPO updates (a rollout holds ``num_games * n_steps`` steps)."""
+    """Learner steps per game between two PPO updates (a rollout holds ``num_games * n_steps`` steps, at most
+    2**20 = 1,048,576)."""
     batch_size: int = 1024
-    """PPO minibatch size."""
+    """PPO minibatch size: at least 2, and no last minibatch of a single step (its advantages, normalised by
+    their spread, would be NaN)."""
     n_epochs: int = 4
     """PPO passes over each rollout."""
     learning_rate: float = 3e-4
@@ -81,7 +142,8 @@ class TrainConfig:
     opponents: dict[str, float] = dataclasses.field(
         default_factory=lambda: {SNAPSHOTS: 0.4, "minimax:depth=2": 0.3, "greedy": 0.2, "random": 0.1}
     )
-    """The opponent mix: weights of ``snapshots`` (the learner's frozen past selves) and of agent specs."""
+    """The opponent mix: weights of ``snapshots`` (the learner's frozen past selves) and of agent specs; finite,
+    >= 0, with a positive sum."""
     snapshot_every: int = 100_000
     """Learner steps between two snapshots added to the pool (the first is the untrained network)."""
     max_snapshots: int = 20
@@ -91,7 +153,7 @@ class TrainConfig:
     eval_games: int = 200
     """Games against each evaluation opponent, half in each seat, for the periodic evaluations."""
     eval_opponents: list[str] = dataclasses.field(default_factory=lambda: ["random", "greedy", "minimax:depth=2"])
-    """Agent specs the learner is evaluated against (deterministic play, both seats)."""
+    """Agent specs the learner is evaluated against (deterministic play, both seats); at least one."""
     final_eval_games: int = 400
     """Games against each evaluation opponent for the final table, with the final checkpoint."""
     grade_positions: int = 0
@@ -118,18 +180,7 @@ class TrainConfig:
 
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConfig:  # type: ignore[assignment]
     """The config in the YAML file ``path`` (``None``: the defaults) with ``KEY=VALUE`` ``overrides`` applied."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"config file {str(path)!r} does not exist")
-        try:
-            loaded = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {str(path)!r} is not valid YAML: {exc}") from exc
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"config file {str(path)!r} must hold a mapping of fields, got {type(loaded).__name__}")
-        data = loaded or {}
+    data = _read_config_file(Path(path)) if path is not None else {}
     for override in overrides:
         _apply_override(data, override)
     return config_from_dict(data)
@@ -138,10 +189,40 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
 def config_from_dict(data: dict[str, Any]) -> TrainConfig:
     """A validated config from plain data; unknown keys are errors."""
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(data) - fields)
+    unknown = sorted(map(str, set(data) - fields))
     if unknown:
         raise ConfigError(f"unknown config key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(fields))}")
     return TrainConfig(**data)
+
+
+def check_agents(config: TrainConfig) -> None:
+    """Build every agent that ``config`` names -- opponents and evaluation opponents -- for its variant, so that a
+    missing or foreign ``ppo:`` checkpoint, or an option an agent refuses, fails before training starts."""
+    named = [(f"config field {field}", spec) for field, spec in _agent_specs(config)]
+    check_agent_specs(named, config.resolved_variant(), config.seed)
+
+
+def check_agent_specs(named: list[tuple[str, str]], variant: Variant, seed: int) -> None:
+    """Build the agent of every ``(where, spec)`` pair for ``variant``; :class:`ConfigError` naming where the
+    first one that cannot play was given, and why."""
+    for where, spec in named:
+        try:
+            make_agent(spec, variant, seed)
+        except (ValueError, OSError) as exc:  # SpecError, CheckpointError and RulesError are ValueErrors
+            raise ConfigError(f"{where}: agent {spec!r} cannot play: {one_line(exc)}") from exc
+
+
+def check_unchanged_on_resume(config: TrainConfig, trained: dict[str, Any]) -> None:
+    """Refuse a resumed ``config`` that changes a field of :data:`FIXED_ON_RESUME` from the value the checkpoint
+    was ``trained`` with (a mapping of those fields, ``variant`` as a :class:`Variant`)."""
+    for field in FIXED_ON_RESUME:
+        asked = config.resolved_variant() if field == "variant" else getattr(config, field)
+        if asked != trained[field]:
+            raise ConfigError(
+                f"config field {field} cannot change on --resume: the checkpoint was trained with "
+                f"{_shown(trained[field])}, this resume asks for {_shown(asked)} (config.yaml with the overrides). "
+                f"Fixed on resume: {', '.join(FIXED_ON_RESUME)}; every other field given with --resume is applied"
+            )
 
 
 def save_config(config: TrainConfig) -> str:
@@ -170,10 +251,20 @@ def describe_fields() -> str:
     hints = typing.get_type_hints(TrainConfig)
     defaults = TrainConfig().to_dict()
     docs = field_docs()
-    return "\n".join(
-        f"{name} ({_type_name(hints[name])}, default {defaults[name]!r}):\n    {docs.get(name, '')}"
-        for name in defaults
-    )
+    return "\n".join(f"{_heading(name, hints[name], defaults[name])}:\n    {docs.get(name, '')}" for name in defaults)
+
+
+def _heading(name: str, hint: Any, default: Any) -> str:
+    """``seed (int, default 0, range >= 0 and <= 4,294,967,295, fixed on --resume)``: a field's facts."""
+    signs = {"minimum": ">=", "above": ">", "maximum": "<="}
+    bounds = [
+        f"{signs[kind]} {int(v):,}" if v == int(v) else f"{signs[kind]} {v:g}"
+        for kind, v in RANGES.get(name, {}).items()
+    ]
+    facts = [_type_name(hint), f"default {default!r}"]
+    facts += [f"range {' and '.join(bounds)}"] if bounds else []
+    facts += ["fixed on --resume"] if name in FIXED_ON_RESUME else []
+    return f"{name} ({', '.join(facts)})"
 
 
 def markdown_table(config: TrainConfig) -> str:
@@ -185,24 +276,48 @@ def markdown_table(config: TrainConfig) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------------------------------------
+def _read_config_file(path: Path) -> dict[str, Any]:
+    """The mapping of fields in the YAML file ``path``; :class:`ConfigError` for anything else."""
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist or is not a file")
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (a binary file?)") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {str(path)!r} is nested too deeply to be a config") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {one_line(exc)}") from None
+    if loaded is not None and not isinstance(loaded, dict):
+        raise ConfigError(f"config file {str(path)!r} must hold a mapping of fields, got {type(loaded).__name__}")
+    return loaded or {}
+
+
 def _apply_override(data: dict[str, Any], override: str) -> None:
-    key, eq, text = override.partition("=")
+    # A spec in an opponents key may hold '=' (minimax:depth=2) and a weight never does: split at the last one.
+    key, eq, text = override.rpartition("=") if override.startswith("opponents.") else override.partition("=")
     if not eq or not key:
         raise ConfigError(f"override {override!r} must be KEY=VALUE, e.g. total_steps=200000 or variant.squares=true")
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"override {override!r}: the value is not valid YAML: {exc}") from exc
+        raise ConfigError(f"override {override!r}: the value is not valid YAML: {one_line(exc)}") from None
     head, dot, rest = key.partition(".")
     if not dot:
         data[key] = value
         return
-    if head not in ("variant", "opponents"):
+    if head not in ("variant", "opponents") or not rest:
         raise ConfigError(f"override {override!r}: only variant.KEY and opponents.SPEC take a dotted key")
-    default = getattr(TrainConfig(), head)
-    nested = dict(data.get(head, default))
-    nested[rest] = value
-    data[head] = nested
+    nested = data.get(head, getattr(TrainConfig(), head))
+    if not isinstance(nested, dict):
+        raise ConfigError(f"override {override!r}: config field {head} must be a mapping, got {nested!r}")
+    data[head] = {**nested, rest: value}
+
+
+def _shown(value: Any) -> str:
+    return repr(value.describe()) if isinstance(value, Variant) else repr(value)
 
 
 def _type_name(hint: Any) -> str:
@@ -233,9 +348,19 @@ def _matches(value: Any, hint: Any) -> bool:
 
 
 def _as_number(value: Any, hint: Any) -> Any:
-    """Numbers in scientific notation: YAML reads ``1e-3`` as a string and ``2.0e6`` as a float; take both
-    where the field is a float, or an int with an integral value."""
-    if hint not in (int, float) or isinstance(value, bool) or not isinstance(value, (str, float)):
+    """``value`` with its numbers in the type ``hint`` asks for, also inside lists and mappings: YAML reads
+    ``1e-3`` and ``5e-1`` as strings and ``2.0e6`` as a float; a float field takes both (and ints), an int field
+    an integral value. Anything else is left for the type check to refuse."""
+    origin = typing.get_origin(hint)
+    if origin is list and isinstance(value, list):
+        return [_as_number(item, typing.get_args(hint)[0]) for item in value]
+    if origin is dict and isinstance(value, dict):
+        return {key: _as_number(item, typing.get_args(hint)[1]) for key, item in value.items()}
+    if hint not in (int, float) or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if hint is int else _int_as_float(value)
+    if not isinstance(value, (str, float)):
         return value
     try:
         number = float(value)
@@ -246,64 +371,102 @@ def _as_number(value: Any, hint: Any) -> Any:
     return int(number) if number.is_integer() else value
 
 
+def _int_as_float(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # beyond a float's range: infinite, for the range check to refuse
+        return math.inf if value > 0 else -math.inf
+
+
+_SHORT = reprlib.Repr()
+"""Values in messages, shortened: a long value given by mistake is not printed whole."""
+_SHORT.maxstring = _SHORT.maxother = 80
+
+
 def _check_types(config: TrainConfig) -> None:
     for name, hint in typing.get_type_hints(TrainConfig).items():
         value = _as_number(getattr(config, name), hint)
         if not _matches(value, hint):
-            raise ConfigError(f"config field {name} must be {_type_name(hint)}, got {value!r} ({type(value).__name__})")
-        setattr(config, name, float(value) if hint is float else value)
+            shown = f"{_SHORT.repr(value)} ({type(value).__name__})"
+            raise ConfigError(f"config field {name} must be {_type_name(hint)}, got {shown}")
+        setattr(config, name, value)
 
 
 def _require(condition: bool, field: str, message: str, value: Any) -> None:
     if not condition:
-        raise ConfigError(f"config field {field} {message}, got {value!r}")
+        raise ConfigError(f"config field {field} {message}, got {_SHORT.repr(value)}")
+
+
+def _check_number(value: Any, field: str, integer: bool = False, **bounds: float) -> None:
+    try:
+        checked_number(value, f"config field {field}", integer=integer, **bounds)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _check_values(c: TrainConfig) -> None:
-    for name in (
-        "total_steps",
-        "num_games",
-        "n_steps",
-        "batch_size",
-        "n_epochs",
-        "snapshot_every",
-        "max_snapshots",
-        "eval_every",
-        "eval_games",
-        "final_eval_games",
-        "checkpoint_every",
-        "torch_threads",
-    ):
-        _require(getattr(c, name) >= 1, name, "must be >= 1", getattr(c, name))
-    _require(c.seed >= 0, "seed", "must be >= 0", c.seed)
-    _require(c.grade_positions >= 0, "grade_positions", "must be >= 0", c.grade_positions)
-    _require(c.name != "" and "/" not in c.name, "name", "must be non-empty, without '/'", c.name)
+    hints = typing.get_type_hints(TrainConfig)
+    for name, bounds in RANGES.items():
+        _check_number(getattr(c, name), name, integer=hints[name] is int, **bounds)
+    _check_name(c.name)
     _require(
         c.observation in OBSERVATION_KINDS, "observation", f"must be one of {tuple(OBSERVATION_KINDS)}", c.observation
     )
     _require(c.policy in POLICY_KINDS, "policy", f"must be one of {POLICY_KINDS}", c.policy)
+    try:
+        check_network(c.policy, c.net_arch)
+    except ValueError as exc:
+        raise ConfigError(f"config field {exc}") from None
     _require(c.lr_schedule in LR_SCHEDULES, "lr_schedule", f"must be one of {LR_SCHEDULES}", c.lr_schedule)
-    _require(len(c.net_arch) >= 1 and min(c.net_arch) >= 1, "net_arch", "must list layer sizes >= 1", c.net_arch)
-    _require(c.learning_rate > 0, "learning_rate", "must be > 0", c.learning_rate)
-    _require(0 < c.gamma <= 1, "gamma", "must be in (0, 1]", c.gamma)
-    _require(0 <= c.gae_lambda <= 1, "gae_lambda", "must be in [0, 1]", c.gae_lambda)
-    _require(c.clip_range > 0, "clip_range", "must be > 0", c.clip_range)
-    for name in ("ent_coef", "vf_coef", "max_grad_norm"):
-        _require(getattr(c, name) >= 0, name, "must be >= 0", getattr(c, name))
-    rollout = c.num_games * c.n_steps
-    _require(c.batch_size <= rollout, "batch_size", f"must be <= num_games * n_steps = {rollout}", c.batch_size)
+    _check_rollout(c)
     try:
         c.resolved_variant()
     except (RulesError, TypeError) as exc:
-        raise ConfigError(f"config field variant is not a valid rule variant ({exc}), got {c.variant!r}") from exc
+        raise ConfigError(
+            f"config field variant is not a valid rule variant ({one_line(exc)}), got {_SHORT.repr(c.variant)}"
+        ) from exc
+    _check_opponents(c)
+
+
+def _check_name(name: str) -> None:
     _require(
-        all(w >= 0 for w in c.opponents.values()) and sum(c.opponents.values()) > 0,
-        "opponents",
-        "must give weights >= 0 with a positive sum",
-        c.opponents,
+        name.isprintable() and name.strip() != "" and not set(name) & {"/", "\\"},
+        "name",
+        "must be printable text, not blank, without '/' or '\\' (it names the run folder)",
+        name,
     )
-    for spec in [s for s in c.opponents if s != SNAPSHOTS] + list(c.eval_opponents):
+    size = len(name.encode("utf-8"))
+    if size > MAX_NAME_BYTES:
+        raise ConfigError(f"config field name must be at most {MAX_NAME_BYTES} bytes (UTF-8), got {size} bytes")
+
+
+def _check_rollout(c: TrainConfig) -> None:
+    rollout = c.num_games * c.n_steps
+    _require(rollout <= MAX_ROLLOUT, "n_steps", f"must keep num_games * n_steps <= {MAX_ROLLOUT}", c.n_steps)
+    _require(c.batch_size <= rollout, "batch_size", f"must be <= num_games * n_steps = {rollout}", c.batch_size)
+    _require(
+        rollout % c.batch_size != 1,
+        "batch_size",
+        f"must not leave a last minibatch of one step (num_games * n_steps = {rollout} leaves {rollout} % "
+        f"batch_size = 1; its advantages, normalised by their spread, would be NaN)",
+        c.batch_size,
+    )
+
+
+def _check_opponents(c: TrainConfig) -> None:
+    for spec, weight in c.opponents.items():
+        _check_number(weight, f"opponents.{spec}", minimum=0)
+    total = sum(c.opponents.values())
+    _require(0 < total < math.inf, "opponents", "must give weights with a positive, finite sum", c.opponents)
+    _require(len(c.eval_opponents) >= 1, "eval_opponents", "must name at least one agent spec", c.eval_opponents)
+    for field, spec in _agent_specs(c):
         try:
             parse_spec(spec)
         except SpecError as exc:
-            raise ConfigError(f"config field opponents/eval_opponents: {exc}") from exc
+            raise ConfigError(f"config field {field}: {one_line(exc)}") from exc
+
+
+def _agent_specs(c: TrainConfig) -> list[tuple[str, str]]:
+    """Every agent spec of the config, with its field: the opponents (but ``snapshots``) and eval opponents."""
+    opponents = [("opponents", spec) for spec in c.opponents if spec != SNAPSHOTS]
+    return opponents + [("eval_opponents", spec) for spec in c.eval_opponents]

@@ -21,8 +21,10 @@ import torch as th
 from rich.console import Console
 from rich.table import Table
 
-from agents.ppo import CheckpointError, load_policy
+from agents.ppo import load_policy
+from experiments.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
 from experiments.selfplay import EvalResult, evaluate, learner_opponent
+from quarto_env.checks import number_argument, one_line
 
 
 def confidence_95(result: EvalResult) -> float:
@@ -37,16 +39,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", help="a checkpoint .zip written by quarto train")
     parser.add_argument("--opponents", nargs="+", default=["random", "greedy", "minimax:depth=2"], help="agent specs")
-    parser.add_argument("--games", type=int, default=4000, help="games per opponent and learner policy (default 4000)")
-    parser.add_argument("--seed", type=int, default=12345, help="seed of the opponents and the sampled policy")
+    parser.add_argument(
+        "--games",
+        type=number_argument("games", minimum=1, maximum=MAX_GAMES, integer=True),
+        default=4000,
+        help="games per opponent and learner policy (default 4000)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=number_argument("seed", minimum=0, maximum=SEED_LIMIT - 1, integer=True),
+        default=12345,
+        help="seed of the opponents and the sampled policy",
+    )
     args = parser.parse_args(argv)
 
     th.set_num_threads(1)
     th.manual_seed(args.seed)
     try:
         loaded = load_policy(args.checkpoint)
-    except CheckpointError as exc:
-        print(f"{parser.prog}: {exc}", file=sys.stderr)
+        check_agent_specs([("--opponents", spec) for spec in args.opponents], loaded.variant, args.seed)
+    except ValueError as exc:  # CheckpointError, or an opponent that cannot play this variant
+        print(f"{parser.prog}: {one_line(exc)}", file=sys.stderr)
         return 2
     variant = loaded.variant
     table = Table(

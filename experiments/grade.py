@@ -8,7 +8,10 @@ Positions are sampled from real games (seeded) between a mix of baseline agents 
 random and greedy): from each game one decision is drawn uniformly among those with at most ``--max-empty``
 empty squares and more than one legal action. The exact solver values every action of every sampled
 position once (the values are cached for the run, and on disk with ``--cache``), so grading several agents
-on the same positions costs one solve per position.
+on the same positions costs one solve per position. A cache file carries its solver version and a hash of
+its positions: one written by another version, or edited, is solved again with a warning. Above
+``--max-empty 12`` the solver needs from many seconds to minutes per position: the command warns, and
+shows its progress on stderr (``--no-progress`` hides it).
 
 A decision **loses value** when the value of the chosen action under perfect play is below the position's
 value: a won position played into a draw or a loss, or a drawn one into a loss. The report gives the share
@@ -28,10 +31,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -39,20 +44,34 @@ from tqdm import tqdm
 from agents.base import Agent, make_agent
 from agents.ratings import wilson_interval
 from experiments.arena_io import (
+    MAX_SEED,
+    SEED,
     add_variant_arguments,
     agent_or_exit,
     check_specs,
     markdown_table,
+    output_folder_or_exit,
     save_run_config,
     variant_from_args,
+    warn,
 )
-from quarto_env.checks import atomic_write_text
+from quarto_env.checks import OutputPathError, atomic_write_text, number_argument, output_file, shortened
 from quarto_env.core import INITIAL_STATE, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
 
 DEFAULT_SOURCES = ("random", "greedy")
 DEFAULT_MAX_EMPTY = 10
-"""The exact solver values positions with up to about 10-12 empty squares in well under a second."""
+"""The exact solver values every action of a position with up to about 10 empty squares in under a second."""
+SOLVER_COMFORT_EMPTY = 12
+"""The most empty squares at which grading stays practical. Valuing every action of a position (what grading
+needs; more than the position's value alone that docs/baselines.md times) took the exact solver 0.3-2.8 s at 11
+empty squares, 2.5-26 s at 12 and 17-102 s at 13 (three positions each, one core): about tenfold per square."""
+MAX_POSITIONS = 100_000
+CACHE_FORMAT = 2
+"""Version of the ``--cache`` file layout."""
+SOLVER_VERSION = "agents.minimax.solve 1"
+"""The solver whose values a cache holds: change it whenever the solver could value a position differently, and
+caches written before are solved again."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -116,6 +135,11 @@ class PositionValues:
     Values are for the player to move: +1 win, 0 draw, -1 loss under perfect play. With ``path`` the cache
     is read from and can be saved to a JSON file, keyed by variant, so later runs do not solve again.
     ``solver(variant, state) -> {action: value}`` computes them (default: the exact solver).
+
+    The file holds the cache format, the solver version, the variant and a SHA-256 hash of the variant and the
+    positions. A file of another format or solver, or whose hash does not match (edited or damaged), is not
+    trusted: its values are dropped, ``discarded`` says why, and they are solved again. A file that is not a
+    cache at all, or is for another variant, raises ``ValueError``.
     """
 
     def __init__(self, variant: Variant, path: Path | None = None, solver: Solver | None = None) -> None:
@@ -124,6 +148,8 @@ class PositionValues:
         self.solver = solver or exact_action_values
         self.solved = 0
         """Positions solved by this object (cache misses)."""
+        self.discarded: str | None = None
+        """Why the values in ``path`` were not trusted and are solved again, if they were not."""
         self._values: dict[State, dict[int, int]] = {}
         if path is not None and path.exists():
             self._load(path)
@@ -144,14 +170,61 @@ class PositionValues:
         if self.path is None:
             raise ValueError("this PositionValues has no path to save to")
         entries = {_key(s): {str(a): v for a, v in values.items()} for s, values in self._values.items()}
-        atomic_write_text(self.path, json.dumps({"variant": self.variant.to_dict(), "positions": entries}) + "\n")
+        variant = self.variant.to_dict()
+        data = {"format": CACHE_FORMAT, "solver": SOLVER_VERSION, "variant": variant, "positions": entries}
+        atomic_write_text(self.path, json.dumps({**data, "hash": _cache_hash(variant, entries)}) + "\n")
 
     def _load(self, path: Path) -> None:
-        data = json.loads(path.read_text())
-        if data.get("variant") != self.variant.to_dict():
-            raise ValueError(f"value cache {path} is for variant {data.get('variant')}, not {self.variant.to_dict()}")
-        for key, values in data["positions"].items():
-            self._values[_state_from_key(key)] = {int(a): int(v) for a, v in values.items()}
+        data = _read_cache(path)
+        values = _cached_values(data["positions"])
+        if (data.get("format"), data.get("solver")) != (CACHE_FORMAT, SOLVER_VERSION):
+            self.discarded = f"written by another version (format {data.get('format')}, solver {data.get('solver')})"
+        elif data.get("hash") != _cache_hash(data["variant"], data["positions"]):
+            self.discarded = "its positions do not match its hash (edited or damaged)"
+        elif data["variant"] != self.variant.to_dict():
+            raise ValueError(f"value cache {path} is for variant {data['variant']}, not {self.variant.to_dict()}")
+        else:
+            self._values = values
+
+
+def _read_cache(path: Path) -> dict[str, Any]:
+    """The JSON object of a value cache file; ``ValueError`` if the file is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not a value cache: not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not a value cache: not JSON ({error})") from None
+    if not isinstance(data, dict) or not all(isinstance(data.get(key), dict) for key in ("variant", "positions")):
+        raise ValueError('not a value cache: expected a JSON object with "variant" and "positions" objects')
+    return data
+
+
+def _cached_values(entries: dict[str, Any]) -> dict[State, dict[int, int]]:
+    """The action values of a cache's ``positions``; ``ValueError`` naming the first entry of the wrong shape."""
+    values = {}
+    for key, actions in entries.items():
+        try:
+            values[_state_from_key(key)] = _action_values(actions)
+        except (AttributeError, ValueError):
+            raise ValueError(
+                f"not a value cache: entry {shortened(key)!r} is not a position with action values -1, 0 or 1"
+            ) from None
+    return values
+
+
+def _action_values(actions: dict[str, Any]) -> dict[int, int]:
+    """``{action: value}`` of one cache entry; ``ValueError`` unless it is a non-empty map of values -1, 0, 1."""
+    values = {int(action): value for action, value in actions.items()}
+    if not values or not all(type(v) is int and v in (-1, 0, 1) for v in values.values()):
+        raise ValueError("not action values")
+    return values
+
+
+def _cache_hash(variant: object, entries: object) -> str:
+    """SHA-256 of the variant and the positions of a cache, in a canonical JSON form."""
+    text = json.dumps({"variant": variant, "positions": entries}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def exact_action_values(variant: Variant, state: State) -> dict[int, int]:
@@ -246,12 +319,15 @@ class GradeReport:
         }
 
 
-def grade_agent(agent: Agent, variant: Variant, positions: Sequence[State], values: PositionValues) -> GradeReport:
-    """Ask ``agent`` for its action in each position and grade it against the exact action values."""
+def grade_agent(
+    agent: Agent, variant: Variant, positions: Sequence[State], values: PositionValues, progress: bool = False
+) -> GradeReport:
+    """Ask ``agent`` for its action in each position and grade it against the exact action values (with a
+    progress bar on stderr when ``progress``)."""
     if values.variant != variant:
         raise ValueError(f"values are for {values.variant.describe()}, the agent plays {variant.describe()}")
     decisions = []
-    for state in positions:
+    for state in tqdm(positions, desc=f"grading {agent.spec}", unit="pos", disable=not progress, leave=False):
         agent.reset()
         action = int(agent.act(state))
         if action not in legal_actions(variant, state):
@@ -282,10 +358,28 @@ def build_parser() -> argparse.ArgumentParser:
         description="Share of an agent's decisions that lose value under perfect play, judged by the exact solver.",
     )
     parser.add_argument("agents", nargs="+", metavar="AGENT_SPEC", help="agents to grade, on the same positions")
-    parser.add_argument("--positions", type=int, default=200, help="positions to sample (default 200)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the sampled games and of the agents")
-    parser.add_argument("--max-empty", type=int, default=DEFAULT_MAX_EMPTY, help="most empty squares (default 10)")
-    parser.add_argument("--min-empty", type=int, default=1, help="fewest empty squares (default 1)")
+    parser.add_argument(
+        "--positions",
+        type=number_argument("positions", minimum=1, maximum=MAX_POSITIONS, integer=True),
+        default=200,
+        help="positions to sample (default 200)",
+    )
+    parser.add_argument(
+        "--seed", type=SEED, default=0, help=f"seed of the sampled games and of the agents, 0-{MAX_SEED}"
+    )
+    parser.add_argument(
+        "--max-empty",
+        type=number_argument("max-empty", minimum=2, maximum=NUM_SQUARES, integer=True),
+        default=DEFAULT_MAX_EMPTY,
+        help=f"most empty squares, 2-16 (default {DEFAULT_MAX_EMPTY}; above {SOLVER_COMFORT_EMPTY} the solver takes "
+        "minutes per position)",
+    )
+    parser.add_argument(
+        "--min-empty",
+        type=number_argument("min-empty", minimum=1, maximum=NUM_SQUARES, integer=True),
+        default=1,
+        help="fewest empty squares (default 1)",
+    )
     parser.add_argument(
         "--sources",
         default=",".join(DEFAULT_SOURCES),
@@ -297,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out", type=Path, default=None, metavar="DIR", help="output folder (default runs/grade__SEED__TIME)"
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_variant_arguments(parser)
     return parser
 
@@ -309,14 +403,40 @@ def main(argv: list[str]) -> int:
     variant = variant_from_args(parser, args)
     sources = [s for s in args.sources.split(",") if s]
     check_specs(parser, [*args.agents, *sources])
-    if args.seed < 0:
-        parser.error(f"--seed must be >= 0, got {args.seed}")
-    if args.positions < 1:
-        parser.error(f"--positions must be >= 1, got {args.positions}")
-    if not 1 <= args.min_empty <= args.max_empty <= NUM_SQUARES:
-        parser.error(f"need 1 <= --min-empty <= --max-empty <= 16, got {args.min_empty} and {args.max_empty}")
-    out = args.out or Path("runs") / f"grade__{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
-    config = {
+    if args.min_empty > args.max_empty:
+        parser.error(f"--min-empty {args.min_empty} is above --max-empty {args.max_empty}")
+    if args.max_empty > SOLVER_COMFORT_EMPTY:
+        warn(
+            parser,
+            f"--max-empty {args.max_empty}: valuing a position's actions takes the exact solver seconds at "
+            f"{SOLVER_COMFORT_EMPTY} empty squares and about ten times longer for each one more; this can take hours",
+        )
+    agents = [agent_or_exit(parser, spec, variant, _agent_seed(args.seed, i)) for i, spec in enumerate(args.agents)]
+    for spec in sources:  # built here, with a message, rather than halfway through sampling
+        agent_or_exit(parser, spec, variant, seed=0)
+    values = _values_or_exit(parser, variant, args.cache)
+    default_out = Path("runs") / f"grade__{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+    out = output_folder_or_exit(parser, args.out or default_out, "--out")
+    save_run_config(out, "grade", argv, _config(args, sources, variant))
+
+    try:
+        positions = sample_positions(variant, args.positions, args.seed, args.max_empty, args.min_empty, sources)
+    except RuntimeError as error:  # too few decisions within the bounds
+        parser.error(f"{error}: widen --min-empty / --max-empty")
+    start = time.perf_counter()
+    for state in tqdm(positions, desc="solving", unit="pos", disable=args.no_progress):
+        values.action_values(state)
+    print(f"{len(positions)} positions, {values.solved} solved in {time.perf_counter() - start:.1f} s")
+    if args.cache:
+        values.save()
+    reports = [grade_agent(agent, variant, positions, values, progress=not args.no_progress) for agent in agents]
+    _write_reports(out, reports, variant, args.seed)
+    return 0
+
+
+def _config(args: argparse.Namespace, sources: list[str], variant: Variant) -> dict[str, Any]:
+    """The run's ``config.json``."""
+    return {
         "agents": args.agents,
         "positions": args.positions,
         "seed": args.seed,
@@ -326,30 +446,33 @@ def main(argv: list[str]) -> int:
         "cache": str(args.cache) if args.cache else None,
         "variant": variant.to_dict(),
     }
-    out.mkdir(parents=True, exist_ok=True)
-    save_run_config(out, "grade", argv, config)
 
-    agents = [agent_or_exit(parser, spec, variant, _agent_seed(args.seed, i)) for i, spec in enumerate(args.agents)]
-    positions = sample_positions(variant, args.positions, args.seed, args.max_empty, args.min_empty, sources)
+
+def _values_or_exit(parser: argparse.ArgumentParser, variant: Variant, cache: Path | None) -> PositionValues:
+    """The value cache of ``--cache`` (empty without one), read and checked writable before any work; a file that
+    is no cache or cannot be written exits with a message, one that is not trusted is solved again (a warning)."""
+    if cache is None:
+        return PositionValues(variant)
     try:
-        values = PositionValues(variant, args.cache)
-    except (ValueError, OSError) as error:  # another variant's cache, or not a cache at all
-        parser.error(f"--cache {args.cache}: {error}")
-    start = time.perf_counter()
-    for state in tqdm(positions, desc="solving", unit="pos", disable=args.no_progress):
-        values.action_values(state)
-    print(f"{len(positions)} positions, {values.solved} solved in {time.perf_counter() - start:.1f} s")
-    if args.cache:
-        values.save()
+        output_file(cache, "--cache")
+        values = PositionValues(variant, cache)
+    except OutputPathError as error:
+        parser.error(str(error))
+    except (ValueError, OSError) as error:  # not a cache at all, another variant's, or unreadable
+        parser.error(f"--cache {cache}: {error}")
+    if values.discarded:
+        warn(parser, f"--cache {cache}: {values.discarded}; solving its positions again")
+    return values
 
-    reports = [grade_agent(agent, variant, positions, values) for agent in agents]
-    text = report_markdown(reports, variant, args.seed)
+
+def _write_reports(out: Path, reports: list[GradeReport], variant: Variant, seed: int) -> None:
+    """Write ``grade.md``, ``grade.json`` and ``decisions.jsonl`` into ``out`` and print the tables."""
+    text = report_markdown(reports, variant, seed)
     atomic_write_text(out / "grade.md", text)
     atomic_write_text(out / "grade.json", json.dumps([r.summary() for r in reports], indent=2) + "\n")
     lines = [json.dumps({"agent": r.agent, **dataclasses.asdict(d)}) + "\n" for r in reports for d in r.decisions]
     atomic_write_text(out / "decisions.jsonl", "".join(lines))
     print(f"\n{text}\nwritten to {out}")
-    return 0
 
 
 def _agent_seed(seed: int, index: int) -> int:

@@ -4,6 +4,7 @@ Example usage::
 
     quarto play --opponent minimax:depth=3 --first you
     quarto play --opponent mcts:time=1 --squares --save my_game.jsonl
+    quarto play --opponent greedy --save my_game.jsonl --overwrite   # replace an earlier game
 
 The board is the environment's text picture (:func:`quarto_env.render.render_text`): every piece shows its
 hex digit and a four-letter code with one letter per attribute, the piece in hand and the pieces left are
@@ -16,6 +17,8 @@ listed under the board, and empty squares show their numbers. Moves are typed si
 * ``declare`` (or ``quarto``) in the declaration variant, ``help``, ``quit``.
 
 Wrong input is explained and asked again; the game never crashes on it, nor on end of input (Ctrl-D).
+``--save FILE`` is checked before the game starts (not a folder, not a device, a place that can be written;
+an existing file is replaced only with ``--overwrite``), so that a game is never played only to be lost.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from experiments.arena_io import (
     record_line,
     variant_from_args,
 )
-from quarto_env.checks import atomic_write_text
+from quarto_env.checks import OutputPathError, atomic_write_text, number_argument, output_file
 from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
 from quarto_env.render import HEX, PIECE_LETTERS, describe_piece, piece_code, render_text
@@ -59,10 +62,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--first", choices=FIRST_CHOICES, default="random", help="who gives the first piece (default: random)"
     )
-    parser.add_argument("--seed", type=int, default=None, help="seed of the agent and of --first random")
+    parser.add_argument(
+        "--seed",
+        type=number_argument("seed", minimum=0, integer=True),
+        default=None,
+        help="seed of the agent and of --first random",
+    )
     parser.add_argument(
         "--save", type=Path, default=None, metavar="FILE", help="write the game as a games.jsonl line here"
     )
+    parser.add_argument("--overwrite", action="store_true", help="let --save replace an existing file")
     add_variant_arguments(parser)
     return parser
 
@@ -73,8 +82,12 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     variant = variant_from_args(parser, args)
     check_specs(parser, [args.opponent])
-    if args.seed is not None and args.seed < 0:
-        parser.error(f"--seed must be >= 0, got {args.seed}")
+    if args.save:
+        try:
+            output_file(args.save, "--save", overwrite=args.overwrite)
+        except OutputPathError as error:
+            hint = " (or give --overwrite)" if not args.overwrite and args.save.is_file() else ""
+            parser.error(f"{error}{hint}")
     rng = np.random.default_rng(args.seed)
     human_first = args.first == "you" or (args.first == "random" and bool(rng.integers(2)))
     human_player = 0 if human_first else 1
@@ -88,8 +101,19 @@ def main(argv: list[str]) -> int:
         print("\ninterrupted -- game abandoned.")
         return 130
     if args.save:
-        atomic_write_text(args.save, record_line(record, variant))
-        print(f"game saved to {args.save} (quarto replay {args.save})")
+        return save_game(args.save, record_line(record, variant))
+    return 0
+
+
+def save_game(path: Path, line: str) -> int:
+    """Write the game's record ``line`` to ``path``; returns the exit status (1, with a message, if it fails)."""
+    try:
+        atomic_write_text(path, line)
+    except OSError as error:  # the disk filled up, or the folder went away, during the game
+        print(f"quarto play: the game could not be saved to {path}: {error.strerror or error}", file=sys.stderr)
+        print(f"the record: {line}", end="", file=sys.stderr)
+        return 1
+    print(f"game saved to {path} (quarto replay {path})")
     return 0
 
 

@@ -6,9 +6,12 @@ Example usage::
     quarto replay games.jsonl --game 3 --gif game3.gif --frames frames/
 
 A record is one line of a ``games.jsonl`` file (written by ``quarto tournament`` and ``quarto play
---save``; the format is in :mod:`experiments.arena_io`). The game is replayed through the rules core from its
-random ``opening`` (if it has one) and its actions; where the record also lists the positions, each is
-checked against the replay, so a record that does not match the rules is reported instead of shown wrongly.
+--save``; the format is in :mod:`experiments.arena_io`). Before anything is shown, the record is checked: the
+kind and range of every field (:func:`experiments.arena_io.check_record`), then a replay through the rules
+core from its random ``opening`` (if it has one) and its actions, which must be legal, pass through the
+positions the record lists, and end as its ``end`` and ``winner`` say. A record that fails is reported in one
+line naming the file's line and the game (exit status 2), instead of being shown wrongly. So are ``--gif`` and
+``--frames`` paths that cannot be written, before anything is rendered.
 
 Interactively, each move is shown as the environment's text picture; press Enter for the next move, ``q``
 then Enter to stop. With ``--gif`` or ``--frames`` the pictures (:func:`quarto_env.render.render_image`) are
@@ -19,21 +22,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import stat
 import sys
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from experiments.arena_io import RecordError, check_record, record_variant
 from experiments.play import describe_action
-from quarto_env.checks import atomic_write
-from quarto_env.core import INITIAL_STATE, RulesError, State, Variant, step
+from quarto_env.checks import OutputPathError, atomic_write, number_argument, output_file, output_folder, shortened
+from quarto_env.core import INITIAL_STATE, NO_WINNER, RulesError, State, Variant, step
 from quarto_env.notation import format_position
 from quarto_env.render import render_image, render_text
 
+__all__ = ["RecordError", "load_game", "main", "read_record", "replay_frames"]
 
-class RecordError(ValueError):
-    """A game record that cannot be read or replayed."""
+MIN_DELAY, MAX_DELAY = 0.01, 60.0
+"""Seconds per GIF frame: a GIF counts in hundredths of a second and holds a frame at most 655 s (the last
+frame shows three times as long)."""
+
+Frame = tuple[State, str | None]
+"""A position and its caption: the move that led to it, or ``None``."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,10 +52,20 @@ def build_parser() -> argparse.ArgumentParser:
         prog="quarto replay", description="Step through a recorded game, or write it as a GIF or PNG frames."
     )
     parser.add_argument("file", type=Path, help="a games.jsonl file")
-    parser.add_argument("--game", type=int, default=0, help="which line of the file, from 0 (default 0)")
+    parser.add_argument(
+        "--game",
+        type=number_argument("game", minimum=0, integer=True),
+        default=0,
+        help="which game of the file, from 0; blank lines do not count (default 0)",
+    )
     parser.add_argument("--gif", type=Path, default=None, metavar="OUT.gif", help="write an animated GIF")
     parser.add_argument("--frames", type=Path, default=None, metavar="DIR", help="write PNG frames into DIR")
-    parser.add_argument("--delay", type=float, default=1.0, help="seconds per GIF frame (default 1)")
+    parser.add_argument(
+        "--delay",
+        type=number_argument("delay", minimum=MIN_DELAY, maximum=MAX_DELAY),
+        default=1.0,
+        help=f"seconds per GIF frame, {MIN_DELAY:g}-{MAX_DELAY:g} (default 1)",
+    )
     parser.add_argument("--no-pause", action="store_true", help="print every move without waiting for Enter")
     return parser
 
@@ -54,16 +74,20 @@ def main(argv: list[str]) -> int:
     """Run ``quarto replay``."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.delay <= 0:
-        parser.error(f"--delay must be > 0 seconds, got {args.delay}")
     try:
-        record = read_record(args.file, args.game)
-        frames = list(replay_frames(record))
+        record, frames = load_game(args.file, args.game)
     except RecordError as error:
         print(f"quarto replay: {error}", file=sys.stderr)
-        return 1
+        return 2
+    try:  # before rendering: a path that cannot be written is told at once, not after the work
+        if args.gif:
+            output_file(args.gif, "--gif")
+        if args.frames:
+            output_folder(args.frames, "--frames")
+    except OutputPathError as error:
+        parser.error(str(error))
     variant = record_variant(record)
-    names = (str(record["seats"][0]), str(record["seats"][1]))
+    names = (record["seats"][0], record["seats"][1])
     if args.gif or args.frames:
         pictures = [render_image(variant, state, names, status) for state, status in frames]
         if args.frames:
@@ -77,59 +101,121 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def read_record(path: Path, index: int) -> dict:
-    """Line ``index`` (from 0) of the ``games.jsonl`` file ``path``, as a dict."""
+# ---------------------------------------------------------------------------------------------------------
+# Reading and checking a record
+# ---------------------------------------------------------------------------------------------------------
+def load_game(path: Path, index: int) -> tuple[dict, list[Frame]]:
+    """Game ``index`` of the ``games.jsonl`` file ``path``, checked and replayed: the record and its frames
+    (:func:`replay_frames`). :class:`RecordError` says what is wrong, naming the line and the game."""
+    record, line = read_record(path, index)
     try:
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except OSError as error:
-        raise RecordError(f"cannot read {path}: {error.strerror}") from None
-    if not 0 <= index < len(lines):
+        return record, replay_frames(record)
+    except RecordError as error:
+        raise RecordError(f"{path} line {line} (game {index}): {error}") from None
+
+
+def read_record(path: Path, index: int) -> tuple[dict, int]:
+    """Game ``index`` (from 0, blank lines skipped) of the ``games.jsonl`` file ``path``, as a dict whose fields
+    :func:`experiments.arena_io.check_record` has checked, and the number of its line (from 1);
+    :class:`RecordError` names the line and the game of a bad record."""
+    lines = [(number, line) for number, line in enumerate(_read_lines(path), 1) if line.strip()]
+    if not lines:
+        raise RecordError(f"{path} holds no game record: it is empty")
+    if index >= len(lines):
         raise RecordError(f"{path} has {len(lines)} game(s): --game must be 0-{len(lines) - 1}, got {index}")
+    number, line = lines[index]
     try:
-        record = json.loads(lines[index])
+        record = _parse_json(line)
+        check_record(record)
+    except RecordError as error:
+        raise RecordError(f"{path} line {number} (game {index}): {error}") from None
+    return record, number
+
+
+def _read_lines(path: Path) -> list[bytes]:
+    """The lines of ``path`` as bytes (each is decoded alone, so that a bad byte is told with its line); a device
+    such as ``/dev/zero``, which would be read for ever, is refused."""
+    try:
+        if stat.S_ISCHR(path.stat().st_mode) or stat.S_ISBLK(path.stat().st_mode):
+            raise RecordError(f"cannot read {path}: it is a device, not a games.jsonl file")
+        return path.read_bytes().split(b"\n")
+    except OSError as error:
+        raise RecordError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def _parse_json(line: bytes) -> Any:
+    try:
+        return json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise RecordError(f"not UTF-8 text (byte {error.start + 1} of the line)") from None
     except json.JSONDecodeError as error:
-        raise RecordError(f"{path} line {index + 1} is not JSON: {error.msg}") from None
-    missing = [key for key in ("variant", "seats", "actions") if key not in record]
-    if missing:
-        raise RecordError(f"{path} line {index + 1} is not a game record: missing {', '.join(missing)}")
-    return record
+        raise RecordError(f"not JSON: {error.msg} at character {error.pos + 1}") from None
+    except (ValueError, RecursionError) as error:  # an integer of over 4300 digits, arrays nested too deep
+        raise RecordError(f"JSON that cannot be read ({type(error).__name__})") from None
 
 
-def record_variant(record: dict) -> Variant:
-    """The rule variant a record was played under."""
-    try:
-        return Variant.make(**record["variant"])
-    except (TypeError, RulesError) as error:
-        raise RecordError(f"the record's variant {record['variant']} is not valid: {error}") from None
-
-
-def replay_frames(record: dict) -> Iterator[tuple[State, str | None]]:
+# ---------------------------------------------------------------------------------------------------------
+# Replaying
+# ---------------------------------------------------------------------------------------------------------
+def replay_frames(record: dict) -> list[Frame]:
     """Each position of the game with a caption: the move that led to it (``None`` at the start, where the
     picture's own status line says who acts). The last caption tells how the game ended, a time forfeit
-    included, which no state records."""
+    included, which no state records. :class:`RecordError` if the actions are illegal, or do not agree with
+    the record's positions, ``end`` or ``winner``."""
     variant = record_variant(record)
+    opening, actions = record.get("opening", []), record["actions"]
+    states = _replay(variant, opening, actions)
+    _check_positions(record.get("positions", []), states[len(opening) :])
+    _check_outcome(record, states[-1])
     names = record["seats"]
-    opening = list(record.get("opening", []))
-    moves = opening + list(record["actions"])
-    positions = record.get("positions")
-    state = INITIAL_STATE
-    yield state, (None if moves else outcome(record, state))
-    for ply, action in enumerate(moves):
-        move = ply - len(opening)  # index among the agents' moves; negative in the opening
-        if move >= 0 and positions is not None and move < len(positions) and positions[move] != format_position(state):
+    frames: list[Frame] = [(INITIAL_STATE, None)]
+    for ply, (before, action, after) in enumerate(zip(states[:-1], opening + actions, states[1:], strict=True)):
+        label = f"opening move {ply + 1} (random)" if ply < len(opening) else f"move {ply + 1}"
+        frames.append((after, f"{label}: {names[before.to_move]} {describe_action(before, action)}"))
+    last, caption = frames[-1]
+    frames[-1] = (last, f"{caption} -- {outcome(record, last)}" if caption else outcome(record, last))
+    return frames
+
+
+def _replay(variant: Variant, opening: list[int], actions: list[int]) -> list[State]:
+    """The states from the opening position through every action; :class:`RecordError` names an illegal one."""
+    states = [INITIAL_STATE]
+    for key, moves in (("opening", opening), ("actions", actions)):
+        for index, action in enumerate(moves):
+            try:
+                states.append(step(variant, states[-1], action))
+            except RulesError as error:
+                raise RecordError(f"{key}[{index}] = {action} is illegal: {error}") from None
+    return states
+
+
+def _check_positions(positions: list[str], states: list[State]) -> None:
+    """``positions[i]`` is the position before the agents' move ``i``; after a forfeit, one more is listed."""
+    if len(positions) > len(states):
+        raise RecordError(f"{len(positions)} positions for {len(states) - 1} actions: at most one more than actions")
+    for index, (text, state) in enumerate(zip(positions, states, strict=False)):
+        if text != format_position(state):
             raise RecordError(
-                f"move {move}: the record has position {positions[move]!r}, the replay {format_position(state)!r}"
+                f"positions[{index}] is {shortened(text)!r}, but the actions lead to {format_position(state)!r}"
             )
-        try:
-            after = step(variant, state, action)
-        except RulesError as error:
-            raise RecordError(f"move {ply} ({action}) is illegal: {error}") from None
-        label = f"opening move {ply + 1} (random)" if move < 0 else f"move {ply + 1}"
-        caption = f"{label}: {names[state.to_move]} {describe_action(state, action)}"
-        if ply == len(moves) - 1:
-            caption += f" -- {outcome(record, after)}"
-        yield after, caption
-        state = after
+
+
+def _check_outcome(record: dict, final: State) -> None:
+    """The record's ``end`` and ``winner`` agree with where its actions lead."""
+    end, winner = record.get("end"), record.get("winner", NO_WINNER)
+    if end in ("forfeit", "abandoned") or (end is None and not final.over):
+        if final.over:
+            raise RecordError(f"the record ends in {end!r}, but its actions end the game: {_result(final)}")
+        if end == "forfeit" and winner != 1 - final.to_move:
+            raise RecordError(f"player {winner} was to move: only player {1 - winner} can win by its forfeit")
+    elif not final.over:
+        raise RecordError(f"the record ends in {end!r}, but its actions stop before the game is over")
+    elif "winner" in record and winner != final.winner:
+        raise RecordError(f"the record has winner {winner}, but its actions end the game: {_result(final)}")
+
+
+def _result(final: State) -> str:
+    return "a draw" if final.winner == NO_WINNER else f"player {final.winner} wins"
 
 
 def outcome(record: dict, final: State) -> str:

@@ -14,19 +14,25 @@ Each answer is one JSON line: ``position``, ``variant``, ``value`` (+1 win, 0 dr
 With ``-`` the positions are read from standard input, one per line (blank lines and lines starting with ``#``
 are skipped), and answered in order by one process, which keeps its transposition table between them. A line
 that is not a valid position, or a position that is over, is answered by a JSON line
-``{"position": ..., "error": ...}`` and the command carries on; the exit status is then 1. A single bad position
-on the command line prints the error to standard error and exits with status 2.
+``{"position": ..., "error": ...}`` and the command carries on; the exit status is then 1. Both fields quote a
+long line shortened (its first 80 characters, ``...`` and its length), so a 1 MB line is not echoed back. When
+the reader of the answers goes away (``quarto solve - | head -1``), the command stops quietly (see
+:mod:`experiments.cli`). A single bad position on the command line prints the error to standard error and exits
+with status 2, as does a bad rule-variant flag.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from collections.abc import Iterable
 
 from agents.minimax import Solver
-from quarto_env.core import FALSE_DECLARATION_POLICIES, RulesError, Variant
+from experiments.arena_io import add_variant_arguments, variant_from_args
+from quarto_env.checks import shortened
+from quarto_env.core import RulesError
 from quarto_env.notation import parse_position
 
 
@@ -37,36 +43,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Exact value and best actions of Quarto positions under perfect play, as JSON lines.",
     )
     parser.add_argument("position", help="a position such as 'f9.......0..3... 5', or '-' to read lines from stdin")
-    parser.add_argument("--squares", action="store_true", help="the 2x2 blocks are groups too")
-    parser.add_argument(
-        "--attributes",
-        nargs="+",
-        metavar="ATTRIBUTE",
-        help="the attributes that count (height colour shape top), or their number 1-4; default all four",
-    )
-    parser.add_argument("--declaration", action="store_true", help="wins must be declared ('Quarto!')")
-    parser.add_argument(
-        "--false-declaration",
-        choices=FALSE_DECLARATION_POLICIES,
-        default="lose",
-        help="with --declaration: what a declaration with nothing to claim does (default: lose)",
-    )
     parser.add_argument("--all-moves", action="store_true", help="also give the value of every legal action")
+    add_variant_arguments(parser)
     return parser
 
 
-def variant_from_args(args: argparse.Namespace) -> Variant:
-    """The rule variant named by the flags."""
-    attributes: int | list[str] | None = args.attributes
-    if args.attributes and len(args.attributes) == 1 and args.attributes[0].isdigit():
-        attributes = int(args.attributes[0])
-    return Variant.make(attributes, args.squares, args.declaration, args.false_declaration)
-
-
 def answer(solver: Solver, text: str, all_moves: bool) -> dict:
-    """The JSON-ready answer for one position string; raises :class:`RulesError` for a bad or finished one."""
-    result = solver.solve(parse_position(text, solver.variant), all_moves)
-    return {"position": text.strip(), "variant": solver.variant.describe(), **result.to_dict()}
+    """The JSON-ready answer for one position string; raises :class:`RulesError` for a bad or finished one, its
+    message quoting a long ``text`` shortened."""
+    text = text.strip()
+    try:
+        result = solver.solve(parse_position(text, solver.variant), all_moves)
+    except RulesError as error:  # the notation's message quotes the text whole
+        raise RulesError(str(error).replace(text, shortened(text))) from None
+    return {"position": text, "variant": solver.variant.describe(), **result.to_dict()}
 
 
 def solve_lines(solver: Solver, lines: Iterable[str], all_moves: bool) -> int:
@@ -79,20 +69,19 @@ def solve_lines(solver: Solver, lines: Iterable[str], all_moves: bool) -> int:
         try:
             record = answer(solver, text, all_moves)
         except RulesError as error:
-            record, status = {"position": text, "error": str(error)}, 1
+            record, status = {"position": shortened(text), "error": str(error)}, 1
         print(json.dumps(record), flush=True)
     return status
 
 
 def main(argv: list[str]) -> int:
     """Run ``quarto solve``."""
-    args = build_parser().parse_args(argv)
-    try:
-        solver = Solver(variant_from_args(args))
-    except RulesError as error:
-        print(f"quarto solve: {error}", file=sys.stderr)
-        return 2
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    solver = Solver(variant_from_args(parser, args))
     if args.position == "-":
+        if isinstance(sys.stdin, io.TextIOWrapper):
+            sys.stdin.reconfigure(errors="replace")  # a line that is not UTF-8 gets an error line, not a traceback
         return solve_lines(solver, sys.stdin, args.all_moves)
     try:
         record = answer(solver, args.position, args.all_moves)

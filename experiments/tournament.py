@@ -25,6 +25,13 @@ Wilson interval), ``ratings.csv``/``ratings.md`` (Elo fitted on all games, 95% i
 ``--intervals hessian``, anchored on ``--anchor``; see :mod:`agents.ratings`), ``ratings.png``,
 ``games.jsonl`` (one game per line, replayable with ``quarto replay``), ``config.json`` and ``command.txt``;
 with ``--tensorboard`` also ``tensorboard/``.
+
+**Nothing is lost.** Each game is appended to ``games.jsonl`` (and flushed) as it ends, so a killed or
+interrupted tournament loses only the games in progress; ``quarto tournament --resume DIR`` finishes it with the
+settings of its ``config.json``: it plays the games missing from ``games.jsonl`` (dropping, with a warning, a last
+line cut short by the kill) and writes the results. Same code, same seeds: the games and results equal those
+of an uninterrupted run. Settings given with ``--resume`` must be the run's (only ``--jobs``, ``--no-progress``
+and ``--tensorboard`` may change), and ``--out`` refuses a folder that already holds a run.
 """
 
 from __future__ import annotations
@@ -32,13 +39,16 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import functools
 import io
 import json
 import multiprocessing
 import os
+import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any, TextIO
 
 import numpy as np
 from tqdm import tqdm
@@ -47,17 +57,29 @@ from agents.base import make_agent
 from agents.match import GameRecord, play_game
 from agents.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
 from experiments.arena_io import (
+    MAX_SEED,
+    SEED,
     add_variant_arguments,
     agent_or_exit,
+    check_record,
     check_specs,
+    code_version,
     markdown_table,
+    output_folder_or_exit,
     record_line,
     save_run_config,
     variant_from_args,
+    warn,
 )
-from quarto_env.checks import atomic_write, atomic_write_text
-from quarto_env.core import DECLARE, INITIAL_STATE, STANDARD, State, Variant, legal_actions, step
-from quarto_env.notation import parse_position
+from quarto_env.checks import (
+    atomic_write,
+    atomic_write_text,
+    number_argument,
+    remove_orphan_temporaries,
+    shortened,
+)
+from quarto_env.core import DECLARE, INITIAL_STATE, STANDARD, RulesError, State, Variant, legal_actions, step
+from quarto_env.notation import format_position, parse_position
 
 MODES = ("round-robin", "vs-field")
 DEFAULT_OPENING_PLIES = 4
@@ -66,6 +88,9 @@ MAX_OPENING_PLIES = 7
 """At most three pieces placed: no opening can complete a group."""
 OPENING_STREAM = 1
 """Keeps the openings' random stream apart from the games' seeds."""
+MAX_GAMES_PER_PAIR = 100_000
+MAX_BOOTSTRAP = 100_000
+MAX_SECONDS_PER_MOVE = 24 * 3600
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,15 +128,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="quarto tournament",
         description="Play agents against each other and rate them (Elo with 95% intervals).",
-        epilog="Agent specs: random, greedy, minimax:depth=3, minimax:time=1, mcts:sims=2000, solver, ppo:PATH.",
+        epilog="Agent specs: random, greedy, minimax:depth=3, minimax:time=1, mcts:sims=2000, solver, ppo:PATH, "
+        "ppo:PATH,deterministic=false. An interrupted tournament is finished with --resume DIR.",
     )
-    parser.add_argument("agents", nargs="+", metavar="AGENT_SPEC", help="the agents, as specs")
-    parser.add_argument("--games", type=int, default=20, help="games per pair, even: half in each seating (default 20)")
-    parser.add_argument("--seed", type=int, default=0, help="master seed of every game (default 0)")
+    parser.add_argument("agents", nargs="*", metavar="AGENT_SPEC", help="the agents, as specs (with --resume: none)")
+    parser.add_argument(
+        "--games",
+        type=number_argument("games", minimum=2, maximum=MAX_GAMES_PER_PAIR, integer=True),
+        default=20,
+        help="games per pair, even: half in each seating (default 20)",
+    )
+    parser.add_argument("--seed", type=SEED, default=0, help=f"master seed of every game, 0-{MAX_SEED} (default 0)")
     parser.add_argument("--mode", choices=MODES, default="round-robin", help="who plays whom")
     parser.add_argument(
         "--opening-plies",
-        type=int,
+        type=number_argument("opening-plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True),
         default=DEFAULT_OPENING_PLIES,
         help=f"random actions before the agents play, shared by both seatings (0-{MAX_OPENING_PLIES}, "
         f"default {DEFAULT_OPENING_PLIES})",
@@ -119,14 +150,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--field", metavar="SPEC", help="with --mode vs-field: the agent everyone plays")
     parser.add_argument(
         "--time-limit",
-        type=float,
+        type=number_argument("time-limit", above=0, maximum=MAX_SECONDS_PER_MOVE),
         default=None,
         metavar="SECONDS",
         help="per-move limit: a move that takes longer forfeits the game (default: none)",
     )
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel games (default: all cores)")
+    parser.add_argument(
+        "--jobs",
+        type=number_argument("jobs", minimum=1, integer=True),
+        default=os.cpu_count() or 1,
+        help="parallel games, at most the number of cores (default: all cores)",
+    )
     parser.add_argument(
         "--out", type=Path, default=None, metavar="DIR", help="output folder (default runs/tournament__SEED__TIME)"
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="finish the interrupted tournament in DIR with its settings: play the games missing from its games.jsonl",
     )
     parser.add_argument("--anchor", metavar="SPEC", help="agent rated 0 (default: random if playing, else the first)")
     parser.add_argument(
@@ -135,8 +178,18 @@ def build_parser() -> argparse.ArgumentParser:
         default="bootstrap",
         help="rating intervals: bootstrap over games, or the Hessian (wider, honest for few or one-sided games)",
     )
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap refits for the intervals (default 1000)")
-    parser.add_argument("--prior-draws", type=float, default=1.0, help="virtual draws per pair (keeps ratings finite)")
+    parser.add_argument(
+        "--bootstrap",
+        type=number_argument("bootstrap", minimum=0, maximum=MAX_BOOTSTRAP, integer=True),
+        default=1000,
+        help="bootstrap refits for the intervals (default 1000)",
+    )
+    parser.add_argument(
+        "--prior-draws",
+        type=number_argument("prior-draws", minimum=0),
+        default=1.0,
+        help="virtual draws per pair (keeps ratings finite; default 1)",
+    )
     parser.add_argument("--tensorboard", action="store_true", help="also log ratings and tables to DIR/tensorboard")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_variant_arguments(parser)
@@ -147,35 +200,42 @@ def main(argv: list[str]) -> int:
     """Run ``quarto tournament``."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    variant = variant_from_args(parser, args)
-    names = _checked_agent_names(parser, args)
+    if args.resume is not None:
+        args = _resumed_args(parser, args, argv)
+    config, variant = tournament_config(parser, args)
+    names = config["agents"]
     for name in names:  # fail here, with a clear message, rather than in a worker halfway through
         agent_or_exit(parser, name, variant, seed=0)
-    anchor = args.anchor or ("random" if "random" in names else names[0])
-    if anchor not in names:
-        parser.error(f"--anchor {anchor!r} is not one of the agents: {', '.join(names)}")
-    out = args.out or Path("runs") / f"tournament__{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
     jobs = schedule(len(names), args.mode, args.games, args.seed, variant, args.opening_plies)
-    config = {
-        "agents": names,
-        "mode": args.mode,
-        "games_per_pair": args.games,
-        "opening_plies": args.opening_plies,
-        "seed": args.seed,
-        "time_limit": args.time_limit,
-        "jobs": args.jobs,
-        "anchor": anchor,
-        "intervals": args.intervals,
-        "bootstrap": args.bootstrap,
-        "prior_draws": args.prior_draws,
-        "variant": variant.to_dict(),
-        "total_games": len(jobs),
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    save_run_config(out, "tournament", argv, config)
-    print(f"{len(jobs)} games between {len(names)} agents under {variant.describe()} rules, {args.jobs} jobs -> {out}")
+    if args.resume is not None:
+        out = args.resume
+        played = _games_already_played(parser, out, names, variant, jobs)
+        print(f"resuming {out}: {len(played)} of {len(jobs)} games already played")
+    else:
+        out = _new_run_folder(parser, args)
+        save_run_config(out, "tournament", argv, {**config, "argv": argv})
+        played = []
+    workers = _capped_jobs(parser, args.jobs)
+    done = {game.job.index for game in played}
+    missing = [job for job in jobs if job.index not in done]
+    print(f"{len(missing)} games between {len(names)} agents under {variant.describe()} rules, {workers} jobs -> {out}")
+    try:
+        with (out / GAMES_FILE).open("a", encoding="utf-8") as log:
+            save = functools.partial(save_game, log, variant)
+            fresh = play_all(names, missing, variant, args.time_limit, workers, not args.no_progress, save)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: `quarto tournament --resume {out}` plays the games missing from it", file=sys.stderr)
+        return 130
+    games = sorted([*played, *fresh], key=lambda g: g.job.index)
+    _write_results(args, out, names, variant, games, config)
+    return 0
 
-    games = play_all(names, jobs, variant, args.time_limit, args.jobs, progress=not args.no_progress)
+
+def _write_results(
+    args: argparse.Namespace, out: Path, names: list[str], variant: Variant, games: list[PlayedGame], config: dict
+) -> None:
+    """Fit the ratings on every game, write the output files and print the tables."""
+    anchor = config["anchor"]
     ratings = fit_ratings(
         names,
         [GameResult(g.job.seats[0], g.job.seats[1], g.record.score(0)) for g in games],
@@ -190,11 +250,36 @@ def main(argv: list[str]) -> int:
     if args.tensorboard:
         log_to_tensorboard(out / "tensorboard", pairs, ratings, config)
     print(f"\n{ratings_markdown(ratings, names, games, variant, anchor)}\n{results_markdown(pairs)}\nwritten to {out}")
-    return 0
+
+
+def tournament_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[dict[str, Any], Variant]:
+    """The resolved configuration of ``args`` (agents and anchor checked), as ``config.json`` records it, and its
+    rule variant; a bad setting exits with a usage error."""
+    variant = variant_from_args(parser, args)
+    names = _checked_agent_names(parser, args)
+    anchor = args.anchor or ("random" if "random" in names else names[0])
+    if anchor not in names:
+        parser.error(f"--anchor {anchor!r} is not one of the agents: {', '.join(names)}")
+    config = {
+        "agents": names,
+        "mode": args.mode,
+        "games_per_pair": args.games,
+        "opening_plies": args.opening_plies,
+        "seed": args.seed,
+        "time_limit": args.time_limit,
+        "jobs": _capped_jobs(None, args.jobs),
+        "anchor": anchor,
+        "intervals": args.intervals,
+        "bootstrap": args.bootstrap,
+        "prior_draws": args.prior_draws,
+        "variant": variant.to_dict(),
+        "total_games": len(_pairs(len(names), args.mode)) * args.games,
+    }
+    return config, variant
 
 
 def _checked_agent_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
-    """The agent list (the field last in vs-field mode), after checking every spec and every number."""
+    """The agent list (the field last in vs-field mode), after checking every spec."""
     names = list(args.agents)
     if args.mode == "vs-field":
         if not args.field:
@@ -208,22 +293,232 @@ def _checked_agent_names(parser: argparse.ArgumentParser, args: argparse.Namespa
     if repeated:
         parser.error(f"agent spec(s) listed twice: {', '.join(repeated)}")
     check_specs(parser, names)
-    if args.games < 2 or args.games % 2:
+    if args.games % 2:
         parser.error(f"--games must be an even number >= 2 (half the games in each seating), got {args.games}")
-    if args.seed < 0:
-        parser.error(f"--seed must be >= 0, got {args.seed}")
-    if not 0 <= args.opening_plies <= MAX_OPENING_PLIES:
-        parser.error(
-            f"--opening-plies must be 0-{MAX_OPENING_PLIES} (a longer random opening could end the game), "
-            f"got {args.opening_plies}"
-        )
-    if args.jobs < 1:
-        parser.error(f"--jobs must be >= 1, got {args.jobs}")
-    if args.bootstrap < 0 or args.prior_draws < 0:
-        parser.error(f"--bootstrap and --prior-draws must be >= 0, got {args.bootstrap} and {args.prior_draws}")
-    if args.time_limit is not None and args.time_limit <= 0:
-        parser.error(f"--time-limit must be > 0 seconds, got {args.time_limit}")
     return names
+
+
+def _capped_jobs(parser: argparse.ArgumentParser | None, jobs: int) -> int:
+    """``jobs``, or the number of cores if that is fewer (with a warning when ``parser`` is given): more worker
+    processes than cores only add memory and slow each game's clock."""
+    cores = os.cpu_count() or 1
+    if jobs <= cores:
+        return jobs
+    if parser is not None:
+        warn(parser, f"--jobs {jobs} is more than the {cores} cores of this machine; using {cores}")
+    return cores
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The run folder: a fresh one, or an interrupted one to finish
+# ---------------------------------------------------------------------------------------------------------
+GAMES_FILE = "games.jsonl"
+SETTINGS_FLAGS = {
+    "agents": "the agents",
+    "mode": "--mode",
+    "games_per_pair": "--games",
+    "opening_plies": "--opening-plies",
+    "seed": "--seed",
+    "time_limit": "--time-limit",
+    "anchor": "--anchor",
+    "intervals": "--intervals",
+    "bootstrap": "--bootstrap",
+    "prior_draws": "--prior-draws",
+    "variant": "the rule variant",
+}
+"""The settings that decide a tournament's games and results (``config.json`` keys), and the flag that sets each:
+a resumed run must keep them."""
+FREE_OPTIONS = ("resume", "out", "jobs", "no_progress", "tensorboard")
+"""Options that a resumed run may change: they decide how the games are played, not which."""
+
+
+def _new_run_folder(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
+    """``--out`` (or the default folder), checked writable and free of another run before any game."""
+    out = args.out or Path("runs") / f"tournament__{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+    out = output_folder_or_exit(parser, out, "--out")
+    if (out / "config.json").exists() or (out / GAMES_FILE).exists():
+        parser.error(
+            f"--out {out} already holds a run (its config.json or {GAMES_FILE}): `--resume {out}` finishes it "
+            "(or rewrites its results), or name another folder"
+        )
+    return out
+
+
+def _resumed_args(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> argparse.Namespace:
+    """The settings of the run in ``args.resume`` (read from its ``config.json``), with this command's free
+    options; a setting given here that would change the run's games or results exits naming it."""
+    folder = args.resume
+    if not folder.is_dir():
+        parser.error(f"--resume {folder}: no such folder, so no tournament to finish")
+    output_folder_or_exit(parser, folder, "--resume")  # a folder that can be written into
+    if args.out is not None and args.out.resolve() != folder.resolve():
+        parser.error(f"--resume {folder} writes into that folder; drop --out {args.out}")
+    stored = _stored_config(parser, folder)
+    run_args = parser.parse_args(stored["argv"])
+    run_config, _ = tournament_config(parser, run_args)
+    edited = _differences(stored, run_config)
+    if edited:
+        parser.error(f"--resume {folder}: its config.json does not match its own command line ({edited})")
+    _refuse_changed_settings(parser, args, argv, run_args, run_config)
+    for dest in FREE_OPTIONS:
+        setattr(run_args, dest, getattr(args, dest))
+    _warn_if_other_code(parser, stored)
+    remove_orphan_temporaries(folder)  # results being written when the run was killed
+    return run_args
+
+
+def _refuse_changed_settings(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    argv: list[str],
+    run_args: argparse.Namespace,
+    run_config: dict[str, Any],
+) -> None:
+    """Exit naming each setting that ``argv`` gives and that would change the run's games or results."""
+    given = _given_options(parser, argv) - set(FREE_OPTIONS)
+    if not given:
+        return
+    asked = argparse.Namespace(**{**vars(run_args), **{dest: getattr(args, dest) for dest in given}})
+    changed = _differences(run_config, tournament_config(parser, asked)[0])
+    if changed:
+        parser.error(
+            f"--resume {args.resume}: this command changes settings of the run: {changed}. Drop those options to "
+            "finish the run as it started, or start a new run in another folder"
+        )
+
+
+def _warn_if_other_code(parser: argparse.ArgumentParser, stored: dict[str, Any]) -> None:
+    """Warn when the run was started by another commit: its remaining games may not be those it would have played."""
+    code = stored.get("code")
+    started = code.get("commit") if isinstance(code, dict) else None
+    now = code_version()["commit"]
+    if started is not None and started != now:
+        warn(
+            parser,
+            f"the run started at commit {started}, this code is {now}: the games left may differ from "
+            "those of an uninterrupted run",
+        )
+
+
+def _stored_config(parser: argparse.ArgumentParser, folder: Path) -> dict[str, Any]:
+    """The ``config.json`` of the tournament in ``folder``; exits if there is none or it is not a tournament's."""
+    path = folder / "config.json"
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        parser.error(f"--resume {folder}: no config.json there, so no tournament to finish")
+    except (OSError, ValueError) as error:  # unreadable, not UTF-8, not JSON
+        parser.error(f"--resume {folder}: config.json cannot be read: {shortened(str(error))}")
+    keys = ["argv", *SETTINGS_FLAGS]
+    if not isinstance(stored, dict) or not all(key in stored for key in keys) or not _is_text_list(stored["argv"]):
+        parser.error(f"--resume {folder}: its config.json is not that of a tournament started by this version")
+    return stored
+
+
+def _is_text_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _differences(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """The settings that differ between two configurations, as ``--seed 7 -> 8; ...``; empty if none."""
+    changed = [key for key in SETTINGS_FLAGS if before.get(key) != after.get(key)]
+    return "; ".join(
+        f"{SETTINGS_FLAGS[key]} {_setting_text(key, before.get(key))} -> {_setting_text(key, after.get(key))}"
+        for key in changed
+    )
+
+
+def _setting_text(key: str, value: Any) -> str:
+    """A setting as a message shows it: the variant by its rules, the agents by their specs."""
+    if key == "agents" and _is_text_list(value):
+        return " ".join(value)
+    if key == "variant" and isinstance(value, dict):
+        try:
+            return f"({Variant.make(**value).describe()})"
+        except (TypeError, ValueError):  # RulesError is a ValueError
+            pass
+    return shortened(json.dumps(value))
+
+
+def _given_options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
+    """The options (argparse destinations) that ``argv`` sets, as opposed to those left at their defaults."""
+    unset = object()
+    namespace = argparse.Namespace(**{dest: unset for dest in vars(parser.parse_args([]))})
+    parser.parse_args(argv, namespace=namespace)
+    given = {dest for dest, value in vars(namespace).items() if value is not unset}
+    return given - {"agents"} if not namespace.agents else given
+
+
+def _games_already_played(
+    parser: argparse.ArgumentParser, folder: Path, names: list[str], variant: Variant, jobs: list[GameJob]
+) -> list[PlayedGame]:
+    """The games of ``folder``'s ``games.jsonl``, checked against the schedule. A torn last line (the run was
+    killed while writing it) is dropped with a warning; any other bad line exits naming it."""
+    path = folder / GAMES_FILE
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as error:
+        parser.error(f"--resume {folder}: {GAMES_FILE} cannot be read: {error}")
+    lines = text.split("\n")  # the last item is "" when the file ends with its newline
+    played: dict[int, PlayedGame] = {}
+    for number, line in enumerate(lines[:-1], 1):
+        try:
+            game = _played_game(json.loads(line), names, variant, jobs)
+        except ValueError as error:  # JSONDecodeError is one
+            parser.error(f"--resume {folder}: {GAMES_FILE} line {number}: {shortened(str(error))}")
+        if game.job.index in played:
+            parser.error(f"--resume {folder}: {GAMES_FILE} line {number} repeats game {game.job.index}")
+        played[game.job.index] = game
+    if lines[-1]:
+        warn(parser, f"{path}: dropped its last line, cut short when the run was stopped; that game is played again")
+        atomic_write_text(path, "".join(f"{line}\n" for line in lines[:-1]))
+    return list(played.values())
+
+
+def _played_game(data: object, names: list[str], variant: Variant, jobs: list[GameJob]) -> PlayedGame:
+    """The game of one ``games.jsonl`` record, once its schedule fields match ``jobs`` and its moves replay
+    through the rules to its result; ``ValueError`` says what does not match."""
+    check_record(data)
+    assert isinstance(data, dict)  # check_record made sure
+    index = data.get("game")
+    if type(index) is not int or not 0 <= index < len(jobs):
+        raise ValueError(f"game must be an index 0-{len(jobs) - 1} of this tournament's schedule, got {index!r}")
+    job = jobs[index]
+    scheduled = {
+        "pair": list(job.pair),
+        "round": job.round,
+        "seed": job.seed,
+        "opening": list(job.opening),
+        "seats": [names[s] for s in job.seats],
+        "variant": variant.to_dict(),
+    }
+    wrong = [key for key, value in scheduled.items() if data.get(key) != value]
+    if wrong:
+        raise ValueError(f"game {index} is not the one this tournament schedules: its {', '.join(wrong)} differ")
+    fields = {f.name: data[f.name] for f in dataclasses.fields(GameRecord) if f.name in data}
+    record = GameRecord(**{**fields, "seats": tuple(fields["seats"])})
+    _check_replay(record, variant, opening_state(variant, job.opening))
+    return PlayedGame(job, record)
+
+
+def _check_replay(record: GameRecord, variant: Variant, state: State) -> None:
+    """``ValueError`` unless ``record``'s actions, played from ``state``, pass its positions and end as it says."""
+    if len(record.move_seconds) != len(record.positions):
+        raise ValueError("it has not one move time per position")
+    for move, action in enumerate(record.actions):
+        if move >= len(record.positions) or record.positions[move] != format_position(state):
+            raise ValueError(f"move {move} does not start from its recorded position")
+        try:
+            state = step(variant, state, action)
+        except RulesError as error:
+            raise ValueError(f"move {move}: {error}") from None
+    forfeit = record.end == "forfeit" and len(record.positions) == len(record.actions) + 1
+    if forfeit and record.positions[-1] == format_position(state) and record.winner == 1 - state.to_move:
+        return
+    ended = record.end in ("win", "draw") and len(record.positions) == len(record.actions)
+    if ended and state.over and record.winner == state.winner:
+        return
+    raise ValueError("its moves do not lead to its recorded end and winner")
 
 
 def schedule(
@@ -231,13 +526,8 @@ def schedule(
 ) -> list[GameJob]:
     """Every game to play. In vs-field mode the field is the last agent. Seats alternate within each pair, and
     games ``2k`` and ``2k + 1`` of a pair start from the same random opening of ``opening_plies`` actions."""
-    if mode == "round-robin":
-        pairs = [(i, j) for i in range(num_agents) for j in range(i + 1, num_agents)]
-    else:
-        field = num_agents - 1
-        pairs = [(i, field) for i in range(field)]
     jobs: list[GameJob] = []
-    for i, j in pairs:
+    for i, j in _pairs(num_agents, mode):
         for game in range(games_per_pair):
             seats = (i, j) if game % 2 == 0 else (j, i)
             game_seed = int(np.random.SeedSequence([seed, i, j, game]).generate_state(1)[0])
@@ -245,6 +535,14 @@ def schedule(
             opening = random_opening(variant, opening_plies, opening_rng)
             jobs.append(GameJob(len(jobs), (i, j), game, seats, game_seed, opening))
     return jobs
+
+
+def _pairs(num_agents: int, mode: str) -> list[tuple[int, int]]:
+    """The pairs of agent indices that play: all of them, or each agent with the field (the last) in vs-field."""
+    if mode == "round-robin":
+        return [(i, j) for i in range(num_agents) for j in range(i + 1, num_agents)]
+    field = num_agents - 1
+    return [(i, field) for i in range(field)]
 
 
 def random_opening(variant: Variant, plies: int, rng: np.random.Generator) -> tuple[int, ...]:
@@ -274,20 +572,39 @@ def play_all(
     time_limit: float | None,
     workers: int,
     progress: bool = True,
+    on_game: Callable[[PlayedGame], None] | None = None,
 ) -> list[PlayedGame]:
-    """Play every job, ``workers`` at a time (in this process when 1), and return the games in job order."""
+    """Play every job, ``workers`` at a time (in this process when 1), and return the games in job order.
+    ``on_game(game)`` is called as each game ends, in the order they end (to save it at once)."""
     tasks = [(job, tuple(names[s] for s in job.seats), variant, time_limit) for job in jobs]
     bar = tqdm(total=len(jobs), unit="game", desc="games", disable=not progress, dynamic_ncols=True)
-    records: dict[int, GameRecord] = {}
+    by_index = {job.index: job for job in jobs}
+    games: dict[int, PlayedGame] = {}
     with bar:
         for index, record in _results(tasks, workers):
-            records[index] = record
+            games[index] = PlayedGame(by_index[index], record)
+            if on_game is not None:
+                on_game(games[index])
             bar.update()
-    return [PlayedGame(job, records[job.index]) for job in jobs]
+    return [games[job.index] for job in jobs]
+
+
+def save_game(log: TextIO, variant: Variant, game: PlayedGame) -> None:
+    """Append ``game`` to the open ``games.jsonl`` ``log`` and flush it: once this returns, a killed process
+    has lost nothing of it."""
+    log.write(game_line(game, variant))
+    log.flush()
+
+
+def game_line(game: PlayedGame, variant: Variant) -> str:
+    """The ``games.jsonl`` line of ``game``: its record and its place in the schedule."""
+    job = game.job
+    extra = {"game": job.index, "pair": list(job.pair), "round": job.round, "seed": job.seed}
+    return record_line(game.record, variant, **extra, opening=list(job.opening))
 
 
 def _results(tasks: list, workers: int) -> Iterator[tuple[int, GameRecord]]:
-    if workers == 1 or len(tasks) == 1:
+    if workers == 1 or len(tasks) <= 1:
         yield from map(_play_task, tasks)
         return
     # spawn, not fork: workers start clean (no inherited threads of torch, numba or the progress bar).
@@ -436,20 +753,8 @@ def write_outputs(
     anchor: str,
     config: dict,
 ) -> None:
-    """Write every table, the game records and the plot into ``out``, each file atomically."""
-    lines = [
-        record_line(
-            g.record,
-            variant,
-            game=g.job.index,
-            pair=list(g.job.pair),
-            round=g.job.round,
-            seed=g.job.seed,
-            opening=list(g.job.opening),
-        )
-        for g in games
-    ]
-    atomic_write_text(out / "games.jsonl", "".join(lines))
+    """Write every table, the game records (in schedule order) and the plot into ``out``, each file atomically."""
+    atomic_write_text(out / GAMES_FILE, "".join(game_line(g, variant) for g in games))
     atomic_write_text(out / "results.csv", _csv([dataclasses.asdict(p) for p in pairs]))
     atomic_write_text(out / "results.md", results_markdown(pairs))
     summary = agent_summary(names, games, variant)

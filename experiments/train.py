@@ -9,19 +9,34 @@ Example usage::
 
 A run folder holds ``config.yaml`` (the resolved config), ``command.txt`` (every command that ran in it),
 ``tb/`` (TensorBoard events), ``checkpoints/`` (``latest.zip``, ``step_<N>.zip``, ``best.zip`` by evaluation
-score, ``final.zip``) and ``final_eval.json`` (the final table). The script reads top to bottom: arguments,
-run folder, model and opponents, the training callback (snapshots, evaluation, checkpoints, TensorBoard),
-then the final evaluation.
+score, ``final.zip``), ``final_eval.json`` (the final table) and ``.lock``. The script reads top to bottom:
+arguments, run folder, model and opponents, the training callback (snapshots, evaluation, checkpoints,
+TensorBoard), then the final evaluation.
+
+Nothing is written before everything is checked: the config (``experiments.config``), the run folder (a
+folder that can be written), every agent the config names, and on ``--resume`` the checkpoint -- its metadata,
+its rules, observation and network against the config, its opponent pool -- and the overrides. A field of
+``experiments.config.FIXED_ON_RESUME`` (``name``, ``seed``, ``variant``, ``observation``, ``policy``,
+``net_arch``) cannot change on ``--resume``; every other override is applied. One process at a time trains in
+a run folder: it holds an exclusive lock on ``.lock`` for the run's life (the kernel releases it when the
+process ends, also by ``kill -9``), and a second one is refused. Starting, it removes the temporary files that
+a process killed mid-write left. A bad config, folder or checkpoint prints one line and exits with status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import fcntl
 import io
 import json
+import os
 import shlex
 import sys
 import time
+import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +61,28 @@ from agents.ppo import (
     read_weights,
     save_checkpoint,
 )
-from experiments.config import ConfigError, TrainConfig, describe_fields, load_config, markdown_table, save_config
+from experiments.config import (
+    FIXED_ON_RESUME,
+    SEED_LIMIT,
+    ConfigError,
+    TrainConfig,
+    check_agents,
+    check_unchanged_on_resume,
+    describe_fields,
+    load_config,
+    markdown_table,
+    save_config,
+)
 from experiments.grade import PositionValues, grade_agent, sample_positions
 from experiments.selfplay import SEAT_NAMES, EvalResult, OpponentPool, SelfPlayVecEnv, evaluate, learner_opponent
-from quarto_env.checks import atomic_write_bytes
+from quarto_env.checks import (
+    OutputPathError,
+    atomic_write_bytes,
+    checked_number,
+    one_line,
+    output_folder,
+    remove_orphan_temporaries,
+)
 from quarto_env.core import State, Variant
 from quarto_env.render import render_image
 
@@ -57,6 +90,17 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.y
 RUNS_DIR = Path("runs")
 POOL_ENTRY = "pool.pt"
 """The extra checkpoint entry holding the opponent pool (in ``latest.zip`` and ``final.zip``)."""
+LOCK_FILE = ".lock"
+"""The file in a run folder that the training process holding the folder keeps locked."""
+RESUME_HELP = (
+    f"On --resume, the overrides of {', '.join(FIXED_ON_RESUME)} are refused (the checkpoint fixes the "
+    "network and the run); every other override (total_steps, learning_rate, batch_size, the opponents, the "
+    "evaluations, ...) is applied from the resumed step on."
+)
+
+
+class RunInUseError(RuntimeError):
+    """A run folder that another training process holds."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -67,43 +111,80 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="quarto train",
         description="Self-play training with MaskablePPO; KEY=VALUE arguments override config fields.",
+        epilog=RESUME_HELP,
     )
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. total_steps=1e5")
     parser.add_argument("--config", type=Path, default=None, help="YAML config (default configs/default.yaml)")
     parser.add_argument("--run-dir", type=Path, default=None, help="run folder (default runs/<name>__<seed>__<time>)")
-    parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR")
+    parser.add_argument(
+        "--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR (overrides: see below)"
+    )
     parser.add_argument("--help-config", action="store_true", help="list every config field and exit")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str]) -> int:
-    """Run ``quarto train ARGS``; returns the exit status (2 for a bad config or checkpoint)."""
+    """Run ``quarto train ARGS``; returns the exit status (2 for a bad config, run folder or checkpoint, printed
+    as one line)."""
     args = parse_args(argv)
     if args.help_config:
         print(describe_fields())
         return 0
     try:
-        if args.resume is not None:
-            if args.config is not None or args.run_dir is not None:
-                raise ConfigError("--resume takes the run's own config and folder: drop --config and --run-dir")
-            run_dir = args.resume
-            if not (run_dir / "config.yaml").is_file():
-                raise ConfigError(f"{str(run_dir)!r} is not a run folder: it has no config.yaml")
-            config = load_config(run_dir / "config.yaml", args.overrides)
-        else:
-            config = load_config(args.config or DEFAULT_CONFIG, args.overrides)
-            run_dir = args.run_dir or RUNS_DIR / f"{config.name}__{config.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
-            if (run_dir / "config.yaml").exists():
-                raise ConfigError(f"{str(run_dir)!r} already holds a run: continue it with --resume, or pick another")
-    except ConfigError as exc:
-        print(f"quarto train: {exc}", file=sys.stderr)
-        return 2
-    try:
+        config, run_dir = resumed_run(args) if args.resume is not None else new_run(args)
         train(config, run_dir, resume=args.resume is not None, command=shlex.join(["quarto", "train", *argv]))
-    except CheckpointError as exc:  # e.g. resuming a run killed before its first checkpoint
+    except (ConfigError, CheckpointError, OutputPathError, RunInUseError) as exc:
         print(f"quarto train: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def new_run(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
+    """The config and the run folder of a new run (nothing written yet)."""
+    config = load_config(args.config or DEFAULT_CONFIG, args.overrides)
+    run_dir = args.run_dir or RUNS_DIR / f"{config.name}__{config.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+    return config, run_dir
+
+
+def resumed_run(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
+    """The config (the run's ``config.yaml`` with the overrides) and the folder of a resumed run."""
+    if args.config is not None or args.run_dir is not None:
+        raise ConfigError("--resume takes the run's own config and folder: drop --config and --run-dir")
+    run_dir = args.resume
+    if not (run_dir / "config.yaml").is_file():
+        raise ConfigError(f"{str(run_dir)!r} is not a run folder: it has no config.yaml")
+    return load_config(run_dir / "config.yaml", args.overrides), run_dir
+
+
+def checked_run_dir(run_dir: Path) -> Path:
+    """``run_dir`` as a folder that can be written, created if need be; :class:`OutputPathError` otherwise."""
+    try:
+        return output_folder(run_dir, "run folder")
+    except OutputPathError:
+        raise
+    except ValueError as exc:  # a path the OS refuses, e.g. with a NUL byte
+        raise OutputPathError(f"run folder {str(run_dir)!r} is not a valid path: {one_line(exc)}") from None
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold ``run_dir`` for this process: an exclusive ``flock`` on its :data:`LOCK_FILE`, released when the block
+    ends or the process dies (also by ``kill -9``: a stale lock file blocks nobody). :class:`RunInUseError`
+    naming the holder's process id if another process holds it."""
+    with open(run_dir / LOCK_FILE, "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "unknown"
+            raise RunInUseError(
+                f"run folder {str(run_dir)!r} is in use by another training process (pid {holder}): "
+                "wait for it to end, or stop it"
+            ) from None
+        lock.truncate(0)
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        yield
 
 
 def prepare_run_dir(config: TrainConfig, run_dir: Path, command: str) -> None:
@@ -118,40 +199,85 @@ def prepare_run_dir(config: TrainConfig, run_dir: Path, command: str) -> None:
 # Training
 # ---------------------------------------------------------------------------------------------------------
 def train(config: TrainConfig, run_dir: Path, resume: bool = False, command: str = "quarto train") -> Path:
-    """Train (or continue training) in ``run_dir``; returns the final checkpoint's path."""
+    """Train (or continue training) in ``run_dir``; returns the final checkpoint's path. Everything is checked
+    before anything is written: the agents the config names, the folder (created if need be), and on ``resume``
+    the checkpoint and the overrides (:func:`start`). The folder is held for the whole run (:func:`run_lock`)."""
+    check_agents(config)
+    checked_run_dir(run_dir)
+    with run_lock(run_dir):
+        for folder in (run_dir, run_dir / "checkpoints"):
+            remove_orphan_temporaries(folder)  # left by a process killed mid-write; no other writes here now
+        learner = start(config, run_dir, resume)
+        prepare_run_dir(config, run_dir, command)
+        return run(config, run_dir, learner)
+
+
+@dataclasses.dataclass
+class Learner:
+    """The learner and its world at the start of training: model, opponents and games, best score so far."""
+
+    model: MaskablePPO
+    pool: OpponentPool
+    env: SelfPlayVecEnv
+    best_score: float
+
+
+def start(config: TrainConfig, run_dir: Path, resume: bool) -> Learner:
+    """The learner, fresh, or restored from the run's ``latest.zip`` (:func:`check_resume` first). Reads only:
+    a refused start leaves the run folder as it was."""
+    if not resume and (run_dir / "config.yaml").exists():
+        raise ConfigError(f"{str(run_dir)!r} already holds a run: continue it with --resume, or pick another")
     th.set_num_threads(config.torch_threads)
     variant = config.resolved_variant()
-    prepare_run_dir(config, run_dir, command)
-    checkpoints = run_dir / "checkpoints"
-
-    # The opponents and the learner's games. A resumed run reseeds from its step count, so it does not
-    # replay the games it already saw.
-    latest = checkpoints / "latest.zip"
-    start_step = _checkpoint_steps(latest) if resume else 0
-    set_random_seed(config.seed + start_step)
+    latest = run_dir / "checkpoints" / "latest.zip"
+    metadata, pool_state = check_resume(config, latest) if resume else ({}, {})
+    # A resumed run reseeds from its step count, so it does not replay the games it already saw.
+    seed = (config.seed + int(metadata.get("num_timesteps", 0))) % SEED_LIMIT
+    set_random_seed(seed)
     pool = OpponentPool(variant, config.observation, config.opponents, config.max_snapshots, config.seed)
-    env = SelfPlayVecEnv(variant, config.num_games, config.observation, pool, config.seed + start_step)
-
+    env = SelfPlayVecEnv(variant, config.num_games, config.observation, pool, seed)
     model = build_model(config, variant, env)
-    if resume:  # the checkpoint is read as data: weights, optimizer state and step count into the fresh model
-        metadata = load_training_state(model, latest, variant)
-        _restore_pool(pool, latest, model.policy)
-        best_score = float(metadata.get("best_score", -1.0))
-        print(f"resuming {run_dir} at step {model.num_timesteps:,} with {len(pool.snapshots)} snapshots")
-    else:
+    if not resume:
         pool.add_snapshot(model.policy, 0)
-        best_score = -1.0
+        return Learner(model, pool, env, best_score=-1.0)
+    # The checkpoint is read as data: weights, optimizer state and step count into the fresh model.
+    load_training_state(model, latest, variant)
+    _restore_pool(pool, pool_state, latest, model.policy)
+    return Learner(model, pool, env, _best_score(metadata, latest))
 
+
+def check_resume(config: TrainConfig, checkpoint: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The metadata and the opponent pool of ``checkpoint``, once checked: a checkpoint of this rules variant,
+    observation and network, saved with its pool, and overrides that change no field of ``FIXED_ON_RESUME``.
+    :class:`CheckpointError` or :class:`ConfigError` otherwise."""
+    metadata = read_metadata(checkpoint)
+    trained_config = metadata.get("config")
+    if not isinstance(trained_config, dict) or not {"name", "seed", "policy", "net_arch"} <= set(trained_config):
+        raise CheckpointError(
+            f"checkpoint {str(checkpoint)!r} records no training config (name, seed, policy, net_arch) in its "
+            "quarto.json: it was not saved by quarto train"
+        )
+    trained = {**trained_config, "variant": Variant.make(**metadata["variant"]), "observation": metadata["observation"]}
+    check_unchanged_on_resume(config, trained)
+    return metadata, _read_pool_state(checkpoint)
+
+
+def run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
+    """Train ``learner`` up to ``total_steps``, save ``final.zip`` and ``latest.zip``, and evaluate the final
+    checkpoint; returns its path."""
+    model, variant = learner.model, config.resolved_variant()
+    if model.num_timesteps:
+        print(f"resuming {run_dir} at step {model.num_timesteps:,} with {len(learner.pool.snapshots)} snapshots")
     # TensorBoard: one folder for the whole run, so a resumed run's curves continue where they stopped.
     model.set_logger(configure(str(run_dir / "tb"), ["tensorboard"]))
-    callback = TrainingCallback(config, variant, run_dir, pool, env, best_score)
+    callback = TrainingCallback(config, variant, run_dir, learner.pool, learner.env, learner.best_score)
     remaining = max(config.total_steps - model.num_timesteps, 0)
     if remaining:
         model.learn(remaining, callback=callback, reset_num_timesteps=False, log_interval=1)
     callback.close()
-    final = checkpoints / "final.zip"
+    final = run_dir / "checkpoints" / "final.zip"
     callback.save(model, final, with_pool=True)
-    callback.save(model, latest, with_pool=True)
+    callback.save(model, run_dir / "checkpoints" / "latest.zip", with_pool=True)
 
     # The final table, from the final checkpoint as written on disk; also the last point of the eval curves.
     results = final_evaluation(config, variant, final, run_dir)
@@ -414,15 +540,48 @@ def _pool_bytes(pool: OpponentPool) -> bytes:
     return buffer.getvalue()
 
 
-def _restore_pool(pool: OpponentPool, checkpoint: Path, policy: MaskableActorCriticPolicy) -> None:
+def _read_pool_state(checkpoint: Path) -> dict[str, Any]:
+    """The opponent pool saved in ``checkpoint`` (read as weights), checked for its shape."""
+    with zipfile.ZipFile(checkpoint) as archive:  # read_metadata has opened it already
+        if POOL_ENTRY not in archive.namelist():
+            raise CheckpointError(
+                f"checkpoint {str(checkpoint)!r} holds no opponent pool ({POOL_ENTRY}): it is a best.zip or "
+                "step_N.zip, which plays as an agent but cannot be resumed. Resuming needs the run's latest.zip "
+                "or final.zip"
+            )
     state = read_weights(checkpoint, POOL_ENTRY)
+    steps = state.get("steps") if isinstance(state, dict) else None
+    weights = state.get("weights") if isinstance(state, dict) else None
+    if not (
+        isinstance(steps, list)
+        and isinstance(weights, list)
+        and len(steps) == len(weights) >= 1
+        and all(type(step) is int and step >= 0 for step in steps)
+        and all(isinstance(w, dict) for w in weights)
+    ):
+        raise CheckpointError(
+            f"checkpoint {str(checkpoint)!r}: {POOL_ENTRY} holds no opponent pool (a mapping of 'steps' and "
+            "'weights', one snapshot each)"
+        )
+    return state
+
+
+def _restore_pool(
+    pool: OpponentPool, state: dict[str, Any], checkpoint: Path, policy: MaskableActorCriticPolicy
+) -> None:
     try:
         pool.load_state_dict(state, policy)
-    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as exc:
         raise CheckpointError(
-            f"checkpoint {str(checkpoint)!r}: {POOL_ENTRY} holds no opponent pool for this run ({exc})"
+            f"checkpoint {str(checkpoint)!r}: {POOL_ENTRY} holds no opponent pool for this run ({one_line(exc)})"
         ) from exc
 
 
-def _checkpoint_steps(checkpoint: Path) -> int:
-    return int(read_metadata(checkpoint)["num_timesteps"])
+def _best_score(metadata: dict[str, Any], checkpoint: Path) -> float:
+    """The best evaluation score the checkpoint records (-1 before the first evaluation)."""
+    try:
+        return checked_number(metadata.get("best_score", -1.0), "best_score", minimum=-1, maximum=1)
+    except ValueError as exc:
+        raise CheckpointError(
+            f"checkpoint {str(checkpoint)!r} has invalid metadata in quarto.json: {one_line(exc)}"
+        ) from exc

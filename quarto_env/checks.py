@@ -2,10 +2,12 @@
 
 - :func:`checked_number` and :func:`number_parser`: a number is finite and within its range, or the error
   names the field, the value and what is allowed. NaN and infinity never pass: a ``time=nan`` budget would
-  never run out.
+  never run out. :func:`number_argument` is the argparse ``type=`` of a numeric option.
 - :func:`output_file` and :func:`output_folder`: a path the user named for output is checked before any work
   starts -- not a folder where a file is wanted (or the reverse), not a device such as ``/dev/null``, in a
-  place that can be written -- so that nothing is computed only to be lost.
+  place that can be written -- so that nothing is computed only to be lost. :func:`output_file_argument` is
+  the argparse ``type=`` of an output-file option.
+- :func:`shortened`: the user's input quoted back in a message, cut to its first 80 characters.
 - :func:`atomic_write` (and ``_bytes``, ``_text``): a reader never sees half a file; a run killed mid-write
   leaves at most an orphan temporary file, which :func:`remove_orphan_temporaries` clears.
 
@@ -22,6 +24,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 TEMPORARY_SUFFIX = ".tmp"
 
@@ -48,16 +51,23 @@ def checked_number(
     allowed = _describe_range(minimum, above, maximum, integer)
     if isinstance(value, bool | str) or not isinstance(value, numbers.Real):  # numpy's scalars are Real too
         raise ValueError(f"{name} must be {allowed}, got {value!r}")
-    number = float(value)
+    # An integer stays an int: exact however large (a float would round 2**60 + 1 or overflow at 10**400).
+    number = int(value) if isinstance(value, numbers.Integral) else float(value)
     if (
-        not math.isfinite(number)
-        or (integer and not number.is_integer())
+        not _finite(number, integer)
         or (minimum is not None and number < minimum)
         or (above is not None and number <= above)
         or (maximum is not None and number > maximum)
     ):
         raise ValueError(f"{name} must be {allowed}, got {value!r}")
-    return int(number) if integer else number
+    return int(number) if integer else float(number)
+
+
+def _finite(number: float, integer: bool) -> bool:
+    """Whether ``number`` is finite -- and whole with ``integer``, or within a float's range without it."""
+    if isinstance(number, int):
+        return integer or number.bit_length() <= 1023  # float(number) may overflow beyond
+    return math.isfinite(number) and (number.is_integer() or not integer)
 
 
 def number_parser(
@@ -90,12 +100,66 @@ def number_parser(
     return parse
 
 
+def number_argument(
+    name: str,
+    *,
+    minimum: float | None = None,
+    above: float | None = None,
+    maximum: float | None = None,
+    integer: bool = False,
+) -> Callable[[str], float]:
+    """:func:`number_parser` as an argparse ``type=`` that shows its whole message ("argument --delay: delay must
+    be a finite number > 0, got 'nan'"; for a plain ``ValueError`` argparse prints only "invalid delay value")."""
+    return _argument_type(number_parser(name, minimum=minimum, above=above, maximum=maximum, integer=integer))
+
+
+_Parsed = TypeVar("_Parsed")
+
+
+def _argument_type(parse: Callable[[str], _Parsed]) -> Callable[[str], _Parsed]:
+    """``parse`` raising ``argparse.ArgumentTypeError`` for its ``ValueError``: argparse prints that message as
+    it is, after the option's name."""
+    import argparse  # here: the rules core and the env import this module, and need no argparse
+
+    def parse_argument(text: str) -> _Parsed:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse_argument
+
+
+ECHO_LIMIT = 80
+"""The most characters of the user's input that a message or an answer quotes back."""
+
+
+def shortened(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` itself up to ``limit`` characters; else its first ``limit`` characters, ``...`` and its length,
+    so that an error about a 1 MB line does not print that line again."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def one_line(message: object, limit: int = 4 * ECHO_LIMIT) -> str:
+    """``message`` (an exception or text) on one line -- every run of whitespace, newlines included, one space --
+    and :func:`shortened` to ``limit`` characters: for a message that quotes a library's error, such as torch's
+    list of missing keys."""
+    return shortened(" ".join(str(message).split()), limit)
+
+
 def _describe_range(minimum: float | None, above: float | None, maximum: float | None, integer: bool) -> str:
     kind = "an integer" if integer else "a finite number"
-    bounds = [f">= {minimum:g}" if minimum is not None else "", f"> {above:g}" if above is not None else ""]
-    bounds.append(f"<= {maximum:g}" if maximum is not None else "")
+    bounds = [f">= {_bound(minimum)}" if minimum is not None else "", f"> {_bound(above)}" if above is not None else ""]
+    bounds.append(f"<= {_bound(maximum)}" if maximum is not None else "")
     bounds = [b for b in bounds if b]
     return f"{kind} {' and '.join(bounds)}" if bounds else kind
+
+
+def _bound(bound: float) -> str:
+    """A bound as the user would type it: ``4294967295`` and ``86400``, not ``4.29497e+09``; ``0.5`` and ``1e-06``."""
+    return str(int(bound)) if float(bound).is_integer() and abs(bound) < 1e16 else f"{bound:g}"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -117,6 +181,12 @@ def output_file(path: str | Path, what: str, *, overwrite: bool = True) -> Path:
             raise OutputPathError(f"{what} {str(path)!r} cannot be written (permission denied)")
     _writable_folder(path.parent, what, path)
     return path
+
+
+def output_file_argument(what: str) -> Callable[[str], Path]:
+    """:func:`output_file` as an argparse ``type=``: the path is checked as the command line is read, before
+    any work starts, and a bad one is a one-line usage error naming ``what`` (the option)."""
+    return _argument_type(lambda text: output_file(text, what))
 
 
 def output_folder(path: str | Path, what: str) -> Path:

@@ -189,13 +189,139 @@ def test_command_writes_reports_and_config(tmp_path: Path, capsys: pytest.Captur
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["random", "--max-empty", "20"], "need 1 <= --min-empty <= --max-empty <= 16"),
-        (["random", "--positions", "0"], "--positions must be >= 1"),
+        (["random", "--max-empty", "20"], "argument --max-empty: max-empty must be an integer >= 2 and <= 16, got 20"),
+        (["random", "--max-empty", "1"], "max-empty must be an integer >= 2"),
+        (["random", "--max-empty", "nan"], "max-empty must be an integer"),
+        (["random", "--min-empty", "0"], "min-empty must be an integer >= 1 and <= 16, got 0"),
+        (["random", "--min-empty", "8", "--max-empty", "6"], "--min-empty 8 is above --max-empty 6"),
+        (["random", "--positions", "0"], "positions must be an integer >= 1"),
+        (["random", "--positions", "inf"], "positions must be an integer >= 1 and <= 100000, got inf"),
+        (["random", "--positions", "1e9"], "positions must be an integer >= 1 and <= 100000"),
+        (["random", "--seed", "-1"], "seed must be an integer >= 0 and <= 4294967295, got -1"),
+        (["random", "--seed", "nan"], "seed must be an integer"),
+        (["random", "--seed", "4294967296"], "seed must be an integer >= 0 and <= 4294967295"),
         (["nobody"], "unknown agent kind 'nobody'"),
         (["random", "--sources", "random,alphago"], "unknown agent kind 'alphago'"),
+        (["random", "--sources", "random,ppo:/nowhere.zip"], "agent 'ppo:/nowhere.zip' cannot be built: checkpoint"),
+        (["minimax:time=nan"], "time must be a finite number > 0"),
+        (["random", "--out", "/dev/null"], "--out '/dev/null' is a file, not a folder"),
     ],
 )
 def test_bad_input_is_refused(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_info:
         grade.main(argv)
-    assert message in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in error and "Traceback" not in error
+    assert error.splitlines()[-1].startswith("quarto grade: error: ")  # the message is one line, after the usage
+
+
+def test_out_that_is_a_file_is_refused_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    for out, message in [(taken, "is a file, not a folder"), (taken / "sub", "cannot be created: Not a directory")]:
+        with pytest.raises(SystemExit) as exit_info:
+            grade.main(["random", "--positions", "3", "--no-progress", "--out", str(out)])
+        captured = capsys.readouterr()
+        assert exit_info.value.code == 2 and message in captured.err and "solved" not in captured.out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# --cache: the wrong shape gets a message; a stale or tampered cache is solved again
+# ---------------------------------------------------------------------------------------------------------
+def fake_solver(variant: Variant, state: State) -> dict[int, int]:
+    """Every action draws: fast at any number of empty squares, for tests of the command's plumbing."""
+    return dict.fromkeys(legal_actions(variant, state), 0)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"[]", 'not a value cache: expected a JSON object with "variant" and "positions" objects'),
+        (b'{"positions": {}}', "not a value cache: expected a JSON object"),
+        (b"not json", "not a value cache: not JSON"),
+        (b"\x80\x81\xfe binary", "not a value cache: not UTF-8 text"),
+        (b'{"variant": {}, "positions": [1, 2]}', "not a value cache: expected a JSON object"),
+        (b'{"variant": {}, "positions": {"1,2": {"0": 1}}}', "not a value cache: entry '1,2' is not a position"),
+        (b'{"variant": {}, "positions": {"x": 5}}', "not a value cache: entry 'x' is not a position"),
+    ],
+    ids=["list", "no-variant", "text", "binary", "positions-list", "short-key", "not-values"],
+)
+def test_a_cache_of_the_wrong_shape_gets_a_message(
+    content: bytes, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "values.json"
+    cache.write_bytes(content)
+    with pytest.raises(SystemExit) as exit_info:
+        grade.main(["random", "--positions", "2", "--cache", str(cache), "--out", str(tmp_path / "out")])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in error and "Traceback" not in error
+    assert not (tmp_path / "out").exists()  # refused before the run folder is made
+
+
+def test_a_cache_entry_of_the_wrong_shape_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "values.json"
+    values = PositionValues(STANDARD, path, solver=reference_solver)
+    values.action_values(parse_position("135.4.a9eb.c.8.7 0"))
+    values.save()
+    data = json.loads(path.read_text())
+    for entries in ({"1,2": {"3": 1}}, {next(iter(data["positions"])): {"3": 5}}, {"x": []}):
+        variant = STANDARD.to_dict()
+        hashed = {**data, "positions": entries, "hash": grade._cache_hash(variant, entries)}
+        path.write_text(json.dumps(hashed))
+        with pytest.raises(ValueError, match=r"not a value cache: entry .* is not a position with action values"):
+            PositionValues(STANDARD, path)
+
+
+@pytest.mark.parametrize("where", ["/dev/null", "folder"])
+def test_a_cache_path_that_cannot_be_a_file_is_refused(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path if where == "folder" else Path(where)
+    with pytest.raises(SystemExit) as exit_info:
+        grade.main(["random", "--positions", "2", "--cache", str(cache), "--out", str(tmp_path / "out")])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and f"--cache {str(cache)!r} is" in error
+
+
+def test_a_tampered_or_stale_cache_is_solved_again_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    positions = sample_positions(STANDARD, 6, seed=3, max_empty=4)
+    path = tmp_path / "values.json"
+    honest = PositionValues(STANDARD, path, solver=reference_solver)
+    expected = {s: honest.action_values(s) for s in positions}
+    honest.save()
+    data = json.loads(path.read_text())
+    assert data["format"] == grade.CACHE_FORMAT and data["solver"] == grade.SOLVER_VERSION and len(data["hash"]) == 64
+
+    key = next(iter(data["positions"]))
+    flipped = {action: -value for action, value in data["positions"][key].items()}
+    tampered = {**data, "positions": {**data["positions"], key: flipped}}
+    stale = {key: value for key, value in data.items() if key not in ("format", "solver", "hash")}  # the old format
+    for changed, reason in [(tampered, "do not match its hash"), (stale, "written by another version")]:
+        path.write_text(json.dumps(changed))
+        again = PositionValues(STANDARD, path, solver=reference_solver)
+        assert reason in (again.discarded or "")
+        assert {s: again.action_values(s) for s in positions} == expected and again.solved == len(set(positions))
+
+    path.write_text(json.dumps(tampered))
+    argv = ["random", "--positions", "6", "--max-empty", "4", "--seed", "3", "--no-progress", "--cache", str(path)]
+    assert grade.main([*argv, "--out", str(tmp_path / "out")]) == 0
+    assert "do not match its hash (edited or damaged); solving its positions again" in capsys.readouterr().err
+    rewritten = json.loads(path.read_text())
+    assert rewritten["positions"][key] == data["positions"][key]  # the honest values, solved again
+    assert rewritten["hash"] == grade._cache_hash(rewritten["variant"], rewritten["positions"])
+
+
+def test_many_empty_squares_warn_and_grading_shows_progress(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grade, "exact_action_values", fake_solver)  # 14 empty squares would take minutes
+    argv = ["random", "greedy", "--positions", "3", "--min-empty", "13", "--max-empty", "14"]
+    assert grade.main([*argv, "--out", str(tmp_path)]) == 0
+    error = capsys.readouterr().err
+    assert "quarto grade: warning: --max-empty 14: valuing a position's actions takes the exact solver" in error
+    assert "solving: 100%" in error and "grading random" in error and "grading greedy" in error
+    quiet = ["--min-empty", "11", "--max-empty", "12", "--no-progress", "--out", str(tmp_path / "quiet")]
+    assert grade.main([*argv, *quiet]) == 0
+    assert capsys.readouterr().err == ""

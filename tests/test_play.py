@@ -9,11 +9,14 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from experiments import play
 from experiments.play import parse_action, parse_piece, parse_square
+from experiments.replay import load_game
 from quarto_env.core import DECLARE, STANDARD, Variant, legal_actions, step
 from quarto_env.notation import parse_position
 from quarto_env.render import piece_code
@@ -130,10 +133,7 @@ def test_saved_game_replays(tmp_path: Path) -> None:
         state = parse_position(POSITION.findall(seen)[-1].decode())
         terminal.type(str(legal_actions(STANDARD, state)[0]))
     assert terminal.finish() == 0
-    from experiments.replay import read_record, replay_frames
-
-    record = read_record(saved, 0)
-    frames = list(replay_frames(record))
+    record, frames = load_game(saved, 0)
     assert frames[-1][0].over and len(frames) == len(record["actions"]) + 1
     assert record["seats"] == ["agent greedy", "you"]
 
@@ -153,3 +153,73 @@ def test_parsing_accepts_every_documented_form_and_explains_the_rest() -> None:
         parse_action(STANDARD, given, "f")
     with pytest.raises(ValueError, match="'tdsx' is not a piece"):
         parse_piece("tdsx")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# --save is checked before the game starts
+# ---------------------------------------------------------------------------------------------------------
+def _no_game(prompt: str = "") -> str:
+    raise AssertionError("the game started before --save was checked")
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (lambda tmp: tmp, "is a folder; name a file"),
+        (lambda tmp: Path("/dev/null"), "is not a regular file"),
+        (lambda tmp: Path("/proc/quarto-test/game.jsonl"), "cannot be created"),
+        (lambda tmp: tmp / "earlier.jsonl", "already exists; remove it or name another file (or give --overwrite)"),
+    ],
+    ids=["folder", "/dev/null", "unwritable", "existing file"],
+)
+def test_a_bad_save_path_is_refused_before_the_game(
+    target: Callable[[Path], Path],
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    earlier = tmp_path / "earlier.jsonl"
+    earlier.write_text("an earlier game\n")
+    monkeypatch.setattr("builtins.input", _no_game)
+    with pytest.raises(SystemExit) as exit_info:
+        play.main(["--opponent", "random", "--first", "you", "--save", str(target(tmp_path))])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert "You play" not in captured.out
+    assert captured.err.splitlines()[-1].startswith("quarto play: error: --save ") and message in captured.err
+    assert earlier.read_text() == "an earlier game\n"
+
+
+def test_overwrite_lets_save_replace_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = tmp_path / "game.jsonl"
+    saved.write_text("an earlier game\n")
+    monkeypatch.setattr("builtins.input", _end_of_input)
+    assert play.main(["--opponent", "random", "--first", "you", "--save", str(saved), "--overwrite"]) == 0
+    assert "game saved to" in capsys.readouterr().out
+    record, frames = load_game(saved, 0)
+    assert record["end"] == "abandoned" and record["actions"] == [] and len(frames) == 1
+
+
+def _end_of_input(prompt: str = "") -> str:
+    raise EOFError
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seed", "-1"], "argument --seed: seed must be an integer >= 0"),
+        (["--seed", "nan"], "argument --seed: seed must be an integer"),
+        (["--false-declaration", "penalty"], "false_declaration='penalty' needs declaration=True"),
+        (["--attributes", "weight"], "argument --attributes: unknown attribute(s) ['weight']"),
+    ],
+)
+def test_bad_options_are_one_line_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        play.main(["--opponent", "random", *argv])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err.splitlines()[-1]

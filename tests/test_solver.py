@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 import json
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +21,8 @@ from agents.positions import sample_positions
 from experiments import solve as solve_command
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, RulesError, State, Variant, legal_actions, step
 from quarto_env.notation import format_position, parse_position
+
+ROOT = Path(__file__).resolve().parents[1]
 
 VARIANTS = {
     "standard": STANDARD,
@@ -176,8 +180,46 @@ def test_command_variant_flags(capsys: pytest.CaptureFixture[str]) -> None:
 def test_command_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert solve_command.main(["6.e2....d8..9..1"]) == 2
     assert "18 characters" in capsys.readouterr().err
-    assert solve_command.main(["6.e2....d8..9..1 5", "--attributes", "weight"]) == 2
-    assert "allowed: height, colour, shape, top" in capsys.readouterr().err
+    for flags, message in [
+        (["--attributes", "weight"], "allowed: height, colour, shape, top"),
+        (["--false-declaration", "penalty"], "false_declaration='penalty' needs declaration=True"),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            solve_command.main(["6.e2....d8..9..1 5", *flags])
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_command_takes_attributes_as_words_or_joined_by_commas(capsys: pytest.CaptureFixture[str]) -> None:
+    answers = []
+    for attributes in (["colour", "shape"], ["colour,shape"], ["shape+colour"]):
+        assert solve_command.main(["6.e2....d8..9..1 5", "--attributes", *attributes]) == 0
+        answers.append(json.loads(capsys.readouterr().out))
+    assert {a["variant"] for a in answers} == {Variant.make(attributes=("colour", "shape")).describe()}
+
+
+def test_a_long_line_is_not_echoed_back(capsys: pytest.CaptureFixture[str]) -> None:
+    """A 1 MB line gets a short answer: the position and the error quote its first 80 characters."""
+    huge = "6" * 1_000_000
+    assert solve_command.solve_lines(Solver(STANDARD), [huge + "\n"], all_moves=False) == 1
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["position"] == "6" * 80 + "... (1,000,000 characters)"
+    assert "6" * 81 not in answer["error"] and "got 1000000 characters" in answer["error"]
+    assert solve_command.main([huge]) == 2
+    assert len(capsys.readouterr().err) < 400
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    """``quarto solve - | head -1``: no BrokenPipeError, exit status 141 as after SIGPIPE."""
+    positions = tmp_path / "positions.txt"
+    positions.write_text("6.e2....d8..9..1 5\n" * 5000)
+    script = (
+        f"{shlex.quote(sys.executable)} -m experiments.cli solve - < {positions} | head -1; echo ${{PIPESTATUS[0]}}"
+    )
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    first, status = done.stdout.splitlines()
+    assert json.loads(first)["value"] == 0
+    assert done.stderr == "" and status == "141"
 
 
 def test_command_reads_stdin_in_order() -> None:

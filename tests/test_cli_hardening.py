@@ -1,0 +1,156 @@
+"""Issue 9 for play, replay, solve and the benchmarks: every numeric option is finite and within its range, output
+files are checked before any work, the rule-variant flags are parsed by one function in every command, and the
+``quarto`` entry point ends quietly when its reader goes away or on Ctrl-C. Each bad value is a usage error:
+exit status 2, and stderr's last line names the option and what is allowed. No case starts any work."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from experiments import arena_io, bench_solver, cli, play, solve
+from quarto_env.core import Variant
+
+BAD_NUMBERS = [
+    (["replay", "games.jsonl", "--delay", "nan"], "argument --delay: delay must be a finite number >= 0.01"),
+    (["replay", "games.jsonl", "--delay=-inf"], "argument --delay: delay must be a finite number"),
+    (["replay", "games.jsonl", "--game", "-3"], "argument --game: game must be an integer >= 0"),
+    (["play", "--opponent", "random", "--seed", "1e400"], "argument --seed: seed must be an integer >= 0"),
+    (["bench", "mcts", "--sims", "0"], "argument --sims: sims must be an integer >= 1, got 0"),
+    (["bench", "mcts", "--sims", "nan"], "argument --sims: sims must be an integer >= 1"),
+    (["bench", "mcts", "--positions", "0"], "argument --positions: positions must be an integer >= 1"),
+    (["bench", "mcts", "--seed", "-1"], "argument --seed: seed must be an integer >= 0"),
+    (["bench", "solver", "--empties", "8", "17"], "argument --empties: empties must be an integer >= 1 and <= 16"),
+    (["bench", "solver", "--positions", "0"], "argument --positions: positions must be an integer >= 1"),
+    (["bench", "solver", "--seed", "-1"], "argument --seed: seed must be an integer >= 0"),
+    (["bench", "solver", "--depths", "0"], "argument --depths: depth must be an integer >= 1 and <= 32"),
+    (["bench", "solver", "--openings", "0"], "argument --openings: openings must be an integer >= 1"),
+    (["bench", "solver", "--budgets", "nan"], "argument --budgets: budget must be a finite number > 0"),
+    (["bench", "solver", "--budgets", "inf"], "argument --budgets: budget must be a finite number > 0 and <= 600"),
+    (["bench", "solver", "--budgets", "0"], "argument --budgets: budget must be a finite number > 0"),
+    (["bench", "solver", "--budget-moves", "7"], "argument --budget-moves: budget-moves must be an integer >= 1"),
+    (["bench", "env", "--seconds", "nan"], "argument --seconds: seconds must be a finite number > 0"),
+    (["bench", "env", "--seconds", "inf"], "argument --seconds: seconds must be a finite number > 0 and <= 3600"),
+    (["bench", "env", "--rounds", "0"], "argument --rounds: rounds must be an integer >= 1"),
+    (["bench", "env", "--seed", "-1"], "argument --seed: seed must be an integer >= 0"),
+    (["bench", "train", "--steps", "0"], "argument --steps: steps must be an integer >= 1"),
+    (["bench", "train", "--steps", "inf"], "argument --steps: steps must be an integer >= 1"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), BAD_NUMBERS, ids=[" ".join(argv) for argv, _ in BAD_NUMBERS])
+def test_a_bad_number_is_a_one_line_usage_error(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_usage_error(argv, message, capsys)
+
+
+BAD_OUTPUTS = [
+    (["bench", "solver", "--out", "<tmp>"], "argument --out: --out '<tmp>' is a folder; name a file"),
+    (["bench", "solver", "--out", "/dev/null"], "--out '/dev/null' is not a regular file"),
+    (["bench", "env", "--output", "/proc/quarto-test/env.json"], "argument --output: --output '/proc/quarto-test"),
+    (["bench", "train", "--profile", "<tmp>"], "argument --profile: --profile '<tmp>' is a folder"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), BAD_OUTPUTS, ids=[" ".join(argv[:3]) for argv, _ in BAD_OUTPUTS])
+def test_a_bad_output_file_is_refused_before_any_work(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [arg.replace("<tmp>", str(tmp_path)) for arg in argv]
+    assert_usage_error(argv, message.replace("<tmp>", str(tmp_path)), capsys)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The rule-variant flags: one parser for every command
+# ---------------------------------------------------------------------------------------------------------
+VARIANT_COMMANDS = {
+    "play": ["play", "--opponent", "random"],
+    "solve": ["solve", "6.e2....d8..9..1 5"],
+    "bench solver": ["bench", "solver"],
+    "tournament": ["tournament", "random", "greedy"],
+    "grade": ["grade", "random"],
+}
+
+
+@pytest.mark.parametrize("command", VARIANT_COMMANDS.values(), ids=VARIANT_COMMANDS.keys())
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--false-declaration", "penalty"], "false_declaration='penalty' needs declaration=True"),
+        (["--attributes", "colour", "weight"], "argument --attributes: unknown attribute(s) ['weight']"),
+        (["--attributes", "5"], "argument --attributes: attributes count must be 1-4, got 5"),
+        (["--attributes", "colour", "colour,shape"], "attribute listed twice in ['colour', 'colour', 'shape']"),
+    ],
+    ids=["penalty without declaration", "unknown", "count 5", "twice"],
+)
+def test_every_command_refuses_a_bad_variant_in_one_line(
+    command: list[str], flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_usage_error([*command, *flags], message, capsys)
+
+
+@pytest.mark.parametrize("build_parser", [play.build_parser, solve.build_parser, bench_solver.build_parser])
+@pytest.mark.parametrize(
+    ("flags", "variant"),
+    [
+        ([], Variant()),
+        (["--attributes", "colour", "shape"], Variant.make(attributes=("colour", "shape"))),
+        (["--attributes", "shape,colour"], Variant.make(attributes=("colour", "shape"))),
+        (["--attributes", "top", "colour,height"], Variant.make(attributes=("height", "colour", "top"))),
+        (["--attributes", "2", "--squares"], Variant.make(attributes=2, squares=True)),
+        (
+            ["--declaration", "--false-declaration", "penalty"],
+            Variant.make(declaration=True, false_declaration="penalty"),
+        ),
+    ],
+)
+def test_both_spellings_of_attributes_name_the_same_variant(
+    build_parser: object, flags: list[str], variant: Variant
+) -> None:
+    assert callable(build_parser)
+    parser: argparse.ArgumentParser = build_parser()
+    positional = {"play": ["--opponent", "random"], "solve": ["6.e2....d8..9..1 5"]}.get(parser.prog.split()[-1], [])
+    args = parser.parse_args([*positional, *flags])
+    assert arena_io.variant_from_args(parser, args) == variant
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The entry point
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "last_line"),
+    [
+        (["nosuch"], "quarto: unknown command 'nosuch'"),
+        (["bench", "nosuch"], "quarto bench: unknown benchmark 'nosuch'"),
+        (["bench"], "quarto bench: name the benchmark to run"),
+    ],
+)
+def test_an_unknown_command_is_named_on_the_last_line(
+    argv: list[str], last_line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == last_line
+
+
+def test_ctrl_c_ends_a_command_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(argv: list[str]) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solve, "main", interrupted)
+    assert cli.main(["solve", "-"]) == 130
+    assert capsys.readouterr().err.strip() == "quarto solve: interrupted"
+
+
+def assert_usage_error(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``quarto ARGV`` exits with status 2, and stderr's last line is the message (argparse's usage before it)."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert message in captured.err.strip().splitlines()[-1]
