@@ -33,19 +33,23 @@ from quarto_env.checks import (
 from quarto_env.core import ATTRIBUTES, DECLARE, FALSE_DECLARATION_POLICIES, NO_WINNER, STANDARD, RulesError, Variant
 
 
-def add_variant_arguments(parser: argparse.ArgumentParser) -> None:
+def add_variant_arguments(parser: argparse.ArgumentParser, several_words: bool = False) -> None:
     """Add ``--attributes``, ``--squares``, ``--declaration`` and ``--false-declaration`` to ``parser``: the one
-    spelling of the rule variant of every command that takes one. ``--attributes`` takes words, each a name or
-    names joined by commas (``colour shape`` and ``colour,shape`` alike), or one count 1-4."""
+    spelling of the rule variant of every command that takes one. ``--attributes`` takes a count 1-4 or names
+    joined by commas (``colour,shape``); with ``several_words`` (commands whose positional arguments come
+    first, such as ``solve``) also names as separate words (``colour shape``). Commands that take a list of
+    agents after their options keep one word, so that ``--attributes colour random greedy`` reads two agents."""
     group = parser.add_argument_group("rule variant (default: standard Quarto)")
+    names = f"names among {','.join(ATTRIBUTES)}"
     group.add_argument(
         "--attributes",
-        nargs="+",
+        nargs="+" if several_words else None,
         type=_attribute_word,
         default=None,
         metavar="A",
-        help=f"attributes that count for a win: a count 1-4, or names among {' '.join(ATTRIBUTES)}, separated by "
-        "spaces or commas (default: all); it takes every word after it, so put other arguments first",
+        help=f"attributes that count for a win: a count 1-4, or {names} joined by commas"
+        + (" or given as separate words" if several_words else "")
+        + " (default: all)",
     )
     group.add_argument("--squares", action="store_true", help="the 2x2 blocks are groups too (advanced variant)")
     group.add_argument("--declaration", action="store_true", help='a win must be declared ("Quarto!")')
@@ -84,10 +88,12 @@ def variant_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace)
         parser.error(str(error))
 
 
-def _attributes(words: list[str] | None) -> int | list[str] | None:
-    """What the words of ``--attributes`` name: ``None`` (all), a count, or attribute names."""
+def _attributes(words: list[str] | str | None) -> int | list[str] | None:
+    """What the word(s) of ``--attributes`` name: ``None`` (all), a count, or attribute names."""
     if words is None:
         return None
+    if isinstance(words, str):
+        words = [words]
     if len(words) == 1 and words[0].strip().isdecimal():
         return int(words[0])
     return [name for word in words for name in word.replace("+", ",").split(",") if name]
@@ -99,7 +105,7 @@ def _attribute_word(word: str) -> str:
     try:
         Variant.make(_attributes([word]))
     except RulesError as error:
-        raise argparse.ArgumentTypeError(f"{error} (--attributes takes every word that follows it)") from None
+        raise argparse.ArgumentTypeError(str(error)) from None
     return word
 
 

@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=output_file_argument("--out"),
         help="also write the figures, config and command to this JSON file",
     )
-    add_variant_arguments(parser)
+    add_variant_arguments(parser, several_words=True)
     return parser
 
 

@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("position", help="a position such as 'f9.......0..3... 5', or '-' to read lines from stdin")
     parser.add_argument("--all-moves", action="store_true", help="also give the value of every legal action")
-    add_variant_arguments(parser)
+    add_variant_arguments(parser, several_words=True)
     return parser
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import arena_io, bench_solver, cli, play, solve
+from experiments import arena_io, bench_solver, cli, grade, play, solve, tournament
 from quarto_env.core import Variant
 
 BAD_NUMBERS = [
@@ -80,9 +80,9 @@ VARIANT_COMMANDS = {
     ("flags", "message"),
     [
         (["--false-declaration", "penalty"], "false_declaration='penalty' needs declaration=True"),
-        (["--attributes", "colour", "weight"], "argument --attributes: unknown attribute(s) ['weight']"),
+        (["--attributes", "colour,weight"], "argument --attributes: unknown attribute(s) ['weight']"),
         (["--attributes", "5"], "argument --attributes: attributes count must be 1-4, got 5"),
-        (["--attributes", "colour", "colour,shape"], "attribute listed twice in ['colour', 'colour', 'shape']"),
+        (["--attributes", "colour,colour,shape"], "attribute listed twice in ['colour', 'colour', 'shape']"),
     ],
     ids=["penalty without declaration", "unknown", "count 5", "twice"],
 )
@@ -92,7 +92,7 @@ def test_every_command_refuses_a_bad_variant_in_one_line(
     assert_usage_error([*command, *flags], message, capsys)
 
 
-@pytest.mark.parametrize("build_parser", [play.build_parser, solve.build_parser, bench_solver.build_parser])
+@pytest.mark.parametrize("build_parser", [solve.build_parser, bench_solver.build_parser])
 @pytest.mark.parametrize(
     ("flags", "variant"),
     [
@@ -115,6 +115,19 @@ def test_both_spellings_of_attributes_name_the_same_variant(
     positional = {"play": ["--opponent", "random"], "solve": ["6.e2....d8..9..1 5"]}.get(parser.prog.split()[-1], [])
     args = parser.parse_args([*positional, *flags])
     assert arena_io.variant_from_args(parser, args) == variant
+
+
+@pytest.mark.parametrize("build_parser", [play.build_parser, tournament.build_parser, grade.build_parser])
+def test_commands_with_agent_lists_take_attributes_as_one_word(build_parser: object) -> None:
+    assert callable(build_parser)
+    parser: argparse.ArgumentParser = build_parser()
+    args = parser.parse_args(["--attributes", "shape,colour", *AGENT_ARGUMENTS[parser.prog.split()[-1]]])
+    assert arena_io.variant_from_args(parser, args) == Variant.make(attributes=("colour", "shape"))
+    assert parser.parse_args(["--attributes", "2", *AGENT_ARGUMENTS[parser.prog.split()[-1]]]).attributes == "2"
+
+
+AGENT_ARGUMENTS = {"play": ["--opponent", "random"], "tournament": ["random", "greedy"], "grade": ["random"]}
+"""What each command needs besides the variant: its agents come after the options."""
 
 
 # ---------------------------------------------------------------------------------------------------------
