@@ -388,13 +388,19 @@ def evaluate(
     make: Callable[[str, Variant, int], Agent] = make_agent,
 ) -> EvalResult:
     """Play ``num_games`` games of ``learner`` against the agent ``opponent_spec``, half in each seat, all
-    side by side (the learner's moves in one batched call per turn)."""
+    side by side (the learner's moves in one batched call per turn).
+
+    ``seed`` seeds the opponent and the learner's sampled moves: torch's generator is forked for the
+    evaluation, so its result depends on the policy and the seed alone, and a training run is the same
+    whatever its evaluation schedule."""
     batch = GameBatch(variant, num_games)
     seats = np.arange(num_games) % 2
     opponent = AgentOpponent(make(opponent_spec, variant, seed))
-    while not batch.over.all():
-        live = np.flatnonzero(~batch.over)
-        move(batch, live, [learner if batch.to_move[g] == seats[g] else opponent for g in live])
+    with th.random.fork_rng(devices=[]):
+        th.manual_seed(seed)
+        while not batch.over.all():
+            live = np.flatnonzero(~batch.over)
+            move(batch, live, [learner if batch.to_move[g] == seats[g] else opponent for g in live])
     results = batch.returns(batch.all_games, seats)
     counts = {
         seat: (

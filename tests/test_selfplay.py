@@ -18,6 +18,7 @@ from experiments.selfplay import (
     SnapshotBank,
     evaluate,
     frozen_copy,
+    learner_opponent,
     move,
 )
 from experiments.train import build_model
@@ -202,3 +203,15 @@ def test_evaluate_splits_seats_and_counts_every_game() -> None:
     wins, draws, _losses = (sum(result.counts[s][k] for s in (0, 1)) for k in range(3))
     assert result.score() == pytest.approx((wins + draws / 2) / 60)
     assert result.final_state.over and result.final_state.winner in (0, 1, NO_WINNER)
+
+
+def test_a_sampled_evaluation_depends_on_its_seed_alone_and_leaves_torch_generator_as_it_was(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    learner = learner_opponent(tiny_model.policy, "lookahead", deterministic=False)
+    th.manual_seed(1)
+    before = th.random.get_rng_state()
+    first = evaluate(learner, "random", STANDARD, num_games=40, seed=3)
+    assert th.equal(th.random.get_rng_state(), before)  # a training run is the same whatever its evaluations
+    th.rand(5)  # another history of the global generator
+    assert evaluate(learner, "random", STANDARD, num_games=40, seed=3).counts == first.counts
+    others = [evaluate(learner, "random", STANDARD, num_games=40, seed=s).counts for s in (4, 5, 6)]
+    assert any(counts != first.counts for counts in others)  # the seed does matter
