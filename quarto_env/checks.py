@@ -78,20 +78,17 @@ def number_parser(
     maximum: float | None = None,
     integer: bool = False,
 ) -> Callable[[str], float]:
-    """A parser of text into a number checked by :func:`checked_number`: an argparse ``type=`` or an agent-spec
-    option type. It raises ``ValueError`` with the full message (argparse prints it as it is when the parser
-    is named after the option, which ``__name__`` does)."""
+    """A parser of text into a number checked by :func:`checked_number`, raising ``ValueError`` with the full
+    message: an agent-spec option type (for argparse, :func:`number_argument` shows that message)."""
 
     def parse(text: str) -> float:
+        number: float
         try:
-            number: float = int(text) if integer else float(text)
-        except (TypeError, ValueError):
-            if integer:  # "2.0" or "1e3" name integers too
-                try:
-                    number = float(text)
-                except (TypeError, ValueError):
-                    raise ValueError(f"{name} must be {allowed}, got {text!r}") from None
-            else:
+            number = int(text)  # exact, however large
+        except ValueError:
+            try:
+                number = float(text)  # "2.0" and "1e3" name integers too
+            except ValueError:
                 raise ValueError(f"{name} must be {allowed}, got {text!r}") from None
         return checked_number(number, name, minimum=minimum, above=above, maximum=maximum, integer=integer)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import torch as th
+from test_checkpoints import rewrite  # the tests' folder is on sys.path (pytest's rootdir-relative imports)
 
 from agents.ppo import CheckpointError, load_policy, read_metadata
 from experiments import train as train_module
@@ -28,16 +29,6 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 def copy_run(tiny_run: tuple[Path, str], destination: Path) -> Path:
     shutil.copytree(tiny_run[0], destination)
     return destination
-
-
-def rewrite(checkpoint: Path, entries: dict[str, bytes | None]) -> None:
-    """Replace (or with ``None`` drop) entries of the zip ``checkpoint``; the others are copied unchanged."""
-    with zipfile.ZipFile(checkpoint) as archive:
-        kept = {name: archive.read(name) for name in archive.namelist() if name not in entries}
-    with zipfile.ZipFile(checkpoint, "w") as archive:
-        for name, data in {**kept, **entries}.items():
-            if data is not None:
-                archive.writestr(name, data)
 
 
 def torch_bytes(value: Any) -> bytes:
