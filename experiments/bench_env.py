@@ -39,9 +39,11 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from experiments.arena_io import SEED
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
 from quarto_env.fast import random_games
+from quarto_env.observation import OBSERVATION_KINDS
 
 CORE_GAMES = 100_000
 MAX_SECONDS = 3600.0
@@ -69,13 +71,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--seed",
-        type=number_argument("seed", minimum=0, integer=True),
+        type=SEED,
         default=0,
         help="seed of the random players and the games (default 0)",
     )
     parser.add_argument(
         "--observation",
-        choices=("tactical", "raw"),
+        choices=tuple(OBSERVATION_KINDS),
         default="tactical",
         help="quarto_v0's observation option (default tactical, the env's default)",
     )

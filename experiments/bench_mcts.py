@@ -16,6 +16,7 @@ import time
 
 from agents.mcts import MCTSAgent
 from agents.positions import sample_positions
+from experiments.arena_io import SEED
 from quarto_env.checks import number_argument
 from quarto_env.core import INITIAL_STATE, STANDARD, State
 
@@ -39,7 +40,7 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--seed",
-        type=number_argument("seed", minimum=0, integer=True),
+        type=SEED,
         default=0,
         help="seed of the positions and the searches (default 0)",
     )

@@ -39,7 +39,7 @@ import time
 from agents.minimax import MinimaxAgent, Solver
 from agents.positions import sample_positions
 from agents.simple import GreedyAgent
-from experiments.arena_io import add_variant_arguments, variant_from_args
+from experiments.arena_io import SEED, add_variant_arguments, variant_from_args
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, MAX_GAME_LENGTH, NUM_SQUARES, State, Variant, step
 from quarto_env.notation import format_position
@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--seed",
-        type=number_argument("seed", minimum=0, integer=True),
+        type=SEED,
         default=0,
         help="seed of the position sample (default 0)",
     )

@@ -32,13 +32,14 @@ import numpy as np
 from agents.base import Agent
 from agents.match import GameRecord
 from experiments.arena_io import (
+    SEED,
     add_variant_arguments,
     agent_or_exit,
     check_specs,
     record_line,
     variant_from_args,
 )
-from quarto_env.checks import OutputPathError, atomic_write_text, number_argument, output_file
+from quarto_env.checks import OutputPathError, atomic_write_text, output_file
 from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
 from quarto_env.render import HEX, PIECE_LETTERS, describe_piece, piece_code, render_text
@@ -64,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--seed",
-        type=number_argument("seed", minimum=0, integer=True),
+        type=SEED,
         default=None,
         help="seed of the agent and of --first random",
     )
