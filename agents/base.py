@@ -147,6 +147,8 @@ def make_agent(spec: str, variant: Variant = STANDARD, seed: int | None = None) 
 SECONDS = number_parser("time", above=0, maximum=24 * 3600)
 """A time budget per move: finite (``nan`` or ``inf`` would never run out), above 0, at most a day."""
 MAX_SIMULATIONS = 10**6
+MAX_SEARCH_SIMULATIONS = 100_000
+"""The most simulations of one ``az`` search (its tree is allocated for them: about 31 MB)."""
 """MCTS simulations per move: about 45 s at some 22,000 per second. A move that never returns could not even
 forfeit on ``--time-limit``, which is measured when it does."""
 
@@ -229,6 +231,30 @@ register(
         {
             "path": Option(str, "", "checkpoint .zip or run folder"),
             "deterministic": Option(_boolean, True, "true: the most likely action; false: sample the policy"),
+        },
+        main_option="path",
+    )
+)
+register(
+    AgentKind(
+        "az",
+        "agents.alphazero:AlphaZeroAgent",
+        "a network trained by quarto train with algorithm alphazero, playing with its search (az:PATH, a .zip or "
+        "a run folder for its final checkpoint; az:PATH,sims=0 plays the network's policy alone)",
+        {
+            "path": Option(str, "", "checkpoint .zip or run folder"),
+            "sims": Option(
+                number_parser("sims", minimum=0, maximum=MAX_SEARCH_SIMULATIONS, integer=True),
+                200,
+                "simulations per move; 0: the network's policy alone",
+            ),
+            "time": Option(SECONDS, 0.0, "seconds per move; replaces sims when set"),
+            "temperature": Option(
+                number_parser("temperature", minimum=0, maximum=100),
+                0.0,
+                "0: the most visited action; above 0: sample visits ** (1 / temperature)",
+            ),
+            "c": Option(number_parser("c", above=0, maximum=100), 1.5, "PUCT exploration constant"),
         },
         main_option="path",
     )

@@ -12,9 +12,16 @@ import dataclasses
 import time
 from collections.abc import Sequence
 
+import numpy as np
+
 from agents.base import Agent
-from quarto_env.core import INITIAL_STATE, NO_WINNER, State, Variant, step
+from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
+
+MAX_OPENING_PLIES = 7
+"""At most three pieces placed: no opening can complete a group."""
+OPENING_STREAM = 1
+"""Keeps the openings' random stream apart from the games' seeds."""
 
 
 @dataclasses.dataclass
@@ -67,3 +74,23 @@ def play_game(
     record.winner = state.winner
     record.end = "draw" if state.winner == NO_WINNER else "win"
     return record
+
+
+def random_opening(variant: Variant, plies: int, rng: np.random.Generator) -> tuple[int, ...]:
+    """``plies`` uniformly random legal actions from the empty board (never a declaration). With at most
+    ``MAX_OPENING_PLIES`` plies at most three pieces are placed, so no opening ends the game."""
+    actions = []
+    state = INITIAL_STATE
+    for _ in range(plies):
+        choices = [a for a in legal_actions(variant, state) if a != DECLARE]
+        actions.append(int(choices[rng.integers(len(choices))]))
+        state = step(variant, state, actions[-1])
+    return tuple(actions)
+
+
+def opening_state(variant: Variant, opening: Sequence[int]) -> State:
+    """The position after the opening ``opening``."""
+    state = INITIAL_STATE
+    for action in opening:
+        state = step(variant, state, action)
+    return state

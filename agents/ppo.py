@@ -71,6 +71,20 @@ class CheckpointError(ValueError):
     """A checkpoint that is missing, unreadable, or made for another rule variant."""
 
 
+AGENT_KINDS_OF_ALGORITHMS = {"ppo": "ppo", "alphazero": "az"}
+"""The agent kind that plays a checkpoint of each training algorithm (``algorithm`` in ``quarto.json``)."""
+
+
+def check_algorithm(path: str | Path, metadata: dict[str, Any], expected: str) -> None:
+    """Refuse a checkpoint of another training algorithm than ``expected``, naming the agent kind that plays it
+    (checkpoints written before the ``algorithm`` entry are ``ppo``)."""
+    found = metadata.get("algorithm", "ppo")
+    if found != expected:
+        kind = AGENT_KINDS_OF_ALGORITHMS.get(str(found))
+        hint = f": play it with {kind}:PATH" if kind else ""
+        raise CheckpointError(f"checkpoint {str(path)!r} holds a {found} network, not a {expected} one{hint}")
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The slots network
 # ---------------------------------------------------------------------------------------------------------
@@ -370,6 +384,7 @@ def load_policy(path: str | Path, variant: Variant | None = None) -> LoadedPolic
     weights: nothing in the file is unpickled, so nothing in it runs. With ``variant``, a checkpoint trained for
     another rule variant is refused. Every failure is a :class:`CheckpointError` naming the file."""
     metadata = read_metadata(path)
+    check_algorithm(path, metadata, "ppo")
     policy = _policy_for(path, metadata, _trained_variant(path, metadata, variant))
     weights = read_weights(path, POLICY_ENTRY)
     try:
@@ -387,6 +402,7 @@ def load_training_state(model: BaseAlgorithm, path: str | Path, variant: Variant
     policy's and the optimizer's state (read as weights, never unpickled) and the step count. Returns the
     metadata; :class:`CheckpointError` as :func:`load_policy`."""
     metadata = read_metadata(path)
+    check_algorithm(path, metadata, "ppo")
     _trained_variant(path, metadata, variant)
     parameters = {entry.removesuffix(".pth"): read_weights(path, entry) for entry in (POLICY_ENTRY, OPTIMIZER_ENTRY)}
     try:

@@ -39,7 +39,8 @@ from typing import Any
 
 import yaml
 
-from agents.base import SpecError, make_agent, parse_spec
+from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, make_agent, parse_spec
+from agents.match import MAX_OPENING_PLIES
 from agents.ppo import POLICY_KINDS, check_network
 from experiments.selfplay import SNAPSHOTS
 from quarto_env.checks import checked_number, one_line
@@ -47,6 +48,8 @@ from quarto_env.core import RulesError, Variant
 from quarto_env.observation import OBSERVATION_KINDS
 
 LR_SCHEDULES = ("constant", "linear")
+ALGORITHMS = ("ppo", "alphazero")
+
 SEED_LIMIT = 2**32
 """Seeds are below this: numpy's global generator takes no other (``train`` folds ``seed + step`` below it)."""
 MAX_GAMES = 1_000_000
@@ -80,9 +83,19 @@ RANGES: dict[str, dict[str, float]] = {
     "grade_positions": {"minimum": 0},
     "checkpoint_every": {"minimum": 1},
     "torch_threads": {"minimum": 1, "maximum": 256},
+    "eval_opening_plies": {"minimum": 0, "maximum": MAX_OPENING_PLIES},
+    "sims": {"minimum": 1, "maximum": MAX_SEARCH_SIMULATIONS},
+    "eval_sims": {"minimum": 0, "maximum": MAX_SEARCH_SIMULATIONS},
+    "c_puct": {"above": 0, "maximum": 100},
+    "dirichlet_alpha": {"above": 0, "maximum": 100},
+    "dirichlet_fraction": {"minimum": 0, "maximum": 1},
+    "temperature_plies": {"minimum": 0, "maximum": 33},
+    "buffer_size": {"minimum": 2, "maximum": 50_000_000},
+    "sample_reuse": {"above": 0, "maximum": 1000},
+    "weight_decay": {"minimum": 0, "maximum": 1},
 }
 """The allowed range of every number field (each is also finite): the bounds of ``checked_number``."""
-FIXED_ON_RESUME = ("name", "seed", "variant", "observation", "policy", "net_arch")
+FIXED_ON_RESUME = ("algorithm", "name", "seed", "variant", "observation", "policy", "net_arch")
 """Fields that ``quarto train --resume`` takes from the checkpoint and refuses to change: the network's shape
 and the run's identity. Every other field given with ``--resume`` is applied."""
 
@@ -95,6 +108,11 @@ class ConfigError(ValueError):
 class TrainConfig:
     """Everything a training run depends on (besides the code): saved as ``config.yaml`` in the run folder."""
 
+    algorithm: str = "ppo"
+    """``ppo``: MaskablePPO against a pool of past selves and baselines (``experiments.train``); ``alphazero``:
+    search-based self-play (``experiments.alphazero``), which reads the fields marked (alphazero) as well as
+    ``num_games``, ``batch_size``, ``learning_rate``, ``vf_coef``, ``max_grad_norm``, ``net_arch`` and the
+    evaluations, and ignores the other PPO fields."""
     name: str = "default"
     """Run name; the run folder is ``runs/<name>__<seed>__<time>/`` unless ``--run-dir`` names one. Printable,
     without a path separator, at most 200 bytes."""
@@ -164,6 +182,33 @@ class TrainConfig:
     """Learner steps between two checkpoints; a resumed run loses at most this many."""
     torch_threads: int = 1
     """CPU threads for torch (1 is fastest for these small networks: more threads fight over 2 cores)."""
+    eval_opening_plies: int = 0
+    """Random actions that start every evaluation game, each opening shared by a pair of games with the seats
+    swapped (0 to 7; at most three pieces placed, so no opening decides a game). 0: from the empty board, where a
+    deterministic learner and opponent replay the same two games."""
+    sims: int = 64
+    """(alphazero) Simulations per searched self-play move."""
+    eval_sims: int = 64
+    """(alphazero) Simulations per move in the evaluations and the grade (0: the network's policy alone)."""
+    c_puct: float = 1.5
+    """(alphazero) PUCT exploration constant."""
+    dirichlet_alpha: float = 0.3
+    """(alphazero) Concentration of the Dirichlet noise mixed into the root priors of self-play searches."""
+    dirichlet_fraction: float = 0.25
+    """(alphazero) Weight of that noise (0: none)."""
+    temperature_plies: int = 8
+    """(alphazero) The first this many actions of a self-play game (gives and placements) are sampled in
+    proportion to the visits; later ones take the most visited action."""
+    buffer_size: int = 250_000
+    """(alphazero) Searched positions kept in the replay buffer (the newest)."""
+    sample_reuse: float = 4.0
+    """(alphazero) Training samples drawn per new self-play position: how often, on average, a position is
+    trained on while in the buffer."""
+    augment: bool = True
+    """(alphazero) Move every training sample by a random symmetry of the game (board symmetry and relabelling
+    of the counted attributes), its visit distribution alike."""
+    weight_decay: float = 1.0e-4
+    """(alphazero) AdamW weight decay."""
 
     def __post_init__(self) -> None:
         _check_types(self)
@@ -215,6 +260,7 @@ def check_agent_specs(named: list[tuple[str, str]], variant: Variant, seed: int)
 def check_unchanged_on_resume(config: TrainConfig, trained: dict[str, Any]) -> None:
     """Refuse a resumed ``config`` that changes a field of :data:`FIXED_ON_RESUME` from the value the checkpoint
     was ``trained`` with (a mapping of those fields, ``variant`` as a :class:`Variant`)."""
+    trained = {"algorithm": "ppo", **trained}  # checkpoints from before the alphazero algorithm record none
     for field in FIXED_ON_RESUME:
         asked = config.resolved_variant() if field == "variant" else getattr(config, field)
         if asked != trained[field]:
@@ -412,13 +458,23 @@ def _check_values(c: TrainConfig) -> None:
     _require(
         c.observation in OBSERVATION_KINDS, "observation", f"must be one of {tuple(OBSERVATION_KINDS)}", c.observation
     )
+    _require(c.algorithm in ALGORITHMS, "algorithm", f"must be one of {ALGORITHMS}", c.algorithm)
     _require(c.policy in POLICY_KINDS, "policy", f"must be one of {POLICY_KINDS}", c.policy)
+    _require(
+        c.algorithm != "alphazero" or c.policy == "slots",
+        "policy",
+        "must be slots with algorithm alphazero (its network is the slots network with a value head)",
+        c.policy,
+    )
     try:
         check_network(c.policy, c.net_arch)
     except ValueError as exc:
         raise ConfigError(f"config field {exc}") from None
     _require(c.lr_schedule in LR_SCHEDULES, "lr_schedule", f"must be one of {LR_SCHEDULES}", c.lr_schedule)
-    _check_rollout(c)
+    if c.algorithm == "ppo":
+        _check_rollout(c)
+    else:
+        _require(c.batch_size <= c.buffer_size, "batch_size", f"must be <= buffer_size = {c.buffer_size}", c.batch_size)
     try:
         c.resolved_variant()
     except (RulesError, TypeError) as exc:

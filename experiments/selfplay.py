@@ -36,6 +36,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from agents.base import Agent, make_agent
+from agents.match import OPENING_STREAM, opening_state, random_opening
 from agents.ppo import choose_actions, inference_policy, policy_actions, policy_logits, policy_spaces
 from quarto_env.core import State, Variant
 from quarto_env.vector import GameBatch
@@ -53,6 +54,8 @@ class Opponent(ABC):
     """Something that moves in a batch of games."""
 
     name: str
+    deterministic: bool = False
+    """Whether it always plays the same action in the same position (a network's most likely action)."""
 
     @abstractmethod
     def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
@@ -386,15 +389,22 @@ def evaluate(
     num_games: int,
     seed: int,
     make: Callable[[str, Variant, int], Agent] = make_agent,
+    opening_plies: int = 0,
 ) -> EvalResult:
     """Play ``num_games`` games of ``learner`` against the agent ``opponent_spec``, half in each seat, all
-    side by side (the learner's moves in one batched call per turn).
+    side by side (the learner's moves in one batched call per turn). With ``opening_plies``, games ``2k`` and
+    ``2k + 1`` (one per seating) start from the same random opening of that many actions, drawn from ``seed``.
 
     ``seed`` seeds the opponent and the learner's sampled moves: torch's generator is forked for the
     evaluation, so its result depends on the policy and the seed alone, and a training run is the same
     whatever its evaluation schedule."""
     batch = GameBatch(variant, num_games)
     seats = np.arange(num_games) % 2
+    if opening_plies:
+        rng = np.random.default_rng([seed, OPENING_STREAM])
+        for pair in range(0, num_games, 2):
+            state = opening_state(variant, random_opening(variant, opening_plies, rng))
+            batch.set_state(np.arange(pair, min(pair + 2, num_games)), state)
     opponent = AgentOpponent(make(opponent_spec, variant, seed))
     with th.random.fork_rng(devices=[]):
         th.manual_seed(seed)
@@ -410,8 +420,7 @@ def evaluate(
         )
         for seat in (0, 1)
     }
-    deterministic = isinstance(learner, PolicyOpponent) and learner.deterministic
-    return EvalResult(opponent_spec, counts, batch.state(0), deterministic)
+    return EvalResult(opponent_spec, counts, batch.state(0), learner.deterministic)
 
 
 def learner_opponent(policy: MaskableActorCriticPolicy, observation: str, deterministic: bool) -> PolicyOpponent:

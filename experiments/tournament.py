@@ -54,7 +54,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.base import make_agent
-from agents.match import GameRecord, play_game
+from agents.match import MAX_OPENING_PLIES, OPENING_STREAM, GameRecord, opening_state, play_game, random_opening
 from agents.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
 from experiments.arena_io import (
     MAX_SEED,
@@ -78,16 +78,12 @@ from quarto_env.checks import (
     remove_orphan_temporaries,
     shortened,
 )
-from quarto_env.core import DECLARE, INITIAL_STATE, STANDARD, RulesError, State, Variant, legal_actions, step
+from quarto_env.core import STANDARD, RulesError, State, Variant, step
 from quarto_env.notation import format_position, parse_position
 
 MODES = ("round-robin", "vs-field")
 DEFAULT_OPENING_PLIES = 4
 """Two pieces given and placed at random: varied starts, yet no threat on the board."""
-MAX_OPENING_PLIES = 7
-"""At most three pieces placed: no opening can complete a group."""
-OPENING_STREAM = 1
-"""Keeps the openings' random stream apart from the games' seeds."""
 MAX_GAMES_PER_PAIR = 100_000
 MAX_BOOTSTRAP = 100_000
 MAX_SECONDS_PER_MOVE = 24 * 3600
@@ -543,26 +539,6 @@ def _pairs(num_agents: int, mode: str) -> list[tuple[int, int]]:
         return [(i, j) for i in range(num_agents) for j in range(i + 1, num_agents)]
     field = num_agents - 1
     return [(i, field) for i in range(field)]
-
-
-def random_opening(variant: Variant, plies: int, rng: np.random.Generator) -> tuple[int, ...]:
-    """``plies`` uniformly random legal actions from the empty board (never a declaration). With fewer than
-    ``MAX_OPENING_PLIES + 1`` plies fewer than four pieces are placed, so no opening ends the game."""
-    actions = []
-    state = INITIAL_STATE
-    for _ in range(plies):
-        choices = [a for a in legal_actions(variant, state) if a != DECLARE]
-        actions.append(int(choices[rng.integers(len(choices))]))
-        state = step(variant, state, actions[-1])
-    return tuple(actions)
-
-
-def opening_state(variant: Variant, opening: Sequence[int]) -> State:
-    """The position after the opening ``opening``."""
-    state = INITIAL_STATE
-    for action in opening:
-        state = step(variant, state, action)
-    return state
 
 
 def play_all(

@@ -207,6 +207,14 @@ def train(config: TrainConfig, run_dir: Path, resume: bool = False, command: str
     with run_lock(run_dir):
         for folder in (run_dir, run_dir / "checkpoints"):
             remove_orphan_temporaries(folder)  # left by a process killed mid-write; no other writes here now
+        if not resume and (run_dir / "config.yaml").exists():
+            raise ConfigError(f"{str(run_dir)!r} already holds a run: continue it with --resume, or pick another")
+        if config.algorithm == "alphazero":
+            from experiments import alphazero  # here: it imports this module
+
+            trainer = alphazero.start(config, run_dir, resume)
+            prepare_run_dir(config, run_dir, command)
+            return alphazero.run(trainer, run_dir)
         learner = start(config, run_dir, resume)
         prepare_run_dir(config, run_dir, command)
         return run(config, run_dir, learner)
@@ -225,8 +233,6 @@ class Learner:
 def start(config: TrainConfig, run_dir: Path, resume: bool) -> Learner:
     """The learner, fresh, or restored from the run's ``latest.zip`` (:func:`check_resume` first). Reads only:
     a refused start leaves the run folder as it was."""
-    if not resume and (run_dir / "config.yaml").exists():
-        raise ConfigError(f"{str(run_dir)!r} already holds a run: continue it with --resume, or pick another")
     th.set_num_threads(config.torch_threads)
     variant = config.resolved_variant()
     latest = run_dir / "checkpoints" / "latest.zip"
@@ -468,7 +474,14 @@ def evaluate_all(
     its most likely action, then sampling its policy. Against a deterministic opponent (minimax) the first
     repeats the same two games; the sampled policy plays varied ones."""
     return [
-        evaluate(learner_opponent(policy, config.observation, deterministic), spec, variant, games, seed + i)
+        evaluate(
+            learner_opponent(policy, config.observation, deterministic),
+            spec,
+            variant,
+            games,
+            seed + i,
+            opening_plies=config.eval_opening_plies,
+        )
         for deterministic in (True, False)
         for i, spec in enumerate(config.eval_opponents)
     ]
@@ -489,9 +502,15 @@ def final_evaluation(config: TrainConfig, variant: Variant, checkpoint: Path, ru
     """Evaluate the checkpoint file against every evaluation opponent; write ``final_eval.json``."""
     loaded = load_policy(checkpoint, variant)
     results = evaluate_all(loaded.policy, config, variant, config.final_eval_games, config.seed + 1000)
+    write_final_eval(run_dir, checkpoint, loaded.num_timesteps, results)
+    return results
+
+
+def write_final_eval(run_dir: Path, checkpoint: Path, steps: int, results: list[EvalResult]) -> None:
+    """Write the final table to ``final_eval.json``."""
     summary = {
         "checkpoint": str(checkpoint),
-        "num_timesteps": loaded.num_timesteps,
+        "num_timesteps": steps,
         "results": [
             {
                 "opponent": r.opponent,
@@ -504,7 +523,6 @@ def final_evaluation(config: TrainConfig, variant: Variant, checkpoint: Path, ru
         ],
     }
     atomic_write_bytes(run_dir / "final_eval.json", json.dumps(summary, indent=2).encode())
-    return results
 
 
 def print_results(results: list[EvalResult], steps: int) -> None:

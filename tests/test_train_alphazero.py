@@ -1,0 +1,182 @@
+"""``quarto train`` with ``algorithm: alphazero`` (experiments/alphazero.py): the run folder, the checkpoints
+and ``az:RUN``, the TensorBoard tags, ``--resume`` (also after SIGKILL), reproducibility and the config's checks."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch as th
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from agents.alphazero import load_network
+from agents.base import make_agent
+from agents.ppo import read_metadata
+from experiments import train as train_module
+from experiments.config import ConfigError, load_config
+from quarto_env.core import INITIAL_STATE, STANDARD, Variant
+
+CONFIG = str(Path(__file__).resolve().parent.parent / "configs" / "alphazero.yaml")
+TINY_ALPHAZERO = [
+    "--config",
+    CONFIG,
+    "total_steps=512",
+    "num_games=16",
+    "sims=8",
+    "net_arch=[8]",
+    "buffer_size=2000",
+    "batch_size=32",
+    "eval_every=256",
+    "eval_games=4",
+    "eval_sims=4",
+    "final_eval_games=4",
+    "eval_opponents=[random]",
+    "grade_positions=4",
+    "checkpoint_every=256",
+]
+
+
+def train(argv: list[str]) -> tuple[int, str]:
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        status = train_module.main(argv)
+    return status, output.getvalue()
+
+
+@pytest.fixture(scope="module")
+def az_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    run_dir = tmp_path_factory.mktemp("az") / "run"
+    status, printed = train([*TINY_ALPHAZERO, "--run-dir", str(run_dir)])
+    assert status == 0
+    return run_dir, printed
+
+
+def scalar_steps(run_dir: Path, tag: str) -> list[int]:
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    return [event.step for event in events.Scalars(tag)]
+
+
+def test_a_run_writes_its_folder_like_ppo(az_run: tuple[Path, str]) -> None:
+    run_dir, printed = az_run
+    for name in ("config.yaml", "command.txt", "final_eval.json"):
+        assert (run_dir / name).is_file()
+    checkpoints = {p.name for p in (run_dir / "checkpoints").iterdir()}
+    assert {"latest.zip", "final.zip", "best.zip", "step_000000256.zip"} <= checkpoints
+    assert "algorithm: alphazero" in (run_dir / "config.yaml").read_text()
+    summary = json.loads((run_dir / "final_eval.json").read_text())
+    assert summary["num_timesteps"] >= 512 and summary["results"][0]["games"] == 4
+    assert "agent spec: az:" in printed
+
+
+def test_the_run_logs_search_losses_and_evaluations(az_run: tuple[Path, str]) -> None:
+    run_dir, _ = az_run
+    for tag in (
+        "charts/sims_per_s",
+        "charts/games_per_s",
+        "charts/positions_per_s",
+        "charts/buffer_size",
+        "charts/tree_share",
+        "losses/policy_loss",
+        "losses/value_loss",
+        "losses/policy_agreement",
+        "eval/random/score",
+        "eval/random/first/win",
+        "eval/grade/value_lost",
+        "eval/score",
+    ):
+        assert scalar_steps(run_dir, tag), tag
+
+
+def test_the_run_folder_plays_as_an_az_agent(az_run: tuple[Path, str]) -> None:
+    run_dir, _ = az_run
+    agent = make_agent(f"az:{run_dir},sims=4", STANDARD, 0)
+    assert agent.act(INITIAL_STATE) in range(16)
+    network, metadata = load_network(run_dir)
+    assert metadata["config"]["algorithm"] == "alphazero" and network.width == 8
+
+
+def test_resume_continues_the_steps_and_the_curves(az_run: tuple[Path, str], tmp_path: Path) -> None:
+    run_dir = tmp_path / "resumed"
+    shutil.copytree(az_run[0], run_dir)
+    before = scalar_steps(run_dir, "charts/buffer_size")
+    status, printed = train(["--resume", str(run_dir), "total_steps=1024"])
+    assert status == 0 and "resuming" in printed
+    assert read_metadata(run_dir / "checkpoints" / "final.zip")["num_timesteps"] >= 1024
+    added = sorted(set(scalar_steps(run_dir, "charts/buffer_size")) - set(before))
+    assert added and min(added) > max(before)
+    assert (run_dir / "command.txt").read_text().count("quarto train") == 2
+
+
+def test_resume_refuses_to_change_the_algorithm(az_run: tuple[Path, str], tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    run_dir = tmp_path / "resumed"
+    shutil.copytree(az_run[0], run_dir)
+    assert train_module.main(["--resume", str(run_dir), "algorithm=ppo"]) == 2
+    assert "algorithm cannot change on --resume" in capsys.readouterr().err
+
+
+def test_same_seed_same_network(tmp_path: Path) -> None:
+    weights = []
+    for name in ("a", "b"):
+        status, _ = train([*TINY_ALPHAZERO, "total_steps=128", "eval_every=100000", "--run-dir", str(tmp_path / name)])
+        assert status == 0
+        weights.append(load_network(tmp_path / name)[0].state_dict())
+    for key in weights[0]:
+        assert th.equal(weights[0][key], weights[1][key]), key
+
+
+def test_a_variant_trains(tmp_path: Path) -> None:
+    overrides = ["variant.squares=true", "variant.declaration=true", "total_steps=128", "eval_every=100000"]
+    status, _ = train([*TINY_ALPHAZERO, *overrides, "--run-dir", str(tmp_path / "run")])
+    assert status == 0
+    assert Variant.make(**read_metadata(tmp_path / "run" / "checkpoints" / "final.zip")["variant"]) == Variant.make(
+        squares=True, declaration=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("algorithm=dqn", "algorithm must be one of"),
+        ("policy=mlp", "must be slots with algorithm alphazero"),
+        ("sims=0", "sims"),
+        ("dirichlet_fraction=1.5", "dirichlet_fraction"),
+        ("batch_size=300000", "batch_size must be <= buffer_size"),
+        ("eval_opening_plies=8", "eval_opening_plies"),
+    ],
+)
+def test_bad_alphazero_fields_are_refused(override: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(CONFIG, [override])
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
+    run_dir = tmp_path / "killed"
+    overrides = [*TINY_ALPHAZERO, "total_steps=1000000", "checkpoint_every=128", "eval_every=1000000"]
+    command = [sys.executable, "-m", "experiments.cli", "train", *overrides, "--run-dir", str(run_dir)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    latest = run_dir / "checkpoints" / "latest.zip"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not (latest.is_file() and read_metadata(latest)["num_timesteps"] >= 384):
+            time.sleep(0.2)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    killed_at = read_metadata(latest)["num_timesteps"]  # whole: written atomically
+    assert killed_at >= 384
+    status, _ = train(["--resume", str(run_dir), f"total_steps={killed_at + 128}", "final_eval_games=2"])
+    assert status == 0
+    final = read_metadata(run_dir / "checkpoints" / "final.zip")
+    assert killed_at + 128 <= final["num_timesteps"] <= killed_at + 128 + 16
+    assert final["games_played"] > 0
