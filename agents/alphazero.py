@@ -219,8 +219,13 @@ class BatchedSearch:
         self.leaf_games = np.zeros(max_games, dtype=np.int64)
         self.planes = np.zeros((max_games, *self.kind.shape), dtype=np.int8)
         self.tree_seconds = 0.0
+        """Time in the tree kernels (selection with the observation planes, expansion, backup), cumulated."""
         self.network_seconds = 0.0
+        """Time in the evaluator, cumulated."""
+        self.simulations = 0
+        """Simulations run, cumulated: one per game per round (a root's first evaluation included)."""
         self.evaluations = 0
+        """Positions the evaluator was asked about, cumulated (a simulation ending on a terminal node asks none)."""
 
     def run(
         self,
@@ -275,6 +280,7 @@ class BatchedSearch:
     def _round(self, n: int) -> None:
         """One simulation in every game: select leaves, evaluate them in one pass, expand and back up."""
         tick = clock.perf_counter()
+        self.simulations += n
         leaves = _select(
             n,
             self.fields,

@@ -46,6 +46,7 @@ from agents.alphazero import (
     AlphaZeroAgent,
     BatchedSearch,
     PolicyValueNetwork,
+    SearchResult,
     candidates,
     forced_action,
     load_network,
@@ -337,6 +338,78 @@ def _entry_bytes(path: Path, entry: str) -> bytes:
         return archive.read(entry)
 
 
+class SelfPlay:
+    """``num_games`` self-play games side by side, each move searched with all games together.
+
+    :meth:`play_move` plays the forced moves of every game (:func:`forced_actions`), then one searched move in
+    every game; the positions of the games that end are kept, with their outcomes, until :meth:`pop_positions`.
+    """
+
+    def __init__(
+        self,
+        search: BatchedSearch,
+        sims: int,
+        temperature_plies: int,
+        noise: tuple[float, float] | None,
+    ) -> None:
+        self.search = search
+        self.sims = sims
+        self.temperature_plies = temperature_plies
+        self.noise = noise
+        self.games = GameBatch(search.variant, search.max_games)
+        self.plies = np.zeros(search.max_games, dtype=np.int64)
+        """Actions played so far in each game."""
+        self.pending: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(search.max_games)]
+        self.finished: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.lengths: list[int] = []
+        """The length of every game finished since the last :meth:`pop_positions`."""
+        self.decisive: list[bool] = []
+        self.search_seconds = 0.0
+
+    def play_move(self, rng: np.random.Generator) -> SearchResult:
+        """The forced moves of every game, then one searched move in each; returns the search's result."""
+        games, everyone = self.games, self.games.all_games
+        while True:
+            forced = forced_actions(games, everyone)
+            moving = np.flatnonzero(forced >= 0)
+            if not len(moving):
+                break
+            self._step(moving, forced[moving])
+        roots = batch_roots(games, everyone)
+        noise = None if self.noise is None else (*self.noise, rng)
+        tick = time.perf_counter()
+        result = self.search.run(roots, self.sims, noise=noise)
+        self.search_seconds += time.perf_counter() - tick
+        policy = result.policy()
+        for g in everyone:
+            self.pending[g].append((roots[g], policy[g]))
+        self._step(everyone, np.where(self.plies < self.temperature_plies, _sampled(policy, rng), result.best()))
+        return result
+
+    def pop_positions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The searched positions of the games finished since the last call: fields, visit distributions, and
+        outcomes for the player to move (+1 won, 0 drawn, -1 lost)."""
+        found = self.finished or [(np.zeros((0, 5), np.int64), np.zeros((0, NUM_ACTIONS), np.float32), np.zeros(0))]
+        self.finished = []
+        return tuple(np.concatenate(part) for part in zip(*found, strict=True))  # type: ignore[return-value]
+
+    def _step(self, games: np.ndarray, actions: np.ndarray) -> None:
+        self.games.step(games, actions)
+        self.plies[games] += 1
+        for g in games[self.games.over[games]]:
+            winner = int(self.games.winner[g])
+            if self.pending[g]:
+                fields = np.stack([f for f, _ in self.pending[g]])
+                policy = np.stack([p for _, p in self.pending[g]])
+                outcome = np.where(winner == NO_WINNER, 0.0, np.where(fields[:, 4] == winner, 1.0, -1.0))
+                self.finished.append((fields, policy, outcome.astype(np.float32)))
+            self.lengths.append(int(self.plies[g]))
+            self.decisive.append(winner != NO_WINNER)
+            self.pending[g] = []
+            self.games.reset(np.array([g]))
+            self.plies[g] = 0
+
+
 def run(trainer: Trainer, run_dir: Path) -> Path:
     """Self-play and train up to ``total_steps`` positions; save, evaluate and return the final checkpoint."""
     config, variant, network = trainer.config, trainer.variant, trainer.network
@@ -346,13 +419,12 @@ def run(trainer: Trainer, run_dir: Path) -> Path:
     if trainer.steps:
         print(f"resuming {run_dir} at step {trainer.steps:,} with {trainer.buffer.size:,} positions in the buffer")
     search = BatchedSearch(variant, config.observation, network.evaluate, config.num_games, config.sims, config.c_puct)
-    games = GameBatch(variant, config.num_games)
-    all_games = games.all_games
-    plies = np.zeros(config.num_games, dtype=np.int64)
-    pending: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(config.num_games)]
+    selfplay = SelfPlay(
+        search, config.sims, config.temperature_plies, (config.dirichlet_alpha, config.dirichlet_fraction)
+    )
     symmetries = Symmetries(variant) if config.augment else None
     kind = observation_kind(config.observation)
-    stats = _Stats()
+    stats = _Stats(steps_at_start=trainer.steps)
     next_eval = _next_multiple(trainer.steps, config.eval_every)
     next_checkpoint = _next_multiple(trainer.steps, config.checkpoint_every)
     progress = tqdm(total=config.total_steps, initial=trainer.steps, unit="pos", unit_scale=True, smoothing=0.1)
@@ -360,42 +432,26 @@ def run(trainer: Trainer, run_dir: Path) -> Path:
     samples_owed = 0.0
 
     while trainer.steps < config.total_steps:
-        # 1. Forced moves (wins, lone safe pieces, claims) at once; finished games are scored and restarted.
-        while True:
-            forced = forced_actions(games, all_games)
-            moving = np.flatnonzero(forced >= 0)
-            if not len(moving):
-                break
-            games.step(moving, forced[moving])
-            plies[moving] += 1
-            _finish_games(games, moving, pending, trainer, plies, stats)
-        # 2. One searched move in every game.
-        roots = batch_roots(games, all_games)
-        tick = time.perf_counter()
-        result = search.run(roots, config.sims, noise=(config.dirichlet_alpha, config.dirichlet_fraction, rng))
-        stats.search_seconds += time.perf_counter() - tick
+        # 1. Self-play: the forced moves, then one searched move in every game; finished games go to the buffer.
+        finished_before = len(selfplay.lengths)
+        result = selfplay.play_move(rng)
+        trainer.games_played += len(selfplay.lengths) - finished_before
         stats.agreement.append(float(np.mean(np.argmax(result.prior, 1) == np.argmax(result.visits, 1))))
         stats.root_value.append(float(np.mean(np.abs(result.root_value))))
-        policy = result.policy()
-        actions = np.where(plies < config.temperature_plies, _sampled(policy, rng), result.best())
-        for g in all_games:
-            pending[g].append((roots[g], policy[g]))
-        games.step(all_games, actions)
-        plies += 1
+        fields, policy, outcome = selfplay.pop_positions()
+        trainer.buffer.add(fields, policy, outcome)
         trainer.steps += config.num_games
-        stats.positions += config.num_games
-        _finish_games(games, all_games, pending, trainer, plies, stats)
         progress.update(config.num_games)
-        # 3. Learn: sample_reuse samples per new position.
+        # 2. Learn: sample_reuse samples per new position.
         samples_owed += config.sample_reuse * config.num_games
         tick = time.perf_counter()
         while samples_owed >= config.batch_size and trainer.buffer.size >= config.batch_size:
             stats.losses.append(_train_step(trainer, kind, symmetries, rng))
             samples_owed -= config.batch_size
         stats.train_seconds += time.perf_counter() - tick
-        # 4. Evaluate, log, checkpoint.
+        # 3. Evaluate, log, checkpoint.
         if trainer.steps >= next_eval or trainer.steps >= config.total_steps:
-            stats.log(writer, trainer, search)
+            stats = stats.log(writer, trainer, selfplay)
             best_before = trainer.best_score
             grading = _evaluate(trainer, writer, progress, grading)
             next_eval = _next_multiple(trainer.steps, config.eval_every)
@@ -428,34 +484,6 @@ def _sampled(policy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.minimum((cumulative <= draws).sum(1), NUM_ACTIONS - 1)
 
 
-def _finish_games(
-    games: GameBatch,
-    moved: np.ndarray,
-    pending: list[list[tuple[np.ndarray, np.ndarray]]],
-    trainer: Trainer,
-    plies: np.ndarray,
-    stats: _Stats,
-) -> None:
-    """Store the positions of every finished game among ``moved`` with their outcomes, and restart it."""
-    finished = moved[games.over[moved]]
-    for g in finished:
-        winner = int(games.winner[g])
-        if pending[g]:
-            fields = np.stack([f for f, _ in pending[g]])
-            policy = np.stack([p for _, p in pending[g]])
-            movers = fields[:, 4]
-            outcome = np.where(winner == NO_WINNER, 0.0, np.where(movers == winner, 1.0, -1.0)).astype(np.float32)
-            trainer.buffer.add(fields, policy, outcome)
-        stats.outcomes.append(0 if winner == NO_WINNER else 1)
-        stats.lengths.append(int(plies[g]))
-        pending[g] = []
-    if len(finished):
-        trainer.games_played += len(finished)
-        stats.games += len(finished)
-        games.reset(finished)
-        plies[finished] = 0
-
-
 def _train_step(
     trainer: Trainer, kind: Any, symmetries: Symmetries | None, rng: np.random.Generator
 ) -> tuple[float, float]:
@@ -483,47 +511,42 @@ def _train_step(
 
 @dataclasses.dataclass
 class _Stats:
-    """Counts and times since the last log."""
+    """What happened since the last log."""
 
-    positions: int = 0
-    games: int = 0
-    search_seconds: float = 0.0
     train_seconds: float = 0.0
     started: float = dataclasses.field(default_factory=time.perf_counter)
+    steps_at_start: int = 0
     losses: list[tuple[float, float]] = dataclasses.field(default_factory=list)
     agreement: list[float] = dataclasses.field(default_factory=list)
     root_value: list[float] = dataclasses.field(default_factory=list)
-    outcomes: list[int] = dataclasses.field(default_factory=list)
-    lengths: list[int] = dataclasses.field(default_factory=list)
 
-    def log(self, writer: SummaryWriter, trainer: Trainer, search: BatchedSearch) -> None:
-        step = trainer.steps
+    def log(self, writer: SummaryWriter, trainer: Trainer, selfplay: SelfPlay) -> _Stats:
+        """Write the charts and losses at the trainer's step; returns the statistics to count from now on."""
+        step, search = trainer.steps, selfplay.search
         seconds = max(time.perf_counter() - self.started, 1e-9)
+        games = len(selfplay.lengths)
         scalars = {
-            "charts/positions_per_s": self.positions / seconds,
-            "charts/games_per_s": self.games / seconds,
-            "charts/sims_per_s": search.evaluations / max(self.search_seconds, 1e-9),
+            "charts/positions_per_s": (step - self.steps_at_start) / seconds,
+            "charts/games_per_s": games / seconds,
+            "charts/sims_per_s": search.simulations / max(selfplay.search_seconds, 1e-9),
             "charts/tree_share": search.tree_seconds / max(search.tree_seconds + search.network_seconds, 1e-9),
             "charts/train_share": self.train_seconds / seconds,
             "charts/buffer_size": trainer.buffer.size,
             "charts/games_played": trainer.games_played,
+            "charts/game_length": float(np.mean(selfplay.lengths)) if games else None,
+            "charts/decisive_share": float(np.mean(selfplay.decisive)) if games else None,
+            "charts/root_abs_value": float(np.mean(self.root_value)) if self.root_value else None,
+            "losses/policy_agreement": float(np.mean(self.agreement)) if self.agreement else None,
+            "losses/policy_loss": float(np.mean([p for p, _ in self.losses])) if self.losses else None,
+            "losses/value_loss": float(np.mean([v for _, v in self.losses])) if self.losses else None,
         }
-        if self.lengths:
-            scalars["charts/game_length"] = float(np.mean(self.lengths))
-            scalars["charts/decisive_share"] = float(np.mean(self.outcomes))
-        if self.root_value:
-            scalars["charts/root_abs_value"] = float(np.mean(self.root_value))
-            scalars["losses/policy_agreement"] = float(np.mean(self.agreement))
-        if self.losses:
-            scalars["losses/policy_loss"] = float(np.mean([p for p, _ in self.losses]))
-            scalars["losses/value_loss"] = float(np.mean([v for _, v in self.losses]))
         for key, value in scalars.items():
-            writer.add_scalar(key, value, step)
-        search.evaluations = 0
-        search.tree_seconds = search.network_seconds = 0.0
-        fresh = _Stats()
-        for field in dataclasses.fields(self):
-            setattr(self, field.name, getattr(fresh, field.name))
+            if value is not None:
+                writer.add_scalar(key, value, step)
+        search.simulations = search.evaluations = 0
+        search.tree_seconds = search.network_seconds = selfplay.search_seconds = 0.0
+        selfplay.lengths, selfplay.decisive = [], []
+        return _Stats(steps_at_start=step)
 
 
 def _evaluate(
@@ -565,7 +588,7 @@ def _evaluate(
 def evaluate_network(trainer: Trainer, games: int, seed: int) -> list[EvalResult]:
     """The searching network against every evaluation opponent, ``games`` games each from random openings."""
     config = trainer.config
-    learner = SearchOpponent(trainer.network, trainer.variant, (games + 1) // 2, config.eval_sims, config.c_puct)
+    learner = SearchOpponent(trainer.network, trainer.variant, games, config.eval_sims, config.c_puct)
     return [
         evaluate(learner, spec, trainer.variant, games, seed + i, opening_plies=config.eval_opening_plies)
         for i, spec in enumerate(config.eval_opponents)

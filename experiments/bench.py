@@ -10,6 +10,7 @@ BENCHMARKS = {
     "solver": ("experiments.bench_solver", "exact solver and minimax times on a seeded sample of positions"),
     "train": ("experiments.bench_train", "learner steps/s of a short training run"),
     "mcts": ("experiments.bench_mcts", "MCTS simulations/s, compiled playouts vs Python ones"),
+    "az": ("experiments.bench_az", "AlphaZero self-play positions/s and simulations/s, tree vs network time"),
 }
 
 

@@ -4,11 +4,16 @@ Example usage::
 
     python -m experiments.evaluate runs/long_parity/checkpoints/final.zip --games 4000
     python -m experiments.evaluate runs/x/checkpoints/best.zip --opponents greedy minimax:depth=3 --seed 7
+    python -m experiments.evaluate runs/az/checkpoints/final.zip --opponents minimax:depth=4 --games 400 \
+        --opening-plies 4 --sims 200 0
 
-The games are played side by side as in training (the learner's moves in one batched forward pass per turn),
-half with the learner giving first; the learner plays its most likely action (argmax) and, separately, samples
-its policy. Against a deterministic opponent the argmax rows replay the same two games over and over: the
-sampled rows are the informative ones there.
+The games are played side by side as in training (the learner's moves in one batched call per turn), half with
+the learner giving first. A PPO learner plays its most likely action (argmax) and, separately, samples its
+policy; an alphazero learner plays the most visited action of its search, once per ``--sims`` value (0: the
+network's policy alone), all games searched together. ``--opening-plies`` starts each pair of games (one per
+seating) from the same random opening. From the empty board, a deterministic learner against a deterministic
+opponent (minimax) replays the same two games over and over: there, the sampled rows, or openings, are the
+informative ones.
 """
 
 from __future__ import annotations
@@ -21,10 +26,15 @@ import torch as th
 from rich.console import Console
 from rich.table import Table
 
-from agents.ppo import load_policy
+from agents.alphazero import DEFAULT_C_PUCT, DEFAULT_SIMS, load_network
+from agents.base import MAX_SEARCH_SIMULATIONS
+from agents.match import MAX_OPENING_PLIES
+from agents.ppo import check_algorithm, load_policy, read_metadata
+from experiments.alphazero import SearchOpponent
 from experiments.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
-from experiments.selfplay import EvalResult, evaluate, learner_opponent
+from experiments.selfplay import EvalResult, Opponent, evaluate, learner_opponent
 from quarto_env.checks import number_argument, one_line
+from quarto_env.core import Variant
 
 
 def confidence_95(result: EvalResult) -> float:
@@ -51,31 +61,42 @@ def main(argv: list[str] | None = None) -> int:
         default=12345,
         help="seed of the opponents and the sampled policy",
     )
+    parser.add_argument(
+        "--opening-plies",
+        type=number_argument("opening-plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True),
+        default=0,
+        help=f"random actions starting each pair of games, shared by both seatings (0-{MAX_OPENING_PLIES}; default 0)",
+    )
+    parser.add_argument(
+        "--sims",
+        type=number_argument("sims", minimum=0, maximum=MAX_SEARCH_SIMULATIONS, integer=True),
+        nargs="+",
+        default=[DEFAULT_SIMS],
+        help=f"alphazero checkpoints: simulations per move, one row each (0: the policy alone; default {DEFAULT_SIMS})",
+    )
     args = parser.parse_args(argv)
 
     th.set_num_threads(1)
     th.manual_seed(args.seed)
     try:
-        loaded = load_policy(args.checkpoint)
-        check_agent_specs([("--opponents", spec) for spec in args.opponents], loaded.variant, args.seed)
+        learners, steps, variant = _learners(args)
+        check_agent_specs([("--opponents", spec) for spec in args.opponents], variant, args.seed)
     except ValueError as exc:  # CheckpointError, or an opponent that cannot play this variant
         print(f"{parser.prog}: {one_line(exc)}", file=sys.stderr)
         return 2
-    variant = loaded.variant
     table = Table(
-        title=f"{args.checkpoint} ({loaded.num_timesteps:,} learner steps, {variant.describe()})",
-        caption="score = (wins + draws/2) / games; the interval assumes independent games, which the argmax rows "
-        "against a deterministic opponent (minimax) are not: they repeat one game per seat",
+        title=f"{args.checkpoint} ({steps:,} learner steps, {variant.describe()})",
+        caption="score = (wins + draws/2) / games; the interval assumes independent games, which a deterministic "
+        "learner and opponent from the empty board are not: they repeat one game per seat",
     )
     for column in ("opponent", "learner", "games", "first W/D/L", "second W/D/L", "score", "95% interval"):
         table.add_column(column, justify="left" if column in ("opponent", "learner") else "right", no_wrap=True)
-    for deterministic in (True, False):
-        learner = learner_opponent(loaded.policy, loaded.observation, deterministic)
+    for name, learner in learners:
         for i, spec in enumerate(args.opponents):
-            result = evaluate(learner, spec, variant, args.games, args.seed + i)
+            result = evaluate(learner, spec, variant, args.games, args.seed + i, opening_plies=args.opening_plies)
             table.add_row(
                 spec,
-                "argmax" if deterministic else "sampled",
+                name,
                 str(result.num_games),
                 *("/".join(map(str, result.counts[seat])) for seat in (0, 1)),
                 f"{result.score():.3f}",
@@ -83,6 +104,26 @@ def main(argv: list[str] | None = None) -> int:
             )
     Console(width=120).print(table)
     return 0
+
+
+def _learners(args: argparse.Namespace) -> tuple[list[tuple[str, Opponent]], int, Variant]:
+    """The checkpoint's ways of playing, named for the table; its step count and rule variant."""
+    metadata = read_metadata(args.checkpoint)
+    if metadata.get("algorithm", "ppo") == "alphazero":
+        network, metadata = load_network(args.checkpoint)
+        variant = Variant.make(**metadata["variant"])
+        learners: list[tuple[str, Opponent]] = [
+            (f"search {sims}" if sims else "policy", SearchOpponent(network, variant, args.games, sims, DEFAULT_C_PUCT))
+            for sims in args.sims
+        ]
+        return learners, int(metadata["num_timesteps"]), variant
+    check_algorithm(args.checkpoint, metadata, "ppo")
+    loaded = load_policy(args.checkpoint)
+    learners = [
+        ("argmax" if deterministic else "sampled", learner_opponent(loaded.policy, loaded.observation, deterministic))
+        for deterministic in (True, False)
+    ]
+    return learners, loaded.num_timesteps, loaded.variant
 
 
 if __name__ == "__main__":

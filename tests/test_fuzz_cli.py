@@ -190,6 +190,7 @@ REPLAY = ("replay", "<game>", "--no-pause")
 SOLVE = ("solve", POSITION)
 BENCH_ENV = ("bench", "env", "--seconds", "0.01", "--rounds", "1")
 BENCH_MCTS = ("bench", "mcts", "--sims", "5", "--positions", "1")
+BENCH_AZ = ("bench", "az", "--games", "2", "--sims", "2", "--seconds", "0.1", "--width", "8")
 BENCH_SOLVER: Argv = ("bench", "solver", "--empties", "4", "--positions", "1", "--depths", "1", "--openings", "1")
 BENCH_SOLVER += ("--budgets", "0.01", "--budget-moves", "1", "--skip-startup")
 TINY_TRAINING = (
@@ -222,6 +223,7 @@ BASELINES: dict[str, tuple[tuple[str, ...], float]] = {
     "solve": (SOLVE, 60),
     "bench env": (BENCH_ENV, 120),
     "bench mcts": (BENCH_MCTS, 120),
+    "bench az": (BENCH_AZ, 120),
     "bench solver": (BENCH_SOLVER, 120),
     "bench train": (BENCH_TRAIN, 180),
     "train": (TRAIN, 180),
@@ -286,6 +288,10 @@ def number_option_cases() -> Iterator[Case]:
         ("bench mcts", BENCH_MCTS, "--sims", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
         ("bench mcts", BENCH_MCTS, "--positions", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
         ("bench mcts", BENCH_MCTS, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
+        ("bench az", BENCH_AZ, "--games", {"integer": True, "minimum": 1, "maximum": 4096}, BENCH_TIMEOUT),
+        ("bench az", BENCH_AZ, "--sims", {"integer": True, "minimum": 1, "maximum": 10_000}, BENCH_TIMEOUT),
+        ("bench az", BENCH_AZ, "--seconds", {"integer": False, "above": 0, "maximum": 3600}, BENCH_TIMEOUT),
+        ("bench az", BENCH_AZ, "--width", {"integer": True, "minimum": 1, "maximum": 1024}, BENCH_TIMEOUT),
         ("bench solver", BENCH_SOLVER, "--positions", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
         ("bench solver", BENCH_SOLVER, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
         ("bench solver", BENCH_SOLVER, "--openings", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
@@ -469,6 +475,18 @@ BAD_SPECS: dict[str, tuple[str, ...]] = {
     "ppo:<folder>": ("folder", "checkpoint"),
     "ppo:/dev/null": ("/dev/null", "checkpoint"),
     "ppo:<file>/x.zip": ("x.zip", "checkpoint"),
+    "az": ("az", "checkpoint"),
+    "az:": ("az", "checkpoint"),
+    "az:/missing.zip": ("missing",),
+    "az:/missing.zip,sims=-1": ("sims",),
+    "az:sims=nan": ("sims",),
+    "az:/missing.zip,time=inf": ("time",),
+    "az:/missing.zip,temperature=-1": ("temperature",),
+    "az:/missing.zip,c=0": ("c=", "c must"),
+    "az:<junk-zip>": ("junk.zip", "checkpoint"),
+    "az:<other-zip>": ("other.zip", "checkpoint"),
+    "az:<folder>": ("folder", "checkpoint"),
+    "az:/dev/null": ("/dev/null", "checkpoint"),
 }
 """Agent specs no command may accept, and words of which the message must hold one."""
 HANGING_SPECS = ["minimax:time=nan", "minimax:time=inf", "solver:time=nan", "mcts:time=inf", "mcts:time=nan"]

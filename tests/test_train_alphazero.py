@@ -105,6 +105,16 @@ def test_the_run_folder_plays_as_an_az_agent(az_run: tuple[Path, str]) -> None:
     assert metadata["config"]["algorithm"] == "alphazero" and network.width == 8
 
 
+def test_evaluate_plays_the_search_and_the_policy(az_run: tuple[Path, str], capsys) -> None:  # type: ignore[no-untyped-def]
+    from experiments import evaluate
+
+    checkpoint = str(az_run[0] / "checkpoints" / "final.zip")
+    argv = [checkpoint, "--opponents", "random", "--games", "6", "--sims", "4", "0", "--opening-plies", "2"]
+    assert evaluate.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "search 4" in printed and "policy" in printed and printed.count("random") >= 2
+
+
 def test_resume_continues_the_steps_and_the_curves(az_run: tuple[Path, str], tmp_path: Path) -> None:
     run_dir = tmp_path / "resumed"
     shutil.copytree(az_run[0], run_dir)
