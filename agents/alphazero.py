@@ -62,6 +62,7 @@ from agents.ppo import (
     library_versions,
     read_metadata,
     read_weights,
+    use_one_thread,
 )
 from quarto_env.checks import atomic_write_bytes, one_line
 from quarto_env.core import (
@@ -668,6 +669,8 @@ class AlphaZeroAgent(Agent):
     :param temperature: 0 plays the most visited action; above 0 samples actions in proportion to
         ``visits ** (1 / temperature)`` (the policy's probabilities with ``sims=0``).
     :param c: the PUCT exploration constant.
+
+    Loading a checkpoint sets torch to one thread (:func:`agents.ppo.use_one_thread`).
     """
 
     def __init__(
@@ -686,6 +689,7 @@ class AlphaZeroAgent(Agent):
             if not path:
                 raise CheckpointError("the az agent needs a checkpoint: az:PATH (a .zip, or a run folder)")
             network, _ = load_network(path, variant)
+            use_one_thread()  # given a network, as in training, the caller's setting stands
         self.network = network
         self.sims = sims
         self.time = time

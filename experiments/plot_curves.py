@@ -6,8 +6,8 @@ Example usage::
     python -m experiments.plot_curves runs/default__0__20260101-120000 -o docs/curves.png --x time
 
 One panel per evaluation opponent (``eval/<opponent>/score``: wins plus half the draws, both seats, the learner
-playing its most likely action; with ``--sampled`` also ``eval_sampled/``), one line per run, against learner
-steps or wall-clock minutes.
+playing its most likely action; with ``--sampled`` also ``eval_sampled/``), and for runs graded by the solver one
+of ``eval/grade/value_lost``, one line per run, against learner steps or wall-clock minutes.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from quarto_env.checks import atomic_write_bytes
 
+GRADE_TAG = "eval/grade/value_lost"
+VALUE_LOST = "value lost"
+"""The panel of the solver-graded share of value-losing decisions (runs with ``grade_positions``)."""
+
 
 def score_curves(run_dir: Path) -> dict[str, list[tuple[int, float, float]]]:
     """``{opponent: [(step, wall seconds since the first point, score), ...]}`` of one run; the sampled
@@ -35,7 +39,9 @@ def score_curves(run_dir: Path) -> dict[str, list[tuple[int, float, float]]]:
     start = min((events.Scalars(t)[0].wall_time for t in tags), default=0.0)
     for tag in tags:
         prefix, opponent, what = tag.split("/")
-        if what == "score":
+        if tag == GRADE_TAG:
+            curves[VALUE_LOST] = [(e.step, e.wall_time - start, e.value) for e in events.Scalars(tag)]
+        elif what == "score":
             name = opponent if prefix == "eval" else f"{opponent} (sampled policy)"
             curves[name] = [(e.step, e.wall_time - start, e.value) for e in events.Scalars(tag)]
     return curves
@@ -52,17 +58,24 @@ def main(argv: list[str] | None = None) -> int:
 
     runs = {run.name: score_curves(run) for run in args.runs}
     names = sorted({o for curves in runs.values() for o in curves}, key=_opponent_order)
-    opponents = [o for o in names if "sampled" not in o]
+    opponents = [o for o in names if "sampled" not in o and o != VALUE_LOST]
     rows = [opponents, [f"{o} (sampled policy)" for o in opponents]] if args.sampled else [opponents]
-    figure, axes = plt.subplots(len(rows), len(opponents), figsize=(5 * len(opponents), 4 * len(rows)), squeeze=False)
+    if VALUE_LOST in names:
+        rows[0] = [*rows[0], VALUE_LOST]
+        rows[1:] = [[*row, ""] for row in rows[1:]]
+    columns = len(rows[0])
+    figure, axes = plt.subplots(len(rows), columns, figsize=(5 * columns, 4 * len(rows)), squeeze=False)
     for row, panels in zip(axes, rows, strict=True):
         for axis, panel in zip(row, panels, strict=True):
+            if not panel:
+                axis.set_visible(False)
+                continue
             for name, curves in runs.items():
                 if panel in curves:
                     points = curves[panel]
                     xs = [p[0] / 1e6 if args.x == "steps" else p[1] / 60 for p in points]
                     axis.plot(xs, [p[2] for p in points], marker=".", label=name)
-            axis.set_title(f"vs {panel}")
+            axis.set_title(f"vs {panel}" if panel != VALUE_LOST else "value-losing decisions (solver-graded)")
             axis.set_xlabel("learner steps (millions)" if args.x == "steps" else "wall-clock minutes")
             axis.set_ylim(0, 1)
             axis.grid(alpha=0.3)

@@ -253,7 +253,7 @@ def tournament_config(parser: argparse.ArgumentParser, args: argparse.Namespace)
     rule variant; a bad setting exits with a usage error."""
     variant = variant_from_args(parser, args)
     names = _checked_agent_names(parser, args)
-    anchor = args.anchor or ("random" if "random" in names else names[0])
+    anchor = args.anchor if args.anchor is not None else ("random" if "random" in names else names[0])
     if anchor not in names:
         parser.error(f"--anchor {anchor!r} is not one of the agents: {', '.join(names)}")
     config = {

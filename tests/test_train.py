@@ -138,6 +138,7 @@ def test_evaluate_and_plot_curves_read_a_run(
         "greedy",
         "random (sampled policy)",
         "greedy (sampled policy)",
+        "value lost",  # the run grades its decisions (grade_positions)
     }
 
 
