@@ -266,6 +266,10 @@ class SearchOpponent(Opponent):
         self.sims = sims
         self.search = BatchedSearch(variant, network.observation, network.evaluate, max_games, max(sims, 1), c)
 
+    @property
+    def playing(self) -> str:
+        return f"search {self.sims}" if self.sims else "policy"
+
     def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
         actions = forced_actions(batch, games)
         open_games = np.flatnonzero(actions < 0)

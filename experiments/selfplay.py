@@ -57,6 +57,11 @@ class Opponent(ABC):
     deterministic: bool = False
     """Whether it always plays the same action in the same position (a network's most likely action)."""
 
+    @property
+    def playing(self) -> str:
+        """How it plays, for evaluation tables: ``argmax`` or ``sampled`` for a network's policy."""
+        return "argmax" if self.deterministic else "sampled"
+
     @abstractmethod
     def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
         """One action for each of ``games``, in which this opponent is to move."""
@@ -357,6 +362,8 @@ class EvalResult:
     """The final position of one of the games, for pictures."""
     deterministic: bool
     """Whether the learner was a network playing its most likely action (else it sampled its policy)."""
+    playing: str = ""
+    """How the learner played (:attr:`Opponent.playing`): ``argmax``, ``sampled``, ``search 64``, ..."""
 
     def score(self, seat: int | None = None) -> float:
         """Wins plus half the draws, over the games played in ``seat`` (default both)."""
@@ -420,7 +427,7 @@ def evaluate(
         )
         for seat in (0, 1)
     }
-    return EvalResult(opponent_spec, counts, batch.state(0), learner.deterministic)
+    return EvalResult(opponent_spec, counts, batch.state(0), learner.deterministic, learner.playing)
 
 
 def learner_opponent(policy: MaskableActorCriticPolicy, observation: str, deterministic: bool) -> PolicyOpponent:

@@ -514,7 +514,7 @@ def write_final_eval(run_dir: Path, checkpoint: Path, steps: int, results: list[
         "results": [
             {
                 "opponent": r.opponent,
-                "policy": "most likely action" if r.deterministic else "sampled",
+                "policy": r.playing,
                 "games": r.num_games,
                 "score": r.score(),
                 "wins_draws_losses_by_seat": r.counts,
@@ -529,14 +529,15 @@ def print_results(results: list[EvalResult], steps: int) -> None:
     """The evaluation table: per opponent, learner policy and seat, wins/draws/losses and the score."""
     table = Table(
         title=f"final evaluation after {steps:,} learner steps",
-        caption="score = (wins + draws/2) / games; learner: argmax = its most likely action, sampled = its policy",
+        caption="score = (wins + draws/2) / games; learner: argmax = its most likely action, sampled = its policy, "
+        "search N = the most visited action of N simulations",
     )
     for column in ("opponent", "learner", "games", "first W/D/L", "second W/D/L", "score"):
         table.add_column(column, justify="left" if column in ("opponent", "learner") else "right", no_wrap=True)
     for r in results:
         table.add_row(
             r.opponent,
-            "argmax" if r.deterministic else "sampled",
+            r.playing,
             str(r.num_games),
             "/".join(map(str, r.counts[0])),
             "/".join(map(str, r.counts[1])),
