@@ -51,7 +51,7 @@ import torch as th
 from numba.extending import register_jitable
 from torch import nn
 
-from agents.base import MAX_SEARCH_SIMULATIONS, Agent
+from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS, Agent
 from agents.ppo import (
     CHECKPOINT_FORMAT,
     METADATA_ENTRY,
@@ -86,8 +86,6 @@ ALGORITHM = "alphazero"
 """The ``algorithm`` a checkpoint of this module records in its ``quarto.json``."""
 NETWORK_ENTRY = "network.pth"
 OPTIMIZER_ENTRY = "optimizer.pth"
-DEFAULT_SIMS = 200
-"""Simulations per move of the ``az`` agent."""
 DEFAULT_C_PUCT = 1.5
 MAX_DEPTH = 40
 """Longest path from a root: a game has at most 32 actions."""
@@ -678,7 +676,7 @@ class AlphaZeroAgent(Agent):
         variant: Variant = STANDARD,
         seed: int | None = None,
         path: str = "",
-        sims: int = DEFAULT_SIMS,
+        sims: int = DEFAULT_SEARCH_SIMULATIONS,
         time: float = 0.0,
         temperature: float = 0.0,
         c: float = DEFAULT_C_PUCT,

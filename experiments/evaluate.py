@@ -26,8 +26,8 @@ import torch as th
 from rich.console import Console
 from rich.table import Table
 
-from agents.alphazero import DEFAULT_C_PUCT, DEFAULT_SIMS, load_network
-from agents.base import MAX_SEARCH_SIMULATIONS
+from agents.alphazero import DEFAULT_C_PUCT, load_network
+from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS
 from agents.match import MAX_OPENING_PLIES
 from agents.ppo import check_algorithm, load_policy, read_metadata
 from experiments.alphazero import SearchOpponent
@@ -71,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         "--sims",
         type=number_argument("sims", minimum=0, maximum=MAX_SEARCH_SIMULATIONS, integer=True),
         nargs="+",
-        default=[DEFAULT_SIMS],
-        help=f"alphazero checkpoints: simulations per move, one row each (0: the policy alone; default {DEFAULT_SIMS})",
+        default=[DEFAULT_SEARCH_SIMULATIONS],
+        help="alphazero checkpoints: simulations per move, one row each (0: the policy alone; default "
+        f"{DEFAULT_SEARCH_SIMULATIONS})",
     )
     args = parser.parse_args(argv)
 
