@@ -234,7 +234,8 @@ class BatchedSearch:
         seconds: float = 0.0,
     ) -> SearchResult:
         """Search the positions ``roots`` (``(n, 5)``: lanes, occupied, available, hand, to_move; each with a real
-        choice, see :func:`forced_action`) for ``sims`` simulations each, or for ``seconds`` when above 0.
+        choice, see :func:`forced_action`) for ``sims`` simulations each (at most ``max_sims``), stopping early when
+        ``seconds`` is above 0 and that time has passed (after at least one simulation).
 
         ``noise = (alpha, fraction, rng)`` mixes Dirichlet(alpha) noise into the root priors (self-play)."""
         n = len(roots)
@@ -264,8 +265,6 @@ class BatchedSearch:
         while done < sims and not (seconds and done and clock.perf_counter() - start >= seconds):
             self._round(n)
             done += 1
-            if seconds and done == self.max_sims:
-                break
         visits = self.visits[:n, 0].copy()
         totals = np.maximum(visits.sum(1), 1)
         return SearchResult(
@@ -704,7 +703,8 @@ class AlphaZeroAgent(Agent):
             return int(action)
         if self.sims == 0 and not self.time:
             return self._policy_action(state, mask)
-        result = self.search.run(root_fields([state]), self.sims, seconds=self.time)
+        budget = MAX_SEARCH_SIMULATIONS if self.time else self.sims
+        result = self.search.run(root_fields([state]), budget, seconds=self.time)
         self.last_result = result
         if self.temperature:
             weights = result.visits[0].astype(np.float64) ** (1 / self.temperature)

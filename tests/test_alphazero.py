@@ -21,7 +21,7 @@ from agents.alphazero import (
     root_fields,
     save_checkpoint,
 )
-from agents.base import SpecError, make_agent
+from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, make_agent
 from agents.match import play_game
 from agents.ppo import CheckpointError
 from experiments.alphazero import ReplayBuffer, Symmetries, _encode
@@ -194,10 +194,11 @@ def test_noise_changes_the_searched_priors_and_keeps_a_distribution() -> None:
     assert np.allclose(result.prior, 1 / 16)  # the result reports the network's, before the noise
 
 
-def test_a_time_budget_stops_the_search() -> None:
-    agent = AlphaZeroAgent(STANDARD, 0, network=PolicyValueNetwork("parity", list(STANDARD.groups), 8), time=0.05)
+def test_a_time_budget_replaces_the_simulation_count() -> None:
+    network = PolicyValueNetwork("parity", list(STANDARD.groups), 8)
+    agent = AlphaZeroAgent(STANDARD, 0, network=network, sims=1, time=0.2)
     agent.act(INITIAL_STATE)
-    assert agent.last_result is not None and agent.last_result.sims >= 1
+    assert agent.last_result is not None and 1 < agent.last_result.sims < MAX_SEARCH_SIMULATIONS
 
 
 # ---------------------------------------------------------------------------------------------------------
