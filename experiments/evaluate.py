@@ -91,7 +91,16 @@ def main(argv: list[str] | None = None) -> int:
         "learner and opponent from the empty board are not: they repeat one game per seat",
     )
     for column in ("opponent", "learner", "games", "first W/D/L", "second W/D/L", "score", "95% interval"):
-        table.add_column(column, justify="left" if column in ("opponent", "learner") else "right", no_wrap=True)
+        # Every column keeps its full width but the opponent's spec, which may be a long path.
+        widths = {"opponent": (None, 40), "learner": (max(len(name) for name, _ in learners), None)}
+        min_width, max_width = widths.get(column, (len(column), None))
+        table.add_column(
+            column,
+            justify="left" if column in ("opponent", "learner") else "right",
+            no_wrap=True,
+            min_width=min_width,
+            max_width=max_width,
+        )
     for name, learner in learners:
         for i, spec in enumerate(args.opponents):
             result = evaluate(learner, spec, variant, args.games, args.seed + i, opening_plies=args.opening_plies)
