@@ -20,6 +20,7 @@ import sys
 
 COMMANDS = {
     "train": ("experiments.train", "self-play training with MaskablePPO, checkpointed, with TensorBoard curves"),
+    "sweep": ("experiments.sweep", "many seeds and settings of a training config on Ray Tune, with statistics"),
     "tournament": ("experiments.tournament", "round-robin tournaments with ratings and confidence intervals"),
     "grade": ("experiments.grade", "share of an agent's decisions that lose value under perfect play"),
     "solve": ("experiments.solve", "exact value and best actions of positions"),

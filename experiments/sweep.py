@@ -1,0 +1,519 @@
+"""``quarto sweep``: many seeds (and settings) of one ``quarto train`` config on Ray Tune, then their statistics.
+
+Example usage::
+
+    quarto sweep configs/default.yaml --seeds 0 1 2                       # three seeds, one trial per free core
+    quarto sweep configs/default.yaml --seeds 0 1 2 --set learning_rate=1e-4,3e-4 --set total_steps=5e5
+    quarto sweep configs/default.yaml --seeds 0 1 2 3 --address auto    # on a running Ray cluster
+    quarto sweep --resume runs/sweeps/default__20261201-040000           # finish an interrupted sweep
+
+Each trial is one ``quarto train --config CONFIG --run-dir DIR KEY=VALUE... seed=S`` run in a Ray worker, with
+its own ordinary run folder (``trials/<setting>__seed=S/``: config, command, TensorBoard curves, checkpoints,
+``final_eval.json``; its console output goes to ``train.log`` there). ``--set KEY=V1,V2`` may be repeated, once
+per config field (the ``KEY=VALUE`` syntax of ``quarto train``): a single value overrides the field for every
+trial, a comma list makes a grid, and every point of the grid is trained with every seed. A comma inside
+brackets belongs to the value (``--set net_arch=[32],[64,64]`` is two values).
+
+Ray runs locally by default (one trial per free core, ``--cpus-per-trial``), or on an existing cluster given
+by ``--address`` (``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``; start one with ``ray start --head``). On a
+cluster, ``--out`` must be on a filesystem every node sees (NFS, for instance): the trials write their run
+folders there.
+
+The folder ``--out`` holds:
+
+``sweep.json``
+    the settings (config, seeds, sets) and ``config.yaml``, a copy of the config file the trials train on;
+``command.txt``
+    every command that ran in it;
+``trials/``
+    the run folders; ``tune/`` Ray Tune's own state;
+``results.csv``, ``results.md``
+    the final evaluations over seeds: per setting, opponent and learner policy, the mean score, a 95%
+    percentile-bootstrap interval of the mean over seeds, the interquartile mean (the practice of rliable:
+    Agarwal et al. 2021, "Deep RL at the edge of the statistical precipice") and every seed's score;
+``curves.csv``, ``curves.png``
+    the same statistics for every ``eval/`` and ``eval_sampled/`` score curve and ``eval/grade/value_lost``, step
+    by step, drawn with the interval as a band.
+
+An interrupted sweep resumes with ``--resume DIR``: Ray Tune restores its trials, and each unfinished trial
+continues its run folder with ``quarto train --resume``, so a trial loses at most ``checkpoint_every`` steps. A
+finished sweep given ``--resume`` aggregates again. Everything is checked before Ray starts: the config with
+every setting and seed, the address, the folder; a bad one prints one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import dataclasses
+import io
+import itertools
+import json
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments.config import ConfigError, check_agents, load_config
+from quarto_env.checks import OutputPathError, atomic_write_bytes, one_line, output_folder
+
+SWEEP_FILE = "sweep.json"
+CONFIG_COPY = "config.yaml"
+TRIALS = "trials"
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
+"""The bootstrap draws from its own fixed seed, so that the same trials always give the same intervals."""
+CURVE_TAGS = re.compile(r"^eval(_sampled)?/[^/]+/score$|^eval/grade/value_lost$")
+"""The TensorBoard scalars aggregated across seeds."""
+ADDRESS = re.compile(r"^(auto|(ray://)?(?P<host>[A-Za-z0-9.\-\[\]:]+):(?P<port>[0-9]{1,5}))$")
+RESUME_FREE = ("address", "max_concurrent", "cpus_per_trial")
+"""Options a resumed sweep may change: where and how fast its trials run, not which."""
+
+
+class SweepError(ValueError):
+    """A sweep that cannot run as asked: a bad setting, address or folder."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Arguments: the grid of trials
+# ---------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Trial:
+    """One ``quarto train`` run of the sweep."""
+
+    setting: str
+    """The grid point, as ``KEY=VALUE`` pairs joined by spaces (``base`` when nothing is swept)."""
+    seed: int
+    overrides: tuple[str, ...]
+    """The ``KEY=VALUE`` arguments of ``quarto train``, ``seed=S`` last."""
+
+    @property
+    def name(self) -> str:
+        """Its run folder's name: the setting and seed, with only characters safe in a file name."""
+        label = "" if self.setting == "base" else self.setting.replace(" ", "__") + "__"
+        return re.sub(r"[^A-Za-z0-9._=+-]", "_", f"{label}seed={self.seed}")[:200]
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The command line of ``quarto sweep``."""
+    parser = argparse.ArgumentParser(
+        prog="quarto sweep",
+        description="Train one config over seeds (and a grid of --set values) on Ray Tune; aggregate the results.",
+        epilog="Every trial is `quarto train --config CONFIG --run-dir OUT/trials/NAME KEY=VALUE... seed=S`.",
+    )
+    parser.add_argument("config", nargs="?", type=Path, help="the YAML config of quarto train")
+    parser.add_argument("--seeds", nargs="+", type=str, metavar="SEED", help="training seeds, e.g. 0 1 2")
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="a config field: one value overrides it, a comma list makes a grid (repeat for more fields)",
+    )
+    parser.add_argument(
+        "--address", default=None, help="Ray cluster: auto, HOST:PORT or ray://HOST:PORT (default: a local Ray)"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/sweeps/NAME__TIME)")
+    parser.add_argument("--resume", type=Path, metavar="DIR", help="finish the interrupted sweep in DIR")
+    parser.add_argument("--max-concurrent", type=int, default=0, metavar="N", help="trials at once (0: no limit)")
+    parser.add_argument("--cpus-per-trial", type=float, default=1.0, metavar="N", help="CPUs reserved per trial")
+    return parser.parse_args(argv)
+
+
+def split_values(text: str) -> list[str]:
+    """``1e-4,3e-4`` -> ``["1e-4", "3e-4"]``; commas inside brackets or braces stay in their value."""
+    values, depth, current = [], 0, ""
+    for char in text:
+        depth += char in "[{"
+        depth -= char in "]}"
+        if char == "," and depth == 0:
+            values.append(current)
+            current = ""
+        else:
+            current += char
+    return [*values, current]
+
+
+def parse_sets(sets: list[str]) -> list[tuple[str, list[str]]]:
+    """``["lr=1,2", "total_steps=5"]`` -> ``[("lr", ["1", "2"]), ("total_steps", ["5"])]``; :class:`SweepError`
+    for a malformed one, a repeated key, an empty value or the seed (given by ``--seeds``)."""
+    parsed: list[tuple[str, list[str]]] = []
+    for item in sets:
+        # The syntax of quarto train's KEY=VALUE: an opponents.SPEC key may itself hold '='.
+        key, eq, text = item.rpartition("=") if item.startswith("opponents.") else item.partition("=")
+        if not eq or not key or not text:
+            raise SweepError(f"--set {item!r} must be KEY=VALUE or KEY=V1,V2,..., e.g. --set learning_rate=1e-4,3e-4")
+        if key == "seed":
+            raise SweepError("--set seed=...: the seeds are given by --seeds")
+        if key in (k for k, _ in parsed):
+            raise SweepError(f"--set {key}=... is given twice: give its values once, as a comma list")
+        values = split_values(text)
+        if "" in values:
+            raise SweepError(f"--set {item!r} has an empty value; give KEY=V1,V2 with every value")
+        if len(set(values)) < len(values):
+            raise SweepError(f"--set {item!r} repeats a value")
+        parsed.append((key, values))
+    return parsed
+
+
+def parse_seeds(seeds: list[str]) -> list[int]:
+    """The ``--seeds``, as distinct integers (their range is the config's to check)."""
+    try:
+        parsed = [int(seed) for seed in seeds]
+    except ValueError:
+        raise SweepError(f"--seeds takes integers, got {' '.join(seeds)!r}") from None
+    if len(set(parsed)) < len(parsed):
+        raise SweepError(f"--seeds repeats a seed: {' '.join(seeds)}")
+    return parsed
+
+
+def plan_trials(sets: list[tuple[str, list[str]]], seeds: list[int]) -> list[Trial]:
+    """Every grid point with every seed, the grid in the order given."""
+    swept = [(key, values) for key, values in sets if len(values) > 1]
+    fixed = [f"{key}={values[0]}" for key, values in sets if len(values) == 1]
+    trials = []
+    for point in itertools.product(*([f"{key}={v}" for v in values] for key, values in swept)):
+        setting = " ".join(point) or "base"
+        trials += [Trial(setting, seed, (*fixed, *point, f"seed={seed}")) for seed in seeds]
+    return trials
+
+
+def check_trials(config: Path, trials: list[Trial]) -> None:
+    """Build every trial's config and agents, so that no trial fails on its settings once Ray runs;
+    :class:`SweepError` naming the first bad one."""
+    for trial in trials:
+        try:
+            check_agents(load_config(config, list(trial.overrides)))
+        except ConfigError as exc:
+            raise SweepError(f"trial {trial.name}: {exc}") from None
+
+
+def check_address(address: str | None) -> str | None:
+    """``address`` if it is one Ray can be given; :class:`SweepError` listing the forms otherwise."""
+    match = ADDRESS.match(address) if address is not None else None
+    if address is None or (match and (match["port"] is None or 1 <= int(match["port"]) <= 65535)):
+        return address
+    raise SweepError(
+        f"--address {address!r} is not a Ray address: give auto (the cluster this machine belongs to), HOST:PORT "
+        "(e.g. 10.0.0.5:6379, a head started with `ray start --head`) or ray://HOST:PORT (Ray Client, port 1-65535)"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The sweep folder
+# ---------------------------------------------------------------------------------------------------------
+def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str, Any]]:
+    """The folder and settings of a new sweep, everything checked; writes ``sweep.json`` and the config copy."""
+    if args.config is None or not args.seeds:
+        raise SweepError(
+            "give a config and --seeds (e.g. quarto sweep configs/default.yaml --seeds 0 1 2), or --resume"
+        )
+    if not args.config.is_file():
+        raise SweepError(f"config file {str(args.config)!r} does not exist or is not a file")
+    seeds, sets = parse_seeds(args.seeds), parse_sets(args.sets)
+    check_trials(args.config, plan_trials(sets, seeds))
+    config_text = args.config.read_text(encoding="utf-8")
+    name = load_config(args.config).name
+    out = output_folder(args.out or Path("runs") / "sweeps" / f"{name}__{time.strftime('%Y%m%d-%H%M%S')}", "--out")
+    if (out / SWEEP_FILE).exists():
+        raise SweepError(f"--out {out} already holds a sweep: `quarto sweep --resume {out}` finishes it")
+    settings = {
+        "config": str(args.config),
+        "seeds": seeds,
+        "sets": sets,
+        "command": shlex.join(["quarto", "sweep", *argv]),
+    }
+    atomic_write_bytes(out / CONFIG_COPY, config_text.encode())
+    atomic_write_bytes(out / SWEEP_FILE, json.dumps(settings, indent=2).encode())
+    return out, settings
+
+
+def resumed_sweep(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+    """The folder and settings of the sweep in ``args.resume``; refuses options that would change its trials."""
+    out = args.resume
+    given = [
+        flag
+        for flag, value in (("CONFIG", args.config), ("--seeds", args.seeds), ("--set", args.sets), ("--out", args.out))
+        if value
+    ]
+    if given:
+        raise SweepError(f"--resume {out} takes the sweep's own settings: drop {', '.join(given)}")
+    try:
+        settings = json.loads((out / SWEEP_FILE).read_text(encoding="utf-8"))
+        sets = [(str(key), [str(v) for v in values]) for key, values in settings["sets"]]
+        settings = {**settings, "seeds": [int(s) for s in settings["seeds"]], "sets": sets}
+    except FileNotFoundError:
+        raise SweepError(f"--resume {out}: no {SWEEP_FILE} there, so no sweep to finish") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SweepError(f"--resume {out}: {SWEEP_FILE} cannot be read: {one_line(exc)}") from None
+    output_folder(out, "--resume")
+    return out, settings
+
+
+def log_command(out: Path, argv: list[str]) -> None:
+    with open(out / "command.txt", "a") as f:
+        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}  {shlex.join(['quarto', 'sweep', *argv])}\n")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Running the trials on Ray Tune
+# ---------------------------------------------------------------------------------------------------------
+def run_trial(params: dict[str, Any]) -> None:
+    """Ray Tune's trainable: ``quarto train`` in the trial's run folder, new or resumed; reports the final
+    scores. Its console output goes to the run folder's ``train.log``."""
+    from ray import tune
+
+    from experiments import train
+
+    run_dir, config = Path(params["run_dir"]), params["config"]
+    if not (run_dir / "final_eval.json").exists():
+        resume = (run_dir / "config.yaml").exists()  # a trial that an interruption stopped
+        argv = ["--resume", str(run_dir)] if resume else ["--config", config, "--run-dir", str(run_dir)]
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with open(run_dir / "train.log", "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            status = train.main(argv + ([] if resume else params["overrides"]))
+        if status:
+            raise RuntimeError(f"quarto train exited with status {status}: see {run_dir / 'train.log'}")
+    scores = {f"{r['opponent']} ({r['policy']})": r["score"] for r in read_final_eval(run_dir)}
+    tune.report(scores)
+
+
+def trial_trainable(params: dict[str, Any]) -> None:
+    """The function Ray Tune runs: the trial its grid point names."""
+    run_trial(params["trial"])
+
+
+def run_sweep(out: Path, settings: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    """Run (or finish) every trial on Ray Tune; the names of the trials that failed."""
+    import ray
+    from ray import tune
+
+    trials = plan_trials(settings["sets"], settings["seeds"])
+    storage = (out / "tune").resolve()
+    try:
+        ray.init(address=args.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = args.address or "a local Ray"
+        raise SweepError(f"cannot start or reach Ray at {where}: {one_line(exc)}") from None
+    trainable = tune.with_resources(trial_trainable, {"cpu": args.cpus_per_trial})
+    if tune.Tuner.can_restore(storage / "sweep"):
+        tuner = tune.Tuner.restore(str(storage / "sweep"), trainable, resume_errored=True)
+    else:
+        space = {
+            "trial": tune.grid_search(
+                [
+                    {
+                        "name": t.name,
+                        "run_dir": str((out / TRIALS / t.name).resolve()),
+                        "config": str((out / CONFIG_COPY).resolve()),
+                        "overrides": list(t.overrides),
+                    }
+                    for t in trials
+                ]
+            )
+        }
+        tuner = tune.Tuner(
+            trainable,
+            param_space=space,
+            tune_config=tune.TuneConfig(
+                max_concurrent_trials=args.max_concurrent or None,
+                trial_name_creator=lambda trial: trial.config["trial"]["name"],
+                trial_dirname_creator=lambda trial: trial.config["trial"]["name"],
+            ),
+            run_config=tune.RunConfig(name="sweep", storage_path=str(storage), verbose=1),
+        )
+    try:
+        results = tuner.fit()
+    finally:
+        ray.shutdown()
+    outcomes = [results[i] for i in range(len(results))]  # a ResultGrid is indexed, not iterated
+    return sorted((r.config or {})["trial"]["name"] for r in outcomes if r.error is not None)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Aggregation over seeds
+# ---------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """Statistics of one quantity over seeds."""
+
+    mean: float
+    low: float
+    """The 95% percentile-bootstrap interval of the mean (equal to the mean with one seed)."""
+    high: float
+    iqm: float
+    """The interquartile mean: the mean of the middle half (the 25% lowest and highest cut, rounded down)."""
+
+
+def summarize(values: list[float]) -> Summary:
+    """Mean, 95% bootstrap interval of the mean over the values (``BOOTSTRAP_RESAMPLES`` resamples drawn from
+    ``BOOTSTRAP_SEED``) and interquartile mean."""
+    from scipy import stats
+
+    data = np.asarray(values, dtype=float)
+    mean = float(data.mean())
+    if len(data) < 2:
+        low = high = mean
+    else:
+        interval = stats.bootstrap(
+            (data,),
+            np.mean,
+            confidence_level=CONFIDENCE,
+            n_resamples=BOOTSTRAP_RESAMPLES,
+            method="percentile",
+            rng=np.random.default_rng(BOOTSTRAP_SEED),
+        ).confidence_interval
+        low, high = float(interval.low), float(interval.high)
+    return Summary(mean, low, high, float(stats.trim_mean(data, 0.25)))
+
+
+def read_final_eval(run_dir: Path) -> list[dict[str, Any]]:
+    """The results of a run's ``final_eval.json`` (opponent, policy, score, ...)."""
+    return json.loads((run_dir / "final_eval.json").read_text(encoding="utf-8"))["results"]
+
+
+def read_curves(run_dir: Path) -> dict[str, dict[int, float]]:
+    """The run's TensorBoard scalars that :data:`CURVE_TAGS` names: tag -> step -> value (the last one written
+    at a step, which is the resumed run's when a run was resumed over it)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    curves: dict[str, dict[int, float]] = {}
+    for events in sorted((run_dir / "tb").glob("**/events.out.tfevents.*")):
+        accumulator = EventAccumulator(str(events), size_guidance={"scalars": 0})
+        accumulator.Reload()
+        for tag in filter(CURVE_TAGS.match, accumulator.Tags()["scalars"]):
+            curves.setdefault(tag, {}).update({e.step: e.value for e in accumulator.Scalars(tag)})
+    return curves
+
+
+def aggregate(out: Path, trials: list[Trial]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The final scores and the curves of the finished trials over their seeds, one row per setting and quantity
+    (a curve row per step at which every seed of the setting has a value); also written as ``results.csv``,
+    ``results.md``, ``curves.csv`` and ``curves.png`` in ``out``."""
+    finals: dict[tuple[str, str, str], dict[int, float]] = {}
+    curves: dict[tuple[str, str, int], dict[int, float]] = {}
+    seeds_done: dict[str, set[int]] = {}
+    for trial in trials:
+        run_dir = out / TRIALS / trial.name
+        if not (run_dir / "final_eval.json").exists():
+            continue
+        seeds_done.setdefault(trial.setting, set()).add(trial.seed)
+        for result in read_final_eval(run_dir):
+            finals.setdefault((trial.setting, result["opponent"], result["policy"]), {})[trial.seed] = result["score"]
+        for tag, points in read_curves(run_dir).items():
+            for step, value in points.items():
+                curves.setdefault((trial.setting, tag, step), {})[trial.seed] = value
+    final_rows = [
+        _row({"setting": setting, "opponent": opponent, "policy": policy}, by_seed)
+        for (setting, opponent, policy), by_seed in finals.items()
+    ]
+    curve_rows = [
+        _row({"setting": setting, "tag": tag, "step": step}, by_seed)
+        for (setting, tag, step), by_seed in sorted(curves.items())
+        if set(by_seed) == seeds_done[setting]
+    ]
+    _write_csv(out / "results.csv", final_rows)
+    _write_csv(out / "curves.csv", curve_rows)
+    atomic_write_bytes(out / "results.md", markdown(final_rows).encode())
+    if curve_rows:
+        plot_curves(curve_rows, out / "curves.png")
+    return final_rows, curve_rows
+
+
+def _row(keys: dict[str, Any], by_seed: dict[int, float]) -> dict[str, Any]:
+    summary = summarize([by_seed[s] for s in sorted(by_seed)])
+    scores = " ".join(f"{seed}:{by_seed[seed]:.4f}" for seed in sorted(by_seed))
+    return {**keys, "seeds": len(by_seed), **dataclasses.asdict(summary), "by_seed": scores}
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    text = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    atomic_write_bytes(path, text.getvalue().encode())
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The final scores as a Markdown table: mean with its interval, interquartile mean, seeds."""
+    lines = [
+        "| setting | opponent | learner | seeds | mean score [95% CI] | IQM | by seed |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        interval = f"{r['mean']:.3f} [{r['low']:.3f}, {r['high']:.3f}]"
+        lines.append(
+            f"| {r['setting']} | {r['opponent']} | {r['policy']} | {r['seeds']} | {interval} | {r['iqm']:.3f} | "
+            f"{r['by_seed']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot_curves(rows: list[dict[str, Any]], path: Path) -> None:
+    """One panel per curve tag, one line per setting: the mean over seeds, the 95% interval as a band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tags = sorted({r["tag"] for r in rows})
+    columns = min(3, len(tags))
+    figure, axes = plt.subplots(
+        -(-len(tags) // columns), columns, figsize=(5 * columns, 3.4 * -(-len(tags) // columns)), squeeze=False
+    )
+    for axis, tag in zip(axes.flat, tags, strict=False):
+        for setting in sorted({r["setting"] for r in rows}):
+            points = [r for r in rows if r["tag"] == tag and r["setting"] == setting]
+            steps = [r["step"] for r in points]
+            axis.plot(
+                steps,
+                [r["mean"] for r in points],
+                label=f"{setting} ({points[0]['seeds']} seeds)" if points else setting,
+            )
+            axis.fill_between(steps, [r["low"] for r in points], [r["high"] for r in points], alpha=0.25)
+        axis.set_title(tag, fontsize=9)
+        axis.set_xlabel("learner steps")
+        axis.grid(alpha=0.3)
+    for axis in list(axes.flat)[len(tags) :]:
+        axis.set_visible(False)
+    axes.flat[0].legend(fontsize=8)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    plt.close(figure)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The command
+# ---------------------------------------------------------------------------------------------------------
+def main(argv: list[str]) -> int:
+    """Run ``quarto sweep ARGS``; returns the exit status (2 for bad settings, 1 if a trial failed)."""
+    args = parse_args(argv)
+    try:
+        check_address(args.address)
+        if args.max_concurrent < 0 or not 0 < args.cpus_per_trial <= 1024:
+            raise SweepError("--max-concurrent takes 0 (no limit) or more; --cpus-per-trial a number above 0")
+        out, settings = resumed_sweep(args) if args.resume is not None else new_sweep(args, argv)
+        log_command(out, argv)
+        failed = run_sweep(out, settings, args)
+    except (SweepError, ConfigError, OutputPathError) as exc:
+        print(f"quarto sweep: {exc}", file=sys.stderr)
+        return 2
+    rows, _ = aggregate(out, plan_trials(settings["sets"], settings["seeds"]))
+    print(markdown(rows))
+    print(f"sweep folder: {out}   (results.csv, results.md, curves.csv, curves.png; trials/ holds the run folders)")
+    print(f"TensorBoard: tensorboard --logdir {out / TRIALS}")
+    if failed:
+        print(f"quarto sweep: {len(failed)} trial(s) failed: {', '.join(failed)}; see their train.log", file=sys.stderr)
+        print(f"`quarto sweep --resume {out}` runs them again", file=sys.stderr)
+        return 1
+    return 0

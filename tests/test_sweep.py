@@ -1,0 +1,251 @@
+"""``quarto sweep``: its arguments and errors, the statistics over seeds, and a real sweep on a local Ray."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import fcntl
+import io
+import itertools
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from experiments import sweep
+from experiments.sweep import SweepError, check_address, parse_sets, plan_trials, split_values, summarize
+
+TINY_SETS = [
+    "total_steps=1024",
+    "num_games=8",
+    "n_steps=16",
+    "batch_size=64",
+    "n_epochs=1",
+    "snapshot_every=256",
+    "eval_every=512",
+    "eval_games=8",
+    "checkpoint_every=512",
+    "final_eval_games=8",
+    "eval_opponents=[random,greedy]",
+    "grade_positions=0",
+]
+
+
+FinishedSweep = tuple[Path, list[tuple[int, str, str]]]
+
+
+def run_main(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = sweep.main(argv)
+    return status, out.getvalue(), err.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Arguments
+# ---------------------------------------------------------------------------------------------------------
+def test_split_values_keeps_bracketed_commas() -> None:
+    assert split_values("1e-4,3e-4") == ["1e-4", "3e-4"]
+    assert split_values("[32],[64,64]") == ["[32]", "[64,64]"]
+    assert split_values("{a: 1, b: 2},x") == ["{a: 1, b: 2}", "x"]
+
+
+def test_grid_of_sets_and_seeds() -> None:
+    sets = parse_sets(["learning_rate=1e-4,3e-4", "total_steps=5e5", "opponents.minimax:depth=2=0.1,0.5"])
+    assert sets[2] == ("opponents.minimax:depth=2", ["0.1", "0.5"])
+    trials = plan_trials(sets, [0, 1])
+    assert len(trials) == 2 * 2 * 2
+    assert trials[0].overrides == ("total_steps=5e5", "learning_rate=1e-4", "opponents.minimax:depth=2=0.1", "seed=0")
+    assert trials[0].setting == "learning_rate=1e-4 opponents.minimax:depth=2=0.1"
+    assert len({t.name for t in trials}) == len(trials)
+    assert all("/" not in t.name and " " not in t.name for t in trials)
+    assert [t.name for t in plan_trials([], [3])] == ["seed=3"]
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("learning_rate", "must be KEY=VALUE"),
+        ("=1", "must be KEY=VALUE"),
+        ("learning_rate=", "must be KEY=VALUE"),
+        ("learning_rate=1e-4,,3e-4", "has an empty value"),
+        ("learning_rate=1e-4,1e-4", "repeats a value"),
+        ("seed=1,2", "given by --seeds"),
+    ],
+)
+def test_bad_set_is_refused(item: str, message: str) -> None:
+    with pytest.raises(SweepError, match=message):
+        parse_sets([item])
+
+
+def test_a_key_set_twice_is_refused() -> None:
+    with pytest.raises(SweepError, match="given twice"):
+        parse_sets(["learning_rate=1e-4", "learning_rate=3e-4"])
+
+
+@pytest.mark.parametrize("address", [None, "auto", "10.0.0.5:6379", "head-node:6379", "ray://10.0.0.5:10001"])
+def test_good_addresses(address: str | None) -> None:
+    assert check_address(address) == address
+
+
+@pytest.mark.parametrize("address", ["", "localhost", "10.0.0.5:99999", "http://10.0.0.5:6379", "a b:1", "host:"])
+def test_bad_address_is_refused(address: str) -> None:
+    with pytest.raises(SweepError, match="not a Ray address: give auto"):
+        check_address(address)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--set", "learning_rate=1e-4,oops"], r"trial learning_rate=oops__seed=0: .*learning_rate must be float"),
+        (["--set", "no_such_field=1,2"], r"unknown config key\(s\) no_such_field; allowed: .*learning_rate"),
+        (["--set", "learning_rate=0,1e-4"], r"learning_rate must be a finite number > 0 and <= 1, got 0.0"),
+        (["--set", "opponents.nobody=1"], r"unknown agent kind 'nobody'.*the kinds are random"),
+        (["--address", "localhost"], r"--address 'localhost' is not a Ray address"),
+        (["--seeds", "0", "x"], r"--seeds takes integers"),
+        (["--seeds", "1", "1"], r"--seeds repeats a seed"),
+        (["--seeds", "-1"], r"seed must be an integer >= 0 and <= 4294967295, got -1"),
+    ],
+)
+def test_bad_command_lines_exit_2_before_ray(tmp_path: Path, argv: list[str], message: str) -> None:
+    base = ["configs/default.yaml", "--seeds", "0", "--out", str(tmp_path / "sweep")]
+    status, _, err = run_main(base + argv if "--seeds" not in argv else ["configs/default.yaml", *argv])
+    assert status == 2
+    assert err.count("\n") == 1
+    assert re.search(message, err), err
+    assert not (tmp_path / "sweep" / "sweep.json").exists()
+
+
+def test_resume_needs_a_sweep_folder(tmp_path: Path) -> None:
+    status, _, err = run_main(["--resume", str(tmp_path)])
+    assert status == 2
+    assert "no sweep.json there" in err
+    status, _, err = run_main(["--resume", str(tmp_path), "--seeds", "0"])
+    assert status == 2
+    assert "drop --seeds" in err
+
+
+def test_missing_config_is_refused(tmp_path: Path) -> None:
+    status, _, err = run_main([str(tmp_path / "nope.yaml"), "--seeds", "0"])
+    assert status == 2
+    assert "does not exist" in err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Statistics
+# ---------------------------------------------------------------------------------------------------------
+def exact_bootstrap_interval(values: list[float]) -> tuple[float, float]:
+    """The 2.5% and 97.5% quantiles of the exact bootstrap distribution of the mean: every one of the n**n
+    equally likely resamples enumerated."""
+    means = sorted(np.mean(sample) for sample in itertools.product(values, repeat=len(values)))
+    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def test_summary_against_hand_computed_values() -> None:
+    values = [0.2, 0.4, 0.9, 1.0]
+    summary = summarize(values)
+    assert summary.mean == pytest.approx(0.625)
+    assert summary.iqm == pytest.approx((0.4 + 0.9) / 2)  # the lowest and the highest quarter cut
+    low, high = exact_bootstrap_interval(values)
+    assert summary.low == pytest.approx(low, abs=0.02)
+    assert summary.high == pytest.approx(high, abs=0.02)
+    assert summary.low < summary.mean < summary.high
+
+
+def test_two_seeds_give_their_range_and_one_seed_a_point() -> None:
+    # Resamples of (a, b): a, (a+b)/2, b with chances 1/4, 1/2, 1/4, so the 2.5% and 97.5% quantiles are a and b.
+    assert summarize([0.9, 1.0]) == sweep.Summary(0.95, 0.9, 1.0, 0.95)
+    assert summarize([0.5]) == sweep.Summary(0.5, 0.5, 0.5, 0.5)
+    assert summarize([1.0, 1.0, 1.0]) == sweep.Summary(1.0, 1.0, 1.0, 1.0)
+
+
+def test_iqm_of_eight_seeds_drops_two_at_each_end() -> None:
+    values = [0.0, 0.1, 0.5, 0.5, 0.6, 0.6, 0.9, 1.0]
+    assert summarize(values).iqm == pytest.approx(np.mean([0.5, 0.5, 0.6, 0.6]))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A real sweep on a local Ray: two seeds of a tiny config; one trial fails (its folder is held), --resume
+# finishes it, and the aggregate equals what the trials' own files give.
+# ---------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def finished_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[int, str, str]]]:
+    pytest.importorskip("ray")
+    out = tmp_path_factory.mktemp("sweep") / "tiny"
+    argv = ["configs/default.yaml", "--seeds", "0", "1", "--out", str(out)]
+    argv += [arg for item in TINY_SETS for arg in ("--set", item)]
+    held = out / "trials" / "seed=1"
+    held.mkdir(parents=True)
+    with open(held / ".lock", "a+") as lock:  # quarto train refuses a run folder another process holds
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        first = run_main(argv)
+    second = run_main(["--resume", str(out), "--max-concurrent", "1"])
+    return out, [first, second]
+
+
+@pytest.mark.slow
+def test_failed_trial_is_reported_and_resume_finishes_it(
+    finished_sweep: FinishedSweep,
+) -> None:
+    out, (first, second) = finished_sweep
+    assert first[0] == 1
+    assert "1 trial(s) failed: seed=1" in first[2]
+    assert f"quarto sweep --resume {out}" in first[2]
+    assert second[0] == 0, second[2]
+    assert "in use by another training process" in (out / "trials" / "seed=1" / "train.log").read_text()
+    for seed in (0, 1):
+        run_dir = out / "trials" / f"seed={seed}"
+        assert (run_dir / "final_eval.json").exists()
+        assert f"seed={seed}" in (run_dir / "command.txt").read_text()
+    assert len((out / "command.txt").read_text().splitlines()) == 2
+    assert json.loads((out / "sweep.json").read_text())["seeds"] == [0, 1]
+
+
+@pytest.mark.slow
+def test_aggregate_equals_the_trials_own_results(finished_sweep: FinishedSweep) -> None:
+    out, (_, (_, printed, _)) = finished_sweep
+    scores: dict[tuple[str, str], list[float]] = {}
+    for seed in (0, 1):
+        results = json.loads((out / "trials" / f"seed={seed}" / "final_eval.json").read_text())["results"]
+        for result in results:
+            scores.setdefault((result["opponent"], result["policy"]), []).append(result["score"])
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["opponent"], r["policy"]) for r in rows} == set(scores) and len(rows) == len(scores) == 4
+    for row in rows:
+        pair = scores[row["opponent"], row["policy"]]
+        assert int(row["seeds"]) == 2
+        assert float(row["mean"]) == pytest.approx(sum(pair) / 2)
+        assert float(row["iqm"]) == pytest.approx(sum(pair) / 2)  # a quarter of two seeds rounds down to none
+        assert (float(row["low"]), float(row["high"])) == pytest.approx((min(pair), max(pair)))
+    table = (out / "results.md").read_text()
+    assert table in printed
+    assert len(table.splitlines()) == 2 + 4
+
+
+@pytest.mark.slow
+def test_curves_over_seeds(finished_sweep: FinishedSweep) -> None:
+    from experiments.sweep import read_curves
+
+    out, _ = finished_sweep
+    curves = [read_curves(out / "trials" / f"seed={seed}") for seed in (0, 1)]
+    with open(out / "curves.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["tag"] == "eval/random/score"]
+    assert [int(r["step"]) for r in rows] == sorted(curves[0]["eval/random/score"]) == [512, 1024]
+    for row in rows:
+        pair = [curve["eval/random/score"][int(row["step"])] for curve in curves]
+        assert float(row["mean"]) == pytest.approx(np.mean(pair))
+    with open(out / "curves.csv") as f:
+        tags = {r["tag"] for r in csv.DictReader(f)}
+    assert tags == {"eval/random/score", "eval/greedy/score", "eval_sampled/random/score", "eval_sampled/greedy/score"}
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_reusing_out_names_resume(finished_sweep: FinishedSweep) -> None:
+    out, _ = finished_sweep
+    status, _, err = run_main(["configs/default.yaml", "--seeds", "0", "--out", str(out)])
+    assert status == 2
+    assert f"quarto sweep --resume {out}" in err
