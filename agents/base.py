@@ -262,3 +262,16 @@ register(
         main_option="path",
     )
 )
+register(
+    AgentKind(
+        "rllib",
+        "agents.rllib:RLlibAgent",
+        "a network trained by quarto train with backend rllib (rllib:PATH, a .zip or a run folder for its final "
+        "checkpoint; rllib:PATH,deterministic=false samples)",
+        {
+            "path": Option(str, "", "checkpoint .zip or run folder"),
+            "deterministic": Option(_boolean, True, "true: the most likely action; false: sample the policy"),
+        },
+        main_option="path",
+    )
+)

@@ -71,7 +71,7 @@ class CheckpointError(ValueError):
     """A checkpoint that is missing, unreadable, or made for another rule variant."""
 
 
-AGENT_KINDS_OF_ALGORITHMS = {"ppo": "ppo", "alphazero": "az"}
+AGENT_KINDS_OF_ALGORITHMS = {"ppo": "ppo", "alphazero": "az", "rllib-ppo": "rllib"}
 """The agent kind that plays a checkpoint of each training algorithm (``algorithm`` in ``quarto.json``)."""
 
 

@@ -49,6 +49,9 @@ from quarto_env.observation import OBSERVATION_KINDS
 
 LR_SCHEDULES = ("constant", "linear")
 ALGORITHMS = ("ppo", "alphazero")
+BACKENDS = ("sb3", "rllib")
+MAX_ENV_RUNNERS = 1024
+"""The most RLlib env runners a config may ask for (each is a process, on this machine or a Ray cluster)."""
 
 SEED_LIMIT = 2**32
 """Seeds are below this: numpy's global generator takes no other (``train`` folds ``seed + step`` below it)."""
@@ -93,9 +96,10 @@ RANGES: dict[str, dict[str, float]] = {
     "buffer_size": {"minimum": 2, "maximum": 50_000_000},
     "sample_reuse": {"above": 0, "maximum": 1000},
     "weight_decay": {"minimum": 0, "maximum": 1},
+    "num_env_runners": {"minimum": 0, "maximum": MAX_ENV_RUNNERS},
 }
 """The allowed range of every number field (each is also finite): the bounds of ``checked_number``."""
-FIXED_ON_RESUME = ("algorithm", "name", "seed", "variant", "observation", "policy", "net_arch")
+FIXED_ON_RESUME = ("algorithm", "backend", "name", "seed", "variant", "observation", "policy", "net_arch")
 """Fields that ``quarto train --resume`` takes from the checkpoint and refuses to change: the network's shape
 and the run's identity. Every other field given with ``--resume`` is applied."""
 
@@ -113,6 +117,15 @@ class TrainConfig:
     search-based self-play (``experiments.alphazero``), which reads the fields marked (alphazero) as well as
     ``num_games``, ``batch_size``, ``learning_rate``, ``vf_coef``, ``max_grad_norm``, ``net_arch`` and the
     evaluations, and ignores the other PPO fields."""
+    backend: str = "sb3"
+    """With ``algorithm: ppo``: ``sb3``, sb3-contrib's MaskablePPO on games stepped side by side in one process
+    (``experiments.train``), or ``rllib``, RLlib's PPO on ``quarto_v0`` through PettingZoo, sampled by
+    ``num_env_runners`` processes, on one machine or a Ray cluster (``experiments.rllib_train``). The rllib
+    backend reads the fields marked (rllib) and also ``seed``, ``variant``, ``observation``, ``policy``,
+    ``net_arch``, ``total_steps``, ``learning_rate``, ``gamma``, ``gae_lambda``, ``clip_range``, ``ent_coef``,
+    ``vf_coef``, ``max_grad_norm``, ``n_epochs``, ``batch_size``, ``num_games`` and ``n_steps`` (their product:
+    the environment steps of both seats per update), the opponents and snapshots, the evaluations (not the
+    grade), ``checkpoint_every`` and ``torch_threads``; it ignores ``lr_schedule`` and ``grade_positions``."""
     name: str = "default"
     """Run name; the run folder is ``runs/<name>__<seed>__<time>/`` unless ``--run-dir`` names one. Printable,
     without a path separator, at most 200 bytes."""
@@ -209,6 +222,9 @@ class TrainConfig:
     of the counted attributes), its visit distribution alike."""
     weight_decay: float = 1.0e-4
     """(alphazero) AdamW weight decay."""
+    num_env_runners: int = 0
+    """(rllib) RLlib env runner processes that play the training games, each on one CPU; 0: the games are played
+    in the training process itself (the fastest on 2 cores). On a Ray cluster, as many as it has CPUs to spare."""
 
     def __post_init__(self) -> None:
         _check_types(self)
@@ -260,7 +276,8 @@ def check_agent_specs(named: list[tuple[str, str]], variant: Variant, seed: int)
 def check_unchanged_on_resume(config: TrainConfig, trained: dict[str, Any]) -> None:
     """Refuse a resumed ``config`` that changes a field of :data:`FIXED_ON_RESUME` from the value the checkpoint
     was ``trained`` with (a mapping of those fields, ``variant`` as a :class:`Variant`)."""
-    trained = {"algorithm": "ppo", **trained}  # checkpoints from before the alphazero algorithm record none
+    # Checkpoints from before the alphazero algorithm and the rllib backend record neither.
+    trained = {"algorithm": "ppo", "backend": "sb3", **trained}
     for field in FIXED_ON_RESUME:
         asked = config.resolved_variant() if field == "variant" else getattr(config, field)
         if asked != trained[field]:
@@ -459,6 +476,13 @@ def _check_values(c: TrainConfig) -> None:
         c.observation in OBSERVATION_KINDS, "observation", f"must be one of {tuple(OBSERVATION_KINDS)}", c.observation
     )
     _require(c.algorithm in ALGORITHMS, "algorithm", f"must be one of {ALGORITHMS}", c.algorithm)
+    _require(c.backend in BACKENDS, "backend", f"must be one of {BACKENDS}", c.backend)
+    _require(
+        c.backend == "sb3" or c.algorithm == "ppo",
+        "backend",
+        f"must be sb3 with algorithm {c.algorithm} (the rllib backend trains algorithm ppo only; backends: {BACKENDS})",
+        c.backend,
+    )
     _require(c.policy in POLICY_KINDS, "policy", f"must be one of {POLICY_KINDS}", c.policy)
     _require(
         c.algorithm != "alphazero" or c.policy == "slots",

@@ -36,7 +36,7 @@ import shlex
 import sys
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,15 @@ from experiments.config import (
     save_config,
 )
 from experiments.grade import PositionValues, grade_agent, sample_positions
-from experiments.selfplay import SEAT_NAMES, EvalResult, OpponentPool, SelfPlayVecEnv, evaluate, learner_opponent
+from experiments.selfplay import (
+    SEAT_NAMES,
+    EvalResult,
+    Opponent,
+    OpponentPool,
+    SelfPlayVecEnv,
+    evaluate,
+    learner_opponent,
+)
 from quarto_env.checks import (
     OutputPathError,
     atomic_write_bytes,
@@ -215,6 +223,12 @@ def train(config: TrainConfig, run_dir: Path, resume: bool = False, command: str
             trainer = alphazero.start(config, run_dir, resume)
             prepare_run_dir(config, run_dir, command)
             return alphazero.run(trainer, run_dir)
+        if config.backend == "rllib":
+            from experiments import rllib_train  # here: it imports this module
+
+            begin = rllib_train.start(config, run_dir, resume)
+            prepare_run_dir(config, run_dir, command)
+            return rllib_train.run(config, run_dir, begin)
         learner = start(config, run_dir, resume)
         prepare_run_dir(config, run_dir, command)
         return run(config, run_dir, learner)
@@ -473,9 +487,19 @@ def evaluate_all(
     """The learner against every evaluation opponent, ``games`` games each (half in each seat): first playing
     its most likely action, then sampling its policy. Against a deterministic opponent (minimax) the first
     repeats the same two games; the sampled policy plays varied ones."""
+    return evaluate_players(
+        lambda deterministic: learner_opponent(policy, config.observation, deterministic), config, variant, games, seed
+    )
+
+
+def evaluate_players(
+    learner: Callable[[bool], Opponent], config: TrainConfig, variant: Variant, games: int, seed: int
+) -> list[EvalResult]:
+    """:func:`evaluate_all` for any learner: ``learner(deterministic)`` is the player, its most likely action
+    (``True``) or sampling its policy (``False``)."""
     return [
         evaluate(
-            learner_opponent(policy, config.observation, deterministic),
+            learner(deterministic),
             spec,
             variant,
             games,
