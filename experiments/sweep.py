@@ -30,7 +30,8 @@ The folder ``--out`` holds:
 ``results.csv``, ``results.md``
     the final evaluations over seeds: per setting, opponent and learner policy, the mean score, a 95%
     percentile-bootstrap interval of the mean over seeds, the interquartile mean (the practice of rliable:
-    Agarwal et al. 2021, "Deep RL at the edge of the statistical precipice") and every seed's score;
+    Agarwal et al. 2021, "Deep RL at the edge of the statistical precipice") and every seed's score; a row
+    ``(wall clock)`` gives the same for each trial's training minutes;
 ``curves.csv``, ``curves.png``
     the same statistics for every ``eval/`` and ``eval_sampled/`` score curve and ``eval/grade/value_lost``, step
     by step, drawn with the interval as a band.
@@ -72,8 +73,8 @@ BOOTSTRAP_SEED = 0
 CURVE_TAGS = re.compile(r"^eval(_sampled)?/[^/]+/score$|^eval/grade/value_lost$")
 """The TensorBoard scalars aggregated across seeds."""
 ADDRESS = re.compile(r"^(auto|(ray://)?(?P<host>[A-Za-z0-9.\-\[\]:]+):(?P<port>[0-9]{1,5}))$")
-RESUME_FREE = ("address", "max_concurrent", "cpus_per_trial")
-"""Options a resumed sweep may change: where and how fast its trials run, not which."""
+WALL_CLOCK = "(wall clock)"
+"""The opponent column of the row that gives each trial's training minutes (:func:`training_minutes`)."""
 
 
 class SweepError(ValueError):
@@ -382,15 +383,34 @@ def read_final_eval(run_dir: Path) -> list[dict[str, Any]]:
 def read_curves(run_dir: Path) -> dict[str, dict[int, float]]:
     """The run's TensorBoard scalars that :data:`CURVE_TAGS` names: tag -> step -> value (the last one written
     at a step, which is the resumed run's when a run was resumed over it)."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
     curves: dict[str, dict[int, float]] = {}
-    for events in sorted((run_dir / "tb").glob("**/events.out.tfevents.*")):
-        accumulator = EventAccumulator(str(events), size_guidance={"scalars": 0})
-        accumulator.Reload()
+    for accumulator in _event_files(run_dir):
         for tag in filter(CURVE_TAGS.match, accumulator.Tags()["scalars"]):
             curves.setdefault(tag, {}).update({e.step: e.value for e in accumulator.Scalars(tag)})
     return curves
+
+
+def training_minutes(run_dir: Path) -> float:
+    """Wall-clock minutes from the run's first TensorBoard scalar to its last (the final evaluation's): the
+    training and its evaluations, without the start-up; a resumed run's pause counts too."""
+    times = [
+        event.wall_time
+        for accumulator in _event_files(run_dir)
+        for tag in accumulator.Tags()["scalars"]
+        for event in accumulator.Scalars(tag)
+    ]
+    return (max(times) - min(times)) / 60 if times else float("nan")
+
+
+def _event_files(run_dir: Path) -> list[Any]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulators = []
+    for events in sorted((run_dir / "tb").glob("**/events.out.tfevents.*")):
+        accumulator = EventAccumulator(str(events), size_guidance={"scalars": 0})
+        accumulator.Reload()
+        accumulators.append(accumulator)
+    return accumulators
 
 
 def aggregate(out: Path, trials: list[Trial]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -407,6 +427,7 @@ def aggregate(out: Path, trials: list[Trial]) -> tuple[list[dict[str, Any]], lis
         seeds_done.setdefault(trial.setting, set()).add(trial.seed)
         for result in read_final_eval(run_dir):
             finals.setdefault((trial.setting, result["opponent"], result["policy"]), {})[trial.seed] = result["score"]
+        finals.setdefault((trial.setting, WALL_CLOCK, "minutes"), {})[trial.seed] = training_minutes(run_dir)
         for tag, points in read_curves(run_dir).items():
             for step, value in points.items():
                 curves.setdefault((trial.setting, tag, step), {})[trial.seed] = value
@@ -443,9 +464,10 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    """The final scores as a Markdown table: mean with its interval, interquartile mean, seeds."""
+    """The final scores (and training minutes) as a Markdown table: mean with its interval, interquartile mean,
+    every seed's value."""
     lines = [
-        "| setting | opponent | learner | seeds | mean score [95% CI] | IQM | by seed |",
+        "| setting | opponent | learner | seeds | mean [95% CI] | IQM | by seed |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:

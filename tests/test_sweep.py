@@ -104,6 +104,8 @@ def test_bad_address_is_refused(address: str) -> None:
         (["--set", "learning_rate=0,1e-4"], r"learning_rate must be a finite number > 0 and <= 1, got 0.0"),
         (["--set", "opponents.nobody=1"], r"unknown agent kind 'nobody'.*the kinds are random"),
         (["--address", "localhost"], r"--address 'localhost' is not a Ray address"),
+        (["--max-concurrent", "-1"], r"--max-concurrent takes 0 \(no limit\) or more"),
+        (["--cpus-per-trial", "0"], r"--cpus-per-trial a number above 0"),
         (["--seeds", "0", "x"], r"--seeds takes integers"),
         (["--seeds", "1", "1"], r"--seeds repeats a seed"),
         (["--seeds", "-1"], r"seed must be an integer >= 0 and <= 4294967295, got -1"),
@@ -213,6 +215,10 @@ def test_aggregate_equals_the_trials_own_results(finished_sweep: FinishedSweep) 
             scores.setdefault((result["opponent"], result["policy"]), []).append(result["score"])
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
+    (wall_clock,) = [r for r in rows if r["opponent"] == sweep.WALL_CLOCK]
+    minutes = [sweep.training_minutes(out / "trials" / f"seed={seed}") for seed in (0, 1)]
+    assert float(wall_clock["mean"]) == pytest.approx(np.mean(minutes)) and 0 < min(minutes) < 10
+    rows.remove(wall_clock)
     assert {(r["opponent"], r["policy"]) for r in rows} == set(scores) and len(rows) == len(scores) == 4
     for row in rows:
         pair = scores[row["opponent"], row["policy"]]
@@ -222,7 +228,7 @@ def test_aggregate_equals_the_trials_own_results(finished_sweep: FinishedSweep) 
         assert (float(row["low"]), float(row["high"])) == pytest.approx((min(pair), max(pair)))
     table = (out / "results.md").read_text()
     assert table in printed
-    assert len(table.splitlines()) == 2 + 4
+    assert len(table.splitlines()) == 2 + 4 + 1
 
 
 @pytest.mark.slow
