@@ -1,0 +1,407 @@
+"""The RLlib backend: the flat adapter (``quarto_env.flat``: PettingZoo's api_test, spaces, ``decode``), the loser's
+-1 through RLlib's ``PettingZooEnv``, the modules' masks, the opponent mapping, a tiny ``quarto train --config
+configs/rllib.yaml`` run (folder, tags, ``final_eval.json``, checkpoints and ``rllib:RUN``), ``--resume``, and the
+errors of bad configs and checkpoints. The adapter tests need no ray; the others share one local Ray."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import json
+import shutil
+import zipfile
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from pettingzoo.test import api_test
+
+from quarto_env.core import STANDARD, Variant, legal_actions, step
+from quarto_env.flat import ACTION_MASK, OBSERVATIONS, decode, flat_env, flatten
+from quarto_env.notation import parse_position
+
+CONFIG = str(Path(__file__).resolve().parent.parent / "configs" / "rllib.yaml")
+TINY_RLLIB = [
+    "--config",
+    CONFIG,
+    "total_steps=600",
+    "num_games=4",
+    "n_steps=32",
+    "batch_size=64",
+    "n_epochs=1",
+    "net_arch=[8]",
+    "opponents={snapshots: 0.4, greedy: 0.3, random: 0.3}",
+    "snapshot_every=200",
+    "max_snapshots=2",
+    "eval_every=300",
+    "eval_games=4",
+    "eval_opponents=[random, greedy]",
+    "final_eval_games=8",
+    "checkpoint_every=300",
+]
+VARIANTS = [{}, {"squares": True, "attributes": 3}, {"declaration": True, "false_declaration": "penalty"}]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The adapter (no ray)
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore:quarto_v0 ignores reset options")  # api_test passes options={"options": 1}
+@pytest.mark.filterwarnings("ignore::UserWarning:pettingzoo.test.api_test")  # its advice on dict spaces and masks
+@pytest.mark.parametrize("flags", VARIANTS, ids=str)
+def test_the_adapter_passes_pettingzoo_api_test(flags: dict[str, Any]) -> None:
+    api_test(flat_env(**flags), num_cycles=40)
+
+
+@pytest.mark.parametrize("kind", ["raw", "parity"])
+def test_the_adapter_shows_the_same_planes_flat_and_float32(kind: str) -> None:
+    import quarto_env
+
+    flat, plain = flat_env(observation=kind, declaration=True), quarto_env.env(observation=kind, declaration=True)
+    flat.reset(seed=3)
+    plain.reset(seed=3)
+    space = flat.observation_space("player_0")
+    rng = np.random.default_rng(0)
+    for agent in flat.agent_iter():
+        observation, *_, terminated, truncated, _ = flat.last()
+        expected = plain.observe(agent)
+        assert observation in space and observation[OBSERVATIONS].dtype == np.float32
+        assert space[OBSERVATIONS].shape == (expected["observation"].size,)
+        np.testing.assert_array_equal(
+            observation[OBSERVATIONS].reshape(expected["observation"].shape), expected["observation"]
+        )
+        np.testing.assert_array_equal(observation[ACTION_MASK], expected[ACTION_MASK])
+        action = None if terminated or truncated else int(rng.choice(np.flatnonzero(observation[ACTION_MASK])))
+        flat.step(action)
+        plain.step(action)
+
+
+@pytest.mark.parametrize("flags", [*VARIANTS, {"declaration": True, "squares": True}], ids=str)
+def test_decode_gives_back_the_position_of_every_observation(flags: dict[str, Any]) -> None:
+    env, variant, rng = flat_env(**flags), Variant.make(**flags), np.random.default_rng(1)
+    decoded = 0
+    for game in range(60):
+        env.reset(seed=game)
+        for _ in env.agent_iter():
+            observation, _, terminated, truncated, _ = env.last()
+            if terminated or truncated:
+                env.step(None)
+                continue
+            assert decode(variant, observation[OBSERVATIONS]) == env.unwrapped.game_state
+            decoded += 1
+            env.step(int(rng.choice(np.flatnonzero(observation[ACTION_MASK]))))
+    assert decoded > 500  # a random declaration ends some games early
+
+
+def test_decode_refuses_planes_without_a_position() -> None:
+    with pytest.raises(ValueError, match="at least the 17 raw ones"):
+        decode(STANDARD, np.zeros((10, 16)))
+    broken = flatten(_observe("012............. 4"))[OBSERVATIONS].reshape(17, 16).copy()
+    broken[11] = 0  # placing, but nothing in hand
+    with pytest.raises(ValueError, match="0 piece"):
+        decode(STANDARD, broken)
+
+
+def _observe(position: str) -> dict[str, np.ndarray]:
+    import quarto_env
+
+    env = quarto_env.env(observation="raw")
+    env.reset(options={"position": position})
+    return env.observe(env.agent_selection)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Rewards and turns through RLlib's PettingZooEnv
+# ---------------------------------------------------------------------------------------------------------
+def pettingzoo_env(**flags: Any) -> Any:
+    pytest.importorskip("ray")
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+
+    return PettingZooEnv(flat_env(**flags))
+
+
+def test_a_give_that_hands_over_a_win_costs_the_giver_minus_one() -> None:
+    env = pettingzoo_env()
+    # Pieces 0, 1, 2 on the top row are all solid (bit 3 clear), as piece 4 is; nothing in hand: the mover gives.
+    observations, _ = env.reset(options={"position": "012............. -"})
+    (giver,) = observations
+    winner = next(a for a in env.possible_agents if a != giver)
+    observations, *_ = env.step({giver: 4})  # solid: completes the row on square 3
+    assert list(observations) == [winner]
+    _, rewards, terminateds, _, _ = env.step({winner: 3})
+    assert rewards == {giver: -1, winner: 1} and terminateds["__all__"]
+
+
+def test_a_placement_that_leaves_a_win_to_claim_costs_the_placer_minus_one() -> None:
+    env = pettingzoo_env(declaration=True)
+    observations, _ = env.reset(options={"position": "012............. 4"})
+    (placer,) = observations
+    claimer = next(a for a in env.possible_agents if a != placer)
+    observations, *_ = env.step({placer: 3})  # completes the row, but gives instead of declaring
+    assert list(observations) == [placer]
+    env.step({placer: 5})
+    _, rewards, terminateds, _, _ = env.step({claimer: 16})  # "Quarto!"
+    assert rewards == {placer: -1, claimer: 1} and terminateds["__all__"]
+
+
+def test_pettingzoo_env_passes_rllib_checks_and_plays_whole_games() -> None:
+    env = pettingzoo_env(observation="parity")
+    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+
+    check_multiagent_environments(env)
+    rng = np.random.default_rng(0)
+    for game in range(20):
+        observations, _ = env.reset(seed=game)
+        (agent,) = observations
+        assert observations[agent][OBSERVATIONS].reshape(-1, 16)[16, 0] == 0  # the first action is a give
+        movers, returns = [], Counter[str]()
+        while True:
+            (agent,) = observations
+            movers.append(agent)
+            action = int(rng.choice(np.flatnonzero(observations[agent][ACTION_MASK])))
+            observations, rewards, terminateds, _, _ = env.step({agent: action})
+            returns.update(rewards)
+            if terminateds["__all__"]:
+                break
+        assert any(a == b for a, b in itertools.pairwise(movers))  # place, then give: twice in a row
+        assert sorted(returns.values()) in ([-1, 1], [0, 0])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Modules and the opponent mapping
+# ---------------------------------------------------------------------------------------------------------
+def _modules() -> tuple[type, type]:
+    pytest.importorskip("ray")
+    from experiments.rllib_train import _module_classes
+
+    return _module_classes()
+
+
+def test_the_network_module_only_picks_legal_actions_over_whole_games() -> None:
+    import torch as th
+    from ray.rllib.core.columns import Columns
+
+    from experiments.config import load_config
+    from experiments.rllib_train import network_model_config
+
+    network_module, _ = _modules()
+    env = flat_env(observation="parity", declaration=True)
+    module = network_module(
+        observation_space=env.observation_space("player_0"),
+        action_space=env.action_space("player_0"),
+        model_config=network_model_config(load_config(CONFIG, ["variant.declaration=true", "net_arch=[8]"])),
+    )
+    for game in range(20):
+        env.reset(seed=game)
+        for _ in env.agent_iter():
+            observation, _, terminated, truncated, _ = env.last()
+            if terminated or truncated:
+                env.step(None)
+                continue
+            batch = {Columns.OBS: {k: th.as_tensor(v[None]) for k, v in observation.items()}}
+            logits = module.forward_exploration(batch)[Columns.ACTION_DIST_INPUTS]
+            action = int(module.get_exploration_action_dist_cls().from_logits(logits).sample()[0])
+            assert observation[ACTION_MASK][action] == 1
+            env.step(action)
+        assert env.unwrapped.game_state.over  # ended by the rules, not by an illegal action
+
+
+def test_a_baseline_module_plays_its_agent_from_the_planes() -> None:
+    from ray.rllib.core.columns import Columns
+
+    _, baseline_module = _modules()
+    env = flat_env()
+    module = baseline_module(
+        observation_space=env.observation_space("player_0"),
+        action_space=env.action_space("player_0"),
+        model_config={"spec": "greedy", "variant": {}, "seed": 0},
+    )
+    env.reset(options={"position": "012............. 4"})
+    observation = env.observe(env.agent_selection)
+    batch = {Columns.OBS: {k: v[None] for k, v in observation.items()}}
+    assert module.forward_inference(batch)[Columns.ACTIONS].tolist() == [3]  # greedy takes the win
+
+
+def test_the_opponent_mapping_seats_main_once_and_follows_the_mix() -> None:
+    from experiments.rllib_train import MAIN, OpponentMapping
+
+    mapping = OpponentMapping(7, (("baseline_0", 3.0), ("baseline_1", 1.0)), 4.0, ("snapshot_0", "snapshot_100"))
+    drawn: Counter[str] = Counter()
+    for i in range(4000):
+        episode = SimpleNamespace(id_=f"episode-{i}")
+        seats = [mapping(agent, episode) for agent in ("player_0", "player_1")]
+        assert seats.count(MAIN) == 1 and seats == [mapping(a, episode) for a in ("player_0", "player_1")]
+        drawn[next(s for s in seats if s != MAIN)] += 1
+    assert drawn["baseline_0"] == pytest.approx(1500, rel=0.1) and drawn["baseline_1"] == pytest.approx(500, rel=0.15)
+    assert drawn["snapshot_0"] == pytest.approx(1000, rel=0.15) and drawn["snapshot_100"] == pytest.approx(
+        1000, rel=0.15
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# quarto train with backend rllib
+# ---------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def local_ray() -> Any:
+    """One local Ray for the module (a run started inside it leaves it up)."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+def train(argv: list[str]) -> tuple[int, str]:
+    from experiments import train as train_module
+
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        status = train_module.main(argv)
+    return status, output.getvalue()
+
+
+@pytest.fixture(scope="module")
+def rllib_run(local_ray: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    run_dir = tmp_path_factory.mktemp("rllib") / "run"
+    status, printed = train([*TINY_RLLIB, "--run-dir", str(run_dir)])
+    assert status == 0
+    return run_dir, printed
+
+
+def scalars(run_dir: Path) -> dict[str, list[int]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    return {tag: [e.step for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+@pytest.mark.slow
+def test_a_run_writes_the_sb3_backends_folder_tags_and_final_table(rllib_run: tuple[Path, str]) -> None:
+    run_dir, printed = rllib_run
+    assert "backend: rllib" in (run_dir / "config.yaml").read_text()
+    assert "configs/rllib.yaml" in (run_dir / "command.txt").read_text()
+    checkpoints = {p.name for p in (run_dir / "checkpoints").iterdir()}
+    assert {"latest.zip", "final.zip"} <= checkpoints and any(name.startswith("step_") for name in checkpoints)
+    summary = json.loads((run_dir / "final_eval.json").read_text())
+    assert set(summary) == {"checkpoint", "num_timesteps", "results"}  # write_final_eval's schema
+    assert set(summary["results"][0]) == {"opponent", "policy", "games", "score", "wins_draws_losses_by_seat"}
+    assert summary["num_timesteps"] >= 600 and [r["games"] for r in summary["results"]] == [8] * 4
+    tags = scalars(run_dir)
+    for tag in ("eval/random/score", "eval/greedy/first/win", "eval_sampled/random/second/loss", "charts/SPS"):
+        assert tag in tags
+    assert {"losses/policy_loss", "losses/value_loss", "losses/entropy", "charts/pool_size"} <= set(tags)
+    assert len(tags["eval/random/score"]) >= 2  # one periodic evaluation and the final one
+    assert f"agent spec: rllib:{run_dir}" in printed
+
+
+@pytest.mark.slow
+def test_the_rllib_spec_plays_legal_games_and_checkpoints_are_data(rllib_run: tuple[Path, str]) -> None:
+    import quarto_env
+    from agents.base import make_agent
+    from agents.ppo import read_metadata
+
+    run_dir, _ = rllib_run
+    metadata = read_metadata(run_dir / "checkpoints" / "final.zip")
+    assert metadata["algorithm"] == "rllib-ppo" and metadata["backend"] == "rllib"
+    assert metadata["env_kwargs"] == {**STANDARD.to_dict(), "observation": "parity"}
+    with zipfile.ZipFile(run_dir / "checkpoints" / "final.zip") as archive:
+        assert not [n for n in archive.namelist() if n.endswith((".pkl", ".pickle"))]
+    for spec in (f"rllib:{run_dir}", f"rllib:{run_dir}/checkpoints/latest.zip,deterministic=false"):
+        agent = make_agent(spec, STANDARD, seed=1)
+        env = quarto_env.env(**metadata["env_kwargs"])
+        for game in range(5):
+            env.reset(seed=game)
+            for _ in env.agent_iter():
+                _, _, terminated, truncated, _ = env.last()
+                action = None if terminated or truncated else agent.act(env.unwrapped.game_state)
+                assert action is None or action in legal_actions(STANDARD, env.unwrapped.game_state)
+                env.step(action)
+
+
+@pytest.mark.slow
+def test_bad_rllib_checkpoints_get_one_line_errors(rllib_run: tuple[Path, str], tmp_path: Path) -> None:
+    from agents.base import make_agent
+    from agents.ppo import CheckpointError
+
+    run_dir, _ = rllib_run
+    final = run_dir / "checkpoints" / "final.zip"
+    with pytest.raises(CheckpointError, match="play it with rllib:PATH"):
+        make_agent(f"ppo:{final}")
+    sb3_like = tmp_path / "sb3.zip"  # quarto.json without an algorithm: a MaskablePPO checkpoint
+    _rewrite(final, sb3_like, "quarto.json", lambda data: json.dumps({**json.loads(data), "algorithm": "ppo"}).encode())
+    with pytest.raises(CheckpointError, match="play it with ppo:PATH"):
+        make_agent(f"rllib:{sb3_like}")
+    with pytest.raises(CheckpointError, match="does not exist"):
+        make_agent(f"rllib:{tmp_path}/missing.zip")
+    with pytest.raises(CheckpointError, match="needs a checkpoint"):
+        make_agent("rllib:")
+    with pytest.raises(CheckpointError, match="trained for rule variant"):
+        make_agent(f"rllib:{run_dir}", Variant(squares=True))
+    truncated = tmp_path / "truncated.zip"
+    truncated.write_bytes(final.read_bytes()[:5000])
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        make_agent(f"rllib:{truncated}")
+    # A network entry that would run code when unpickled is refused unread.
+    crafted = tmp_path / "crafted.zip"
+    _rewrite(final, crafted, "network.pth", lambda _: _pickled_object())
+    with pytest.raises(CheckpointError, match="not plain weights"):
+        make_agent(f"rllib:{crafted}")
+
+
+def _rewrite(source: Path, target: Path, entry: str, change: Any) -> None:
+    """Copy the zip ``source`` to ``target`` with ``entry`` replaced by ``change(its bytes)``."""
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w") as copy:
+        for name in original.namelist():
+            data = original.read(name)
+            copy.writestr(name, change(data) if name == entry else data)
+
+
+def _pickled_object() -> bytes:
+    import torch as th
+
+    buffer = io.BytesIO()
+    th.save({"weights": SimpleNamespace(x=1)}, buffer)  # an object, not tensors: refused by weights_only
+    return buffer.getvalue()
+
+
+@pytest.mark.slow
+def test_resume_continues_with_the_weights_snapshots_and_steps(
+    rllib_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agents.ppo import read_metadata, read_weights
+    from agents.rllib import load_network
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(rllib_run[0], run_dir)
+    latest = run_dir / "checkpoints" / "latest.zip"
+    before, pool = read_metadata(latest)["num_timesteps"], read_weights(latest, "pool.pt")
+    status, _ = train(["--resume", str(run_dir), "backend=sb3"])
+    assert status == 2 and "cannot change on --resume" in capsys.readouterr().err
+    status, printed = train(["--resume", str(run_dir), "total_steps=900", "final_eval_games=4"])
+    assert status == 0
+    assert f"resuming {run_dir} at step {before:,} with {len(pool['steps'])} snapshots" in printed
+    after = read_metadata(run_dir / "checkpoints" / "final.zip")
+    assert after["num_timesteps"] >= 900 and len((run_dir / "command.txt").read_text().splitlines()) == 2
+    assert read_weights(run_dir / "checkpoints" / "final.zip", "pool.pt")["steps"][0] >= pool["steps"][0]
+    load_network(run_dir)  # the final checkpoint plays
+
+
+def test_the_backend_field_is_checked() -> None:
+    from experiments.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=r"backend must be one of \('sb3', 'rllib'\)"):
+        load_config(CONFIG, ["backend=ray"])
+    with pytest.raises(ConfigError, match="backend must be sb3 with algorithm alphazero"):
+        load_config(CONFIG, ["algorithm=alphazero"])
+    with pytest.raises(ConfigError, match="num_env_runners must be an integer >= 0"):
+        load_config(CONFIG, ["num_env_runners=-1"])
+    assert load_config(None).backend == "sb3" and load_config(CONFIG).backend == "rllib"
+
+
+def test_a_scripted_position_is_a_real_game_state() -> None:
+    # The positions of the reward tests: pieces 0, 1, 2 and 4 are solid, so piece 4 completes the row on square 3.
+    state = parse_position("012............. 4")
+    assert step(STANDARD, state, 3).winner == state.to_move
