@@ -76,7 +76,9 @@ class ActorCritic(nn.Module):
         else:
             self.policy_net = _mlp(inputs, net_arch, actions)
             self.value_head = _mlp(inputs, net_arch, 1)
-            nn.init.orthogonal_(self.policy_net[-1].weight, gain=0.01)
+            last = self.policy_net[-1]
+            assert isinstance(last, nn.Linear)
+            nn.init.orthogonal_(last.weight, gain=0.01)
 
     def forward(self, observations: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         """``(logits, values)`` for a batch of flat observations."""

@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import zlib
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -92,9 +93,10 @@ def _module_classes() -> tuple[type, type]:
         ``variant``, ``torch_threads``."""
 
         def setup(self) -> None:
-            th.set_num_threads(self.model_config["torch_threads"])  # in every env runner and learner process
-            variant = Variant.make(**self.model_config["variant"])
-            self.network = network_for(self.model_config["network"], self.model_config["observation"], variant)
+            options: dict[str, Any] = self.model_config  # type: ignore[assignment]  # the dict build_algorithm gives
+            th.set_num_threads(options["torch_threads"])  # in every env runner and learner process
+            variant = Variant.make(**options["variant"])
+            self.network = network_for(options["network"], options["observation"], variant)
 
         def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
             observation = batch[Columns.OBS]
@@ -115,8 +117,9 @@ def _module_classes() -> tuple[type, type]:
         """A baseline agent (``model_config``: ``spec``, ``variant``, ``seed``) playing from the planes."""
 
         def setup(self) -> None:
-            self.variant = Variant.make(**self.model_config["variant"])
-            self.agent = make_agent(self.model_config["spec"], self.variant, self.model_config["seed"])
+            options: dict[str, Any] = self.model_config  # type: ignore[assignment]  # the dict build_algorithm gives
+            self.variant = Variant.make(**options["variant"])
+            self.agent = make_agent(options["spec"], self.variant, options["seed"])
 
         def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
             planes = np.asarray(batch[Columns.OBS][OBSERVATIONS])
@@ -145,7 +148,7 @@ class OpponentMapping:
     snapshot_weight: float
     snapshot_ids: tuple[str, ...]
 
-    def __call__(self, agent_id: str, episode: Any, **kwargs: Any) -> str:
+    def __call__(self, agent_id: Hashable, episode: Any, **kwargs: Any) -> str:
         rng = np.random.default_rng([self.seed, zlib.crc32(str(episode.id_).encode())])
         if agent_id == AGENTS[rng.integers(2)]:
             return MAIN
