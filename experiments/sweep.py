@@ -276,6 +276,9 @@ def run_trial(params: dict[str, Any]) -> None:
     run_dir, config = Path(params["run_dir"]), params["config"]
     if not (run_dir / "final_eval.json").exists():
         resume = (run_dir / "config.yaml").exists()  # a trial that an interruption stopped
+        if resume and not (run_dir / "checkpoints" / "latest.zip").exists():
+            (run_dir / "config.yaml").unlink()  # stopped before its first checkpoint: nothing to resume, start again
+            resume = False
         argv = ["--resume", str(run_dir)] if resume else ["--config", config, "--run-dir", str(run_dir)]
         run_dir.mkdir(parents=True, exist_ok=True)
         with open(run_dir / "train.log", "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
@@ -518,7 +521,8 @@ def plot_curves(rows: list[dict[str, Any]], path: Path) -> None:
 # The command
 # ---------------------------------------------------------------------------------------------------------
 def main(argv: list[str]) -> int:
-    """Run ``quarto sweep ARGS``; returns the exit status (2 for bad settings, 1 if a trial failed)."""
+    """Run ``quarto sweep ARGS``; returns the exit status: 2 for bad settings, 1 if a trial failed, 130 if the sweep
+    was interrupted (Ctrl-C) before every trial finished."""
     args = parse_args(argv)
     try:
         check_address(args.address)
@@ -530,12 +534,16 @@ def main(argv: list[str]) -> int:
     except (SweepError, ConfigError, OutputPathError) as exc:
         print(f"quarto sweep: {exc}", file=sys.stderr)
         return 2
-    rows, _ = aggregate(out, plan_trials(settings["sets"], settings["seeds"]))
+    trials = plan_trials(settings["sets"], settings["seeds"])
+    rows, _ = aggregate(out, trials)
     print(markdown(rows))
     print(f"sweep folder: {out}   (results.csv, results.md, curves.csv, curves.png; trials/ holds the run folders)")
     print(f"TensorBoard: tensorboard --logdir {out / TRIALS}")
+    unfinished = [t.name for t in trials if not (out / TRIALS / t.name / "final_eval.json").exists()]
     if failed:
         print(f"quarto sweep: {len(failed)} trial(s) failed: {', '.join(failed)}; see their train.log", file=sys.stderr)
-        print(f"`quarto sweep --resume {out}` runs them again", file=sys.stderr)
-        return 1
-    return 0
+    elif unfinished:
+        print(f"quarto sweep: interrupted with {len(unfinished)} trial(s) unfinished", file=sys.stderr)
+    if unfinished:
+        print(f"`quarto sweep --resume {out}` finishes them", file=sys.stderr)
+    return 1 if failed else 130 if unfinished else 0

@@ -194,7 +194,7 @@ def test_failed_trial_is_reported_and_resume_finishes_it(
     out, (first, second) = finished_sweep
     assert first[0] == 1
     assert "1 trial(s) failed: seed=1" in first[2]
-    assert f"quarto sweep --resume {out}" in first[2]
+    assert f"`quarto sweep --resume {out}` finishes them" in first[2]
     assert second[0] == 0, second[2]
     assert "in use by another training process" in (out / "trials" / "seed=1" / "train.log").read_text()
     for seed in (0, 1):
