@@ -145,10 +145,10 @@ class TrainConfig:
     total_steps: int = 1_500_000
     """Learner decisions to train for (each game step of the learner is one; opponents' moves do not count)."""
     num_games: int = 64
-    """Games played side by side in one process."""
+    """Games played side by side in one process (rllib: in each env runner, one batched forward pass per step)."""
     n_steps: int = 64
     """Learner steps per game between two PPO updates (a rollout holds ``num_games * n_steps`` steps, at most
-    2**20 = 1,048,576)."""
+    2**20 = 1,048,576; rllib: environment steps of both seats, ``num_games * n_steps`` per update)."""
     batch_size: int = 1024
     """PPO minibatch size: at least 2, and no last minibatch of a single step (its advantages, normalised by
     their spread, would be NaN)."""
@@ -224,7 +224,8 @@ class TrainConfig:
     """(alphazero) AdamW weight decay."""
     num_env_runners: int = 0
     """(rllib) RLlib env runner processes that play the training games, each on one CPU; 0: the games are played
-    in the training process itself (the fastest on 2 cores). On a Ray cluster, as many as it has CPUs to spare."""
+    in the training process itself (on 2 cores no slower than one runner). On a Ray cluster, as many as it has CPUs
+    to spare; each runner plays ``num_games`` games."""
 
     def __post_init__(self) -> None:
         _check_types(self)
