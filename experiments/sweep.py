@@ -53,6 +53,7 @@ import itertools
 import json
 import re
 import shlex
+import socket
 import sys
 import time
 from pathlib import Path
@@ -205,6 +206,22 @@ def check_address(address: str | None) -> str | None:
         f"--address {address!r} is not a Ray address: give auto (the cluster this machine belongs to), HOST:PORT "
         "(e.g. 10.0.0.5:6379, a head started with `ray start --head`) or ray://HOST:PORT (Ray Client, port 1-65535)"
     )
+
+
+def check_reachable(address: str | None, seconds: float = 5.0) -> None:
+    """Open a TCP connection to a ``HOST:PORT`` address before Ray is given it: ``ray.init`` waits minutes on an
+    address where nothing answers. :class:`SweepError` if nothing does."""
+    match = ADDRESS.match(address or "")
+    if not match or match["port"] is None:
+        return  # no address (a local Ray), or auto (Ray finds the cluster this machine belongs to)
+    host, port = match["host"].strip("[]"), int(match["port"])
+    try:
+        socket.create_connection((host, port), timeout=seconds).close()
+    except OSError as exc:
+        raise SweepError(
+            f"cannot reach a Ray head at {address} ({exc.strerror or exc}): start one there with "
+            f"`ray start --head --port={port}`, or give --address auto on a node of the cluster"
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -526,6 +543,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     try:
         check_address(args.address)
+        check_reachable(args.address)
         if args.max_concurrent < 0 or not 0 < args.cpus_per_trial <= 1024:
             raise SweepError("--max-concurrent takes 0 (no limit) or more; --cpus-per-trial a number above 0")
         out, settings = resumed_sweep(args) if args.resume is not None else new_sweep(args, argv)
