@@ -317,8 +317,7 @@ def _restore(trainer: Trainer, checkpoint: Path) -> None:
         raise CheckpointError(
             f"checkpoint {str(checkpoint)!r} was not saved by an alphazero run of quarto train (no alphazero config)"
         )
-    trained = {**trained_config, "variant": Variant.make(**metadata["variant"]), "observation": metadata["observation"]}
-    check_unchanged_on_resume(trainer.config, trained)
+    check_unchanged_on_resume(trainer.config, metadata)
     network, _ = load_network(checkpoint, trainer.variant)
     trainer.network.load_state_dict(network.state_dict())
     try:

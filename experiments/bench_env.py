@@ -175,7 +175,7 @@ class DoNothingEnv(AECEnv):
         super().__init__()
         self.possible_agents = ["player_0", "player_1"]
         self._observation = {"observation": np.zeros((19, 16), np.int8), "action_mask": np.ones(16, np.int8)}
-        self._space = spaces.Discrete(16)
+        self._space: spaces.Discrete = spaces.Discrete(16)
 
     def action_space(self, agent: str) -> spaces.Discrete:
         return self._space

@@ -274,11 +274,17 @@ def check_agent_specs(named: list[tuple[str, str]], variant: Variant, seed: int)
             raise ConfigError(f"{where}: agent {spec!r} cannot play: {one_line(exc)}") from exc
 
 
-def check_unchanged_on_resume(config: TrainConfig, trained: dict[str, Any]) -> None:
+def check_unchanged_on_resume(config: TrainConfig, metadata: dict[str, Any]) -> None:
     """Refuse a resumed ``config`` that changes a field of :data:`FIXED_ON_RESUME` from the value the checkpoint
-    was ``trained`` with (a mapping of those fields, ``variant`` as a :class:`Variant`)."""
-    # Checkpoints from before the alphazero algorithm and the rllib backend record neither.
-    trained = {"algorithm": "ppo", "backend": "sb3", **trained}
+    was trained with; ``metadata`` is the checkpoint's ``quarto.json`` (its ``config``, ``variant`` and
+    ``observation``)."""
+    trained = {
+        "algorithm": "ppo",  # checkpoints from before the alphazero algorithm and the rllib backend record neither
+        "backend": "sb3",
+        **metadata["config"],
+        "variant": Variant.make(**metadata["variant"]),
+        "observation": metadata["observation"],
+    }
     for field in FIXED_ON_RESUME:
         asked = config.resolved_variant() if field == "variant" else getattr(config, field)
         if asked != trained[field]:

@@ -277,8 +277,7 @@ def check_resume(config: TrainConfig, checkpoint: Path) -> tuple[dict[str, Any],
             f"checkpoint {str(checkpoint)!r} records no training config (name, seed, policy, net_arch) in its "
             "quarto.json: it was not saved by quarto train"
         )
-    trained = {**trained_config, "variant": Variant.make(**metadata["variant"]), "observation": metadata["observation"]}
-    check_unchanged_on_resume(config, trained)
+    check_unchanged_on_resume(config, metadata)
     return metadata, _read_pool_state(checkpoint)
 
 

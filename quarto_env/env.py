@@ -323,7 +323,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
 
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
-        self.action_spaces = {agent: spaces.Discrete(self._num_actions) for agent in AGENTS}
+        self.action_spaces: dict[str, spaces.Discrete] = {agent: spaces.Discrete(self._num_actions) for agent in AGENTS}
         observation_space = spaces.Dict(
             {
                 "observation": spaces.Box(0, 1, self.observation_kind.shape, np.int8),

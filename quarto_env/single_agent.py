@@ -217,7 +217,7 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
         """The learner's seat in this episode: 0 when it gives first, 1 otherwise."""
         return self.raw.seats.index(LEARNER)
 
-    def render(self) -> str | np.ndarray | None:
+    def render(self) -> str | np.ndarray | None:  # type: ignore[override]  # gymnasium 1.2 types it by a TypeVar
         """The position, as ``raw_env`` renders it for ``render_mode``."""
         return self.raw.render()
 
