@@ -12,7 +12,9 @@ gives first is drawn by the env) against an opponent drawn from ``opponents``: `
 of ``main`` (the untrained one first, then one every ``snapshot_every`` steps; at most ``max_snapshots``, the
 oldest leaves), each an RLModule that is never trained -- or a baseline agent of :mod:`agents` (``random``,
 ``greedy``, ``minimax:depth=2``, ...), run by :class:`BaselineModule`, which recovers the position from the
-planes (:func:`quarto_env.flat.decode`) and asks the agent. The draw is a function of the episode's id, so both
+planes (:func:`quarto_env.flat.decode`) and asks the agent. When a full pool drops its oldest snapshot, RLlib
+restarts the games in progress (that is how it removes a module; the sb3 backend lets them finish against the
+newest one). The draw is a function of the episode's id, so both
 seats of a game agree on it whatever process maps them. quarto_v0 already gives the loser -1 whichever phase
 lost (a placement that let the opponent... or a give that handed over a win); only ``main``'s own experience
 trains it.
