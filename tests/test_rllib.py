@@ -368,7 +368,7 @@ def _pickled_object() -> bytes:
 
 
 @pytest.mark.slow
-def test_resume_continues_with_the_weights_snapshots_and_steps(
+def test_resume_continues_with_the_weights_snapshots_and_steps_also_in_an_env_runner(
     rllib_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from agents.ppo import read_metadata, read_weights
@@ -380,7 +380,8 @@ def test_resume_continues_with_the_weights_snapshots_and_steps(
     before, pool = read_metadata(latest)["num_timesteps"], read_weights(latest, "pool.pt")
     status, _ = train(["--resume", str(run_dir), "backend=sb3"])
     assert status == 2 and "cannot change on --resume" in capsys.readouterr().err
-    status, printed = train(["--resume", str(run_dir), "total_steps=900", "final_eval_games=4"])
+    # The resumed part samples in an env runner process (num_env_runners is not fixed on --resume).
+    status, printed = train(["--resume", str(run_dir), "total_steps=900", "final_eval_games=4", "num_env_runners=1"])
     assert status == 0
     assert f"resuming {run_dir} at step {before:,} with {len(pool['steps'])} snapshots" in printed
     after = read_metadata(run_dir / "checkpoints" / "final.zip")
