@@ -527,6 +527,7 @@ def plot_curves(rows: list[dict[str, Any]], path: Path) -> None:
     for axis in list(axes.flat)[len(tags) :]:
         axis.set_visible(False)
     axes.flat[0].legend(fontsize=8)
+    figure.suptitle("mean over seeds; band: 95% bootstrap interval of the mean", fontsize=10)
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
