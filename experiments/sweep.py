@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from experiments.config import ConfigError, check_agents, load_config
-from quarto_env.checks import OutputPathError, atomic_write_bytes, one_line, output_folder
+from quarto_env.checks import OutputPathError, atomic_write_bytes, number_argument, one_line, output_folder
 
 SWEEP_FILE = "sweep.json"
 CONFIG_COPY = "config.yaml"
@@ -124,8 +124,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/sweeps/NAME__TIME)")
     parser.add_argument("--resume", type=Path, metavar="DIR", help="finish the interrupted sweep in DIR")
-    parser.add_argument("--max-concurrent", type=int, default=0, metavar="N", help="trials at once (0: no limit)")
-    parser.add_argument("--cpus-per-trial", type=float, default=1.0, metavar="N", help="CPUs reserved per trial")
+    parser.add_argument(
+        "--max-concurrent",
+        type=number_argument("max-concurrent", minimum=0, integer=True),
+        default=0,
+        metavar="N",
+        help="trials at once (0: as many as the free CPUs allow)",
+    )
+    parser.add_argument(
+        "--cpus-per-trial",
+        type=number_argument("cpus-per-trial", above=0, maximum=1024),
+        default=1.0,
+        metavar="N",
+        help="CPUs reserved per trial (default 1: training uses one torch thread)",
+    )
     return parser.parse_args(argv)
 
 
@@ -545,8 +557,6 @@ def main(argv: list[str]) -> int:
     try:
         check_address(args.address)
         check_reachable(args.address)
-        if args.max_concurrent < 0 or not 0 < args.cpus_per_trial <= 1024:
-            raise SweepError("--max-concurrent takes 0 (no limit) or more; --cpus-per-trial a number above 0")
         out, settings = resumed_sweep(args) if args.resume is not None else new_sweep(args, argv)
         log_command(out, argv)
         failed = run_sweep(out, settings, args)

@@ -209,6 +209,7 @@ TINY_TRAINING = (
     "opponents={snapshots: 0.5, random: 0.5}",
 )
 # The options come first: KEY=VALUE overrides are one positional list, which must not be split by an option
+SWEEP = ("sweep", "configs/default.yaml", "--seeds", "0", "--out", "<out>/s")  # refused before Ray starts
 BENCH_TRAIN = ("bench", "train", "--steps", "64", "--no-reference", *TINY_TRAINING[1:4], "max_snapshots=2")
 TRAIN = ("train", "--run-dir", "<out>/run", *TINY_TRAINING)
 TRAIN_TIMEOUT = 60.0
@@ -297,6 +298,8 @@ def number_option_cases() -> Iterator[Case]:
         ("bench solver", BENCH_SOLVER, "--openings", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
         ("bench solver", BENCH_SOLVER, "--budget-moves", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
         ("bench train", BENCH_TRAIN, "--steps", {"integer": True, "minimum": 1}, TRAIN_TIMEOUT),
+        ("sweep", SWEEP, "--max-concurrent", {"integer": True, "minimum": 0}, 30),
+        ("sweep", SWEEP, "--cpus-per-trial", {"integer": False, "above": 0, "maximum": 1024}, 30),
     ]
     for command, base, option, allowed, timeout in table:
         yield from option_cases(command, base, option, bad_numbers(**allowed), timeout)

@@ -105,8 +105,6 @@ def test_bad_address_is_refused(address: str) -> None:
         (["--set", "opponents.nobody=1"], r"unknown agent kind 'nobody'.*the kinds are random"),
         (["--address", "localhost"], r"--address 'localhost' is not a Ray address"),
         (["--address", "127.0.0.1:1"], r"cannot reach a Ray head at 127.0.0.1:1 \(Connection refused\)"),
-        (["--max-concurrent", "-1"], r"--max-concurrent takes 0 \(no limit\) or more"),
-        (["--cpus-per-trial", "0"], r"--cpus-per-trial a number above 0"),
         (["--seeds", "0", "x"], r"--seeds takes integers"),
         (["--seeds", "1", "1"], r"--seeds repeats a seed"),
         (["--seeds", "-1"], r"seed must be an integer >= 0 and <= 4294967295, got -1"),
