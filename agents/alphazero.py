@@ -36,11 +36,8 @@ with this search, one game at a time; training and evaluation search many games 
 
 from __future__ import annotations
 
-import io
-import json
 import math
 import time as clock
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,18 +50,15 @@ from torch import nn
 
 from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS, Agent
 from agents.ppo import (
-    CHECKPOINT_FORMAT,
-    METADATA_ENTRY,
     CheckpointError,
     SlotNetwork,
     check_algorithm,
-    env_kwargs_for,
-    library_versions,
     read_metadata,
     read_weights,
     use_one_thread,
+    write_checkpoint,
 )
-from quarto_env.checks import atomic_write_bytes, one_line
+from quarto_env.checks import one_line
 from quarto_env.core import (
     ALL_SQUARES,
     DECLARE,
@@ -589,30 +583,9 @@ def save_checkpoint(
     extras: dict[str, bytes] | None = None,
 ) -> None:
     """Write the network (and ``extras``: the optimizer, the replay buffer) atomically to the zip ``path``."""
-    full = {
-        "format": CHECKPOINT_FORMAT,
-        "algorithm": ALGORITHM,
-        "num_timesteps": int(num_timesteps),
-        "variant": variant.to_dict(),
-        "observation": network.observation,
-        "network": network.describe(),
-        "env_kwargs": env_kwargs_for(variant, network.observation),
-        "versions": library_versions(),
-        **metadata,
-    }
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr(METADATA_ENTRY, json.dumps(full, indent=2, default=str))
-        archive.writestr(NETWORK_ENTRY, _tensor_bytes(network.state_dict()))
-        for name, data in (extras or {}).items():
-            archive.writestr(name, data)
-    atomic_write_bytes(Path(path), buffer.getvalue())
-
-
-def _tensor_bytes(obj: Any) -> bytes:
-    buffer = io.BytesIO()
-    th.save(obj, buffer)
-    return buffer.getvalue()
+    metadata = {"network": network.describe(), **metadata}
+    entries = {NETWORK_ENTRY: network.state_dict(), **(extras or {})}
+    write_checkpoint(path, ALGORITHM, variant, network.observation, num_timesteps, metadata, entries)
 
 
 def load_network(path: str | Path, variant: Variant | None = None) -> tuple[PolicyValueNetwork, dict[str, Any]]:

@@ -269,6 +269,43 @@ def env_kwargs_for(variant: Variant, observation: str) -> dict[str, Any]:
     return {**variant.to_dict(), "observation": observation}
 
 
+def write_checkpoint(
+    path: str | Path,
+    algorithm: str,
+    variant: Variant,
+    observation: str,
+    num_timesteps: int,
+    metadata: dict[str, Any],
+    entries: dict[str, Any],
+) -> None:
+    """Write a checkpoint of the project's own format (the ``az`` and ``rllib`` ones) atomically to the zip
+    ``path``: :data:`METADATA_ENTRY` (format, ``algorithm``, steps, rules, observation, ``env_kwargs``, library
+    versions, then ``metadata``) and ``entries``, each ``bytes`` as they are or tensors and plain data saved
+    with ``torch.save`` (:func:`read_weights` reads them back as data)."""
+    full = {
+        "format": CHECKPOINT_FORMAT,
+        "algorithm": algorithm,
+        "num_timesteps": int(num_timesteps),
+        "variant": variant.to_dict(),
+        "observation": observation,
+        "env_kwargs": env_kwargs_for(variant, observation),
+        "versions": library_versions(),
+        **metadata,
+    }
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(METADATA_ENTRY, json.dumps(full, indent=2, default=str))
+        for name, entry in entries.items():
+            archive.writestr(name, entry if isinstance(entry, bytes) else _saved_bytes(entry))
+    atomic_write_bytes(Path(path), buffer.getvalue())
+
+
+def _saved_bytes(obj: Any) -> bytes:
+    buffer = io.BytesIO()
+    th.save(obj, buffer)
+    return buffer.getvalue()
+
+
 def read_metadata(path: str | Path) -> dict[str, Any]:
     """The metadata of the checkpoint at ``path``, with ``env_kwargs`` derived from its variant and observation
     (so that they always agree); :class:`CheckpointError` if it is missing, corrupt, of another format, or its

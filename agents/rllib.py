@@ -22,9 +22,6 @@ names the agent kind that plays it.
 
 from __future__ import annotations
 
-import io
-import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -35,20 +32,18 @@ from torch import nn
 from agents.alphazero import checkpoint_path
 from agents.base import Agent
 from agents.ppo import (
-    CHECKPOINT_FORMAT,
     METADATA_ENTRY,
     CheckpointError,
     SlotNetwork,
     check_algorithm,
     check_network,
     choose_actions,
-    env_kwargs_for,
-    library_versions,
     read_metadata,
     read_weights,
     use_one_thread,
+    write_checkpoint,
 )
-from quarto_env.checks import atomic_write_bytes, one_line
+from quarto_env.checks import one_line
 from quarto_env.core import INITIAL_STATE, NUM_SQUARES, STANDARD, State, Variant
 from quarto_env.observation import observation_kind
 from quarto_env.vector import GameBatch
@@ -131,29 +126,8 @@ def save_checkpoint(
 ) -> None:
     """Write the network's ``weights`` (and ``extras``, each a ``torch.save``-able entry of tensors and plain
     data) with their metadata, atomically, to the zip ``path``."""
-    full = {
-        "format": CHECKPOINT_FORMAT,
-        "algorithm": ALGORITHM,
-        "backend": "rllib",
-        "num_timesteps": int(num_timesteps),
-        "variant": variant.to_dict(),
-        "observation": observation,
-        "env_kwargs": env_kwargs_for(variant, observation),
-        "versions": library_versions(),
-        **metadata,
-    }
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr(METADATA_ENTRY, json.dumps(full, indent=2, default=str))
-        for name, entry in {NETWORK_ENTRY: weights, **(extras or {})}.items():
-            archive.writestr(name, _tensor_bytes(entry))
-    atomic_write_bytes(Path(path), buffer.getvalue())
-
-
-def _tensor_bytes(obj: Any) -> bytes:
-    buffer = io.BytesIO()
-    th.save(obj, buffer)
-    return buffer.getvalue()
+    entries = {NETWORK_ENTRY: weights, **(extras or {})}
+    write_checkpoint(path, ALGORITHM, variant, observation, num_timesteps, {"backend": "rllib", **metadata}, entries)
 
 
 def load_network(path: str | Path, variant: Variant | None = None) -> tuple[ActorCritic, dict[str, Any]]:

@@ -447,7 +447,8 @@ def _event_files(run_dir: Path) -> list[Any]:
 
 def aggregate(out: Path, trials: list[Trial]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The final scores and the curves of the finished trials over their seeds, one row per setting and quantity
-    (a curve row per step at which every seed of the setting has a value); also written as ``results.csv``,
+    (a curve row per evaluation, its step rounded by :func:`snapped`, at which every seed of the setting has a
+    value); also written as ``results.csv``,
     ``results.md``, ``curves.csv`` and ``curves.png`` in ``out``."""
     finals: dict[tuple[str, str, str], dict[int, float]] = {}
     curves: dict[tuple[str, str, int], dict[int, float]] = {}
@@ -460,9 +461,10 @@ def aggregate(out: Path, trials: list[Trial]) -> tuple[list[dict[str, Any]], lis
         for result in read_final_eval(run_dir):
             finals.setdefault((trial.setting, result["opponent"], result["policy"]), {})[trial.seed] = result["score"]
         finals.setdefault((trial.setting, WALL_CLOCK, "minutes"), {})[trial.seed] = training_minutes(run_dir)
+        every = load_config(run_dir / "config.yaml").eval_every
         for tag, points in read_curves(run_dir).items():
-            for step, value in points.items():
-                curves.setdefault((trial.setting, tag, step), {})[trial.seed] = value
+            for step, value in sorted(points.items()):  # the later of two steps in one bin wins: the final one
+                curves.setdefault((trial.setting, tag, snapped(step, every)), {})[trial.seed] = value
     final_rows = [
         _row({"setting": setting, "opponent": opponent, "policy": policy}, by_seed)
         for (setting, opponent, policy), by_seed in finals.items()
@@ -478,6 +480,13 @@ def aggregate(out: Path, trials: list[Trial]) -> tuple[list[dict[str, Any]], lis
     if curve_rows:
         plot_curves(curve_rows, out / "curves.png")
     return final_rows, curve_rows
+
+
+def snapped(step: int, every: int) -> int:
+    """``step`` rounded to the nearest multiple of ``every``: the evaluation it belongs to. Runs log each
+    evaluation at the first rollout past its multiple, and a resumed run's rollouts fall elsewhere, so the
+    same evaluation has other step numbers in other seeds (1,000,064 in one, 1,003,520 in another)."""
+    return max(round(step / every), 1) * every
 
 
 def _row(keys: dict[str, Any], by_seed: dict[int, float]) -> dict[str, Any]:

@@ -162,6 +162,17 @@ def test_two_seeds_give_their_range_and_one_seed_a_point() -> None:
     assert summarize([1.0, 1.0, 1.0]) == sweep.Summary(1.0, 1.0, 1.0, 1.0)
 
 
+def test_evaluation_steps_snap_to_their_interval() -> None:
+    assert [sweep.snapped(step, 250_000) for step in (250_048, 1_000_064, 1_003_520, 1_500_160, 1_503_680)] == [
+        250_000,
+        1_000_000,
+        1_000_000,
+        1_500_000,
+        1_500_000,
+    ]
+    assert sweep.snapped(7, 512) == 512
+
+
 def test_iqm_of_eight_seeds_drops_two_at_each_end() -> None:
     values = [0.0, 0.1, 0.5, 0.5, 0.6, 0.6, 0.9, 1.0]
     assert summarize(values).iqm == pytest.approx(np.mean([0.5, 0.5, 0.6, 0.6]))
