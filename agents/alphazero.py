@@ -55,6 +55,7 @@ from agents.ppo import (
     check_algorithm,
     read_metadata,
     read_weights,
+    trained_variant,
     use_one_thread,
     write_checkpoint,
 )
@@ -594,11 +595,7 @@ def load_network(path: str | Path, variant: Variant | None = None) -> tuple[Poli
     path = checkpoint_path(path)
     metadata = read_metadata(path)
     check_algorithm(path, metadata, ALGORITHM)
-    trained = Variant.make(**metadata["variant"])
-    if variant is not None and trained != variant:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r} was trained for {trained.describe()!r}, not {variant.describe()!r}"
-        )
+    trained = trained_variant(path, metadata, variant)
     shape = metadata.get("network")
     try:
         if not isinstance(shape, dict):

@@ -422,7 +422,7 @@ def load_policy(path: str | Path, variant: Variant | None = None) -> LoadedPolic
     another rule variant is refused. Every failure is a :class:`CheckpointError` naming the file."""
     metadata = read_metadata(path)
     check_algorithm(path, metadata, "ppo")
-    policy = _policy_for(path, metadata, _trained_variant(path, metadata, variant))
+    policy = _policy_for(path, metadata, trained_variant(path, metadata, variant))
     weights = read_weights(path, POLICY_ENTRY)
     try:
         policy.load_state_dict(weights)
@@ -440,7 +440,7 @@ def load_training_state(model: BaseAlgorithm, path: str | Path, variant: Variant
     metadata; :class:`CheckpointError` as :func:`load_policy`."""
     metadata = read_metadata(path)
     check_algorithm(path, metadata, "ppo")
-    _trained_variant(path, metadata, variant)
+    trained_variant(path, metadata, variant)
     parameters = {entry.removesuffix(".pth"): read_weights(path, entry) for entry in (POLICY_ENTRY, OPTIMIZER_ENTRY)}
     try:
         model.set_parameters(parameters, exact_match=True, device="cpu")
@@ -470,7 +470,9 @@ def inference_policy(policy_class: type[MaskableActorCriticPolicy], **parameters
     return policy
 
 
-def _trained_variant(path: str | Path, metadata: dict[str, Any], variant: Variant | None) -> Variant:
+def trained_variant(path: str | Path, metadata: dict[str, Any], variant: Variant | None) -> Variant:
+    """The rule variant the checkpoint at ``path`` was trained for; with ``variant``, :class:`CheckpointError` if
+    it is another."""
     trained_for = Variant.make(**metadata["variant"])
     if variant is not None and trained_for != variant:
         raise CheckpointError(

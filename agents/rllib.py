@@ -40,6 +40,7 @@ from agents.ppo import (
     choose_actions,
     read_metadata,
     read_weights,
+    trained_variant,
     use_one_thread,
     write_checkpoint,
 )
@@ -137,11 +138,7 @@ def load_network(path: str | Path, variant: Variant | None = None) -> tuple[Acto
     path = checkpoint_path(path)
     metadata = read_metadata(path)
     check_algorithm(path, metadata, ALGORITHM)
-    trained = Variant.make(**metadata["variant"])
-    if variant is not None and trained != variant:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r} was trained for rule variant {trained.describe()!r}, not {variant.describe()!r}"
-        )
+    trained = trained_variant(path, metadata, variant)
     try:
         network = network_for(metadata["config"], metadata["observation"], trained)
         network.load_state_dict(read_weights(path, NETWORK_ENTRY))

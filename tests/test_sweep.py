@@ -17,22 +17,6 @@ import pytest
 from experiments import sweep
 from experiments.sweep import SweepError, check_address, parse_sets, plan_trials, split_values, summarize
 
-TINY_SETS = [
-    "total_steps=1024",
-    "num_games=8",
-    "n_steps=16",
-    "batch_size=64",
-    "n_epochs=1",
-    "snapshot_every=256",
-    "eval_every=512",
-    "eval_games=8",
-    "checkpoint_every=512",
-    "final_eval_games=8",
-    "eval_opponents=[random,greedy]",
-    "grade_positions=0",
-]
-
-
 FinishedSweep = tuple[Path, list[tuple[int, str, str]]]
 
 
@@ -183,11 +167,12 @@ def test_iqm_of_eight_seeds_drops_two_at_each_end() -> None:
 # finishes it, and the aggregate equals what the trials' own files give.
 # ---------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def finished_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[int, str, str]]]:
+def finished_sweep(tmp_path_factory: pytest.TempPathFactory, tiny: list[str]) -> FinishedSweep:
     pytest.importorskip("ray")
     out = tmp_path_factory.mktemp("sweep") / "tiny"
     argv = ["configs/default.yaml", "--seeds", "0", "1", "--out", str(out)]
-    argv += [arg for item in TINY_SETS for arg in ("--set", item)]
+    sets = [*(item for item in tiny if not item.startswith("grade_positions=")), "grade_positions=0"]
+    argv += [arg for item in sets for arg in ("--set", item)]
     held = out / "trials" / "seed=1"
     held.mkdir(parents=True)
     with open(held / ".lock", "a+") as lock:  # quarto train refuses a run folder another process holds
