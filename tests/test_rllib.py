@@ -182,6 +182,8 @@ def _modules() -> tuple[type, type]:
 
 def test_the_network_module_only_picks_legal_actions_over_whole_games() -> None:
     import torch as th
+
+    pytest.importorskip("ray")
     from ray.rllib.core.columns import Columns
 
     from experiments.config import load_config
@@ -210,6 +212,7 @@ def test_the_network_module_only_picks_legal_actions_over_whole_games() -> None:
 
 
 def test_a_baseline_module_plays_its_agent_from_the_planes() -> None:
+    pytest.importorskip("ray")
     from ray.rllib.core.columns import Columns
 
     _, baseline_module = _modules()

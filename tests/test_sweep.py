@@ -129,6 +129,7 @@ def exact_bootstrap_interval(values: list[float]) -> tuple[float, float]:
 
 
 def test_summary_against_hand_computed_values() -> None:
+    pytest.importorskip("scipy")  # the statistics come with the ray extra
     values = [0.2, 0.4, 0.9, 1.0]
     summary = summarize(values)
     assert summary.mean == pytest.approx(0.625)
@@ -140,6 +141,7 @@ def test_summary_against_hand_computed_values() -> None:
 
 
 def test_two_seeds_give_their_range_and_one_seed_a_point() -> None:
+    pytest.importorskip("scipy")  # the statistics come with the ray extra
     # Resamples of (a, b): a, (a+b)/2, b with chances 1/4, 1/2, 1/4, so the 2.5% and 97.5% quantiles are a and b.
     assert summarize([0.9, 1.0]) == sweep.Summary(0.95, 0.9, 1.0, 0.95)
     assert summarize([0.5]) == sweep.Summary(0.5, 0.5, 0.5, 0.5)
@@ -158,6 +160,7 @@ def test_evaluation_steps_snap_to_their_interval() -> None:
 
 
 def test_iqm_of_eight_seeds_drops_two_at_each_end() -> None:
+    pytest.importorskip("scipy")  # the statistics come with the ray extra
     values = [0.0, 0.1, 0.5, 0.5, 0.6, 0.6, 0.9, 1.0]
     assert summarize(values).iqm == pytest.approx(np.mean([0.5, 0.5, 0.6, 0.6]))
 
