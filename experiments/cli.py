@@ -19,7 +19,7 @@ import os
 import sys
 
 COMMANDS = {
-    "train": ("experiments.train", "self-play training with MaskablePPO, checkpointed, with TensorBoard curves"),
+    "train": ("experiments.train", "self-play training: MaskablePPO, RLlib PPO or AlphaZero, with checkpoints"),
     "sweep": ("experiments.sweep", "many seeds and settings of a training config on Ray Tune, with statistics"),
     "tournament": ("experiments.tournament", "round-robin tournaments with ratings and confidence intervals"),
     "grade": ("experiments.grade", "share of an agent's decisions that lose value under perfect play"),

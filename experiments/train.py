@@ -118,7 +118,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line of ``quarto train``."""
     parser = argparse.ArgumentParser(
         prog="quarto train",
-        description="Self-play training with MaskablePPO; KEY=VALUE arguments override config fields.",
+        description="Self-play training (MaskablePPO; algorithm: alphazero; backend: rllib); KEY=VALUE arguments "
+        "override config fields.",
         epilog=RESUME_HELP,
     )
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. total_steps=1e5")
