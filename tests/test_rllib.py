@@ -79,20 +79,28 @@ def test_the_adapter_shows_the_same_planes_flat_and_float32(kind: str) -> None:
         plain.step(action)
 
 
+def play_games(env: Any, games: int, choose: Any) -> None:
+    """Play ``games`` games of ``env`` (seeded 0, 1, ...), each decision's action given by ``choose(observation)``."""
+    for game in range(games):
+        env.reset(seed=game)
+        for _ in env.agent_iter():
+            observation, _, terminated, truncated, _ = env.last()
+            env.step(None if terminated or truncated else choose(observation))
+        assert env.unwrapped.game_state.over  # ended by the rules, not by an illegal action
+
+
 @pytest.mark.parametrize("flags", [*VARIANTS, {"declaration": True, "squares": True}], ids=str)
 def test_decode_gives_back_the_position_of_every_observation(flags: dict[str, Any]) -> None:
     env, variant, rng = flat_env(**flags), Variant.make(**flags), np.random.default_rng(1)
     decoded = 0
-    for game in range(60):
-        env.reset(seed=game)
-        for _ in env.agent_iter():
-            observation, _, terminated, truncated, _ = env.last()
-            if terminated or truncated:
-                env.step(None)
-                continue
-            assert decode(variant, observation[OBSERVATIONS]) == env.unwrapped.game_state
-            decoded += 1
-            env.step(int(rng.choice(np.flatnonzero(observation[ACTION_MASK]))))
+
+    def check_and_choose(observation: dict[str, np.ndarray]) -> int:
+        nonlocal decoded
+        assert decode(variant, observation[OBSERVATIONS]) == env.unwrapped.game_state
+        decoded += 1
+        return int(rng.choice(np.flatnonzero(observation[ACTION_MASK])))
+
+    play_games(env, 60, check_and_choose)
     assert decoded > 500  # a random declaration ends some games early
 
 
@@ -196,19 +204,15 @@ def test_the_network_module_only_picks_legal_actions_over_whole_games() -> None:
         action_space=env.action_space("player_0"),
         model_config=network_model_config(load_config(CONFIG, ["variant.declaration=true", "net_arch=[8]"])),
     )
-    for game in range(20):
-        env.reset(seed=game)
-        for _ in env.agent_iter():
-            observation, _, terminated, truncated, _ = env.last()
-            if terminated or truncated:
-                env.step(None)
-                continue
-            batch = {Columns.OBS: {k: th.as_tensor(v[None]) for k, v in observation.items()}}
-            logits = module.forward_exploration(batch)[Columns.ACTION_DIST_INPUTS]
-            action = int(module.get_exploration_action_dist_cls().from_logits(logits).sample()[0])
-            assert observation[ACTION_MASK][action] == 1
-            env.step(action)
-        assert env.unwrapped.game_state.over  # ended by the rules, not by an illegal action
+
+    def sample_legal(observation: dict[str, np.ndarray]) -> int:
+        batch = {Columns.OBS: {k: th.as_tensor(v[None]) for k, v in observation.items()}}
+        logits = module.forward_exploration(batch)[Columns.ACTION_DIST_INPUTS]
+        action = int(module.get_exploration_action_dist_cls().from_logits(logits).sample()[0])
+        assert observation[ACTION_MASK][action] == 1
+        return action
+
+    play_games(env, 20, sample_legal)
 
 
 def test_a_baseline_module_plays_its_agent_from_the_planes() -> None:
