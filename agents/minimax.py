@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from time import perf_counter
 
+import numpy as np
+
 from agents.base import Agent
-from agents.search import EXACT_DEPTH, WIN, Search
+from agents.search import EXACT_DEPTH, HITS, NODES, PROBES, WIN, Search
 from quarto_env.core import (
     ALL_SQUARES,
     DECLARE,
@@ -51,14 +54,17 @@ class SolveResult:
 
     value: int
     """+1 win, 0 draw, -1 loss, for the side to move."""
-    best_actions: list[int]
+    best_actions: list[int] | None
     """Every action that keeps ``value``, in the env's action space for the current phase: squares when placing,
     pieces when giving, 16 (``DECLARE``) to declare. In a lost position every legal action loses, and all are
-    listed (a false declaration excepted)."""
+    listed (a false declaration excepted). ``None`` when solved with ``value_only``."""
     action_values: dict[int, int] | None
     """With ``all_moves``: the value, for the side to move, of each legal action; otherwise ``None``."""
     nodes: int
     """Give nodes searched, over every search this answer took."""
+    table_hit_rate: float | None
+    """Share of the transposition-table lookups of those searches that found their position (``None``: no
+    lookup)."""
     seconds: float
     """Wall time of the call."""
 
@@ -69,36 +75,76 @@ class SolveResult:
 
 class Solver:
     """The exact solver for one rule variant. It keeps its transposition table between calls, so solving many
-    positions of one game (or nearby ones) in one process gets faster; :meth:`clear` forgets it."""
+    positions of one game (or nearby ones) in one process gets faster; :meth:`clear` forgets it.
 
-    def __init__(self, variant: Variant = STANDARD, **search_options: int) -> None:
-        """``search_options``: keyword arguments of :class:`agents.search.Search` (table size, thresholds)."""
+    ``checkpoint``: called every ``checkpoint_every`` seconds of searching, at a moment when no search is
+    running, so that it may save :attr:`table` (``quarto solve --resume``). A search is stopped for it and
+    started again: what it had proven is in the table, so it picks up where it was.
+    """
+
+    def __init__(
+        self,
+        variant: Variant = STANDARD,
+        checkpoint: Callable[[], None] | None = None,
+        checkpoint_every: float = 60.0,
+        **search_options: int,
+    ) -> None:
+        """``search_options``: keyword arguments of :class:`agents.search.Search` (table size, jobs, thresholds)."""
         self.variant = variant
         self.search = Search(variant, **search_options)
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
         self.nodes = 0
         """Give nodes searched by this solver so far."""
+        self.probes = 0
+        self.hits = 0
+        """Table lookups by this solver so far, and how many found their position."""
+        self.task = ""
+        """What the solver is doing now, in words, for progress reports."""
         self._proven_best = -1
+
+    @property
+    def table(self) -> np.ndarray:
+        """The transposition table (see :mod:`agents.search`)."""
+        return self.search.table
+
+    def running_counts(self) -> dict[str, int]:
+        """``nodes``, ``probes`` and ``hits`` so far, the running search included (safe to call from another
+        thread)."""
+        now = self.search.progress()
+        return {name: getattr(self, name) + now[name] for name in ("nodes", "probes", "hits")}
 
     def clear(self) -> None:
         """Empty the transposition table (for timings that do not depend on earlier calls)."""
         self.search.clear()
 
-    def solve(self, state: State, all_moves: bool = False) -> SolveResult:
+    def solve(self, state: State, all_moves: bool = False, value_only: bool = False) -> SolveResult:
         """See :func:`solve`."""
         if state.over:
             raise RulesError(f"position {format_position(state)} is over: there is nothing to solve")
         start = perf_counter()
-        nodes_before = self.nodes
+        nodes_before, probes_before, hits_before = self.nodes, self.probes, self.hits
         value = self.value(state)
         proven_best = self._proven_best  # the action with which the search proved the value
         actions = bits(useful_action_mask(self.variant, state))
+        action_values: dict[int, int] | None = None
+        best: list[int] | None = None
         if all_moves:
-            action_values = {a: self._action_value(state, a, value) for a in legal_actions(self.variant, state)}
+            action_values = {}
+            for i, action in enumerate(legal_actions(self.variant, state)):
+                self.task = f"action values: {i} done"
+                action_values[action] = self._action_value(state, action, value)
             best = [a for a in actions if action_values[a] == value]
-        else:
-            action_values = None
-            best = [a for a in actions if a == proven_best or self._keeps(state, a, value)]
-        return SolveResult(value, best, action_values, self.nodes - nodes_before, perf_counter() - start)
+        elif not value_only:
+            best = []
+            for i, action in enumerate(actions):
+                self.task = f"best actions: {i} of {len(actions)} checked"
+                if action == proven_best or self._keeps(state, action, value):
+                    best.append(action)
+        self.task = ""
+        probes = self.probes - probes_before
+        hit_rate = (self.hits - hits_before) / probes if probes else None
+        return SolveResult(value, best, action_values, self.nodes - nodes_before, hit_rate, perf_counter() - start)
 
     def value(self, state: State) -> int:
         """The exact value (+1, 0, -1) of ``state`` (not over) for the side to move.
@@ -109,15 +155,30 @@ class Solver:
         self._proven_best = DECLARE if state.claimable else -1
         if state.claimable:
             return 1
+        self.task = "value: is it a win?"
         if self._score_at_least(state, WIN):
             return 1
+        self.task = "value: is it at least a draw?"
         return 0 if self._score_at_least(state, 0) else -1
 
     def _score_at_least(self, state: State, bound: int) -> bool:
-        """Whether the exact score of ``state`` is at least ``bound``: one null-window search. When it is, the
-        search's best action reaches it (kept in ``_proven_best``)."""
-        result = self.search.run(state, EXACT_DEPTH, alpha=bound - 1, beta=bound)
-        self.nodes += result.nodes
+        """Whether the exact score of ``state`` is at least ``bound``: one null-window search (in stretches of
+        ``checkpoint_every`` seconds when there is a checkpoint). When it is, the search's best action reaches it
+        (kept in ``_proven_best``)."""
+        while True:
+            deadline = perf_counter() + self.checkpoint_every if self.checkpoint else math.inf
+            try:
+                result = self.search.run(state, EXACT_DEPTH, alpha=bound - 1, beta=bound, deadline=deadline)
+            finally:  # move the search's counts into the solver's
+                counts = self.search.progress()
+                self.search.stats[:, [NODES, PROBES, HITS]] = 0
+                self.nodes += counts["nodes"]
+                self.probes += counts["probes"]
+                self.hits += counts["hits"]
+            if not result.aborted:
+                break
+            assert self.checkpoint is not None  # only a checkpoint's deadline ends an exact search early
+            self.checkpoint()
         if result.score >= bound:
             self._proven_best = result.best_action
         return result.score >= bound
@@ -280,7 +341,9 @@ class SolverAgent(Agent):
             self.last_value, self.last_nodes, self.last_depth = None, self.fallback.last_nodes, self.fallback.last_depth
         else:
             result = self.solver.solve(state)
-            action = int(result.best_actions[self.rng.integers(len(result.best_actions))])
+            best = result.best_actions
+            assert best is not None  # listed unless value_only
+            action = int(best[self.rng.integers(len(best))])
             self.last_value, self.last_nodes, self.last_depth = result.value, result.nodes, EXACT_DEPTH
         self.last_seconds = perf_counter() - start
         return action

@@ -36,9 +36,17 @@ put the smallest subtrees first, and threats are what decide Quarto.
 
 Transposition table and symmetries
 ----------------------------------
-Give nodes with at least ``table_empties`` empty squares are stored in a transposition table (a ``(size, 3)``
-int64 array: key lanes, key occupancy with flags, packed data; two-entry buckets) with lower and upper bounds,
-the remaining depth they were searched to and the best piece.
+Give nodes with at least ``table_empties`` empty squares are stored in a transposition table with lower and
+upper bounds, the remaining depth they were searched to and the best piece. It is a ``(size, 2)`` int64 array in
+two-entry buckets; a row is two words::
+
+    INFO   = key occupancy (18 bits, flags included) << 40 | empty squares << 32 | lower, upper, depth, best piece
+    VERIFY = key lanes ^ scramble(INFO)
+
+Several threads share one table without locks (``--jobs``): a thread may read a row while another writes it,
+and see one word of each entry. Such a torn row fails the check ``VERIFY ^ scramble(INFO) == key lanes``
+(``scramble`` is a 64-bit multiplicative hash), so it is a miss, never a wrong bound -- the classic lockless
+table of chess programs (Hyatt and Mann, 2002).
 A give node is determined by its board alone (the available pieces are those not on it). Near the root, where a
 subtree is large, the key is the board's canonical form under every symmetry of the game
 (:func:`quarto_env.symmetry.canonical_board`); deeper, where computing it costs more than it saves, the key is
@@ -48,7 +56,10 @@ the two kinds apart.
 Numba
 -----
 Every function here is compiled with ``cache=True``: a second process loads the machine code from
-``__pycache__`` instead of compiling again. Lanes are int64 inside (the rules core's 64-bit lanes seen as
+``__pycache__`` instead of compiling again. The search releases the GIL (``nogil=True``), so that threads
+search in parallel and a Python thread can stop a search from outside (:mod:`agents.interrupts`).
+
+Lanes are int64 inside (the rules core's 64-bit lanes seen as
 two's complement; see :func:`quarto_env.core.signed_lanes`). The search is one self-recursive function:
 numba's on-disk cache does not support mutually recursive ones.
 """
@@ -56,12 +67,20 @@ numba's on-disk cache does not support mutually recursive ones.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import os
+import threading
 import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
 
 import numba
 import numpy as np
 
+from agents import interrupts
+from quarto_env.checks import atomic_write, one_line
 from quarto_env.core import (
     ALL_PIECES,
     ALL_SQUARES,
@@ -96,7 +115,20 @@ EXACT_DEPTH = 2 * NUM_SQUARES + 1
 NODES = 0
 ABORTED = 1
 BEST_ACTION = 2
-STATS_SIZE = 3
+PROBES = 3
+"""Table lookups..."""
+HITS = 4
+"""... and how many found their key."""
+PATH_MOVES = 5
+"""``stats[PATH_MOVES + 2 * ply]``: moves searched so far at the node of the current path at ``ply``, and
+``stats[PATH_MOVES + 2 * ply + 1]``: its moves in all (at a give node a move is a give and the placement that
+answers it), for the first ``PATH_PLIES`` plies: how far a long search has come."""
+PATH_PLIES = 4
+STATS_SIZE = PATH_MOVES + 2 * PATH_PLIES
+
+DIVERSIFY_PLIES = 4
+"""With several threads, a helper thread tries the pieces of the give nodes this close to the root in a rotated
+order, so that it works ahead of the others on subtrees they will reach later (see :class:`Search`)."""
 
 CLOCK_INTERVAL = 127
 """With a deadline, the clock is read once every ``CLOCK_INTERVAL + 1`` nodes (a read costs about 2
@@ -105,13 +137,18 @@ CLOCK_EVERY_NODE_EMPTIES = 10
 """... and at every node with at least this many empty squares."""
 
 # Transposition table layout: one row per entry.
-KEY_LANES, KEY_OCCUPIED, DATA = 0, 1, 2
+VERIFY, INFO = 0, 1
+KEY_SHIFT = 40
+EMPTIES_SHIFT = 32
+DATA_MASK = (1 << EMPTIES_SHIFT) - 1
+ENTRY_BYTES = 16
 USED_FLAG = 1 << 17
 """Set in the stored occupancy of every entry, so that an all-zero row (a fresh table) matches no key."""
 CANONICAL_FLAG = 1 << 16
 """Set in the stored occupancy of an entry keyed by a canonical form."""
+MIN_TABLE_BITS, MAX_TABLE_BITS = 10, 30
 DEFAULT_TABLE_BITS = 21
-"""2**21 entries (48 MiB)."""
+"""2**21 entries (32 MiB)."""
 # settings array slots
 CANONICAL_EMPTIES = 0
 DRAW_TEST_EMPTIES = 1
@@ -129,11 +166,20 @@ DEFAULT_GIVE_ORDER_EMPTIES = 6
 
 def new_table(bits: int = DEFAULT_TABLE_BITS) -> np.ndarray:
     """An empty transposition table of ``2**bits`` entries (zeros: the memory is only touched when used)."""
-    return np.zeros((1 << bits, 3), dtype=np.int64)
+    return np.zeros((1 << bits, 2), dtype=np.int64)
+
+
+def table_bits_for(megabytes: float) -> int:
+    """The largest table (in bits of its entry count) that fits in ``megabytes`` MiB."""
+    entries = int(megabytes * 2**20) // ENTRY_BYTES
+    if entries < 1 << MIN_TABLE_BITS:
+        smallest = (1 << MIN_TABLE_BITS) * ENTRY_BYTES / 2**20
+        raise ValueError(f"a table needs at least {smallest:g} MiB, got {megabytes:g}")
+    return min(entries.bit_length() - 1, MAX_TABLE_BITS)
 
 
 def new_stats() -> np.ndarray:
-    """A zeroed stats array: node count, abort flag, best root action."""
+    """A zeroed stats array (see the slot names: ``NODES``, ``ABORTED``, ...)."""
     return np.zeros(STATS_SIZE, dtype=np.int64)
 
 
@@ -146,16 +192,23 @@ class SearchResult:
     best_action: int
     """The best action found at the root: a square when placing, a piece when giving."""
     nodes: int
-    """Give nodes visited."""
+    """Give nodes visited, by every thread."""
     aborted: bool
     """Whether the deadline stopped the search before it finished."""
+
+
+class SearchInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a search (see :mod:`agents.interrupts`); what it had found is lost."""
 
 
 class Search:
     """The compiled search for one rule variant, with its own transposition table (kept between calls, so
     that later searches reuse what earlier ones proved).
 
-    ``table_bits``: the table has ``2**table_bits`` entries of 24 bytes. The other options are thresholds on
+    ``table_bits``: the table has ``2**table_bits`` entries of 16 bytes (:func:`table_bits_for` converts a size
+    in MiB). ``jobs``: threads that search each position together, sharing the table ("lazy SMP": every thread
+    searches the whole tree; helpers try the pieces near the root in a rotated order, and what one thread
+    proves, the others find in the table; the first to finish answers). The other options are thresholds on
     the empty squares of a give node, tuned on the benchmark sample (``quarto bench solver``); every setting
     gives the same exact values:
 
@@ -164,6 +217,9 @@ class Search:
     * ``draw_test_empties``: at most this many -- tested for a certain draw (-1 turns the test off);
     * ``table_empties``: at least this many -- stored in the transposition table;
     * ``give_order_empties``: at least this many -- all pieces ordered before the first is tried.
+
+    Ctrl-C stops a running search within milliseconds and raises :class:`SearchInterrupted` (a
+    ``KeyboardInterrupt``). :meth:`progress` may be called from another thread while a search runs.
     """
 
     def __init__(
@@ -174,24 +230,48 @@ class Search:
         draw_test_empties: int = DEFAULT_DRAW_TEST_EMPTIES,
         table_empties: int = DEFAULT_TABLE_EMPTIES,
         give_order_empties: int = DEFAULT_GIVE_ORDER_EMPTIES,
+        jobs: int = 1,
     ) -> None:
-        if not 10 <= table_bits <= 30:
-            raise ValueError(f"table_bits must be 10-30, got {table_bits}")
+        if not MIN_TABLE_BITS <= table_bits <= MAX_TABLE_BITS:
+            raise ValueError(f"table_bits must be {MIN_TABLE_BITS}-{MAX_TABLE_BITS}, got {table_bits}")
+        if jobs < 1:
+            raise ValueError(f"jobs must be at least 1, got {jobs}")
         self.variant = variant
+        self.jobs = jobs
         self.settings = np.array(
             [canonical_empties, draw_test_empties, table_empties, give_order_empties], dtype=np.int64
         )
-        self.scratch = np.full((EXACT_DEPTH + 2, NUM_PIECES + 2, NUM_SQUARES), -1, dtype=np.int64)
+        self.scratch = np.full((jobs, EXACT_DEPTH + 2, NUM_PIECES + 2, NUM_SQUARES), -1, dtype=np.int64)
         self.table = new_table(table_bits)
-        self.stats = new_stats()
+        self.stats = np.zeros((jobs, STATS_SIZE), dtype=np.int64)
+        """One row of stats per thread, for the latest search."""
+        self.stop = np.zeros(1, dtype=np.int64)
+        """Set to non-zero, every thread of the running search stops (``STOPPED_BY_*``)."""
         self._low, self._high = byte_tables(variant.squares)
         self._groups = variant.group_array
         self._groups.flags.writeable = False
+        interrupts.install()
         _now()  # the first read of the clock costs tens of milliseconds per process: pay it here
 
     def clear(self) -> None:
         """Forget everything stored in the transposition table."""
         self.table[:] = 0
+
+    def progress(self) -> dict[str, int]:
+        """Counts of the running (or latest) search, summed over its threads: ``nodes``, ``probes``, ``hits``."""
+        totals = self.stats.sum(axis=0)
+        return {"nodes": int(totals[NODES]), "probes": int(totals[PROBES]), "hits": int(totals[HITS])}
+
+    def path(self) -> list[tuple[int, int]]:
+        """``(searched, total)`` moves at the first plies of the first thread's current path (see
+        ``PATH_MOVES``), down to the first node not reached yet."""
+        pairs = []
+        for ply in range(PATH_PLIES):
+            searched, total = self.stats[0, PATH_MOVES + 2 * ply : PATH_MOVES + 2 * ply + 2]
+            if total == 0:
+                break
+            pairs.append((int(searched), int(total)))
+        return pairs
 
     def run(
         self,
@@ -202,19 +282,63 @@ class Search:
         deadline: float = math.inf,
     ) -> SearchResult:
         """Search ``state`` (not over, nothing claimable) ``depth`` plies deep within ``(alpha, beta)``, stopping
-        when ``time.perf_counter()`` passes ``deadline``."""
+        when ``time.perf_counter()`` passes ``deadline``; raises :class:`SearchInterrupted` on Ctrl-C."""
         if state.over or state.claimable:
             raise RulesError("the search takes a position that is not over and has nothing to declare")
         if depth < 1:
             raise ValueError(f"depth must be at least 1 ply, got {depth}")
         self.stats[:] = 0
-        self.stats[BEST_ACTION] = -1
-        score = search_root(
-            *compiled_fields(state), alpha, beta, depth,
-            self._groups, self.variant.counted, self._low, self._high, self.settings, self.table,
-            self.scratch, self.stats, deadline, 0,
-        )  # fmt: skip
-        return SearchResult(int(score), int(self.stats[BEST_ACTION]), int(self.stats[NODES]), bool(self.stats[ABORTED]))
+        self.stats[:, BEST_ACTION] = -1
+        self.stop[0] = 0
+        fields = compiled_fields(state)
+        scores = [0] * self.jobs
+        finished = [False] * self.jobs
+
+        def search(thread: int) -> None:
+            scores[thread] = search_root(
+                *fields, alpha, beta, depth,
+                self._groups, self.variant.counted, self._low, self._high, self.settings, self.table,
+                self.scratch[thread], self.stats[thread], deadline, 0, self.stop, thread,
+            )  # fmt: skip
+            finished[thread] = not self.stats[thread, ABORTED]
+            if finished[thread]:
+                self.stop[0] = STOPPED_BY_ANOTHER_THREAD
+
+        with interrupts.stopping(self.stop):
+            if self.jobs == 1:
+                search(0)
+            else:
+                _run_threads(search, self.jobs, self.stop)
+        if self.stop[0] == interrupts.STOPPED_BY_CTRL_C and not any(finished):
+            raise SearchInterrupted
+        answer = finished.index(True) if any(finished) else 0
+        return SearchResult(
+            int(scores[answer]),
+            int(self.stats[answer, BEST_ACTION]),
+            int(self.stats[:, NODES].sum()),
+            not finished[answer],
+        )
+
+
+STOPPED_BY_ANOTHER_THREAD = 2
+"""``Search.stop`` value: one thread finished the search, the others stop."""
+
+
+def _run_threads(target: Callable[[int], None], count: int, stop: np.ndarray) -> None:
+    """Run ``target(0)``, ..., ``target(count - 1)`` in threads and wait for all. Waiting in short steps keeps
+    this thread able to take Ctrl-C, which stops them all."""
+    threads = [threading.Thread(target=target, args=(i,), daemon=True) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.05)
+    except KeyboardInterrupt:
+        stop[0] = interrupts.STOPPED_BY_CTRL_C
+        for thread in threads:
+            thread.join()
+        raise SearchInterrupted from None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -398,26 +522,46 @@ def _bucket(table, key_occupied: int, key_lanes: int) -> int:
 
 
 @numba.njit(cache=True)
+def _scramble(info: int) -> int:
+    """A 64-bit hash of a row's ``INFO`` word, for its ``VERIFY`` word."""
+    mixed = info * -4658895280553007687
+    return mixed ^ (mixed >> 31)
+
+
+@numba.njit(cache=True)
 def _probe(table, key_occupied: int, key_lanes: int) -> int:
     """The row holding the key, or -1."""
     row = _bucket(table, key_occupied, key_lanes)
     for candidate in range(row, row + 2):
-        if table[candidate, KEY_OCCUPIED] == key_occupied and table[candidate, KEY_LANES] == key_lanes:
+        info = table[candidate, INFO]
+        if info >> KEY_SHIFT == key_occupied and table[candidate, VERIFY] ^ _scramble(info) == key_lanes:
             return candidate
     return -1
 
 
 @numba.njit(cache=True)
+def _write(table, row: int, key_occupied: int, key_lanes: int, empties: int, data: int) -> None:
+    info = key_occupied << KEY_SHIFT | empties << EMPTIES_SHIFT | data
+    table[row, INFO] = info
+    table[row, VERIFY] = key_lanes ^ _scramble(info)
+
+
+@numba.njit(cache=True)
 def _store(table, key_occupied: int, key_lanes: int, empties: int, data: int) -> None:
-    """Store an entry. A bucket's first row keeps the entry with the most empty squares (the costliest to search
-    again), its second row the latest of the others."""
-    row = _bucket(table, key_occupied, key_lanes)
-    first_is_key = table[row, KEY_OCCUPIED] == key_occupied and table[row, KEY_LANES] == key_lanes
-    if not first_is_key and table[row, DATA] >> 32 > empties:
-        row += 1
-    table[row, KEY_LANES] = key_lanes
-    table[row, KEY_OCCUPIED] = key_occupied
-    table[row, DATA] = data | empties << 32
+    """Store an entry. An entry already stored for the key at the same depth keeps its bounds: both hold, so the
+    new entry gets the tighter of each. Otherwise a bucket's first row keeps the entry with the most empty
+    squares (the costliest to search again), its second row the latest of the others."""
+    row = _probe(table, key_occupied, key_lanes)
+    if row >= 0:
+        old_lower, old_upper, old_depth, _ = _unpack(table[row, INFO])
+        lower, upper, depth, best_piece = _unpack(data)
+        if old_depth == depth:
+            data = _pack(max(lower, old_lower), min(upper, old_upper), depth, best_piece)
+    else:
+        row = _bucket(table, key_occupied, key_lanes)
+        if table[row, INFO] >> EMPTIES_SHIFT & 0xFF > empties:
+            row += 1
+    _write(table, row, key_occupied, key_lanes, empties, data)
 
 
 @numba.njit(cache=True)
@@ -453,15 +597,17 @@ _CONTEXT = (
     _VECTOR,
     numba.types.float64,
     _INT,
+    _VECTOR,
+    _INT,
 )
 """The types of the arguments shared by both search functions: groups, counted, low, high, settings, table,
-scratch, stats, deadline, ply."""
+scratch, stats, deadline, ply, stop, thread."""
 
 
-@numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), cache=True)
+@numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
 def negamax_give(
     lanes, occupied, available, safe, alpha, beta, depth, groups, counted, low, high, settings, table, scratch,
-    stats, deadline, ply,
+    stats, deadline, ply, stop, thread,
 ):  # fmt: skip
     """Score of the give node ``(lanes, occupied, available)`` for the player about to give (``safe``: the mask
     of available pieces that do not let the receiver win at once, or -1 to compute it), searched to
@@ -476,10 +622,12 @@ def negamax_give(
     ``counted`` are the variant's groups and counted attributes; boards with at least
     ``settings[CANONICAL_EMPTIES]`` empty squares are keyed by their canonical form under the symmetries in
     ``low, high``, and those with at most ``settings[DRAW_TEST_EMPTIES]`` are tested for a certain draw
-    (:func:`can_still_be_won`). Counts nodes in
-    ``stats[NODES]``; once ``time.perf_counter()`` passes ``deadline`` it sets ``stats[ABORTED]`` and returns
-    a meaningless 0 (storing nothing from then on). At the root (``ply`` 0) it always searches
-    (a stored bound would not name a move) and writes the best piece to ``stats[BEST_ACTION]``.
+    (:func:`can_still_be_won`). Counts nodes, table probes and hits in
+    ``stats``; once ``time.perf_counter()`` passes ``deadline`` or ``stop[0]`` is set, it sets
+    ``stats[ABORTED]`` and returns a meaningless 0 (storing nothing from then on). At the root (``ply`` 0) it
+    always searches (a stored bound would not name a move) and writes the best piece to ``stats[BEST_ACTION]``.
+    It counts the moves searched at the first plies of the current path (``PATH_MOVES``). ``thread`` above 0
+    rotates the order of the pieces at the first ``DIVERSIFY_PLIES`` plies (see :class:`Search`).
     """
     root = ply == 0
     stats[NODES] += 1
@@ -487,7 +635,7 @@ def negamax_give(
     # Near the root a node costs tens of microseconds (it orders every placement of every piece): read the
     # clock at each one there, and every CLOCK_INTERVAL + 1 nodes elsewhere.
     clock_due = empties >= CLOCK_EVERY_NODE_EMPTIES or stats[NODES] & CLOCK_INTERVAL == 0
-    if clock_due and deadline < math.inf and _now() > deadline:
+    if clock_due and (stop[0] or (deadline < math.inf and _now() > deadline)):
         stats[ABORTED] = 1
     if stats[ABORTED]:
         return 0
@@ -518,9 +666,11 @@ def negamax_give(
         else:
             key_occupied, key_lanes = occupied | USED_FLAG, _counted_lanes(lanes, counted)
         row = _probe(table, key_occupied, key_lanes)
+        stats[PROBES] += 1
     hint = -1
     if row >= 0:
-        lower, upper, stored_depth, hint = _unpack(table[row, DATA])
+        stats[HITS] += 1
+        lower, upper, stored_depth, hint = _unpack(table[row, INFO])
         # A proven win or loss holds at any depth. The root always searches, to name its best piece.
         if (stored_depth >= depth or lower == WIN or upper == -WIN) and not root:
             if lower >= beta or lower == upper:
@@ -541,8 +691,12 @@ def negamax_give(
         num_pieces = _list_pieces(safe, hint, orders[NUM_PIECES])
         if depth >= 2:
             _threats_elsewhere(lanes, occupied, groups, counted, orders[NUM_PIECES + 1])
+    rotation = thread % num_pieces if thread and ply < DIVERSIFY_PLIES else 0
+    on_path = ply < PATH_PLIES
+    if on_path:
+        stats[PATH_MOVES + 2 * ply], stats[PATH_MOVES + 2 * ply + 1] = 0, num_pieces * empties
     for j in range(num_pieces):
-        piece = orders[NUM_PIECES, j] & 0xFF
+        piece = orders[NUM_PIECES, (j + rotation) % num_pieces] & 0xFF
         # The receiver places ``piece``; its best placement is the minimum, for the giver, over the squares.
         after_give = available & ~(1 << piece)
         floor = max(alpha, best)  # the giver already has this much: a placement holding it there refutes
@@ -564,10 +718,15 @@ def negamax_give(
                     reply = negamax_give(
                         place_lanes(lanes, piece, square), placed, after_give, safe_next, -min(beta, score), -floor,
                         depth - 2, groups, counted, low, high, settings, table, scratch, stats, deadline, ply + 1,
+                        stop, thread,
                     )  # fmt: skip
                     if stats[ABORTED]:
                         return 0
                 score = min(score, -reply)
+                if on_path:
+                    stats[PATH_MOVES + 2 * ply] += 1
+        if on_path:  # the placements after a refutation count as searched
+            stats[PATH_MOVES + 2 * ply] = (j + 1) * empties
         if score > best:
             best, best_piece = score, piece
             if best >= beta:
@@ -586,10 +745,10 @@ _POSITION = (_INT, _INT, _INT, _INT, _INT, _INT, _INT, numba.types.boolean)
 """The types of a position's fields, as :func:`quarto_env.core.compiled_fields` hands them over."""
 
 
-@numba.njit(_INT(*_POSITION, _INT, _INT, _INT, *_CONTEXT), cache=True)
+@numba.njit(_INT(*_POSITION, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
 def search_root(
     lanes, occupied, available, hand, to_move, claimable, winner, over, alpha, beta, depth, groups, counted, low,
-    high, settings, table, scratch, stats, deadline, ply,
+    high, settings, table, scratch, stats, deadline, ply, stop, thread,
 ):  # fmt: skip
     """Score of any position that is not over, for the side to move, with the contract of :func:`negamax_give`;
     the best action (a square when ``hand`` is a piece, else a piece) goes to ``stats[BEST_ACTION]``.
@@ -601,7 +760,7 @@ def search_root(
     if hand < 0:
         return negamax_give(
             lanes, occupied, available, -1, alpha, beta, depth, groups, counted, low, high, settings, table,
-            scratch, stats, deadline, ply,
+            scratch, stats, deadline, ply, stop, thread,
         )  # fmt: skip
     wins = winning_squares(lanes, occupied, hand, groups, counted)
     if wins:
@@ -609,6 +768,7 @@ def search_root(
         return WIN
     best = -INFINITY
     empty = ALL_SQUARES & ~occupied
+    stats[PATH_MOVES], stats[PATH_MOVES + 1] = 0, popcount(empty)
     while empty:
         square = lowest_bit(empty)
         empty &= empty - 1
@@ -621,13 +781,86 @@ def search_root(
         else:
             score = negamax_give(
                 place_lanes(lanes, hand, square), placed, available, -1, max(alpha, best), beta, depth - 1, groups,
-                counted, low, high, settings, table, scratch, stats, deadline, ply + 1,
+                counted, low, high, settings, table, scratch, stats, deadline, ply + 1, stop, thread,
             )  # fmt: skip
         if stats[ABORTED]:
             return 0
+        stats[PATH_MOVES] += 1
         if score > best:
             best = score
             stats[BEST_ACTION] = square
             if best >= beta:
                 break
     return best
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Saving a table: the state of a long proof
+# ---------------------------------------------------------------------------------------------------------
+TABLE_FILE_FORMAT = 1
+"""Version of the layout :func:`save_table` writes; bump it when a stored entry could mean something else."""
+
+
+class TableFileError(ValueError):
+    """A saved table that cannot be used: missing, damaged, another format or another rule variant."""
+
+
+def save_table(path: str | Path, table: np.ndarray, variant: Variant, note: dict | None = None) -> int:
+    """Write the used rows of ``table`` to ``path`` (an ``.npz`` file, atomically) with the variant and ``note``;
+    returns the number of entries written. Every stored bound holds for any position of the variant, so the
+    file can seed the proof of any of them (:func:`load_table`)."""
+    rows = table[np.flatnonzero(table[:, INFO])]
+    header = {"format": TABLE_FILE_FORMAT, "variant": variant.to_dict(), "entries": len(rows), **(note or {})}
+
+    def write(temporary: Path) -> None:
+        with open(temporary, "wb") as handle:
+            np.savez(handle, header=np.array(json.dumps(header)), rows=rows)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    atomic_write(path, write)
+    return len(rows)
+
+
+def read_table_header(path: str | Path) -> dict:
+    """The header of a saved table; raises :class:`TableFileError` for a file that is not one."""
+    return _read_table_file(path, rows=False)[0]
+
+
+def load_table(path: str | Path, table: np.ndarray, variant: Variant) -> dict:
+    """Store the entries saved in ``path`` into ``table`` (of any size) and return the file's header. Raises
+    :class:`TableFileError` for a file that is missing, damaged, of another format or of another variant. The
+    file is read as plain arrays: nothing in it is unpickled."""
+    header, rows = _read_table_file(path, rows=True)
+    if header["variant"] != variant.to_dict():
+        raise TableFileError(f"{path} holds a table of the variant {header['variant']}, not {variant.to_dict()}")
+    _store_rows(table, rows)
+    return header
+
+
+def _read_table_file(path: str | Path, rows: bool) -> tuple[dict, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            header = json.loads(str(data["header"]))
+            saved = data["rows"] if rows else np.zeros((0, 2), dtype=np.int64)
+    except FileNotFoundError:
+        raise TableFileError(f"{path}: no such file") from None
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as error:
+        raise TableFileError(f"{path} is not a saved table ({one_line(error)})") from None
+    if not isinstance(header, dict) or header.get("format") != TABLE_FILE_FORMAT or "variant" not in header:
+        raise TableFileError(f"{path} is not a saved table of format {TABLE_FILE_FORMAT}")
+    if saved.dtype != np.int64 or saved.ndim != 2 or saved.shape[1] != 2:
+        raise TableFileError(f"{path}: its rows are {saved.dtype} {saved.shape}, not int64 (n, 2)")
+    return header, saved
+
+
+@numba.njit(cache=True)
+def _store_rows(table, rows) -> None:
+    """Store saved rows into ``table`` by their keys (rows whose check fails, damaged ones, are skipped)."""
+    for i in range(rows.shape[0]):
+        info = rows[i, INFO]
+        key_occupied = info >> KEY_SHIFT
+        if key_occupied & USED_FLAG == 0:
+            continue
+        key_lanes = rows[i, VERIFY] ^ _scramble(info)
+        _store(table, key_occupied, key_lanes, info >> EMPTIES_SHIFT & 0xFF, info & DATA_MASK)

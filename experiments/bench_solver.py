@@ -134,6 +134,7 @@ def bench_solver(variant: Variant, empties: int, count: int, seed: int) -> dict:
         seconds, nodes = time.perf_counter() - start, solver.nodes - nodes_before
         start = time.perf_counter()
         best = solver.solve(state).best_actions
+        assert best is not None  # listed unless value_only
         rows.append(SolvedPosition(format_position(state), value, best, seconds, nodes, time.perf_counter() - start))
     slowest = max(rows, key=lambda r: r.seconds)
     summary = {

@@ -47,8 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"{usage()}\n\nquarto: unknown command {name!r}", file=sys.stderr)  # the message last, where it shows
         return 2
-    module = importlib.import_module(COMMANDS[name][0])
     try:
+        module = importlib.import_module(COMMANDS[name][0])  # may compile the search: Ctrl-C may come here too
         return int(module.main(rest) or 0)
     except BrokenPipeError:
         return _reader_gone()

@@ -24,16 +24,36 @@ with status 2, as does a bad rule-variant flag.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
+import os
 import sys
+import threading
+import time
 from collections.abc import Iterable
+from pathlib import Path
 
 from agents.minimax import Solver
+from agents.search import TableFileError, load_table, save_table, table_bits_for
 from experiments.arena_io import add_variant_arguments, variant_from_args
-from quarto_env.checks import shortened
+from quarto_env.checks import number_argument, shortened
 from quarto_env.core import RulesError
 from quarto_env.notation import parse_position
+
+DEFAULT_PROGRESS_SECONDS = 5.0
+"""Seconds between progress lines on standard error."""
+FIRST_PROGRESS_SECONDS = 2.0
+"""A solve that ends sooner prints no progress."""
+
+
+def default_table_mb() -> int:
+    """The default table size: an eighth of the machine's memory, at most 1 GiB (a power of two of entries)."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        memory = 8 * 2**30
+    return max(64, min(1024, memory // 8 // 2**20))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,23 +63,55 @@ def build_parser() -> argparse.ArgumentParser:
         description="Exact value and best actions of Quarto positions under perfect play, as JSON lines.",
     )
     parser.add_argument("position", help="a position such as 'f9.......0..3... 5', or '-' to read lines from stdin")
-    parser.add_argument("--all-moves", action="store_true", help="also give the value of every legal action")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--all-moves", action="store_true", help="also give the value of every legal action")
+    what.add_argument("--value-only", action="store_true", help="only the value: no best actions (faster)")
+    parser.add_argument(
+        "--jobs",
+        type=number_argument("--jobs", minimum=1, maximum=MAX_JOBS, integer=True),
+        default=1,
+        help=f"threads searching together, 1-{MAX_JOBS} (default 1; the machine has {os.cpu_count()} cores)",
+    )
+    parser.add_argument(
+        "--table-mb",
+        type=number_argument("--table-mb", minimum=1, maximum=2**14),
+        default=None,
+        help=f"transposition table size in MiB, rounded down to a power of two of 16-byte entries "
+        f"(default {default_table_mb()}: an eighth of this machine's memory, at most 1024)",
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        metavar="FILE",
+        help="save the table to FILE every --checkpoint-every seconds and on Ctrl-C, and start from it when it "
+        "exists: a long proof survives a restart",
+    )
+    parser.add_argument(
+        "--checkpoint-every",
+        type=number_argument("--checkpoint-every", minimum=1),
+        default=60.0,
+        help="seconds between saves of the table with --resume (default 60)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="print no progress lines on stderr")
     add_variant_arguments(parser, several_words=True)
     return parser
 
 
-def answer(solver: Solver, text: str, all_moves: bool) -> dict:
+MAX_JOBS = 64
+
+
+def answer(solver: Solver, text: str, all_moves: bool, value_only: bool = False) -> dict:
     """The JSON-ready answer for one position string; raises :class:`RulesError` for a bad or finished one, its
     message quoting a long ``text`` shortened."""
     text = text.strip()
     try:
-        result = solver.solve(parse_position(text, solver.variant), all_moves)
+        result = solver.solve(parse_position(text, solver.variant), all_moves, value_only)
     except RulesError as error:  # the notation's message quotes the text whole
         raise RulesError(str(error).replace(text, shortened(text))) from None
     return {"position": text, "variant": solver.variant.describe(), **result.to_dict()}
 
 
-def solve_lines(solver: Solver, lines: Iterable[str], all_moves: bool) -> int:
+def solve_lines(solver: Solver, lines: Iterable[str], all_moves: bool, value_only: bool = False) -> int:
     """Answer each position line with one JSON line, in order; returns the exit status (1 if any line failed)."""
     status = 0
     for line in lines:
@@ -67,24 +119,105 @@ def solve_lines(solver: Solver, lines: Iterable[str], all_moves: bool) -> int:
         if not text or text.startswith("#"):
             continue
         try:
-            record = answer(solver, text, all_moves)
+            record = answer(solver, text, all_moves, value_only)
         except RulesError as error:
             record, status = {"position": shortened(text), "error": str(error)}, 1
         print(json.dumps(record), flush=True)
     return status
 
 
+def counts_line(solver: Solver, seconds: float) -> str:
+    """Nodes, speed, table hits and what the solver is doing, in one line."""
+    counts = solver.running_counts()
+    nodes = counts["nodes"]
+    hits = f", table hits {counts['hits'] / counts['probes']:.0%}" if counts["probes"] else ""
+    line = f"{seconds:.0f} s, {nodes:,} nodes ({nodes / max(seconds, 1e-9) / 1e6:.2f}M/s){hits}"
+    if solver.task:
+        line += f"; {solver.task}"
+        path = solver.search.path()
+        if path:
+            line += "; moves searched from the root: " + " > ".join(f"{done}/{total}" for done, total in path)
+    return line
+
+
+class ProgressReporter:
+    """A daemon thread that prints :func:`counts_line` to standard error every ``every`` seconds while the
+    solver runs, from ``FIRST_PROGRESS_SECONDS`` on."""
+
+    def __init__(self, solver: Solver, every: float = DEFAULT_PROGRESS_SECONDS) -> None:
+        self.solver, self.every = solver, every
+        self.start = time.perf_counter()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._report, name="quarto-solve-progress", daemon=True)
+
+    def __enter__(self) -> ProgressReporter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _report(self) -> None:
+        if self._done.wait(FIRST_PROGRESS_SECONDS):
+            return
+        while True:
+            print(f"quarto solve: {counts_line(self.solver, time.perf_counter() - self.start)}", file=sys.stderr)
+            if self._done.wait(self.every):
+                return
+
+
+def make_solver(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Solver:
+    """The solver the arguments ask for, its table loaded from ``--resume`` when that file exists (a bad file
+    exits with status 2)."""
+    variant = variant_from_args(parser, args)
+    bits = table_bits_for(args.table_mb if args.table_mb is not None else default_table_mb())
+    checkpoint = None
+    if args.resume is not None:
+        path = args.resume
+
+        def checkpoint() -> None:
+            entries = save_table(path, solver.table, variant, {"positions": args.position})
+            if not args.no_progress:
+                print(f"quarto solve: saved {entries:,} table entries to {path}", file=sys.stderr)
+
+    solver = Solver(
+        variant, checkpoint=checkpoint, checkpoint_every=args.checkpoint_every, table_bits=bits, jobs=args.jobs
+    )
+    if args.resume is not None and args.resume.exists():
+        try:
+            header = load_table(args.resume, solver.table, variant)
+        except TableFileError as error:
+            parser.error(f"--resume: {error}")
+        if not args.no_progress:
+            print(f"quarto solve: resuming from {args.resume} ({header['entries']:,} entries)", file=sys.stderr)
+    return solver
+
+
 def main(argv: list[str]) -> int:
     """Run ``quarto solve``."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    solver = Solver(variant_from_args(parser, args))
+    solver = make_solver(parser, args)
+    start = time.perf_counter()
+    try:
+        with contextlib.nullcontext() if args.no_progress else ProgressReporter(solver):
+            return _answer_all(solver, args)
+    except KeyboardInterrupt:
+        print(f"quarto solve: interrupted after {counts_line(solver, time.perf_counter() - start)}", file=sys.stderr)
+        if solver.checkpoint is not None:
+            solver.checkpoint()
+            print(f"quarto solve: run the same command to resume from {args.resume}", file=sys.stderr)
+        return 130
+
+
+def _answer_all(solver: Solver, args: argparse.Namespace) -> int:
     if args.position == "-":
         if isinstance(sys.stdin, io.TextIOWrapper):
             sys.stdin.reconfigure(errors="replace")  # a line that is not UTF-8 gets an error line, not a traceback
-        return solve_lines(solver, sys.stdin, args.all_moves)
+        return solve_lines(solver, sys.stdin, args.all_moves, args.value_only)
     try:
-        record = answer(solver, args.position, args.all_moves)
+        record = answer(solver, args.position, args.all_moves, args.value_only)
     except RulesError as error:
         print(f"quarto solve: {error}", file=sys.stderr)
         return 2

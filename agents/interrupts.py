@@ -1,0 +1,82 @@
+"""Ctrl-C for compiled searches: stop them within milliseconds, wherever they run.
+
+Python runs a signal handler only between bytecodes of the main thread, so a long compiled call there never
+sees Ctrl-C: the ``KeyboardInterrupt`` waits until the call returns, minutes later. The searches of
+:mod:`agents.search` therefore release the GIL and poll a stop flag (a one-element array) every few hundred
+nodes, and this module sets the flags of the running searches when SIGINT arrives:
+
+* :func:`install` points Python's signal *wakeup fd* (:func:`signal.set_wakeup_fd`) at a pipe. The C-level
+  handler writes the signal's number there at once, even while the main thread is inside compiled code.
+* A daemon thread reads the pipe; on SIGINT it sets every flag registered with :func:`stopping`.
+* The search returns, and Python's own handler then raises ``KeyboardInterrupt`` as usual.
+
+Nothing changes for a program that has set a wakeup fd of its own (asyncio does): :func:`install` leaves it be,
+and Ctrl-C then waits for the compiled call as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+
+STOPPED_BY_CTRL_C = 1
+"""The value a stop flag gets on SIGINT."""
+
+_flags: dict[int, np.ndarray] = {}
+_lock = threading.Lock()
+_installed = False
+
+
+def install() -> bool:
+    """Start watching for SIGINT, once per process; returns whether Ctrl-C can stop compiled searches (only the
+    main thread can install it, and only where no other wakeup fd is set)."""
+    global _installed
+    if _installed:
+        return True
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    try:
+        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    except ValueError:  # not the main interpreter
+        os.close(read_end)
+        os.close(write_end)
+        return False
+    if previous != -1:  # someone else's (an event loop): give it back
+        signal.set_wakeup_fd(previous)
+        os.close(read_end)
+        os.close(write_end)
+        return False
+    threading.Thread(target=_watch, args=(read_end,), name="quarto-sigint-watcher", daemon=True).start()
+    _installed = True
+    return True
+
+
+def _watch(read_end: int) -> None:
+    """Set the registered stop flags whenever SIGINT's number comes through the pipe."""
+    while True:
+        received = os.read(read_end, 64)
+        if not received:
+            return
+        if signal.SIGINT in received:
+            with _lock:
+                for flag in _flags.values():
+                    flag[0] = STOPPED_BY_CTRL_C
+
+
+@contextlib.contextmanager
+def stopping(flag: np.ndarray) -> Iterator[None]:
+    """Within the block, SIGINT sets ``flag[0]`` to :data:`STOPPED_BY_CTRL_C`."""
+    with _lock:
+        _flags[id(flag)] = flag
+    try:
+        yield
+    finally:
+        with _lock:
+            _flags.pop(id(flag), None)
