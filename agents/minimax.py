@@ -25,6 +25,7 @@ import numpy as np
 
 from agents.base import Agent
 from agents.search import EXACT_DEPTH, HITS, NODES, PROBES, WIN, Search
+from agents.value_cache import ValueCache, default_cache
 from quarto_env.core import (
     ALL_SQUARES,
     DECLARE,
@@ -77,6 +78,9 @@ class Solver:
     """The exact solver for one rule variant. It keeps its transposition table between calls, so solving many
     positions of one game (or nearby ones) in one process gets faster; :meth:`clear` forgets it.
 
+    ``cache``: a :class:`~agents.value_cache.ValueCache` whose values are loaded into the table now, and which
+    gets the new exact values of every solve that took more than ``HARVEST_SECONDS``.
+
     ``checkpoint``: called every ``checkpoint_every`` seconds of searching, at a moment when no search is
     running, so that it may save :attr:`table` (``quarto solve --resume``). A search is stopped for it and
     started again: what it had proven is in the table, so it picks up where it was.
@@ -85,6 +89,7 @@ class Solver:
     def __init__(
         self,
         variant: Variant = STANDARD,
+        cache: ValueCache | None = None,
         checkpoint: Callable[[], None] | None = None,
         checkpoint_every: float = 60.0,
         **search_options: int,
@@ -92,6 +97,9 @@ class Solver:
         """``search_options``: keyword arguments of :class:`agents.search.Search` (table size, jobs, thresholds)."""
         self.variant = variant
         self.search = Search(variant, **search_options)
+        self.cache = cache
+        if cache is not None:
+            cache.load_into(self.search.table)
         self.checkpoint = checkpoint
         self.checkpoint_every = checkpoint_every
         self.nodes = 0
@@ -142,6 +150,8 @@ class Solver:
                 if action == proven_best or self._keeps(state, action, value):
                     best.append(action)
         self.task = ""
+        if self.cache is not None and perf_counter() - start > HARVEST_SECONDS:
+            self.cache.harvest(self.search.table)
         probes = self.probes - probes_before
         hit_rate = (self.hits - hits_before) / probes if probes else None
         return SolveResult(value, best, action_values, self.nodes - nodes_before, hit_rate, perf_counter() - start)
@@ -205,13 +215,18 @@ class Solver:
         return not self._score_at_least(child, -value * WIN + 1)
 
 
+HARVEST_SECONDS = 0.2
+"""A solve that took longer adds its exact values to the solver's cache; faster ones are cheaper to redo than
+to keep."""
+
 _default_solvers: dict[Variant, Solver] = {}
 
 
 def default_solver(variant: Variant) -> Solver:
-    """The solver that :func:`solve` uses for ``variant``, created on first use and kept for the process."""
+    """The solver that :func:`solve` uses for ``variant``, created on first use and kept for the process. It uses
+    the value cache of :func:`agents.value_cache.default_cache`."""
     if variant not in _default_solvers:
-        _default_solvers[variant] = Solver(variant)
+        _default_solvers[variant] = Solver(variant, cache=default_cache(variant))
     return _default_solvers[variant]
 
 
@@ -220,7 +235,8 @@ def solve(state: State, variant: Variant = STANDARD, all_moves: bool = False) ->
     ``all_moves`` the value of every legal action.
 
     Raises :class:`~quarto_env.core.RulesError` for a position that is over. Calls for one variant share a
-    transposition table within the process. Practical up to about 12 empty squares (about a second each in
+    transposition table within the process, and values proven once are kept across runs
+    (:mod:`agents.value_cache`). Practical up to about 12 empty squares (about a second each in
     the benchmark, ``quarto bench solver``).
     """
     return default_solver(variant).solve(state, all_moves)
@@ -327,7 +343,7 @@ class SolverAgent(Agent):
     ):
         super().__init__(variant, seed)
         self.empties = empties
-        self.solver = Solver(variant)
+        self.solver = Solver(variant, cache=default_cache(variant))
         self.fallback = MinimaxAgent(variant, seed, depth=depth) if depth else MinimaxAgent(variant, seed, time=time)
         self.last_value: int | None = None
         self.last_nodes = 0

@@ -126,7 +126,11 @@ answers it), for the first ``PATH_PLIES`` plies: how far a long search has come.
 PATH_PLIES = 4
 STATS_SIZE = PATH_MOVES + 2 * PATH_PLIES
 
-DIVERSIFY_PLIES = 4
+BUSY_SLOTS = 4096
+"""With several threads, ``shared[1:]`` holds marks of the boards being searched (see :func:`negamax_give`)..."""
+BUSY_EMPTIES = 8
+"""... those with at least this many empty squares."""
+DIVERSIFY_PLIES = 0
 """With several threads, a helper thread tries the pieces of the give nodes this close to the root in a rotated
 order, so that it works ahead of the others on subtrees they will reach later (see :class:`Search`)."""
 
@@ -245,8 +249,9 @@ class Search:
         self.table = new_table(table_bits)
         self.stats = np.zeros((jobs, STATS_SIZE), dtype=np.int64)
         """One row of stats per thread, for the latest search."""
-        self.stop = np.zeros(1, dtype=np.int64)
-        """Set to non-zero, every thread of the running search stops (``STOPPED_BY_*``)."""
+        self.shared = np.zeros(1 + BUSY_SLOTS if jobs > 1 else 1, dtype=np.int64)
+        """What the threads of a search share: ``shared[0]`` is the stop flag (non-zero: every thread stops;
+        ``STOPPED_BY_*``); with several threads, the marks of the boards being searched follow."""
         self._low, self._high = byte_tables(variant.squares)
         self._groups = variant.group_array
         self._groups.flags.writeable = False
@@ -289,7 +294,7 @@ class Search:
             raise ValueError(f"depth must be at least 1 ply, got {depth}")
         self.stats[:] = 0
         self.stats[:, BEST_ACTION] = -1
-        self.stop[0] = 0
+        self.shared[:] = 0
         fields = compiled_fields(state)
         scores = [0] * self.jobs
         finished = [False] * self.jobs
@@ -298,18 +303,18 @@ class Search:
             scores[thread] = search_root(
                 *fields, alpha, beta, depth,
                 self._groups, self.variant.counted, self._low, self._high, self.settings, self.table,
-                self.scratch[thread], self.stats[thread], deadline, 0, self.stop, thread,
+                self.scratch[thread], self.stats[thread], deadline, 0, self.shared, thread,
             )  # fmt: skip
             finished[thread] = not self.stats[thread, ABORTED]
             if finished[thread]:
-                self.stop[0] = STOPPED_BY_ANOTHER_THREAD
+                self.shared[0] = STOPPED_BY_ANOTHER_THREAD
 
-        with interrupts.stopping(self.stop):
+        with interrupts.stopping(self.shared):
             if self.jobs == 1:
                 search(0)
             else:
-                _run_threads(search, self.jobs, self.stop)
-        if self.stop[0] == interrupts.STOPPED_BY_CTRL_C and not any(finished):
+                _run_threads(search, self.jobs, self.shared)
+        if self.shared[0] == interrupts.STOPPED_BY_CTRL_C and not any(finished):
             raise SearchInterrupted
         answer = finished.index(True) if any(finished) else 0
         return SearchResult(
@@ -321,7 +326,7 @@ class Search:
 
 
 STOPPED_BY_ANOTHER_THREAD = 2
-"""``Search.stop`` value: one thread finished the search, the others stop."""
+"""Stop-flag value: one thread finished the search, the others stop."""
 
 
 def _run_threads(target: Callable[[int], None], count: int, stop: np.ndarray) -> None:
@@ -522,6 +527,29 @@ def _bucket(table, key_occupied: int, key_lanes: int) -> int:
 
 
 @numba.njit(cache=True)
+def _busy_tag(lanes: int, occupied: int) -> int:
+    """A non-zero tag of a board (not canonical), and its slot in the busy marks."""
+    mixed = lanes * -7046029254386353131 + occupied * 0x27D4EB2F165667C5
+    return (mixed ^ (mixed >> 31)) | 1
+
+
+@numba.njit(cache=True)
+def _mark_busy(shared, lanes: int, occupied: int) -> int:
+    """Mark the board as being searched by this thread; returns its slot in ``shared``."""
+    tag = _busy_tag(lanes, occupied)
+    slot = 1 + (tag >> 1 & (shared.shape[0] - 2))
+    shared[slot] = tag
+    return slot
+
+
+@numba.njit(cache=True)
+def _is_busy(shared, lanes: int, occupied: int) -> bool:
+    """Whether a thread marked the board as being searched (a mark may be stale or overwritten: a hint only)."""
+    tag = _busy_tag(lanes, occupied)
+    return shared[1 + (tag >> 1 & (shared.shape[0] - 2))] == tag
+
+
+@numba.njit(cache=True)
 def _scramble(info: int) -> int:
     """A 64-bit hash of a row's ``INFO`` word, for its ``VERIFY`` word."""
     mixed = info * -4658895280553007687
@@ -601,13 +629,13 @@ _CONTEXT = (
     _INT,
 )
 """The types of the arguments shared by both search functions: groups, counted, low, high, settings, table,
-scratch, stats, deadline, ply, stop, thread."""
+scratch, stats, deadline, ply, shared, thread."""
 
 
 @numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
 def negamax_give(
     lanes, occupied, available, safe, alpha, beta, depth, groups, counted, low, high, settings, table, scratch,
-    stats, deadline, ply, stop, thread,
+    stats, deadline, ply, shared, thread,
 ):  # fmt: skip
     """Score of the give node ``(lanes, occupied, available)`` for the player about to give (``safe``: the mask
     of available pieces that do not let the receiver win at once, or -1 to compute it), searched to
@@ -623,7 +651,7 @@ def negamax_give(
     ``settings[CANONICAL_EMPTIES]`` empty squares are keyed by their canonical form under the symmetries in
     ``low, high``, and those with at most ``settings[DRAW_TEST_EMPTIES]`` are tested for a certain draw
     (:func:`can_still_be_won`). Counts nodes, table probes and hits in
-    ``stats``; once ``time.perf_counter()`` passes ``deadline`` or ``stop[0]`` is set, it sets
+    ``stats``; once ``time.perf_counter()`` passes ``deadline`` or the stop flag ``shared[0]`` is set, it sets
     ``stats[ABORTED]`` and returns a meaningless 0 (storing nothing from then on). At the root (``ply`` 0) it
     always searches (a stored bound would not name a move) and writes the best piece to ``stats[BEST_ACTION]``.
     It counts the moves searched at the first plies of the current path (``PATH_MOVES``). ``thread`` above 0
@@ -635,7 +663,7 @@ def negamax_give(
     # Near the root a node costs tens of microseconds (it orders every placement of every piece): read the
     # clock at each one there, and every CLOCK_INTERVAL + 1 nodes elsewhere.
     clock_due = empties >= CLOCK_EVERY_NODE_EMPTIES or stats[NODES] & CLOCK_INTERVAL == 0
-    if clock_due and (stop[0] or (deadline < math.inf and _now() > deadline)):
+    if clock_due and (shared[0] or (deadline < math.inf and _now() > deadline)):
         stats[ABORTED] = 1
     if stats[ABORTED]:
         return 0
@@ -692,6 +720,7 @@ def negamax_give(
         if depth >= 2:
             _threats_elsewhere(lanes, occupied, groups, counted, orders[NUM_PIECES + 1])
     rotation = thread % num_pieces if thread and ply < DIVERSIFY_PLIES else 0
+    busy_slot = _mark_busy(shared, lanes, occupied) if shared.shape[0] > 1 and empties >= BUSY_EMPTIES else -1
     on_path = ply < PATH_PLIES
     if on_path:
         stats[PATH_MOVES + 2 * ply], stats[PATH_MOVES + 2 * ply + 1] = 0, num_pieces * empties
@@ -707,24 +736,35 @@ def negamax_give(
             order = orders[piece]
             if not gives_ordered:
                 _order_placements(lanes, occupied, after_give, piece, groups, counted, orders[NUM_PIECES + 1], order)
-            for i in range(empties):
-                if score <= floor:
-                    break
-                square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
-                placed = occupied | 1 << square  # not full: a node with one empty square returned above
-                if safe_next == 0:
-                    reply = -WIN  # the receiver has no safe piece left to give
-                else:
-                    reply = negamax_give(
-                        place_lanes(lanes, piece, square), placed, after_give, safe_next, -min(beta, score), -floor,
-                        depth - 2, groups, counted, low, high, settings, table, scratch, stats, deadline, ply + 1,
-                        stop, thread,
-                    )  # fmt: skip
-                    if stats[ABORTED]:
-                        return 0
-                score = min(score, -reply)
-                if on_path:
-                    stats[PATH_MOVES + 2 * ply] += 1
+            # With several threads, a placement whose subtree another thread is searching now waits for a second
+            # pass: by then that thread may have stored its value.
+            may_defer = shared.shape[0] > 1 and empties - 1 >= BUSY_EMPTIES
+            deferred = 0
+            for second_pass in range(2 if may_defer else 1):
+                for i in range(empties):
+                    if score <= floor:
+                        break
+                    if second_pass and not deferred >> i & 1:
+                        continue
+                    square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
+                    placed = occupied | 1 << square  # not full: a node with one empty square returned above
+                    if safe_next == 0:
+                        reply = -WIN  # the receiver has no safe piece left to give
+                    else:
+                        placed_lanes = place_lanes(lanes, piece, square)
+                        if may_defer and i > 0 and not second_pass and _is_busy(shared, placed_lanes, placed):
+                            deferred |= 1 << i
+                            continue
+                        reply = negamax_give(
+                            placed_lanes, placed, after_give, safe_next, -min(beta, score), -floor, depth - 2,
+                            groups, counted, low, high, settings, table, scratch, stats, deadline, ply + 1, shared,
+                            thread,
+                        )  # fmt: skip
+                        if stats[ABORTED]:
+                            return 0
+                    score = min(score, -reply)
+                    if on_path:
+                        stats[PATH_MOVES + 2 * ply] += 1
         if on_path:  # the placements after a refutation count as searched
             stats[PATH_MOVES + 2 * ply] = (j + 1) * empties
         if score > best:
@@ -732,6 +772,8 @@ def negamax_give(
             if best >= beta:
                 break
 
+    if busy_slot >= 0:
+        shared[busy_slot] = 0
     if root:
         stats[BEST_ACTION] = best_piece
     if stored:
@@ -748,7 +790,7 @@ _POSITION = (_INT, _INT, _INT, _INT, _INT, _INT, _INT, numba.types.boolean)
 @numba.njit(_INT(*_POSITION, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
 def search_root(
     lanes, occupied, available, hand, to_move, claimable, winner, over, alpha, beta, depth, groups, counted, low,
-    high, settings, table, scratch, stats, deadline, ply, stop, thread,
+    high, settings, table, scratch, stats, deadline, ply, shared, thread,
 ):  # fmt: skip
     """Score of any position that is not over, for the side to move, with the contract of :func:`negamax_give`;
     the best action (a square when ``hand`` is a piece, else a piece) goes to ``stats[BEST_ACTION]``.
@@ -760,7 +802,7 @@ def search_root(
     if hand < 0:
         return negamax_give(
             lanes, occupied, available, -1, alpha, beta, depth, groups, counted, low, high, settings, table,
-            scratch, stats, deadline, ply, stop, thread,
+            scratch, stats, deadline, ply, shared, thread,
         )  # fmt: skip
     wins = winning_squares(lanes, occupied, hand, groups, counted)
     if wins:
@@ -781,7 +823,7 @@ def search_root(
         else:
             score = negamax_give(
                 place_lanes(lanes, hand, square), placed, available, -1, max(alpha, best), beta, depth - 1, groups,
-                counted, low, high, settings, table, scratch, stats, deadline, ply + 1, stop, thread,
+                counted, low, high, settings, table, scratch, stats, deadline, ply + 1, shared, thread,
             )  # fmt: skip
         if stats[ABORTED]:
             return 0
@@ -834,7 +876,7 @@ def load_table(path: str | Path, table: np.ndarray, variant: Variant) -> dict:
     header, rows = _read_table_file(path, rows=True)
     if header["variant"] != variant.to_dict():
         raise TableFileError(f"{path} holds a table of the variant {header['variant']}, not {variant.to_dict()}")
-    _store_rows(table, rows)
+    store_entries(table, entries_from_rows(rows))
     return header
 
 
@@ -854,13 +896,46 @@ def _read_table_file(path: str | Path, rows: bool) -> tuple[dict, np.ndarray]:
     return header, saved
 
 
+def proven_rows(table: np.ndarray, min_empties: int) -> np.ndarray:
+    """The rows of ``table`` holding proven bounds (searched to the end of the game) of canonical positions
+    with at least ``min_empties`` empty squares."""
+    info = table[:, INFO]
+    canonical = (info >> KEY_SHIFT) & CANONICAL_FLAG != 0
+    wanted = canonical & (info >> 16 & 0xFF == EXACT_DEPTH) & ((info >> EMPTIES_SHIFT & 0xFF) >= min_empties)
+    return table[np.flatnonzero(wanted)]
+
+
+def pack_bounds(lower: np.ndarray, upper: np.ndarray, best_piece: np.ndarray) -> np.ndarray:
+    """The data of entries searched to the end of the game (:func:`_pack`, on arrays)."""
+    return (lower + 128) | (upper + 128) << 8 | EXACT_DEPTH << 16 | (best_piece + 1) << 24
+
+
+def unpack_bounds(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(lower, upper, best_piece)`` of entries' data (:func:`_unpack`, on arrays)."""
+    return (data & 0xFF) - 128, (data >> 8 & 0xFF) - 128, (data >> 24 & 0xFF) - 1
+
+
 @numba.njit(cache=True)
-def _store_rows(table, rows) -> None:
-    """Store saved rows into ``table`` by their keys (rows whose check fails, damaged ones, are skipped)."""
+def entries_from_rows(rows):  # type: ignore[no-untyped-def]
+    """Table rows as entries ``(key_occupied, key_lanes, empties, data)``, one per row; rows that are not in use
+    or fail their check (damaged) are dropped."""
+    entries = np.empty((rows.shape[0], 4), dtype=np.int64)
+    count = 0
     for i in range(rows.shape[0]):
         info = rows[i, INFO]
         key_occupied = info >> KEY_SHIFT
         if key_occupied & USED_FLAG == 0:
             continue
-        key_lanes = rows[i, VERIFY] ^ _scramble(info)
-        _store(table, key_occupied, key_lanes, info >> EMPTIES_SHIFT & 0xFF, info & DATA_MASK)
+        entries[count, 0] = key_occupied
+        entries[count, 1] = rows[i, VERIFY] ^ _scramble(info)
+        entries[count, 2] = info >> EMPTIES_SHIFT & 0xFF
+        entries[count, 3] = info & DATA_MASK
+        count += 1
+    return entries[:count]
+
+
+@numba.njit(cache=True)
+def store_entries(table, entries) -> None:  # type: ignore[no-untyped-def]
+    """Store entries ``(key_occupied, key_lanes, empties, data)`` into ``table`` (of any size)."""
+    for i in range(entries.shape[0]):
+        _store(table, entries[i, 0], entries[i, 1], entries[i, 2], entries[i, 3])

@@ -12,7 +12,8 @@ What it measures, each on a fresh transposition table:
   (:func:`agents.positions.sample_positions`: greedy takes wins and never hands over a winning piece when a safe
   one exists, so the positions are not decided by the next action). For each group: median seconds and nodes
   of the exact value, nodes per second, the slowest position, and the median extra seconds to list every best
-  action as ``solve()`` does.
+  action as ``solve()`` does, also as a ratio: (value + best actions) / value. ``--jobs`` and ``--table-mb``
+  set the solver's threads and table as for ``quarto solve``.
 * **minimax** -- seconds per move at depths 1-4 (and 6, 8) from a few opening positions (after 0-3 greedy actions).
 * **time budget** -- how long ``minimax:time=T`` really takes per move, as a ratio to ``T`` (at most 1.0 is
   within budget).
@@ -38,12 +39,15 @@ import time
 
 from agents.minimax import MinimaxAgent, Solver
 from agents.positions import sample_positions
+from agents.search import table_bits_for
 from agents.simple import GreedyAgent
 from experiments.arena_io import SEED, add_variant_arguments, variant_from_args
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, MAX_GAME_LENGTH, NUM_SQUARES, State, Variant, step
 from quarto_env.notation import format_position
 
+DEFAULT_BENCH_TABLE_MB = 64
+"""The solver's table in the benchmark: larger than the agents' 32 MiB, small enough to clear fast."""
 MAX_BUDGET = 600.0
 """Seconds: a longer minimax:time budget is no benchmark."""
 BUDGET_EMPTIES = range(14, 8, -1)
@@ -98,6 +102,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=len(BUDGET_EMPTIES),
         help=f"moves timed per budget, 1-{len(BUDGET_EMPTIES)} (default {len(BUDGET_EMPTIES)})",
     )
+    parser.add_argument(
+        "--jobs",
+        type=number_argument("--jobs", minimum=1, maximum=64, integer=True),
+        default=1,
+        help="solver threads, as quarto solve --jobs (default 1)",
+    )
+    parser.add_argument(
+        "--table-mb",
+        type=number_argument("--table-mb", minimum=1, maximum=2**14),
+        default=DEFAULT_BENCH_TABLE_MB,
+        help=f"solver table size in MiB, as quarto solve --table-mb (default {DEFAULT_BENCH_TABLE_MB})",
+    )
     parser.add_argument("--skip-startup", action="store_true", help="do not time process start-up")
     parser.add_argument(
         "--out",
@@ -122,9 +138,9 @@ class SolvedPosition:
     """Extra wall time to list every best action, reusing the table the value filled."""
 
 
-def bench_solver(variant: Variant, empties: int, count: int, seed: int) -> dict:
+def bench_solver(variant: Variant, empties: int, count: int, seed: int, jobs: int = 1, table_mb: float = 64) -> dict:
     """Solve ``count`` seeded positions with ``empties`` empty squares; print and return the group's figures."""
-    solver = Solver(variant)
+    solver = Solver(variant, table_bits=table_bits_for(table_mb), jobs=jobs)
     solver.value(sample_positions(6, 1, seed=seed, variant=variant)[0])  # untimed: first-call costs
     rows = []
     for state in sample_positions(empties, count, seed=seed + empties, variant=variant):
@@ -146,13 +162,15 @@ def bench_solver(variant: Variant, empties: int, count: int, seed: int) -> dict:
         "median_nodes": statistics.median(r.nodes for r in rows),
         "nodes_per_second": sum(r.nodes for r in rows) / sum(r.seconds for r in rows),
         "median_best_actions_seconds": statistics.median(r.best_actions_seconds for r in rows),
+        "median_best_actions_ratio": statistics.median((r.seconds + r.best_actions_seconds) / r.seconds for r in rows),
         "values": {str(v): sum(r.value == v for r in rows) for v in (1, 0, -1)},
         "rows": [dataclasses.asdict(r) for r in rows],
     }
     print(
         f"  {empties:>2} empty  {len(rows):>3}  {summary['median_seconds']:>9.3f}  {slowest.seconds:>8.3f}"
         f"  {summary['median_nodes']:>12,.0f}  {summary['nodes_per_second']:>11,.0f}"
-        f"  {summary['median_best_actions_seconds']:>11.3f}   {slowest.position}",
+        f"  {summary['median_best_actions_seconds']:>11.3f}  {summary['median_best_actions_ratio']:>6.2f}"
+        f"   {slowest.position}",
         flush=True,
     )
     return summary
@@ -255,9 +273,14 @@ def main(argv: list[str]) -> int:
     command = "quarto bench solver " + " ".join(argv)
     print(f"# {command}\n# variant: {variant.describe()}, seed {args.seed}; wall-clock seconds (noisy)")
 
-    print("\nexact solver (fresh table per position; value, then the extra time for every best action)")
-    print("  group     n   median s     max s  median nodes      nodes/s  best acts s   slowest position")
-    solver = [bench_solver(variant, empties, args.positions, args.seed) for empties in args.empties]
+    print(
+        f"\nexact solver, {args.jobs} thread(s), {args.table_mb:g} MiB table (fresh table per position; the value, "
+        "then the extra time for every best action, and value + best actions as a multiple of the value alone)"
+    )
+    print("  group     n   median s     max s  median nodes      nodes/s  best acts s   ratio   slowest position")
+    solver = [
+        bench_solver(variant, empties, args.positions, args.seed, args.jobs, args.table_mb) for empties in args.empties
+    ]
 
     print("\nminimax seconds per move from opening positions (fresh table per move)")
     print("  depth     median s       max s  median nodes")

@@ -8,12 +8,15 @@ import contextlib
 import io
 import itertools
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 # The "human" render mode opens a window when matplotlib has an interactive backend: never in the tests.
 os.environ.setdefault("MPLBACKEND", "Agg")
+# The solver's value cache lives in a folder of this test session, not in the user's home.
+os.environ["QUARTO_CACHE_DIR"] = tempfile.mkdtemp(prefix="quarto-test-cache-")
 
 FLAG_COMBINATIONS = [
     {"attributes": attributes, "squares": squares, "first_player": first, **declaration}
