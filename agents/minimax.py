@@ -150,11 +150,28 @@ class Solver:
                 if action == proven_best or self._keeps(state, action, value):
                     best.append(action)
         self.task = ""
-        if self.cache is not None and perf_counter() - start > HARVEST_SECONDS:
-            self.cache.harvest(self.search.table)
+        self._harvest_if_slow(start)
         probes = self.probes - probes_before
         hit_rate = (self.hits - hits_before) / probes if probes else None
         return SolveResult(value, best, action_values, self.nodes - nodes_before, hit_rate, perf_counter() - start)
+
+    def random_best_action(self, state: State, rng: np.random.Generator) -> tuple[int, int]:
+        """``(value, action)``: the exact value of ``state`` (not over) and an action drawn uniformly at random
+        among those that keep it. It is the first action that keeps the value in a random order of them all (as
+        uniform as drawing from the full list), so one or two null-window searches usually follow the value's,
+        where listing every best action (:meth:`solve`) takes one per action."""
+        start = perf_counter()
+        value = self.value(state)
+        proven_best = self._proven_best  # the searches of _keeps change it
+        actions = [int(a) for a in rng.permutation(bits(useful_action_mask(self.variant, state)))]
+        chosen = next(a for a in actions if a == proven_best or self._keeps(state, a, value))
+        self._harvest_if_slow(start)
+        return value, chosen
+
+    def _harvest_if_slow(self, start: float) -> None:
+        """Give the cache the table's proven values if the call that began at ``start`` took a while."""
+        if self.cache is not None and perf_counter() - start > HARVEST_SECONDS:
+            self.cache.harvest(self.search.table)
 
     def value(self, state: State) -> int:
         """The exact value (+1, 0, -1) of ``state`` (not over) for the side to move.
@@ -356,11 +373,9 @@ class SolverAgent(Agent):
             action = self.fallback.act(state)
             self.last_value, self.last_nodes, self.last_depth = None, self.fallback.last_nodes, self.fallback.last_depth
         else:
-            result = self.solver.solve(state)
-            best = result.best_actions
-            assert best is not None  # listed unless value_only
-            action = int(best[self.rng.integers(len(best))])
-            self.last_value, self.last_nodes, self.last_depth = result.value, result.nodes, EXACT_DEPTH
+            nodes = self.solver.nodes
+            self.last_value, action = self.solver.random_best_action(state, self.rng)
+            self.last_nodes, self.last_depth = self.solver.nodes - nodes, EXACT_DEPTH
         self.last_seconds = perf_counter() - start
         return action
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from agents.minimax import Solver, solve
@@ -250,3 +251,16 @@ def test_solver_with_a_depth_plays_the_same_opening_moves_whatever_the_clock() -
         assert agent.last_value is None and agent.last_depth == 3
     assert moves[0] == moves[1]
     assert moves[0] in legal_actions(STANDARD, opening)
+
+
+@pytest.mark.parametrize("name", ["standard", "squares", "declaration"])
+def test_random_best_action_draws_every_best_action_and_nothing_else(name: str) -> None:
+    """The first action that keeps the value in a random order: always a best action, and each of them turns up."""
+    variant = VARIANTS[name]
+    solver = Solver(variant, table_bits=16)
+    rng = np.random.default_rng(0)
+    for state in sample_positions(7, 3, seed=5, variant=variant):
+        result = solver.solve(state)
+        drawn = [solver.random_best_action(state, rng) for _ in range(40 * len(result.best_actions))]
+        assert {value for value, _ in drawn} == {result.value}
+        assert {action for _, action in drawn} == set(result.best_actions), format_position(state)
