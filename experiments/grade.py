@@ -11,7 +11,8 @@ position once (the values are cached for the run, and on disk with ``--cache``),
 on the same positions costs one solve per position. A cache file carries its solver version and a hash of
 its positions: one written by another version, or edited, is solved again with a warning. Above
 ``--max-empty 12`` the solver needs from many seconds to minutes per position: the command warns, and
-shows its progress on stderr (``--no-progress`` hides it).
+shows its progress on stderr (``--no-progress`` hides it). Ctrl-C while solving says how many positions
+were valued and writes the values solved so far to ``--cache``, so that the next run starts from them.
 
 A decision **loses value** when the value of the chosen action under perfect play is below the position's
 value: a won position played into a draw or a loss, or a drawn one into a loss. The report gives the share
@@ -33,6 +34,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -160,6 +162,10 @@ class PositionValues:
             self._values[state] = self.solver(self.variant, state)
             self.solved += 1
         return self._values[state]
+
+    def __contains__(self, state: object) -> bool:
+        """Whether the action values of ``state`` are known (cached or solved)."""
+        return state in self._values
 
     def value(self, state: State) -> int:
         """The value of ``state`` for the player to move."""
@@ -424,14 +430,31 @@ def main(argv: list[str]) -> int:
     except RuntimeError as error:  # too few decisions within the bounds
         parser.error(f"{error}: widen --min-empty / --max-empty")
     start = time.perf_counter()
-    for state in tqdm(positions, desc="solving", unit="pos", disable=args.no_progress):
-        values.action_values(state)
+    try:
+        for state in tqdm(positions, desc="solving", unit="pos", disable=args.no_progress):
+            values.action_values(state)
+    except KeyboardInterrupt:
+        return _interrupted(values, positions, time.perf_counter() - start)
     print(f"{len(positions)} positions, {values.solved} solved in {time.perf_counter() - start:.1f} s")
     if args.cache:
         values.save()
     reports = [grade_agent(agent, variant, positions, values, progress=not args.no_progress) for agent in agents]
     _write_reports(out, reports, variant, args.seed)
     return 0
+
+
+def _interrupted(values: PositionValues, positions: Sequence[State], seconds: float) -> int:
+    """Ctrl-C while solving: keep the values solved so far in the ``--cache`` file, if there is one, say how
+    far it got, and return the exit status 130."""
+    valued = sum(state in values for state in positions)
+    if values.path is not None:
+        values.save()
+        kept = f"values so far are kept in --cache {values.path}"
+    else:
+        kept = "--cache FILE would keep the values solved so far"
+    message = f"interrupted after valuing {valued} of {len(positions)} positions ({seconds:.1f} s); {kept}"
+    print(f"\nquarto grade: {message}", file=sys.stderr)
+    return 130
 
 
 def _config(args: argparse.Namespace, sources: list[str], variant: Variant) -> dict[str, Any]:

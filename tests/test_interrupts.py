@@ -1,0 +1,164 @@
+"""Ctrl-C during a long compiled search: ``quarto tournament``, ``quarto grade`` and ``quarto play`` run as real
+processes, get SIGINT while their search runs for a minute or more, and stop with status 130 and a message
+(:mod:`agents.interrupts` stops the search within milliseconds). Each test prints the seconds from the signal
+to the message and to the exit (run with ``-s`` to see them; the exit adds the interpreter's shutdown, about
+0.3 s once numba is loaded); only a hang guard bounds them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from experiments.grade import PositionValues, sample_positions
+from quarto_env.core import STANDARD
+
+ROOT = Path(__file__).resolve().parent.parent
+STARTUP_TIMEOUT = 120.0
+"""Seconds a command may take to print the line that shows it started (a cold numba cache compiles first)."""
+SEARCH_WAIT = 3.0
+"""Seconds between that line and the signal: the command is then deep inside its search."""
+EXIT_TIMEOUT = 60.0
+"""Hang guard: seconds the command may take to stop after the signal."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled_search() -> None:
+    """Load (or compile and cache) the compiled search once, so that the commands start in a second or two."""
+    from agents.minimax import MinimaxAgent
+
+    MinimaxAgent(STANDARD, time=1.0)
+
+
+class Output:
+    """All that one pipe of a process writes, read by a thread (so the pipe never fills), with a wait for
+    some text (progress bars end their lines with ``\\r``: reading lines would not do)."""
+
+    def __init__(self, pipe: int) -> None:
+        self.text = ""
+        self.closed = False
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: int) -> None:
+        while chunk := os.read(pipe, 4096):
+            with self._changed:
+                self.text += chunk.decode("utf-8", errors="replace")
+                self._changed.notify_all()
+        with self._changed:
+            self.closed = True
+            self._changed.notify_all()
+
+    def wait_for(self, marker: str, timeout: float) -> bool:
+        """Whether ``marker`` is written within ``timeout`` seconds (waiting no longer once the pipe closes)."""
+        with self._changed:
+            self._changed.wait_for(lambda: marker in self.text or self.closed, timeout)
+            return marker in self.text
+
+    def close(self) -> str:
+        """Everything written, once the process has closed the pipe."""
+        self._thread.join(10)
+        return self.text
+
+
+def interrupt(
+    args: list[str], marker: str, stream: str = "stdout", said: str = "stderr", group: bool = False
+) -> tuple[str, str]:
+    """Run ``quarto ARGS``, wait for ``marker`` on ``stream`` and then :data:`SEARCH_WAIT` seconds, send
+    SIGINT (with ``group``, to its whole process group, as a terminal's Ctrl-C does), and check that it says
+    "interrupted" on ``said`` and exits with status 130; returns its ``(stdout, stderr)``."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # each line shows at once, not when the pipe buffer fills
+    process = subprocess.Popen(
+        [sys.executable, "-m", "experiments.cli", *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=group,
+    )
+    assert process.stdin and process.stdout and process.stderr
+    outputs = {"stdout": Output(process.stdout.fileno()), "stderr": Output(process.stderr.fileno())}
+    try:
+        process.stdin.close()
+        started = outputs[stream].wait_for(marker, STARTUP_TIMEOUT)
+        assert started, f"no {marker!r} on {stream}: {outputs['stdout'].text}{outputs['stderr'].text}"
+        time.sleep(SEARCH_WAIT)
+        assert process.poll() is None, "the command ended before the signal: its search was not long"
+        if group:
+            os.killpg(process.pid, signal.SIGINT)
+        else:
+            process.send_signal(signal.SIGINT)
+        signalled = time.perf_counter()
+        outputs[said].wait_for("interrupted", EXIT_TIMEOUT)
+        message = time.perf_counter() - signalled
+        status = process.wait(EXIT_TIMEOUT)
+        stopped = time.perf_counter() - signalled
+        print(f"\nquarto {args[0]}: message {message:.3f} s, exit {status} {stopped:.3f} s after SIGINT", end=" ")
+    finally:
+        process.kill()
+        process.wait()
+    stdout, stderr = outputs["stdout"].close(), outputs["stderr"].close()
+    assert status == 130, f"{stdout}\n{stderr}"
+    assert "Traceback" not in stderr, stderr
+    return stdout, stderr
+
+
+@pytest.mark.parametrize(("jobs", "group"), [(1, False), (2, False), (2, True)])
+def test_tournament_stops_inside_a_move(tmp_path: Path, jobs: int, group: bool) -> None:
+    """A minute-long minimax move, played in this process or in a worker (which gets the signal too with
+    ``group``), stops at once; the message says how to finish the tournament."""
+    out = tmp_path / "run"
+    args = ["tournament", "minimax:time=60", "random", "--games", "2", "--jobs", str(jobs), "--out", str(out)]
+    _, stderr = interrupt([*args, "--no-progress"], marker="games between", group=group)
+    assert f"interrupted: `quarto tournament --resume {out}`" in stderr
+
+
+def slow_second_position(max_seed: int = 200) -> int:
+    """A seed whose two sampled positions are a quick one (at most 8 empty squares) and then one the solver
+    needs minutes or more for (at least 15)."""
+    for seed in range(max_seed):
+        first, second = sample_positions(STANDARD, 2, seed, max_empty=16)
+        if first.num_empty <= 8 and second.num_empty >= 15:
+            return seed
+    raise AssertionError(f"no such seed below {max_seed}")
+
+
+def test_grade_keeps_the_values_solved_before_ctrl_c(tmp_path: Path) -> None:
+    """Interrupted while solving its second position, ``quarto grade`` says it valued one of two and leaves the
+    first one's values in ``--cache``, where the next run finds them."""
+    seed = slow_second_position()
+    cache = tmp_path / "values.json"
+    args = ["grade", "random", "--positions", "2", "--max-empty", "16", "--seed", str(seed)]
+    _, stderr = interrupt([*args, "--cache", str(cache), "--out", str(tmp_path / "run")], "solving", "stderr")
+    assert "quarto grade: interrupted after valuing 1 of 2 positions" in stderr
+    assert f"values so far are kept in --cache {cache}" in stderr
+    assert len(json.loads(cache.read_text())["positions"]) == 1
+    values = PositionValues(STANDARD, cache)
+    assert values.discarded is None
+    first, second = sample_positions(STANDARD, 2, seed, max_empty=16)
+    assert first in values and second not in values
+
+
+def test_grade_without_cache(tmp_path: Path) -> None:
+    """Without ``--cache`` the message says how to keep the values next time."""
+    args = ["grade", "random", "--positions", "1", "--min-empty", "15", "--max-empty", "16"]
+    _, stderr = interrupt([*args, "--out", str(tmp_path / "run")], "solving", "stderr")
+    assert "quarto grade: interrupted after valuing 0 of 1 positions" in stderr
+    assert "--cache FILE would keep" in stderr
+
+
+@pytest.mark.parametrize("opponent", ["minimax:time=60", "solver:empties=16"])
+def test_play_stops_while_the_agent_thinks(tmp_path: Path, opponent: str) -> None:
+    """The agent gives the first piece and thinks for a minute (or solves the whole game): Ctrl-C abandons the
+    game at once."""
+    stdout, _ = interrupt(["play", "--opponent", opponent, "--first", "agent"], "the agent gives first", said="stdout")
+    assert "interrupted -- game abandoned." in stdout
