@@ -1,4 +1,4 @@
-"""Ctrl-C for compiled searches: stop them within milliseconds, wherever they run.
+"""Stopping compiled searches from outside: Ctrl-C within milliseconds, and deadlines.
 
 Python runs a signal handler only between bytecodes of the main thread, so a long compiled call there never
 sees Ctrl-C: the ``KeyboardInterrupt`` waits until the call returns, minutes later. The searches of
@@ -12,24 +12,38 @@ nodes, and this module sets the flags of the running searches when SIGINT arrive
 
 Nothing changes for a program that has set a wakeup fd of its own (asyncio does): :func:`install` leaves it be,
 and Ctrl-C then waits for the compiled call as before.
+
+Deadlines use the same flag: :func:`deadline` has a second daemon thread set it when the time is up, so the
+compiled code never reads the clock. (Reading it from compiled code means calling back into Python, with the
+GIL: Ctrl-C could then raise its ``KeyboardInterrupt`` inside that call, which numba reports as a
+``SystemError``.)
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 
 import numpy as np
 
 STOPPED_BY_CTRL_C = 1
-"""The value a stop flag gets on SIGINT."""
+"""The value a stop flag gets on SIGINT..."""
+STOPPED_BY_ANOTHER_THREAD = 2
+"""... when another thread of the search has finished it..."""
+STOPPED_BY_DEADLINE = 3
+"""... and when its deadline has passed."""
 
 _flags: dict[int, np.ndarray] = {}
 _lock = threading.Lock()
 _installed = False
+_deadlines: dict[int, tuple[float, np.ndarray]] = {}
+_deadline_changed = threading.Condition()
+_deadline_thread: threading.Thread | None = None
 
 
 def install() -> bool:
@@ -80,3 +94,44 @@ def stopping(flag: np.ndarray) -> Iterator[None]:
     finally:
         with _lock:
             _flags.pop(id(flag), None)
+
+
+@contextlib.contextmanager
+def deadline(flag: np.ndarray, when: float) -> Iterator[None]:
+    """Within the block, ``flag[0]`` becomes :data:`STOPPED_BY_DEADLINE` once ``time.perf_counter()`` passes
+    ``when`` (unless it is set already); ``math.inf`` is no deadline."""
+    if when == math.inf:
+        yield
+        return
+    if when <= time.perf_counter():
+        flag[0] = flag[0] or STOPPED_BY_DEADLINE
+        yield
+        return
+    global _deadline_thread
+    with _deadline_changed:
+        if _deadline_thread is None:
+            _deadline_thread = threading.Thread(target=_watch_deadlines, name="quarto-deadlines", daemon=True)
+            _deadline_thread.start()
+        _deadlines[id(flag)] = (when, flag)
+        _deadline_changed.notify()
+    try:
+        yield
+    finally:
+        with _deadline_changed:
+            _deadlines.pop(id(flag), None)
+
+
+def _watch_deadlines() -> None:
+    """Sleep until the earliest registered deadline (or a new one), and set the flags whose time is up."""
+    with _deadline_changed:
+        while True:
+            if not _deadlines:
+                _deadline_changed.wait()
+                continue
+            key, (when, flag) = min(_deadlines.items(), key=lambda item: item[1][0])
+            remaining = when - time.perf_counter()
+            if remaining <= 0:
+                flag[0] = flag[0] or STOPPED_BY_DEADLINE
+                del _deadlines[key]
+            else:
+                _deadline_changed.wait(remaining)

@@ -263,8 +263,8 @@ def solve(state: State, variant: Variant = STANDARD, all_moves: bool = False) ->
 # Agents
 # ---------------------------------------------------------------------------------------------------------
 TIME_SAFETY = 0.9
-"""Share of a move's time budget given to the search; the rest covers Python overhead and the clock's
-granularity (it is read every 1024 nodes)."""
+"""Share of a move's time budget given to the search; the rest covers Python overhead and the wake-up of the
+deadline's timer thread."""
 TIME_RESERVE = 0.0005
 """Seconds kept back from every budget, for the call's fixed cost."""
 DEFAULT_DEPTH = 2
@@ -283,7 +283,7 @@ class MinimaxAgent(Agent):
     * ``time=S``: search 1, 2, 3, ... plies until ``S`` seconds (wall clock, Python included) would be
       exceeded, and play the best action of the deepest search that finished -- up to ``depth`` plies when
       ``depth`` is set too, or to the end of the game. It always answers within ``S``: the search checks the
-      clock as it goes and abandons an unfinished iteration.
+      stop flag that a timer thread sets at the deadline, and abandons an unfinished iteration.
     * neither: ``depth=2``.
 
     Any depth at least the plies left in the game is an exact search. The agent takes a win when it sees one,
@@ -310,7 +310,7 @@ class MinimaxAgent(Agent):
     def _warm_up(self) -> None:
         """Run every part of the search once now (the first calls into compiled code cost milliseconds), so that
         the first move's budget does not pay for it."""
-        far_future = perf_counter() + 3600.0  # a finite deadline, so that the clock is read too
+        far_future = perf_counter() + 3600.0  # a finite deadline, so that the deadline's timer runs too
         for start in (State(), step(self.variant, State(), 0)):  # a give and a placement
             for depth in range(1, 6):  # odd and even depths take different paths
                 self.search.run(start, depth, deadline=far_future)

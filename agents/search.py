@@ -71,7 +71,6 @@ import json
 import math
 import os
 import threading
-import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -133,12 +132,6 @@ BUSY_EMPTIES = 8
 DIVERSIFY_PLIES = 0
 """With several threads, a helper thread tries the pieces of the give nodes this close to the root in a rotated
 order, so that it works ahead of the others on subtrees they will reach later (see :class:`Search`)."""
-
-CLOCK_INTERVAL = 127
-"""With a deadline, the clock is read once every ``CLOCK_INTERVAL + 1`` nodes (a read costs about 2
-microseconds)..."""
-CLOCK_EVERY_NODE_EMPTIES = 10
-"""... and at every node with at least this many empty squares."""
 
 # Transposition table layout: one row per entry.
 VERIFY, INFO = 0, 1
@@ -256,7 +249,6 @@ class Search:
         self._groups = variant.group_array
         self._groups.flags.writeable = False
         interrupts.install()
-        _now()  # the first read of the clock costs tens of milliseconds per process: pay it here
 
     def clear(self) -> None:
         """Forget everything stored in the transposition table."""
@@ -287,7 +279,8 @@ class Search:
         deadline: float = math.inf,
     ) -> SearchResult:
         """Search ``state`` (not over, nothing claimable) ``depth`` plies deep within ``(alpha, beta)``, stopping
-        when ``time.perf_counter()`` passes ``deadline``; raises :class:`SearchInterrupted` on Ctrl-C."""
+        when ``time.perf_counter()`` passes ``deadline`` (a watcher thread sets the stop flag then: see
+        :func:`agents.interrupts.deadline`); raises :class:`SearchInterrupted` on Ctrl-C."""
         if state.over or state.claimable:
             raise RulesError("the search takes a position that is not over and has nothing to declare")
         if depth < 1:
@@ -303,13 +296,13 @@ class Search:
             scores[thread] = search_root(
                 *fields, alpha, beta, depth,
                 self._groups, self.variant.counted, self._low, self._high, self.settings, self.table,
-                self.scratch[thread], self.stats[thread], deadline, 0, self.shared, thread,
+                self.scratch[thread], self.stats[thread], 0, self.shared, thread,
             )  # fmt: skip
             finished[thread] = not self.stats[thread, ABORTED]
             if finished[thread]:
-                self.shared[0] = STOPPED_BY_ANOTHER_THREAD
+                self.shared[0] = interrupts.STOPPED_BY_ANOTHER_THREAD
 
-        with interrupts.stopping(self.shared):
+        with interrupts.stopping(self.shared), interrupts.deadline(self.shared, deadline):
             if self.jobs == 1:
                 search(0)
             else:
@@ -323,10 +316,6 @@ class Search:
             int(self.stats[:, NODES].sum()),
             not finished[answer],
         )
-
-
-STOPPED_BY_ANOTHER_THREAD = 2
-"""Stop-flag value: one thread finished the search, the others stop."""
 
 
 def _run_threads(target: Callable[[int], None], count: int, stop: np.ndarray) -> None:
@@ -503,13 +492,6 @@ def can_still_be_won(lanes, occupied, available, groups, counted) -> bool:
 # Small compiled helpers
 # ---------------------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _now() -> float:
-    with numba.objmode(seconds="float64"):
-        seconds = time.perf_counter()
-    return seconds
-
-
-@numba.njit(cache=True)
 def _counted_lanes(lanes: int, counted: int) -> int:
     """The lanes with the attributes that do not count cleared: they never decide a game."""
     kept = 0
@@ -623,19 +605,18 @@ _CONTEXT = (
     _MATRIX,
     _SCRATCH,
     _VECTOR,
-    numba.types.float64,
     _INT,
     _VECTOR,
     _INT,
 )
 """The types of the arguments shared by both search functions: groups, counted, low, high, settings, table,
-scratch, stats, deadline, ply, shared, thread."""
+scratch, stats, ply, shared, thread."""
 
 
 @numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
 def negamax_give(
     lanes, occupied, available, safe, alpha, beta, depth, groups, counted, low, high, settings, table, scratch,
-    stats, deadline, ply, shared, thread,
+    stats, ply, shared, thread,
 ):  # fmt: skip
     """Score of the give node ``(lanes, occupied, available)`` for the player about to give (``safe``: the mask
     of available pieces that do not let the receiver win at once, or -1 to compute it), searched to
@@ -651,7 +632,7 @@ def negamax_give(
     ``settings[CANONICAL_EMPTIES]`` empty squares are keyed by their canonical form under the symmetries in
     ``low, high``, and those with at most ``settings[DRAW_TEST_EMPTIES]`` are tested for a certain draw
     (:func:`can_still_be_won`). Counts nodes, table probes and hits in
-    ``stats``; once ``time.perf_counter()`` passes ``deadline`` or the stop flag ``shared[0]`` is set, it sets
+    ``stats``; once the stop flag ``shared[0]`` is set (Ctrl-C, a deadline, another thread done), it sets
     ``stats[ABORTED]`` and returns a meaningless 0 (storing nothing from then on). At the root (``ply`` 0) it
     always searches (a stored bound would not name a move) and writes the best piece to ``stats[BEST_ACTION]``.
     It counts the moves searched at the first plies of the current path (``PATH_MOVES``). ``thread`` above 0
@@ -660,10 +641,7 @@ def negamax_give(
     root = ply == 0
     stats[NODES] += 1
     empties = NUM_SQUARES - popcount(occupied)
-    # Near the root a node costs tens of microseconds (it orders every placement of every piece): read the
-    # clock at each one there, and every CLOCK_INTERVAL + 1 nodes elsewhere.
-    clock_due = empties >= CLOCK_EVERY_NODE_EMPTIES or stats[NODES] & CLOCK_INTERVAL == 0
-    if clock_due and (shared[0] or (deadline < math.inf and _now() > deadline)):
+    if shared[0]:  # one load per node: cheap next to the rest of the node
         stats[ABORTED] = 1
     if stats[ABORTED]:
         return 0
@@ -757,7 +735,7 @@ def negamax_give(
                             continue
                         reply = negamax_give(
                             placed_lanes, placed, after_give, safe_next, -min(beta, score), -floor, depth - 2,
-                            groups, counted, low, high, settings, table, scratch, stats, deadline, ply + 1, shared,
+                            groups, counted, low, high, settings, table, scratch, stats, ply + 1, shared,
                             thread,
                         )  # fmt: skip
                         if stats[ABORTED]:
@@ -790,7 +768,7 @@ _POSITION = (_INT, _INT, _INT, _INT, _INT, _INT, _INT, numba.types.boolean)
 @numba.njit(_INT(*_POSITION, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
 def search_root(
     lanes, occupied, available, hand, to_move, claimable, winner, over, alpha, beta, depth, groups, counted, low,
-    high, settings, table, scratch, stats, deadline, ply, shared, thread,
+    high, settings, table, scratch, stats, ply, shared, thread,
 ):  # fmt: skip
     """Score of any position that is not over, for the side to move, with the contract of :func:`negamax_give`;
     the best action (a square when ``hand`` is a piece, else a piece) goes to ``stats[BEST_ACTION]``.
@@ -802,7 +780,7 @@ def search_root(
     if hand < 0:
         return negamax_give(
             lanes, occupied, available, -1, alpha, beta, depth, groups, counted, low, high, settings, table,
-            scratch, stats, deadline, ply, shared, thread,
+            scratch, stats, ply, shared, thread,
         )  # fmt: skip
     wins = winning_squares(lanes, occupied, hand, groups, counted)
     if wins:
@@ -823,7 +801,7 @@ def search_root(
         else:
             score = negamax_give(
                 place_lanes(lanes, hand, square), placed, available, -1, max(alpha, best), beta, depth - 1, groups,
-                counted, low, high, settings, table, scratch, stats, deadline, ply + 1, shared, thread,
+                counted, low, high, settings, table, scratch, stats, ply + 1, shared, thread,
             )  # fmt: skip
         if stats[ABORTED]:
             return 0
