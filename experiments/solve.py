@@ -32,12 +32,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
-from pathlib import Path
 
 from agents.minimax import Solver
 from agents.search import TableFileError, load_table, save_table, table_bits_for
 from experiments.arena_io import add_variant_arguments, variant_from_args
-from quarto_env.checks import number_argument, shortened
+from quarto_env.checks import number_argument, output_file_argument, shortened
 from quarto_env.core import RulesError
 from quarto_env.notation import parse_position
 
@@ -81,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--resume",
-        type=Path,
+        type=output_file_argument("--resume"),
         metavar="FILE",
         help="save the table to FILE every --checkpoint-every seconds and on Ctrl-C, and start from it when it "
         "exists: a long proof survives a restart",

@@ -152,6 +152,7 @@ def test_the_answer_has_nodes_hit_rate_and_seconds(capsys: pytest.CaptureFixture
         (["--table-mb", "0"], "--table-mb"),
         (["--value-only", "--all-moves"], "not allowed with"),
         (["--checkpoint-every", "0"], "--checkpoint-every"),
+        (["--resume", "/"], "--resume '/' is a folder"),
     ],
 )
 def test_bad_options_are_named(flags: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
