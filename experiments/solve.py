@@ -6,10 +6,17 @@ Example usage::
     quarto solve "76.c..afd.....80 -" --all-moves     # the value of every legal action too
     quarto solve "..3...........a. 5" --squares --attributes colour shape
     printf '6.e2....d8..9..1 5\\n76.c..afd.....80 -\\n' | quarto solve -
+    quarto solve "................ -" --value-only --jobs 2 --resume proof.npz   # the full-game proof: a draw
 
 Each answer is one JSON line: ``position``, ``variant``, ``value`` (+1 win, 0 draw, -1 loss for the side to move),
-``best_actions`` (squares when placing, pieces when giving, 16 to declare), ``action_values`` (with
-``--all-moves``; else null), ``nodes`` and ``seconds``.
+``best_actions`` (squares when placing, pieces when giving, 16 to declare; null with ``--value-only``),
+``action_values`` (with ``--all-moves``; else null), ``nodes``, ``table_hit_rate`` and ``seconds``.
+
+Long proofs (see ``docs/solver.md``): ``--jobs N`` searches with N threads sharing one table of ``--table-mb``
+MiB (default an eighth of the machine's memory, at most 1 GiB). A solve that lasts more than 2 seconds prints
+progress to standard error every 5 (``--no-progress`` hides it). Ctrl-C stops the search within milliseconds,
+prints the counts so far and exits with status 130. ``--resume FILE`` saves the table to ``FILE`` every
+``--checkpoint-every`` seconds and on Ctrl-C, and starts from it when it exists.
 
 With ``-`` the positions are read from standard input, one per line (blank lines and lines starting with ``#``
 are skipped), and answered in order by one process, which keeps its transposition table between them. A line
