@@ -9,7 +9,9 @@ random and greedy): from each game one decision is drawn uniformly among those w
 empty squares and more than one legal action. The exact solver values every action of every sampled
 position once (the values are cached for the run, and on disk with ``--cache``), so grading several agents
 on the same positions costs one solve per position. A cache file carries its solver version and a hash of
-its positions: one written by another version, or edited, is solved again with a warning. Above
+its positions: one written by another version, or edited, is solved again with a warning. Apart from it, the
+solver keeps the bounds it proves for positions with 10 or more empty squares across runs, by canonical
+position (:mod:`agents.value_cache`): what any earlier run proved is not searched again. Above
 ``--max-empty 12`` the solver needs from many seconds to minutes per position: the command warns, and
 shows its progress on stderr (``--no-progress`` hides it). Ctrl-C while solving says how many positions
 were valued and writes the values solved so far to ``--cache``, so that the next run starts from them.
