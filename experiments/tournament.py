@@ -44,6 +44,7 @@ import io
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -593,6 +594,9 @@ def _init_worker() -> None:
     # One thread per worker process: the workers already fill the cores.
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ[name] = "1"
+    # Ctrl-C is the parent's to handle: it stops the pool, which ends the workers wherever they are. A worker
+    # that took SIGINT itself would print a traceback from wherever it was, starting up included.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _play_task(task: tuple[GameJob, tuple[str, str], Variant, float | None]) -> tuple[int, GameRecord]:

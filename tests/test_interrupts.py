@@ -69,6 +69,13 @@ class Output:
         return self.text
 
 
+def default_sigint() -> None:
+    """Run in the child before it starts: SIGINT back to its default. A process started in the background by a
+    non-interactive shell (a CI script's ``cmd &``) ignores SIGINT, its children inherit that, and Python then
+    installs no handler: the signal would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt(
     args: list[str], marker: str, stream: str = "stdout", said: str = "stderr", group: bool = False
 ) -> tuple[str, str]:
@@ -84,6 +91,7 @@ def interrupt(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=group,
+        preexec_fn=default_sigint,
     )
     assert process.stdin and process.stdout and process.stderr
     outputs = {"stdout": Output(process.stdout.fileno()), "stderr": Output(process.stderr.fileno())}

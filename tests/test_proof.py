@@ -38,6 +38,7 @@ from agents.value_cache import ValueCache, default_cache_path
 from experiments import solve as solve_command
 from quarto_env.core import NO_PIECE, STANDARD, State, Variant, from_board
 from quarto_env.notation import format_position, parse_position
+from tests.test_interrupts import default_sigint
 
 ROOT = Path(__file__).resolve().parents[1]
 SQUARES = Variant.make(squares=True)
@@ -178,6 +179,7 @@ def _interrupted_solve(tmp_path: Path, *flags: str) -> tuple[subprocess.Complete
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     assert process.stderr is not None
     seen = []
