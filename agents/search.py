@@ -129,9 +129,6 @@ BUSY_SLOTS = 4096
 """With several threads, ``shared[1:]`` holds marks of the boards being searched (see :func:`negamax_give`)..."""
 BUSY_EMPTIES = 8
 """... those with at least this many empty squares."""
-DIVERSIFY_PLIES = 0
-"""With several threads, a helper thread tries the pieces of the give nodes this close to the root in a rotated
-order, so that it works ahead of the others on subtrees they will reach later (see :class:`Search`)."""
 
 # Transposition table layout: one row per entry.
 VERIFY, INFO = 0, 1
@@ -204,8 +201,9 @@ class Search:
 
     ``table_bits``: the table has ``2**table_bits`` entries of 16 bytes (:func:`table_bits_for` converts a size
     in MiB). ``jobs``: threads that search each position together, sharing the table ("lazy SMP": every thread
-    searches the whole tree; helpers try the pieces near the root in a rotated order, and what one thread
-    proves, the others find in the table; the first to finish answers). The other options are thresholds on
+    searches the whole tree, leaving for later the placements whose subtrees another thread is searching --
+    the deferral of ABDADA -- and what one thread proves, the others find in the table; the first to finish
+    answers). The other options are thresholds on
     the empty squares of a give node, tuned on the benchmark sample (``quarto bench solver``); every setting
     gives the same exact values:
 
@@ -296,7 +294,7 @@ class Search:
             scores[thread] = search_root(
                 *fields, alpha, beta, depth,
                 self._groups, self.variant.counted, self._low, self._high, self.settings, self.table,
-                self.scratch[thread], self.stats[thread], 0, self.shared, thread,
+                self.scratch[thread], self.stats[thread], 0, self.shared,
             )  # fmt: skip
             finished[thread] = not self.stats[thread, ABORTED]
             if finished[thread]:
@@ -607,16 +605,15 @@ _CONTEXT = (
     _VECTOR,
     _INT,
     _VECTOR,
-    _INT,
 )
 """The types of the arguments shared by both search functions: groups, counted, low, high, settings, table,
-scratch, stats, ply, shared, thread."""
+scratch, stats, ply, shared."""
 
 
 @numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
 def negamax_give(
     lanes, occupied, available, safe, alpha, beta, depth, groups, counted, low, high, settings, table, scratch,
-    stats, ply, shared, thread,
+    stats, ply, shared,
 ):  # fmt: skip
     """Score of the give node ``(lanes, occupied, available)`` for the player about to give (``safe``: the mask
     of available pieces that do not let the receiver win at once, or -1 to compute it), searched to
@@ -635,8 +632,9 @@ def negamax_give(
     ``stats``; once the stop flag ``shared[0]`` is set (Ctrl-C, a deadline, another thread done), it sets
     ``stats[ABORTED]`` and returns a meaningless 0 (storing nothing from then on). At the root (``ply`` 0) it
     always searches (a stored bound would not name a move) and writes the best piece to ``stats[BEST_ACTION]``.
-    It counts the moves searched at the first plies of the current path (``PATH_MOVES``). ``thread`` above 0
-    rotates the order of the pieces at the first ``DIVERSIFY_PLIES`` plies (see :class:`Search`).
+    It counts the moves searched at the first plies of the current path (``PATH_MOVES``). With several
+    threads (``shared`` longer than the flag), it marks the boards it is searching, and leaves for last the
+    placements (but the first) whose boards another thread has marked.
     """
     root = ply == 0
     stats[NODES] += 1
@@ -697,13 +695,12 @@ def negamax_give(
         num_pieces = _list_pieces(safe, hint, orders[NUM_PIECES])
         if depth >= 2:
             _threats_elsewhere(lanes, occupied, groups, counted, orders[NUM_PIECES + 1])
-    rotation = thread % num_pieces if thread and ply < DIVERSIFY_PLIES else 0
     busy_slot = _mark_busy(shared, lanes, occupied) if shared.shape[0] > 1 and empties >= BUSY_EMPTIES else -1
     on_path = ply < PATH_PLIES
     if on_path:
         stats[PATH_MOVES + 2 * ply], stats[PATH_MOVES + 2 * ply + 1] = 0, num_pieces * empties
     for j in range(num_pieces):
-        piece = orders[NUM_PIECES, (j + rotation) % num_pieces] & 0xFF
+        piece = orders[NUM_PIECES, j] & 0xFF
         # The receiver places ``piece``; its best placement is the minimum, for the giver, over the squares.
         after_give = available & ~(1 << piece)
         floor = max(alpha, best)  # the giver already has this much: a placement holding it there refutes
@@ -736,7 +733,6 @@ def negamax_give(
                         reply = negamax_give(
                             placed_lanes, placed, after_give, safe_next, -min(beta, score), -floor, depth - 2,
                             groups, counted, low, high, settings, table, scratch, stats, ply + 1, shared,
-                            thread,
                         )  # fmt: skip
                         if stats[ABORTED]:
                             return 0
@@ -768,7 +764,7 @@ _POSITION = (_INT, _INT, _INT, _INT, _INT, _INT, _INT, numba.types.boolean)
 @numba.njit(_INT(*_POSITION, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
 def search_root(
     lanes, occupied, available, hand, to_move, claimable, winner, over, alpha, beta, depth, groups, counted, low,
-    high, settings, table, scratch, stats, ply, shared, thread,
+    high, settings, table, scratch, stats, ply, shared,
 ):  # fmt: skip
     """Score of any position that is not over, for the side to move, with the contract of :func:`negamax_give`;
     the best action (a square when ``hand`` is a piece, else a piece) goes to ``stats[BEST_ACTION]``.
@@ -780,7 +776,7 @@ def search_root(
     if hand < 0:
         return negamax_give(
             lanes, occupied, available, -1, alpha, beta, depth, groups, counted, low, high, settings, table,
-            scratch, stats, ply, shared, thread,
+            scratch, stats, ply, shared,
         )  # fmt: skip
     wins = winning_squares(lanes, occupied, hand, groups, counted)
     if wins:
@@ -801,7 +797,7 @@ def search_root(
         else:
             score = negamax_give(
                 place_lanes(lanes, hand, square), placed, available, -1, max(alpha, best), beta, depth - 1, groups,
-                counted, low, high, settings, table, scratch, stats, ply + 1, shared, thread,
+                counted, low, high, settings, table, scratch, stats, ply + 1, shared,
             )  # fmt: skip
         if stats[ABORTED]:
             return 0
