@@ -51,10 +51,12 @@ DEFAULT_PROGRESS_SECONDS = 5.0
 """Seconds between progress lines on standard error."""
 FIRST_PROGRESS_SECONDS = 2.0
 """A solve that ends sooner prints no progress."""
+MAX_JOBS = 64
+"""The most threads ``--jobs`` takes."""
 
 
 def default_table_mb() -> int:
-    """The default table size: an eighth of the machine's memory, at most 1 GiB (a power of two of entries)."""
+    """The default table size in MiB: an eighth of the machine's memory, from 64 MiB up to 1 GiB."""
     try:
         memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
@@ -101,9 +103,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-progress", action="store_true", help="print no progress lines on stderr")
     add_variant_arguments(parser, several_words=True)
     return parser
-
-
-MAX_JOBS = 64
 
 
 def answer(solver: Solver, text: str, all_moves: bool, value_only: bool = False) -> dict:
