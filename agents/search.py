@@ -172,11 +172,6 @@ def table_bits_for(megabytes: float) -> int:
     return min(entries.bit_length() - 1, MAX_TABLE_BITS)
 
 
-def new_stats() -> np.ndarray:
-    """A zeroed stats array (see the slot names: ``NODES``, ``ABORTED``, ...)."""
-    return np.zeros(STATS_SIZE, dtype=np.int64)
-
-
 @dataclasses.dataclass(frozen=True)
 class SearchResult:
     """What one call of :meth:`Search.run` found."""
@@ -500,24 +495,31 @@ def _counted_lanes(lanes: int, counted: int) -> int:
 
 
 @numba.njit(cache=True)
+def _mix(lanes: int, occupied: int) -> int:
+    """A multiplicative hash of a board, for the table's buckets and the busy marks."""
+    return lanes * -7046029254386353131 + occupied * 0x27D4EB2F165667C5
+
+
+@numba.njit(cache=True)
 def _bucket(table, key_occupied: int, key_lanes: int) -> int:
-    """The first row of the key's two-entry bucket: a multiplicative hash, folded."""
-    mixed = key_lanes * -7046029254386353131 + key_occupied * 0x27D4EB2F165667C5
+    """The first row of the key's two-entry bucket: the hash, folded."""
+    mixed = _mix(key_lanes, key_occupied)
     return (mixed ^ (mixed >> 29)) & (table.shape[0] - 2)
 
 
 @numba.njit(cache=True)
-def _busy_tag(lanes: int, occupied: int) -> int:
-    """A non-zero tag of a board (not canonical), and its slot in the busy marks."""
-    mixed = lanes * -7046029254386353131 + occupied * 0x27D4EB2F165667C5
-    return (mixed ^ (mixed >> 31)) | 1
+def _busy_mark(shared, lanes: int, occupied: int) -> tuple[int, int]:
+    """``(slot, tag)``: where in ``shared`` a board (not canonical) is marked as being searched, and the
+    non-zero tag that marks it."""
+    mixed = _mix(lanes, occupied)
+    tag = (mixed ^ (mixed >> 31)) | 1
+    return 1 + (tag >> 1 & (shared.shape[0] - 2)), tag
 
 
 @numba.njit(cache=True)
 def _mark_busy(shared, lanes: int, occupied: int) -> int:
     """Mark the board as being searched by this thread; returns its slot in ``shared``."""
-    tag = _busy_tag(lanes, occupied)
-    slot = 1 + (tag >> 1 & (shared.shape[0] - 2))
+    slot, tag = _busy_mark(shared, lanes, occupied)
     shared[slot] = tag
     return slot
 
@@ -525,8 +527,8 @@ def _mark_busy(shared, lanes: int, occupied: int) -> int:
 @numba.njit(cache=True)
 def _is_busy(shared, lanes: int, occupied: int) -> bool:
     """Whether a thread marked the board as being searched (a mark may be stale or overwritten: a hint only)."""
-    tag = _busy_tag(lanes, occupied)
-    return shared[1 + (tag >> 1 & (shared.shape[0] - 2))] == tag
+    slot, tag = _busy_mark(shared, lanes, occupied)
+    return shared[slot] == tag
 
 
 @numba.njit(cache=True)
@@ -573,13 +575,14 @@ def _store(table, key_occupied: int, key_lanes: int, empties: int, data: int) ->
 
 
 @numba.njit(cache=True)
-def _pack(lower: int, upper: int, depth: int, best_piece: int) -> int:
+def _pack(lower, upper, depth, best_piece):  # type: ignore[no-untyped-def]
     return (lower + 128) | (upper + 128) << 8 | depth << 16 | (best_piece + 1) << 24
 
 
 @numba.njit(cache=True)
-def _unpack(data: int) -> tuple[int, int, int, int]:
-    """``(lower, upper, depth, best_piece)`` of a table entry."""
+def _unpack(data):  # type: ignore[no-untyped-def]
+    """``(lower, upper, depth, best_piece)`` of a table entry's data (or, through ``py_func``, of an array of
+    them: the two are untyped for that)."""
     return (data & 0xFF) - 128, (data >> 8 & 0xFF) - 128, data >> 16 & 0xFF, (data >> 24 & 0xFF) - 1
 
 
@@ -875,18 +878,19 @@ def proven_rows(table: np.ndarray, min_empties: int) -> np.ndarray:
     with at least ``min_empties`` empty squares."""
     info = table[:, INFO]
     canonical = (info >> KEY_SHIFT) & CANONICAL_FLAG != 0
-    wanted = canonical & (info >> 16 & 0xFF == EXACT_DEPTH) & ((info >> EMPTIES_SHIFT & 0xFF) >= min_empties)
+    depth = unpack_bounds(info)[2]
+    wanted = canonical & (depth == EXACT_DEPTH) & ((info >> EMPTIES_SHIFT & 0xFF) >= min_empties)
     return table[np.flatnonzero(wanted)]
 
 
 def pack_bounds(lower: np.ndarray, upper: np.ndarray, best_piece: np.ndarray) -> np.ndarray:
-    """The data of entries searched to the end of the game (:func:`_pack`, on arrays)."""
-    return (lower + 128) | (upper + 128) << 8 | EXACT_DEPTH << 16 | (best_piece + 1) << 24
+    """The data of entries searched to the end of the game: :func:`_pack`, on arrays."""
+    return _pack.py_func(lower, upper, EXACT_DEPTH, best_piece)
 
 
-def unpack_bounds(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(lower, upper, best_piece)`` of entries' data (:func:`_unpack`, on arrays)."""
-    return (data & 0xFF) - 128, (data >> 8 & 0xFF) - 128, (data >> 24 & 0xFF) - 1
+def unpack_bounds(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(lower, upper, depth, best_piece)`` of entries' data: :func:`_unpack`, on arrays."""
+    return _unpack.py_func(data)
 
 
 @numba.njit(cache=True)

@@ -90,7 +90,7 @@ class ValueCache:
         entries = entries_from_rows(proven_rows(table, MIN_EMPTIES))
         if len(entries) == 0:
             return 0
-        lower, upper, best_piece = unpack_bounds(entries[:, 3])
+        lower, upper, _, best_piece = unpack_bounds(entries[:, 3])
         with self._connect() as connection, connection:
             connection.executemany(
                 _INSERT,

@@ -42,6 +42,7 @@ from agents.positions import sample_positions
 from agents.search import table_bits_for
 from agents.simple import GreedyAgent
 from experiments.arena_io import SEED, add_variant_arguments, variant_from_args
+from experiments.solve import add_search_arguments
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, MAX_GAME_LENGTH, NUM_SQUARES, State, Variant, step
 from quarto_env.notation import format_position
@@ -102,18 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=len(BUDGET_EMPTIES),
         help=f"moves timed per budget, 1-{len(BUDGET_EMPTIES)} (default {len(BUDGET_EMPTIES)})",
     )
-    parser.add_argument(
-        "--jobs",
-        type=number_argument("--jobs", minimum=1, maximum=64, integer=True),
-        default=1,
-        help="solver threads, as quarto solve --jobs (default 1)",
-    )
-    parser.add_argument(
-        "--table-mb",
-        type=number_argument("--table-mb", minimum=1, maximum=2**14),
-        default=DEFAULT_BENCH_TABLE_MB,
-        help=f"solver table size in MiB, as quarto solve --table-mb (default {DEFAULT_BENCH_TABLE_MB})",
-    )
+    add_search_arguments(parser, DEFAULT_BENCH_TABLE_MB, "larger than the agents' 32 MiB, small enough to clear fast")
     parser.add_argument("--skip-startup", action="store_true", help="do not time process start-up")
     parser.add_argument(
         "--out",

@@ -53,6 +53,7 @@ FIRST_PROGRESS_SECONDS = 2.0
 """A solve that ends sooner prints no progress."""
 MAX_JOBS = 64
 """The most threads ``--jobs`` takes."""
+MAX_TABLE_MB = 2**14
 
 
 def default_table_mb() -> int:
@@ -62,6 +63,24 @@ def default_table_mb() -> int:
     except (ValueError, OSError, AttributeError):
         memory = 8 * 2**30
     return max(64, min(1024, memory // 8 // 2**20))
+
+
+def add_search_arguments(parser: argparse.ArgumentParser, table_mb: float, why: str) -> None:
+    """``--jobs`` and ``--table-mb`` (default ``table_mb``, explained by ``why``): the solver's threads and
+    table, for ``quarto solve`` and ``quarto bench solver``."""
+    parser.add_argument(
+        "--jobs",
+        type=number_argument("--jobs", minimum=1, maximum=MAX_JOBS, integer=True),
+        default=1,
+        help=f"threads searching together, 1-{MAX_JOBS} (default 1; the machine has {os.cpu_count()} cores)",
+    )
+    parser.add_argument(
+        "--table-mb",
+        type=number_argument("--table-mb", minimum=1, maximum=MAX_TABLE_MB),
+        default=table_mb,
+        help=f"transposition table size in MiB, rounded down to a power of two of 16-byte entries "
+        f"(default {table_mb:g}: {why})",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,19 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--all-moves", action="store_true", help="also give the value of every legal action")
     what.add_argument("--value-only", action="store_true", help="only the value: no best actions (faster)")
-    parser.add_argument(
-        "--jobs",
-        type=number_argument("--jobs", minimum=1, maximum=MAX_JOBS, integer=True),
-        default=1,
-        help=f"threads searching together, 1-{MAX_JOBS} (default 1; the machine has {os.cpu_count()} cores)",
-    )
-    parser.add_argument(
-        "--table-mb",
-        type=number_argument("--table-mb", minimum=1, maximum=2**14),
-        default=None,
-        help=f"transposition table size in MiB, rounded down to a power of two of 16-byte entries "
-        f"(default {default_table_mb()}: an eighth of this machine's memory, at most 1024)",
-    )
+    add_search_arguments(parser, default_table_mb(), "an eighth of this machine's memory, at most 1024")
     parser.add_argument(
         "--resume",
         type=output_file_argument("--resume"),
@@ -176,7 +183,7 @@ def make_solver(parser: argparse.ArgumentParser, args: argparse.Namespace) -> So
     """The solver the arguments ask for, its table loaded from ``--resume`` when that file exists (a bad file
     exits with status 2)."""
     variant = variant_from_args(parser, args)
-    bits = table_bits_for(args.table_mb if args.table_mb is not None else default_table_mb())
+    bits = table_bits_for(args.table_mb)
     checkpoint = None
     if args.resume is not None:
         path = args.resume
