@@ -7,8 +7,9 @@ see :mod:`agents.minimax`). A full turn -- place the piece in hand, then give on
 recurses on **give nodes**: the player to move gives a piece, the opponent places it (both plies inline in
 one call), and the opponent becomes the giver of the child node. A position with a piece in hand is searched
 by :func:`search_root`, which tries each placement and continues at the give node that follows. Every
-give node visited counts as one **node**, except those with one or two empty squares when their parent searches
-to the end: the parent solves them inline (a safe last piece draws; see :func:`_last_two`).
+give node visited counts as one **node**, except those with one or two empty squares in a search to the end:
+their parent solves them inline (a safe last piece draws; see :func:`_last_two`). Near the end, from
+``ENDGAME_EMPTIES`` empty squares, a search to the end continues in the leaner :func:`endgame`.
 
 Scores
 ------
@@ -665,6 +666,52 @@ _CONTEXT = (
 scratch, stats, ply, shared."""
 
 
+ENDGAME_EMPTIES = 6
+"""Give nodes with at most this many empty squares, searched to the end, are searched by :func:`endgame`."""
+
+
+@numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _CONST_VECTOR, _INT, _SCRATCH, _INT, _VECTOR), cache=True)
+def endgame(lanes, occupied, available, safe, alpha, beta, groups, counted, scratch, ply, stats) -> int:
+    """The exact score, for the giver, of a give node with 3 to ``ENDGAME_EMPTIES`` empty squares (``safe``: the
+    giver's safe pieces, not none), fail-soft within ``(alpha, beta)``: :func:`negamax_give` without what
+    costs more than it saves this close to the end -- the table, the ordering of the gives, the draw test, the
+    stop flag (a subtree this small takes microseconds) and the progress counts. Counts its nodes in ``stats``.
+    (Measured on 8 seeded 12-empty positions, one thread: 1.9 times faster than :func:`negamax_give` down to
+    3 empty squares, with 5% more nodes; 4 and 5 instead of 6 were slower, 7 and 8 no faster.)"""
+    stats[NODES] += 1
+    empties = NUM_SQUARES - popcount(occupied)
+    orders = scratch[ply]
+    _threats(lanes, occupied, groups, counted, orders)
+    best = -INFINITY
+    while safe:
+        piece = lowest_bit(safe)
+        safe &= safe - 1
+        after_give = available & ~(1 << piece)
+        floor = max(alpha, best)
+        score = WIN  # a placement leaving the receiver no safe piece to give loses for the receiver
+        order = orders[piece]
+        _order_placements(occupied, after_give, piece, orders, order)
+        for i in range(empties):
+            if score <= floor:
+                break
+            square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
+            if safe_next:
+                placed_lanes, placed = place_lanes(lanes, piece, square), occupied | 1 << square
+                if empties == 3:
+                    reply = _last_two(placed_lanes, placed, after_give, safe_next, groups, counted)
+                else:
+                    reply = endgame(
+                        placed_lanes, placed, after_give, safe_next, -min(beta, score), -floor, groups, counted,
+                        scratch, ply + 1, stats,
+                    )  # fmt: skip
+                score = min(score, -reply)
+        if score > best:
+            best = score
+            if best >= beta:
+                break
+    return best
+
+
 @numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
 def negamax_give(
     lanes, occupied, available, safe, alpha, beta, depth, groups, counted, low, high, settings, table, scratch,
@@ -782,9 +829,11 @@ def negamax_give(
                         reply = -WIN  # the receiver has no safe piece left to give
                     elif empties == 2:
                         reply = 0  # the receiver's last piece is safe: it fills the board without a win
-                    elif empties == 3 and depth >= 2 + 2 * 2:  # the receiver's node is searched to the end
-                        placed_lanes = place_lanes(lanes, piece, square)
-                        reply = _last_two(placed_lanes, placed, after_give, safe_next, groups, counted)
+                    elif 3 < empties <= ENDGAME_EMPTIES + 1 and depth >= 2 * empties:  # the child's search is exact
+                        reply = endgame(
+                            place_lanes(lanes, piece, square), placed, after_give, safe_next, -min(beta, score),
+                            -floor, groups, counted, scratch, ply + 1, stats,
+                        )  # fmt: skip
                     else:
                         placed_lanes = place_lanes(lanes, piece, square)
                         if may_defer and i > 0 and not second_pass and _is_busy(shared, placed_lanes, placed):
