@@ -343,7 +343,7 @@ class MinimaxAgent(Agent):
 
 class SolverAgent(Agent):
     """Perfect play: an action that keeps the exact value of the position, chosen at random (seeded) among all
-    such actions. Exact from ``empties`` empty squares on (about a second per move at 12); before that the
+    such actions. Exact from ``empties`` empty squares on (about a second per move at 12, see docs/solver.md); before that the
     position is too large to solve, and it plays iterative-deepening minimax with ``time`` seconds per move --
     or, with ``depth`` set, minimax to that many plies, which makes its games reproducible whatever the
     machine's speed.
@@ -354,7 +354,7 @@ class SolverAgent(Agent):
         self,
         variant: Variant = STANDARD,
         seed: int | None = None,
-        empties: int = 11,
+        empties: int = 12,
         time: float = 1.0,
         depth: int = 0,
     ):

@@ -68,8 +68,8 @@ DEFAULT_MAX_EMPTY = 10
 """The exact solver values every action of a position with up to about 10 empty squares in under a second."""
 SOLVER_COMFORT_EMPTY = 12
 """The most empty squares at which grading stays practical. Valuing every action of a position (what grading
-needs; more than the position's value alone that docs/baselines.md times) took the exact solver 0.3-2.8 s at 11
-empty squares, 2.5-26 s at 12 and 17-102 s at 13 (three positions each, one core): about tenfold per square."""
+needs; more than the position's value alone) took the exact solver 0.03-0.6 s at 11 empty squares and 0.5-4.8 s
+at 12 (five seeded positions each, one thread; docs/solver.md): about tenfold per square."""
 MAX_POSITIONS = 100_000
 CACHE_FORMAT = 2
 """Version of the ``--cache`` file layout."""
