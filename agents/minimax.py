@@ -343,10 +343,10 @@ class MinimaxAgent(Agent):
 
 class SolverAgent(Agent):
     """Perfect play: an action that keeps the exact value of the position, chosen at random (seeded) among all
-    such actions. Exact from ``empties`` empty squares on (about a second per move at 12, see docs/solver.md); before that the
-    position is too large to solve, and it plays iterative-deepening minimax with ``time`` seconds per move --
-    or, with ``depth`` set, minimax to that many plies, which makes its games reproducible whatever the
-    machine's speed.
+    such actions. Exact from ``empties`` empty squares on (about a second per move at 12, see docs/solver.md);
+    before that the position is too large to solve, and it plays iterative-deepening minimax with ``time`` seconds
+    per move -- or, with ``depth`` set, minimax to that many plies, which makes its games reproducible whatever
+    the machine's speed.
     After each ``act``: ``last_value`` (the exact value, or ``None`` before the exact phase), ``last_nodes``,
     ``last_depth`` (plies searched; ``EXACT_DEPTH`` when solved), ``last_seconds``."""
 

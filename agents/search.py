@@ -9,7 +9,7 @@ one call), and the opponent becomes the giver of the child node. A position with
 by :func:`search_root`, which tries each placement and continues at the give node that follows. Every
 give node visited counts as one **node**, except those with one or two empty squares in a search to the end:
 their parent solves them inline (a safe last piece draws; see :func:`_last_two`). Near the end, from
-``ENDGAME_EMPTIES`` empty squares, a search to the end continues in the leaner :func:`endgame`.
+``DEFAULT_ENDGAME_EMPTIES`` empty squares, a search to the end continues in the leaner :func:`endgame`.
 
 Scores
 ------
@@ -83,6 +83,7 @@ import numpy as np
 from agents import interrupts
 from quarto_env.checks import atomic_write, one_line
 from quarto_env.core import (
+    ALL_ATTRIBUTES,
     ALL_PIECES,
     ALL_SQUARES,
     NUM_ATTRIBUTES,
@@ -93,7 +94,6 @@ from quarto_env.core import (
     State,
     Variant,
     compiled_fields,
-    is_winning_group,
     lowest_bit,
     pieces_sharing,
     place_lanes,
@@ -151,6 +151,7 @@ CANONICAL_EMPTIES = 0
 DRAW_TEST_EMPTIES = 1
 TABLE_EMPTIES = 2
 GIVE_ORDER_EMPTIES = 3
+ENDGAME_EMPTIES = 4
 DEFAULT_CANONICAL_EMPTIES = 9
 """Give nodes with at least this many empty squares are keyed by their canonical form."""
 DEFAULT_DRAW_TEST_EMPTIES = 10
@@ -159,6 +160,8 @@ DEFAULT_TABLE_EMPTIES = 6
 """Give nodes with fewer empty squares are not stored: they are cheaper to search again than to look up."""
 DEFAULT_GIVE_ORDER_EMPTIES = 6
 """Give nodes with at least this many empty squares order their pieces (see :func:`_order_gives`)."""
+DEFAULT_ENDGAME_EMPTIES = 6
+"""Give nodes with at most this many empty squares, in a search to the end, are searched by :func:`endgame`."""
 
 
 def new_table(bits: int = DEFAULT_TABLE_BITS) -> np.ndarray:
@@ -209,7 +212,9 @@ class Search:
       (17 turns the symmetries off);
     * ``draw_test_empties``: at most this many -- tested for a certain draw (-1 turns the test off);
     * ``table_empties``: at least this many -- stored in the transposition table;
-    * ``give_order_empties``: at least this many -- all pieces ordered before the first is tried.
+    * ``give_order_empties``: at least this many -- all pieces ordered before the first is tried;
+    * ``endgame_empties``: at most this many, in a search to the end -- searched by :func:`endgame` (2 turns it
+      off).
 
     Ctrl-C stops a running search within milliseconds and raises :class:`SearchInterrupted` (a
     ``KeyboardInterrupt``). :meth:`progress` may be called from another thread while a search runs.
@@ -223,6 +228,7 @@ class Search:
         draw_test_empties: int = DEFAULT_DRAW_TEST_EMPTIES,
         table_empties: int = DEFAULT_TABLE_EMPTIES,
         give_order_empties: int = DEFAULT_GIVE_ORDER_EMPTIES,
+        endgame_empties: int = DEFAULT_ENDGAME_EMPTIES,
         jobs: int = 1,
     ) -> None:
         if not MIN_TABLE_BITS <= table_bits <= MAX_TABLE_BITS:
@@ -232,7 +238,7 @@ class Search:
         self.variant = variant
         self.jobs = jobs
         self.settings = np.array(
-            [canonical_empties, draw_test_empties, table_empties, give_order_empties], dtype=np.int64
+            [canonical_empties, draw_test_empties, table_empties, give_order_empties, endgame_empties], dtype=np.int64
         )
         self.scratch = np.full((jobs, EXACT_DEPTH + 2, SCRATCH_ROWS, NUM_SQUARES), -1, dtype=np.int64)
         self.table = new_table(table_bits)
@@ -479,33 +485,40 @@ def _order_gives(lanes, occupied, available, safe, hint, groups, counted, orders
 
 @numba.njit(cache=True)
 def _last_two(lanes, occupied, available, safe, groups, counted) -> int:
-    """The exact score, for the giver, of a give node with two empty squares (``safe``: the giver's safe pieces,
-    not none). The receiver places the given piece on one square and must give the last piece, which goes on the
-    other: the receiver loses (``WIN``) if that piece wins both ways, and draws (``0``) otherwise."""
+    """The exact score, for the giver, of a give node with two empty squares ``a`` and ``b`` and two pieces
+    (``safe``: the giver's safe pieces among them, not none). The receiver places the given piece ``g`` on one
+    square and must give the last piece ``l``, which goes on the other: the receiver loses (``WIN``) if ``l``
+    wins both ways, and draws (``0``) otherwise. ``l`` on ``b`` wins after ``g`` on ``a`` when it completes
+
+    * a group through ``b`` and not ``a``: one already full but for ``b``, so ``l`` is in ``threats[b]``, the
+      pieces that complete one of those; or
+    * a group through both: its two pieces, ``g`` and ``l`` share an attribute -- which does not depend on
+      the arrangement, nor on which of the two pieces is given.
+    """
     empty = ALL_SQUARES & ~occupied
-    first = lowest_bit(empty)
-    second = lowest_bit(empty & ~(1 << first))
+    pieces = available
+    first, second = lowest_bit(pieces), lowest_bit(pieces & (pieces - 1))
+    a = lowest_bit(empty)
+    threats_a, threats_b = 0, 0
+    for group in groups:
+        open_squares = group & empty
+        if open_squares == 0:
+            continue
+        ones, zeros = shared_attributes(lanes, group & occupied, counted)
+        if open_squares == empty:  # through both squares
+            if ones & first & second or zeros & ~first & ~second & ALL_ATTRIBUTES:
+                return WIN
+        elif open_squares >> a & 1:
+            threats_a |= SHARING[ones | zeros << 4]
+        else:
+            threats_b |= SHARING[ones | zeros << 4]
     while safe:
         piece = lowest_bit(safe)
         safe &= safe - 1
-        last = lowest_bit(available & ~(1 << piece))
-        if _fills_a_winning_group(lanes, piece, first, last, second, groups, counted) and _fills_a_winning_group(
-            lanes, piece, second, last, first, groups, counted
-        ):
+        last = first if piece == second else second
+        if (threats_a & threats_b) >> last & 1:
             return WIN
     return 0
-
-
-@numba.njit(cache=True)
-def _fills_a_winning_group(lanes, piece, square, last, last_square, groups, counted) -> bool:
-    """Whether ``last`` on ``last_square`` wins once ``piece`` is on ``square``, filling the board (only a group
-    through ``last_square`` can win: ``piece`` was safe)."""
-    full = place_lanes(place_lanes(lanes, piece, square), last, last_square)
-    won = False
-    for group in groups:
-        if group >> last_square & 1:
-            won = won or is_winning_group(full, ALL_SQUARES, group, counted)
-    return won
 
 
 @numba.njit(cache=True)
@@ -666,13 +679,9 @@ _CONTEXT = (
 scratch, stats, ply, shared."""
 
 
-ENDGAME_EMPTIES = 6
-"""Give nodes with at most this many empty squares, searched to the end, are searched by :func:`endgame`."""
-
-
 @numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _CONST_VECTOR, _INT, _SCRATCH, _INT, _VECTOR), cache=True)
 def endgame(lanes, occupied, available, safe, alpha, beta, groups, counted, scratch, ply, stats) -> int:
-    """The exact score, for the giver, of a give node with 3 to ``ENDGAME_EMPTIES`` empty squares (``safe``: the
+    """The exact score, for the giver, of a give node with 3 to ``endgame_empties`` empty squares (``safe``: the
     giver's safe pieces, not none), fail-soft within ``(alpha, beta)``: :func:`negamax_give` without what
     costs more than it saves this close to the end -- the table, the ordering of the gives, the draw test, the
     stop flag (a subtree this small takes microseconds) and the progress counts. Counts its nodes in ``stats``.
@@ -829,7 +838,7 @@ def negamax_give(
                         reply = -WIN  # the receiver has no safe piece left to give
                     elif empties == 2:
                         reply = 0  # the receiver's last piece is safe: it fills the board without a win
-                    elif 3 < empties <= ENDGAME_EMPTIES + 1 and depth >= 2 * empties:  # the child's search is exact
+                    elif 3 < empties <= settings[ENDGAME_EMPTIES] + 1 and depth >= 2 * empties:  # exact child
                         reply = endgame(
                             place_lanes(lanes, piece, square), placed, after_give, safe_next, -min(beta, score),
                             -floor, groups, counted, scratch, ply + 1, stats,

@@ -75,9 +75,12 @@ def sample(variant: Variant, seed: int) -> list[State]:
 # ---------------------------------------------------------------------------------------------------------
 # Agreement with the reference
 # ---------------------------------------------------------------------------------------------------------
-EVERYWHERE = {"canonical_empties": 0, "table_empties": 0, "draw_test_empties": 16, "give_order_empties": 0}
+EVERYWHERE = {
+    "canonical_empties": 0, "table_empties": 0, "draw_test_empties": 16, "give_order_empties": 0, "endgame_empties": 2
+}  # fmt: skip
 """Search options that use the symmetries, the table, the draw test and the ordering of gives at every node
-(by default they start or stop at thresholds that small positions never reach)."""
+(by default they start or stop at thresholds that small positions never reach), and never the lean endgame
+search that the default uses below 7 empty squares."""
 
 
 @pytest.mark.parametrize("options", [{}, EVERYWHERE], ids=["default", "everywhere"])
