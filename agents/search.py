@@ -496,8 +496,7 @@ def _last_two(lanes, occupied, available, safe, groups, counted) -> int:
       the arrangement, nor on which of the two pieces is given.
     """
     empty = ALL_SQUARES & ~occupied
-    pieces = available
-    first, second = lowest_bit(pieces), lowest_bit(pieces & (pieces - 1))
+    first, second = lowest_bit(available), lowest_bit(available & (available - 1))
     a = lowest_bit(empty)
     threats_a, threats_b = 0, 0
     for group in groups:

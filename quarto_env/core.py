@@ -41,7 +41,9 @@ Numba
 -----
 The low-level functions below (marked ``@register_jitable``) take and return plain integers and tuples of
 integers, so the compiled search and the batched kernels call the very same rules as the Python API;
-from Python they run as ordinary Python functions.
+from Python they run as ordinary Python functions. The two bit counts they build on, ``popcount`` and
+``lowest_bit``, have a compiled twin each (``@overload``): one machine instruction instead of Python's
+``int.bit_count``, same results.
 """
 
 from __future__ import annotations
