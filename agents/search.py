@@ -58,7 +58,8 @@ the two kinds apart.
 Numba
 -----
 Every function here is compiled with ``cache=True``: a second process loads the machine code from
-``__pycache__`` instead of compiling again. The search releases the GIL (``nogil=True``), so that threads
+``__pycache__`` instead of compiling again, until a compiled module of the project changes
+(:mod:`quarto_env.numba_cache`). The search releases the GIL (``nogil=True``), so that threads
 search in parallel and a Python thread can stop a search from outside (:mod:`agents.interrupts`).
 
 Lanes are int64 inside (the rules core's 64-bit lanes seen as

@@ -70,3 +70,6 @@ def _register_with_pettingzoo(pettingzoo: Any) -> None:
 
 wrapt.register_post_import_hook(_register_with_gymnasium, "gymnasium")
 wrapt.register_post_import_hook(_register_with_pettingzoo, "pettingzoo")
+# Before any of the project's functions is compiled, so that their cached machine code follows every file it
+# was compiled from (see quarto_env.numba_cache).
+wrapt.register_post_import_hook("quarto_env.numba_cache:stamp_project", "numba")
