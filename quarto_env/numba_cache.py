@@ -18,6 +18,7 @@ usual: a locator below stamps only the files of a group.
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -55,8 +56,12 @@ def project_sources() -> list[Path]:
 
 def stamp_project(numba: Any = None) -> None:
     """Group the project's compiled modules (:func:`project_sources`). ``numba``: the module, as a post-import
-    hook is given it (unused)."""
-    stamp_together(project_sources())
+    hook is given it (unused). A failure leaves numba's cache as it is, with a warning: as an import hook, it
+    must not make numba fail to import."""
+    try:
+        stamp_together(project_sources())
+    except (OSError, ImportError) as error:
+        warnings.warn(f"numba's cache is not stamped with the project's sources: {error}", stacklevel=2)
 
 
 def _install() -> None:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from quarto_env import numba_cache
 
 CALLEE = "import numba\n\n\n@numba.njit(cache=True)\ndef rule():\n    return {answer}\n"
@@ -72,3 +74,12 @@ def test_a_users_choice_of_locators_is_kept() -> None:
     env = {**os.environ, "NUMBA_CACHE_LOCATOR_CLASSES": chosen}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
     assert json.loads(done.stdout) == chosen
+
+
+def test_a_failure_to_stamp_warns_instead_of_breaking_numbas_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unreadable() -> list[Path]:
+        raise PermissionError("quarto_env/core.py: permission denied")
+
+    monkeypatch.setattr(numba_cache, "project_sources", unreadable)
+    with pytest.warns(UserWarning, match="not stamped.*permission denied"):
+        numba_cache.stamp_project()
