@@ -7,7 +7,7 @@ would go on running the old rules, silently.
 
 Here the cache files of a group of source files carry a stamp of the whole group: change any file of it and every
 function of the group is compiled again (once; the new code is cached in the same files). :func:`stamp_together`
-makes a group; importing :mod:`quarto_env` makes one of the project's compiled modules (:data:`PROJECT_MODULES`),
+makes a group; importing :mod:`quarto_env` makes the project's compiled modules one group (:func:`stamp_project`),
 as soon as numba is imported.
 
 It works through numba's ``CACHE_LOCATOR_CLASSES`` setting (numba 0.68 and later; with an older numba, or with
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_MODULES = ("quarto_env", "agents", "experiments")
-"""The packages (folders beside this one) whose modules that mention numba form the project's group."""
+"""The project's packages (folders beside this one's): their modules that mention numba form one group."""
 
 _group_stamps: dict[str, bytes] = {}
 """Resolved source path -> the stamp of its group."""
