@@ -1,39 +1,19 @@
-"""Agents trained with MaskablePPO: the policy networks, the checkpoint format, and :class:`PPOAgent`.
+"""Agents trained with MaskablePPO: the SB3 policy over the slots network, its checkpoints, and :class:`PPOAgent`.
 
-Checkpoints
------------
-A checkpoint is the ``.zip`` file that stable-baselines3 writes, with one more entry, ``quarto.json``: the
-metadata (format, rule variant, observation kind, ``env_kwargs`` -- the keyword arguments of
-``quarto_env.env`` that rebuild its rules and observation --, learner steps, the training config, library
-versions). It is written atomically (a temporary file, then ``os.replace``), so a run killed mid-write never
-leaves a torn file.
+A MaskablePPO checkpoint is the ``.zip`` file that stable-baselines3 writes, with the project's
+``quarto.json`` added (:mod:`agents.checkpoints`). :func:`load_policy` rebuilds the network from that
+metadata and loads ``policy.pth`` as weights; resuming (:func:`load_training_state`) reads the optimizer's
+state the same way and the step count from ``quarto.json``. stable-baselines3's ``data`` entry, which holds
+cloudpickled objects, is never deserialized. A stable-baselines3 zip opened with SB3's own
+``MaskablePPO.load`` unpickles code, so only load zips you trust that way.
 
-Checkpoints written by ``quarto train`` are read as data by every command of this project, never unpickled:
-:func:`load_policy` rebuilds the network from ``quarto.json`` and loads ``policy.pth`` with
-``torch.load(weights_only=True)``; resuming (:func:`load_training_state`) reads the optimizer's state the same
-way and the step count from ``quarto.json``. stable-baselines3's ``data`` entry, which holds cloudpickled
-objects, is never deserialized. A stable-baselines3 zip opened with SB3's own ``MaskablePPO.load`` unpickles
-code, so only load zips you trust that way. Every failure is a :class:`CheckpointError` naming the file and
-the problem: missing, corrupt or truncated, an entry that is not plain weights, a format this version does
-not read (it reads formats 1 and 2), or a different rule variant.
-
-The ``slots`` policy
---------------------
-The 16 squares and the 16 pieces are interchangeable *slots*: what matters about square 5 is what lies in its
-groups, not that it is number 5. :class:`SlotNetwork` therefore embeds every square and every piece from its
-own observation channels with weights shared across slots, lets each square read the groups through it (one
-round of message passing over the variant's groups), pools a context vector for the value, and scores each
-action from the slot it names with one shared head. A plain MLP must learn "take the win on square s"
-sixteen times over; this network learns it once.
+The ``slots`` policy (:class:`SlotPolicy`) is :class:`agents.networks.SlotNetwork` as SB3's ``mlp_extractor``.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import io
 import json
-import pickle
-import platform
 import zipfile
 import zlib
 from pathlib import Path
@@ -47,133 +27,31 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from torch import nn
 
 from agents.base import Agent
-from quarto_env.checks import atomic_write_bytes, checked_number, one_line
-from quarto_env.core import INITIAL_STATE, NUM_ACTIONS, NUM_SQUARES, STANDARD, State, Variant
-from quarto_env.observation import PLACING, ObservationKind, observation_kind
+from agents.checkpoints import (
+    CHECKPOINT_FORMAT,
+    METADATA_ENTRY,
+    CheckpointError,
+    check_algorithm,
+    env_kwargs_for,
+    library_versions,
+    read_metadata,
+    read_weights,
+    trained_variant,
+)
+from agents.networks import POLICY_KINDS, SlotNetwork, check_network, choose_actions, use_one_thread
+from quarto_env.checks import atomic_write_bytes, one_line
+from quarto_env.core import INITIAL_STATE, STANDARD, State, Variant
+from quarto_env.observation import observation_kind
 from quarto_env.vector import GameBatch
 
-CHECKPOINT_FORMAT = 2
-"""The format :func:`save_checkpoint` writes; format 1 (which had no ``env_kwargs``) is read too."""
-READABLE_FORMATS = (1, CHECKPOINT_FORMAT)
-METADATA_ENTRY = "quarto.json"
 POLICY_ENTRY = "policy.pth"
 """stable-baselines3's entry holding the policy's ``state_dict``."""
 OPTIMIZER_ENTRY = "policy.optimizer.pth"
-POLICY_KINDS = ("mlp", "slots")
-"""``mlp``: stable-baselines3's MLP on the flattened planes; ``slots``: :class:`SlotPolicy`."""
-MAX_WIDTH = 4096
-"""The widest layer a config or a checkpoint may ask for (one such layer already holds millions of weights)."""
-MAX_LAYERS = 8
-"""The most hidden layers of an ``mlp`` network."""
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that is missing, unreadable, or made for another rule variant."""
-
-
-AGENT_KINDS_OF_ALGORITHMS = {"ppo": "ppo", "alphazero": "az", "rllib-ppo": "rllib"}
-"""The agent kind that plays a checkpoint of each training algorithm (``algorithm`` in ``quarto.json``)."""
-
-
-def check_algorithm(path: str | Path, metadata: dict[str, Any], expected: str) -> None:
-    """Refuse a checkpoint of another training algorithm than ``expected``, naming the agent kind that plays it
-    (checkpoints written before the ``algorithm`` entry are ``ppo``)."""
-    found = metadata.get("algorithm", "ppo")
-    if found != expected:
-        kind = AGENT_KINDS_OF_ALGORITHMS.get(str(found))
-        hint = f": play it with {kind}:PATH" if kind else ""
-        raise CheckpointError(f"checkpoint {str(path)!r} holds a {found} network, not a {expected} one{hint}")
 
 
 # ---------------------------------------------------------------------------------------------------------
 # The slots network
 # ---------------------------------------------------------------------------------------------------------
-class SlotNetwork(nn.Module):
-    """Actor-critic body over square and piece slots; plugs in as a policy's ``mlp_extractor``.
-
-    ``forward`` returns ``(action logits, value features)``: the logits are final (one per action), the
-    value features go through the policy's linear value head.
-    """
-
-    square_channels: th.Tensor
-    piece_channels: th.Tensor
-    incidence: th.Tensor
-
-    def __init__(self, kind: ObservationKind, groups: list[int], num_actions: int, width: int) -> None:
-        super().__init__()
-        num_channels = kind.num_channels
-        # Masks over the channels instead of gathering them: a square slot reads only square channels.
-        self.register_buffer("square_channels", _channel_mask(num_channels, kind.square_channels), persistent=False)
-        self.register_buffer("piece_channels", _channel_mask(num_channels, kind.piece_channels), persistent=False)
-        incidence = th.tensor([[g >> s & 1 for s in range(NUM_SQUARES)] for g in groups], dtype=th.float32)
-        self.register_buffer("incidence", incidence, persistent=False)
-        self.num_channels = num_channels
-        self.has_declare = num_actions > NUM_ACTIONS
-        self.latent_dim_pi = num_actions
-        self.latent_dim_vf = width
-
-        self.embed_square = nn.Linear(num_channels, width)
-        self.embed_piece = nn.Linear(num_channels, width)
-        self.group_update = nn.Sequential(nn.Linear(width, width), nn.ReLU())
-        self.context = nn.Sequential(nn.Linear(3 * width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU())
-        self.score_square = SlotHead(width)
-        self.score_piece = SlotHead(width)
-        self.score_declare = nn.Linear(width, 1)
-
-    def _encode(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor, th.Tensor]:
-        planes = features.view(-1, self.num_channels, NUM_SQUARES)
-        slots = planes.transpose(1, 2)  # (B, 16, C): row i describes square i and piece i
-        squares = th.relu(_masked_linear(self.embed_square, slots, self.square_channels))  # (B, 16, W)
-        pieces = th.relu(_masked_linear(self.embed_piece, slots, self.piece_channels))  # (B, 16, W)
-        # Each group sums its four squares; each square adds back what its groups saw.
-        groups = self.group_update(self.incidence @ squares)  # (B, G, W)
-        squares = squares + self.incidence.T @ groups
-        context = self.context(th.cat([squares.mean(1), squares.amax(1), pieces.mean(1)], dim=1))
-        placing = planes[:, PLACING, 0:1]
-        return squares, pieces, context, placing
-
-    def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        squares, pieces, context, placing = self._encode(features)
-        return self._logits(squares, pieces, context, placing), context
-
-    def forward_actor(self, features: th.Tensor) -> th.Tensor:
-        squares, pieces, context, placing = self._encode(features)
-        return self._logits(squares, pieces, context, placing)
-
-    def forward_critic(self, features: th.Tensor) -> th.Tensor:
-        return self._encode(features)[2]
-
-    def _logits(self, squares: th.Tensor, pieces: th.Tensor, context: th.Tensor, placing: th.Tensor) -> th.Tensor:
-        # Actions 0-15 name a square when placing and a piece when giving; masking removes the other kind.
-        logits = placing * self.score_square(squares, context) + (1 - placing) * self.score_piece(pieces, context)
-        if self.has_declare:
-            logits = th.cat([logits, self.score_declare(context)], dim=1)
-        return logits
-
-
-class SlotHead(nn.Module):
-    """One logit per slot from the slot's embedding and the shared context (one hidden layer)."""
-
-    def __init__(self, width: int) -> None:
-        super().__init__()
-        self.slot = nn.Linear(width, width)
-        self.context = nn.Linear(width, width, bias=False)
-        self.out = nn.Linear(width, 1)
-
-    def forward(self, slots: th.Tensor, context: th.Tensor) -> th.Tensor:
-        # Same as a linear layer over [slot, context], without copying the context to every slot.
-        hidden = th.relu(self.slot(slots) + self.context(context).unsqueeze(1))
-        return self.out(hidden).squeeze(2)
-
-
-def _channel_mask(num_channels: int, channels: list[int]) -> th.Tensor:
-    mask = th.zeros(num_channels)
-    mask[channels] = 1.0
-    return mask
-
-
-def _masked_linear(layer: nn.Linear, x: th.Tensor, mask: th.Tensor) -> th.Tensor:
-    return nn.functional.linear(x, layer.weight * mask, layer.bias)
 
 
 class SlotPolicy(MaskableActorCriticPolicy):
@@ -228,15 +106,6 @@ def policy_setup(policy: str, variant: Variant, net_arch: list[int], observation
 # ---------------------------------------------------------------------------------------------------------
 # Checkpoints
 # ---------------------------------------------------------------------------------------------------------
-def library_versions() -> dict[str, str]:
-    """Versions of the libraries a checkpoint depends on."""
-    versions = {"python": platform.python_version()}
-    for name in ("quarto-env", "torch", "stable_baselines3", "sb3_contrib", "numpy", "gymnasium"):
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = "unknown"
-    return versions
 
 
 def save_checkpoint(
@@ -262,126 +131,6 @@ def save_checkpoint(
         for name, data in (extras or {}).items():
             archive.writestr(name, data)
     atomic_write_bytes(Path(path), buffer.getvalue())
-
-
-def env_kwargs_for(variant: Variant, observation: str) -> dict[str, Any]:
-    """The keyword arguments of ``quarto_env.env`` that play ``variant`` with ``observation`` planes."""
-    return {**variant.to_dict(), "observation": observation}
-
-
-def write_checkpoint(
-    path: str | Path,
-    algorithm: str,
-    variant: Variant,
-    observation: str,
-    num_timesteps: int,
-    metadata: dict[str, Any],
-    entries: dict[str, Any],
-) -> None:
-    """Write a checkpoint of the project's own format (the ``az`` and ``rllib`` ones) atomically to the zip
-    ``path``: :data:`METADATA_ENTRY` (format, ``algorithm``, steps, rules, observation, ``env_kwargs``, library
-    versions, then ``metadata``) and ``entries``, each ``bytes`` as they are or tensors and plain data saved
-    with ``torch.save`` (:func:`read_weights` reads them back as data)."""
-    full = {
-        "format": CHECKPOINT_FORMAT,
-        "algorithm": algorithm,
-        "num_timesteps": int(num_timesteps),
-        "variant": variant.to_dict(),
-        "observation": observation,
-        "env_kwargs": env_kwargs_for(variant, observation),
-        "versions": library_versions(),
-        **metadata,
-    }
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr(METADATA_ENTRY, json.dumps(full, indent=2, default=str))
-        for name, entry in entries.items():
-            archive.writestr(name, entry if isinstance(entry, bytes) else _saved_bytes(entry))
-    atomic_write_bytes(Path(path), buffer.getvalue())
-
-
-def _saved_bytes(obj: Any) -> bytes:
-    buffer = io.BytesIO()
-    th.save(obj, buffer)
-    return buffer.getvalue()
-
-
-def read_metadata(path: str | Path) -> dict[str, Any]:
-    """The metadata of the checkpoint at ``path``, with ``env_kwargs`` derived from its variant and observation
-    (so that they always agree); :class:`CheckpointError` if it is missing, corrupt, of another format, or its
-    ``quarto.json`` is not a mapping with a valid variant, observation kind and step count."""
-    path = Path(path)
-    if not path.is_file():
-        problem = "is not a file" if path.exists() else "does not exist"
-        raise CheckpointError(f"checkpoint {str(path)!r} {problem} (expected a .zip written by quarto train)")
-    metadata = _read_metadata_entry(path)
-    if not isinstance(metadata, dict):
-        raise CheckpointError(
-            f"checkpoint {str(path)!r}: {METADATA_ENTRY} holds {type(metadata).__name__} data, not a mapping of fields"
-        )
-    found = metadata.get("format")
-    if isinstance(found, bool) or found not in READABLE_FORMATS:
-        readable = " and ".join(map(str, READABLE_FORMATS))
-        raise CheckpointError(f"checkpoint {str(path)!r} has format {found!r}; this version reads formats {readable}")
-    missing = [key for key in ("variant", "observation", "num_timesteps") if key not in metadata]
-    if missing or not isinstance(metadata["variant"], dict):
-        problem = f"it lacks {', '.join(missing)}" if missing else f"variant {metadata['variant']!r} is no mapping"
-        raise CheckpointError(f"checkpoint {str(path)!r} has invalid metadata in {METADATA_ENTRY}: {problem}")
-    try:
-        variant = Variant.make(**metadata["variant"])
-        observation = observation_kind(metadata["observation"]).name
-        checked_number(metadata["num_timesteps"], "num_timesteps", minimum=0, integer=True)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r} has invalid metadata in {METADATA_ENTRY}: {one_line(exc)}"
-        ) from exc
-    metadata["env_kwargs"] = env_kwargs_for(variant, observation)  # format 1 did not store them
-    return metadata
-
-
-def _read_metadata_entry(path: Path) -> Any:
-    """The parsed JSON of the checkpoint's ``quarto.json``, whatever its shape."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            # A truncated checkpoint can still look like a zip: the torch archive inside it has a directory too.
-            if METADATA_ENTRY not in archive.namelist():
-                raise CheckpointError(
-                    f"checkpoint {str(path)!r} is corrupt or truncated, or was not written by quarto train: "
-                    f"it has no {METADATA_ENTRY}"
-                )
-            damaged = archive.testzip()
-            if damaged is not None:
-                raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated: entry {damaged} is damaged")
-            return json.loads(archive.read(METADATA_ENTRY))
-    except RecursionError:
-        raise CheckpointError(f"checkpoint {str(path)!r}: {METADATA_ENTRY} is nested too deeply") from None
-    except (zipfile.BadZipFile, zlib.error, json.JSONDecodeError, UnicodeDecodeError, OSError, EOFError) as exc:
-        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated ({one_line(exc)})") from exc
-
-
-def read_weights(path: str | Path, entry: str) -> Any:
-    """The ``torch.save`` entry ``entry`` of the checkpoint at ``path``, read with ``weights_only=True``: tensors,
-    numbers, strings and containers of them, never code. :class:`CheckpointError` if it is missing, damaged,
-    or holds anything else (it is refused unread)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            if entry not in archive.namelist():
-                raise CheckpointError(f"checkpoint {str(path)!r} has no {entry} entry")
-            data = archive.read(entry)
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r}: entry {entry} is corrupt or truncated ({one_line(exc)})"
-        ) from exc
-    try:
-        return th.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r}: entry {entry} is not plain weights and was refused ({_refusal(exc)})"
-        ) from exc
-    except Exception as exc:  # torch's reader fails on junk bytes in many ways (struct.error, EOFError, ...)
-        raise CheckpointError(
-            f"checkpoint {str(path)!r}: entry {entry} is corrupt or truncated ({type(exc).__name__}: {one_line(exc)})"
-        ) from exc
 
 
 class LoadedPolicy:
@@ -470,18 +219,6 @@ def inference_policy(policy_class: type[MaskableActorCriticPolicy], **parameters
     return policy
 
 
-def trained_variant(path: str | Path, metadata: dict[str, Any], variant: Variant | None) -> Variant:
-    """The rule variant the checkpoint at ``path`` was trained for; with ``variant``, :class:`CheckpointError` if
-    it is another."""
-    trained_for = Variant.make(**metadata["variant"])
-    if variant is not None and trained_for != variant:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r} was trained for rule variant {trained_for.describe()!r}, "
-            f"not {variant.describe()!r}"
-        )
-    return trained_for
-
-
 def _policy_for(path: str | Path, metadata: dict[str, Any], variant: Variant) -> MaskableActorCriticPolicy:
     """The untrained network that the checkpoint's training config describes."""
     config = metadata.get("config")
@@ -506,22 +243,6 @@ def _policy_for(path: str | Path, metadata: dict[str, Any], variant: Variant) ->
         ) from exc
 
 
-def check_network(policy: object, net_arch: object) -> list[int]:
-    """``net_arch`` as the layer sizes of a ``policy`` network: for ``mlp`` 1 to :data:`MAX_LAYERS` sizes, for
-    ``slots`` one width, each an integer from 1 to :data:`MAX_WIDTH`; ``ValueError`` saying what is allowed."""
-    if policy not in POLICY_KINDS:
-        raise ValueError(f"unknown policy {policy!r}; allowed: {', '.join(POLICY_KINDS)}")
-    layers = 1 if policy == "slots" else MAX_LAYERS
-    if (
-        not isinstance(net_arch, list)
-        or not 1 <= len(net_arch) <= layers
-        or not all(type(size) is int and 1 <= size <= MAX_WIDTH for size in net_arch)
-    ):
-        shape = "[width]" if policy == "slots" else f"a list of 1 to {MAX_LAYERS} layer sizes"
-        raise ValueError(f"net_arch of a {policy} network must be {shape}, each 1 to {MAX_WIDTH}, got {net_arch!r}")
-    return net_arch
-
-
 def _no_learning(progress_remaining: float) -> float:
     del progress_remaining  # Unused: a loaded policy only plays.
     return 0.0
@@ -539,23 +260,9 @@ def _saved_update_count(path: str | Path) -> int:
     return count if isinstance(count, int) and not isinstance(count, bool) else 0
 
 
-def _refusal(exc: pickle.UnpicklingError) -> str:
-    """torch's reason for refusing a file, without its advice to load it with ``weights_only=False``."""
-    for line in str(exc).splitlines():
-        if "WeightsUnpickler error:" in line:
-            return line.split("WeightsUnpickler error:", 1)[1].split(" was not an allowed global")[0].strip()
-    return "not a torch weights file"
-
-
 # ---------------------------------------------------------------------------------------------------------
 # The agent
 # ---------------------------------------------------------------------------------------------------------
-def use_one_thread() -> None:
-    """Run torch on one thread, as the agents that load a checkpoint do: their forward passes are on a batch of one
-    position, where more threads only wait on each other. Measured on the 2-core machine, busy with a training
-    run: a ``ppo`` move took 12.5 ms on two threads and 1.0 ms on one; an ``az`` move of 200 simulations 34 s
-    and 0.6 s."""
-    th.set_num_threads(1)
 
 
 class PPOAgent(Agent):
@@ -611,15 +318,6 @@ def policy_logits(policy: MaskableActorCriticPolicy, observations: th.Tensor) ->
     features = policy.extract_features(observations)
     assert isinstance(features, th.Tensor)  # one shared features extractor
     return policy.action_net(policy.mlp_extractor.forward_actor(features))
-
-
-def choose_actions(logits: th.Tensor, masks: np.ndarray, deterministic: bool) -> np.ndarray:
-    """The most likely legal action of each row (``deterministic``), or one sampled from the masked softmax
-    (by the Gumbel-max trick: the argmax of the logits plus Gumbel noise)."""
-    masked = logits.masked_fill(~th.as_tensor(masks, dtype=th.bool), -th.inf)
-    if not deterministic:
-        masked = masked - th.log(-th.log(th.rand_like(masked)))
-    return masked.argmax(dim=-1).numpy()
 
 
 def policy_actions(

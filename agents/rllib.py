@@ -1,12 +1,7 @@
 """Networks trained by RLlib's PPO (``quarto train`` with ``backend: rllib``) and the ``rllib:PATH`` agent.
 
-The network
------------
-:class:`ActorCritic` is a plain torch module -- no ray needed to play it -- mapping the flat planes of
-:func:`quarto_env.flat.flat_env` (``observations``, ``channels * 16`` floats) to action logits and a value. Its
-body is the config's ``policy``: ``slots`` reuses :class:`agents.ppo.SlotNetwork` (the SB3 path's network) with a
-linear value head, ``mlp`` is two tanh MLPs of ``net_arch`` (policy and value), like stable-baselines3's.
-During training it lives inside an RLlib ``RLModule`` (``experiments.rllib_train``).
+The network, :class:`agents.networks.ActorCritic`, is a plain torch module -- no ray needed to play it. During
+training it lives inside an RLlib ``RLModule`` (:mod:`experiments.training.rllib_ppo`).
 
 Checkpoints
 -----------
@@ -15,8 +10,8 @@ RLlib's own checkpoints hold pickled objects, so the trainer exports its own: a 
 training config, library versions) and ``network.pth``, the network's ``state_dict``; ``latest.zip`` and
 ``final.zip`` add ``snapshots.pth`` (the frozen past selves, for ``--resume``). Everything is read as data:
 :func:`load_network` rebuilds the network from ``quarto.json`` and reads the weights with
-``torch.load(weights_only=True)`` (:func:`agents.ppo.read_weights`). A missing, damaged or foreign file is a
-:class:`agents.ppo.CheckpointError` naming the file and the problem; a checkpoint of MaskablePPO or AlphaZero
+``torch.load(weights_only=True)`` (:func:`agents.checkpoints.read_weights`). A missing, damaged or foreign file is a
+:class:`agents.checkpoints.CheckpointError` naming the file and the problem; a checkpoint of MaskablePPO or AlphaZero
 names the agent kind that plays it.
 """
 
@@ -25,28 +20,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch as th
-from torch import nn
 
-from agents.alphazero import checkpoint_path
 from agents.base import Agent
-from agents.ppo import (
+from agents.checkpoints import (
     METADATA_ENTRY,
     CheckpointError,
-    SlotNetwork,
     check_algorithm,
-    check_network,
-    choose_actions,
+    checkpoint_path,
     read_metadata,
     read_weights,
     trained_variant,
-    use_one_thread,
     write_checkpoint,
 )
+from agents.networks import ActorCritic, network_actions, network_for, use_one_thread
 from quarto_env.checks import one_line
-from quarto_env.core import INITIAL_STATE, NUM_SQUARES, STANDARD, State, Variant
-from quarto_env.observation import observation_kind
+from quarto_env.core import INITIAL_STATE, STANDARD, State, Variant
 from quarto_env.vector import GameBatch
 
 ALGORITHM = "rllib-ppo"
@@ -54,63 +43,6 @@ ALGORITHM = "rllib-ppo"
 NETWORK_ENTRY = "network.pth"
 SNAPSHOTS_ENTRY = "snapshots.pth"
 """The frozen past selves (``{"steps": [...], "weights": [state_dict, ...]}``), in ``latest.zip`` and ``final.zip``."""
-
-
-class ActorCritic(nn.Module):
-    """Action logits (before masking) and a value from the flat planes of an ``observation`` kind."""
-
-    def __init__(self, policy: str, net_arch: list[int], observation: str, variant: Variant) -> None:
-        super().__init__()
-        kind = observation_kind(observation)
-        inputs, actions = kind.num_channels * NUM_SQUARES, variant.num_actions
-        self.slots: SlotNetwork | None = None
-        if policy == "slots":
-            self.slots = SlotNetwork(kind, list(variant.groups), actions, net_arch[0])
-            self.value_head: nn.Module = nn.Linear(net_arch[0], 1)
-            for head in (self.slots.score_square, self.slots.score_piece):
-                nn.init.orthogonal_(head.out.weight, gain=0.01)  # a near-uniform initial policy
-        else:
-            self.policy_net = _mlp(inputs, net_arch, actions)
-            self.value_head = _mlp(inputs, net_arch, 1)
-            last = self.policy_net[-1]
-            assert isinstance(last, nn.Linear)
-            nn.init.orthogonal_(last.weight, gain=0.01)
-
-    def forward(self, observations: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        """``(logits, values)`` for a batch of flat observations."""
-        if self.slots is not None:
-            logits, context = self.slots(observations)
-            return logits, self.value_head(context).squeeze(-1)
-        return self.policy_net(observations), self.value_head(observations).squeeze(-1)
-
-    def logits(self, observations: th.Tensor) -> th.Tensor:
-        """The action logits alone."""
-        if self.slots is not None:
-            return self.slots.forward_actor(observations)
-        return self.policy_net(observations)
-
-
-def _mlp(inputs: int, hidden: list[int], outputs: int) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    for size in hidden:
-        layers += [nn.Linear(inputs, size), nn.Tanh()]
-        inputs = size
-    return nn.Sequential(*layers, nn.Linear(inputs, outputs))
-
-
-def network_for(config: dict[str, Any], observation: str, variant: Variant) -> ActorCritic:
-    """The untrained network of a training ``config`` (its ``policy`` and ``net_arch``)."""
-    return ActorCritic(config["policy"], check_network(config["policy"], config["net_arch"]), observation, variant)
-
-
-def network_actions(
-    network: ActorCritic, observations: np.ndarray, masks: np.ndarray, deterministic: bool
-) -> np.ndarray:
-    """The actions ``network`` picks for a batch of planes (any shape ``(n, channels, 16)`` or flat) under
-    legal-action ``masks``: its most likely legal action, or one sampled from the masked softmax."""
-    flat = th.as_tensor(observations, dtype=th.float32).reshape(len(observations), -1)
-    with th.no_grad():
-        return choose_actions(network.logits(flat), masks, deterministic)
 
 
 # ---------------------------------------------------------------------------------------------------------

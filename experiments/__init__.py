@@ -1,5 +1,4 @@
-"""Runnable experiments behind the ``quarto`` command: training, tournaments, solving, benchmarks.
-
-Each module reads top to bottom and has a ``main(argv)``; nothing in ``quarto_env`` or ``agents`` imports
-them.
+"""Runnable experiments behind the ``quarto`` command (:mod:`experiments.cli`, the one door): ``training/``,
+``arena/`` and ``bench/``, over a few shared modules (command-line options, run folders). Nothing in
+``quarto_env`` or ``agents`` imports them.
 """

@@ -1,5 +1,5 @@
-"""The ``quarto`` command. Each subcommand lives in its own module of ``experiments`` and is imported only
-when it runs, so ``quarto solve`` does not pay for importing torch.
+"""The ``quarto`` command, the one door to every experiment: :data:`COMMANDS` and :data:`BENCHMARKS` name the
+module behind each subcommand, imported only when it runs, so ``quarto solve`` does not pay for importing torch.
 
 Example usage::
 
@@ -18,42 +18,73 @@ import importlib
 import os
 import sys
 
-COMMANDS = {
-    "train": ("experiments.train", "self-play training: MaskablePPO, RLlib PPO or AlphaZero, with checkpoints"),
-    "sweep": ("experiments.sweep", "many seeds and settings of a training config on Ray Tune, with statistics"),
-    "tournament": ("experiments.tournament", "round-robin tournaments with ratings and confidence intervals"),
-    "grade": ("experiments.grade", "share of an agent's decisions that lose value under perfect play"),
-    "solve": ("experiments.solve", "exact value and best actions of positions"),
-    "play": ("experiments.play", "play a game in the terminal against an agent"),
-    "replay": ("experiments.replay", "step through a recorded game, or write it as a GIF"),
-    "bench": ("experiments.bench", "speed benchmarks: env, solver, train, mcts"),
+Table = dict[str, tuple[str | None, str]]
+"""A subcommand's name -> the module whose ``main(argv)`` runs it (``None``: a table of its own), and its help."""
+
+COMMANDS: Table = {
+    "train": (
+        "experiments.training.train",
+        "self-play training (MaskablePPO, RLlib PPO or AlphaZero) with checkpoints",
+    ),
+    "sweep": ("experiments.training.sweep", "many seeds and settings of a training config on Ray Tune, with stats"),
+    "evaluate": ("experiments.training.evaluate", "a trained checkpoint or run against agents, with intervals"),
+    "plot": ("experiments.training.plot", "the evaluation curves of training runs, as one PNG"),
+    "tournament": ("experiments.arena.tournament", "round-robin tournaments with ratings and confidence intervals"),
+    "grade": ("experiments.arena.grade", "share of an agent's decisions that lose value under perfect play"),
+    "solve": ("experiments.arena.solve", "exact value and best actions of positions"),
+    "play": ("experiments.arena.play", "play a game in the terminal against an agent"),
+    "replay": ("experiments.arena.replay", "step through a recorded game, or write it as a GIF"),
+    "bench": (None, "speed benchmarks: env, solver, train, mcts, az"),
 }
+"""``quarto NAME``: the module whose ``main(argv)`` runs it, and its line of help."""
+
+BENCHMARKS: Table = {
+    "env": ("experiments.bench.env", "turns/s of the wrapped quarto_v0 vs connect_four_v3; rules core states/s"),
+    "solver": ("experiments.bench.solver", "exact solver and minimax times on a seeded sample of positions"),
+    "train": ("experiments.bench.train", "learner steps/s of a short training run"),
+    "mcts": ("experiments.bench.mcts", "MCTS simulations/s, compiled playouts vs Python ones"),
+    "az": ("experiments.bench.az", "AlphaZero self-play positions/s and simulations/s, tree vs network time"),
+}
+"""``quarto bench NAME``: the same, one level down."""
 
 
-def usage() -> str:
-    """The top-level help text."""
-    width = max(map(len, COMMANDS))
-    rows = "\n".join(f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items())
-    return f"usage: quarto COMMAND [ARGS...]\n\ncommands:\n{rows}\n\nquarto COMMAND --help shows a command's options."
+def usage(table: Table = COMMANDS, prog: str = "quarto", noun: str = "COMMAND", kind: str = "command") -> str:
+    """The help text of ``prog`` and its ``table`` of subcommands (each a ``kind``, named by ``noun``)."""
+    width = max(map(len, table))
+    rows = "\n".join(f"  {name:<{width}}  {text}" for name, (_, text) in table.items())
+    return f"usage: {prog} {noun} [ARGS...]\n\n{kind}s:\n{rows}\n\n{prog} {noun} --help shows a {kind}'s options."
+
+
+def dispatch(argv: list[str], table: Table, prog: str, noun: str, kind: str) -> int:
+    """Run the entry of ``table`` that ``argv[0]`` names with the rest of ``argv``; 2 for a missing or unknown
+    name (the usage, then the problem last, where it shows)."""
+    if argv and argv[0] in ("-h", "--help"):
+        print(usage(table, prog, noun, kind))
+        return 0
+    if not argv or argv[0] not in table:
+        problem = f"unknown {kind} {argv[0]!r}" if argv else f"name the {kind} to run"
+        print(f"{usage(table, prog, noun, kind)}\n\n{prog}: {problem}", file=sys.stderr)
+        return 2
+    name, rest = argv[0], argv[1:]
+    module_name = table[name][0]
+    if module_name is None:  # a table of its own: quarto bench WHAT
+        return dispatch(rest, BENCHMARKS, f"{prog} {name}", "WHAT", "benchmark")
+    module = importlib.import_module(module_name)  # may compile the search: Ctrl-C may come here too
+    return int(module.main(rest) or 0)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``quarto COMMAND ARGS``; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help"):
+    if not argv:
         print(usage())
         return 0
-    name, rest = argv[0], argv[1:]
-    if name not in COMMANDS:
-        print(f"{usage()}\n\nquarto: unknown command {name!r}", file=sys.stderr)  # the message last, where it shows
-        return 2
     try:
-        module = importlib.import_module(COMMANDS[name][0])  # may compile the search: Ctrl-C may come here too
-        return int(module.main(rest) or 0)
+        return dispatch(argv, COMMANDS, "quarto", "COMMAND", "command")
     except BrokenPipeError:
         return _reader_gone()
     except KeyboardInterrupt:
-        print(f"\nquarto {name}: interrupted", file=sys.stderr)
+        print(f"\nquarto {argv[0]}: interrupted", file=sys.stderr)
         return 130
 
 

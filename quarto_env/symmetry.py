@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import functools
 
+import numba
 import numpy as np
 from numba.extending import register_jitable
 
-from quarto_env.core import LINES, NUM_SQUARES, SQUARE_BLOCKS
+from quarto_env.core import LINES, NO_PIECE, NUM_ACTIONS, NUM_SQUARES, SQUARE_BLOCKS, Variant
 
 LANE_MASK = (1 << NUM_SQUARES) - 1
 
@@ -155,3 +156,97 @@ def canonical_position(lanes: int, occupied: int, counted: int, squares: bool) -
     """:func:`canonical_board` from Python, for a board given by its (unsigned) lanes and occupied mask."""
     low, high = byte_tables(squares)
     return canonical_board(lanes, occupied, counted, low, high)
+
+
+class Symmetries:
+    """The symmetries of a variant as tables, to move positions and their visit distributions.
+
+    A symmetry is a board symmetry (``images[b][s]``: where square ``s`` goes) with a relabelling of the counted
+    attributes: new attribute ``k`` is old attribute ``source[r][k]``, complemented where ``flip[r][k]``. On a
+    piece that is ``pieces[r][p]``; on the attribute lanes, new lane ``k`` is old lane ``source[k]`` (xor the
+    occupied squares where flipped), moved square by square.
+    """
+
+    def __init__(self, variant: Variant) -> None:
+        self.images = np.array(symmetries_for(variant.squares), dtype=np.int64)
+        counted = [k for k in range(4) if variant.counted >> k & 1]
+        sources, flips = [], []
+        for order in _permutations(counted):
+            for flip_bits in range(1 << len(counted)):
+                source = list(range(4))
+                flip = [0] * 4
+                for i, k in enumerate(counted):
+                    source[k] = order[i]
+                    flip[k] = flip_bits >> i & 1
+                sources.append(source)
+                flips.append(flip)
+        self.sources = np.array(sources, dtype=np.int64)
+        self.flips = np.array(flips, dtype=np.int64)
+        self.pieces = np.array(
+            [[_relabelled(p, s, f) for p in range(16)] for s, f in zip(sources, flips, strict=True)], dtype=np.int64
+        )
+
+    @property
+    def count(self) -> int:
+        return len(self.images) * len(self.sources)
+
+    def apply(self, fields: np.ndarray, policy: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Each position and distribution moved by its own random symmetry."""
+        boards = rng.integers(len(self.images), size=len(fields))
+        labels = rng.integers(len(self.sources), size=len(fields))
+        return self.apply_chosen(fields, policy, boards, labels)
+
+    def apply_chosen(
+        self, fields: np.ndarray, policy: np.ndarray, boards: np.ndarray, labels: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Position ``i`` and its distribution moved by board symmetry ``boards[i]`` and relabelling ``labels[i]``."""
+        out_fields = np.empty_like(fields)
+        out_policy = np.empty_like(policy)
+        _transform(
+            fields, policy, boards, labels, self.images, self.sources, self.flips, self.pieces, out_fields, out_policy
+        )
+        return out_fields, out_policy
+
+
+def _permutations(items: list[int]) -> list[list[int]]:
+    if not items:
+        return [[]]
+    return [[x, *rest] for i, x in enumerate(items) for rest in _permutations(items[:i] + items[i + 1 :])]
+
+
+def _relabelled(piece: int, source: list[int], flip: list[int]) -> int:
+    return sum(((piece >> source[k] & 1) ^ flip[k]) << k for k in range(4))
+
+
+@numba.njit(cache=True)
+def _transform(fields, policy, boards, labels, images, sources, flips, pieces, out_fields, out_policy):  # type: ignore[no-untyped-def]
+    for i in range(len(fields)):
+        image = images[boards[i]]
+        r = labels[i]
+        lanes, occupied, available, hand, to_move = fields[i, 0], fields[i, 1], fields[i, 2], fields[i, 3], fields[i, 4]
+        new_lanes = 0
+        for k in range(4):
+            lane = (lanes >> (16 * sources[r, k])) & 0xFFFF
+            if flips[r, k]:
+                lane ^= occupied
+            moved = 0
+            for s in range(NUM_SQUARES):
+                if lane >> s & 1:
+                    moved |= 1 << image[s]
+            new_lanes |= moved << (16 * k)
+        new_occupied = 0
+        for s in range(NUM_SQUARES):
+            if occupied >> s & 1:
+                new_occupied |= 1 << image[s]
+        new_available = 0
+        for p in range(NUM_SQUARES):
+            if available >> p & 1:
+                new_available |= 1 << pieces[r, p]
+        out_fields[i, 0] = new_lanes
+        out_fields[i, 1] = new_occupied
+        out_fields[i, 2] = new_available
+        out_fields[i, 3] = pieces[r, hand] if hand != NO_PIECE else NO_PIECE
+        out_fields[i, 4] = to_move
+        for a in range(NUM_ACTIONS):
+            target = image[a] if hand != NO_PIECE else pieces[r, a]
+            out_policy[i, target] = policy[i, a]

@@ -95,7 +95,7 @@ class GameBatch:
         """Legal actions of ``games`` as a boolean array of shape ``(len(games), num_actions)``.
 
         ``false_declarations=False`` leaves the declaration out where nothing can be claimed: it is legal, but
-        it either loses or changes nothing, so learners are not offered it (see :mod:`experiments.selfplay`).
+        it either loses or changes nothing, so learners are not offered it (see :mod:`experiments.training.selfplay`).
         """
         masks = np.zeros((len(games), self.num_actions), dtype=np.bool_)
         _action_masks(

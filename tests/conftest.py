@@ -76,7 +76,7 @@ def tiny() -> list[str]:
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A finished tiny run: its folder (``checkpoints/`` holds ``latest``, ``best``, ``final`` and
     ``step_000000512``) and what it printed. Tests that change it work on a copy."""
-    from experiments import train  # here, not at the top: most test modules never load torch
+    from experiments.training import train  # here, not at the top: most test modules never load torch
 
     run_dir = tmp_path_factory.mktemp("runs") / "tiny"
     output = io.StringIO()

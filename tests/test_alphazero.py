@@ -11,20 +11,13 @@ import numpy as np
 import pytest
 import torch as th
 
-from agents.alphazero import (
-    AlphaZeroAgent,
-    BatchedSearch,
-    PolicyValueNetwork,
-    candidates,
-    forced_action,
-    load_network,
-    root_fields,
-    save_checkpoint,
-)
+from agents.alphazero import AlphaZeroAgent, load_network, save_checkpoint
 from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, make_agent
+from agents.checkpoints import CheckpointError
 from agents.match import play_game
-from agents.ppo import CheckpointError
-from experiments.alphazero import ReplayBuffer, Symmetries, _encode
+from agents.networks import PolicyValueNetwork
+from agents.puct import BatchedSearch, _encode, candidates, forced_action, root_fields
+from experiments.training.az_selfplay import ReplayBuffer
 from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
@@ -42,6 +35,7 @@ from quarto_env.core import (
     winning_squares_for,
 )
 from quarto_env.observation import observation_kind
+from quarto_env.symmetry import Symmetries
 from tests.test_mcts import random_position
 
 

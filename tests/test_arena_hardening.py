@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from agents.base import SpecError, parse_spec
-from experiments.arena_io import MAX_SEED, SEED, code_version
+from experiments.options import MAX_SEED, SEED
+from experiments.run_folder import code_version
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Checkpoints are data, never code: every project path that loads one (``load_policy``, the ``ppo:`` agent,
-``experiments.evaluate``, ``quarto train --resume``) leaves crafted pickles in it unread, and a checkpoint plays
+``quarto evaluate``, ``quarto train --resume``) leaves crafted pickles in it unread, and a checkpoint plays
 in ``quarto_env.env(**env_kwargs)`` from ``predict`` alone, as the ``ppo:`` agent does. Format 1 is still read."""
 
 from __future__ import annotations
@@ -19,19 +19,13 @@ import torch as th
 
 import quarto_env
 from agents.base import make_agent
+from agents.checkpoints import CHECKPOINT_FORMAT, CheckpointError, read_metadata
 from agents.match import play_game
-from agents.ppo import (
-    CHECKPOINT_FORMAT,
-    CheckpointError,
-    LoadedPolicy,
-    load_policy,
-    load_training_state,
-    read_metadata,
-)
-from experiments import evaluate
-from experiments import train as train_module
-from experiments.config import load_config
-from experiments.selfplay import OpponentPool, SelfPlayVecEnv
+from agents.ppo import LoadedPolicy, load_policy, load_training_state
+from experiments.training import evaluate
+from experiments.training import train as train_module
+from experiments.training.config import load_config
+from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv
 from quarto_env.core import Variant
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments import arena_io, bench_solver, cli, grade, play, solve, tournament
+from experiments import cli, options
+from experiments.arena import grade, play, solve, tournament
+from experiments.bench import solver as bench_solver
 from quarto_env.core import Variant
 
 BAD_NUMBERS = [
@@ -114,7 +116,7 @@ def test_both_spellings_of_attributes_name_the_same_variant(
     parser: argparse.ArgumentParser = build_parser()
     positional = {"play": ["--opponent", "random"], "solve": ["6.e2....d8..9..1 5"]}.get(parser.prog.split()[-1], [])
     args = parser.parse_args([*positional, *flags])
-    assert arena_io.variant_from_args(parser, args) == variant
+    assert options.variant_from_args(parser, args) == variant
 
 
 @pytest.mark.parametrize("build_parser", [play.build_parser, tournament.build_parser, grade.build_parser])
@@ -122,7 +124,7 @@ def test_commands_with_agent_lists_take_attributes_as_one_word(build_parser: obj
     assert callable(build_parser)
     parser: argparse.ArgumentParser = build_parser()
     args = parser.parse_args(["--attributes", "shape,colour", *AGENT_ARGUMENTS[parser.prog.split()[-1]]])
-    assert arena_io.variant_from_args(parser, args) == Variant.make(attributes=("colour", "shape"))
+    assert options.variant_from_args(parser, args) == Variant.make(attributes=("colour", "shape"))
     assert parser.parse_args(["--attributes", "2", *AGENT_ARGUMENTS[parser.prog.split()[-1]]]).attributes == "2"
 
 

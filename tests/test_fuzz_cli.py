@@ -830,9 +830,9 @@ def commands_loaded() -> None:
         pytest.fail(f"experiments imported from {experiments.__file__}, not {REPO}: run python -m pytest there")
     for module in [
         "experiments.cli",
-        "experiments.bench",
-        *(f"experiments.{name}" for name in ("tournament", "grade", "play", "replay", "solve", "train")),
-        *(f"experiments.bench_{name}" for name in ("env", "mcts", "solver", "train")),
+        *(f"experiments.arena.{name}" for name in ("tournament", "grade", "play", "replay", "solve")),
+        "experiments.training.train",
+        *(f"experiments.bench.{name}" for name in ("env", "mcts", "solver", "train")),
         "agents.simple",
         "agents.minimax",
         "agents.mcts",
@@ -980,8 +980,7 @@ def test_the_small_command_lines_the_cases_change_succeed(
 
 
 def test_the_fuzz_cases_cover_every_subcommand() -> None:
-    from experiments.bench import BENCHMARKS
-    from experiments.cli import COMMANDS
+    from experiments.cli import BENCHMARKS, COMMANDS
 
     covered = {" ".join(c.argv[:2]) if c.argv[0] == "bench" else c.argv[0] for c in FORK_CASES}
     assert set(COMMANDS) - {"bench"} <= covered

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from agents.base import Agent, make_agent
-from experiments import grade
-from experiments.grade import PositionValues, exact_action_values, grade_agent, sample_positions
+from experiments.arena import grade, grading
+from experiments.arena.grading import PositionValues, exact_action_values, grade_agent, sample_positions
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, State, Variant, legal_actions, step
 from quarto_env.notation import parse_position
 
@@ -68,7 +68,7 @@ def test_exact_action_values_match_the_brute_force(variant: Variant) -> None:
 
 
 @pytest.mark.parametrize("solver", [reference_solver, exact_action_values], ids=["reference", "exact"])
-def test_known_position_values(solver: grade.Solver) -> None:
+def test_known_position_values(solver: grading.Solver) -> None:
     # Squares 0, 1, 2 hold pieces 1, 3, 5 (all tall and solid). The short hollow pieces 8, a, c, e are on the
     # board too, so every piece left completes row 0 on square 3: giving any of them loses ...
     lost = solver(STANDARD, parse_position("135.4.a9eb.c.8.7 -"))
@@ -151,6 +151,12 @@ def test_sampled_positions_are_seeded_decisions_within_bounds() -> None:
     assert {s.placing for s in first} == {True, False}
 
 
+@pytest.mark.parametrize("sources", [[], ["random", ""], "random"])
+def test_sampling_refuses_sources_that_name_no_agent(sources: object) -> None:
+    with pytest.raises(ValueError, match="sources must be a list of one or more agent specs"):
+        sample_positions(STANDARD, 1, seed=0, sources=sources)  # type: ignore[arg-type]
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The exact solver as judge, and the command
 # ---------------------------------------------------------------------------------------------------------
@@ -203,6 +209,10 @@ def test_command_writes_reports_and_config(tmp_path: Path, capsys: pytest.Captur
         (["nobody"], "unknown agent kind 'nobody'"),
         (["random", "--sources", "random,alphago"], "unknown agent kind 'alphago'"),
         (["random", "--sources", "random,ppo:/nowhere.zip"], "agent 'ppo:/nowhere.zip' cannot be built: checkpoint"),
+        (["random", "--sources", "random,,greedy"], "--sources 'random,,greedy': item 2 of 3 is empty"),
+        (["random", "--sources", ""], "--sources '': item 1 of 1 is empty"),
+        (["random", "--sources", ","], "--sources ',': item 1 of 2 is empty; give agent specs joined by commas"),
+        (["random", "--sources", "minimax:depth=1,time=nan"], "time must be a finite number > 0"),  # one spec
         (["minimax:time=nan"], "time must be a finite number > 0"),
         (["random", "--out", "/dev/null"], "--out '/dev/null' is a file, not a folder"),
     ],
@@ -266,7 +276,7 @@ def test_a_cache_entry_of_the_wrong_shape_is_named(tmp_path: Path) -> None:
     data = json.loads(path.read_text())
     for entries in ({"1,2": {"3": 1}}, {next(iter(data["positions"])): {"3": 5}}, {"x": []}):
         variant = STANDARD.to_dict()
-        hashed = {**data, "positions": entries, "hash": grade._cache_hash(variant, entries)}
+        hashed = {**data, "positions": entries, "hash": grading._cache_hash(variant, entries)}
         path.write_text(json.dumps(hashed))
         with pytest.raises(ValueError, match=r"not a value cache: entry .* is not a position with action values"):
             PositionValues(STANDARD, path)
@@ -292,7 +302,7 @@ def test_a_tampered_or_stale_cache_is_solved_again_with_a_warning(
     expected = {s: honest.action_values(s) for s in positions}
     honest.save()
     data = json.loads(path.read_text())
-    assert data["format"] == grade.CACHE_FORMAT and data["solver"] == grade.SOLVER_VERSION and len(data["hash"]) == 64
+    assert data["format"] == grading.CACHE_FORMAT and data["solver"] == grading.SOLVER_VERSION and len(data["hash"]) == 64
 
     key = next(iter(data["positions"]))
     flipped = {action: -value for action, value in data["positions"][key].items()}
@@ -310,13 +320,13 @@ def test_a_tampered_or_stale_cache_is_solved_again_with_a_warning(
     assert "do not match its hash (edited or damaged); solving its positions again" in capsys.readouterr().err
     rewritten = json.loads(path.read_text())
     assert rewritten["positions"][key] == data["positions"][key]  # the honest values, solved again
-    assert rewritten["hash"] == grade._cache_hash(rewritten["variant"], rewritten["positions"])
+    assert rewritten["hash"] == grading._cache_hash(rewritten["variant"], rewritten["positions"])
 
 
 def test_many_empty_squares_warn_and_grading_shows_progress(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(grade, "exact_action_values", fake_solver)  # 14 empty squares would take minutes
+    monkeypatch.setattr(grading, "exact_action_values", fake_solver)  # 14 empty squares would take minutes
     argv = ["random", "greedy", "--positions", "3", "--min-empty", "13", "--max-empty", "14"]
     assert grade.main([*argv, "--out", str(tmp_path)]) == 0
     error = capsys.readouterr().err

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.grade import PositionValues, sample_positions
+from experiments.arena.grading import PositionValues, sample_positions
 from quarto_env.core import STANDARD
 
 ROOT = Path(__file__).resolve().parent.parent

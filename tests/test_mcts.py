@@ -157,7 +157,7 @@ def test_bad_constructor_arguments_are_rejected() -> None:
 
 
 def test_benchmark_prints_both_speeds_and_their_ratio(capsys: pytest.CaptureFixture[str]) -> None:
-    from experiments import bench_mcts
+    from experiments.bench import mcts as bench_mcts
 
     assert bench_mcts.main(["--sims", "50", "--positions", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()

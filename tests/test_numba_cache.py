@@ -61,7 +61,7 @@ def test_the_project_modules_are_one_group() -> None:
     import quarto_env.core
 
     sources = {path.name for path in numba_cache.project_sources()}
-    assert {"core.py", "search.py", "fast.py", "alphazero.py"} <= sources
+    assert {"core.py", "search.py", "fast.py", "puct.py"} <= sources
     locator = agents.search.negamax_give._cache._impl.locator
     assert type(locator).__module__ == numba_cache.__name__
     group_of_core = numba_cache._group_stamps[str(Path(quarto_env.core.__file__).resolve())]

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments import play
-from experiments.play import parse_action, parse_piece, parse_square
-from experiments.replay import load_game
+from experiments.arena import play
+from experiments.arena.play import parse_action, parse_piece, parse_square
+from experiments.arena.replay import load_game
 from quarto_env.core import DECLARE, STANDARD, Variant, legal_actions, step
 from quarto_env.notation import parse_position
 from quarto_env.render import piece_code

@@ -35,7 +35,7 @@ from agents.search import (
     table_bits_for,
 )
 from agents.value_cache import ValueCache, default_cache_path
-from experiments import solve as solve_command
+from experiments.arena import solve as solve_command
 from quarto_env.core import NO_PIECE, STANDARD, State, Variant, from_board
 from quarto_env.notation import format_position, parse_position
 from tests.test_interrupts import default_sigint

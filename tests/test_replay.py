@@ -15,8 +15,8 @@ from PIL import Image
 
 from agents.base import make_agent
 from agents.match import play_game
-from experiments import replay
-from experiments.arena_io import record_line
+from experiments.arena import replay
+from experiments.arena.records import record_line
 from quarto_env.core import STANDARD, Variant, step
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -183,7 +183,7 @@ def test_pettingzoo_env_passes_rllib_checks_and_plays_whole_games() -> None:
 # ---------------------------------------------------------------------------------------------------------
 def _modules() -> tuple[type, type]:
     pytest.importorskip("ray")
-    from experiments.rllib_train import _module_classes
+    from experiments.training.rllib_ppo import _module_classes
 
     return _module_classes()
 
@@ -194,8 +194,8 @@ def test_the_network_module_only_picks_legal_actions_over_whole_games() -> None:
     pytest.importorskip("ray")
     from ray.rllib.core.columns import Columns
 
-    from experiments.config import load_config
-    from experiments.rllib_train import network_model_config
+    from experiments.training.config import load_config
+    from experiments.training.rllib_ppo import network_model_config
 
     network_module, _ = _modules()
     env = flat_env(observation="parity", declaration=True)
@@ -233,7 +233,7 @@ def test_a_baseline_module_plays_its_agent_from_the_planes() -> None:
 
 
 def test_the_opponent_mapping_seats_main_once_and_follows_the_mix() -> None:
-    from experiments.rllib_train import MAIN, OpponentMapping
+    from experiments.training.rllib_ppo import MAIN, OpponentMapping
 
     mapping = OpponentMapping(7, (("baseline_0", 3.0), ("baseline_1", 1.0)), 4.0, ("snapshot_0", "snapshot_100"))
     drawn: Counter[str] = Counter()
@@ -261,7 +261,7 @@ def local_ray() -> Any:
 
 
 def train(argv: list[str]) -> tuple[int, str]:
-    from experiments import train as train_module
+    from experiments.training import train as train_module
 
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
@@ -308,7 +308,7 @@ def test_a_run_writes_the_sb3_backends_folder_tags_and_final_table(rllib_run: tu
 def test_the_rllib_spec_plays_legal_games_and_checkpoints_are_data(rllib_run: tuple[Path, str]) -> None:
     import quarto_env
     from agents.base import make_agent
-    from agents.ppo import read_metadata
+    from agents.checkpoints import read_metadata
 
     run_dir, _ = rllib_run
     metadata = read_metadata(run_dir / "checkpoints" / "final.zip")
@@ -331,7 +331,7 @@ def test_the_rllib_spec_plays_legal_games_and_checkpoints_are_data(rllib_run: tu
 @pytest.mark.slow
 def test_bad_rllib_checkpoints_get_one_line_errors(rllib_run: tuple[Path, str], tmp_path: Path) -> None:
     from agents.base import make_agent
-    from agents.ppo import CheckpointError
+    from agents.checkpoints import CheckpointError
 
     run_dir, _ = rllib_run
     final = run_dir / "checkpoints" / "final.zip"
@@ -378,7 +378,7 @@ def _pickled_object() -> bytes:
 def test_resume_continues_with_the_weights_snapshots_and_steps_also_in_an_env_runner(
     rllib_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agents.ppo import read_metadata, read_weights
+    from agents.checkpoints import read_metadata, read_weights
     from agents.rllib import load_network
 
     run_dir = tmp_path / "run"
@@ -398,7 +398,7 @@ def test_resume_continues_with_the_weights_snapshots_and_steps_also_in_an_env_ru
 
 
 def test_the_backend_field_is_checked() -> None:
-    from experiments.config import ConfigError, load_config
+    from experiments.training.config import ConfigError, load_config
 
     with pytest.raises(ConfigError, match=r"backend must be one of \('sb3', 'rllib'\)"):
         load_config(CONFIG, ["backend=ray"])

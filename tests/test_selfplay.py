@@ -10,8 +10,8 @@ import pytest
 import torch as th
 
 from agents.base import make_agent
-from experiments.config import config_from_dict
-from experiments.selfplay import (
+from experiments.training.config import config_from_dict
+from experiments.training.selfplay import (
     AgentOpponent,
     OpponentPool,
     SelfPlayVecEnv,
@@ -21,7 +21,7 @@ from experiments.selfplay import (
     learner_opponent,
     move,
 )
-from experiments.train import build_model
+from experiments.training.train import build_model
 from quarto_env.core import DECLARE, NO_WINNER, Variant
 from quarto_env.notation import parse_position
 from quarto_env.vector import GameBatch

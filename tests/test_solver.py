@@ -19,7 +19,7 @@ import pytest
 
 from agents.minimax import Solver, solve
 from agents.positions import sample_positions
-from experiments import solve as solve_command
+from experiments.arena import solve as solve_command
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, RulesError, State, Variant, legal_actions, step
 from quarto_env.notation import format_position, parse_position
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import sweep
-from experiments.sweep import SweepError, check_address, parse_sets, plan_trials, split_values, summarize
+from experiments.training import sweep
+from experiments.training.sweep import SweepError, check_address, parse_sets, plan_trials, split_values, summarize
 
 FinishedSweep = tuple[Path, list[tuple[int, str, str]]]
 
@@ -231,7 +231,7 @@ def test_aggregate_equals_the_trials_own_results(finished_sweep: FinishedSweep) 
 
 @pytest.mark.slow
 def test_curves_over_seeds(finished_sweep: FinishedSweep) -> None:
-    from experiments.sweep import read_curves
+    from experiments.training.sweep import read_curves
 
     out, _ = finished_sweep
     curves = [read_curves(out / "trials" / f"seed={seed}") for seed in (0, 1)]

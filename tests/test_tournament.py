@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import replay, tournament
+from experiments.arena import replay, tournament
 from quarto_env.checks import atomic_write, atomic_write_text
 from quarto_env.core import INITIAL_STATE, Variant, step
 from quarto_env.notation import format_position

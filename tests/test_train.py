@@ -16,10 +16,11 @@ import torch as th
 import yaml
 
 from agents.base import make_agent
+from agents.checkpoints import CheckpointError, read_metadata
 from agents.match import play_game
-from agents.ppo import CheckpointError, load_policy, read_metadata
-from experiments import train as train_module
-from experiments.config import ConfigError, TrainConfig, config_from_dict, describe_fields, load_config
+from agents.ppo import load_policy
+from experiments.training import train as train_module
+from experiments.training.config import ConfigError, TrainConfig, config_from_dict, describe_fields, load_config
 from quarto_env.core import Variant
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -125,7 +126,8 @@ def test_checkpoint_loads_as_an_agent_and_plays_legally(tiny_run: tuple[Path, st
 def test_evaluate_and_plot_curves_read_a_run(
     tiny_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    from experiments import evaluate, plot_curves
+    from experiments.training import evaluate
+    from experiments.training import plot as plot_curves
 
     run_dir, _ = tiny_run
     assert evaluate.main([str(run_dir / "checkpoints" / "final.zip"), "--games", "8", "--opponents", "greedy"]) == 0

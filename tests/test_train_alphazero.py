@@ -20,9 +20,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from agents.alphazero import load_network
 from agents.base import make_agent
-from agents.ppo import read_metadata
-from experiments import train as train_module
-from experiments.config import ConfigError, load_config
+from agents.checkpoints import read_metadata
+from experiments.training import train as train_module
+from experiments.training.config import ConfigError, load_config
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant
 
 CONFIG = str(Path(__file__).resolve().parent.parent / "configs" / "alphazero.yaml")
@@ -106,7 +106,7 @@ def test_the_run_folder_plays_as_an_az_agent(az_run: tuple[Path, str]) -> None:
 
 
 def test_evaluate_plays_the_search_and_the_policy(az_run: tuple[Path, str], capsys) -> None:  # type: ignore[no-untyped-def]
-    from experiments import evaluate
+    from experiments.training import evaluate
 
     checkpoint = str(az_run[0] / "checkpoints" / "final.zip")
     argv = [checkpoint, "--opponents", "random", "--games", "6", "--sims", "4", "0", "--opening-plies", "2"]

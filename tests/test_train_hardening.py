@@ -19,9 +19,10 @@ import pytest
 import torch as th
 from test_checkpoints import rewrite  # the tests' folder is on sys.path (pytest's rootdir-relative imports)
 
-from agents.ppo import CheckpointError, load_policy, read_metadata
-from experiments import train as train_module
-from experiments.config import FIXED_ON_RESUME, ConfigError, check_agents, config_from_dict, load_config
+from agents.checkpoints import CheckpointError, read_metadata
+from agents.ppo import load_policy
+from experiments.training import train as train_module
+from experiments.training.config import FIXED_ON_RESUME, ConfigError, check_agents, config_from_dict, load_config
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -395,7 +396,7 @@ def test_a_folder_or_missing_config_file_is_one_line(tmp_path: Path, capsys: pyt
 
 
 # ---------------------------------------------------------------------------------------------------------
-# python -m experiments.evaluate: the same checks, before any game
+# python -m experiments.training.evaluate: the same checks, before any game
 # ---------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("args", "message"),
@@ -412,7 +413,7 @@ def test_a_folder_or_missing_config_file_is_one_line(tmp_path: Path, capsys: pyt
 def test_evaluate_refuses_bad_options_in_one_line(
     args: list[str], message: str, tiny_run: tuple[Path, str], capsys: pytest.CaptureFixture
 ) -> None:
-    from experiments import evaluate
+    from experiments.training import evaluate
 
     try:
         status = evaluate.main([str(tiny_run[0] / "checkpoints" / "final.zip"), *args])

@@ -23,9 +23,11 @@ import time
 import numpy as np
 import torch as th
 
-from agents.alphazero import BatchedSearch, PolicyValueNetwork, load_network
-from experiments.alphazero import SelfPlay
-from experiments.arena_io import SEED
+from agents.alphazero import load_network
+from agents.networks import PolicyValueNetwork
+from agents.puct import BatchedSearch
+from experiments.options import SEED
+from experiments.training.az_selfplay import SelfPlay
 from quarto_env.checks import number_argument
 from quarto_env.core import STANDARD
 

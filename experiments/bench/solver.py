@@ -41,8 +41,8 @@ from agents.minimax import MinimaxAgent, Solver
 from agents.positions import sample_positions
 from agents.search import table_bits_for
 from agents.simple import GreedyAgent
-from experiments.arena_io import SEED, add_variant_arguments, variant_from_args
-from experiments.solve import add_search_arguments
+from experiments.arena.solve import add_search_arguments
+from experiments.options import SEED, add_variant_arguments, variant_from_args
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, MAX_GAME_LENGTH, NUM_SQUARES, State, Variant, step
 from quarto_env.notation import format_position

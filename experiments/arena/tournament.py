@@ -22,7 +22,7 @@ give agents with a time budget (``minimax:time=S``, ``mcts:time=S``) some margin
 
 The output folder holds ``results.csv``/``results.md`` (each pair: wins, draws, losses, score with its 95%
 Wilson interval), ``ratings.csv``/``ratings.md`` (Elo fitted on all games, 95% interval from a bootstrap or
-``--intervals hessian``, anchored on ``--anchor``; see :mod:`agents.ratings`), ``ratings.png``,
+``--intervals hessian``, anchored on ``--anchor``; see :mod:`experiments.arena.ratings`), ``ratings.png``,
 ``games.jsonl`` (one game per line, replayable with ``quarto replay``), ``config.json`` and ``command.txt``;
 with ``--tensorboard`` also ``tensorboard/``.
 
@@ -56,22 +56,20 @@ from tqdm import tqdm
 
 from agents.base import make_agent
 from agents.match import MAX_OPENING_PLIES, OPENING_STREAM, GameRecord, opening_state, play_game, random_opening
-from agents.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
-from experiments.arena_io import (
+from experiments.arena.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
+from experiments.arena.records import check_record, record_line
+from experiments.options import (
     MAX_SEED,
     SEED,
     add_variant_arguments,
     agent_or_exit,
-    check_record,
     check_specs,
-    code_version,
     markdown_table,
     output_folder_or_exit,
-    record_line,
-    save_run_config,
     variant_from_args,
     warn,
 )
+from experiments.run_folder import code_version, save_run_config
 from quarto_env.checks import (
     atomic_write,
     atomic_write_text,

@@ -2,9 +2,9 @@
 
 Example usage::
 
-    python -m experiments.evaluate runs/long_parity/checkpoints/final.zip --games 4000
-    python -m experiments.evaluate runs/x/checkpoints/best.zip --opponents greedy minimax:depth=3 --seed 7
-    python -m experiments.evaluate runs/az/checkpoints/final.zip --opponents minimax:depth=4 --games 400 \
+    quarto evaluate runs/long_parity/checkpoints/final.zip --games 4000
+    quarto evaluate runs/x/checkpoints/best.zip --opponents greedy minimax:depth=3 --seed 7
+    quarto evaluate runs/az/checkpoints/final.zip --opponents minimax:depth=4 --games 400 \
         --opening-plies 4 --sims 200 0
 
 The games are played side by side as in training (the learner's moves in one batched call per turn), half with
@@ -26,13 +26,15 @@ import torch as th
 from rich.console import Console
 from rich.table import Table
 
-from agents.alphazero import DEFAULT_C_PUCT, load_network
+from agents.alphazero import load_network
 from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS
+from agents.checkpoints import check_algorithm, read_metadata
 from agents.match import MAX_OPENING_PLIES
-from agents.ppo import check_algorithm, load_policy, read_metadata
-from experiments.alphazero import SearchOpponent
-from experiments.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
-from experiments.selfplay import EvalResult, Opponent, evaluate, learner_opponent
+from agents.ppo import load_policy
+from agents.puct import DEFAULT_C_PUCT
+from experiments.training.az_selfplay import SearchOpponent
+from experiments.training.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
+from experiments.training.selfplay import EvalResult, Opponent, evaluate, learner_opponent
 from quarto_env.checks import number_argument, one_line
 from quarto_env.core import Variant
 
@@ -46,7 +48,7 @@ def confidence_95(result: EvalResult) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.evaluate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="quarto evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", help="a checkpoint .zip written by quarto train")
     parser.add_argument("--opponents", nargs="+", default=["random", "greedy", "minimax:depth=2"], help="agent specs")
     parser.add_argument(
@@ -134,7 +136,3 @@ def _learners(args: argparse.Namespace) -> tuple[list[tuple[str, Opponent]], int
         for deterministic in (True, False)
     ]
     return learners, loaded.num_timesteps, loaded.variant
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

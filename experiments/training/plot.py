@@ -2,8 +2,8 @@
 
 Example usage::
 
-    python -m experiments.plot_curves runs/compare/* -o docs/compare.png
-    python -m experiments.plot_curves runs/default__0__20260101-120000 -o docs/curves.png --x time
+    quarto plot runs/compare/* -o docs/compare.png
+    quarto plot runs/default__0__20260101-120000 -o docs/curves.png --x time
 
 One panel per evaluation opponent (``eval/<opponent>/score``: wins plus half the draws, both seats, the learner
 playing its most likely action; with ``--sampled`` also ``eval_sampled/``), and for runs graded by the solver one
@@ -48,7 +48,7 @@ def score_curves(run_dir: Path) -> dict[str, list[tuple[int, float, float]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.plot_curves", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="quarto plot", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with a tb/ folder)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="PNG file to write")
     parser.add_argument("--x", choices=("steps", "time"), default="steps", help="horizontal axis")
@@ -95,7 +95,3 @@ def _opponent_order(opponent: str) -> tuple[int, str]:
     known = ("random", "greedy")
     base = opponent.split(" ")[0]
     return (known.index(base) if base in known else len(known), opponent)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

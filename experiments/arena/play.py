@@ -31,14 +31,8 @@ import numpy as np
 
 from agents.base import Agent
 from agents.match import GameRecord
-from experiments.arena_io import (
-    SEED,
-    add_variant_arguments,
-    agent_or_exit,
-    check_specs,
-    record_line,
-    variant_from_args,
-)
+from experiments.arena.records import record_line
+from experiments.options import SEED, add_variant_arguments, agent_or_exit, check_specs, variant_from_args
 from quarto_env.checks import OutputPathError, atomic_write_text, output_file
 from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position

@@ -42,7 +42,7 @@ from collections.abc import Iterable
 
 from agents.minimax import Solver
 from agents.search import TableFileError, load_table, save_table, table_bits_for
-from experiments.arena_io import add_variant_arguments, variant_from_args
+from experiments.options import add_variant_arguments, variant_from_args
 from quarto_env.checks import number_argument, output_file_argument, shortened
 from quarto_env.core import RulesError
 from quarto_env.notation import parse_position

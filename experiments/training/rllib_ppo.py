@@ -22,10 +22,10 @@ trains it.
 ``total_steps``, ``snapshot_every``, ``eval_every`` and ``checkpoint_every`` count ``main``'s decisions, as the
 sb3 backend counts the learner's; a PPO update takes ``num_games * n_steps`` environment steps (both seats).
 The run folder is the sb3 backend's: ``config.yaml``, ``command.txt``, ``.lock``, ``tb/`` with the same tags
-(``eval/<opponent>/...`` and ``eval_sampled/`` from :func:`experiments.train.log_result`, ``charts/SPS`` in
+(``eval/<opponent>/...`` and ``eval_sampled/`` from :func:`experiments.training.train.log_result`, ``charts/SPS`` in
 ``main``'s steps per second, ``charts/env_steps_per_second``, ``charts/pool_size``, ``charts/train_*_rate``,
 ``losses/``), ``checkpoints/`` (``latest.zip``, ``step_<N>.zip``, ``final.zip``; the project's own format, read
-as data: :mod:`agents.rllib`) and ``final_eval.json`` (:func:`experiments.train.write_final_eval`, the final
+as data: :mod:`agents.rllib`) and ``final_eval.json`` (:func:`experiments.training.train.write_final_eval`, the final
 checkpoint read back from disk). ``rllib:RUN_FOLDER`` plays the result.
 
 Resuming rebuilds the algorithm from the config and restores ``main``'s weights, the snapshots and the step
@@ -52,11 +52,12 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from agents.base import make_agent
-from agents.ppo import CheckpointError, read_weights
-from agents.rllib import NETWORK_ENTRY, ActorCritic, load_network, network_actions, network_for, save_checkpoint
-from experiments.config import SEED_LIMIT, TrainConfig, markdown_table
-from experiments.selfplay import SNAPSHOTS, EvalResult, Opponent
-from experiments.train import (
+from agents.checkpoints import CheckpointError, read_weights
+from agents.networks import ActorCritic, network_actions, network_for
+from agents.rllib import NETWORK_ENTRY, load_network, save_checkpoint
+from experiments.training.config import SEED_LIMIT, TrainConfig, markdown_table
+from experiments.training.selfplay import SNAPSHOTS, EvalResult, Opponent
+from experiments.training.train import (
     POOL_ENTRY,
     _next_multiple,
     check_resume,

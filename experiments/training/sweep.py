@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.config import ConfigError, check_agents, load_config
+from experiments.training.config import ConfigError, check_agents, load_config
 from quarto_env.checks import OutputPathError, atomic_write_bytes, number_argument, one_line, output_folder
 
 SWEEP_FILE = "sweep.json"
@@ -300,7 +300,7 @@ def run_trial(params: dict[str, Any]) -> None:
     scores. Its console output goes to the run folder's ``train.log``."""
     from ray import tune
 
-    from experiments import train
+    from experiments.training import train
 
     run_dir, config = Path(params["run_dir"]), params["config"]
     if not (run_dir / "final_eval.json").exists():

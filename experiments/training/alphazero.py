@@ -35,33 +35,24 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 import torch as th
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from agents.alphazero import (
-    OPTIMIZER_ENTRY,
-    AlphaZeroAgent,
-    BatchedSearch,
-    PolicyValueNetwork,
-    SearchResult,
-    candidates,
-    forced_action,
-    load_network,
-    save_checkpoint,
-)
-from agents.ppo import CheckpointError, read_metadata, read_weights
-from experiments.config import SEED_LIMIT, TrainConfig, check_unchanged_on_resume, markdown_table
-from experiments.grade import PositionValues, grade_agent, sample_positions
-from experiments.selfplay import EvalResult, Opponent, evaluate
-from experiments.train import log_result, print_results, write_final_eval
+from agents.alphazero import OPTIMIZER_ENTRY, AlphaZeroAgent, load_network, save_checkpoint
+from agents.checkpoints import CheckpointError, read_metadata, read_weights
+from agents.networks import PolicyValueNetwork
+from agents.puct import BatchedSearch, _encode
+from experiments.arena.grading import PositionValues, grade_agent, sample_positions
+from experiments.training.az_selfplay import ReplayBuffer, SearchOpponent, SelfPlay
+from experiments.training.config import SEED_LIMIT, TrainConfig, check_unchanged_on_resume, markdown_table
+from experiments.training.selfplay import EvalResult, evaluate
+from experiments.training.train import log_result, print_results, write_final_eval
 from quarto_env.checks import one_line
-from quarto_env.core import NO_PIECE, NO_WINNER, NUM_ACTIONS, NUM_SQUARES, State, Variant
-from quarto_env.observation import encode_observation, observation_kind
-from quarto_env.symmetry import symmetries_for
-from quarto_env.vector import GameBatch
+from quarto_env.core import NUM_ACTIONS, State, Variant
+from quarto_env.observation import observation_kind
+from quarto_env.symmetry import Symmetries
 
 BUFFER_ENTRY = "buffer.npz"
 
@@ -69,214 +60,11 @@ BUFFER_ENTRY = "buffer.npz"
 # ---------------------------------------------------------------------------------------------------------
 # Replay buffer and symmetries
 # ---------------------------------------------------------------------------------------------------------
-class ReplayBuffer:
-    """The latest ``capacity`` searched positions: fields (lanes, occupied, available, hand, to_move), visit
-    distribution and outcome for the player to move."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.fields = np.zeros((capacity, 5), dtype=np.int64)
-        self.policy = np.zeros((capacity, NUM_ACTIONS), dtype=np.float32)
-        self.outcome = np.zeros(capacity, dtype=np.float32)
-        self.size = 0
-        self.next = 0
-
-    def add(self, fields: np.ndarray, policy: np.ndarray, outcome: np.ndarray) -> None:
-        for row in range(len(fields)):
-            self.fields[self.next], self.policy[self.next], self.outcome[self.next] = (
-                fields[row],
-                policy[row],
-                outcome[row],
-            )
-            self.next = (self.next + 1) % self.capacity
-            self.size = min(self.size + 1, self.capacity)
-
-    def sample(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        rows = rng.integers(self.size, size=count)
-        return self.fields[rows], self.policy[rows], self.outcome[rows]
-
-    def to_bytes(self) -> bytes:
-        """The buffer as an ``.npz`` of plain arrays (read back with ``allow_pickle=False``)."""
-        out = io.BytesIO()
-        n = self.size
-        order = (np.arange(n) + (self.next if n == self.capacity else 0)) % self.capacity  # oldest first
-        np.savez(out, fields=self.fields[order], policy=self.policy[order], outcome=self.outcome[order])
-        return out.getvalue()
-
-    def load_bytes(self, data: bytes) -> None:
-        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
-            fields, policy, outcome = arrays["fields"], arrays["policy"], arrays["outcome"]
-        if not (fields.ndim == 2 and fields.shape[1] == 5 and policy.shape == (len(fields), NUM_ACTIONS)):
-            raise ValueError(f"arrays of shapes {fields.shape} and {policy.shape}")
-        if outcome.shape != (len(fields),):
-            raise ValueError(f"outcome of shape {outcome.shape}")
-        keep = slice(max(len(fields) - self.capacity, 0), None)  # the newest, if the buffer shrank
-        self.size = self.next = 0
-        self.add(fields[keep].astype(np.int64), policy[keep].astype(np.float32), outcome[keep].astype(np.float32))
-
-
-class Symmetries:
-    """The symmetries of a variant as tables, to move positions and their visit distributions.
-
-    A symmetry is a board symmetry (``images[b][s]``: where square ``s`` goes) with a relabelling of the counted
-    attributes: new attribute ``k`` is old attribute ``source[r][k]``, complemented where ``flip[r][k]``. On a
-    piece that is ``pieces[r][p]``; on the attribute lanes, new lane ``k`` is old lane ``source[k]`` (xor the
-    occupied squares where flipped), moved square by square.
-    """
-
-    def __init__(self, variant: Variant) -> None:
-        self.images = np.array(symmetries_for(variant.squares), dtype=np.int64)
-        counted = [k for k in range(4) if variant.counted >> k & 1]
-        sources, flips = [], []
-        for order in _permutations(counted):
-            for flip_bits in range(1 << len(counted)):
-                source = list(range(4))
-                flip = [0] * 4
-                for i, k in enumerate(counted):
-                    source[k] = order[i]
-                    flip[k] = flip_bits >> i & 1
-                sources.append(source)
-                flips.append(flip)
-        self.sources = np.array(sources, dtype=np.int64)
-        self.flips = np.array(flips, dtype=np.int64)
-        self.pieces = np.array(
-            [[_relabelled(p, s, f) for p in range(16)] for s, f in zip(sources, flips, strict=True)], dtype=np.int64
-        )
-
-    @property
-    def count(self) -> int:
-        return len(self.images) * len(self.sources)
-
-    def apply(self, fields: np.ndarray, policy: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """Each position and distribution moved by its own random symmetry."""
-        boards = rng.integers(len(self.images), size=len(fields))
-        labels = rng.integers(len(self.sources), size=len(fields))
-        return self.apply_chosen(fields, policy, boards, labels)
-
-    def apply_chosen(
-        self, fields: np.ndarray, policy: np.ndarray, boards: np.ndarray, labels: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Position ``i`` and its distribution moved by board symmetry ``boards[i]`` and relabelling ``labels[i]``."""
-        out_fields = np.empty_like(fields)
-        out_policy = np.empty_like(policy)
-        _transform(
-            fields, policy, boards, labels, self.images, self.sources, self.flips, self.pieces, out_fields, out_policy
-        )
-        return out_fields, out_policy
-
-
-def _permutations(items: list[int]) -> list[list[int]]:
-    if not items:
-        return [[]]
-    return [[x, *rest] for i, x in enumerate(items) for rest in _permutations(items[:i] + items[i + 1 :])]
-
-
-def _relabelled(piece: int, source: list[int], flip: list[int]) -> int:
-    return sum(((piece >> source[k] & 1) ^ flip[k]) << k for k in range(4))
-
-
-@numba.njit(cache=True)
-def _transform(fields, policy, boards, labels, images, sources, flips, pieces, out_fields, out_policy):  # type: ignore[no-untyped-def]
-    for i in range(len(fields)):
-        image = images[boards[i]]
-        r = labels[i]
-        lanes, occupied, available, hand, to_move = fields[i, 0], fields[i, 1], fields[i, 2], fields[i, 3], fields[i, 4]
-        new_lanes = 0
-        for k in range(4):
-            lane = (lanes >> (16 * sources[r, k])) & 0xFFFF
-            if flips[r, k]:
-                lane ^= occupied
-            moved = 0
-            for s in range(NUM_SQUARES):
-                if lane >> s & 1:
-                    moved |= 1 << image[s]
-            new_lanes |= moved << (16 * k)
-        new_occupied = 0
-        for s in range(NUM_SQUARES):
-            if occupied >> s & 1:
-                new_occupied |= 1 << image[s]
-        new_available = 0
-        for p in range(NUM_SQUARES):
-            if available >> p & 1:
-                new_available |= 1 << pieces[r, p]
-        out_fields[i, 0] = new_lanes
-        out_fields[i, 1] = new_occupied
-        out_fields[i, 2] = new_available
-        out_fields[i, 3] = pieces[r, hand] if hand != NO_PIECE else NO_PIECE
-        out_fields[i, 4] = to_move
-        for a in range(NUM_ACTIONS):
-            target = image[a] if hand != NO_PIECE else pieces[r, a]
-            out_policy[i, target] = policy[i, a]
-
-
-@numba.njit(cache=True)
-def _encode(fields, out, masks, level, groups, counted):  # type: ignore[no-untyped-def]
-    """Planes and candidate masks of positions given as fields."""
-    for i in range(len(fields)):
-        out[i] = 0
-        lanes, occupied, available, hand, to_move = fields[i, 0], fields[i, 1], fields[i, 2], fields[i, 3], fields[i, 4]
-        encode_observation(out[i], level, lanes, occupied, available, hand, to_move, 0, -1, False, groups, counted)
-        mask = candidates(lanes, occupied, available, hand, groups, counted)[0]
-        for a in range(NUM_ACTIONS):
-            masks[i, a] = mask >> a & 1
-
-
-@numba.njit(cache=True)
-def _forced_actions(games, lanes, occupied, available, hand, claimable, groups, counted, out):  # type: ignore[no-untyped-def]
-    for i in range(len(games)):
-        g = games[i]
-        out[i] = forced_action(lanes[g], occupied[g], available[g], hand[g], claimable[g], groups, counted)[0]
-
-
-def forced_actions(batch: GameBatch, games: np.ndarray) -> np.ndarray:
-    """For each of ``games``, the action the rules shortcuts dictate, or -1 where a search is needed."""
-    out = np.empty(len(games), dtype=np.int64)
-    _forced_actions(
-        games,
-        batch.lanes,
-        batch.occupied,
-        batch.available,
-        batch.hand,
-        batch.claimable,
-        batch.variant.group_array,
-        batch.variant.counted,
-        out,
-    )
-    return out
-
-
-def batch_roots(batch: GameBatch, games: np.ndarray) -> np.ndarray:
-    """The search roots of ``games``: ``(n, 5)`` lanes, occupied, available, hand, to_move."""
-    return np.stack(
-        [batch.lanes[games], batch.occupied[games], batch.available[games], batch.hand[games], batch.to_move[games]],
-        axis=1,
-    )
 
 
 # ---------------------------------------------------------------------------------------------------------
 # The searching player, for evaluations
 # ---------------------------------------------------------------------------------------------------------
-class SearchOpponent(Opponent):
-    """The network with the search (most visited action), moving in many games with one search."""
-
-    deterministic = True
-
-    def __init__(self, network: PolicyValueNetwork, variant: Variant, max_games: int, sims: int, c: float) -> None:
-        self.name = "learner"
-        self.sims = sims
-        self.search = BatchedSearch(variant, network.observation, network.evaluate, max_games, max(sims, 1), c)
-
-    @property
-    def playing(self) -> str:
-        return f"search {self.sims}" if self.sims else "policy"
-
-    def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
-        actions = forced_actions(batch, games)
-        open_games = np.flatnonzero(actions < 0)
-        if len(open_games):
-            result = self.search.run(batch_roots(batch, games[open_games]), self.sims)
-            actions[open_games] = result.best()
-        return actions
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -339,78 +127,6 @@ def _entry_bytes(path: Path, entry: str) -> bytes:
         if entry not in archive.namelist():
             raise CheckpointError(f"checkpoint {str(path)!r} has no {entry}: it cannot be resumed")
         return archive.read(entry)
-
-
-class SelfPlay:
-    """``num_games`` self-play games side by side, each move searched with all games together.
-
-    :meth:`play_move` plays the forced moves of every game (:func:`forced_actions`), then one searched move in
-    every game; the positions of the games that end are kept, with their outcomes, until :meth:`pop_positions`.
-    """
-
-    def __init__(
-        self,
-        search: BatchedSearch,
-        sims: int,
-        temperature_plies: int,
-        noise: tuple[float, float] | None,
-    ) -> None:
-        self.search = search
-        self.sims = sims
-        self.temperature_plies = temperature_plies
-        self.noise = noise
-        self.games = GameBatch(search.variant, search.max_games)
-        self.plies = np.zeros(search.max_games, dtype=np.int64)
-        """Actions played so far in each game."""
-        self.pending: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(search.max_games)]
-        self.finished: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self.lengths: list[int] = []
-        """The length of every game finished since the last :meth:`pop_positions`."""
-        self.decisive: list[bool] = []
-        self.search_seconds = 0.0
-
-    def play_move(self, rng: np.random.Generator) -> SearchResult:
-        """The forced moves of every game, then one searched move in each; returns the search's result."""
-        games, everyone = self.games, self.games.all_games
-        while True:
-            forced = forced_actions(games, everyone)
-            moving = np.flatnonzero(forced >= 0)
-            if not len(moving):
-                break
-            self._step(moving, forced[moving])
-        roots = batch_roots(games, everyone)
-        noise = None if self.noise is None else (*self.noise, rng)
-        tick = time.perf_counter()
-        result = self.search.run(roots, self.sims, noise=noise)
-        self.search_seconds += time.perf_counter() - tick
-        policy = result.policy()
-        for g in everyone:
-            self.pending[g].append((roots[g], policy[g]))
-        self._step(everyone, np.where(self.plies < self.temperature_plies, _sampled(policy, rng), result.best()))
-        return result
-
-    def pop_positions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The searched positions of the games finished since the last call: fields, visit distributions, and
-        outcomes for the player to move (+1 won, 0 drawn, -1 lost)."""
-        found = self.finished or [(np.zeros((0, 5), np.int64), np.zeros((0, NUM_ACTIONS), np.float32), np.zeros(0))]
-        self.finished = []
-        return tuple(np.concatenate(part) for part in zip(*found, strict=True))  # type: ignore[return-value]
-
-    def _step(self, games: np.ndarray, actions: np.ndarray) -> None:
-        self.games.step(games, actions)
-        self.plies[games] += 1
-        for g in games[self.games.over[games]]:
-            winner = int(self.games.winner[g])
-            if self.pending[g]:
-                fields = np.stack([f for f, _ in self.pending[g]])
-                policy = np.stack([p for _, p in self.pending[g]])
-                outcome = np.where(winner == NO_WINNER, 0.0, np.where(fields[:, 4] == winner, 1.0, -1.0))
-                self.finished.append((fields, policy, outcome.astype(np.float32)))
-            self.lengths.append(int(self.plies[g]))
-            self.decisive.append(winner != NO_WINNER)
-            self.pending[g] = []
-            self.games.reset(np.array([g]))
-            self.plies[g] = 0
 
 
 def run(trainer: Trainer, run_dir: Path) -> Path:
@@ -478,13 +194,6 @@ def run(trainer: Trainer, run_dir: Path) -> Path:
     print(f"\nfinal checkpoint: {final}\nagent spec: az:{final}")
     print(f"TensorBoard: tensorboard --logdir {run_dir / 'tb'}   (then open http://localhost:6006)")
     return final
-
-
-def _sampled(policy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One action per row drawn from the visit distribution."""
-    cumulative = np.cumsum(policy, axis=1)
-    draws = rng.random(len(policy))[:, None] * cumulative[:, -1:]
-    return np.minimum((cumulative <= draws).sum(1), NUM_ACTIONS - 1)
 
 
 def _train_step(

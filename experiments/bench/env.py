@@ -30,7 +30,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -39,7 +38,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from experiments.arena_io import SEED
+from experiments.options import SEED
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
 from quarto_env.fast import random_games
@@ -305,7 +304,3 @@ def _machine() -> dict[str, Any]:
 
 def _command(argv: list[str]) -> str:
     return " ".join(["quarto", "bench", "env", *argv])
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

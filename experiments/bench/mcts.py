@@ -16,7 +16,7 @@ import time
 
 from agents.mcts import MCTSAgent
 from agents.positions import sample_positions
-from experiments.arena_io import SEED
+from experiments.options import SEED
 from quarto_env.checks import number_argument
 from quarto_env.core import INITIAL_STATE, STANDARD, State
 

@@ -1,26 +1,9 @@
-"""``quarto grade``: how often an agent's decisions throw away value, judged by the exact solver.
-
-Example usage::
-
-    quarto grade random greedy solver --positions 300 --seed 0 --max-empty 10
-
-Positions are sampled from real games (seeded) between a mix of baseline agents (``--sources``, default
-random and greedy): from each game one decision is drawn uniformly among those with at most ``--max-empty``
-empty squares and more than one legal action. The exact solver values every action of every sampled
-position once (the values are cached for the run, and on disk with ``--cache``), so grading several agents
-on the same positions costs one solve per position. A cache file carries its solver version and a hash of
-its positions: one written by another version, or edited, is solved again with a warning. Apart from it, the
-solver keeps the bounds it proves for positions with 10 or more empty squares across runs, by canonical
-position (:mod:`agents.value_cache`): what any earlier run proved is not searched again. Above
-``--max-empty 12`` the solver needs from many seconds to minutes per position: the command warns, and
-shows its progress on stderr (``--no-progress`` hides it). Ctrl-C while solving says how many positions
-were valued and writes the values solved so far to ``--cache``, so that the next run starts from them.
+"""Grading against perfect play, the library behind ``quarto grade`` and the training runs' ``eval/grade/``
+curves: positions sampled from seeded games, every action valued once by the exact solver (cached, also on
+disk), and the share of an agent's decisions that lose value, with Wilson intervals.
 
 A decision **loses value** when the value of the chosen action under perfect play is below the position's
-value: a won position played into a draw or a loss, or a drawn one into a loss. The report gives the share
-of such decisions with a 95% Wilson interval, overall, by phase (``place`` with a piece in hand, ``give``
-otherwise) and by number of empty squares, plus the share among *critical* decisions -- those where some
-legal action does lose value (elsewhere every move keeps the value and no agent can err).
+value; a *critical* decision is one where some legal action loses value.
 
 :func:`grade_agent` is the library entry point, for the training run's evaluation::
 
@@ -32,12 +15,9 @@ legal action does lose value (elsewhere every move keeps the value and no agent 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
-import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,41 +26,36 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.base import Agent, make_agent
-from agents.ratings import wilson_interval
-from experiments.arena_io import (
-    MAX_SEED,
-    SEED,
-    add_variant_arguments,
-    agent_or_exit,
-    check_specs,
-    markdown_table,
-    output_folder_or_exit,
-    save_run_config,
-    variant_from_args,
-    warn,
-)
-from quarto_env.checks import OutputPathError, atomic_write_text, number_argument, output_file, shortened
+from experiments.arena.ratings import wilson_interval
+from quarto_env.checks import atomic_write_text, shortened
 from quarto_env.core import INITIAL_STATE, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
 
 DEFAULT_SOURCES = ("random", "greedy")
+
+
 DEFAULT_MAX_EMPTY = 10
 """The exact solver values every action of a position with up to about 10 empty squares in under a second."""
+
+
 SOLVER_COMFORT_EMPTY = 12
 """The most empty squares at which grading stays practical. Valuing every action of a position (what grading
 needs; more than the position's value alone) took the exact solver 0.03-0.6 s at 11 empty squares and 0.5-4.8 s
 at 12 (five seeded positions each, one thread; docs/solver.md): about tenfold per square."""
+
+
 MAX_POSITIONS = 100_000
+
+
 CACHE_FORMAT = 2
 """Version of the ``--cache`` file layout."""
+
+
 SOLVER_VERSION = "agents.minimax.solve 1"
 """The solver whose values a cache holds: change it whenever the solver could value a position differently, and
 caches written before are solved again."""
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Positions
-# ---------------------------------------------------------------------------------------------------------
 def sample_positions(
     variant: Variant,
     count: int,
@@ -97,6 +72,11 @@ def sample_positions(
     """
     if not 1 <= min_empty <= max_empty <= NUM_SQUARES:
         raise ValueError(f"need 1 <= min_empty <= max_empty <= 16, got min {min_empty}, max {max_empty}")
+    # Checked here: rng.choice below fails on an empty list or a string with a message about its own argument.
+    if isinstance(sources, str) or not sources or not all(isinstance(s, str) and s.strip() for s in sources):
+        raise ValueError(
+            f"sources must be a list of one or more agent specs, e.g. {list(DEFAULT_SOURCES)}; got {sources!r}"
+        )
     rng = np.random.default_rng(seed)
     positions: list[State] = []
     games = 0
@@ -126,9 +106,6 @@ def _game_states(variant: Variant, players: Sequence[Agent]) -> list[State]:
     return states
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Exact values, solved once per position
-# ---------------------------------------------------------------------------------------------------------
 Solver = Callable[[Variant, State], dict[int, int]]
 """``solver(variant, state) -> {action: value}`` for every legal action, values for the player to move."""
 
@@ -254,9 +231,6 @@ def _state_from_key(key: str) -> State:
     return State(lanes, occupied, available, hand, to_move, claimable, winner, bool(over))
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Grading
-# ---------------------------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Decision:
     """One graded decision: the position, its value, the action chosen and that action's value."""
@@ -354,187 +328,3 @@ def grade_agent(
             )
         )
     return GradeReport(agent.spec or type(agent).__name__, decisions)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    """The command-line parser of ``quarto grade``."""
-    parser = argparse.ArgumentParser(
-        prog="quarto grade",
-        description="Share of an agent's decisions that lose value under perfect play, judged by the exact solver.",
-    )
-    parser.add_argument("agents", nargs="+", metavar="AGENT_SPEC", help="agents to grade, on the same positions")
-    parser.add_argument(
-        "--positions",
-        type=number_argument("positions", minimum=1, maximum=MAX_POSITIONS, integer=True),
-        default=200,
-        help="positions to sample (default 200)",
-    )
-    parser.add_argument(
-        "--seed", type=SEED, default=0, help=f"seed of the sampled games and of the agents, 0-{MAX_SEED}"
-    )
-    parser.add_argument(
-        "--max-empty",
-        type=number_argument("max-empty", minimum=2, maximum=NUM_SQUARES, integer=True),
-        default=DEFAULT_MAX_EMPTY,
-        help=f"most empty squares, 2-16 (default {DEFAULT_MAX_EMPTY}; above {SOLVER_COMFORT_EMPTY} the solver takes "
-        "minutes per position)",
-    )
-    parser.add_argument(
-        "--min-empty",
-        type=number_argument("min-empty", minimum=1, maximum=NUM_SQUARES, integer=True),
-        default=1,
-        help="fewest empty squares (default 1)",
-    )
-    parser.add_argument(
-        "--sources",
-        default=",".join(DEFAULT_SOURCES),
-        help="comma-separated specs whose games supply the positions (default random,greedy)",
-    )
-    parser.add_argument(
-        "--cache", type=Path, default=None, metavar="FILE", help="JSON file of solved values to reuse and update"
-    )
-    parser.add_argument(
-        "--out", type=Path, default=None, metavar="DIR", help="output folder (default runs/grade__SEED__TIME)"
-    )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    add_variant_arguments(parser)
-    return parser
-
-
-def main(argv: list[str]) -> int:
-    """Run ``quarto grade``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    variant = variant_from_args(parser, args)
-    sources = [s for s in args.sources.split(",") if s]
-    check_specs(parser, [*args.agents, *sources])
-    if args.min_empty > args.max_empty:
-        parser.error(f"--min-empty {args.min_empty} is above --max-empty {args.max_empty}")
-    if args.max_empty > SOLVER_COMFORT_EMPTY:
-        warn(
-            parser,
-            f"--max-empty {args.max_empty}: valuing a position's actions takes the exact solver seconds at "
-            f"{SOLVER_COMFORT_EMPTY} empty squares and about ten times longer for each one more; this can take hours",
-        )
-    agents = [agent_or_exit(parser, spec, variant, _agent_seed(args.seed, i)) for i, spec in enumerate(args.agents)]
-    for spec in sources:  # built here, with a message, rather than halfway through sampling
-        agent_or_exit(parser, spec, variant, seed=0)
-    values = _values_or_exit(parser, variant, args.cache)
-    default_out = Path("runs") / f"grade__{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
-    out = output_folder_or_exit(parser, args.out or default_out, "--out")
-    save_run_config(out, "grade", argv, _config(args, sources, variant))
-
-    try:
-        positions = sample_positions(variant, args.positions, args.seed, args.max_empty, args.min_empty, sources)
-    except RuntimeError as error:  # too few decisions within the bounds
-        parser.error(f"{error}: widen --min-empty / --max-empty")
-    start = time.perf_counter()
-    try:
-        for state in tqdm(positions, desc="solving", unit="pos", disable=args.no_progress):
-            values.action_values(state)
-    except KeyboardInterrupt:
-        return _interrupted(values, positions, time.perf_counter() - start)
-    print(f"{len(positions)} positions, {values.solved} solved in {time.perf_counter() - start:.1f} s")
-    if args.cache:
-        values.save()
-    reports = [grade_agent(agent, variant, positions, values, progress=not args.no_progress) for agent in agents]
-    _write_reports(out, reports, variant, args.seed)
-    return 0
-
-
-def _interrupted(values: PositionValues, positions: Sequence[State], seconds: float) -> int:
-    """Ctrl-C while solving: keep the values solved so far in the ``--cache`` file, if there is one, say how
-    far it got, and return the exit status 130."""
-    valued = sum(state in values for state in positions)
-    if values.path is not None:
-        values.save()
-        kept = f"values so far are kept in --cache {values.path}"
-    else:
-        kept = "--cache FILE would keep the values solved so far"
-    message = f"interrupted after valuing {valued} of {len(positions)} positions ({seconds:.1f} s); {kept}"
-    print(f"\nquarto grade: {message}", file=sys.stderr)
-    return 130
-
-
-def _config(args: argparse.Namespace, sources: list[str], variant: Variant) -> dict[str, Any]:
-    """The run's ``config.json``."""
-    return {
-        "agents": args.agents,
-        "positions": args.positions,
-        "seed": args.seed,
-        "max_empty": args.max_empty,
-        "min_empty": args.min_empty,
-        "sources": sources,
-        "cache": str(args.cache) if args.cache else None,
-        "variant": variant.to_dict(),
-    }
-
-
-def _values_or_exit(parser: argparse.ArgumentParser, variant: Variant, cache: Path | None) -> PositionValues:
-    """The value cache of ``--cache`` (empty without one), read and checked writable before any work; a file that
-    is no cache or cannot be written exits with a message, one that is not trusted is solved again (a warning)."""
-    if cache is None:
-        return PositionValues(variant)
-    try:
-        output_file(cache, "--cache")
-        values = PositionValues(variant, cache)
-    except OutputPathError as error:
-        parser.error(str(error))
-    except (ValueError, OSError) as error:  # not a cache at all, another variant's, or unreadable
-        parser.error(f"--cache {cache}: {error}")
-    if values.discarded:
-        warn(parser, f"--cache {cache}: {values.discarded}; solving its positions again")
-    return values
-
-
-def _write_reports(out: Path, reports: list[GradeReport], variant: Variant, seed: int) -> None:
-    """Write ``grade.md``, ``grade.json`` and ``decisions.jsonl`` into ``out`` and print the tables."""
-    text = report_markdown(reports, variant, seed)
-    atomic_write_text(out / "grade.md", text)
-    atomic_write_text(out / "grade.json", json.dumps([r.summary() for r in reports], indent=2) + "\n")
-    lines = [json.dumps({"agent": r.agent, **dataclasses.asdict(d)}) + "\n" for r in reports for d in r.decisions]
-    atomic_write_text(out / "decisions.jsonl", "".join(lines))
-    print(f"\n{text}\nwritten to {out}")
-
-
-def _agent_seed(seed: int, index: int) -> int:
-    """The seed of the ``index``-th graded agent: the same agent list and seed grade the same way."""
-    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
-
-
-def report_markdown(reports: Sequence[GradeReport], variant: Variant, seed: int) -> str:
-    """Tables of the share of value-losing decisions: overall and by phase, then by empty squares."""
-
-    def cell(share: tuple[float, float, float, int]) -> str:
-        return f"{100 * share[0]:.1f}% [{100 * share[1]:.1f}, {100 * share[2]:.1f}] (n={share[3]})"
-
-    def short_cell(share: tuple[float, float, float, int]) -> str:
-        return f"{100 * share[0]:.0f}% [{100 * share[1]:.0f}-{100 * share[2]:.0f}]"
-
-    header = ["agent", "all decisions", "critical only", "place", "give", "win->draw / win->loss / draw->loss"]
-    rows = []
-    for r in reports:
-        phases = r.by_phase()
-        t = r.transitions()
-        rows.append(
-            [
-                f"`{r.agent}`",
-                cell(r.share_lost()),
-                cell(r.critical()),
-                cell(phases["place"]),
-                cell(phases["give"]),
-                f"{t['win->draw']} / {t['win->loss']} / {t['draw->loss']}",
-            ]
-        )
-    empties = sorted({d.empty for r in reports for d in r.decisions})
-    by_empty = [[f"`{r.agent}`", *(short_cell(r.by_empty()[e]) for e in empties)] for r in reports]
-    counts = [str(sum(d.empty == e for d in reports[0].decisions)) for e in empties]
-    return (
-        f"Value-losing decisions under {variant.describe()} rules (seed {seed}; share, 95% CI, count)\n\n"
-        + markdown_table(header, rows)
-        + "\nBy empty squares (share lost, 95% CI)\n\n"
-        + markdown_table(["agent", *(f"{e} empty" for e in empties)], [["positions", *counts], *by_empty])
-    )

@@ -41,8 +41,8 @@ import yaml
 
 from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, make_agent, parse_spec
 from agents.match import MAX_OPENING_PLIES
-from agents.ppo import POLICY_KINDS, check_network
-from experiments.selfplay import SNAPSHOTS
+from agents.networks import POLICY_KINDS, check_network
+from experiments.training.selfplay import SNAPSHOTS
 from quarto_env.checks import checked_number, one_line
 from quarto_env.core import RulesError, Variant
 from quarto_env.observation import OBSERVATION_KINDS
@@ -113,14 +113,14 @@ class TrainConfig:
     """Everything a training run depends on (besides the code): saved as ``config.yaml`` in the run folder."""
 
     algorithm: str = "ppo"
-    """``ppo``: MaskablePPO against a pool of past selves and baselines (``experiments.train``); ``alphazero``:
-    search-based self-play (``experiments.alphazero``), which reads the fields marked (alphazero) as well as
+    """``ppo``: MaskablePPO against a pool of past selves and baselines (``experiments.training.train``); ``alphazero``:
+    search-based self-play (``experiments.training.alphazero``), which reads the fields marked (alphazero) as well as
     ``num_games``, ``batch_size``, ``learning_rate``, ``vf_coef``, ``max_grad_norm``, ``net_arch`` and the
     evaluations, and ignores the other PPO fields."""
     backend: str = "sb3"
     """With ``algorithm: ppo``: ``sb3``, sb3-contrib's MaskablePPO on games stepped side by side in one process
-    (``experiments.train``), or ``rllib``, RLlib's PPO on ``quarto_v0`` through PettingZoo, sampled by
-    ``num_env_runners`` processes, on one machine or a Ray cluster (``experiments.rllib_train``). The rllib
+    (``experiments.training.train``), or ``rllib``, RLlib's PPO on ``quarto_v0`` through PettingZoo, sampled by
+    ``num_env_runners`` processes, on one machine or a Ray cluster (``experiments.training.rllib_ppo``). The rllib
     backend reads the fields marked (rllib) and also ``seed``, ``variant``, ``observation``, ``policy``,
     ``net_arch``, ``total_steps``, ``learning_rate``, ``gamma``, ``gae_lambda``, ``clip_range``, ``ent_coef``,
     ``vf_coef``, ``max_grad_norm``, ``n_epochs``, ``batch_size``, ``num_games`` and ``n_steps`` (their product:

@@ -26,9 +26,9 @@ from rich.console import Console
 from rich.table import Table
 from stable_baselines3.common.callbacks import BaseCallback
 
-from experiments.config import ConfigError, TrainConfig, load_config
-from experiments.selfplay import OpponentPool, SelfPlayVecEnv
-from experiments.train import DEFAULT_CONFIG, build_model
+from experiments.training.config import ConfigError, TrainConfig, load_config
+from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv
+from experiments.training.train import DEFAULT_CONFIG, build_model
 from quarto_env.checks import atomic_write, number_argument, output_file_argument
 
 REFERENCE = ["policy=mlp", "net_arch=[128,128]", "observation=tactical"]

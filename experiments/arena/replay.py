@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from experiments.arena_io import RecordError, check_record, record_variant
-from experiments.play import describe_action
+from experiments.arena.play import describe_action
+from experiments.arena.records import RecordError, check_record, record_variant
 from quarto_env.checks import OutputPathError, atomic_write, number_argument, output_file, output_folder, shortened
 from quarto_env.core import INITIAL_STATE, NO_WINNER, RulesError, State, Variant, step
 from quarto_env.notation import format_position

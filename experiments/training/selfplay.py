@@ -37,7 +37,8 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from agents.base import Agent, make_agent
 from agents.match import OPENING_STREAM, opening_state, random_opening
-from agents.ppo import choose_actions, inference_policy, policy_actions, policy_logits, policy_spaces
+from agents.networks import choose_actions
+from agents.ppo import inference_policy, policy_actions, policy_logits, policy_spaces
 from quarto_env.core import State, Variant
 from quarto_env.vector import GameBatch
 

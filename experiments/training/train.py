@@ -13,10 +13,10 @@ score, ``final.zip``), ``final_eval.json`` (the final table) and ``.lock``. The 
 arguments, run folder, model and opponents, the training callback (snapshots, evaluation, checkpoints,
 TensorBoard), then the final evaluation.
 
-Nothing is written before everything is checked: the config (``experiments.config``), the run folder (a
+Nothing is written before everything is checked: the config (``experiments.training.config``), the run folder (a
 folder that can be written), every agent the config names, and on ``--resume`` the checkpoint -- its metadata,
 its rules, observation and network against the config, its opponent pool -- and the overrides. A field of
-``experiments.config.FIXED_ON_RESUME`` (``name``, ``seed``, ``variant``, ``observation``, ``policy``,
+``experiments.training.config.FIXED_ON_RESUME`` (``name``, ``seed``, ``variant``, ``observation``, ``policy``,
 ``net_arch``) cannot change on ``--resume``; every other override is applied. One process at a time trains in
 a run folder: it holds an exclusive lock on ``.lock`` for the run's life (the kernel releases it when the
 process ends, also by ``kill -9``), and a second one is refused. Starting, it removes the temporary files that
@@ -51,17 +51,10 @@ from stable_baselines3.common.logger import Image, TensorBoardOutputFormat, conf
 from stable_baselines3.common.utils import set_random_seed
 from tqdm import tqdm
 
-from agents.ppo import (
-    CheckpointError,
-    PPOAgent,
-    load_policy,
-    load_training_state,
-    policy_setup,
-    read_metadata,
-    read_weights,
-    save_checkpoint,
-)
-from experiments.config import (
+from agents.checkpoints import CheckpointError, read_metadata, read_weights
+from agents.ppo import PPOAgent, load_policy, load_training_state, policy_setup, save_checkpoint
+from experiments.arena.grading import PositionValues, grade_agent, sample_positions
+from experiments.training.config import (
     FIXED_ON_RESUME,
     SEED_LIMIT,
     ConfigError,
@@ -73,8 +66,7 @@ from experiments.config import (
     markdown_table,
     save_config,
 )
-from experiments.grade import PositionValues, grade_agent, sample_positions
-from experiments.selfplay import (
+from experiments.training.selfplay import (
     SEAT_NAMES,
     EvalResult,
     Opponent,
@@ -94,7 +86,7 @@ from quarto_env.checks import (
 from quarto_env.core import State, Variant
 from quarto_env.render import render_image
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
 RUNS_DIR = Path("runs")
 POOL_ENTRY = "pool.pt"
 """The extra checkpoint entry holding the opponent pool (in ``latest.zip`` and ``final.zip``)."""
@@ -219,13 +211,13 @@ def train(config: TrainConfig, run_dir: Path, resume: bool = False, command: str
         if not resume and (run_dir / "config.yaml").exists():
             raise ConfigError(f"{str(run_dir)!r} already holds a run: continue it with --resume, or pick another")
         if config.algorithm == "alphazero":
-            from experiments import alphazero  # here: it imports this module
+            from experiments.training import alphazero  # here: it imports this module
 
             trainer = alphazero.start(config, run_dir, resume)
             prepare_run_dir(config, run_dir, command)
             return alphazero.run(trainer, run_dir)
         if config.backend == "rllib":
-            from experiments import rllib_train  # here: it imports this module
+            from experiments.training import rllib_ppo as rllib_train  # here: it imports this module
 
             begin = rllib_train.start(config, run_dir, resume)
             prepare_run_dir(config, run_dir, command)

@@ -1,0 +1,223 @@
+"""The project's checkpoint format, one for every training algorithm (MaskablePPO, AlphaZero, RLlib's PPO).
+
+A checkpoint is a ``.zip`` with one entry every algorithm shares, ``quarto.json``: the metadata (format,
+``algorithm``, rule variant, observation kind, ``env_kwargs`` -- the keyword arguments of ``quarto_env.env``
+that rebuild its rules and observation --, learner steps, the training config, library versions). Its other
+entries are the algorithm's weights, each written with ``torch.save`` and read back by :func:`read_weights`
+with ``weights_only=True``. A MaskablePPO checkpoint is stable-baselines3's own zip with ``quarto.json``
+added (:mod:`agents.ppo`); the others are written whole by :func:`write_checkpoint`. Every write is atomic (a
+temporary file, then ``os.replace``), so a run killed mid-write never leaves a torn file.
+
+Checkpoints are read as data by every command of this project, never unpickled. Every failure is a
+:class:`CheckpointError` naming the file and the problem: missing, corrupt or truncated, an entry that is not
+plain weights, a format this version does not read (it reads formats 1 and 2), another algorithm's
+checkpoint (naming the agent kind that plays it), or a different rule variant.
+
+This module needs torch (to read weights) but no RL library: loading an ``az:`` or ``rllib:`` checkpoint does
+not import stable-baselines3 or ray.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import io
+import json
+import pickle
+import platform
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import torch as th
+
+from quarto_env.checks import atomic_write_bytes, checked_number, one_line
+from quarto_env.core import Variant
+from quarto_env.observation import observation_kind
+
+CHECKPOINT_FORMAT = 2
+"""The format :func:`save_checkpoint` writes; format 1 (which had no ``env_kwargs``) is read too."""
+
+
+READABLE_FORMATS = (1, CHECKPOINT_FORMAT)
+
+
+METADATA_ENTRY = "quarto.json"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, unreadable, or made for another rule variant."""
+
+
+AGENT_KINDS_OF_ALGORITHMS = {"ppo": "ppo", "alphazero": "az", "rllib-ppo": "rllib"}
+"""The agent kind that plays a checkpoint of each training algorithm (``algorithm`` in ``quarto.json``)."""
+
+
+def check_algorithm(path: str | Path, metadata: dict[str, Any], expected: str) -> None:
+    """Refuse a checkpoint of another training algorithm than ``expected``, naming the agent kind that plays it
+    (checkpoints written before the ``algorithm`` entry are ``ppo``)."""
+    found = metadata.get("algorithm", "ppo")
+    if found != expected:
+        kind = AGENT_KINDS_OF_ALGORITHMS.get(str(found))
+        hint = f": play it with {kind}:PATH" if kind else ""
+        raise CheckpointError(f"checkpoint {str(path)!r} holds a {found} network, not a {expected} one{hint}")
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries a checkpoint depends on."""
+    versions = {"python": platform.python_version()}
+    for name in ("quarto-env", "torch", "stable_baselines3", "sb3_contrib", "numpy", "gymnasium"):
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "unknown"
+    return versions
+
+
+def env_kwargs_for(variant: Variant, observation: str) -> dict[str, Any]:
+    """The keyword arguments of ``quarto_env.env`` that play ``variant`` with ``observation`` planes."""
+    return {**variant.to_dict(), "observation": observation}
+
+
+def write_checkpoint(
+    path: str | Path,
+    algorithm: str,
+    variant: Variant,
+    observation: str,
+    num_timesteps: int,
+    metadata: dict[str, Any],
+    entries: dict[str, Any],
+) -> None:
+    """Write a checkpoint of the project's own format (the ``az`` and ``rllib`` ones) atomically to the zip
+    ``path``: :data:`METADATA_ENTRY` (format, ``algorithm``, steps, rules, observation, ``env_kwargs``, library
+    versions, then ``metadata``) and ``entries``, each ``bytes`` as they are or tensors and plain data saved
+    with ``torch.save`` (:func:`read_weights` reads them back as data)."""
+    full = {
+        "format": CHECKPOINT_FORMAT,
+        "algorithm": algorithm,
+        "num_timesteps": int(num_timesteps),
+        "variant": variant.to_dict(),
+        "observation": observation,
+        "env_kwargs": env_kwargs_for(variant, observation),
+        "versions": library_versions(),
+        **metadata,
+    }
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(METADATA_ENTRY, json.dumps(full, indent=2, default=str))
+        for name, entry in entries.items():
+            archive.writestr(name, entry if isinstance(entry, bytes) else _saved_bytes(entry))
+    atomic_write_bytes(Path(path), buffer.getvalue())
+
+
+def _saved_bytes(obj: Any) -> bytes:
+    buffer = io.BytesIO()
+    th.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def read_metadata(path: str | Path) -> dict[str, Any]:
+    """The metadata of the checkpoint at ``path``, with ``env_kwargs`` derived from its variant and observation
+    (so that they always agree); :class:`CheckpointError` if it is missing, corrupt, of another format, or its
+    ``quarto.json`` is not a mapping with a valid variant, observation kind and step count."""
+    path = Path(path)
+    if not path.is_file():
+        problem = "is not a file" if path.exists() else "does not exist"
+        raise CheckpointError(f"checkpoint {str(path)!r} {problem} (expected a .zip written by quarto train)")
+    metadata = _read_metadata_entry(path)
+    if not isinstance(metadata, dict):
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: {METADATA_ENTRY} holds {type(metadata).__name__} data, not a mapping of fields"
+        )
+    found = metadata.get("format")
+    if isinstance(found, bool) or found not in READABLE_FORMATS:
+        readable = " and ".join(map(str, READABLE_FORMATS))
+        raise CheckpointError(f"checkpoint {str(path)!r} has format {found!r}; this version reads formats {readable}")
+    missing = [key for key in ("variant", "observation", "num_timesteps") if key not in metadata]
+    if missing or not isinstance(metadata["variant"], dict):
+        problem = f"it lacks {', '.join(missing)}" if missing else f"variant {metadata['variant']!r} is no mapping"
+        raise CheckpointError(f"checkpoint {str(path)!r} has invalid metadata in {METADATA_ENTRY}: {problem}")
+    try:
+        variant = Variant.make(**metadata["variant"])
+        observation = observation_kind(metadata["observation"]).name
+        checked_number(metadata["num_timesteps"], "num_timesteps", minimum=0, integer=True)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} has invalid metadata in {METADATA_ENTRY}: {one_line(exc)}"
+        ) from exc
+    metadata["env_kwargs"] = env_kwargs_for(variant, observation)  # format 1 did not store them
+    return metadata
+
+
+def _read_metadata_entry(path: Path) -> Any:
+    """The parsed JSON of the checkpoint's ``quarto.json``, whatever its shape."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            # A truncated checkpoint can still look like a zip: the torch archive inside it has a directory too.
+            if METADATA_ENTRY not in archive.namelist():
+                raise CheckpointError(
+                    f"checkpoint {str(path)!r} is corrupt or truncated, or was not written by quarto train: "
+                    f"it has no {METADATA_ENTRY}"
+                )
+            damaged = archive.testzip()
+            if damaged is not None:
+                raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated: entry {damaged} is damaged")
+            return json.loads(archive.read(METADATA_ENTRY))
+    except RecursionError:
+        raise CheckpointError(f"checkpoint {str(path)!r}: {METADATA_ENTRY} is nested too deeply") from None
+    except (zipfile.BadZipFile, zlib.error, json.JSONDecodeError, UnicodeDecodeError, OSError, EOFError) as exc:
+        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated ({one_line(exc)})") from exc
+
+
+def read_weights(path: str | Path, entry: str) -> Any:
+    """The ``torch.save`` entry ``entry`` of the checkpoint at ``path``, read with ``weights_only=True``: tensors,
+    numbers, strings and containers of them, never code. :class:`CheckpointError` if it is missing, damaged,
+    or holds anything else (it is refused unread)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if entry not in archive.namelist():
+                raise CheckpointError(f"checkpoint {str(path)!r} has no {entry} entry")
+            data = archive.read(entry)
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: entry {entry} is corrupt or truncated ({one_line(exc)})"
+        ) from exc
+    try:
+        return th.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: entry {entry} is not plain weights and was refused ({_refusal(exc)})"
+        ) from exc
+    except Exception as exc:  # torch's reader fails on junk bytes in many ways (struct.error, EOFError, ...)
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: entry {entry} is corrupt or truncated ({type(exc).__name__}: {one_line(exc)})"
+        ) from exc
+
+
+def trained_variant(path: str | Path, metadata: dict[str, Any], variant: Variant | None) -> Variant:
+    """The rule variant the checkpoint at ``path`` was trained for; with ``variant``, :class:`CheckpointError` if
+    it is another."""
+    trained_for = Variant.make(**metadata["variant"])
+    if variant is not None and trained_for != variant:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} was trained for rule variant {trained_for.describe()!r}, "
+            f"not {variant.describe()!r}"
+        )
+    return trained_for
+
+
+def _refusal(exc: pickle.UnpicklingError) -> str:
+    """torch's reason for refusing a file, without its advice to load it with ``weights_only=False``."""
+    for line in str(exc).splitlines():
+        if "WeightsUnpickler error:" in line:
+            return line.split("WeightsUnpickler error:", 1)[1].split(" was not an allowed global")[0].strip()
+    return "not a torch weights file"
+
+
+def checkpoint_path(path: str | Path) -> Path:
+    """``path``, or for a run folder its ``checkpoints/final.zip`` (while it trains: ``latest.zip``)."""
+    path = Path(path)
+    if path.is_dir():
+        final = path / "checkpoints" / "final.zip"
+        return final if final.exists() else path / "checkpoints" / "latest.zip"
+    return path

@@ -1,0 +1,249 @@
+"""The networks of the trained agents, in plain torch (no stable-baselines3, no ray): the slots network and the
+heads each algorithm puts on it.
+
+- :class:`SlotNetwork`: the shared body (below); SB3's ``slots`` policy (:mod:`agents.ppo`) uses it as its
+  ``mlp_extractor``.
+- :class:`PolicyValueNetwork`: the body with a tanh value head, for AlphaZero (:mod:`agents.alphazero`).
+- :class:`ActorCritic`: the body (or two MLPs) with a linear value head, on the flat planes RLlib feeds
+  (:mod:`agents.rllib`).
+
+The ``slots`` policy
+--------------------
+The 16 squares and the 16 pieces are interchangeable *slots*: what matters about square 5 is what lies in its
+groups, not that it is number 5. :class:`SlotNetwork` therefore embeds every square and every piece from its
+own observation channels with weights shared across slots, lets each square read the groups through it (one
+round of message passing over the variant's groups), pools a context vector for the value, and scores each
+action from the slot it names with one shared head. A plain MLP must learn "take the win on square s"
+sixteen times over; this network learns it once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch as th
+from torch import nn
+
+from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, Variant
+from quarto_env.observation import PLACING, ObservationKind, observation_kind
+
+POLICY_KINDS = ("mlp", "slots")
+"""``mlp``: stable-baselines3's MLP on the flattened planes; ``slots``: :class:`SlotPolicy`."""
+
+
+MAX_WIDTH = 4096
+"""The widest layer a config or a checkpoint may ask for (one such layer already holds millions of weights)."""
+
+
+MAX_LAYERS = 8
+"""The most hidden layers of an ``mlp`` network."""
+
+
+class SlotNetwork(nn.Module):
+    """Actor-critic body over square and piece slots; plugs in as a policy's ``mlp_extractor``.
+
+    ``forward`` returns ``(action logits, value features)``: the logits are final (one per action), the
+    value features go through the policy's linear value head.
+    """
+
+    square_channels: th.Tensor
+    piece_channels: th.Tensor
+    incidence: th.Tensor
+
+    def __init__(self, kind: ObservationKind, groups: list[int], num_actions: int, width: int) -> None:
+        super().__init__()
+        num_channels = kind.num_channels
+        # Masks over the channels instead of gathering them: a square slot reads only square channels.
+        self.register_buffer("square_channels", _channel_mask(num_channels, kind.square_channels), persistent=False)
+        self.register_buffer("piece_channels", _channel_mask(num_channels, kind.piece_channels), persistent=False)
+        incidence = th.tensor([[g >> s & 1 for s in range(NUM_SQUARES)] for g in groups], dtype=th.float32)
+        self.register_buffer("incidence", incidence, persistent=False)
+        self.num_channels = num_channels
+        self.has_declare = num_actions > NUM_ACTIONS
+        self.latent_dim_pi = num_actions
+        self.latent_dim_vf = width
+
+        self.embed_square = nn.Linear(num_channels, width)
+        self.embed_piece = nn.Linear(num_channels, width)
+        self.group_update = nn.Sequential(nn.Linear(width, width), nn.ReLU())
+        self.context = nn.Sequential(nn.Linear(3 * width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU())
+        self.score_square = SlotHead(width)
+        self.score_piece = SlotHead(width)
+        self.score_declare = nn.Linear(width, 1)
+
+    def _encode(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor, th.Tensor]:
+        planes = features.view(-1, self.num_channels, NUM_SQUARES)
+        slots = planes.transpose(1, 2)  # (B, 16, C): row i describes square i and piece i
+        squares = th.relu(_masked_linear(self.embed_square, slots, self.square_channels))  # (B, 16, W)
+        pieces = th.relu(_masked_linear(self.embed_piece, slots, self.piece_channels))  # (B, 16, W)
+        # Each group sums its four squares; each square adds back what its groups saw.
+        groups = self.group_update(self.incidence @ squares)  # (B, G, W)
+        squares = squares + self.incidence.T @ groups
+        context = self.context(th.cat([squares.mean(1), squares.amax(1), pieces.mean(1)], dim=1))
+        placing = planes[:, PLACING, 0:1]
+        return squares, pieces, context, placing
+
+    def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        squares, pieces, context, placing = self._encode(features)
+        return self._logits(squares, pieces, context, placing), context
+
+    def forward_actor(self, features: th.Tensor) -> th.Tensor:
+        squares, pieces, context, placing = self._encode(features)
+        return self._logits(squares, pieces, context, placing)
+
+    def forward_critic(self, features: th.Tensor) -> th.Tensor:
+        return self._encode(features)[2]
+
+    def _logits(self, squares: th.Tensor, pieces: th.Tensor, context: th.Tensor, placing: th.Tensor) -> th.Tensor:
+        # Actions 0-15 name a square when placing and a piece when giving; masking removes the other kind.
+        logits = placing * self.score_square(squares, context) + (1 - placing) * self.score_piece(pieces, context)
+        if self.has_declare:
+            logits = th.cat([logits, self.score_declare(context)], dim=1)
+        return logits
+
+
+class SlotHead(nn.Module):
+    """One logit per slot from the slot's embedding and the shared context (one hidden layer)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.slot = nn.Linear(width, width)
+        self.context = nn.Linear(width, width, bias=False)
+        self.out = nn.Linear(width, 1)
+
+    def forward(self, slots: th.Tensor, context: th.Tensor) -> th.Tensor:
+        # Same as a linear layer over [slot, context], without copying the context to every slot.
+        hidden = th.relu(self.slot(slots) + self.context(context).unsqueeze(1))
+        return self.out(hidden).squeeze(2)
+
+
+def _channel_mask(num_channels: int, channels: list[int]) -> th.Tensor:
+    mask = th.zeros(num_channels)
+    mask[channels] = 1.0
+    return mask
+
+
+def _masked_linear(layer: nn.Linear, x: th.Tensor, mask: th.Tensor) -> th.Tensor:
+    return nn.functional.linear(x, layer.weight * mask, layer.bias)
+
+
+def check_network(policy: object, net_arch: object) -> list[int]:
+    """``net_arch`` as the layer sizes of a ``policy`` network: for ``mlp`` 1 to :data:`MAX_LAYERS` sizes, for
+    ``slots`` one width, each an integer from 1 to :data:`MAX_WIDTH`; ``ValueError`` saying what is allowed."""
+    if policy not in POLICY_KINDS:
+        raise ValueError(f"unknown policy {policy!r}; allowed: {', '.join(POLICY_KINDS)}")
+    layers = 1 if policy == "slots" else MAX_LAYERS
+    if (
+        not isinstance(net_arch, list)
+        or not 1 <= len(net_arch) <= layers
+        or not all(type(size) is int and 1 <= size <= MAX_WIDTH for size in net_arch)
+    ):
+        shape = "[width]" if policy == "slots" else f"a list of 1 to {MAX_LAYERS} layer sizes"
+        raise ValueError(f"net_arch of a {policy} network must be {shape}, each 1 to {MAX_WIDTH}, got {net_arch!r}")
+    return net_arch
+
+
+def use_one_thread() -> None:
+    """Run torch on one thread, as the agents that load a checkpoint do: their forward passes are on a batch of one
+    position, where more threads only wait on each other. Measured on the 2-core machine, busy with a training
+    run: a ``ppo`` move took 12.5 ms on two threads and 1.0 ms on one; an ``az`` move of 200 simulations 34 s
+    and 0.6 s."""
+    th.set_num_threads(1)
+
+
+def choose_actions(logits: th.Tensor, masks: np.ndarray, deterministic: bool) -> np.ndarray:
+    """The most likely legal action of each row (``deterministic``), or one sampled from the masked softmax
+    (by the Gumbel-max trick: the argmax of the logits plus Gumbel noise)."""
+    masked = logits.masked_fill(~th.as_tensor(masks, dtype=th.bool), -th.inf)
+    if not deterministic:
+        masked = masked - th.log(-th.log(th.rand_like(masked)))
+    return masked.argmax(dim=-1).numpy()
+
+
+class PolicyValueNetwork(nn.Module):
+    """Action logits and a value in [-1, 1] for the player to move, from observation planes.
+
+    The body is the slots network of the PPO agents (:class:`agents.ppo.SlotNetwork`): shared weights over
+    square and piece slots, one logit per slot. Its pooled context feeds a small value head.
+    """
+
+    def __init__(self, observation: str, groups: list[int], width: int) -> None:
+        super().__init__()
+        self.observation = observation_kind(observation).name
+        self.groups = list(groups)
+        self.width = width
+        self.body = SlotNetwork(observation_kind(observation), self.groups, NUM_ACTIONS, width)
+        self.value_head = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 1))
+
+    def forward(self, planes: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """``(logits, value)`` for float planes of shape ``(B, channels, 16)``: logits ``(B, 16)``, value ``(B,)``."""
+        logits, context = self.body(planes)
+        return logits, th.tanh(self.value_head(context).squeeze(1))
+
+    def evaluate(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Logits and values of ``int8`` planes, as float32 arrays: the evaluator :class:`BatchedSearch` calls."""
+        with th.inference_mode():
+            logits, value = self(th.from_numpy(planes).float())
+        return logits.numpy(), value.numpy()
+
+    def describe(self) -> dict[str, Any]:
+        """What rebuilds this network: stored in checkpoints."""
+        return {"observation": self.observation, "groups": self.groups, "width": self.width}
+
+
+class ActorCritic(nn.Module):
+    """Action logits (before masking) and a value from the flat planes of an ``observation`` kind."""
+
+    def __init__(self, policy: str, net_arch: list[int], observation: str, variant: Variant) -> None:
+        super().__init__()
+        kind = observation_kind(observation)
+        inputs, actions = kind.num_channels * NUM_SQUARES, variant.num_actions
+        self.slots: SlotNetwork | None = None
+        if policy == "slots":
+            self.slots = SlotNetwork(kind, list(variant.groups), actions, net_arch[0])
+            self.value_head: nn.Module = nn.Linear(net_arch[0], 1)
+            for head in (self.slots.score_square, self.slots.score_piece):
+                nn.init.orthogonal_(head.out.weight, gain=0.01)  # a near-uniform initial policy
+        else:
+            self.policy_net = _mlp(inputs, net_arch, actions)
+            self.value_head = _mlp(inputs, net_arch, 1)
+            last = self.policy_net[-1]
+            assert isinstance(last, nn.Linear)
+            nn.init.orthogonal_(last.weight, gain=0.01)
+
+    def forward(self, observations: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """``(logits, values)`` for a batch of flat observations."""
+        if self.slots is not None:
+            logits, context = self.slots(observations)
+            return logits, self.value_head(context).squeeze(-1)
+        return self.policy_net(observations), self.value_head(observations).squeeze(-1)
+
+    def logits(self, observations: th.Tensor) -> th.Tensor:
+        """The action logits alone."""
+        if self.slots is not None:
+            return self.slots.forward_actor(observations)
+        return self.policy_net(observations)
+
+
+def _mlp(inputs: int, hidden: list[int], outputs: int) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for size in hidden:
+        layers += [nn.Linear(inputs, size), nn.Tanh()]
+        inputs = size
+    return nn.Sequential(*layers, nn.Linear(inputs, outputs))
+
+
+def network_for(config: dict[str, Any], observation: str, variant: Variant) -> ActorCritic:
+    """The untrained network of a training ``config`` (its ``policy`` and ``net_arch``)."""
+    return ActorCritic(config["policy"], check_network(config["policy"], config["net_arch"]), observation, variant)
+
+
+def network_actions(
+    network: ActorCritic, observations: np.ndarray, masks: np.ndarray, deterministic: bool
+) -> np.ndarray:
+    """The actions ``network`` picks for a batch of planes (any shape ``(n, channels, 16)`` or flat) under
+    legal-action ``masks``: its most likely legal action, or one sampled from the masked softmax."""
+    flat = th.as_tensor(observations, dtype=th.float32).reshape(len(observations), -1)
+    with th.no_grad():
+        return choose_actions(network.logits(flat), masks, deterministic)

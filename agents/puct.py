@@ -1,0 +1,562 @@
+"""AlphaZero's search: a policy-value network guiding a batched Monte-Carlo tree search (PUCT).
+
+The search
+----------
+Each simulation walks down the tree from the root, choosing at every node the action with the highest PUCT
+score (Silver et al. 2017)::
+
+    Q(s, a) + c_puct * P(s, a) * sqrt(N(s) + 1) / (1 + N(s, a))
+
+where ``P`` is the network's prior, ``N`` counts visits and ``Q`` is the mean value of the action for the player
+who takes it (an unvisited action borrows the network's value of ``s``: "first-play urgency"). At the first
+node not yet evaluated, the network gives its priors and value in one forward pass; the value is then backed up
+along the path. Quarto's turn is "place, then give" by the same player, so the value changes sign only where
+the player to move changes, never by depth.
+
+The search uses the exact one-ply rules shortcuts that the minimax uses, and nothing deeper:
+
+* a player who can place the piece in hand to complete a group wins: that node is a terminal win;
+* a player gives only *safe* pieces (none of which wins at once for the opponent); a giver without a safe
+  piece has lost: that node is a terminal loss;
+* a declaration is made exactly when a group can be claimed (the declaration variant).
+
+So the network is only ever asked about positions with a real choice, which are also the only positions it is
+trained on (:mod:`experiments.training.alphazero`).
+
+Batching
+--------
+:class:`BatchedSearch` searches many games side by side. Each *round* selects one leaf per game with a compiled
+kernel (over the rules core's ``apply_action``, ``winning_squares`` and ``winning_pieces``), writes the leaves'
+observation planes with the kernel the env uses, evaluates all of them in one forward pass, and expands and
+backs up with a second kernel. A game's tree lives in flat arrays of ``sims + 2`` nodes by 16 actions.
+
+The search knows the game only through the rules core's compiled functions and an evaluator (planes ->
+logits, values): :class:`agents.alphazero.AlphaZeroAgent` plays it one game at a time, training and
+evaluation (:mod:`experiments.training.alphazero`) search many games at once.
+"""
+
+from __future__ import annotations
+
+import math
+import time as clock
+from collections.abc import Callable
+from typing import Any
+
+import numba
+import numpy as np
+from numba.extending import register_jitable
+
+from quarto_env.core import (
+    ALL_SQUARES,
+    DECLARE,
+    NO_PIECE,
+    NUM_ACTIONS,
+    State,
+    Variant,
+    apply_action,
+    compiled_fields,
+    lowest_bit,
+    popcount,
+    winning_pieces,
+    winning_squares,
+)
+from quarto_env.observation import encode_observation, observation_kind
+from quarto_env.vector import GameBatch
+
+DEFAULT_C_PUCT = 1.5
+
+
+MAX_DEPTH = 40
+"""Longest path from a root: a game has at most 32 actions."""
+
+
+NO_NODE = -1
+
+
+Evaluator = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""Planes ``(n, channels, 16)`` int8 -> (logits ``(n, >= 16)``, values ``(n,)``), float32."""
+
+
+@register_jitable
+def candidates(lanes: int, occupied: int, available: int, hand: int, groups: Any, counted: int) -> tuple:
+    """The actions the search considers, or the position's exact value when the one-ply shortcuts decide it.
+
+    Returns ``(mask, terminal, value)``: ``terminal`` is true when a placement wins (``value`` 1 for the player to
+    move), when a giver has no safe piece (``value`` -1) or when the board is full (0). Otherwise ``mask`` holds
+    the empty squares (placing) or the safe pieces (giving).
+    """
+    if hand != NO_PIECE:
+        if winning_squares(lanes, occupied, hand, groups, counted):
+            return 0, True, 1.0
+        return ALL_SQUARES & ~occupied, False, 0.0
+    if occupied == ALL_SQUARES:
+        return 0, True, 0.0
+    safe = available & ~winning_pieces(lanes, occupied, groups, counted)
+    if safe == 0:
+        return 0, True, -1.0
+    return safe, False, 0.0
+
+
+@register_jitable
+def forced_action(
+    lanes: int, occupied: int, available: int, hand: int, claimable: int, groups: Any, counted: int
+) -> tuple:
+    """``(action, mask)``: the action the shortcuts dictate (a claim, a winning square, the only safe piece or
+    square, or -- lost anyway -- the lowest piece), or ``-1`` and the mask of candidates when it takes a search."""
+    if claimable:
+        return DECLARE, 0
+    mask, terminal, value = candidates(lanes, occupied, available, hand, groups, counted)
+    if terminal:
+        if value > 0:
+            return lowest_bit(winning_squares(lanes, occupied, hand, groups, counted)), 0
+        return lowest_bit(available), 0
+    if popcount(mask) == 1:
+        return lowest_bit(mask), mask
+    return -1, mask
+
+
+class BatchedSearch:
+    """PUCT search over up to ``max_games`` positions at once, guided by ``evaluator``.
+
+    :param variant: the rules.
+    :param observation: the observation kind the evaluator reads.
+    :param evaluator: planes -> (logits, values), e.g. :meth:`PolicyValueNetwork.evaluate`.
+    :param max_games: the most positions searched together.
+    :param max_sims: the most simulations per search (the trees are allocated for it).
+    :param c_puct: the exploration constant.
+    """
+
+    def __init__(
+        self,
+        variant: Variant,
+        observation: str,
+        evaluator: Evaluator,
+        max_games: int,
+        max_sims: int,
+        c_puct: float = DEFAULT_C_PUCT,
+    ) -> None:
+        self.variant = variant
+        self.kind = observation_kind(observation)
+        self.evaluator = evaluator
+        self.c_puct = c_puct
+        self.max_games = max_games
+        self.max_sims = max_sims
+        nodes = max_sims + 2
+        self.fields = np.zeros((max_games, nodes, 5), dtype=np.int64)
+        """Per node: lanes, occupied, available, hand, to_move."""
+        self.mask = np.zeros((max_games, nodes), dtype=np.int64)
+        self.terminal = np.zeros((max_games, nodes), dtype=np.bool_)
+        self.expanded = np.zeros((max_games, nodes), dtype=np.bool_)
+        self.value = np.zeros((max_games, nodes), dtype=np.float32)
+        """The exact value of a terminal node, else the network's value, for the node's player to move."""
+        self.child = np.full((max_games, nodes, NUM_ACTIONS), NO_NODE, dtype=np.int32)
+        self.visits = np.zeros((max_games, nodes, NUM_ACTIONS), dtype=np.int32)
+        self.value_sum = np.zeros((max_games, nodes, NUM_ACTIONS), dtype=np.float32)
+        self.prior = np.zeros((max_games, nodes, NUM_ACTIONS), dtype=np.float32)
+        self.num_nodes = np.zeros(max_games, dtype=np.int32)
+        self.path = np.zeros((max_games, MAX_DEPTH, 2), dtype=np.int32)
+        self.leaf = np.zeros(max_games, dtype=np.int32)
+        self.leaf_games = np.zeros(max_games, dtype=np.int64)
+        self.planes = np.zeros((max_games, *self.kind.shape), dtype=np.int8)
+        self.tree_seconds = 0.0
+        """Time in the tree kernels (selection with the observation planes, expansion, backup), cumulated."""
+        self.network_seconds = 0.0
+        """Time in the evaluator, cumulated."""
+        self.simulations = 0
+        """Simulations run, cumulated: one per game per round (a root's first evaluation included)."""
+        self.evaluations = 0
+        """Positions the evaluator was asked about, cumulated (a simulation ending on a terminal node asks none)."""
+
+    def run(
+        self,
+        roots: np.ndarray,
+        sims: int,
+        noise: tuple[float, float, np.random.Generator] | None = None,
+        seconds: float = 0.0,
+    ) -> SearchResult:
+        """Search the positions ``roots`` (``(n, 5)``: lanes, occupied, available, hand, to_move; each with a real
+        choice, see :func:`forced_action`) for ``sims`` simulations each (at most ``max_sims``), stopping early when
+        ``seconds`` is above 0 and that time has passed (after at least one simulation).
+
+        ``noise = (alpha, fraction, rng)`` mixes Dirichlet(alpha) noise into the root priors (self-play)."""
+        n = len(roots)
+        if not 1 <= n <= self.max_games:
+            raise ValueError(f"searches 1 to {self.max_games} positions at once, got {n}")
+        sims = min(sims, self.max_sims)
+        start = clock.perf_counter()
+        _reset_roots(
+            roots,
+            self.fields,
+            self.mask,
+            self.terminal,
+            self.expanded,
+            self.value,
+            self.child,
+            self.visits,
+            self.value_sum,
+            self.num_nodes,
+            self.variant.group_array,
+            self.variant.counted,
+        )
+        self._round(n)  # the roots' priors and values
+        prior = self.prior[:n, 0].copy()
+        if noise is not None:
+            self._add_noise(n, *noise)
+        done = 0
+        while done < sims and not (seconds and done and clock.perf_counter() - start >= seconds):
+            self._round(n)
+            done += 1
+        visits = self.visits[:n, 0].copy()
+        totals = np.maximum(visits.sum(1), 1)
+        return SearchResult(
+            visits=visits,
+            root_value=self.value_sum[:n, 0].sum(1) / totals,
+            prior=prior,
+            network_value=self.value[:n, 0].copy(),
+            sims=done,
+        )
+
+    def _round(self, n: int) -> None:
+        """One simulation in every game: select leaves, evaluate them in one pass, expand and back up."""
+        tick = clock.perf_counter()
+        self.simulations += n
+        leaves = _select(
+            n,
+            self.fields,
+            self.mask,
+            self.terminal,
+            self.expanded,
+            self.value,
+            self.child,
+            self.visits,
+            self.value_sum,
+            self.prior,
+            self.num_nodes,
+            self.path,
+            self.leaf,
+            self.leaf_games,
+            self.planes,
+            self.kind.level,
+            self.c_puct,
+            self.variant.group_array,
+            self.variant.counted,
+        )
+        tock = clock.perf_counter()
+        if leaves:
+            logits, values = self.evaluator(self.planes[:leaves])
+            self.evaluations += leaves
+            tack = clock.perf_counter()
+            _expand(
+                leaves,
+                np.ascontiguousarray(logits, dtype=np.float32),
+                np.ascontiguousarray(values, dtype=np.float32),
+                self.leaf_games,
+                self.leaf,
+                self.fields,
+                self.mask,
+                self.expanded,
+                self.value,
+                self.prior,
+                self.path,
+                self.visits,
+                self.value_sum,
+            )
+            self.network_seconds += tack - tock
+            self.tree_seconds += clock.perf_counter() - tack
+        self.tree_seconds += tock - tick
+
+    def _add_noise(self, n: int, alpha: float, fraction: float, rng: np.random.Generator) -> None:
+        for g in range(n):
+            actions = np.flatnonzero((int(self.mask[g, 0]) >> np.arange(NUM_ACTIONS)) & 1)
+            noise = rng.dirichlet(np.full(len(actions), alpha))
+            self.prior[g, 0, actions] = (1 - fraction) * self.prior[g, 0, actions] + fraction * noise
+
+
+class SearchResult:
+    """What a search found for each root: visit counts, the mean backed-up value, the network's priors."""
+
+    def __init__(
+        self, visits: np.ndarray, root_value: np.ndarray, prior: np.ndarray, network_value: np.ndarray, sims: int
+    ) -> None:
+        self.visits = visits
+        """``(n, 16)`` visits of each root action."""
+        self.root_value = root_value
+        """``(n,)`` mean value of the simulations for the root's player to move."""
+        self.prior = prior
+        """``(n, 16)`` the network's priors at the root (before any noise)."""
+        self.network_value = network_value
+        self.sims = sims
+
+    def policy(self) -> np.ndarray:
+        """The visit distribution: the policy target of training."""
+        return self.visits / np.maximum(self.visits.sum(1, keepdims=True), 1)
+
+    def best(self) -> np.ndarray:
+        """The most visited action of each root (ties: the higher prior)."""
+        return np.argmax(self.visits + self.prior * 0.5, axis=1)
+
+
+@numba.njit(cache=True)
+def _reset_roots(roots, fields, mask, terminal, expanded, value, child, visits, value_sum, num_nodes, groups, counted):  # type: ignore[no-untyped-def]
+    for g in range(len(roots)):
+        _new_node(
+            g,
+            0,
+            roots[g, 0],
+            roots[g, 1],
+            roots[g, 2],
+            roots[g, 3],
+            roots[g, 4],
+            False,
+            fields,
+            mask,
+            terminal,
+            expanded,
+            value,
+            child,
+            visits,
+            value_sum,
+            groups,
+            counted,
+        )
+        num_nodes[g] = 1
+
+
+@register_jitable
+def _new_node(
+    g,
+    node,
+    lanes,
+    occupied,
+    available,
+    hand,
+    to_move,
+    over,
+    fields,
+    mask,
+    terminal,
+    expanded,
+    value,
+    child,
+    visits,
+    value_sum,
+    groups,
+    counted,
+):  # type: ignore[no-untyped-def]
+    fields[g, node, 0] = lanes
+    fields[g, node, 1] = occupied
+    fields[g, node, 2] = available
+    fields[g, node, 3] = hand
+    fields[g, node, 4] = to_move
+    if over:  # only a full board ends a game inside the tree: wins are caught one ply earlier
+        mask[g, node], terminal[g, node], value[g, node] = 0, True, 0.0
+    else:
+        mask[g, node], terminal[g, node], value[g, node] = candidates(lanes, occupied, available, hand, groups, counted)
+    expanded[g, node] = False
+    for a in range(NUM_ACTIONS):
+        child[g, node, a] = NO_NODE
+        visits[g, node, a] = 0
+        value_sum[g, node, a] = 0.0
+
+
+@numba.njit(cache=True)
+def _select(
+    n,
+    fields,
+    mask,
+    terminal,
+    expanded,
+    value,
+    child,
+    visits,
+    value_sum,
+    prior,
+    num_nodes,
+    path,
+    leaf,
+    leaf_games,
+    planes,
+    level,
+    c_puct,
+    groups,
+    counted,
+):  # type: ignore[no-untyped-def]
+    """Walk down every game's tree to a node to evaluate (written to ``planes``; returns how many) or to a
+    terminal node (backed up at once)."""
+    leaves = 0
+    for g in range(n):
+        node = 0
+        depth = 0
+        while True:
+            if terminal[g, node]:
+                _backup(g, depth, fields[g, node, 4], value[g, node], fields, path, visits, value_sum)
+                break
+            if not expanded[g, node]:
+                leaf[g] = node
+                path[g, depth, 0] = -1  # marks the path's end for _expand
+                leaf_games[leaves] = g
+                planes[leaves] = 0
+                encode_observation(
+                    planes[leaves],
+                    level,
+                    fields[g, node, 0],
+                    fields[g, node, 1],
+                    fields[g, node, 2],
+                    fields[g, node, 3],
+                    fields[g, node, 4],
+                    0,
+                    -1,
+                    False,
+                    groups,
+                    counted,
+                )
+                leaves += 1
+                break
+            action = _puct_choice(g, node, mask, value, visits, value_sum, prior, c_puct)
+            path[g, depth, 0] = node
+            path[g, depth, 1] = action
+            depth += 1
+            nxt = child[g, node, action]
+            if nxt == NO_NODE:
+                nxt = num_nodes[g]
+                num_nodes[g] += 1
+                lanes, occupied, available, hand, to_move, _, _, over = apply_action(
+                    fields[g, node, 0],
+                    fields[g, node, 1],
+                    fields[g, node, 2],
+                    fields[g, node, 3],
+                    fields[g, node, 4],
+                    0,
+                    action,
+                    groups,
+                    counted,
+                    False,
+                    True,
+                )
+                _new_node(
+                    g,
+                    nxt,
+                    lanes,
+                    occupied,
+                    available,
+                    hand,
+                    to_move,
+                    over,
+                    fields,
+                    mask,
+                    terminal,
+                    expanded,
+                    value,
+                    child,
+                    visits,
+                    value_sum,
+                    groups,
+                    counted,
+                )
+                child[g, node, action] = nxt
+            node = nxt
+    return leaves
+
+
+@register_jitable
+def _puct_choice(g, node, mask, value, visits, value_sum, prior, c_puct):  # type: ignore[no-untyped-def]
+    total = 0
+    for a in range(NUM_ACTIONS):
+        total += visits[g, node, a]
+    scale = c_puct * math.sqrt(total + 1)
+    first_play = value[g, node]  # an unvisited action is first valued as the position itself
+    best = -1
+    best_score = -np.inf
+    for a in range(NUM_ACTIONS):
+        if mask[g, node] >> a & 1:
+            count = visits[g, node, a]
+            q = value_sum[g, node, a] / count if count else first_play
+            score = q + scale * prior[g, node, a] / (1 + count)
+            if score > best_score:
+                best, best_score = a, score
+    return best
+
+
+@register_jitable
+def _backup(g, depth, to_move, leaf_value, fields, path, visits, value_sum):  # type: ignore[no-untyped-def]
+    """Add ``leaf_value`` (for player ``to_move``) to the ``depth`` edges of game ``g``'s path, each for the player
+    who chose it."""
+    for k in range(depth):
+        node = path[g, k, 0]
+        action = path[g, k, 1]
+        visits[g, node, action] += 1
+        value_sum[g, node, action] += leaf_value if fields[g, node, 4] == to_move else -leaf_value
+
+
+@numba.njit(cache=True)
+def _expand(leaves, logits, values, leaf_games, leaf, fields, mask, expanded, value, prior, path, visits, value_sum):  # type: ignore[no-untyped-def]
+    for i in range(leaves):
+        g = leaf_games[i]
+        node = leaf[g]
+        candidates_mask = mask[g, node]
+        top = -np.inf
+        for a in range(NUM_ACTIONS):
+            if candidates_mask >> a & 1 and logits[i, a] > top:
+                top = logits[i, a]
+        total = 0.0
+        for a in range(NUM_ACTIONS):
+            weight = math.exp(logits[i, a] - top) if candidates_mask >> a & 1 else 0.0
+            prior[g, node, a] = weight
+            total += weight
+        for a in range(NUM_ACTIONS):
+            prior[g, node, a] /= total
+        expanded[g, node] = True
+        value[g, node] = values[i]
+        depth = 0
+        while path[g, depth, 0] != -1:
+            depth += 1
+        _backup(g, depth, fields[g, node, 4], values[i], fields, path, visits, value_sum)
+
+
+def root_fields(states: list[State]) -> np.ndarray:
+    """The ``(n, 5)`` roots of :meth:`BatchedSearch.run` for ``states``."""
+    return np.array([compiled_fields(s)[:5] for s in states], dtype=np.int64)
+
+
+@numba.njit(cache=True)
+def _encode(fields, out, masks, level, groups, counted):  # type: ignore[no-untyped-def]
+    """Planes and candidate masks of positions given as fields."""
+    for i in range(len(fields)):
+        out[i] = 0
+        lanes, occupied, available, hand, to_move = fields[i, 0], fields[i, 1], fields[i, 2], fields[i, 3], fields[i, 4]
+        encode_observation(out[i], level, lanes, occupied, available, hand, to_move, 0, -1, False, groups, counted)
+        mask = candidates(lanes, occupied, available, hand, groups, counted)[0]
+        for a in range(NUM_ACTIONS):
+            masks[i, a] = mask >> a & 1
+
+
+@numba.njit(cache=True)
+def _forced_actions(games, lanes, occupied, available, hand, claimable, groups, counted, out):  # type: ignore[no-untyped-def]
+    for i in range(len(games)):
+        g = games[i]
+        out[i] = forced_action(lanes[g], occupied[g], available[g], hand[g], claimable[g], groups, counted)[0]
+
+
+def forced_actions(batch: GameBatch, games: np.ndarray) -> np.ndarray:
+    """For each of ``games``, the action the rules shortcuts dictate, or -1 where a search is needed."""
+    out = np.empty(len(games), dtype=np.int64)
+    _forced_actions(
+        games,
+        batch.lanes,
+        batch.occupied,
+        batch.available,
+        batch.hand,
+        batch.claimable,
+        batch.variant.group_array,
+        batch.variant.counted,
+        out,
+    )
+    return out
+
+
+def batch_roots(batch: GameBatch, games: np.ndarray) -> np.ndarray:
+    """The search roots of ``games``: ``(n, 5)`` lanes, occupied, available, hand, to_move."""
+    return np.stack(
+        [batch.lanes[games], batch.occupied[games], batch.available[games], batch.hand[games], batch.to_move[games]],
+        axis=1,
+    )

@@ -1,0 +1,122 @@
+"""Command-line pieces every ``quarto`` command shares: the rule-variant flags (one spelling for all), seeds,
+agent specs and output folders checked with a one-line message, warnings, and the markdown tables of reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from agents.base import Agent, SpecError, make_agent, parse_spec
+from quarto_env.checks import (
+    OutputPathError,
+    number_argument,
+    output_folder,
+)
+from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, RulesError, Variant
+
+
+def add_variant_arguments(parser: argparse.ArgumentParser, several_words: bool = False) -> None:
+    """Add ``--attributes``, ``--squares``, ``--declaration`` and ``--false-declaration`` to ``parser``: the one
+    spelling of the rule variant of every command that takes one. ``--attributes`` takes a count 1-4 or names
+    joined by commas (``colour,shape``); with ``several_words`` (commands whose positional arguments come
+    first, such as ``solve``) also names as separate words (``colour shape``). Commands that take a list of
+    agents after their options keep one word, so that ``--attributes colour random greedy`` reads two agents."""
+    group = parser.add_argument_group("rule variant (default: standard Quarto)")
+    names = f"names among {','.join(ATTRIBUTES)}"
+    group.add_argument(
+        "--attributes",
+        nargs="+" if several_words else None,
+        type=_attribute_word,
+        default=None,
+        metavar="A",
+        help=f"attributes that count for a win: a count 1-4, or {names} joined by commas"
+        + (" or given as separate words" if several_words else "")
+        + " (default: all)",
+    )
+    group.add_argument("--squares", action="store_true", help="the 2x2 blocks are groups too (advanced variant)")
+    group.add_argument("--declaration", action="store_true", help='a win must be declared ("Quarto!")')
+    group.add_argument(
+        "--false-declaration",
+        choices=FALSE_DECLARATION_POLICIES,
+        default="lose",
+        help="with --declaration: what a declaration with nothing to claim does (default: lose)",
+    )
+
+
+def check_specs(parser: argparse.ArgumentParser, specs: list[str]) -> None:
+    """Exit with a usage error naming the first spec that names no known agent kind or option."""
+    for spec in specs:
+        try:
+            parse_spec(spec)
+        except SpecError as error:
+            parser.error(str(error))
+
+
+def agent_or_exit(parser: argparse.ArgumentParser, spec: str, variant: Variant, seed: int | None) -> Agent:
+    """``make_agent(spec, variant, seed)``; a bad spec or an agent that cannot be built (a missing checkpoint)
+    exits with a usage error naming the problem."""
+    try:
+        return make_agent(spec, variant, seed)
+    except (SpecError, ValueError, OSError) as error:
+        parser.error(f"agent {spec!r} cannot be built: {error}")
+
+
+def variant_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Variant:
+    """The variant named by the flags of :func:`add_variant_arguments`; a value the rules refuse (an unknown
+    attribute, ``--false-declaration penalty`` without ``--declaration``) exits with a one-line usage error."""
+    try:
+        return Variant.make(_attributes(args.attributes), args.squares, args.declaration, args.false_declaration)
+    except RulesError as error:
+        parser.error(str(error))
+
+
+def _attributes(words: list[str] | str | None) -> int | list[str] | None:
+    """What the word(s) of ``--attributes`` name: ``None`` (all), a count, or attribute names."""
+    if words is None:
+        return None
+    if isinstance(words, str):
+        words = [words]
+    if len(words) == 1 and words[0].strip().isdecimal():
+        return int(words[0])
+    return [name for word in words for name in word.replace("+", ",").split(",") if name]
+
+
+def _attribute_word(word: str) -> str:
+    """One word of ``--attributes``, checked alone: a bad one is named at once, also when it is a positional
+    argument that the list swallowed (argparse would only say that the positional is missing)."""
+    try:
+        Variant.make(_attributes([word]))
+    except RulesError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return word
+
+
+MAX_SEED = 2**32 - 1
+"""The largest seed of the arena commands: numpy's legacy range, as for ``quarto train``."""
+
+
+SEED = number_argument("seed", minimum=0, maximum=MAX_SEED, integer=True)
+"""The argparse ``type=`` of ``--seed``."""
+
+
+def output_folder_or_exit(parser: argparse.ArgumentParser, path: Path, option: str) -> Path:
+    """``path`` created as a writable output folder, checked before any work starts; a file, a device such as
+    ``/dev/null`` or an unwritable place exits with a usage error naming ``option``."""
+    try:
+        return output_folder(path, option)
+    except OutputPathError as error:
+        parser.error(str(error))
+
+
+def warn(parser: argparse.ArgumentParser, message: str) -> None:
+    """Print ``PROG: warning: message`` on stderr: something the user should know, that does not stop the run."""
+    print(f"{parser.prog}: warning: {message}", file=sys.stderr)
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"

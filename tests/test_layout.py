@@ -1,0 +1,124 @@
+"""The house's floors: imports run down, never back up, and no module imports itself through others.
+
+``quarto_env`` (the rules and the envs) is the ground floor, ``agents`` the first, ``experiments`` the top.
+Every import statement of the three packages counts -- inside functions too, where an import hides from a
+reader -- except those under ``if TYPE_CHECKING:``, which never run. Names loaded from strings
+(``importlib.import_module``, the agent registry, the command table) are not imports: they are how an upper
+floor is named without being imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("quarto_env", "agents", "experiments")
+FLOOR = {package: floor for floor, package in enumerate(PACKAGES)}
+SHARED_MODULES_BESIDE_CLI = 3
+"""The most modules directly in ``experiments/`` besides ``cli.py`` and ``__init__.py``."""
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {module_name(p): p for package in PACKAGES for p in sorted((REPO / package).rglob("*.py"))}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imported_modules(path: Path, modules: set[str]) -> set[str]:
+    """The project's modules that ``path`` imports, anywhere in the file but under ``if TYPE_CHECKING:``."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)  # `from pkg import module`
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(), filename=str(path)))
+    return {name for name in found if name in modules}
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    names = set(modules)
+    return {name: imported_modules(path, names) - {name} for name, path in modules.items()}
+
+
+def test_the_graph_sees_function_level_imports() -> None:
+    """The control: the solver's lazy import in the grading library, and the command table's targets' absence."""
+    graph = import_graph()
+    assert "agents.minimax" in graph["experiments.arena.grading"]  # imported inside a function
+    assert not any(name.startswith("experiments.training") for name in graph["experiments.cli"])  # by string only
+
+
+@pytest.mark.parametrize("package", PACKAGES[:2])
+def test_no_import_runs_back_up(package: str) -> None:
+    upward = sorted(
+        f"{module} imports {target}"
+        for module, targets in import_graph().items()
+        if module.split(".")[0] == package
+        for target in targets
+        if FLOOR[target.split(".")[0]] > FLOOR[package]
+    )
+    assert not upward, f"{package} must import nothing above it: " + "; ".join(upward)
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One circle of imports in ``graph`` as a list of modules (the first repeated at the end), or ``None``."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_find_cycle_finds_one() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_circle_of_imports() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "a circle of imports: " + " -> ".join(cycle or [])
+
+
+def test_experiments_has_three_rooms_and_few_shared_modules() -> None:
+    folder = REPO / "experiments"
+    rooms = sorted(p.name for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert rooms == ["arena", "bench", "training"]
+    shared = sorted(p.name for p in folder.glob("*.py") if p.name not in ("__init__.py", "cli.py"))
+    assert len(shared) <= SHARED_MODULES_BESIDE_CLI, f"too many shared modules beside cli.py: {shared}"
