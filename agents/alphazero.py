@@ -21,7 +21,7 @@ from agents.checkpoints import (
     write_checkpoint,
 )
 from agents.networks import PolicyValueNetwork, use_one_thread
-from agents.puct import DEFAULT_C_PUCT, BatchedSearch, SearchResult, forced_action, root_fields
+from agents.puct import DEFAULT_C_PUCT, BatchedSearch, SearchResult, forced_action
 from quarto_env.checks import one_line
 from quarto_env.core import (
     NUM_ACTIONS,
@@ -29,8 +29,9 @@ from quarto_env.core import (
     State,
     Variant,
     compiled_fields,
+    position_array,
 )
-from quarto_env.observation import encode_observation
+from quarto_env.observation import encode_observation, observation_kind
 
 ALGORITHM = "alphazero"
 """The ``algorithm`` a checkpoint of this module records in its ``quarto.json``."""
@@ -67,7 +68,7 @@ def save_checkpoint(
     """Write the network (and ``extras``: the optimizer, the replay buffer) atomically to the zip ``path``."""
     metadata = {"network": network.describe(), **metadata}
     entries = {NETWORK_ENTRY: network.state_dict(), **(extras or {})}
-    write_checkpoint(path, ALGORITHM, variant, network.observation, num_timesteps, metadata, entries)
+    write_checkpoint(path, ALGORITHM, variant, network.kind.name, num_timesteps, metadata, entries)
 
 
 def load_network(path: str | Path, variant: Variant | None = None) -> tuple[PolicyValueNetwork, dict[str, Any]]:
@@ -84,7 +85,7 @@ def load_network(path: str | Path, variant: Variant | None = None) -> tuple[Poli
         width = int(shape["width"])
         if not 1 <= width <= 4096:
             raise ValueError(f"width {width} is outside 1..4096")
-        network = PolicyValueNetwork(metadata["observation"], list(trained.groups), width)
+        network = PolicyValueNetwork(observation_kind(metadata["observation"]), list(trained.groups), width)
         network.load_state_dict(read_weights(path, NETWORK_ENTRY))
     except CheckpointError:
         raise
@@ -109,7 +110,7 @@ class AlphaZeroAgent(Agent):
         ``visits ** (1 / temperature)`` (the policy's probabilities with ``sims=0``).
     :param c: the PUCT exploration constant.
 
-    Loading a checkpoint sets torch to one thread (:func:`agents.ppo.use_one_thread`).
+    Loading a checkpoint sets torch to one thread (:func:`agents.networks.use_one_thread`).
     """
 
     def __init__(
@@ -134,7 +135,7 @@ class AlphaZeroAgent(Agent):
         self.time = time
         self.temperature = temperature
         budget = MAX_SEARCH_SIMULATIONS if time else max(sims, 1)
-        self.search = BatchedSearch(variant, network.observation, network.evaluate, 1, budget, c)
+        self.search = BatchedSearch(variant, network.kind, network.evaluate, 1, budget, c)
         self.last_result: SearchResult | None = None
         self.act(State())  # load the compiled kernels now, not inside a timed move
 
@@ -146,7 +147,7 @@ class AlphaZeroAgent(Agent):
         if self.sims == 0 and not self.time:
             return self._policy_action(state, mask)
         budget = MAX_SEARCH_SIMULATIONS if self.time else self.sims
-        result = self.search.run(root_fields([state]), budget, seconds=self.time)
+        result = self.search.run(position_array([state]), budget, seconds=self.time)
         self.last_result = result
         if self.temperature:
             weights = result.visits[0].astype(np.float64) ** (1 / self.temperature)

@@ -147,13 +147,15 @@ def make_agent(spec: str, variant: Variant = STANDARD, seed: int | None = None) 
 SECONDS = number_parser("time", above=0, maximum=24 * 3600)
 """A time budget per move: finite (``nan`` or ``inf`` would never run out), above 0, at most a day."""
 MAX_SIMULATIONS = 10**6
-"""MCTS simulations per move: about 45 s at some 22,000 per second. A move that never returns could not even
-forfeit on ``--time-limit``, which is measured when it does."""
+"""MCTS simulations per move, capped so that every move ends: a million take a minute at most at the speeds of
+``quarto bench mcts`` (docs/arena.md). A move that never returns could not even forfeit on ``--time-limit``,
+which is measured when it does."""
 MAX_SEARCH_SIMULATIONS = 100_000
 """The most simulations of one ``az`` search (its tree is allocated for them: about 31 MB)."""
 DEFAULT_SEARCH_SIMULATIONS = 800
-"""Simulations per move of the ``az`` agent: a searched move took 0.4-0.6 s on the 2-core machine (docs/alphazero.md).
-The trained network lost value in 8.7% of graded decisions at 800, 11.0% at 200 and 17.7% with its policy alone."""
+"""Simulations per move of the ``az`` agent: the trained network loses value in fewer graded decisions at 800 than
+at 200 or with its policy alone, and a searched move still takes a fraction of a second (docs/alphazero.md gives
+both)."""
 
 register(AgentKind("random", "agents.simple:RandomAgent", "uniform over legal actions"))
 register(
@@ -189,7 +191,7 @@ register(
         {
             "empties": Option(
                 number_parser("empties", minimum=1, maximum=16, integer=True),
-                11,
+                12,
                 "solve exactly at or below this many empty squares",
             ),
             "time": Option(SECONDS, 1.0, "seconds per move for the minimax played before that"),

@@ -271,8 +271,8 @@ DEFAULT_DEPTH = 2
 """Plies searched by ``minimax`` without a depth or a time budget."""
 SMALL_TABLE_MAX_DEPTH = 6
 SMALL_TABLE_BITS = 16
-"""Minimax at a fixed depth up to ``SMALL_TABLE_MAX_DEPTH`` plies uses a table of ``2**16`` entries (1.5 MiB)
-instead of the default 48 MiB."""
+"""Minimax at a fixed depth up to ``SMALL_TABLE_MAX_DEPTH`` plies uses a table of ``2**16`` entries (1 MiB: an
+entry is 16 bytes) instead of the default ``2**21`` of :mod:`agents.search` (32 MiB)."""
 
 
 class MinimaxAgent(Agent):
@@ -343,7 +343,7 @@ class MinimaxAgent(Agent):
 
 class SolverAgent(Agent):
     """Perfect play: an action that keeps the exact value of the position, chosen at random (seeded) among all
-    such actions. Exact from ``empties`` empty squares on (about a second per move at 12, see docs/solver.md);
+    such actions. Exact from ``empties`` empty squares on (docs/solver.md gives its time per move at 11-13);
     before that the position is too large to solve, and it plays iterative-deepening minimax with ``time`` seconds
     per move -- or, with ``depth`` set, minimax to that many plies, which makes its games reproducible whatever
     the machine's speed.

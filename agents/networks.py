@@ -26,7 +26,7 @@ import torch as th
 from torch import nn
 
 from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, Variant
-from quarto_env.observation import PLACING, ObservationKind, observation_kind
+from quarto_env.observation import PLACING, ObservationKind
 
 POLICY_KINDS = ("mlp", "slots")
 """``mlp``: stable-baselines3's MLP on the flattened planes; ``slots``: :class:`SlotPolicy`."""
@@ -146,9 +146,7 @@ def check_network(policy: object, net_arch: object) -> list[int]:
 
 def use_one_thread() -> None:
     """Run torch on one thread, as the agents that load a checkpoint do: their forward passes are on a batch of one
-    position, where more threads only wait on each other. Measured on the 2-core machine, busy with a training
-    run: a ``ppo`` move took 12.5 ms on two threads and 1.0 ms on one; an ``az`` move of 200 simulations 34 s
-    and 0.6 s."""
+    position, which gains nothing from more threads; they only wait on each other (docs/alphazero.md)."""
     th.set_num_threads(1)
 
 
@@ -168,12 +166,12 @@ class PolicyValueNetwork(nn.Module):
     square and piece slots, one logit per slot. Its pooled context feeds a small value head.
     """
 
-    def __init__(self, observation: str, groups: list[int], width: int) -> None:
+    def __init__(self, kind: ObservationKind, groups: list[int], width: int) -> None:
         super().__init__()
-        self.observation = observation_kind(observation).name
+        self.kind = kind
         self.groups = list(groups)
         self.width = width
-        self.body = SlotNetwork(observation_kind(observation), self.groups, NUM_ACTIONS, width)
+        self.body = SlotNetwork(kind, self.groups, NUM_ACTIONS, width)
         self.value_head = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 1))
 
     def forward(self, planes: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
@@ -189,15 +187,14 @@ class PolicyValueNetwork(nn.Module):
 
     def describe(self) -> dict[str, Any]:
         """What rebuilds this network: stored in checkpoints."""
-        return {"observation": self.observation, "groups": self.groups, "width": self.width}
+        return {"observation": self.kind.name, "groups": self.groups, "width": self.width}
 
 
 class ActorCritic(nn.Module):
-    """Action logits (before masking) and a value from the flat planes of an ``observation`` kind."""
+    """Action logits (before masking) and a value from the flat planes of an observation ``kind``."""
 
-    def __init__(self, policy: str, net_arch: list[int], observation: str, variant: Variant) -> None:
+    def __init__(self, policy: str, net_arch: list[int], kind: ObservationKind, variant: Variant) -> None:
         super().__init__()
-        kind = observation_kind(observation)
         inputs, actions = kind.num_channels * NUM_SQUARES, variant.num_actions
         self.slots: SlotNetwork | None = None
         if policy == "slots":
@@ -234,9 +231,9 @@ def _mlp(inputs: int, hidden: list[int], outputs: int) -> nn.Sequential:
     return nn.Sequential(*layers, nn.Linear(inputs, outputs))
 
 
-def network_for(config: dict[str, Any], observation: str, variant: Variant) -> ActorCritic:
+def network_for(config: dict[str, Any], kind: ObservationKind, variant: Variant) -> ActorCritic:
     """The untrained network of a training ``config`` (its ``policy`` and ``net_arch``)."""
-    return ActorCritic(config["policy"], check_network(config["policy"], config["net_arch"]), observation, variant)
+    return ActorCritic(config["policy"], check_network(config["policy"], config["net_arch"]), kind, variant)
 
 
 def network_actions(

@@ -41,7 +41,7 @@ from agents.checkpoints import (
 from agents.networks import POLICY_KINDS, SlotNetwork, check_network, choose_actions, use_one_thread
 from quarto_env.checks import atomic_write_bytes, one_line
 from quarto_env.core import INITIAL_STATE, STANDARD, State, Variant
-from quarto_env.observation import observation_kind
+from quarto_env.observation import ObservationKind, observation_kind
 from quarto_env.vector import GameBatch
 
 POLICY_ENTRY = "policy.pth"
@@ -64,14 +64,15 @@ class SlotPolicy(MaskableActorCriticPolicy):
 
     def __init__(self, *args: Any, groups: list[int], observation: str, width: int = 64, **kwargs: Any) -> None:
         self.groups = list(groups)
-        self.observation = observation_kind(observation).name
+        self.kind = observation_kind(observation)
+        self.observation = self.kind.name
         self.width = width
         super().__init__(*args, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
         assert isinstance(self.action_space, spaces.Discrete)
         self.mlp_extractor = SlotNetwork(  # type: ignore[assignment]
-            observation_kind(self.observation), self.groups, int(self.action_space.n), self.width
+            self.kind, self.groups, int(self.action_space.n), self.width
         )
 
     def _build(self, lr_schedule: Any) -> None:
@@ -200,11 +201,11 @@ def load_training_state(model: BaseAlgorithm, path: str | Path, variant: Variant
     return metadata
 
 
-def policy_spaces(variant: Variant, observation: str) -> tuple[spaces.Box, spaces.Discrete]:
-    """The observation and action spaces of a policy for ``variant`` and the ``observation`` kind (those of the
+def policy_spaces(variant: Variant, kind: ObservationKind) -> tuple[spaces.Box, spaces.Discrete]:
+    """The observation and action spaces of a policy for ``variant`` and the observation ``kind`` (those of the
     trainer's environment)."""
     return (
-        spaces.Box(0, 1, shape=observation_kind(observation).shape, dtype=np.int8),
+        spaces.Box(0, 1, shape=kind.shape, dtype=np.int8),
         spaces.Discrete(variant.num_actions),
     )
 
@@ -229,7 +230,7 @@ def _policy_for(path: str | Path, metadata: dict[str, Any], variant: Variant) ->
     try:
         net_arch = check_network(config["policy"], config["net_arch"])
         policy_class, policy_kwargs = policy_setup(config["policy"], variant, net_arch, metadata["observation"])
-        observation_space, action_space = policy_spaces(variant, metadata["observation"])
+        observation_space, action_space = policy_spaces(variant, observation_kind(metadata["observation"]))
         return inference_policy(
             policy_class,
             observation_space=observation_space,
@@ -284,29 +285,29 @@ class PPOAgent(Agent):
         loaded = load_policy(checkpoint, variant)
         use_one_thread()
         self.policy = loaded.policy
-        self.observation = loaded.observation
+        self.kind = observation_kind(loaded.observation)
         self.deterministic = deterministic
         if seed is not None:
             th.manual_seed(seed)
-        # The first move loads the compiled kernels and warms torch up (about 0.8 s): do it here, so that it
+        # The first move loads the compiled kernels and warms torch up: do it here, so that it
         # is not charged to a timed move.
         self.act(INITIAL_STATE)
 
     @classmethod
     def from_policy(
-        cls, policy: MaskableActorCriticPolicy, variant: Variant, observation: str, deterministic: bool = True
+        cls, policy: MaskableActorCriticPolicy, variant: Variant, kind: ObservationKind, deterministic: bool = True
     ) -> PPOAgent:
         """An agent that plays a live policy (the learner's, during training) rather than a checkpoint."""
         agent = cls.__new__(cls)
         Agent.__init__(agent, variant)
-        agent.policy, agent.observation, agent.deterministic = policy, observation, deterministic
+        agent.policy, agent.kind, agent.deterministic = policy, kind, deterministic
         agent.spec = "learner"
         return agent
 
     def act(self, state: State) -> int:
         batch = GameBatch.from_states(self.variant, [state])
         games = batch.all_games
-        return int(self.act_batch(batch.observe(games, self.observation), batch.action_masks(games, False))[0])
+        return int(self.act_batch(batch.observe(games, self.kind), batch.action_masks(games, False))[0])
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """Actions for a batch of observations and legal-action masks, in one forward pass."""

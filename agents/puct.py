@@ -49,27 +49,24 @@ from numba.extending import register_jitable
 from quarto_env.core import (
     ALL_SQUARES,
     DECLARE,
+    FIELD_TO_MOVE,
     NO_PIECE,
     NUM_ACTIONS,
-    State,
+    NUM_FIELDS,
     Variant,
     apply_action,
-    compiled_fields,
     lowest_bit,
     popcount,
+    position_fields,
     winning_pieces,
     winning_squares,
 )
-from quarto_env.observation import encode_observation, observation_kind
+from quarto_env.observation import ObservationKind, encode_observation
 from quarto_env.vector import GameBatch
 
 DEFAULT_C_PUCT = 1.5
-
-
 MAX_DEPTH = 40
 """Longest path from a root: a game has at most 32 actions."""
-
-
 NO_NODE = -1
 
 
@@ -119,8 +116,8 @@ class BatchedSearch:
     """PUCT search over up to ``max_games`` positions at once, guided by ``evaluator``.
 
     :param variant: the rules.
-    :param observation: the observation kind the evaluator reads.
-    :param evaluator: planes -> (logits, values), e.g. :meth:`PolicyValueNetwork.evaluate`.
+    :param kind: the observation kind the evaluator reads (:func:`quarto_env.observation.observation_kind`).
+    :param evaluator: planes -> (logits, values), e.g. :meth:`agents.networks.PolicyValueNetwork.evaluate`.
     :param max_games: the most positions searched together.
     :param max_sims: the most simulations per search (the trees are allocated for it).
     :param c_puct: the exploration constant.
@@ -129,21 +126,21 @@ class BatchedSearch:
     def __init__(
         self,
         variant: Variant,
-        observation: str,
+        kind: ObservationKind,
         evaluator: Evaluator,
         max_games: int,
         max_sims: int,
         c_puct: float = DEFAULT_C_PUCT,
     ) -> None:
         self.variant = variant
-        self.kind = observation_kind(observation)
+        self.kind = kind
         self.evaluator = evaluator
         self.c_puct = c_puct
         self.max_games = max_games
         self.max_sims = max_sims
         nodes = max_sims + 2
-        self.fields = np.zeros((max_games, nodes, 5), dtype=np.int64)
-        """Per node: lanes, occupied, available, hand, to_move."""
+        self.positions = np.zeros((max_games, nodes, NUM_FIELDS), dtype=np.int64)
+        """Per node: its position (a row of :func:`quarto_env.core.position_array`)."""
         self.mask = np.zeros((max_games, nodes), dtype=np.int64)
         self.terminal = np.zeros((max_games, nodes), dtype=np.bool_)
         self.expanded = np.zeros((max_games, nodes), dtype=np.bool_)
@@ -154,10 +151,23 @@ class BatchedSearch:
         self.value_sum = np.zeros((max_games, nodes, NUM_ACTIONS), dtype=np.float32)
         self.prior = np.zeros((max_games, nodes, NUM_ACTIONS), dtype=np.float32)
         self.num_nodes = np.zeros(max_games, dtype=np.int32)
+        self.tree = (
+            self.positions,
+            self.mask,
+            self.terminal,
+            self.expanded,
+            self.value,
+            self.child,
+            self.visits,
+            self.value_sum,
+            self.prior,
+            self.num_nodes,
+        )
+        """Every game's tree, as the kernels take it: one tuple of the arrays above, in this order."""
         self.path = np.zeros((max_games, MAX_DEPTH, 2), dtype=np.int32)
         self.leaf = np.zeros(max_games, dtype=np.int32)
         self.leaf_games = np.zeros(max_games, dtype=np.int64)
-        self.planes = np.zeros((max_games, *self.kind.shape), dtype=np.int8)
+        self.planes = np.zeros((max_games, *kind.shape), dtype=np.int8)
         self.tree_seconds = 0.0
         """Time in the tree kernels (selection with the observation planes, expansion, backup), cumulated."""
         self.network_seconds = 0.0
@@ -174,9 +184,10 @@ class BatchedSearch:
         noise: tuple[float, float, np.random.Generator] | None = None,
         seconds: float = 0.0,
     ) -> SearchResult:
-        """Search the positions ``roots`` (``(n, 5)``: lanes, occupied, available, hand, to_move; each with a real
-        choice, see :func:`forced_action`) for ``sims`` simulations each (at most ``max_sims``), stopping early when
-        ``seconds`` is above 0 and that time has passed (after at least one simulation).
+        """Search the positions ``roots`` (``(n, NUM_FIELDS)``, as :func:`quarto_env.core.position_array` or
+        :attr:`GameBatch.positions` give them; each with a real choice, see :func:`forced_action`) for ``sims``
+        simulations each (at most ``max_sims``), stopping early when ``seconds`` is above 0 and that time has
+        passed (after at least one simulation).
 
         ``noise = (alpha, fraction, rng)`` mixes Dirichlet(alpha) noise into the root priors (self-play)."""
         n = len(roots)
@@ -184,20 +195,7 @@ class BatchedSearch:
             raise ValueError(f"searches 1 to {self.max_games} positions at once, got {n}")
         sims = min(sims, self.max_sims)
         start = clock.perf_counter()
-        _reset_roots(
-            roots,
-            self.fields,
-            self.mask,
-            self.terminal,
-            self.expanded,
-            self.value,
-            self.child,
-            self.visits,
-            self.value_sum,
-            self.num_nodes,
-            self.variant.group_array,
-            self.variant.counted,
-        )
+        _reset_roots(roots, self.tree, self.variant.group_array, self.variant.counted)
         self._round(n)  # the roots' priors and values
         prior = self.prior[:n, 0].copy()
         if noise is not None:
@@ -222,16 +220,7 @@ class BatchedSearch:
         self.simulations += n
         leaves = _select(
             n,
-            self.fields,
-            self.mask,
-            self.terminal,
-            self.expanded,
-            self.value,
-            self.child,
-            self.visits,
-            self.value_sum,
-            self.prior,
-            self.num_nodes,
+            self.tree,
             self.path,
             self.leaf,
             self.leaf_games,
@@ -252,14 +241,8 @@ class BatchedSearch:
                 np.ascontiguousarray(values, dtype=np.float32),
                 self.leaf_games,
                 self.leaf,
-                self.fields,
-                self.mask,
-                self.expanded,
-                self.value,
-                self.prior,
+                self.tree,
                 self.path,
-                self.visits,
-                self.value_sum,
             )
             self.network_seconds += tack - tock
             self.tree_seconds += clock.perf_counter() - tack
@@ -296,58 +279,33 @@ class SearchResult:
         return np.argmax(self.visits + self.prior * 0.5, axis=1)
 
 
+# ---------------------------------------------------------------------------------------------------------
+# The kernels. ``tree`` is :attr:`BatchedSearch.tree`; ``g`` a game, ``node`` a node of its tree.
+# ---------------------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _reset_roots(roots, fields, mask, terminal, expanded, value, child, visits, value_sum, num_nodes, groups, counted):  # type: ignore[no-untyped-def]
+def _reset_roots(roots, tree, groups, counted):  # type: ignore[no-untyped-def]
+    num_nodes = tree[9]
     for g in range(len(roots)):
-        _new_node(
-            g,
-            0,
-            roots[g, 0],
-            roots[g, 1],
-            roots[g, 2],
-            roots[g, 3],
-            roots[g, 4],
-            False,
-            fields,
-            mask,
-            terminal,
-            expanded,
-            value,
-            child,
-            visits,
-            value_sum,
-            groups,
-            counted,
-        )
+        _new_node(g, 0, position_fields(roots[g]), tree, groups, counted)
         num_nodes[g] = 1
 
 
 @register_jitable
-def _new_node(
-    g,
-    node,
-    lanes,
-    occupied,
-    available,
-    hand,
-    to_move,
-    over,
-    fields,
-    mask,
-    terminal,
-    expanded,
-    value,
-    child,
-    visits,
-    value_sum,
-    groups,
-    counted,
-):  # type: ignore[no-untyped-def]
-    fields[g, node, 0] = lanes
-    fields[g, node, 1] = occupied
-    fields[g, node, 2] = available
-    fields[g, node, 3] = hand
-    fields[g, node, 4] = to_move
+def _new_node(g, node, fields, tree, groups, counted):  # type: ignore[no-untyped-def]
+    positions, mask, terminal, expanded, value, child, visits, value_sum, _, _ = tree
+    lanes, occupied, available, hand, to_move, claimable, winner, over = fields
+    positions[g, node, 0], positions[g, node, 1], positions[g, node, 2], positions[g, node, 3] = (
+        lanes,
+        occupied,
+        available,
+        hand,
+    )
+    positions[g, node, 4], positions[g, node, 5], positions[g, node, 6], positions[g, node, 7] = (
+        to_move,
+        claimable,
+        winner,
+        over,
+    )
     if over:  # only a full board ends a game inside the tree: wins are caught one ply earlier
         mask[g, node], terminal[g, node], value[g, node] = 0, True, 0.0
     else:
@@ -360,59 +318,27 @@ def _new_node(
 
 
 @numba.njit(cache=True)
-def _select(
-    n,
-    fields,
-    mask,
-    terminal,
-    expanded,
-    value,
-    child,
-    visits,
-    value_sum,
-    prior,
-    num_nodes,
-    path,
-    leaf,
-    leaf_games,
-    planes,
-    level,
-    c_puct,
-    groups,
-    counted,
-):  # type: ignore[no-untyped-def]
+def _select(n, tree, path, leaf, leaf_games, planes, level, c_puct, groups, counted):  # type: ignore[no-untyped-def]
     """Walk down every game's tree to a node to evaluate (written to ``planes``; returns how many) or to a
     terminal node (backed up at once)."""
+    positions, _, terminal, expanded, value, child, _, _, _, num_nodes = tree
     leaves = 0
     for g in range(n):
         node = 0
         depth = 0
         while True:
             if terminal[g, node]:
-                _backup(g, depth, fields[g, node, 4], value[g, node], fields, path, visits, value_sum)
+                _backup(g, depth, positions[g, node, FIELD_TO_MOVE], value[g, node], tree, path)
                 break
             if not expanded[g, node]:
                 leaf[g] = node
                 path[g, depth, 0] = -1  # marks the path's end for _expand
                 leaf_games[leaves] = g
                 planes[leaves] = 0
-                encode_observation(
-                    planes[leaves],
-                    level,
-                    fields[g, node, 0],
-                    fields[g, node, 1],
-                    fields[g, node, 2],
-                    fields[g, node, 3],
-                    fields[g, node, 4],
-                    0,
-                    -1,
-                    False,
-                    groups,
-                    counted,
-                )
+                encode_observation(planes[leaves], level, *position_fields(positions[g, node]), groups, counted)
                 leaves += 1
                 break
-            action = _puct_choice(g, node, mask, value, visits, value_sum, prior, c_puct)
+            action = _puct_choice(g, node, tree, c_puct)
             path[g, depth, 0] = node
             path[g, depth, 1] = action
             depth += 1
@@ -420,46 +346,17 @@ def _select(
             if nxt == NO_NODE:
                 nxt = num_nodes[g]
                 num_nodes[g] += 1
-                lanes, occupied, available, hand, to_move, _, _, over = apply_action(
-                    fields[g, node, 0],
-                    fields[g, node, 1],
-                    fields[g, node, 2],
-                    fields[g, node, 3],
-                    fields[g, node, 4],
-                    0,
-                    action,
-                    groups,
-                    counted,
-                    False,
-                    True,
-                )
-                _new_node(
-                    g,
-                    nxt,
-                    lanes,
-                    occupied,
-                    available,
-                    hand,
-                    to_move,
-                    over,
-                    fields,
-                    mask,
-                    terminal,
-                    expanded,
-                    value,
-                    child,
-                    visits,
-                    value_sum,
-                    groups,
-                    counted,
-                )
+                # No declaration inside the tree: claims are played before a search (forced_action).
+                after = apply_action(*position_fields(positions[g, node])[:6], action, groups, counted, False, True)
+                _new_node(g, nxt, after, tree, groups, counted)
                 child[g, node, action] = nxt
             node = nxt
     return leaves
 
 
 @register_jitable
-def _puct_choice(g, node, mask, value, visits, value_sum, prior, c_puct):  # type: ignore[no-untyped-def]
+def _puct_choice(g, node, tree, c_puct):  # type: ignore[no-untyped-def]
+    _, mask, _, _, value, _, visits, value_sum, prior, _ = tree
     total = 0
     for a in range(NUM_ACTIONS):
         total += visits[g, node, a]
@@ -478,18 +375,20 @@ def _puct_choice(g, node, mask, value, visits, value_sum, prior, c_puct):  # typ
 
 
 @register_jitable
-def _backup(g, depth, to_move, leaf_value, fields, path, visits, value_sum):  # type: ignore[no-untyped-def]
+def _backup(g, depth, to_move, leaf_value, tree, path):  # type: ignore[no-untyped-def]
     """Add ``leaf_value`` (for player ``to_move``) to the ``depth`` edges of game ``g``'s path, each for the player
     who chose it."""
+    positions, _, _, _, _, _, visits, value_sum, _, _ = tree
     for k in range(depth):
         node = path[g, k, 0]
         action = path[g, k, 1]
         visits[g, node, action] += 1
-        value_sum[g, node, action] += leaf_value if fields[g, node, 4] == to_move else -leaf_value
+        value_sum[g, node, action] += leaf_value if positions[g, node, FIELD_TO_MOVE] == to_move else -leaf_value
 
 
 @numba.njit(cache=True)
-def _expand(leaves, logits, values, leaf_games, leaf, fields, mask, expanded, value, prior, path, visits, value_sum):  # type: ignore[no-untyped-def]
+def _expand(leaves, logits, values, leaf_games, leaf, tree, path):  # type: ignore[no-untyped-def]
+    positions, mask, _, expanded, value, _, _, _, prior, _ = tree
     for i in range(leaves):
         g = leaf_games[i]
         node = leaf[g]
@@ -510,53 +409,41 @@ def _expand(leaves, logits, values, leaf_games, leaf, fields, mask, expanded, va
         depth = 0
         while path[g, depth, 0] != -1:
             depth += 1
-        _backup(g, depth, fields[g, node, 4], values[i], fields, path, visits, value_sum)
+        _backup(g, depth, positions[g, node, FIELD_TO_MOVE], values[i], tree, path)
 
 
-def root_fields(states: list[State]) -> np.ndarray:
-    """The ``(n, 5)`` roots of :meth:`BatchedSearch.run` for ``states``."""
-    return np.array([compiled_fields(s)[:5] for s in states], dtype=np.int64)
-
-
-@numba.njit(cache=True)
-def _encode(fields, out, masks, level, groups, counted):  # type: ignore[no-untyped-def]
-    """Planes and candidate masks of positions given as fields."""
-    for i in range(len(fields)):
-        out[i] = 0
-        lanes, occupied, available, hand, to_move = fields[i, 0], fields[i, 1], fields[i, 2], fields[i, 3], fields[i, 4]
-        encode_observation(out[i], level, lanes, occupied, available, hand, to_move, 0, -1, False, groups, counted)
-        mask = candidates(lanes, occupied, available, hand, groups, counted)[0]
-        for a in range(NUM_ACTIONS):
-            masks[i, a] = mask >> a & 1
-
-
-@numba.njit(cache=True)
-def _forced_actions(games, lanes, occupied, available, hand, claimable, groups, counted, out):  # type: ignore[no-untyped-def]
-    for i in range(len(games)):
-        g = games[i]
-        out[i] = forced_action(lanes[g], occupied[g], available[g], hand[g], claimable[g], groups, counted)[0]
-
-
+# ---------------------------------------------------------------------------------------------------------
+# Batches of positions outside the tree: the shortcuts of many games, and training's planes
+# ---------------------------------------------------------------------------------------------------------
 def forced_actions(batch: GameBatch, games: np.ndarray) -> np.ndarray:
     """For each of ``games``, the action the rules shortcuts dictate, or -1 where a search is needed."""
     out = np.empty(len(games), dtype=np.int64)
-    _forced_actions(
-        games,
-        batch.lanes,
-        batch.occupied,
-        batch.available,
-        batch.hand,
-        batch.claimable,
-        batch.variant.group_array,
-        batch.variant.counted,
-        out,
-    )
+    _forced_actions(games, batch.positions, batch.variant.group_array, batch.variant.counted, out)
     return out
 
 
-def batch_roots(batch: GameBatch, games: np.ndarray) -> np.ndarray:
-    """The search roots of ``games``: ``(n, 5)`` lanes, occupied, available, hand, to_move."""
-    return np.stack(
-        [batch.lanes[games], batch.occupied[games], batch.available[games], batch.hand[games], batch.to_move[games]],
-        axis=1,
-    )
+@numba.njit(cache=True)
+def _forced_actions(games, positions, groups, counted, out):  # type: ignore[no-untyped-def]
+    for i in range(len(games)):
+        lanes, occupied, available, hand, _, claimable, _, _ = position_fields(positions[games[i]])
+        out[i] = forced_action(lanes, occupied, available, hand, claimable, groups, counted)[0]
+
+
+def encode_positions(positions: np.ndarray, kind: ObservationKind, variant: Variant) -> tuple[np.ndarray, np.ndarray]:
+    """The ``kind`` planes (``int8``) and the candidate masks (``bool``, those of :func:`candidates`) of
+    ``positions`` (``(n, NUM_FIELDS)``), as the search sees them: what the network trains on."""
+    planes = np.empty((len(positions), *kind.shape), dtype=np.int8)
+    masks = np.empty((len(positions), NUM_ACTIONS), dtype=np.bool_)
+    _encode(positions, planes, masks, kind.level, variant.group_array, variant.counted)
+    return planes, masks
+
+
+@numba.njit(cache=True)
+def _encode(positions, out, masks, level, groups, counted):  # type: ignore[no-untyped-def]
+    for i in range(len(positions)):
+        out[i] = 0
+        fields = position_fields(positions[i])
+        encode_observation(out[i], level, *fields, groups, counted)
+        mask = candidates(fields[0], fields[1], fields[2], fields[3], groups, counted)[0]
+        for a in range(NUM_ACTIONS):
+            masks[i, a] = mask >> a & 1

@@ -36,6 +36,7 @@ from agents.checkpoints import (
 from agents.networks import ActorCritic, network_actions, network_for, use_one_thread
 from quarto_env.checks import one_line
 from quarto_env.core import INITIAL_STATE, STANDARD, State, Variant
+from quarto_env.observation import observation_kind
 from quarto_env.vector import GameBatch
 
 ALGORITHM = "rllib-ppo"
@@ -72,7 +73,7 @@ def load_network(path: str | Path, variant: Variant | None = None) -> tuple[Acto
     check_algorithm(path, metadata, ALGORITHM)
     trained = trained_variant(path, metadata, variant)
     try:
-        network = network_for(metadata["config"], metadata["observation"], trained)
+        network = network_for(metadata["config"], observation_kind(metadata["observation"]), trained)
         network.load_state_dict(read_weights(path, NETWORK_ENTRY))
     except CheckpointError:
         raise
@@ -101,7 +102,7 @@ class RLlibAgent(Agent):
             raise CheckpointError("the rllib agent needs a checkpoint: rllib:PATH (a .zip, or a run folder)")
         self.network, metadata = load_network(path, variant)
         use_one_thread()
-        self.observation: str = metadata["observation"]
+        self.kind = observation_kind(metadata["observation"])
         self.deterministic = deterministic
         if seed is not None:
             th.manual_seed(seed)
@@ -111,4 +112,4 @@ class RLlibAgent(Agent):
         batch = GameBatch.from_states(self.variant, [state])
         games = batch.all_games
         masks = batch.action_masks(games, false_declarations=False)
-        return int(network_actions(self.network, batch.observe(games, self.observation), masks, self.deterministic)[0])
+        return int(network_actions(self.network, batch.observe(games, self.kind), masks, self.deterministic)[0])

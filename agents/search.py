@@ -413,9 +413,8 @@ def _order_placements(occupied, available, piece, orders, order) -> int:
     give safely afterwards. Placements leaving the fewest safe pieces come first: they make the smallest
     subtrees (the next give has the fewest choices) and are often the strongest, since they create threats.
     Placements leaving none lose at once and come last. Ties go to the squares in the most groups (the
-    diagonals' squares in the standard game), where a piece makes or blocks the most threats. (Measured on 6
-    seeded 11-empty positions: 6.6 times fewer nodes than squares in index order; the tie-break, on the 10
-    12-empty positions of the benchmark: 13% fewer nodes, 10% with the squares rules.)
+    diagonals' squares in the standard game), where a piece makes or blocks the most threats. Both save many
+    nodes (docs/baselines.md gives how many).
     """
     count = 0
     empty = ALL_SQUARES & ~occupied
@@ -684,10 +683,9 @@ def endgame(lanes, occupied, available, safe, alpha, beta, groups, counted, scra
     """The exact score, for the giver, of a give node with 3 to ``endgame_empties`` empty squares (``safe``: the
     giver's safe pieces, not none), fail-soft within ``(alpha, beta)``: :func:`negamax_give` without what
     costs more than it saves this close to the end -- the table, the ordering of the gives, the draw test, the
-    stop flag (such a subtree has tens of nodes on average: tens of microseconds) and the progress counts.
-    Counts its nodes in ``stats``.
-    (Measured on 8 seeded 12-empty positions, one thread: 1.9 times faster than :func:`negamax_give` down to
-    3 empty squares, with 5% more nodes; 4 and 5 instead of 6 were slower, 7 and 8 no faster.)"""
+    stop flag (such a subtree has tens of nodes on average, so the search above checks it again soon) and the
+    progress counts. Counts its nodes in ``stats``. Searching a few more nodes this way is faster (docs/solver.md
+    has the figures, and the thresholds tried)."""
     stats[NODES] += 1
     empties = NUM_SQUARES - popcount(occupied)
     orders = scratch[ply]

@@ -1,29 +1,90 @@
-"""What every command that writes a run folder records in it: ``config.json`` (the settings, the command line
-and the code's version) and one line per command in ``command.txt``.
+"""The run folder of every ``quarto`` command that writes one: its default name, the lock that keeps a second
+training process out, and what a command records in it -- ``config.json`` (the settings, the command line and
+the code's version) and its line in ``command.txt``.
+
+Default names are ``runs/<name>__<seed>__<time>`` (:func:`default_run_folder`): ``quarto train`` names the
+folder after its config's name and seed, ``quarto grade`` and ``quarto tournament`` after themselves and their
+seed, ``quarto sweep`` after its config's name under ``runs/sweeps/`` (a sweep has many seeds).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shlex
 import subprocess
 import sys
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from quarto_env.checks import (
-    atomic_write_text,
-)
+from quarto_env.checks import atomic_write_text
+
+RUNS_DIR = Path("runs")
+"""Where the default run folders are made, relative to the working directory."""
+COMMAND_FILE = "command.txt"
+LOCK_FILE = ".lock"
+"""The file in a run folder that the training process holding the folder keeps locked."""
+
+
+class RunInUseError(RuntimeError):
+    """A run folder that another training process holds."""
+
+
+def default_run_folder(name: str, seed: int | None = None, parent: Path = RUNS_DIR) -> Path:
+    """``parent/<name>__<seed>__<time>`` (``<name>__<time>`` without a seed), the time as ``YYYYmmdd-HHMMSS``."""
+    parts = [name, *([] if seed is None else [str(seed)]), time.strftime("%Y%m%d-%H%M%S")]
+    return parent / "__".join(parts)
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold ``run_dir`` for this process: an exclusive ``flock`` on its :data:`LOCK_FILE`, released when the block
+    ends or the process dies (also by ``kill -9``: a stale lock file blocks nobody). :class:`RunInUseError`
+    naming the holder's process id if another process holds it."""
+    with open(run_dir / LOCK_FILE, "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "unknown"
+            raise RunInUseError(
+                f"run folder {str(run_dir)!r} is in use by another training process (pid {holder}): "
+                "wait for it to end, or stop it"
+            ) from None
+        lock.truncate(0)
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        yield
+
+
+def command_line(command: str, argv: Sequence[str]) -> str:
+    """``quarto COMMAND ARGV...``, quoted so that a shell reads it back the same."""
+    return shlex.join(["quarto", command, *argv])
+
+
+def record_command(folder: Path, line: str, *, history: bool) -> None:
+    """Record the :func:`command_line` ``line`` in ``folder``'s ``command.txt``. ``history``: append it after the
+    time it started, one line per command, in the folders that later commands continue (``quarto train
+    --resume``, ``quarto sweep --resume``). Otherwise write the file anew: the line and a comment naming the
+    Python version and the working directory, in a folder that holds one command's results (``quarto grade``,
+    ``quarto tournament``), rewritten whole by the next one."""
+    if not history:
+        atomic_write_text(folder / COMMAND_FILE, f"{line}\n# python {sys.version.split()[0]}, cwd {os.getcwd()}\n")
+        return
+    with open(folder / COMMAND_FILE, "a", encoding="utf-8") as file:
+        file.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}  {line}\n")
 
 
 def save_run_config(folder: Path, command: str, argv: list[str], config: dict[str, Any]) -> None:
-    """Write ``config.json`` (the resolved configuration, plus the code version under ``"code"``) and
-    ``command.txt`` (the command line) in ``folder``."""
+    """Write ``config.json`` (the resolved configuration, plus the code version under ``"code"``) in ``folder``
+    and the command line in its ``command.txt``."""
     config = {**config, "code": code_version()}
     atomic_write_text(folder / "config.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
-    line = shlex.join(["quarto", command, *argv])
-    atomic_write_text(folder / "command.txt", f"{line}\n# python {sys.version.split()[0]}, cwd {os.getcwd()}\n")
+    record_command(folder, command_line(command, argv), history=False)
 
 
 def code_version(root: Path | None = None) -> dict[str, Any]:

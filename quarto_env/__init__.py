@@ -58,7 +58,7 @@ sys.modules[__name__].__class__ = _Package
 
 def _register_with_gymnasium(gymnasium: Any) -> None:
     if GYMNASIUM_ENV_ID not in gymnasium.registry:
-        gymnasium.register(GYMNASIUM_ENV_ID, entry_point="quarto_env.single_agent:QuartoVsAgent")
+        gymnasium.register(GYMNASIUM_ENV_ID, entry_point="agents.vs_agent:make_vs_agent")  # it builds the opponent
 
 
 def _register_with_pettingzoo(pettingzoo: Any) -> None:

@@ -365,6 +365,12 @@ class Variant:
         """:attr:`groups` as an ``int64`` array, as compiled kernels that loop over them take it."""
         return np.array(self.groups, dtype=np.int64)
 
+    @functools.cached_property
+    def compiled(self) -> tuple[np.ndarray, int, bool, bool]:
+        """The variant as compiled kernels take it, one tuple passed whole: ``(group_array, counted, declaration,
+        false_declaration_loses)`` -- the last four arguments of :func:`apply_action`."""
+        return self.group_array, self.counted, self.declaration, self.false_declaration == "lose"
+
     @property
     def num_actions(self) -> int:
         """16, plus the declare action in the declaration variant."""
@@ -496,6 +502,35 @@ def compiled_fields(state: State) -> tuple[int, int, int, int, int, int, int, bo
     :func:`signed_lanes`). The one way a :class:`State` crosses into compiled code: ``kernel(*compiled_fields(s))``."""
     lanes, occupied, available, hand, to_move, claimable, winner, over = state
     return (lanes - (1 << 64) if lanes >> 63 else lanes), occupied, available, hand, to_move, claimable, winner, over
+
+
+NUM_FIELDS = len(State._fields)
+FIELD_LANES, FIELD_OCCUPIED, FIELD_AVAILABLE, FIELD_HAND, FIELD_TO_MOVE, FIELD_CLAIMABLE, FIELD_WINNER, FIELD_OVER = (
+    range(NUM_FIELDS)
+)
+"""The columns of a batch of positions in compiled code: one ``(n, NUM_FIELDS)`` int64 array, a row per position,
+the fields of :class:`State` in order as :func:`compiled_fields` gives them (``over`` as 0 or 1)."""
+
+
+def position_array(states: Iterable[State]) -> np.ndarray:
+    """``states`` as one ``(n, NUM_FIELDS)`` int64 array, row ``i`` holding ``states[i]``: the one form in which a
+    batch of positions crosses into compiled code (the batched games, the search's trees, the replay buffer)."""
+    return np.array([compiled_fields(s) for s in states], dtype=np.int64).reshape(-1, NUM_FIELDS)
+
+
+@register_jitable
+def position_fields(row):  # type: ignore[no-untyped-def]
+    """The fields of the position in ``row`` (of a :func:`position_array`), as the functions above take them:
+    ``kernel(*position_fields(positions[i]), *variant.compiled)``."""
+    return row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7] != 0
+
+
+@register_jitable
+def step_position(row, action, rules):  # type: ignore[no-untyped-def]
+    """Apply the legal ``action`` to the position in ``row`` in place, under ``rules`` (:attr:`Variant.compiled`)."""
+    row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7] = apply_action(
+        *position_fields(row)[:6], action, *rules
+    )
 
 
 def step(variant: Variant, state: State, action: int) -> State:

@@ -18,7 +18,7 @@ short, light or dark, round or square, hollow or solid. On your turn you **place
 gave you on an empty square, then **give** your opponent one of the pieces left. Whoever completes a row,
 column or diagonal of four pieces that share an attribute wins; after 16 placements without such a line the
 game is a draw. The very first action of the game is a give. The precise rules, and every variant below,
-are in ``RULES.md``; the rules themselves live in :mod:`quarto_env.core`.
+are in ``docs/rules.md``; the rules themselves live in :mod:`quarto_env.core`.
 
 ## Agents and turns
 
@@ -120,9 +120,10 @@ for it, +1 for its opponent.
 A bad value raises ``ValueError`` naming the allowed values (``false_declaration="penalty"`` needs
 ``declaration=True``). In the declaration variant the placer may
 declare instead of giving; if it gives, its opponent may declare before placing; after that placement the
-groups are dead (see ``RULES.md``). ``reset(options={"position": "f9.......0..3... 5"})`` starts from a
-position in the notation of :mod:`quarto_env.notation`; the agent to act is the one seated as the player to
-move there (the first player is the one who gave the first piece).
+groups are dead (see ``docs/rules.md``). ``reset(options={"position": "f9.......0..3... 5"})`` starts from a
+position in the notation of :mod:`quarto_env.notation` (a string: any other type raises ``TypeError``); the
+agent to act is the one seated as the player to move there (the first player is the one who gave the first
+piece).
 
 The time limit is the tournament rule: the clock runs from the moment ``reset`` or ``step`` hands control to
 the agent until its ``step`` call. It measures whatever the caller does in between (observing, thinking),
@@ -186,7 +187,7 @@ from quarto_env.core import (
     step,
 )
 from quarto_env.fast import write_observation
-from quarto_env.notation import format_position, parse_position
+from quarto_env.notation import EXAMPLE, format_position, parse_position
 from quarto_env.observation import observation_kind
 from quarto_env.render import render_image, render_text
 
@@ -415,7 +416,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
             planes,
             mask,
             self._level,
-            *compiled_fields(self.game_state),
+            compiled_fields(self.game_state),
             self._groups,
             self._counted,
             self._declaration,
@@ -466,9 +467,15 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
             warnings.warn(f"quarto_v0 ignores reset options {unknown}; it knows {list(RESET_OPTIONS)}", stacklevel=3)
         if "position" not in options:
             return INITIAL_STATE
-        state = parse_position(options["position"], self.variant)
+        position = options["position"]
+        if not isinstance(position, str):  # like an action of the wrong type: TypeError, not a parse error
+            raise TypeError(
+                f"reset option 'position' must be a string in the position notation, e.g. {EXAMPLE!r}; "
+                f"got {position!r} ({type(position).__name__})"
+            )
+        state = parse_position(position, self.variant)
         if state.over:
-            raise ValueError(f"position {options['position']!r} is a finished game; start from one still in play")
+            raise ValueError(f"position {position!r} is a finished game; start from one still in play")
         return state
 
     def _next_state(self, agent: str, action: int | None) -> State:

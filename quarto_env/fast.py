@@ -31,29 +31,12 @@ RECORD_LENGTH = MAX_GAME_LENGTH + 2
 
 
 @numba.njit(cache=True)
-def write_observation(  # type: ignore[no-untyped-def]
-    planes,
-    mask,
-    level,
-    lanes,
-    occupied,
-    available,
-    hand,
-    to_move,
-    claimable,
-    winner,
-    over,
-    groups,
-    counted,
-    declaration,
-    acting,
-):
+def write_observation(planes, mask, level, fields, groups, counted, declaration, acting):  # type: ignore[no-untyped-def]
     """Fill one observation in a single compiled call: the planes of :mod:`quarto_env.observation` up to
     ``level`` into ``planes`` (zeroed by the caller), and into ``mask`` (``int8``, one entry per action) the
-    legal actions when ``acting``, else zeros. The position comes as :func:`~quarto_env.core.compiled_fields`."""
-    encode_observation(
-        planes, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted
-    )
+    legal actions when ``acting``, else zeros. The position comes whole, as :func:`~quarto_env.core.compiled_fields`."""
+    encode_observation(planes, level, *fields, groups, counted)
+    _, occupied, available, hand, _, _, _, over = fields
     legal = legal_mask(occupied, available, hand, over, declaration) if acting else 0
     for action in range(mask.shape[0]):
         mask[action] = (legal >> action) & 1
@@ -75,30 +58,18 @@ def random_member(mask: int) -> int:
 
 
 @numba.njit(cache=True)
-def random_playout(  # type: ignore[no-untyped-def]
-    lanes,
-    occupied,
-    available,
-    hand,
-    to_move,
-    claimable,
-    winner,
-    over,
-    groups,
-    counted,
-    declaration,
-    false_declaration_loses,
-    record,
-):
+def random_playout(fields, rules, record):  # type: ignore[no-untyped-def]
     """Play a game that is not over to its end at random; returns ``(winner, number of actions played)``.
 
     Uniform over the legal actions, except that a declaration is played exactly when something can be
-    claimed (a false one would end the game, or repeat forever under the penalty policy). The arguments are the
-    fields of a :class:`~quarto_env.core.State` (:func:`~quarto_env.core.compiled_fields`) and of its
-    :class:`Variant`; every move goes through the core's ``apply_action``. ``record`` (a row of
-    ``RECORD_LENGTH`` integers) receives the actions, then ``-1``, so that a test can replay them.
-    Draws from numba's generator (``np.random.seed`` inside compiled code seeds it).
+    claimed (a false one would end the game, or repeat forever under the penalty policy). ``fields`` is the
+    position (:func:`~quarto_env.core.compiled_fields`), ``rules`` its variant (:attr:`Variant.compiled`); every
+    move goes through the core's ``apply_action``. ``record`` (a row of ``RECORD_LENGTH`` integers) receives the
+    actions, then ``-1``, so that a test can replay them. Draws from numba's generator (``np.random.seed``
+    inside compiled code seeds it).
     """
+    lanes, occupied, available, hand, to_move, claimable, winner, over = fields
+    declaration = rules[2]
     length = 0
     while not over:
         if claimable != 0:
@@ -108,17 +79,7 @@ def random_playout(  # type: ignore[no-untyped-def]
         record[length] = action
         length += 1
         lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
-            lanes,
-            occupied,
-            available,
-            hand,
-            to_move,
-            claimable,
-            action,
-            groups,
-            counted,
-            declaration,
-            false_declaration_loses,
+            lanes, occupied, available, hand, to_move, claimable, action, *rules
         )
     record[length] = -1
     return winner, length
@@ -126,19 +87,12 @@ def random_playout(  # type: ignore[no-untyped-def]
 
 def playout_from(variant: Variant, state: State, record: np.ndarray) -> tuple[int, int]:
     """:func:`random_playout` from ``state`` (not over) under ``variant``: ``(winner, actions played)``."""
-    winner, length = random_playout(
-        *compiled_fields(state),
-        variant.groups,
-        variant.counted,
-        variant.declaration,
-        variant.false_declaration == "lose",
-        record,
-    )
+    winner, length = random_playout(compiled_fields(state), variant.compiled, record)
     return int(winner), int(length)
 
 
 @numba.njit(cache=True)
-def play_random_games(groups, counted, declaration, false_declaration_loses, seed, actions, winners):  # type: ignore[no-untyped-def]
+def play_random_games(rules, seed, actions, winners):  # type: ignore[no-untyped-def]
     """Play ``len(winners)`` :func:`random_playout` games from the opening position. Returns the number of
     actions played. ``actions[g]`` (a row of ``RECORD_LENGTH``) receives game ``g``'s actions followed by
     ``-1``, and ``winners[g]`` its winner (0, 1, or ``NO_WINNER``)."""
@@ -147,18 +101,17 @@ def play_random_games(groups, counted, declaration, false_declaration_loses, see
     start = INITIAL_STATE
     for game in range(len(winners)):
         winner, length = random_playout(
-            start.lanes,
-            start.occupied,
-            start.available,
-            start.hand,
-            start.to_move,
-            start.claimable,
-            start.winner,
-            start.over,
-            groups,
-            counted,
-            declaration,
-            false_declaration_loses,
+            (
+                start.lanes,
+                start.occupied,
+                start.available,
+                start.hand,
+                start.to_move,
+                start.claimable,
+                start.winner,
+                start.over,
+            ),
+            rules,
             actions[game],
         )
         winners[game] = winner
@@ -184,13 +137,5 @@ def random_games(variant: Variant, num_games: int, seed: int) -> RandomGames:
         raise ValueError(f"num_games must be >= 1, got {num_games}")
     actions = np.full((num_games, RECORD_LENGTH), -1, dtype=np.int8)
     winners = np.empty(num_games, dtype=np.int8)
-    total = play_random_games(
-        variant.groups,
-        variant.counted,
-        variant.declaration,
-        variant.false_declaration == "lose",
-        seed,
-        actions,
-        winners,
-    )
+    total = play_random_games(variant.compiled, seed, actions, winners)
     return RandomGames(actions, winners, int(total))

@@ -30,13 +30,15 @@ from pettingzoo.utils.wrappers import BaseWrapper
 
 from quarto_env.core import NO_PIECE, NUM_ATTRIBUTES, NUM_SQUARES, State, Variant, from_board, is_winning_group
 from quarto_env.env import env as quarto_env
-from quarto_env.observation import PLACING, observation_kind
+from quarto_env.observation import OBSERVATION_KINDS, PLACING
 
 OBSERVATIONS = "observations"
 """The key of the flat planes (RLlib's action-masking modules read this one)."""
 ACTION_MASK = "action_mask"
 OCCUPIED, FIRST_ATTRIBUTE, CLAIMABLE, IN_HAND = 0, 1, 9, 11
 """The raw channels :func:`decode` reads (the table is :data:`quarto_env.observation.CHANNELS`)."""
+RAW_CHANNELS = OBSERVATION_KINDS["raw"].num_channels
+"""The fewest channels that hold a whole position: every kind starts with the raw ones."""
 
 
 class FlatObservation(BaseWrapper):
@@ -79,8 +81,8 @@ def decode(variant: Variant, planes: np.ndarray) -> State:
     in the declaration variant the claimable groups are the winning groups whose squares are all marked
     claimable."""
     planes = np.asarray(planes).reshape(-1, NUM_SQUARES) > 0.5
-    if planes.shape[0] < observation_kind("raw").num_channels:
-        raise ValueError(f"planes of {planes.shape[0]} channels hold no position; at least the 17 raw ones")
+    if planes.shape[0] < RAW_CHANNELS:
+        raise ValueError(f"planes of {planes.shape[0]} channels hold no position; at least the {RAW_CHANNELS} raw ones")
     weights = 1 << np.arange(NUM_ATTRIBUTES)
     pieces = weights @ planes[FIRST_ATTRIBUTE : FIRST_ATTRIBUTE + NUM_ATTRIBUTES]
     board = np.where(planes[OCCUPIED], pieces, NO_PIECE)

@@ -1,19 +1,21 @@
 """
 # Quarto against a fixed opponent (``quarto_env/QuartoVsAgent-v0``)
 
-| Creation           | ``gymnasium.make("quarto_env/QuartoVsAgent-v0", **kwargs)`` or ``QuartoVsAgent(**kwargs)`` |
-|--------------------|-------------------------------------------------------------------------------------------|
-| Agents             | one learner; the opponent's moves are played inside ``reset`` and ``step``                |
-| Action space       | ``Discrete(16)``; ``Discrete(17)`` with ``declaration=True`` (action 16 declares)         |
-| Observation space  | ``Box(0, 1, (channels, 16), float32)``: 19 channels by default (``observation=``)         |
-| Action masks       | ``env.action_masks()`` (``bool``, as sb3-contrib reads it); ``info["action_mask"]``       |
-| Rewards            | +1 win, -1 loss, 0 draw at the end; the false-declaration penalty at once                 |
-| Truncation         | never (``truncated`` is always ``False``)                                                 |
-| Render modes       | ``"ansi"``, ``"rgb_array"``, ``"human"``                                                  |
+| Creation          | ``gymnasium.make("quarto_env/QuartoVsAgent-v0", **kwargs)``, ``QuartoVsAgent(player, **kwargs)`` |
+|-------------------|--------------------------------------------------------------------------------------------------|
+| Agents            | one learner; the opponent's moves are played inside ``reset`` and ``step``                       |
+| Action space      | ``Discrete(16)``; ``Discrete(17)`` with ``declaration=True`` (action 16 declares)                |
+| Observation space | ``Box(0, 1, (channels, 16), float32)``: 19 channels by default (``observation=``)                |
+| Action masks      | ``env.action_masks()`` (``bool``, as sb3-contrib reads it); ``info["action_mask"]``              |
+| Rewards           | +1 win, -1 loss, 0 draw at the end; the false-declaration penalty at once                        |
+| Truncation        | never (``truncated`` is always ``False``)                                                        |
+| Render modes      | ``"ansi"``, ``"rgb_array"``, ``"human"``                                                         |
 
 A single-agent Gymnasium view of the PettingZoo game ``quarto_v0`` (:mod:`quarto_env.env`): the learner
-plays one seat, a fixed opponent -- any agent spec of :mod:`agents.base`, ``random``, ``greedy``,
-``minimax:depth=2``, ``ppo:PATH``... -- plays the other. It is a thin layer over
+plays one seat, a fixed opponent plays the other: through ``gymnasium.make``, any agent spec of
+:mod:`agents.base` (``random``, ``greedy``, ``minimax:depth=2``, ``ppo:PATH``...), built by the registered
+entry point :func:`agents.vs_agent.make_vs_agent`; constructed directly, any player object -- anything with
+``act(state) -> action`` and ``reset()``, as the agents of :mod:`agents` have. It is a thin layer over
 :class:`quarto_env.env.raw_env`, so every rule, variant flag, observation kind and reset option of
 ``quarto_v0`` holds here unchanged; ``env.unwrapped.raw`` is that AEC env (``game_state``, ``position``,
 ``seats``, ``infos``) and ``env.unwrapped.opponent`` the opponent agent.
@@ -64,7 +66,8 @@ raises :class:`~quarto_env.core.IllegalActionError`.
 
 | argument                      | values                                                          | default      |
 |-------------------------------|-----------------------------------------------------------------|--------------|
-| ``opponent``                  | an agent spec: ``random``, ``greedy``, ``minimax:depth=2``, ... | ``"random"`` |
+| ``opponent``                  | an agent spec (``gymnasium.make``): ``random``, ``greedy``,     | ``"random"`` |
+|                               | ``minimax:depth=2``, ...; a player object (``QuartoVsAgent``)   |              |
 | ``learner_seat``              | ``"random"`` (drawn from the reset seed each episode), ``0``    | ``"random"`` |
 |                               | (the learner gives first) or ``1``                              |              |
 | ``illegal_action``            | ``"lose"`` or ``"raise"`` (see above)                           | ``"lose"``   |
@@ -76,14 +79,15 @@ raises :class:`~quarto_env.core.IllegalActionError`.
 | ``render_mode``               | ``None``, ``"ansi"``, ``"rgb_array"``, ``"human"``              | ``None``     |
 
 A bad value raises ``ValueError`` naming the allowed values (a bad agent spec raises
-:class:`agents.base.SpecError`, a ``ValueError`` that lists the agent kinds). The opponent is built once,
-with ``make_agent(opponent, variant)``.
+:class:`agents.base.SpecError`, a ``ValueError`` that lists the agent kinds). A spec's opponent is built once,
+with ``make_agent(opponent, variant)``; a player object without ``act`` and ``reset`` raises ``TypeError``.
 
 ## Seeds and reset options
 
 ``reset(seed=s)`` seeds the env's generator, which then draws, for each episode, the seed of the learner's
 seat (under ``learner_seat="random"``) and the seed of the opponent's generator: the same seed gives the same
-episode for the same learner actions, and the episodes after a seeded reset follow from it. (A ``ppo``
+episode for the same learner actions, and the episodes after a seeded reset follow from it. (A player object
+is reseeded when it has an ``rng`` attribute, as the agents of :mod:`agents` do.) (A ``ppo``
 opponent with ``deterministic=false`` samples from torch's global generator, which the env does not reseed.)
 ``info["seat"]`` is the learner's seat, 0 when it gives first. ``reset(options={"position": ...})`` starts
 from a position in the notation of :mod:`quarto_env.notation`, as ``quarto_v0`` does; when the opponent is
@@ -116,20 +120,27 @@ PPO("MlpPolicy", env, seed=0).learn(100_000)  # no masks: an illegal action lose
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from agents.base import make_agent
-from quarto_env.core import DECLARE, IllegalActionError, checked_action
+from quarto_env.core import DECLARE, IllegalActionError, State, checked_action
 from quarto_env.env import AGENTS, raw_env
 
 LEARNER, OPPONENT = AGENTS
 """The learner plays ``raw_env``'s ``player_0``; its seat follows from ``raw_env``'s ``first_player``."""
 LEARNER_SEATS = ("random", 0, 1)
 ILLEGAL_ACTION_POLICIES = ("lose", "raise")
+
+
+class Player(Protocol):
+    """What the env asks of its opponent: an action for a position, and a fresh start before each game."""
+
+    def act(self, state: State) -> int: ...
+
+    def reset(self) -> None: ...
 
 
 class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
@@ -142,7 +153,7 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
 
     def __init__(
         self,
-        opponent: str = "random",
+        opponent: Player,
         attributes: int | str | list[str] | tuple[str, ...] | None = None,
         squares: bool = False,
         declaration: bool = False,
@@ -166,8 +177,9 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
         )
         """The AEC env underneath: the position (``game_state``, ``position``), ``seats`` and ``infos``."""
         self.illegal_action = _check_illegal_action(illegal_action)
-        self.opponent = make_agent(_check_spec(opponent), self.raw.variant)
-        """The opponent agent, built from ``opponent`` and reseeded at every ``reset``."""
+        self.opponent = _check_player(opponent)
+        """The opponent, reseeded at every ``reset`` (where it has an ``rng``)."""
+        self._fallback_rng = np.random.default_rng()
         self.render_mode = self.raw.render_mode
         observed = self.raw.observation_space(LEARNER)
         assert isinstance(observed, spaces.Dict)  # {"observation": int8 planes, "action_mask": int8}
@@ -185,14 +197,17 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
         super().reset(seed=seed)
         game_seed, opponent_seed = (int(s) for s in self.np_random.integers(2**31, size=2))
         self.raw.reset(seed=game_seed, options=options)
-        self.opponent.rng = np.random.default_rng(opponent_seed)  # agents draw every random choice from rng
+        self._fallback_rng = np.random.default_rng(opponent_seed)
+        if hasattr(self.opponent, "rng"):
+            self.opponent.rng = self._fallback_rng  # agents draw every random choice from rng
         self.opponent.reset()
         self._play_opponent()
         self._episode_over = self.raw.terminations[LEARNER]
         if self._episode_over:
             raise ValueError(
-                f"the opponent {self.opponent.spec!r} ended the game before the learner's first decision (final "
-                f"position {self.raw.position!r}); start from a position that the learner gets to play"
+                f"the opponent {getattr(self.opponent, 'spec', self.opponent)!r} ended the game before the learner's "
+                f"first decision (final position {self.raw.position!r}); start from a position that the learner "
+                "gets to play"
             )
         return self._observe(), self._info()
 
@@ -240,9 +255,9 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
                 if action != DECLARE:  # the opponent's own bug: let it show
                     raise
                 # A repeated false declaration, which the env masks though the rules core allows it (agents
-                # see only the core): a random action of the env's mask instead.
+                # see only the core): a random action of the env's mask instead, from the opponent's generator.
                 allowed = np.flatnonzero(self.raw.observe(OPPONENT)["action_mask"]).tolist()
-                self.raw.step(self.opponent.random_legal(state, allowed))
+                self.raw.step(int(allowed[self._fallback_rng.integers(len(allowed))]))
             reward += self.raw.rewards[LEARNER]
         return reward
 
@@ -298,9 +313,10 @@ def _check_illegal_action(value: str) -> str:
     return value
 
 
-def _check_spec(value: str) -> str:
-    if not isinstance(value, str):
-        raise ValueError(
-            f"opponent must be an agent spec string such as 'random', 'greedy' or 'minimax:depth=2'; got {value!r}"
+def _check_player(value: Player) -> Player:
+    if not (callable(getattr(value, "act", None)) and callable(getattr(value, "reset", None))):
+        raise TypeError(
+            f"opponent must be a player, an object with act(state) -> action and reset() such as an agent of "
+            f"agents.make_agent; got {value!r}"
         )
     return value

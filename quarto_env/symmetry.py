@@ -19,6 +19,9 @@ one onto the other.
 
 Attributes that do not count (the beginners' variant) never decide a game: pieces that agree on the counted
 attributes are interchangeable, so the canonical form drops the other lanes altogether.
+
+:class:`Symmetries` applies both kinds to batches of positions and to the action distributions that go with
+them (a square moves with the board, a piece with the relabelling).
 """
 
 from __future__ import annotations
@@ -159,12 +162,14 @@ def canonical_position(lanes: int, occupied: int, counted: int, squares: bool) -
 
 
 class Symmetries:
-    """The symmetries of a variant as tables, to move positions and their visit distributions.
+    """The symmetries of a variant as tables, to move positions and their action distributions together (the
+    augmentation of AlphaZero's training).
 
     A symmetry is a board symmetry (``images[b][s]``: where square ``s`` goes) with a relabelling of the counted
     attributes: new attribute ``k`` is old attribute ``source[r][k]``, complemented where ``flip[r][k]``. On a
     piece that is ``pieces[r][p]``; on the attribute lanes, new lane ``k`` is old lane ``source[k]`` (xor the
-    occupied squares where flipped), moved square by square.
+    occupied squares where flipped), moved square by square. Positions come as rows of
+    :func:`quarto_env.core.position_array` with nothing claimable (a claim is never searched: it is played).
     """
 
     def __init__(self, variant: Variant) -> None:
@@ -190,22 +195,23 @@ class Symmetries:
     def count(self) -> int:
         return len(self.images) * len(self.sources)
 
-    def apply(self, fields: np.ndarray, policy: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def apply(
+        self, positions: np.ndarray, policy: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Each position and distribution moved by its own random symmetry."""
-        boards = rng.integers(len(self.images), size=len(fields))
-        labels = rng.integers(len(self.sources), size=len(fields))
-        return self.apply_chosen(fields, policy, boards, labels)
+        boards = rng.integers(len(self.images), size=len(positions))
+        labels = rng.integers(len(self.sources), size=len(positions))
+        return self.apply_chosen(positions, policy, boards, labels)
 
     def apply_chosen(
-        self, fields: np.ndarray, policy: np.ndarray, boards: np.ndarray, labels: np.ndarray
+        self, positions: np.ndarray, policy: np.ndarray, boards: np.ndarray, labels: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Position ``i`` and its distribution moved by board symmetry ``boards[i]`` and relabelling ``labels[i]``."""
-        out_fields = np.empty_like(fields)
+        out_positions = np.empty_like(positions)
         out_policy = np.empty_like(policy)
-        _transform(
-            fields, policy, boards, labels, self.images, self.sources, self.flips, self.pieces, out_fields, out_policy
-        )
-        return out_fields, out_policy
+        tables = (self.images, self.sources, self.flips, self.pieces)
+        _transform(positions, policy, boards, labels, tables, out_positions, out_policy)
+        return out_positions, out_policy
 
 
 def _permutations(items: list[int]) -> list[list[int]]:
@@ -219,11 +225,12 @@ def _relabelled(piece: int, source: list[int], flip: list[int]) -> int:
 
 
 @numba.njit(cache=True)
-def _transform(fields, policy, boards, labels, images, sources, flips, pieces, out_fields, out_policy):  # type: ignore[no-untyped-def]
-    for i in range(len(fields)):
+def _transform(positions, policy, boards, labels, tables, out_positions, out_policy):  # type: ignore[no-untyped-def]
+    images, sources, flips, pieces = tables
+    for i in range(len(positions)):
         image = images[boards[i]]
         r = labels[i]
-        lanes, occupied, available, hand, to_move = fields[i, 0], fields[i, 1], fields[i, 2], fields[i, 3], fields[i, 4]
+        lanes, occupied, available, hand = positions[i, 0], positions[i, 1], positions[i, 2], positions[i, 3]
         new_lanes = 0
         for k in range(4):
             lane = (lanes >> (16 * sources[r, k])) & 0xFFFF
@@ -242,11 +249,11 @@ def _transform(fields, policy, boards, labels, images, sources, flips, pieces, o
         for p in range(NUM_SQUARES):
             if available >> p & 1:
                 new_available |= 1 << pieces[r, p]
-        out_fields[i, 0] = new_lanes
-        out_fields[i, 1] = new_occupied
-        out_fields[i, 2] = new_available
-        out_fields[i, 3] = pieces[r, hand] if hand != NO_PIECE else NO_PIECE
-        out_fields[i, 4] = to_move
+        out_positions[i] = positions[i]  # the player to move, and nothing claimable, won or over
+        out_positions[i, 0] = new_lanes
+        out_positions[i, 1] = new_occupied
+        out_positions[i, 2] = new_available
+        out_positions[i, 3] = pieces[r, hand] if hand != NO_PIECE else NO_PIECE
         for a in range(NUM_ACTIONS):
             target = image[a] if hand != NO_PIECE else pieces[r, a]
             out_policy[i, target] = policy[i, a]

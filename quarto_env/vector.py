@@ -1,10 +1,11 @@
-"""Many Quarto games side by side in flat arrays, stepped and observed by compiled kernels.
+"""Many Quarto games side by side in one array, stepped and observed by compiled kernels.
 
-:class:`GameBatch` is the engine of self-play training: it holds ``N`` games as one array per field of
-:class:`quarto_env.core.State`, and applies actions, computes legal-action masks and writes observation
-planes for any subset of the games in one call. The kernels call the rules core's ``register_jitable``
-functions (``apply_action``, ``legal_mask``, ``winning_pieces``, ...) and the observation kernel of
-:mod:`quarto_env.observation`, so the batched games follow exactly the rules of :func:`quarto_env.core.step`.
+:class:`GameBatch` is the engine of self-play training: it holds ``N`` games as one ``(N, 8)`` array, a row of
+the fields of :class:`quarto_env.core.State` per game (:func:`quarto_env.core.position_array`), and applies
+actions, computes legal-action masks and writes observation planes for any subset of the games in one call.
+The kernels call the rules core's ``register_jitable`` functions (``apply_action``, ``legal_mask``, ...) and
+the observation kernel of :mod:`quarto_env.observation`, so the batched games follow exactly the rules of
+:func:`quarto_env.core.step`.
 
 Observations
 ------------
@@ -12,7 +13,7 @@ Observations
 as the env, so training sees exactly what ``quarto_env.env(observation=kind)`` shows.
 
 All planes are ``int8`` of shape ``(channels, 16)``; squares and pieces are interchangeable slots, which the
-``slots`` policy of :mod:`agents.ppo` exploits.
+``slots`` network of :mod:`agents.networks` exploits.
 """
 
 from __future__ import annotations
@@ -21,22 +22,34 @@ import numba
 import numpy as np
 
 from quarto_env.core import (
+    FIELD_AVAILABLE,
+    FIELD_CLAIMABLE,
+    FIELD_HAND,
+    FIELD_LANES,
+    FIELD_OCCUPIED,
+    FIELD_OVER,
+    FIELD_TO_MOVE,
+    FIELD_WINNER,
     NO_WINNER,
+    NUM_FIELDS,
     IllegalActionError,
     State,
     Variant,
-    apply_action,
     compiled_fields,
     legal_mask,
+    position_fields,
+    step_position,
     useful_mask,
 )
-from quarto_env.observation import encode_observation, observation_kind
+from quarto_env.observation import ObservationKind, encode_observation
 
 
 class GameBatch:
-    """``num_games`` independent games of one rule variant, as arrays (one entry per game).
+    """``num_games`` independent games of one rule variant, as one array (a row per game).
 
-    Every method takes ``games``, an integer array of game indices, and acts on those games only.
+    :attr:`positions` is the ``(num_games, NUM_FIELDS)`` array of :func:`quarto_env.core.position_array`; the
+    field properties (``lanes``, ``hand``, ``winner``, ``over``, ...) are its columns. Every method takes
+    ``games``, an integer array of game indices, and acts on those games only.
     """
 
     def __init__(self, variant: Variant, num_games: int) -> None:
@@ -45,16 +58,17 @@ class GameBatch:
         self.variant = variant
         self.num_games = num_games
         self.num_actions = variant.num_actions
-        self._false_declaration_loses = variant.false_declaration == "lose"
-        self.lanes = np.zeros(num_games, dtype=np.int64)
-        self.occupied = np.zeros(num_games, dtype=np.int64)
-        self.available = np.zeros(num_games, dtype=np.int64)
-        self.hand = np.zeros(num_games, dtype=np.int64)
-        self.to_move = np.zeros(num_games, dtype=np.int64)
-        self.claimable = np.zeros(num_games, dtype=np.int64)
-        self.winner = np.zeros(num_games, dtype=np.int64)
-        self.over = np.zeros(num_games, dtype=np.bool_)
+        self.positions = np.zeros((num_games, NUM_FIELDS), dtype=np.int64)
         self.reset(self.all_games)
+
+    lanes = property(lambda self: self.positions[:, FIELD_LANES])
+    occupied = property(lambda self: self.positions[:, FIELD_OCCUPIED])
+    available = property(lambda self: self.positions[:, FIELD_AVAILABLE])
+    hand = property(lambda self: self.positions[:, FIELD_HAND])
+    to_move = property(lambda self: self.positions[:, FIELD_TO_MOVE])
+    claimable = property(lambda self: self.positions[:, FIELD_CLAIMABLE])
+    winner = property(lambda self: self.positions[:, FIELD_WINNER])
+    over = property(lambda self: self.positions[:, FIELD_OVER] != 0, doc="Whether each game has ended (a copy).")
 
     @property
     def all_games(self) -> np.ndarray:
@@ -67,21 +81,12 @@ class GameBatch:
 
     def set_state(self, games: np.ndarray, state: State) -> None:
         """Put ``games`` in ``state``."""
-        for name, value in zip(State._fields, compiled_fields(state), strict=True):  # the arrays are signed 64-bit
-            getattr(self, name)[games] = value
+        self.positions[games] = compiled_fields(state)  # the array is signed 64-bit, as compiled_fields' lanes
 
     def state(self, game: int) -> State:
         """Game ``game`` as a rules-core :class:`State`."""
-        return State(
-            lanes=int(self.lanes[game]) & (1 << 64) - 1,
-            occupied=int(self.occupied[game]),
-            available=int(self.available[game]),
-            hand=int(self.hand[game]),
-            to_move=int(self.to_move[game]),
-            claimable=int(self.claimable[game]),
-            winner=int(self.winner[game]),
-            over=bool(self.over[game]),
-        )
+        lanes, occupied, available, hand, to_move, claimable, winner, over = (int(v) for v in self.positions[game])
+        return State(lanes & (1 << 64) - 1, occupied, available, hand, to_move, claimable, winner, bool(over))
 
     @classmethod
     def from_states(cls, variant: Variant, states: list[State]) -> GameBatch:
@@ -98,17 +103,7 @@ class GameBatch:
         it either loses or changes nothing, so learners are not offered it (see :mod:`experiments.training.selfplay`).
         """
         masks = np.zeros((len(games), self.num_actions), dtype=np.bool_)
-        _action_masks(
-            masks,
-            games,
-            self.occupied,
-            self.available,
-            self.hand,
-            self.claimable,
-            self.over,
-            self.variant.declaration,
-            false_declarations,
-        )
+        _action_masks(masks, games, self.positions, self.variant.declaration, false_declarations)
         return masks
 
     def step(self, games: np.ndarray, actions: np.ndarray) -> None:
@@ -122,43 +117,13 @@ class GameBatch:
             i = int(np.argmin(legal))
             allowed = np.flatnonzero(masks[i]).tolist()
             raise IllegalActionError(f"game {games[i]}: action {actions[i]} is not legal; legal actions: {allowed}")
-        _apply_actions(
-            games,
-            actions,
-            self.lanes,
-            self.occupied,
-            self.available,
-            self.hand,
-            self.to_move,
-            self.claimable,
-            self.winner,
-            self.over,
-            self.variant.group_array,
-            self.variant.counted,
-            self.variant.declaration,
-            self._false_declaration_loses,
-        )
+        _apply_actions(games, actions, self.positions, self.variant.compiled)
 
-    def observe(self, games: np.ndarray, kind: str) -> np.ndarray:
-        """Observation planes of ``games`` (:mod:`quarto_env.observation`): ``int8`` of shape
-        ``(len(games), channels, 16)``."""
-        found = observation_kind(kind)
-        out = np.zeros((len(games), *found.shape), dtype=np.int8)
-        _observe(
-            out,
-            found.level,
-            games,
-            self.lanes,
-            self.occupied,
-            self.available,
-            self.hand,
-            self.to_move,
-            self.claimable,
-            self.winner,
-            self.over,
-            self.variant.group_array,
-            self.variant.counted,
-        )
+    def observe(self, games: np.ndarray, kind: ObservationKind) -> np.ndarray:
+        """Observation planes of ``kind`` (:func:`quarto_env.observation.observation_kind`) for ``games``: ``int8``
+        of shape ``(len(games), channels, 16)``."""
+        out = np.zeros((len(games), *kind.shape), dtype=np.int8)
+        _observe(out, kind.level, games, self.positions, self.variant.group_array, self.variant.counted)
         return out
 
     def returns(self, games: np.ndarray, players: np.ndarray) -> np.ndarray:
@@ -171,66 +136,24 @@ class GameBatch:
 # Kernels
 # ---------------------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _action_masks(masks, games, occupied, available, hand, claimable, over, declaration, false_declarations):  # type: ignore[no-untyped-def]
+def _action_masks(masks, games, positions, declaration, false_declarations):  # type: ignore[no-untyped-def]
     for i in range(len(games)):
-        g = games[i]
+        _, occupied, available, hand, _, claimable, _, over = position_fields(positions[games[i]])
         if false_declarations:
-            bits = legal_mask(occupied[g], available[g], hand[g], over[g], declaration)
+            bits = legal_mask(occupied, available, hand, over, declaration)
         else:
-            bits = useful_mask(occupied[g], available[g], hand[g], claimable[g], over[g], declaration)
+            bits = useful_mask(occupied, available, hand, claimable, over, declaration)
         for a in range(masks.shape[1]):
             masks[i, a] = bits >> a & 1
 
 
 @numba.njit(cache=True)
-def _apply_actions(
-    games,
-    actions,
-    lanes,
-    occupied,
-    available,
-    hand,
-    to_move,
-    claimable,
-    winner,
-    over,
-    groups,
-    counted,
-    declaration,
-    false_declaration_loses,
-):
+def _apply_actions(games, actions, positions, rules):  # type: ignore[no-untyped-def]
     for i in range(len(games)):
-        g = games[i]
-        (lanes[g], occupied[g], available[g], hand[g], to_move[g], claimable[g], winner[g], over[g]) = apply_action(
-            lanes[g],
-            occupied[g],
-            available[g],
-            hand[g],
-            to_move[g],
-            claimable[g],
-            actions[i],
-            groups,
-            counted,
-            declaration,
-            false_declaration_loses,
-        )
+        step_position(positions[games[i]], actions[i], rules)
 
 
 @numba.njit(cache=True)
-def _observe(out, level, games, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted):  # type: ignore[no-untyped-def]
+def _observe(out, level, games, positions, groups, counted):  # type: ignore[no-untyped-def]
     for i in range(len(games)):
-        g = games[i]
-        encode_observation(
-            out[i],
-            level,
-            lanes[g],
-            occupied[g],
-            available[g],
-            hand[g],
-            to_move[g],
-            claimable[g],
-            winner[g],
-            over[g],
-            groups,
-            counted,
-        )
+        encode_observation(out[i], level, *position_fields(positions[games[i]]), groups, counted)

@@ -16,7 +16,7 @@ from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, make_agent
 from agents.checkpoints import CheckpointError
 from agents.match import play_game
 from agents.networks import PolicyValueNetwork
-from agents.puct import BatchedSearch, _encode, candidates, forced_action, root_fields
+from agents.puct import BatchedSearch, candidates, encode_positions, forced_action
 from experiments.training.az_selfplay import ReplayBuffer
 from quarto_env.core import (
     DECLARE,
@@ -30,6 +30,7 @@ from quarto_env.core import (
     bits,
     compiled_fields,
     legal_actions,
+    position_array,
     safe_gives,
     step,
     winning_squares_for,
@@ -137,7 +138,9 @@ def test_a_claimable_group_is_declared() -> None:
         state = step(variant, state, action)
     state = step(variant, state, 3)
     assert state.claimable and not state.over
-    agent = AlphaZeroAgent(variant, 0, network=PolicyValueNetwork("parity", list(variant.groups), 8), sims=8)
+    agent = AlphaZeroAgent(
+        variant, 0, network=PolicyValueNetwork(observation_kind("parity"), list(variant.groups), 8), sims=8
+    )
     assert agent.act(state) == DECLARE
 
 
@@ -148,8 +151,8 @@ def test_a_claimable_group_is_declared() -> None:
 def test_the_root_value_approaches_the_exact_value(seed: int) -> None:
     variant = STANDARD if seed < 6 else Variant.make(squares=True)
     state = endgame(variant, seed, 5)
-    search = BatchedSearch(variant, "raw", uniform, 1, 4000)
-    result = search.run(root_fields([state]), 4000)
+    search = BatchedSearch(variant, observation_kind("raw"), uniform, 1, 4000)
+    result = search.run(position_array([state]), 4000)
     exact = exact_value(variant, state)
     assert abs(float(result.root_value[0]) - exact) < 0.2
     best = int(result.best()[0])
@@ -160,8 +163,8 @@ def test_the_root_value_approaches_the_exact_value(seed: int) -> None:
 
 def test_visits_add_up_and_stay_on_candidates() -> None:
     states = [endgame(STANDARD, seed, 8) for seed in range(6)] + [INITIAL_STATE]
-    search = BatchedSearch(STANDARD, "parity", hashed, len(states), 50)
-    result = search.run(root_fields(states), 50)
+    search = BatchedSearch(STANDARD, observation_kind("parity"), hashed, len(states), 50)
+    result = search.run(position_array(states), 50)
     for state, visits in zip(states, result.visits, strict=True):
         mask = candidates(*compiled_fields(state)[:4], STANDARD.group_array, STANDARD.counted)[0]
         assert visits.sum() == 50
@@ -171,17 +174,19 @@ def test_visits_add_up_and_stay_on_candidates() -> None:
 
 def test_the_batched_search_agrees_with_one_game_searches() -> None:
     states = [endgame(STANDARD, seed, 6 + seed % 5) for seed in range(10)]
-    together = BatchedSearch(STANDARD, "parity", hashed, len(states), 120).run(root_fields(states), 120)
-    alone = BatchedSearch(STANDARD, "parity", hashed, 1, 120)
+    together = BatchedSearch(STANDARD, observation_kind("parity"), hashed, len(states), 120).run(
+        position_array(states), 120
+    )
+    alone = BatchedSearch(STANDARD, observation_kind("parity"), hashed, 1, 120)
     for i, state in enumerate(states):
-        single = alone.run(root_fields([state]), 120)
+        single = alone.run(position_array([state]), 120)
         assert np.array_equal(single.visits[0], together.visits[i])
         assert single.root_value[0] == pytest.approx(together.root_value[i], abs=1e-6)
 
 
 def test_noise_changes_the_searched_priors_and_keeps_a_distribution() -> None:
-    search = BatchedSearch(STANDARD, "parity", uniform, 2, 10)
-    result = search.run(root_fields([INITIAL_STATE] * 2), 10, noise=(0.3, 0.25, np.random.default_rng(0)))
+    search = BatchedSearch(STANDARD, observation_kind("parity"), uniform, 2, 10)
+    result = search.run(position_array([INITIAL_STATE] * 2), 10, noise=(0.3, 0.25, np.random.default_rng(0)))
     searched = search.prior[:2, 0]  # the priors the search used
     assert np.allclose(searched.sum(1), 1.0)
     assert not np.allclose(searched, 1 / 16)
@@ -189,7 +194,7 @@ def test_noise_changes_the_searched_priors_and_keeps_a_distribution() -> None:
 
 
 def test_a_time_budget_replaces_the_simulation_count() -> None:
-    network = PolicyValueNetwork("parity", list(STANDARD.groups), 8)
+    network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 8)
     agent = AlphaZeroAgent(STANDARD, 0, network=network, sims=1, time=0.2)
     agent.act(INITIAL_STATE)
     assert agent.last_result is not None and 1 < agent.last_result.sims < MAX_SEARCH_SIMULATIONS
@@ -211,7 +216,7 @@ def test_symmetric_positions_keep_their_value_and_candidates(squares: bool) -> N
     rng = np.random.default_rng(1)
     for seed in range(6):
         state = endgame(variant, seed, 5)
-        fields = root_fields([state])
+        fields = position_array([state])
         mask = candidates(*fields[0][:4], variant.group_array, variant.counted)[0]
         policy = np.array([[float(mask >> a & 1) * (a + 1) for a in range(NUM_ACTIONS)]], np.float32)
         moved, moved_policy = symmetries.apply(fields, policy, rng)
@@ -231,7 +236,7 @@ def test_the_identity_symmetry_changes_nothing() -> None:
         if list(s) == [0, 1, 2, 3] and not f.any()
     )
     states = [endgame(STANDARD, seed, 7) for seed in range(4)]
-    fields = root_fields(states)
+    fields = position_array(states)
     policy = np.random.default_rng(0).random((4, NUM_ACTIONS)).astype(np.float32)
     zeros = np.zeros(4, dtype=np.int64)
     moved, moved_policy = symmetries.apply_chosen(fields, policy, zeros, zeros + identity_label)
@@ -243,21 +248,20 @@ def test_encoded_planes_match_the_env_observation() -> None:
 
     states = [endgame(STANDARD, seed, 9) for seed in range(5)]
     kind = observation_kind("parity")
-    planes = np.empty((5, *kind.shape), np.int8)
-    masks = np.empty((5, NUM_ACTIONS), np.bool_)
-    _encode(root_fields(states), planes, masks, kind.level, STANDARD.group_array, STANDARD.counted)
+    planes, _ = encode_positions(position_array(states), kind, STANDARD)
     for state, plane in zip(states, planes, strict=True):
         assert np.array_equal(plane, observe(STANDARD, state, "parity"))
 
 
 def test_the_buffer_keeps_the_newest_and_round_trips() -> None:
     buffer = ReplayBuffer(5)
-    fields = np.arange(35, dtype=np.int64).reshape(7, 5)
-    buffer.add(fields, np.zeros((7, NUM_ACTIONS), np.float32), np.arange(7, dtype=np.float32))
+    positions = position_array([endgame(STANDARD, seed, 9) for seed in range(7)])
+    buffer.add(positions, np.zeros((7, NUM_ACTIONS), np.float32), np.arange(7, dtype=np.float32))
     assert buffer.size == 5 and sorted(buffer.outcome) == [2, 3, 4, 5, 6]
     copy = ReplayBuffer(5)
     copy.load_bytes(buffer.to_bytes())
     assert sorted(copy.outcome) == [2, 3, 4, 5, 6] and copy.size == 5
+    assert {tuple(row) for row in copy.positions} == {tuple(row) for row in positions[2:]}
     smaller = ReplayBuffer(3)
     smaller.load_bytes(buffer.to_bytes())
     assert sorted(smaller.outcome) == [4, 5, 6]
@@ -269,7 +273,7 @@ def test_the_buffer_keeps_the_newest_and_round_trips() -> None:
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     th.manual_seed(0)
-    network = PolicyValueNetwork("parity", list(STANDARD.groups), 16)
+    network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 16)
     path = tmp_path_factory.mktemp("az") / "net.zip"
     save_checkpoint(path, network, STANDARD, 1234, {"config": {"name": "test"}})
     return path
@@ -280,7 +284,7 @@ def test_a_checkpoint_round_trips(checkpoint: Path) -> None:
     assert metadata["algorithm"] == "alphazero" and metadata["num_timesteps"] == 1234
     assert metadata["env_kwargs"]["observation"] == "parity"
     th.manual_seed(0)
-    fresh = PolicyValueNetwork("parity", list(STANDARD.groups), 16)
+    fresh = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 16)
     for name, tensor in fresh.state_dict().items():
         assert th.equal(tensor, network.state_dict()[name])
 
@@ -291,7 +295,7 @@ def test_az_plays_legal_games_in_every_variant(checkpoint: Path, tmp_path: Path,
     path = checkpoint
     if variant != STANDARD:
         path = tmp_path / "variant.zip"
-        save_checkpoint(path, PolicyValueNetwork("parity", list(variant.groups), 8), variant, 0, {})
+        save_checkpoint(path, PolicyValueNetwork(observation_kind("parity"), list(variant.groups), 8), variant, 0, {})
     for spec in (f"az:{path},sims=16", f"az:{path},sims=0", f"az:{path},sims=8,temperature=1"):
         agent = make_agent(spec, variant, seed=0)
         record = play_game(variant, [agent, make_agent("random", variant, 1)])
@@ -344,9 +348,9 @@ def test_a_damaged_network_entry_is_refused(checkpoint: Path, tmp_path: Path) ->
 
 
 def test_az_is_an_opponent_of_the_gymnasium_env(checkpoint: Path) -> None:
-    from quarto_env.single_agent import QuartoVsAgent
+    from agents.vs_agent import make_vs_agent
 
-    env = QuartoVsAgent(opponent=f"az:{checkpoint},sims=8")
+    env = make_vs_agent(opponent=f"az:{checkpoint},sims=8")
     _, info = env.reset(seed=0)
     done = False
     while not done:

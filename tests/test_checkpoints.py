@@ -25,6 +25,7 @@ from agents.ppo import LoadedPolicy, load_policy, load_training_state
 from experiments.training import evaluate
 from experiments.training import train as train_module
 from experiments.training.config import load_config
+from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv
 from quarto_env.core import Variant
 
@@ -143,7 +144,7 @@ def test_resume_restores_weights_optimizer_and_counters(tiny_run: tuple[Path, st
     config = load_config(run_dir / "config.yaml")
     variant = config.resolved_variant()
     pool = OpponentPool(variant, config.observation, config.opponents, config.max_snapshots, config.seed)
-    model = train_module.build_model(config, variant, SelfPlayVecEnv(variant, 2, config.observation, pool, 0))
+    model = build_model(config, variant, SelfPlayVecEnv(variant, 2, config.observation, pool, 0))
     metadata = load_training_state(model, latest, variant)
     assert model.num_timesteps == metadata["num_timesteps"] >= 1024
     with zipfile.ZipFile(latest) as archive:

@@ -390,6 +390,31 @@ def test_output_file_refuses_a_place_nothing_can_be_created() -> None:
         output_file(UNWRITABLE / "out.json", "--out")
 
 
+@pytest.mark.parametrize("folder", ["/proc", "/sys"])
+def test_output_file_refuses_a_system_folder_that_passes_the_permission_bits(folder: str) -> None:
+    # The folder exists and, to root, looks writable; only making a file there tells.
+    with pytest.raises(OutputPathError, match=f"--out '{folder}/x.json' cannot be written"):
+        output_file(f"{folder}/x.json", "--out")
+
+
+def test_output_paths_refuse_a_name_too_long_for_the_file_system(tmp_path: Path) -> None:
+    long = "a" * 300
+    with pytest.raises(OutputPathError, match=r"the file name \(305 characters\) is too long for the file system"):
+        output_file(tmp_path / f"{long}.json", "--out")
+    with pytest.raises(OutputPathError, match=r"--frames '.*' cannot be created: File name too long"):
+        output_folder(tmp_path / long, "--frames")
+    # short enough as a name, too long once the temporary file's prefix and suffix are added to it
+    with pytest.raises(OutputPathError, match="is too long for the file system"):
+        output_file(tmp_path / f"{'a' * 245}.json", "--out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_write_check_leaves_nothing_behind(tmp_path: Path) -> None:
+    output_file(tmp_path / "out.json", "--out")
+    output_folder(tmp_path / "run", "--out")
+    assert [p.name for p in tmp_path.rglob("*")] == ["run"]
+
+
 @pytest.mark.skipif(AS_ROOT, reason="root can write into a read-only folder")
 def test_output_file_refuses_a_read_only_folder_and_file(tmp_path: Path) -> None:
     folder = tmp_path / "locked"

@@ -6,6 +6,7 @@ exit status 2, and stderr's last line names the option and what is allowed. No c
 from __future__ import annotations
 
 import argparse
+import errno
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,10 @@ BAD_OUTPUTS = [
     (["bench", "solver", "--out", "/dev/null"], "--out '/dev/null' is not a regular file"),
     (["bench", "env", "--output", "/proc/quarto-test/env.json"], "argument --output: --output '/proc/quarto-test"),
     (["bench", "train", "--profile", "<tmp>"], "argument --profile: --profile '<tmp>' is a folder"),
+    (["bench", "env", "--output", "/proc/env.json"], "--output '/proc/env.json' cannot be written"),
+    (["bench", "solver", "--out", "/sys/solver.json"], "--out '/sys/solver.json' cannot be written"),
+    (["bench", "train", "--profile", "/proc/train.prof"], "--profile '/proc/train.prof' cannot be written"),
+    (["bench", "solver", "--out", f"<tmp>/{'a' * 300}.json"], "is too long for the file system"),
 ]
 
 
@@ -63,6 +68,26 @@ def test_a_bad_output_file_is_refused_before_any_work(
 ) -> None:
     argv = [arg.replace("<tmp>", str(tmp_path)) for arg in argv]
     assert_usage_error(argv, message.replace("<tmp>", str(tmp_path)), capsys)
+
+
+def test_a_benchmark_write_that_fails_late_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The path passed the check, then the disk filled up: the figures are printed, the file is not written."""
+
+    def disk_full(path: Path, text: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(bench_solver, "atomic_write_text", disk_full)
+    out = tmp_path / "solver.json"
+    argv = ["bench", "solver", "--empties", "4", "--positions", "1", "--depths", "1", "--openings", "1"]
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--budgets", "0.01", "--budget-moves", "1", "--skip-startup", "--out", str(out)])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert "minimax seconds per move" in captured.out and "Traceback" not in captured.err
+    message = f"quarto bench solver: error: --out '{out}' could not be written: No space left on device"
+    assert captured.err.strip() == message and not out.exists()
 
 
 # ---------------------------------------------------------------------------------------------------------

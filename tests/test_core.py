@@ -1,8 +1,8 @@
 """The rules core against an independent, deliberately naive reference, plus scripted positions from the rule
-sheets (``RULES.md``) with known answers.
+sheets (``docs/rules.md``) with known answers.
 
 The reference below shares no code with :mod:`quarto_env.core`: plain lists of pieces, the groups written
-out by hand, the win test exactly as RULES.md states it, and the declaration rules as the sheets word them
+out by hand, the win test exactly as docs/rules.md states it, and the declaration rules as the sheets word them
 (a window that opens with a placement and closes with the next one; groups not claimed in it are dead).
 """
 
@@ -249,7 +249,7 @@ def test_winning_group_test_matches_the_reference(board: list[int], variant: Var
 @settings(max_examples=100, deadline=None)
 @given(board=boards, flips=st.integers(0, 15))
 def test_complementing_attributes_keeps_the_winning_groups(board: list[int], flips: int) -> None:
-    """Relabelling pieces by complementing attributes is a symmetry of the game (RULES.md)."""
+    """Relabelling pieces by complementing attributes is a symmetry of the game (docs/rules.md)."""
     flipped = [p if p == NO_PIECE else p ^ flips for p in board]
     assert has_winning_group(Variant(), from_board(board)) == has_winning_group(Variant(), from_board(flipped))
 

@@ -396,7 +396,7 @@ def test_every_observation_kind_gives_the_planes_training_sees(variant_flags: di
                 continue
             state = env.unwrapped.game_state
             batch = GameBatch.from_states(env.unwrapped.variant, [state])
-            np.testing.assert_array_equal(observation["observation"], batch.observe(batch.all_games, kind.name)[0])
+            np.testing.assert_array_equal(observation["observation"], batch.observe(batch.all_games, kind)[0])
             env.step(int(rng.choice(np.flatnonzero(observation["action_mask"]))))
 
 
@@ -502,11 +502,21 @@ def test_reset_rejects_a_finished_position_and_warns_about_unknown_options() -> 
         env.reset(options={"board": "x"})
 
 
+@pytest.mark.parametrize("position", [5, None, b"f9.......0..3... 5", ["f9.......0..3... 5"]])
+def test_reset_refuses_a_position_that_is_not_a_string(position: object) -> None:
+    env = quarto_env.env()
+    env.reset(seed=3)
+    before = (env.unwrapped.game_state, env.agent_selection)
+    with pytest.raises(TypeError, match=r"'position' must be a string in the position notation, e\.g\. 'f9"):
+        env.reset(options={"position": position})
+    assert (env.unwrapped.game_state, env.agent_selection) == before  # a failed reset changes nothing
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The benchmark command
 # ---------------------------------------------------------------------------------------------------------
 def test_quarto_bench_env_prints_and_writes_its_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from experiments.bench_env import main
+    from experiments.bench.env import main
 
     output = tmp_path / "bench.json"
     assert main(["--seconds", "0.05", "--rounds", "1", "--seed", "3", "--output", str(output)]) == 0

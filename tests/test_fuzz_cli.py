@@ -55,6 +55,8 @@ RNG = random.Random(9)  # seeded: the same cases in every run
 # ---------------------------------------------------------------------------------------------------------
 UNWRITABLE = "/proc/quarto-fuzz"
 """A place where nothing can be created, by root either."""
+LONG_NAME = "a" * 300
+"""A file or folder name longer than any file system takes (255 bytes), relative to the case's folder."""
 POSITION = "6.e2....d8..9..1 5"
 """A position ``quarto solve`` answers in a fraction of a second."""
 STANDARD_VARIANT = {"attributes": ["height", "colour", "shape", "top"], "squares": False, "declaration": False}
@@ -118,7 +120,7 @@ MALFORMED_RECORDS["forfeit-winner-2"] = json.dumps({**GAME, "end": "forfeit", "w
 
 def make_places(root: Path) -> dict[str, str]:
     """Create the files and folders the cases name; returns ``{token: path}``."""
-    places = {"<proc>": UNWRITABLE, "<missing>": str(root / "missing" / "nothing")}
+    places = {"<proc>": UNWRITABLE, "<missing>": str(root / "missing" / "nothing"), "<long>": LONG_NAME}
 
     def put(token: str, name: str, content: bytes | str) -> None:
         path = root / name
@@ -152,6 +154,11 @@ def make_places(root: Path) -> dict[str, str]:
     places["<other-zip>"] = str(root / "other.zip")
     os.mkfifo(root / "pipe")
     places["<fifo>"] = str(root / "pipe")
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(root / "run" / "tb")) as writer:  # a training run's curves, for quarto plot
+        writer.add_scalar("eval/random/score", 0.5, 1)
+    places["<run>"] = str(root / "run")
     if not AS_ROOT:
         (root / "locked").mkdir()
         (root / "locked").chmod(0o500)
@@ -175,6 +182,8 @@ class Case:
     """``refuse``: a non-zero exit and the message; ``message``: a message (a warning will do, and the command
     may go on); ``survive``: an edge value that may be accepted, but without a traceback or a hang."""
     timeout: float = 20.0
+    status: int | None = None
+    """The exit status the case must end with, where it is pinned (2: a usage error); else any non-zero one."""
 
     def __str__(self) -> str:
         return self.label
@@ -210,8 +219,10 @@ TINY_TRAINING = (
 )
 # The options come first: KEY=VALUE overrides are one positional list, which must not be split by an option
 SWEEP = ("sweep", "configs/default.yaml", "--seeds", "0", "--out", "<out>/s")  # refused before Ray starts
+SWEEP_REPO_CONFIG = ("sweep", str(REPO / "configs" / "default.yaml"), "--seeds", "0")  # past the config check
 BENCH_TRAIN = ("bench", "train", "--steps", "64", "--no-reference", *TINY_TRAINING[1:4], "max_snapshots=2")
 TRAIN = ("train", "--run-dir", "<out>/run", *TINY_TRAINING)
+PLOT = ("plot", "<run>", "-o", "<out>/curves.png")
 TRAIN_TIMEOUT = 60.0
 BENCH_TIMEOUT = 40.0
 
@@ -228,6 +239,7 @@ BASELINES: dict[str, tuple[tuple[str, ...], float]] = {
     "bench solver": (BENCH_SOLVER, 120),
     "bench train": (BENCH_TRAIN, 180),
     "train": (TRAIN, 180),
+    "plot": (PLOT, 60),
 }
 """The small, good command lines the cases change one thing of: each must succeed as it is."""
 SLOW_BASELINES = {"bench env", "bench solver", "bench train", "train"}
@@ -563,16 +575,25 @@ def path_cases() -> Iterator[Case]:
     if not AS_ROOT:
         folders.append("<locked>/out")
         files.append("<locked>/out.json")
+    # Folders that exist and, to root, pass the permission bits, yet take no file; and names too long. Each must
+    # be a usage error before any work (the check makes a file there), not an OSError when the work is done.
+    folders += ["/sys/quarto-fuzz", "<long>"]
+    files += ["/proc/quarto-fuzz.json", "/sys/quarto-fuzz.json", "<long>.json"]
 
     def cases(
         command: str, base: tuple[str, ...], option: str, paths: list[str], timeout: float = 20
     ) -> Iterator[Case]:
         for path in paths:
-            yield Case(f"{command} {option} {path}", (*base, option, path), (option.lstrip("-"), path), timeout=timeout)
+            # the classes the write check (it makes a file) turned into usage errors: their exit status is pinned
+            status = 2 if path.startswith(("/sys/", "/proc/quarto-fuzz.", "<long>")) else None
+            names = (option.lstrip("-"), path)
+            yield Case(f"{command} {option} {path}", (*base, option, path), names, timeout=timeout, status=status)
 
     yield from cases("tournament", TOURNAMENT, "--out", folders)
+    yield from cases("tournament", ("tournament",), "--resume", ["/sys/", "<long>"])  # a folder it writes into
     yield from cases("grade", GRADE, "--out", folders, 30)
-    yield from cases("grade", GRADE, "--cache", ["<folder>", "<file>/sub.json", "<proc>/cache.json"], 30)
+    caches = ["<folder>", "<file>/sub.json", "<proc>/cache.json", "/sys/quarto-fuzz.json", "<long>.json"]
+    yield from cases("grade", GRADE, "--cache", caches, 30)
     # a cache of the wrong shape may be refused, or solved again with a warning; each case has its own copy,
     # since a grade that goes on writes the cache
     argv: Argv
@@ -583,12 +604,17 @@ def path_cases() -> Iterator[Case]:
     yield from cases("replay", REPLAY, "--gif", [p.replace(".json", ".gif") for p in files])
     yield from cases("replay", REPLAY, "--frames", folders)
     yield from cases("bench env", BENCH_ENV, "--output", files, BENCH_TIMEOUT)
-    yield from cases("bench solver", BENCH_SOLVER, "--out", ["<folder>", "<file>/sub.json"], BENCH_TIMEOUT)
+    solver_outs = ["<folder>", "<file>/sub.json", "/proc/quarto-fuzz.json", "<long>.json"]
+    yield from cases("bench solver", BENCH_SOLVER, "--out", solver_outs, BENCH_TIMEOUT)
+    yield from cases("solve", SOLVE, "--resume", ["<folder>", "/proc/quarto-fuzz.npz", "<long>.npz"])
+    yield from cases("sweep", SWEEP_REPO_CONFIG, "--out", ["/sys/quarto-fuzz", "<long>"], 30)
+    yield from cases("plot", PLOT[:2], "--output", ["<folder>", "/proc/quarto-fuzz.png", "<long>.png"])
     for path in ["<missing>", "<folder>", "<binary>", "<yaml-list>", "<yaml-bad>", "<yaml-unknown>", "<yaml-nan>"]:
         argv = (*BENCH_TRAIN, "--config", path)
         yield Case(f"bench train --config {path}", argv, ("config", path), timeout=TRAIN_TIMEOUT)
         yield Case(f"train --config {path}", (*TRAIN, "--config", path), ("config", path), timeout=TRAIN_TIMEOUT)
-    yield from cases("bench train", BENCH_TRAIN, "--profile", ["<folder>", "<file>/sub.prof"], TRAIN_TIMEOUT)
+    profiles = ["<folder>", "<file>/sub.prof", "/proc/quarto-fuzz.prof", "<long>.prof"]
+    yield from cases("bench train", BENCH_TRAIN, "--profile", profiles, TRAIN_TIMEOUT)
     yield from cases("train", TRAIN, "--run-dir", folders, TRAIN_TIMEOUT)
     for path in ["<missing>", "<file>", "<folder>", "/dev/null", "<copy:run-junk>", "<copy:run-list>"]:
         argv = ("train", "--resume", path)
@@ -598,6 +624,29 @@ def path_cases() -> Iterator[Case]:
         yield Case(f"replay {path}", ("replay", path, "--no-pause"), (path, "record", "game"))
     for name in MALFORMED_RECORDS:
         yield Case(f"replay record {name}", ("replay", f"<record:{name}>", "--no-pause"), ("line 1", "record"))
+
+
+def list_item_cases() -> Iterator[Case]:
+    """An empty item in every option that takes a comma list or several values: named in a usage error, not
+    skipped, nor passed on to a library (``grade --sources ,`` once reached numpy's ``choice``)."""
+    for value in ["", ",", "random,,greedy"]:
+        yield Case(f"grade --sources={value!r}", (*GRADE, f"--sources={value}"), ("sources",), timeout=30, status=2)
+    # --attributes: one parser for every command (test_cli_hardening), in its one-word and several-word forms
+    yield Case("tournament --attributes=','", (*TOURNAMENT, "--attributes=,"), ("attribute",), status=2)
+    yield Case("solve --attributes colour ''", (*SOLVE, "--attributes", "colour", ""), ("attribute",), status=2)
+    agents = ("tournament", "random", "", "greedy", *SMALL_GAMES, "--out", "<out>/t")
+    yield Case("tournament random '' greedy", agents, ("spec",), status=2)
+    yield Case("grade random ''", ("grade", "random", "", *GRADE[2:]), ("spec",), timeout=30, status=2)
+    for option, good in [("--empties", "4"), ("--depths", "1"), ("--budgets", "0.01")]:
+        argv = (*BENCH_SOLVER, option, good, "")
+        yield Case(f"bench solver {option} {good} ''", argv, (option.lstrip("-"),), timeout=BENCH_TIMEOUT, status=2)
+    yield Case("bench az --games 2 ''", (*BENCH_AZ, "--games", "2", ""), ("games",), timeout=BENCH_TIMEOUT, status=2)
+    yield Case("evaluate --sims 1 ''", ("evaluate", "<missing>", "--sims", "1", ""), ("sims",), status=2)
+    yield Case("sweep --seeds 0 ''", (*SWEEP_REPO_CONFIG, "", "--out", "<out>/s"), ("seeds",), timeout=30, status=2)
+    yield Case("bench train ''", (*BENCH_TRAIN, ""), ("override",), timeout=TRAIN_TIMEOUT, status=2)
+    yield Case("train ''", (*TRAIN, ""), ("override",), timeout=TRAIN_TIMEOUT, status=2)
+    empty_spec = "eval_opponents=[random, '']"
+    yield Case(f"train {empty_spec}", (*TRAIN, empty_spec), ("eval_opponents",), timeout=TRAIN_TIMEOUT, status=2)
 
 
 def other_cases() -> Iterator[Case]:
@@ -610,6 +659,8 @@ def other_cases() -> Iterator[Case]:
         yield Case(f"solve {position!r}", ("solve", position), ("position", "solve"))
     yield Case("tournament --mode vs-field without --field", (*TOURNAMENT, "--mode", "vs-field"), ("field",))
     yield Case("tournament --field without vs-field", (*TOURNAMENT, "--field", "random"), ("field",))
+    for path in ["<missing>", "<junk-zip>", "<folder>", "/dev/null"]:
+        yield Case(f"evaluate {path}", ("evaluate", path), ("checkpoint", path))
 
 
 def edge_cases() -> Iterator[Case]:
@@ -639,6 +690,7 @@ FORK_CASES = [
     *spec_cases(),
     *variant_cases(),
     *path_cases(),
+    *list_item_cases(),
     *other_cases(),
     *edge_cases(),
 ]
@@ -664,9 +716,23 @@ PROCESS_CASES = [
 """Run as real processes in every run: one or more per subcommand, the issue's own examples first."""
 
 
+OPEN_GAPS: dict[str, str] = {}
+"""Commands whose cases are known to fail today, by the reason: expected failures, strictly, so that a fix shows."""
+
+
+def with_open_gaps(cases: list[Case]) -> list[object]:
+    """``cases``, those of :data:`OPEN_GAPS`' commands marked as expected failures."""
+    return [
+        pytest.param(c, marks=pytest.mark.xfail(reason=OPEN_GAPS[c.argv[0]], strict=True))
+        if c.argv[0] in OPEN_GAPS
+        else c
+        for c in cases
+    ]
+
+
 def _slow_process_cases() -> list[Case]:
     chosen = {str(c) for c in PROCESS_CASES}
-    pool = [c for c in FORK_CASES if str(c) not in chosen and c.expect != "survive"]
+    pool = [c for c in FORK_CASES if str(c) not in chosen and c.expect != "survive" and c.argv[0] not in OPEN_GAPS]
     by_command: dict[str, list[Case]] = {}
     for case in pool:
         by_command.setdefault(case.argv[0], []).append(case)
@@ -800,6 +866,8 @@ def verdict(case: Case, outcome: Outcome) -> str | None:
         return None
     if outcome.status == 0 and case.expect == "refuse":
         return f"[exit 0] accepted in {outcome.seconds:.1f} s; stderr ends:\n{tail}"
+    if case.status is not None and outcome.status != case.status:
+        return f"[exit {outcome.status}] instead of {case.status}; stderr ends:\n{tail}"
     line = message_line(outcome.stderr)
     if line is None or not any(name.lower() in line.lower() for name in case.names):
         wanted = " or ".join(repr(n) for n in case.names)
@@ -832,6 +900,7 @@ def commands_loaded() -> None:
         "experiments.cli",
         *(f"experiments.arena.{name}" for name in ("tournament", "grade", "play", "replay", "solve")),
         "experiments.training.train",
+        "experiments.training.sb3_ppo",  # the backend train imports when a run starts
         *(f"experiments.bench.{name}" for name in ("env", "mcts", "solver", "train")),
         "agents.simple",
         "agents.minimax",
@@ -888,7 +957,7 @@ _counter = iter(range(10**6))
 # Tests
 # ---------------------------------------------------------------------------------------------------------
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the forked cases need os.fork")
-@pytest.mark.parametrize("case", FORK_CASES, ids=str)
+@pytest.mark.parametrize("case", with_open_gaps(FORK_CASES), ids=str)
 def test_bad_input_is_refused_with_a_message(
     case: Case, places: dict[str, str], case_folders: Path, commands_loaded: None
 ) -> None:

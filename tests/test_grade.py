@@ -302,7 +302,9 @@ def test_a_tampered_or_stale_cache_is_solved_again_with_a_warning(
     expected = {s: honest.action_values(s) for s in positions}
     honest.save()
     data = json.loads(path.read_text())
-    assert data["format"] == grading.CACHE_FORMAT and data["solver"] == grading.SOLVER_VERSION and len(data["hash"]) == 64
+    assert (
+        data["format"] == grading.CACHE_FORMAT and data["solver"] == grading.SOLVER_VERSION and len(data["hash"]) == 64
+    )
 
     key = next(iter(data["positions"]))
     flipped = {action: -value for action, value in data["positions"][key].items()}

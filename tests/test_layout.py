@@ -122,3 +122,24 @@ def test_experiments_has_three_rooms_and_few_shared_modules() -> None:
     assert rooms == ["arena", "bench", "training"]
     shared = sorted(p.name for p in folder.glob("*.py") if p.name not in ("__init__.py", "cli.py"))
     assert len(shared) <= SHARED_MODULES_BESIDE_CLI, f"too many shared modules beside cli.py: {shared}"
+
+
+def test_the_checkpoint_format_and_the_other_agents_need_no_stable_baselines3() -> None:
+    """Playing an ``az:`` or ``rllib:`` checkpoint loads torch, not stable-baselines3 (nor ray): the checkpoint
+    format and the networks live apart from the MaskablePPO agent."""
+    import subprocess
+    import sys
+
+    modules = ["agents.checkpoints", "agents.networks", "agents.puct", "agents.alphazero", "agents.rllib"]
+    heavy = "{'stable_baselines3', 'sb3_contrib', 'ray'}"
+    probe = f"import sys, {', '.join(modules)}; print(sorted({heavy} & set(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
+    assert loaded.stdout.strip() == "[]"
+    control = subprocess.run(
+        [sys.executable, "-c", "import sys, agents.ppo; print('stable_baselines3' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    assert control.stdout.strip() == "True"

@@ -11,6 +11,7 @@ import torch as th
 
 from agents.base import make_agent
 from experiments.training.config import config_from_dict
+from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import (
     AgentOpponent,
     OpponentPool,
@@ -21,9 +22,9 @@ from experiments.training.selfplay import (
     learner_opponent,
     move,
 )
-from experiments.training.train import build_model
 from quarto_env.core import DECLARE, NO_WINNER, Variant
 from quarto_env.notation import parse_position
+from quarto_env.observation import observation_kind
 from quarto_env.vector import GameBatch
 
 STANDARD = Variant.make()
@@ -144,7 +145,7 @@ def test_snapshot_bank_runs_every_snapshot_on_its_own_games_in_one_pass(tiny_mod
     bank = perturbed_bank(tiny_model.policy, 3)
     batch = GameBatch(STANDARD, 10)
     batch.step(batch.all_games, np.arange(10))  # ten different pieces given: ten different positions
-    observations = th.as_tensor(batch.observe(batch.all_games, "lookahead"), dtype=th.float32)
+    observations = th.as_tensor(batch.observe(batch.all_games, observation_kind("lookahead")), dtype=th.float32)
     which = np.array([2, 0, 0, 1, 2, 2, 0, 1, 1, 2])
     with th.no_grad():
         together = bank.logits(observations, which)

@@ -5,7 +5,6 @@ short PPO and MaskablePPO runs."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium
@@ -13,7 +12,9 @@ import numpy as np
 import pytest
 
 from agents.base import SpecError
-from quarto_env.core import DECLARE, NO_PIECE, NO_WINNER, IllegalActionError
+from agents.simple import GreedyAgent
+from agents.vs_agent import make_vs_agent
+from quarto_env.core import DECLARE, NO_PIECE, NO_WINNER, STANDARD, IllegalActionError, State, legal_actions
 from quarto_env.observation import OBSERVATION_KINDS
 from quarto_env.single_agent import LEARNER, QuartoVsAgent
 
@@ -28,12 +29,11 @@ GIVE_ANY_PIECE_LOSES = "135.024......... -"  # three tall pieces on row 0, three
 PLACE_TO_WIN = "135............. 7"  # tall piece 7 in hand, square 3 completes three tall pieces
 
 
-@pytest.fixture(scope="module", autouse=True)
-def registered() -> Iterator[None]:
-    """The Gymnasium id, registered here until ``quarto_env/__init__.py`` registers it."""
-    if ENV_ID not in gymnasium.registry:
-        gymnasium.register(ENV_ID, entry_point="quarto_env.single_agent:QuartoVsAgent")
-    yield
+def test_importing_quarto_env_registers_the_spec_entry_point() -> None:
+    import quarto_env  # noqa: F401 -- registers ENV_ID with gymnasium
+
+    assert gymnasium.registry[ENV_ID].entry_point == "agents.vs_agent:make_vs_agent"
+    assert isinstance(gymnasium.make(ENV_ID, opponent="greedy").unwrapped.opponent, GreedyAgent)
 
 
 def random_action(info: dict[str, Any], rng: np.random.Generator) -> int:
@@ -60,7 +60,7 @@ def test_stable_baselines3_env_checker() -> None:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        check_env(QuartoVsAgent(declaration=True))
+        check_env(make_vs_agent(declaration=True))
     # The (channels, 16) planes are what the project's networks read; SB3's MlpPolicy flattens them.
     assert [str(w.message) for w in caught if "unconventional shape" not in str(w.message)] == []
 
@@ -79,7 +79,7 @@ def test_make_passes_the_arguments_through() -> None:
 
 @pytest.mark.parametrize("kind", OBSERVATION_KINDS)
 def test_the_observation_is_the_aec_planes_as_float32(kind: str) -> None:
-    env = QuartoVsAgent(observation=kind)
+    env = make_vs_agent(observation=kind)
     observation, _ = env.reset(seed=0)
     planes = env.raw.observe(LEARNER)["observation"]
     assert env.observation_space == gymnasium.spaces.Box(0, 1, planes.shape, np.float32)
@@ -92,7 +92,7 @@ def test_the_observation_is_the_aec_planes_as_float32(kind: str) -> None:
 @pytest.mark.parametrize("learner_seat", [0, 1, "random"])
 @pytest.mark.parametrize("flags", VARIANTS.values(), ids=VARIANTS.keys())
 def test_random_games_end_with_the_reward_of_the_winner(flags: dict, learner_seat: int | str) -> None:
-    env = QuartoVsAgent(learner_seat=learner_seat, **flags)
+    env = make_vs_agent(learner_seat=learner_seat, **flags)
     rng = np.random.default_rng(0)
     seats, outcomes = set(), set()
     for seed in range(40):
@@ -125,7 +125,7 @@ def test_random_games_end_with_the_reward_of_the_winner(flags: dict, learner_sea
 # ---------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("flags", [{}, {"declaration": True}], ids=["standard", "declaration"])
 def test_a_give_that_lets_the_opponent_win_loses(flags: dict) -> None:
-    env = QuartoVsAgent(opponent="greedy", learner_seat=0, **flags)
+    env = make_vs_agent(opponent="greedy", learner_seat=0, **flags)
     _, info = env.reset(seed=0, options={"position": GIVE_ANY_PIECE_LOSES})
     assert info["phase"] == "give"
     _, reward, terminated, _, info = env.step(7)  # greedy places it and wins (declaring, where it must)
@@ -134,35 +134,41 @@ def test_a_give_that_lets_the_opponent_win_loses(flags: dict) -> None:
 
 
 def test_a_winning_placement_wins() -> None:
-    env = QuartoVsAgent(learner_seat=0)
+    env = make_vs_agent(learner_seat=0)
     env.reset(seed=0, options={"position": PLACE_TO_WIN})
     _, reward, terminated, _, info = env.step(3)
     assert (reward, terminated, info["outcome"], info["winner"]) == (1.0, True, "win", "learner")
 
 
 def test_the_opponent_gives_first_inside_reset() -> None:
-    env = QuartoVsAgent(learner_seat=1)
+    env = make_vs_agent(learner_seat=1)
     _, info = env.reset(seed=0)
     assert env.seat == 1 and info["phase"] == "place" and env.raw.game_state.placing
     assert env.raw.game_state.occupied == 0
 
 
 def test_a_position_the_opponent_wins_at_once_cannot_start_an_episode() -> None:
-    env = QuartoVsAgent(opponent="greedy", learner_seat=1)
+    env = make_vs_agent(opponent="greedy", learner_seat=1)
     with pytest.raises(ValueError, match="before the learner's first decision"):
         env.reset(options={"position": PLACE_TO_WIN})
 
 
+@pytest.mark.parametrize("position", [5, None, PLACE_TO_WIN.encode()])
+def test_reset_refuses_a_position_that_is_not_a_string(position: object) -> None:
+    with pytest.raises(TypeError, match="'position' must be a string in the position notation"):
+        make_vs_agent().reset(options={"position": position})
+
+
 def test_an_opponent_repeating_a_false_declaration_plays_a_random_action_of_the_mask_instead() -> None:
     # The rules core allows a repeated false declaration; the env masks it (the penalty rule).
-    env = QuartoVsAgent(declaration=True, false_declaration="penalty", learner_seat=1)
+    env = make_vs_agent(declaration=True, false_declaration="penalty", learner_seat=1)
     env.opponent.act = lambda state: DECLARE  # type: ignore[method-assign]  # always declares
     _, info = env.reset(seed=0)  # the opponent declares falsely, then must give: a random piece
     assert info["phase"] == "place" and env.raw.game_state.hand != NO_PIECE
 
 
 def test_an_opponent_that_plays_an_illegal_action_is_not_covered_up() -> None:
-    env = QuartoVsAgent(learner_seat=1)
+    env = make_vs_agent(learner_seat=1)
     env.opponent.act = lambda state: 0  # type: ignore[method-assign]  # always piece 0 or square 0
     env.reset(seed=0)  # the opponent gives piece 0
     env.step(5)  # the learner places it on square 5
@@ -171,7 +177,7 @@ def test_an_opponent_that_plays_an_illegal_action_is_not_covered_up() -> None:
 
 
 def test_a_false_declaration_costs_the_learner_the_penalty() -> None:
-    env = QuartoVsAgent(declaration=True, false_declaration="penalty", false_declaration_penalty=-0.25)
+    env = make_vs_agent(declaration=True, false_declaration="penalty", false_declaration_penalty=-0.25)
     _, info = env.reset(seed=0)
     _, reward, terminated, _, after = env.step(DECLARE)
     assert (reward, terminated, after["phase"]) == (-0.25, False, info["phase"])
@@ -182,7 +188,7 @@ def test_a_false_declaration_costs_the_learner_the_penalty() -> None:
 # ---------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("action", [3, 17, -1])
 def test_an_illegal_action_loses_by_default(action: int) -> None:
-    env = QuartoVsAgent(learner_seat=0)
+    env = make_vs_agent(learner_seat=0)
     env.reset(seed=0, options={"position": PLACE_TO_WIN})
     _, reward, terminated, truncated, info = env.step(0 if action == 3 else action)  # square 0 is occupied
     assert (reward, terminated, truncated) == (-1.0, True, False)
@@ -194,7 +200,7 @@ def test_an_illegal_action_loses_by_default(action: int) -> None:
 
 @pytest.mark.parametrize("action", [0, 16, -1])
 def test_an_illegal_action_raises_when_asked(action: int) -> None:
-    env = QuartoVsAgent(learner_seat=0, illegal_action="raise")
+    env = make_vs_agent(learner_seat=0, illegal_action="raise")
     env.reset(seed=0, options={"position": PLACE_TO_WIN})
     with pytest.raises(IllegalActionError):
         env.step(action)
@@ -204,7 +210,7 @@ def test_an_illegal_action_raises_when_asked(action: int) -> None:
 @pytest.mark.parametrize("illegal_action", ["lose", "raise"])
 @pytest.mark.parametrize("action", [1.0, "3", True, None, np.array([3]), np.array(3.0)])
 def test_actions_that_are_not_integers_are_rejected(illegal_action: str, action: object) -> None:
-    env = QuartoVsAgent(illegal_action=illegal_action)
+    env = make_vs_agent(illegal_action=illegal_action)
     _, info = env.reset(seed=0)
     with pytest.raises(TypeError, match="integer"):
         env.step(action)  # type: ignore[arg-type]
@@ -216,7 +222,7 @@ def test_actions_that_are_not_integers_are_rejected(illegal_action: str, action:
 
 def test_step_before_reset_raises() -> None:
     with pytest.raises(RuntimeError, match="call reset"):
-        QuartoVsAgent().step(0)
+        make_vs_agent().step(0)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -236,13 +242,13 @@ def play(env: QuartoVsAgent, seed: int | None) -> list[Any]:
 
 @pytest.mark.parametrize("opponent", ["random", "greedy", "mcts:sims=20"])
 def test_the_same_seed_plays_the_same_episode(opponent: str) -> None:
-    first, second = QuartoVsAgent(opponent=opponent), QuartoVsAgent(opponent=opponent)
+    first, second = make_vs_agent(opponent=opponent), make_vs_agent(opponent=opponent)
     assert [play(first, seed) for seed in range(4)] == [play(second, seed) for seed in range(4)]
     assert [play(first, None) for _ in range(3)] != [play(first, None) for _ in range(3)]  # unseeded: fresh games
 
 
 def test_the_seat_follows_the_seed() -> None:
-    env = QuartoVsAgent()
+    env = make_vs_agent()
     seats = [env.reset(seed=seed)[1]["seat"] for seed in range(20)]
     assert seats == [env.reset(seed=seed)[1]["seat"] for seed in range(20)]
     assert set(seats) == {0, 1}
@@ -267,11 +273,11 @@ def test_the_seat_follows_the_seed() -> None:
 )
 def test_bad_arguments_name_the_allowed_values(flags: dict, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message):
-        QuartoVsAgent(**flags)
+        make_vs_agent(**flags)
 
 
 def test_renders_like_the_aec_env() -> None:
-    env = QuartoVsAgent(render_mode="ansi", learner_seat=0)
+    env = make_vs_agent(render_mode="ansi", learner_seat=0)
     env.reset(seed=0, options={"position": PLACE_TO_WIN})
     assert env.render() == env.raw.render()
     assert isinstance(env.render(), str)
@@ -305,7 +311,7 @@ def test_maskable_ppo_trains_on_it_and_reads_the_masks() -> None:
 
 def win_rate(model: Any, games: int) -> float:
     """How often ``model``'s most likely legal action beats the random opponent, over seeded games."""
-    env = QuartoVsAgent()
+    env = make_vs_agent()
     wins = 0
     for seed in range(10_000, 10_000 + games):
         observation, _ = env.reset(seed=seed)
@@ -323,8 +329,39 @@ def test_maskable_ppo_learns_to_beat_random_more_often() -> None:
     """About 25 s. Over seeds 0-3 the win rate went from 0.46-0.52 to 0.64-0.69 (300 games each)."""
     from sb3_contrib import MaskablePPO
 
-    model = MaskablePPO("MlpPolicy", QuartoVsAgent(), n_steps=512, batch_size=128, learning_rate=1e-3, seed=0)
+    model = MaskablePPO("MlpPolicy", make_vs_agent(), n_steps=512, batch_size=128, learning_rate=1e-3, seed=0)
     before = win_rate(model, 300)
     model.learn(10_000)
     after = win_rate(model, 300)
     assert after > max(before + 0.08, 0.58), (before, after)
+
+
+class FirstLegalPlayer:
+    """A player that is no agent of ``agents``: the lowest legal action, counting its games."""
+
+    def __init__(self) -> None:
+        self.games = 0
+
+    def act(self, state: State) -> int:
+        return legal_actions(STANDARD, state)[0]
+
+    def reset(self) -> None:
+        self.games += 1
+
+
+def test_the_env_takes_any_player_object() -> None:
+    player = FirstLegalPlayer()
+    env = QuartoVsAgent(player, learner_seat=1)
+    _, info = env.reset(seed=0)
+    assert player.games == 1 and env.raw.game_state.hand == 0  # it gave piece 0, the lowest
+    terminated = False
+    while not terminated:
+        _, _, terminated, _, info = env.step(int(np.flatnonzero(info["action_mask"])[-1]))
+    env.reset(seed=1)
+    assert player.games == 2
+
+
+@pytest.mark.parametrize("opponent", ["greedy", None, 3])
+def test_the_env_refuses_what_is_not_a_player(opponent: object) -> None:
+    with pytest.raises(TypeError, match="opponent must be a player"):
+        QuartoVsAgent(opponent)  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ from test_checkpoints import rewrite  # the tests' folder is on sys.path (pytest
 
 from agents.checkpoints import CheckpointError, read_metadata
 from agents.ppo import load_policy
+from experiments import run_folder
 from experiments.training import train as train_module
 from experiments.training.config import FIXED_ON_RESUME, ConfigError, check_agents, config_from_dict, load_config
 
@@ -43,7 +44,7 @@ def folder_bytes(run_dir: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(run_dir)): p.read_bytes()
         for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and p.name != train_module.LOCK_FILE
+        if p.is_file() and p.name != run_folder.LOCK_FILE
     }
 
 
@@ -126,7 +127,7 @@ def test_a_second_process_in_the_same_run_folder_is_refused_until_the_first_dies
     run_dir = copy_run(tiny_run, tmp_path / "run")
     before = folder_bytes(run_dir)
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(run_dir / train_module.LOCK_FILE)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLD_LOCK, str(run_dir / run_folder.LOCK_FILE)], stdout=subprocess.PIPE, text=True
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
@@ -137,20 +138,20 @@ def test_a_second_process_in_the_same_run_folder_is_refused_until_the_first_dies
         holder.kill()  # SIGKILL: the kernel drops the lock with the process
         holder.wait()
     assert folder_bytes(run_dir) == before
-    with train_module.run_lock(run_dir):  # the stale lock file blocks nobody
-        assert (run_dir / train_module.LOCK_FILE).read_text().strip() != "4242"
+    with run_folder.run_lock(run_dir):  # the stale lock file blocks nobody
+        assert (run_dir / run_folder.LOCK_FILE).read_text().strip() != "4242"
 
 
 def test_the_lock_is_held_for_the_run_and_released_after(tmp_path: Path) -> None:
-    with train_module.run_lock(tmp_path), open(tmp_path / train_module.LOCK_FILE) as other:
+    with run_folder.run_lock(tmp_path), open(tmp_path / run_folder.LOCK_FILE) as other:
         with pytest.raises(BlockingIOError):
             fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with (
-            pytest.raises(train_module.RunInUseError, match="in use by another training process"),
-            train_module.run_lock(tmp_path),
+            pytest.raises(run_folder.RunInUseError, match="in use by another training process"),
+            run_folder.run_lock(tmp_path),
         ):
             pass
-    with train_module.run_lock(tmp_path):
+    with run_folder.run_lock(tmp_path):
         pass
 
 
@@ -161,7 +162,7 @@ def test_a_start_removes_the_temporaries_of_a_killed_write(tiny_run: tuple[Path,
         orphan.write_bytes(b"half a file")
     kept = run_dir / "checkpoints" / ".keep"
     kept.write_text("not a temporary")
-    (run_dir / train_module.LOCK_FILE).write_text("99999999\n")  # left by a killed process
+    (run_dir / run_folder.LOCK_FILE).write_text("99999999\n")  # left by a killed process
     stopped_at = read_metadata(run_dir / "checkpoints" / "latest.zip")["num_timesteps"]
     assert train_module.main(["--resume", str(run_dir), f"total_steps={stopped_at}", "final_eval_games=2"]) == 0
     assert not any(orphan.exists() for orphan in orphans) and kept.exists()

@@ -108,14 +108,17 @@ def step_matches(variant: Variant, before: State, action: int, after: State) -> 
 def test_observation_planes_match_the_env_and_the_reference(variant: Variant, seed: int) -> None:
     states = [s for s in random_game(variant, seed) if not s.over]
     batch = GameBatch.from_states(variant, states)
-    planes = batch.observe(batch.all_games, "parity")
+    planes = batch.observe(batch.all_games, observation_kind("parity"))
     assert planes.shape == (len(states), observation_kind("parity").num_channels, NUM_SQUARES)
     np.testing.assert_array_equal(
-        planes[:, : observation_kind("lookahead").num_channels], batch.observe(batch.all_games, "lookahead")
+        planes[:, : observation_kind("lookahead").num_channels],
+        batch.observe(batch.all_games, observation_kind("lookahead")),
     )
     for i, state in enumerate(states):
         np.testing.assert_array_equal(planes[i, :19], observe(variant, state, "tactical"))
-        np.testing.assert_array_equal(batch.observe(np.array([i]), "raw")[0], observe(variant, state, "raw"))
+        np.testing.assert_array_equal(
+            batch.observe(np.array([i]), observation_kind("raw"))[0], observe(variant, state, "raw")
+        )
         self_traps, trap_gives, odd_squares, even_gives = reference_lookahead(variant, state)
         assert np.flatnonzero(planes[i, SELF_TRAP]).tolist() == self_traps
         assert np.flatnonzero(planes[i, TRAP_GIVE]).tolist() == trap_gives

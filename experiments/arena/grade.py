@@ -61,7 +61,7 @@ from experiments.options import (
     variant_from_args,
     warn,
 )
-from experiments.run_folder import save_run_config
+from experiments.run_folder import default_run_folder, save_run_config
 from quarto_env.checks import OutputPathError, atomic_write_text, number_argument, output_file, shortened
 from quarto_env.core import NUM_SQUARES, State, Variant
 
@@ -147,8 +147,7 @@ def main(argv: list[str]) -> int:
     for spec in sources:  # built here, with a message, rather than halfway through sampling
         agent_or_exit(parser, spec, variant, seed=0)
     values = _values_or_exit(parser, variant, args.cache)
-    default_out = Path("runs") / f"grade__{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
-    out = output_folder_or_exit(parser, args.out or default_out, "--out")
+    out = output_folder_or_exit(parser, args.out or default_run_folder("grade", args.seed), "--out")
     save_run_config(out, "grade", argv, _config(args, sources, variant))
 
     try:

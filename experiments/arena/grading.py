@@ -35,13 +35,14 @@ DEFAULT_SOURCES = ("random", "greedy")
 
 
 DEFAULT_MAX_EMPTY = 10
-"""The exact solver values every action of a position with up to about 10 empty squares in under a second."""
+"""The most empty squares of a sampled position by default, where the exact solver values every action fast; the
+training runs' ``eval/grade/`` curves sample with it, so raising it would change them (docs/solver.md)."""
 
 
 SOLVER_COMFORT_EMPTY = 12
-"""The most empty squares at which grading stays practical. Valuing every action of a position (what grading
-needs; more than the position's value alone) took the exact solver 0.03-0.6 s at 11 empty squares and 0.5-4.8 s
-at 12 (five seeded positions each, one thread; docs/solver.md): about tenfold per square."""
+"""The most empty squares at which grading stays practical: valuing every action of a position (what grading
+needs; more than the position's value alone) takes the exact solver about ten times longer for each empty square
+more (docs/solver.md has the times at 11 and 12)."""
 
 
 MAX_POSITIONS = 100_000

@@ -24,6 +24,7 @@ an existing file is replaced only with ``--overwrite``), so that a game is never
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -81,7 +82,8 @@ def main(argv: list[str]) -> int:
         try:
             output_file(args.save, "--save", overwrite=args.overwrite)
         except OutputPathError as error:
-            hint = " (or give --overwrite)" if not args.overwrite and args.save.is_file() else ""
+            # os.path.isfile, not Path.is_file: that raises for a name too long to look up
+            hint = " (or give --overwrite)" if not args.overwrite and os.path.isfile(args.save) else ""
             parser.error(f"{error}{hint}")
     rng = np.random.default_rng(args.seed)
     human_first = args.first == "you" or (args.first == "random" and bool(rng.integers(2)))

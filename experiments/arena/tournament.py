@@ -46,7 +46,6 @@ import multiprocessing
 import os
 import signal
 import sys
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -69,7 +68,7 @@ from experiments.options import (
     variant_from_args,
     warn,
 )
-from experiments.run_folder import code_version, save_run_config
+from experiments.run_folder import code_version, default_run_folder, save_run_config
 from quarto_env.checks import (
     atomic_write,
     atomic_write_text,
@@ -329,8 +328,7 @@ FREE_OPTIONS = ("resume", "out", "jobs", "no_progress", "tensorboard")
 
 def _new_run_folder(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
     """``--out`` (or the default folder), checked writable and free of another run before any game."""
-    out = args.out or Path("runs") / f"tournament__{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
-    out = output_folder_or_exit(parser, out, "--out")
+    out = output_folder_or_exit(parser, args.out or default_run_folder("tournament", args.seed), "--out")
     if (out / "config.json").exists() or (out / GAMES_FILE).exists():
         parser.error(
             f"--out {out} already holds a run (its config.json or {GAMES_FILE}): `--resume {out}` finishes it "
@@ -343,7 +341,7 @@ def _resumed_args(parser: argparse.ArgumentParser, args: argparse.Namespace, arg
     """The settings of the run in ``args.resume`` (read from its ``config.json``), with this command's free
     options; a setting given here that would change the run's games or results exits naming it."""
     folder = args.resume
-    if not folder.is_dir():
+    if not os.path.isdir(folder):  # not Path.is_dir, which raises for a name too long to look up
         parser.error(f"--resume {folder}: no such folder, so no tournament to finish")
     output_folder_or_exit(parser, folder, "--resume")  # a folder that can be written into
     if args.out is not None and args.out.resolve() != folder.resolve():

@@ -30,6 +30,7 @@ from experiments.options import SEED
 from experiments.training.az_selfplay import SelfPlay
 from quarto_env.checks import number_argument
 from quarto_env.core import STANDARD
+from quarto_env.observation import observation_kind
 
 
 def main(argv: list[str]) -> int:
@@ -64,7 +65,7 @@ def main(argv: list[str]) -> int:
     if args.checkpoint:
         network, _ = load_network(args.checkpoint, STANDARD)
     else:
-        network = PolicyValueNetwork("parity", list(STANDARD.groups), args.width)
+        network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), args.width)
     network.eval()
     print(
         f"AlphaZero self-play, standard rules, {args.sims} simulations per searched move, network width "
@@ -86,7 +87,7 @@ def main(argv: list[str]) -> int:
 def self_play_rates(network: PolicyValueNetwork, games: int, sims: int, seconds: float, seed: int) -> dict[str, float]:
     """Self-play of ``games`` games side by side for about ``seconds``: positions, games and simulations per
     second, and the tree's share of the search time."""
-    search = BatchedSearch(STANDARD, network.observation, network.evaluate, games, sims)
+    search = BatchedSearch(STANDARD, network.kind, network.evaluate, games, sims)
     selfplay = SelfPlay(search, sims, temperature_plies=8, noise=(0.3, 0.25))
     rng = np.random.default_rng(seed)
     selfplay.play_move(rng)  # loads the kernels

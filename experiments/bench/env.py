@@ -18,7 +18,7 @@ Timings depend on the machine and on what else runs on it: compare figures from 
 
 Example usage::
 
-    quarto bench env                          # about 25 s
+    quarto bench env                          # 6 envs x 3 rounds x 2 s, then the rules core
     quarto bench env --seconds 1 --rounds 1   # a quick look
     quarto bench env --output runs/bench_env.json
 """
@@ -38,6 +38,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from experiments.bench import exit_if_unwritten
 from experiments.options import SEED
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
@@ -126,7 +127,8 @@ def main(argv: list[str]) -> int:
             "core_actions_per_second": {"compiled_single_thread": compiled, "python_core_step": python},
         }
         record = {"command": _command(argv), "config": vars(args) | _machine(), "results": results}
-        atomic_write_text(args.output, json.dumps(record, indent=2, default=str) + "\n")
+        with exit_if_unwritten("quarto bench env", "--output", args.output):
+            atomic_write_text(args.output, json.dumps(record, indent=2, default=str) + "\n")
         print(f"\nwrote {args.output}")
     return 0
 

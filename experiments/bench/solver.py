@@ -42,6 +42,7 @@ from agents.positions import sample_positions
 from agents.search import table_bits_for
 from agents.simple import GreedyAgent
 from experiments.arena.solve import add_search_arguments
+from experiments.bench import exit_if_unwritten
 from experiments.options import SEED, add_variant_arguments, variant_from_args
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, MAX_GAME_LENGTH, NUM_SQUARES, State, Variant, step
@@ -288,6 +289,8 @@ def main(argv: list[str]) -> int:
     if args.out:
         config = {**vars(args), "out": str(args.out), "variant": variant.to_dict()}
         results = {"solver": solver, "minimax": minimax, "budgets": budgets, "startup": startup}
-        atomic_write_text(args.out, json.dumps({"command": command, "config": config, "results": results}, indent=2))
+        record = {"command": command, "config": config, "results": results}
+        with exit_if_unwritten(parser.prog, "--out", args.out):
+            atomic_write_text(args.out, json.dumps(record, indent=2))
         print(f"\nwrote {args.out}")
     return 0

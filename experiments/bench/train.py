@@ -26,11 +26,13 @@ from rich.console import Console
 from rich.table import Table
 from stable_baselines3.common.callbacks import BaseCallback
 
-from experiments.training.config import ConfigError, TrainConfig, load_config
+from experiments.bench import exit_if_unwritten
+from experiments.training.config import DEFAULT_CONFIG, ConfigError, TrainConfig, load_config
+from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv
-from experiments.training.train import DEFAULT_CONFIG, build_model
 from quarto_env.checks import atomic_write, number_argument, output_file_argument
 
+PROG = "quarto bench train"
 REFERENCE = ["policy=mlp", "net_arch=[128,128]", "observation=tactical"]
 
 
@@ -69,9 +71,10 @@ def measure(config: TrainConfig, steps: int, profile: Path | None = None) -> dic
     if profiler:
         profiler.enable()
     model.learn(steps, callback=timer, reset_num_timesteps=False)
-    if profiler:
+    if profiler and profile:  # the profiler is made only with a profile path
         profiler.disable()
-        atomic_write(profile, profiler.dump_stats)  # type: ignore[arg-type]  # profile is set when profiler is
+        with exit_if_unwritten(PROG, "--profile", profile):
+            atomic_write(profile, profiler.dump_stats)
     seconds = time.perf_counter() - start
     done = model.num_timesteps - rollout
     return {
@@ -84,7 +87,7 @@ def measure(config: TrainConfig, steps: int, profile: Path | None = None) -> dic
 
 def main(argv: list[str]) -> int:
     """Run ``quarto bench train``."""
-    parser = argparse.ArgumentParser(prog="quarto bench train", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config (default: configs/default.yaml)")
     parser.add_argument(

@@ -10,28 +10,31 @@ import time
 import numpy as np
 
 from agents.networks import PolicyValueNetwork
-from agents.puct import BatchedSearch, SearchResult, batch_roots, forced_actions
+from agents.puct import BatchedSearch, SearchResult, forced_actions
 from experiments.training.selfplay import Opponent
-from quarto_env.core import NO_WINNER, NUM_ACTIONS, Variant
+from quarto_env.core import FIELD_TO_MOVE, FIELD_WINNER, NO_WINNER, NUM_ACTIONS, NUM_FIELDS, Variant
 from quarto_env.vector import GameBatch
+
+STORED_FIELDS = FIELD_TO_MOVE + 1
+"""A checkpoint's buffer keeps lanes, occupied, available, hand and to_move of each position."""
 
 
 class ReplayBuffer:
-    """The latest ``capacity`` searched positions: fields (lanes, occupied, available, hand, to_move), visit
-    distribution and outcome for the player to move."""
+    """The latest ``capacity`` searched positions (rows of :func:`quarto_env.core.position_array`), each with its
+    visit distribution and the outcome for the player to move."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self.fields = np.zeros((capacity, 5), dtype=np.int64)
+        self.positions = np.zeros((capacity, NUM_FIELDS), dtype=np.int64)
         self.policy = np.zeros((capacity, NUM_ACTIONS), dtype=np.float32)
         self.outcome = np.zeros(capacity, dtype=np.float32)
         self.size = 0
         self.next = 0
 
-    def add(self, fields: np.ndarray, policy: np.ndarray, outcome: np.ndarray) -> None:
-        for row in range(len(fields)):
-            self.fields[self.next], self.policy[self.next], self.outcome[self.next] = (
-                fields[row],
+    def add(self, positions: np.ndarray, policy: np.ndarray, outcome: np.ndarray) -> None:
+        for row in range(len(positions)):
+            self.positions[self.next], self.policy[self.next], self.outcome[self.next] = (
+                positions[row],
                 policy[row],
                 outcome[row],
             )
@@ -40,26 +43,32 @@ class ReplayBuffer:
 
     def sample(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows = rng.integers(self.size, size=count)
-        return self.fields[rows], self.policy[rows], self.outcome[rows]
+        return self.positions[rows], self.policy[rows], self.outcome[rows]
 
     def to_bytes(self) -> bytes:
-        """The buffer as an ``.npz`` of plain arrays (read back with ``allow_pickle=False``)."""
+        """The buffer as an ``.npz`` of plain arrays (read back with ``allow_pickle=False``). The positions are
+        stored as their first :data:`STORED_FIELDS` fields (``fields``): a searched position is never claimable,
+        won or over, so the rest is implied -- and checkpoints keep the format they always had."""
         out = io.BytesIO()
         n = self.size
         order = (np.arange(n) + (self.next if n == self.capacity else 0)) % self.capacity  # oldest first
-        np.savez(out, fields=self.fields[order], policy=self.policy[order], outcome=self.outcome[order])
+        fields = self.positions[order, :STORED_FIELDS]
+        np.savez(out, fields=fields, policy=self.policy[order], outcome=self.outcome[order])
         return out.getvalue()
 
     def load_bytes(self, data: bytes) -> None:
         with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
             fields, policy, outcome = arrays["fields"], arrays["policy"], arrays["outcome"]
-        if not (fields.ndim == 2 and fields.shape[1] == 5 and policy.shape == (len(fields), NUM_ACTIONS)):
+        if not (fields.ndim == 2 and fields.shape[1] == STORED_FIELDS and policy.shape == (len(fields), NUM_ACTIONS)):
             raise ValueError(f"arrays of shapes {fields.shape} and {policy.shape}")
         if outcome.shape != (len(fields),):
             raise ValueError(f"outcome of shape {outcome.shape}")
         keep = slice(max(len(fields) - self.capacity, 0), None)  # the newest, if the buffer shrank
+        positions = np.zeros((len(fields), NUM_FIELDS), dtype=np.int64)
+        positions[:, :STORED_FIELDS] = fields
+        positions[:, FIELD_WINNER] = NO_WINNER  # not claimable (0), no winner, not over (0)
         self.size = self.next = 0
-        self.add(fields[keep].astype(np.int64), policy[keep].astype(np.float32), outcome[keep].astype(np.float32))
+        self.add(positions[keep], policy[keep].astype(np.float32), outcome[keep].astype(np.float32))
 
 
 class SearchOpponent(Opponent):
@@ -70,7 +79,7 @@ class SearchOpponent(Opponent):
     def __init__(self, network: PolicyValueNetwork, variant: Variant, max_games: int, sims: int, c: float) -> None:
         self.name = "learner"
         self.sims = sims
-        self.search = BatchedSearch(variant, network.observation, network.evaluate, max_games, max(sims, 1), c)
+        self.search = BatchedSearch(variant, network.kind, network.evaluate, max_games, max(sims, 1), c)
 
     @property
     def playing(self) -> str:
@@ -80,7 +89,7 @@ class SearchOpponent(Opponent):
         actions = forced_actions(batch, games)
         open_games = np.flatnonzero(actions < 0)
         if len(open_games):
-            result = self.search.run(batch_roots(batch, games[open_games]), self.sims)
+            result = self.search.run(batch.positions[games[open_games]], self.sims)
             actions[open_games] = result.best()
         return actions
 
@@ -122,7 +131,7 @@ class SelfPlay:
             if not len(moving):
                 break
             self._step(moving, forced[moving])
-        roots = batch_roots(games, everyone)
+        roots = games.positions.copy()  # every game: the positions as the search starts from them
         noise = None if self.noise is None else (*self.noise, rng)
         tick = time.perf_counter()
         result = self.search.run(roots, self.sims, noise=noise)
@@ -134,9 +143,11 @@ class SelfPlay:
         return result
 
     def pop_positions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The searched positions of the games finished since the last call: fields, visit distributions, and
+        """The searched positions of the games finished since the last call: positions, visit distributions, and
         outcomes for the player to move (+1 won, 0 drawn, -1 lost)."""
-        found = self.finished or [(np.zeros((0, 5), np.int64), np.zeros((0, NUM_ACTIONS), np.float32), np.zeros(0))]
+        found = self.finished or [
+            (np.zeros((0, NUM_FIELDS), np.int64), np.zeros((0, NUM_ACTIONS), np.float32), np.zeros(0))
+        ]
         self.finished = []
         return tuple(np.concatenate(part) for part in zip(*found, strict=True))  # type: ignore[return-value]
 
@@ -146,10 +157,11 @@ class SelfPlay:
         for g in games[self.games.over[games]]:
             winner = int(self.games.winner[g])
             if self.pending[g]:
-                fields = np.stack([f for f, _ in self.pending[g]])
+                positions = np.stack([position for position, _ in self.pending[g]])
                 policy = np.stack([p for _, p in self.pending[g]])
-                outcome = np.where(winner == NO_WINNER, 0.0, np.where(fields[:, 4] == winner, 1.0, -1.0))
-                self.finished.append((fields, policy, outcome.astype(np.float32)))
+                to_move = positions[:, FIELD_TO_MOVE]
+                outcome = np.where(winner == NO_WINNER, 0.0, np.where(to_move == winner, 1.0, -1.0))
+                self.finished.append((positions, policy, outcome.astype(np.float32)))
             self.lengths.append(int(self.plies[g]))
             self.decisive.append(winner != NO_WINNER)
             self.pending[g] = []

@@ -42,11 +42,14 @@ import yaml
 from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, make_agent, parse_spec
 from agents.match import MAX_OPENING_PLIES
 from agents.networks import POLICY_KINDS, check_network
+from experiments.options import markdown_table
 from experiments.training.selfplay import SNAPSHOTS
 from quarto_env.checks import checked_number, one_line
 from quarto_env.core import RulesError, Variant
-from quarto_env.observation import OBSERVATION_KINDS
+from quarto_env.observation import OBSERVATION_KINDS, ObservationKind, observation_kind
 
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
+"""The config ``quarto train`` (and ``quarto bench train``) read when none is given."""
 LR_SCHEDULES = ("constant", "linear")
 ALGORITHMS = ("ppo", "alphazero")
 BACKENDS = ("sb3", "rllib")
@@ -113,13 +116,13 @@ class TrainConfig:
     """Everything a training run depends on (besides the code): saved as ``config.yaml`` in the run folder."""
 
     algorithm: str = "ppo"
-    """``ppo``: MaskablePPO against a pool of past selves and baselines (``experiments.training.train``); ``alphazero``:
-    search-based self-play (``experiments.training.alphazero``), which reads the fields marked (alphazero) as well as
-    ``num_games``, ``batch_size``, ``learning_rate``, ``vf_coef``, ``max_grad_norm``, ``net_arch`` and the
-    evaluations, and ignores the other PPO fields."""
+    """``ppo``: MaskablePPO against a pool of past selves and baselines (``experiments.training.sb3_ppo``);
+    ``alphazero``: search-based self-play (``experiments.training.alphazero``), which reads the fields marked
+    (alphazero) as well as ``num_games``, ``batch_size``, ``learning_rate``, ``vf_coef``, ``max_grad_norm``,
+    ``net_arch`` and the evaluations, and ignores the other PPO fields."""
     backend: str = "sb3"
     """With ``algorithm: ppo``: ``sb3``, sb3-contrib's MaskablePPO on games stepped side by side in one process
-    (``experiments.training.train``), or ``rllib``, RLlib's PPO on ``quarto_v0`` through PettingZoo, sampled by
+    (``experiments.training.sb3_ppo``), or ``rllib``, RLlib's PPO on ``quarto_v0`` through PettingZoo, sampled by
     ``num_env_runners`` processes, on one machine or a Ray cluster (``experiments.training.rllib_ppo``). The rllib
     backend reads the fields marked (rllib) and also ``seed``, ``variant``, ``observation``, ``policy``,
     ``net_arch``, ``total_steps``, ``learning_rate``, ``gamma``, ``gae_lambda``, ``clip_range``, ``ent_coef``,
@@ -235,6 +238,11 @@ class TrainConfig:
         """The rule variant this config names."""
         return Variant.make(**self.variant)
 
+    @property
+    def observation_kind(self) -> ObservationKind:
+        """The observation kind this config names, resolved: what the networks, searches and game batches take."""
+        return observation_kind(self.observation)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data, as written to ``config.yaml``."""
         return dataclasses.asdict(self)
@@ -337,10 +345,9 @@ def _heading(name: str, hint: Any, default: Any) -> str:
     return f"{name} ({', '.join(facts)})"
 
 
-def markdown_table(config: TrainConfig) -> str:
-    """The config as a markdown table, for TensorBoard's text tab."""
-    rows = "\n".join(f"| {key} | {value} |" for key, value in config.to_dict().items())
-    return f"| field | value |\n| --- | --- |\n{rows}"
+def config_table(config: TrainConfig) -> str:
+    """The config as a Markdown table, for TensorBoard's text tab."""
+    return markdown_table(["field", "value"], [[key, str(value)] for key, value in config.to_dict().items()])
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -34,9 +34,10 @@ from agents.ppo import load_policy
 from agents.puct import DEFAULT_C_PUCT
 from experiments.training.az_selfplay import SearchOpponent
 from experiments.training.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
-from experiments.training.selfplay import EvalResult, Opponent, evaluate, learner_opponent
+from experiments.training.selfplay import EvalResult, Opponent, evaluate_all, policy_players
 from quarto_env.checks import number_argument, one_line
 from quarto_env.core import Variant
+from quarto_env.observation import observation_kind
 
 
 def confidence_95(result: EvalResult) -> float:
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for column in ("opponent", "learner", "games", "first W/D/L", "second W/D/L", "score", "95% interval"):
         # Every column keeps its full width but the opponent's spec, which may be a long path.
-        widths = {"opponent": (None, 40), "learner": (max(len(name) for name, _ in learners), None)}
+        widths = {"opponent": (None, 40), "learner": (max(len(learner.playing) for learner in learners), None)}
         min_width, max_width = widths.get(column, (len(column), None))
         table.add_column(
             column,
@@ -103,36 +104,29 @@ def main(argv: list[str] | None = None) -> int:
             min_width=min_width,
             max_width=max_width,
         )
-    for name, learner in learners:
-        for i, spec in enumerate(args.opponents):
-            result = evaluate(learner, spec, variant, args.games, args.seed + i, opening_plies=args.opening_plies)
-            table.add_row(
-                spec,
-                name,
-                str(result.num_games),
-                *("/".join(map(str, result.counts[seat])) for seat in (0, 1)),
-                f"{result.score():.3f}",
-                f"+-{confidence_95(result):.3f}",
-            )
+    for result in evaluate_all(learners, args.opponents, variant, args.games, args.seed, args.opening_plies):
+        table.add_row(
+            result.opponent,
+            result.playing,
+            str(result.num_games),
+            *("/".join(map(str, result.counts[seat])) for seat in (0, 1)),
+            f"{result.score():.3f}",
+            f"+-{confidence_95(result):.3f}",
+        )
     Console(width=120).print(table)
     return 0
 
 
-def _learners(args: argparse.Namespace) -> tuple[list[tuple[str, Opponent]], int, Variant]:
-    """The checkpoint's ways of playing, named for the table; its step count and rule variant."""
+def _learners(args: argparse.Namespace) -> tuple[list[Opponent], int, Variant]:
+    """The checkpoint's ways of playing (each named for the table by its ``playing``); its step count and rule
+    variant."""
     metadata = read_metadata(args.checkpoint)
     if metadata.get("algorithm", "ppo") == "alphazero":
         network, metadata = load_network(args.checkpoint)
         variant = Variant.make(**metadata["variant"])
-        learners: list[tuple[str, Opponent]] = [
-            (f"search {sims}" if sims else "policy", SearchOpponent(network, variant, args.games, sims, DEFAULT_C_PUCT))
-            for sims in args.sims
-        ]
-        return learners, int(metadata["num_timesteps"]), variant
+        searches = [SearchOpponent(network, variant, args.games, sims, DEFAULT_C_PUCT) for sims in args.sims]
+        return list(searches), int(metadata["num_timesteps"]), variant
     check_algorithm(args.checkpoint, metadata, "ppo")
     loaded = load_policy(args.checkpoint)
-    learners = [
-        ("argmax" if deterministic else "sampled", learner_opponent(loaded.policy, loaded.observation, deterministic))
-        for deterministic in (True, False)
-    ]
-    return learners, loaded.num_timesteps, loaded.variant
+    players = policy_players(loaded.policy, observation_kind(loaded.observation))
+    return list(players), loaded.num_timesteps, loaded.variant

@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from quarto_env.checks import atomic_write_bytes
+from quarto_env.checks import atomic_write_bytes, output_file_argument, shortened
 
 GRADE_TAG = "eval/grade/value_lost"
 VALUE_LOST = "value lost"
@@ -50,11 +50,16 @@ def score_curves(run_dir: Path) -> dict[str, list[tuple[int, float, float]]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="quarto plot", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with a tb/ folder)")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="PNG file to write")
+    parser.add_argument(
+        "-o", "--output", type=output_file_argument("--output"), required=True, help="PNG file to write"
+    )
     parser.add_argument("--x", choices=("steps", "time"), default="steps", help="horizontal axis")
     parser.add_argument("--sampled", action="store_true", help="a second row with the sampled policy's curves")
     parser.add_argument("--title", default="evaluation score (wins + draws/2, both seats)")
     args = parser.parse_args(argv)
+    for run in args.runs:
+        if not _has_events(run):
+            parser.error(f"{shortened(str(run))!r} is not a training run folder: it has no tb/ with TensorBoard events")
 
     runs = {run.name: score_curves(run) for run in args.runs}
     names = sorted({o for curves in runs.values() for o in curves}, key=_opponent_order)
@@ -88,6 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_bytes(args.output, buffer.getvalue())
     print(f"wrote {args.output}")
     return 0
+
+
+def _has_events(run_dir: Path) -> bool:
+    """Whether ``run_dir/tb`` holds a TensorBoard event file (a path the OS refuses holds none)."""
+    try:
+        return any((run_dir / "tb").glob("events.out.tfevents.*"))
+    except (OSError, ValueError):
+        return False
 
 
 def _opponent_order(opponent: str) -> tuple[int, str]:

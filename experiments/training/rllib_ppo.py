@@ -21,12 +21,14 @@ trains it.
 
 ``total_steps``, ``snapshot_every``, ``eval_every`` and ``checkpoint_every`` count ``main``'s decisions, as the
 sb3 backend counts the learner's; a PPO update takes ``num_games * n_steps`` environment steps (both seats).
-The run folder is the sb3 backend's: ``config.yaml``, ``command.txt``, ``.lock``, ``tb/`` with the same tags
-(``eval/<opponent>/...`` and ``eval_sampled/`` from :func:`experiments.training.train.log_result`, ``charts/SPS`` in
-``main``'s steps per second, ``charts/env_steps_per_second``, ``charts/pool_size``, ``charts/train_*_rate``,
-``losses/``), ``checkpoints/`` (``latest.zip``, ``step_<N>.zip``, ``final.zip``; the project's own format, read
-as data: :mod:`agents.rllib`) and ``final_eval.json`` (:func:`experiments.training.train.write_final_eval`, the final
-checkpoint read back from disk). ``rllib:RUN_FOLDER`` plays the result.
+The run folder is the sb3 backend's, and the run's schedule, checkpoints, evaluations and final table are
+:mod:`experiments.training.run`'s: ``config.yaml``, ``command.txt``, ``.lock``, ``tb/`` with the same tags
+(``eval/<opponent>/...``, ``eval_sampled/`` and ``eval/score`` from :class:`experiments.training.run.EvaluationLog`,
+``charts/SPS`` in ``main``'s steps per second, ``charts/env_steps_per_second``, ``charts/pool_size``,
+``charts/train_*_rate``, ``losses/``), ``checkpoints/`` (``latest.zip``, ``step_<N>.zip``, ``final.zip``; no
+``best.zip``; the project's own format, read as data: :mod:`agents.rllib`) and ``final_eval.json`` (the final
+checkpoint read back from disk, :func:`experiments.training.run.finish_run`). ``rllib:RUN_FOLDER`` plays the
+result.
 
 Resuming rebuilds the algorithm from the config and restores ``main``'s weights, the snapshots and the step
 count from ``latest.zip``; the Adam moments start again from zero (RLlib's optimizer state is not exported), as
@@ -40,6 +42,7 @@ others). Every process sets torch to ``torch_threads`` threads.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import zlib
 from collections.abc import Hashable
@@ -48,29 +51,30 @@ from typing import Any
 
 import numpy as np
 import torch as th
-from torch.utils.tensorboard import SummaryWriter
-from tqdm import tqdm
 
 from agents.base import make_agent
 from agents.checkpoints import CheckpointError, read_weights
 from agents.networks import ActorCritic, network_actions, network_for
 from agents.rllib import NETWORK_ENTRY, load_network, save_checkpoint
-from experiments.training.config import SEED_LIMIT, TrainConfig, markdown_table
-from experiments.training.selfplay import SNAPSHOTS, EvalResult, Opponent
-from experiments.training.train import (
+from experiments.training.config import TrainConfig
+from experiments.training.run import (
     POOL_ENTRY,
-    _next_multiple,
-    check_resume,
-    evaluate_players,
-    log_result,
-    print_results,
-    write_final_eval,
+    Checkpoints,
+    EvaluationLog,
+    Schedule,
+    evaluate_learner,
+    finish_run,
+    open_tensorboard,
+    progress_bar,
+    read_resume_point,
+    run_seed,
 )
+from experiments.training.selfplay import SNAPSHOTS, NetworkOpponent, learner_players
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.env import AGENTS
 from quarto_env.flat import ACTION_MASK, OBSERVATIONS, decode, flat_env
-from quarto_env.vector import GameBatch
+from quarto_env.observation import observation_kind
 
 ENV_NAME = "quarto_flat"
 """The name the flat ``quarto_v0`` is registered under with Ray (``env_config``: the ``quarto_env.env`` flags)."""
@@ -98,8 +102,8 @@ def _module_classes() -> tuple[type, type]:
         def setup(self) -> None:
             options: dict[str, Any] = self.model_config  # type: ignore[assignment]  # the dict build_algorithm gives
             th.set_num_threads(options["torch_threads"])  # in every env runner and learner process
-            variant = Variant.make(**options["variant"])
-            self.network = network_for(options["network"], options["observation"], variant)
+            variant = Variant.make(**options["variant"])  # plain data: the model config travels to other processes
+            self.network = network_for(options["network"], observation_kind(options["observation"]), variant)
 
         def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
             observation = batch[Columns.OBS]
@@ -280,17 +284,18 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Begin:
         return Begin()
     latest = run_dir / "checkpoints" / "latest.zip"
     load_network(latest, config.resolved_variant())  # the kind of checkpoint, its variant and its network
-    metadata, pool = check_resume(config, latest)
-    fresh = network_for(config.to_dict(), config.observation, config.resolved_variant())
+    resumed = read_resume_point(config, run_dir, with_pool=True)
+    assert resumed.pool is not None  # read_resume_point read it
+    fresh = network_for(config.to_dict(), config.observation_kind, config.resolved_variant())
     try:
-        for weights in pool["weights"]:
+        for weights in resumed.pool["weights"]:
             fresh.load_state_dict(weights)
     except (RuntimeError, KeyError, TypeError) as exc:
         raise CheckpointError(
             f"checkpoint {str(latest)!r}: {POOL_ENTRY} holds snapshots of another network ({one_line(exc)})"
         ) from exc
-    snapshots = list(zip(pool["steps"], pool["weights"], strict=True))
-    return Begin(int(metadata["num_timesteps"]), read_weights(latest, NETWORK_ENTRY), snapshots)
+    snapshots = list(zip(resumed.pool["steps"], resumed.pool["weights"], strict=True))
+    return Begin(resumed.steps, read_weights(latest, NETWORK_ENTRY), snapshots)
 
 
 class Trainer:
@@ -300,8 +305,7 @@ class Trainer:
         self.config = config
         self.variant = config.resolved_variant()
         self.run_dir = run_dir
-        # A resumed run reseeds from its step count, so it does not replay the games it already saw.
-        self.seed = (config.seed + begin.steps) % SEED_LIMIT
+        self.seed = run_seed(config, begin.steps)
         self.algorithm = build_algorithm(config, self.variant, self.seed)
         self.base_steps = self.steps = begin.steps
         self.snapshot_steps: list[int] = []
@@ -309,8 +313,9 @@ class Trainer:
             self.set_weights(MAIN, begin.weights)
         for step, weights in begin.snapshots or [(0, self.main_weights())]:
             self.add_snapshot(weights, step)
-        self.writer = SummaryWriter(str(run_dir / "tb"))
-        self.latest_eval: dict[str, float] = {}
+        self.writer = open_tensorboard(run_dir, config, self.steps)
+        self.evaluations = EvaluationLog(config, self.variant, self.record)  # no grade (grade_positions is ignored)
+        self.checkpoints = Checkpoints(run_dir, self.save)
 
     # Weights and snapshots ------------------------------------------------------------------------------
     def main_weights(self) -> dict[str, th.Tensor]:
@@ -380,24 +385,17 @@ class Trainer:
     def record(self, key: str, value: Any) -> None:
         self.writer.add_scalar(key, float(value), self.steps)
 
-    def evaluate(self, games: int, seed: int, network: ActorCritic | None = None) -> list[EvalResult]:
-        """``main`` (or ``network``) against every evaluation opponent, most likely action then sampled."""
-        if network is None:
-            network = network_for(self.config.to_dict(), self.config.observation, self.variant)
-            network.load_state_dict(self.main_weights())
-        observation = self.config.observation
-        return evaluate_players(
-            lambda deterministic: NetworkOpponent(network, observation, deterministic),
-            self.config,
-            self.variant,
-            games,
-            seed,
-        )
+    def players(self) -> list[NetworkOpponent]:
+        """``main``'s network, as the learner holds it now, in its ways of playing for the evaluations."""
+        network = network_for(self.config.to_dict(), self.config.observation_kind, self.variant)
+        network.load_state_dict(self.main_weights())
+        return network_players(network, self.config)
 
-    def save(self, path: Path, with_pool: bool) -> None:
-        """Checkpoint ``main`` (with the snapshots when ``with_pool``) atomically at ``path``."""
-        metadata = {"config": self.config.to_dict(), "latest_eval": self.latest_eval}
-        extras = {POOL_ENTRY: self.snapshot_weights()} if with_pool else {}
+    def save(self, path: Path, resumable: bool) -> None:
+        """Checkpoint ``main`` (with the snapshots when ``resumable``) atomically at ``path``."""
+        # No best_score: this backend keeps no best.zip.
+        metadata = {"config": self.config.to_dict(), "latest_eval": self.evaluations.latest}
+        extras = {POOL_ENTRY: self.snapshot_weights()} if resumable else {}
         save_checkpoint(path, self.main_weights(), self.variant, self.config.observation, self.steps, metadata, extras)
 
 
@@ -415,26 +413,17 @@ def _snapshot_id(step: int) -> str:
     return f"snapshot_{step}"
 
 
-class NetworkOpponent(Opponent):
-    """An :class:`ActorCritic` playing in a batch of games (for the evaluations)."""
-
-    def __init__(self, network: ActorCritic, observation: str, deterministic: bool) -> None:
-        self.name = "learner"
-        self.network = network
-        self.observation = observation
-        self.deterministic = deterministic
-
-    def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
-        masks = batch.action_masks(games, false_declarations=False)
-        return network_actions(self.network, batch.observe(games, self.observation), masks, self.deterministic)
+def network_players(network: ActorCritic, config: TrainConfig) -> list[NetworkOpponent]:
+    """An :class:`ActorCritic`'s ways of playing in the evaluations: its most likely action, then sampled."""
+    return learner_players(functools.partial(network_actions, network), config.observation_kind)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # The run
 # ---------------------------------------------------------------------------------------------------------
 def run(config: TrainConfig, run_dir: Path, begin: Begin) -> Path:
-    """Train up to ``total_steps``, save ``final.zip`` and ``latest.zip``, and evaluate the final checkpoint as
-    read back from disk; returns its path."""
+    """Train up to ``total_steps`` on Ray, then end the run (:func:`experiments.training.run.finish_run`); returns
+    the final checkpoint's path."""
     th.set_num_threads(config.torch_threads)
     started_ray = start_ray()
     try:
@@ -452,46 +441,26 @@ def run(config: TrainConfig, run_dir: Path, begin: Begin) -> Path:
 
 
 def _train(trainer: Trainer) -> Path:
-    config, checkpoints = trainer.config, trainer.run_dir / "checkpoints"
+    config, variant = trainer.config, trainer.variant
     if trainer.steps:
         print(f"resuming {trainer.run_dir} at step {trainer.steps:,} with {len(trainer.snapshot_steps)} snapshots")
-    trainer.writer.add_text("config", markdown_table(config), trainer.steps)
-    schedule = {name: _next_multiple(trainer.steps, every) for name, every in _intervals(config).items()}
-    with tqdm(total=config.total_steps, initial=trainer.steps, unit="step", unit_scale=True, smoothing=0.1) as bar:
+    schedule = Schedule(config, trainer.steps)
+    with progress_bar(config, trainer.steps, "step") as bar:
         while trainer.steps < config.total_steps:
             trainer.train_once()
             bar.update(trainer.steps - bar.n)
-            step = trainer.steps
-            if step >= schedule["snapshot"]:
-                trainer.add_snapshot(trainer.main_weights(), step)
-            if step >= schedule["eval"]:
-                results = trainer.evaluate(config.eval_games, config.seed)
-                for result in results:
-                    log_result(trainer.record, result)
-                trainer.record("eval/score", float(np.mean([r.score() for r in results])))
-                trainer.latest_eval = {f"{r.opponent} ({r.playing})": r.score() for r in results}
-                bar.set_postfix_str(" ".join(f"{k} {v:.2f}" for k, v in trainer.latest_eval.items()))
-            if step >= schedule["checkpoint"]:
-                trainer.save(checkpoints / f"step_{step:09d}.zip", with_pool=False)
-                trainer.save(checkpoints / "latest.zip", with_pool=True)
-            for name, every in _intervals(config).items():
-                if step >= schedule[name]:
-                    schedule[name] = _next_multiple(step, every)
-    final = checkpoints / "final.zip"
-    trainer.save(final, with_pool=True)
-    trainer.save(checkpoints / "latest.zip", with_pool=True)
-
-    # The final table, from the final checkpoint as written on disk; also the last point of the eval curves.
-    network, _ = load_network(final, trainer.variant)
-    results = trainer.evaluate(config.final_eval_games, config.seed + 1000, network)
-    write_final_eval(trainer.run_dir, final, trainer.steps, results)
-    for result in results:
-        log_result(trainer.record, result)
-    print_results(results, trainer.steps)
-    print(f"\nfinal checkpoint: {final}\nagent spec: rllib:{trainer.run_dir}")
-    print(f"TensorBoard: tensorboard --logdir {trainer.run_dir / 'tb'}   (then open http://localhost:6006)")
-    return final
-
-
-def _intervals(config: TrainConfig) -> dict[str, int]:
-    return {"snapshot": config.snapshot_every, "eval": config.eval_every, "checkpoint": config.checkpoint_every}
+            due = schedule.due(trainer.steps)
+            if "snapshot" in due:
+                trainer.add_snapshot(trainer.main_weights(), trainer.steps)
+            if "evaluation" in due:
+                trainer.evaluations.log(evaluate_learner(trainer.players(), config, variant), bar)
+            if "checkpoint" in due:
+                trainer.checkpoints.save_step(trainer.steps)
+    return finish_run(
+        config,
+        trainer.checkpoints,
+        trainer.steps,
+        lambda checkpoint: network_players(load_network(checkpoint, variant)[0], config),
+        trainer.record,
+        f"rllib:{trainer.run_dir}",
+    )

@@ -1,4 +1,5 @@
-"""Self-play for MaskablePPO: the learner's vectorised environment, its pool of opponents, and evaluation.
+"""Self-play for MaskablePPO: the learner's vectorised environment, its pool of opponents; and the evaluation games
+of every backend.
 
 :class:`SelfPlayVecEnv` is a stable-baselines3 ``VecEnv`` over a :class:`quarto_env.vector.GameBatch` of
 ``num_games`` games played in-process side by side. In every game:
@@ -15,12 +16,17 @@
 
 Training choice: where nothing can be claimed, the declaration (declaration variant only) is masked out for
 the learner and the network opponents: it is legal, but it either loses or changes nothing.
+
+Evaluation (:func:`evaluate`, :func:`evaluate_all`): any :class:`Opponent` -- a network playing its most likely
+action or sampling its policy (:func:`learner_players`), a search -- against agent specs, all games side by
+side, half in each seat; every backend's evaluations, and ``quarto evaluate``, play them.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -40,6 +46,7 @@ from agents.match import OPENING_STREAM, opening_state, random_opening
 from agents.networks import choose_actions
 from agents.ppo import inference_policy, policy_actions, policy_logits, policy_spaces
 from quarto_env.core import State, Variant
+from quarto_env.observation import ObservationKind, observation_kind
 from quarto_env.vector import GameBatch
 
 SNAPSHOTS = "snapshots"
@@ -68,18 +75,23 @@ class Opponent(ABC):
         """One action for each of ``games``, in which this opponent is to move."""
 
 
-class PolicyOpponent(Opponent):
-    """A network policy: one batched forward pass for all the games it moves in."""
+NetworkActions = Callable[[np.ndarray, np.ndarray, bool], np.ndarray]
+"""A network's actions for a batch of observations under legal-action masks: its most likely ones (``True``) or
+sampled from its policy (``False``), e.g. ``functools.partial(agents.ppo.policy_actions, policy)``."""
 
-    def __init__(self, name: str, policy: MaskableActorCriticPolicy, observation: str, deterministic: bool) -> None:
+
+class NetworkOpponent(Opponent):
+    """A network: one batched forward pass for all the games it moves in."""
+
+    def __init__(self, name: str, actions: NetworkActions, kind: ObservationKind, deterministic: bool) -> None:
         self.name = name
-        self.policy = policy
-        self.observation = observation
+        self.actions = actions
+        self.kind = kind
         self.deterministic = deterministic
 
     def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
         masks = batch.action_masks(games, false_declarations=False)
-        return policy_actions(self.policy, batch.observe(games, self.observation), masks, self.deterministic)
+        return self.actions(batch.observe(games, self.kind), masks, self.deterministic)
 
 
 class AgentOpponent(Opponent):
@@ -134,7 +146,7 @@ class SnapshotBank(Opponent):
     name = SNAPSHOTS
 
     def __init__(self, observation: str, max_snapshots: int) -> None:
-        self.observation = observation
+        self.kind = observation_kind(observation)
         self.max_snapshots = max_snapshots
         self.networks: list[_Logits] = []
         self.steps: list[int] = []
@@ -165,7 +177,7 @@ class SnapshotBank(Opponent):
 
     def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
         masks = batch.action_masks(games, false_declarations=False)
-        observations = th.as_tensor(batch.observe(games, self.observation), dtype=th.float32)
+        observations = th.as_tensor(batch.observe(games, self.kind), dtype=th.float32)
         with th.no_grad():
             logits = self.logits(observations, self.of_game[games])
         return choose_actions(logits, masks, deterministic=False)
@@ -255,9 +267,9 @@ class SelfPlayVecEnv(VecEnv):
 
     def __init__(self, variant: Variant, num_games: int, observation: str, pool: OpponentPool, seed: int) -> None:
         self.render_mode = None  # games are pictured by quarto_env.render, not through the VecEnv
-        super().__init__(num_games, *policy_spaces(variant, observation))
+        self.kind = observation_kind(observation)
+        super().__init__(num_games, *policy_spaces(variant, self.kind))
         self.variant = variant
-        self.observation = observation
         self.pool = pool
         self.batch = GameBatch(variant, num_games)
         self.rng = np.random.default_rng(seed)
@@ -272,7 +284,7 @@ class SelfPlayVecEnv(VecEnv):
 
     def reset(self) -> np.ndarray:
         self._start(self.batch.all_games)
-        return self.batch.observe(self.batch.all_games, self.observation)
+        return self.batch.observe(self.batch.all_games, self.kind)
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
@@ -289,7 +301,7 @@ class SelfPlayVecEnv(VecEnv):
         if finished.size:
             self._finish(finished, rewards, infos)
             self._start(finished)
-        return self.batch.observe(games, self.observation), rewards, dones, infos
+        return self.batch.observe(games, self.kind), rewards, dones, infos
 
     def action_masks(self) -> np.ndarray:
         """The learner's legal actions in every game (MaskablePPO asks for them before each step)."""
@@ -319,7 +331,7 @@ class SelfPlayVecEnv(VecEnv):
             move(self.batch, waiting, [self.opponents[g] for g in waiting])
 
     def _finish(self, finished: np.ndarray, rewards: np.ndarray, infos: list[dict[str, Any]]) -> None:
-        terminal = self.batch.observe(finished, self.observation)
+        terminal = self.batch.observe(finished, self.kind)
         now = time.time()
         for i, game in enumerate(finished):
             reward = float(rewards[game])
@@ -431,6 +443,36 @@ def evaluate(
     return EvalResult(opponent_spec, counts, batch.state(0), learner.deterministic, learner.playing)
 
 
-def learner_opponent(policy: MaskableActorCriticPolicy, observation: str, deterministic: bool) -> PolicyOpponent:
-    """The learner as a player, for evaluation: its most likely action (``deterministic``), or sampled."""
-    return PolicyOpponent("learner", policy, observation, deterministic)
+def evaluate_all(
+    players: Sequence[Opponent],
+    opponent_specs: Sequence[str],
+    variant: Variant,
+    num_games: int,
+    seed: int,
+    opening_plies: int = 0,
+) -> list[EvalResult]:
+    """Every player against every opponent spec (the ``i``-th from ``seed + i``, whichever player), ``num_games``
+    games each (:func:`evaluate`): the results, player by player."""
+    return [
+        evaluate(player, spec, variant, num_games, seed + i, opening_plies=opening_plies)
+        for player in players
+        for i, spec in enumerate(opponent_specs)
+    ]
+
+
+def learner_players(actions: NetworkActions, kind: ObservationKind) -> list[NetworkOpponent]:
+    """A learning network's two ways of playing in evaluations: its most likely action, then sampling its policy.
+    Against a deterministic opponent (minimax) from the empty board the first repeats the same two games; the
+    sampled policy plays varied ones."""
+    return [NetworkOpponent("learner", actions, kind, deterministic) for deterministic in (True, False)]
+
+
+def policy_players(policy: MaskableActorCriticPolicy, kind: ObservationKind) -> list[NetworkOpponent]:
+    """A MaskablePPO policy's two ways of playing in evaluations (:func:`learner_players`)."""
+    return learner_players(functools.partial(policy_actions, policy), kind)
+
+
+def learner_opponent(policy: MaskableActorCriticPolicy, observation: str, deterministic: bool) -> NetworkOpponent:
+    """A MaskablePPO policy as the learner, for evaluation: its most likely action (``deterministic``), or sampled."""
+    actions = functools.partial(policy_actions, policy)
+    return NetworkOpponent("learner", actions, observation_kind(observation), deterministic)

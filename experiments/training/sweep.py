@@ -52,15 +52,15 @@ import io
 import itertools
 import json
 import re
-import shlex
 import socket
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from experiments.options import markdown_table
+from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents, load_config
 from quarto_env.checks import OutputPathError, atomic_write_bytes, number_argument, one_line, output_folder
 
@@ -251,14 +251,14 @@ def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str
     check_trials(args.config, plan_trials(sets, seeds))
     config_text = args.config.read_text(encoding="utf-8")
     name = load_config(args.config).name
-    out = output_folder(args.out or Path("runs") / "sweeps" / f"{name}__{time.strftime('%Y%m%d-%H%M%S')}", "--out")
+    out = output_folder(args.out or default_run_folder(name, parent=RUNS_DIR / "sweeps"), "--out")
     if (out / SWEEP_FILE).exists():
         raise SweepError(f"--out {out} already holds a sweep: `quarto sweep --resume {out}` finishes it")
     settings = {
         "config": str(args.config),
         "seeds": seeds,
         "sets": sets,
-        "command": shlex.join(["quarto", "sweep", *argv]),
+        "command": command_line("sweep", argv),
     }
     atomic_write_bytes(out / CONFIG_COPY, config_text.encode())
     atomic_write_bytes(out / SWEEP_FILE, json.dumps(settings, indent=2).encode())
@@ -285,11 +285,6 @@ def resumed_sweep(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         raise SweepError(f"--resume {out}: {SWEEP_FILE} cannot be read: {one_line(exc)}") from None
     output_folder(out, "--resume")
     return out, settings
-
-
-def log_command(out: Path, argv: list[str]) -> None:
-    with open(out / "command.txt", "a") as f:
-        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}  {shlex.join(['quarto', 'sweep', *argv])}\n")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -507,17 +502,20 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The final scores (and training minutes) as a Markdown table: mean with its interval, interquartile mean,
     every seed's value."""
-    lines = [
-        "| setting | opponent | learner | seeds | mean [95% CI] | IQM | by seed |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+    header = ["setting", "opponent", "learner", "seeds", "mean [95% CI]", "IQM", "by seed"]
+    cells = [
+        [
+            r["setting"],
+            r["opponent"],
+            r["policy"],
+            str(r["seeds"]),
+            f"{r['mean']:.3f} [{r['low']:.3f}, {r['high']:.3f}]",
+            f"{r['iqm']:.3f}",
+            r["by_seed"],
+        ]
+        for r in rows
     ]
-    for r in rows:
-        interval = f"{r['mean']:.3f} [{r['low']:.3f}, {r['high']:.3f}]"
-        lines.append(
-            f"| {r['setting']} | {r['opponent']} | {r['policy']} | {r['seeds']} | {interval} | {r['iqm']:.3f} | "
-            f"{r['by_seed']} |"
-        )
-    return "\n".join(lines) + "\n"
+    return markdown_table(header, cells)
 
 
 def plot_curves(rows: list[dict[str, Any]], path: Path) -> None:
@@ -567,7 +565,7 @@ def main(argv: list[str]) -> int:
         check_address(args.address)
         check_reachable(args.address)
         out, settings = resumed_sweep(args) if args.resume is not None else new_sweep(args, argv)
-        log_command(out, argv)
+        record_command(out, command_line("sweep", argv), history=True)
         failed = run_sweep(out, settings, args)
     except (SweepError, ConfigError, OutputPathError) as exc:
         print(f"quarto sweep: {exc}", file=sys.stderr)

@@ -1,0 +1,32 @@
+"""The entry point of ``gymnasium.make("quarto_env/QuartoVsAgent-v0", opponent=SPEC, ...)``: the single-agent env
+of :mod:`quarto_env.single_agent` against an opponent named by an agent spec.
+
+The env itself takes a player object and knows nothing of agent specs, so ``quarto_env`` imports nothing from
+``agents``; this function, which Gymnasium finds by name, builds the player first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.base import make_agent
+from quarto_env.core import Variant
+from quarto_env.single_agent import Player, QuartoVsAgent
+
+VARIANT_FLAGS = ("attributes", "squares", "declaration", "false_declaration")
+"""The env's keyword arguments that make its rule variant (those of :meth:`Variant.make`)."""
+
+
+def make_vs_agent(opponent: str | Player = "random", **env_kwargs: Any) -> QuartoVsAgent:
+    """:class:`QuartoVsAgent` against ``opponent``: an agent spec (``"greedy"``, ``"minimax:depth=2"``, ...), built
+    once with :func:`agents.base.make_agent` for the env's rule variant, or a player object as it is. The other
+    keyword arguments are the env's."""
+    if isinstance(opponent, str):
+        variant = Variant.make(**{flag: env_kwargs[flag] for flag in VARIANT_FLAGS if flag in env_kwargs})
+        opponent = make_agent(opponent, variant)
+    elif not hasattr(opponent, "act"):
+        raise ValueError(
+            f"opponent must be an agent spec string such as 'random', 'greedy' or 'minimax:depth=2', or a player; "
+            f"got {opponent!r}"
+        )
+    return QuartoVsAgent(opponent, **env_kwargs)

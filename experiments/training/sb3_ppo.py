@@ -1,0 +1,243 @@
+"""``quarto train``'s MaskablePPO backend (``algorithm: ppo``, ``backend: sb3``): self-play against a growing pool
+of past selves.
+
+The learner is sb3-contrib's MaskablePPO on :class:`experiments.training.selfplay.SelfPlayVecEnv`:
+``num_games`` games side by side in this process, each against an opponent drawn from an
+:class:`~experiments.training.selfplay.OpponentPool` -- frozen snapshots of the learner and baseline agents,
+with the config's weights. The module reads top to bottom: :func:`start` (a fresh learner, or the one of
+``latest.zip``), :func:`run` (MaskablePPO's loop, into which :class:`TrainingCallback` adds the snapshots,
+evaluations and checkpoints on the run's :class:`~experiments.training.run.Schedule`, and the TensorBoard
+charts of every rollout), then the end of the run (:func:`experiments.training.run.finish_run`).
+
+Checkpoints are stable-baselines3's zip with the project's ``quarto.json`` (:mod:`agents.ppo`); ``latest.zip``
+and ``final.zip`` also hold the opponent pool (``pool.pt``). ``ppo:RUN_FOLDER`` plays ``best.zip``. On
+``--resume`` the learner is rebuilt from the config and given the checkpoint's weights, optimizer state, step
+count and pool, read as data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Image, TensorBoardOutputFormat, configure
+from stable_baselines3.common.utils import set_random_seed
+from tqdm import tqdm
+
+from agents.checkpoints import CheckpointError
+from agents.ppo import PPOAgent, load_policy, load_training_state, policy_setup, save_checkpoint
+from experiments.training.config import TrainConfig, config_table
+from experiments.training.run import (
+    POOL_ENTRY,
+    Checkpoints,
+    EvaluationLog,
+    Schedule,
+    evaluate_learner,
+    finish_run,
+    progress_bar,
+    read_resume_point,
+    run_seed,
+)
+from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv, policy_players
+from quarto_env.checks import one_line
+from quarto_env.core import Variant
+from quarto_env.render import render_image
+
+
+@dataclasses.dataclass
+class Learner:
+    """The learner and its world at the start of training: model, opponents and games, best score so far."""
+
+    model: MaskablePPO
+    pool: OpponentPool
+    env: SelfPlayVecEnv
+    best_score: float
+
+
+def start(config: TrainConfig, run_dir: Path, resume: bool) -> Learner:
+    """The learner, fresh, or restored from the run's ``latest.zip`` (checked first). Reads only: a refused start
+    leaves the run folder as it was."""
+    th.set_num_threads(config.torch_threads)
+    variant = config.resolved_variant()
+    resumed = read_resume_point(config, run_dir, with_pool=True) if resume else None
+    seed = run_seed(config, resumed.steps if resumed else 0)
+    set_random_seed(seed)
+    pool = OpponentPool(variant, config.observation, config.opponents, config.max_snapshots, config.seed)
+    env = SelfPlayVecEnv(variant, config.num_games, config.observation, pool, seed)
+    model = build_model(config, variant, env)
+    if resumed is None:
+        pool.add_snapshot(model.policy, 0)
+        return Learner(model, pool, env, best_score=-1.0)
+    # The checkpoint is read as data: weights, optimizer state and step count into the fresh model.
+    load_training_state(model, resumed.checkpoint, variant)
+    assert resumed.pool is not None  # read_resume_point read it
+    try:
+        pool.load_state_dict(resumed.pool, model.policy)
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as exc:
+        raise CheckpointError(
+            f"checkpoint {str(resumed.checkpoint)!r}: {POOL_ENTRY} holds no opponent pool for this run "
+            f"({one_line(exc)})"
+        ) from exc
+    return Learner(model, pool, env, resumed.best_score)
+
+
+def build_model(config: TrainConfig, variant: Variant, env: SelfPlayVecEnv) -> MaskablePPO:
+    """A fresh MaskablePPO learner as the config describes."""
+    policy_class, policy_kwargs = policy_setup(config.policy, variant, config.net_arch, config.observation)
+    learning_rate: Any = config.learning_rate
+    if config.lr_schedule == "linear":
+
+        def learning_rate(progress_remaining: float) -> float:
+            return config.learning_rate * progress_remaining
+
+    return MaskablePPO(
+        policy_class,
+        env,
+        learning_rate=learning_rate,
+        n_steps=config.n_steps,
+        batch_size=config.batch_size,
+        n_epochs=config.n_epochs,
+        gamma=config.gamma,
+        gae_lambda=config.gae_lambda,
+        clip_range=config.clip_range,
+        ent_coef=config.ent_coef,
+        vf_coef=config.vf_coef,
+        max_grad_norm=config.max_grad_norm,
+        policy_kwargs=policy_kwargs,
+        seed=config.seed,
+        device="cpu",
+        verbose=0,
+    )
+
+
+def run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
+    """Train ``learner`` up to ``total_steps``, then end the run (:func:`experiments.training.run.finish_run`);
+    returns the final checkpoint's path."""
+    model = learner.model
+    if model.num_timesteps:
+        print(f"resuming {run_dir} at step {model.num_timesteps:,} with {len(learner.pool.snapshots)} snapshots")
+    # TensorBoard: one folder for the whole run, so a resumed run's curves continue where they stopped.
+    model.set_logger(configure(str(run_dir / "tb"), ["tensorboard"]))
+    callback = TrainingCallback(config, run_dir, learner)
+    remaining = max(config.total_steps - model.num_timesteps, 0)
+    if remaining:
+        model.learn(remaining, callback=callback, reset_num_timesteps=False, log_interval=1)
+    callback.close()
+    final = finish_run(
+        config,
+        callback.checkpoints,
+        model.num_timesteps,
+        lambda checkpoint: policy_players(load_policy(checkpoint, callback.variant).policy, callback.kind),
+        model.logger.record,
+        f"ppo:{callback.checkpoints.final}",
+    )
+    model.logger.dump(model.num_timesteps)
+    return final
+
+
+class TrainingCallback(BaseCallback):
+    """MaskablePPO's hook into the run: on the schedule, adds snapshots to the pool, evaluates and checkpoints;
+    logs every rollout's charts."""
+
+    def __init__(self, config: TrainConfig, run_dir: Path, learner: Learner) -> None:
+        super().__init__()
+        self.config = config
+        self.variant = config.resolved_variant()
+        self.kind = config.observation_kind
+        self.learner = learner
+        self.evaluations = EvaluationLog(
+            config, self.variant, learner.model.logger.record, learner.best_score, grading=self.learner_agent
+        )
+        self.checkpoints = Checkpoints(run_dir, self.save)
+        step = learner.model.num_timesteps
+        self.schedule = Schedule(config, step)
+        self.progress: tqdm | None = None
+        self._last_time, self._last_step = time.perf_counter(), step
+
+    def _on_training_start(self) -> None:
+        step = self.learner.model.num_timesteps
+        self._last_time = time.perf_counter()
+        self.writer().add_text("config", config_table(self.config), step)
+        self.progress = progress_bar(self.config, step, "step")
+
+    def _on_step(self) -> bool:
+        model, step = self.learner.model, self.learner.model.num_timesteps
+        assert self.progress is not None
+        self.progress.update(step - self.progress.n)
+        due = self.schedule.due(step)
+        if "snapshot" in due:
+            self.learner.pool.add_snapshot(model.policy, step)
+        if "evaluation" in due:
+            self.evaluate()
+        if "checkpoint" in due:
+            self.checkpoints.save_step(step)
+        return True
+
+    def _on_rollout_end(self) -> None:
+        # Learner steps per second since the previous rollout: collection, the PPO update and any evaluation.
+        now, step = time.perf_counter(), self.learner.model.num_timesteps
+        self.logger.record("charts/SPS", (step - self._last_step) / max(now - self._last_time, 1e-9))
+        self._last_time, self._last_step = now, step
+        self.logger.record("charts/pool_size", len(self.learner.pool.snapshots))
+        episodes = self.learner.model.ep_info_buffer
+        if episodes:
+            self.logger.record("charts/episode_reward", float(np.mean([e["r"] for e in episodes])))
+            self.logger.record("charts/episode_length", float(np.mean([e["l"] for e in episodes])))
+        outcomes = self.learner.env.pop_outcomes()
+        games = sum(outcomes.values())
+        if games:
+            for outcome in ("win", "draw", "loss"):
+                self.logger.record(f"charts/train_{outcome}_rate", outcomes[outcome] / games)
+
+    def writer(self) -> Any:
+        """The TensorBoard writer behind SB3's logger (for text and images)."""
+        for output in self.logger.output_formats:
+            if isinstance(output, TensorBoardOutputFormat):
+                return output.writer
+        raise RuntimeError("the logger has no TensorBoard output")
+
+    def evaluate(self) -> None:
+        """Play the evaluation opponents in both seats; log, and keep the best checkpoint."""
+        assert self.progress is not None
+        players = policy_players(self.learner.model.policy, self.kind)
+        results = evaluate_learner(players, self.config, self.variant)
+        improved = self.evaluations.log(results, self.progress)
+        # A picture of how one game ended (game 0 against the last opponent: the learner gave first).
+        sample = results[len(self.config.eval_opponents) - 1]
+        image = render_image(self.variant, sample.final_state, names=("learner", sample.opponent))
+        self.logger.record("eval/final_board", Image(image, "HWC"), exclude=("stdout", "log", "json", "csv"))
+        if improved:
+            self.checkpoints.save_best()
+
+    def learner_agent(self) -> PPOAgent:
+        """The learner's policy as an agent playing its most likely action, to grade."""
+        return PPOAgent.from_policy(self.learner.model.policy, self.variant, self.kind)
+
+    def save(self, path: Path, resumable: bool) -> None:
+        """Checkpoint the model (with the opponent pool when ``resumable``) atomically at ``path``."""
+        metadata = {
+            "variant": self.variant.to_dict(),
+            "observation": self.config.observation,
+            "policy": self.config.policy,
+            "config": self.config.to_dict(),
+            **self.evaluations.checkpoint_fields(),
+        }
+        extras = {POOL_ENTRY: _pool_bytes(self.learner.pool)} if resumable else {}
+        save_checkpoint(self.learner.model, path, metadata, extras)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.close()
+
+
+def _pool_bytes(pool: OpponentPool) -> bytes:
+    buffer = io.BytesIO()
+    th.save(pool.state_dict(), buffer)
+    return buffer.getvalue()

@@ -1,0 +1,35 @@
+"""Every default of an agent has one home: the registry's options (what a spec without the option gets) and the
+class's keyword defaults (what ``SolverAgent(variant)`` gets) must agree, kind by kind, option by option."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+from agents.base import AGENT_KINDS, make_agent
+from quarto_env.core import STANDARD
+
+
+def agent_class(target: str) -> type:
+    module_name, class_name = target.split(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+@pytest.mark.parametrize("name", sorted(AGENT_KINDS))
+def test_the_registry_and_the_class_agree_on_every_default(name: str) -> None:
+    kind = AGENT_KINDS[name]
+    parameters = inspect.signature(agent_class(kind.target)).parameters
+    for option_name, option in kind.options.items():
+        assert option_name in parameters, f"{name}: the class takes no {option_name}"
+        assert parameters[option_name].default == option.default, (
+            f"{name}:{option_name} defaults to {option.default!r} in the registry but "
+            f"{parameters[option_name].default!r} in {kind.target}"
+        )
+
+
+def test_the_solver_is_exact_from_12_empty_squares_as_documented() -> None:
+    assert AGENT_KINDS["solver"].options["empties"].default == 12
+    assert make_agent("solver", STANDARD, seed=0).empties == 12
+    assert make_agent("solver:empties=9", STANDARD, seed=0).empties == 9
