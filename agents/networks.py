@@ -162,7 +162,7 @@ def choose_actions(logits: th.Tensor, masks: np.ndarray, deterministic: bool) ->
 class PolicyValueNetwork(nn.Module):
     """Action logits and a value in [-1, 1] for the player to move, from observation planes.
 
-    The body is the slots network of the PPO agents (:class:`agents.ppo.SlotNetwork`): shared weights over
+    The body is the slots network (:class:`SlotNetwork`): shared weights over
     square and piece slots, one logit per slot. Its pooled context feeds a small value head.
     """
 

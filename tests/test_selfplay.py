@@ -19,8 +19,8 @@ from experiments.training.selfplay import (
     SnapshotBank,
     evaluate,
     frozen_copy,
-    learner_opponent,
     move,
+    policy_players,
 )
 from quarto_env.core import DECLARE, NO_WINNER, Variant
 from quarto_env.notation import parse_position
@@ -36,8 +36,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 def scripted_env(variant: Variant, position: str, learner_seat: int, opponent: str = "greedy") -> SelfPlayVecEnv:
     """One game in ``position`` with the learner in ``learner_seat`` against ``opponent``."""
-    pool = OpponentPool(variant, "tactical", {opponent: 1.0}, max_snapshots=1, seed=0)
-    env = SelfPlayVecEnv(variant, 1, "tactical", pool, seed=0)
+    pool = OpponentPool(variant, observation_kind("tactical"), {opponent: 1.0}, max_snapshots=1, seed=0)
+    env = SelfPlayVecEnv(variant, 1, observation_kind("tactical"), pool, seed=0)
     env.reset()
     env.batch.set_state(np.array([0]), parse_position(position, variant))
     env.learner_seat[0] = learner_seat
@@ -97,8 +97,10 @@ def test_declaration_variant_learner_wins_by_declaring() -> None:
 
 
 def test_random_learner_always_faces_its_own_decision_and_sees_its_results() -> None:
-    pool = OpponentPool(STANDARD, "lookahead", {"random": 1.0, "greedy": 1.0}, max_snapshots=1, seed=1)
-    env = SelfPlayVecEnv(STANDARD, 16, "lookahead", pool, seed=1)
+    pool = OpponentPool(
+        STANDARD, observation_kind("lookahead"), {"random": 1.0, "greedy": 1.0}, max_snapshots=1, seed=1
+    )
+    env = SelfPlayVecEnv(STANDARD, 16, observation_kind("lookahead"), pool, seed=1)
     env.reset()
     rng = np.random.default_rng(0)
     seats, finished, total_reward = Counter(), 0, 0.0
@@ -124,14 +126,14 @@ def test_random_learner_always_faces_its_own_decision_and_sees_its_results() -> 
 @pytest.fixture(scope="module")
 def tiny_model():  # type: ignore[no-untyped-def]
     config = config_from_dict({"num_games": 8, "n_steps": 8, "batch_size": 32, "observation": "lookahead"})
-    pool = OpponentPool(STANDARD, "lookahead", {"random": 1.0}, max_snapshots=2, seed=0)
-    env = SelfPlayVecEnv(STANDARD, 8, "lookahead", pool, seed=0)
+    pool = OpponentPool(STANDARD, observation_kind("lookahead"), {"random": 1.0}, max_snapshots=2, seed=0)
+    env = SelfPlayVecEnv(STANDARD, 8, observation_kind("lookahead"), pool, seed=0)
     return build_model(config, STANDARD, env)
 
 
 def perturbed_bank(policy, count: int) -> SnapshotBank:  # type: ignore[no-untyped-def]
     """A bank of ``count`` different snapshots of ``policy``'s architecture."""
-    bank = SnapshotBank("lookahead", max_snapshots=count)
+    bank = SnapshotBank(observation_kind("lookahead"), max_snapshots=count)
     th.manual_seed(0)
     for step in range(count):
         snapshot = frozen_copy(policy)
@@ -170,7 +172,9 @@ def test_snapshot_opponents_move_all_their_games_in_one_call_per_round(tiny_mode
 
 
 def test_pool_draws_by_weight_keeps_the_newest_snapshots_and_round_trips(tiny_model) -> None:  # type: ignore[no-untyped-def]
-    pool = OpponentPool(STANDARD, "lookahead", {"snapshots": 1.0, "random": 1.0}, max_snapshots=2, seed=0)
+    pool = OpponentPool(
+        STANDARD, observation_kind("lookahead"), {"snapshots": 1.0, "random": 1.0}, max_snapshots=2, seed=0
+    )
     rng = np.random.default_rng(0)
     games = np.arange(2000)
     assert {o.name for o in pool.draw(rng, games[:50])} == {"random"}  # no snapshot yet: its weight goes unused
@@ -181,7 +185,7 @@ def test_pool_draws_by_weight_keeps_the_newest_snapshots_and_round_trips(tiny_mo
     against_snapshots = np.array([o is pool.snapshots for o in drawn])
     assert 0.44 < against_snapshots.mean() < 0.56
     assert Counter(pool.snapshots.of_game[games[against_snapshots]].tolist()).keys() == {0, 1}
-    restored = OpponentPool(STANDARD, "lookahead", {"snapshots": 1.0}, max_snapshots=2, seed=0)
+    restored = OpponentPool(STANDARD, observation_kind("lookahead"), {"snapshots": 1.0}, max_snapshots=2, seed=0)
     restored.load_state_dict(pool.state_dict(), tiny_model.policy)
     assert restored.snapshots.steps == [100, 200]
     for a, b in zip(pool.snapshots.networks, restored.snapshots.networks, strict=True):
@@ -190,7 +194,7 @@ def test_pool_draws_by_weight_keeps_the_newest_snapshots_and_round_trips(tiny_mo
 
 
 def test_pool_rejects_a_mix_without_weight() -> None:
-    pool = OpponentPool(STANDARD, "raw", {"snapshots": 1.0}, max_snapshots=1, seed=0)
+    pool = OpponentPool(STANDARD, observation_kind("raw"), {"snapshots": 1.0}, max_snapshots=1, seed=0)
     with pytest.raises(ValueError, match="no weight"):
         pool.draw(np.random.default_rng(0), np.arange(1))
 
@@ -207,7 +211,8 @@ def test_evaluate_splits_seats_and_counts_every_game() -> None:
 
 
 def test_a_sampled_evaluation_depends_on_its_seed_alone_and_leaves_torch_generator_as_it_was(tiny_model) -> None:  # type: ignore[no-untyped-def]
-    learner = learner_opponent(tiny_model.policy, "lookahead", deterministic=False)
+    _, learner = policy_players(tiny_model.policy, observation_kind("lookahead"))  # the sampled one
+    assert not learner.deterministic
     th.manual_seed(1)
     before = th.random.get_rng_state()
     first = evaluate(learner, "random", STANDARD, num_games=40, seed=3)

@@ -6,8 +6,8 @@ Example usage::
     quarto replay games.jsonl --game 3 --gif game3.gif --frames frames/
 
 A record is one line of a ``games.jsonl`` file (written by ``quarto tournament`` and ``quarto play
---save``; the format is in :mod:`experiments.arena_io`). Before anything is shown, the record is checked: the
-kind and range of every field (:func:`experiments.arena_io.check_record`), then a replay through the rules
+--save``; the format is in :mod:`experiments.arena.records`). Before anything is shown, the record is checked: the
+kind and range of every field (:func:`experiments.arena.records.check_record`), then a replay through the rules
 core from its random ``opening`` (if it has one) and its actions, which must be legal, pass through the
 positions the record lists, and end as its ``end`` and ``winner`` say. A record that fails is reported in one
 line naming the file's line and the game (exit status 2), instead of being shown wrongly. So are ``--gif`` and
@@ -116,7 +116,7 @@ def load_game(path: Path, index: int) -> tuple[dict, list[Frame]]:
 
 def read_record(path: Path, index: int) -> tuple[dict, int]:
     """Game ``index`` (from 0, blank lines skipped) of the ``games.jsonl`` file ``path``, as a dict whose fields
-    :func:`experiments.arena_io.check_record` has checked, and the number of its line (from 1);
+    :func:`experiments.arena.records.check_record` has checked, and the number of its line (from 1);
     :class:`RecordError` names the line and the game of a bad record."""
     lines = [(number, line) for number, line in enumerate(_read_lines(path), 1) if line.strip()]
     if not lines:

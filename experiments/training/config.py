@@ -141,7 +141,7 @@ class TrainConfig:
     """Observation planes: ``raw``, ``tactical`` (+ 1-ply win/lose planes), ``lookahead`` (+ trap planes) or
     ``parity`` (+ parity of the safe pieces after each action); the table is ``quarto_env.observation``."""
     policy: str = "slots"
-    """Network: ``slots`` (shared weights over square and piece slots, ``agents.ppo.SlotNetwork``) or ``mlp``."""
+    """Network: ``slots`` (shared weights over square and piece slots, ``agents.networks.SlotNetwork``) or ``mlp``."""
     net_arch: list[int] = dataclasses.field(default_factory=lambda: [32])
     """``mlp``: the hidden layer sizes of the policy and value networks (1 to 8 layers); ``slots``: ``[width]``.
     Sizes 1 to 4096."""

@@ -4,7 +4,7 @@ The environment is ``quarto_v0`` itself, one game per env, through :func:`quarto
 ``float32`` planes under ``observations``, the ``action_mask``) and RLlib's ``PettingZooEnv``; each env runner
 steps ``num_games`` of them side by side (one batched forward pass per module and step), and
 ``num_env_runners`` runners play at once (0: in this process). RLlib's PPO (the new API stack: RLModules,
-Learners, EnvRunners) trains one module, ``main``, an :class:`agents.rllib.ActorCritic` that masks illegal
+Learners, EnvRunners) trains one module, ``main``, an :class:`agents.networks.ActorCritic` that masks illegal
 actions out of its logits.
 
 Self-play, as with the sb3 backend: each game seats ``main`` in a random seat (``player_0`` or ``player_1``; who

@@ -69,8 +69,8 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Learner:
     resumed = read_resume_point(config, run_dir, with_pool=True) if resume else None
     seed = run_seed(config, resumed.steps if resumed else 0)
     set_random_seed(seed)
-    pool = OpponentPool(variant, config.observation, config.opponents, config.max_snapshots, config.seed)
-    env = SelfPlayVecEnv(variant, config.num_games, config.observation, pool, seed)
+    pool = OpponentPool(variant, config.observation_kind, config.opponents, config.max_snapshots, config.seed)
+    env = SelfPlayVecEnv(variant, config.num_games, config.observation_kind, pool, seed)
     model = build_model(config, variant, env)
     if resumed is None:
         pool.add_snapshot(model.policy, 0)

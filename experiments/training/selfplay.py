@@ -46,7 +46,7 @@ from agents.match import OPENING_STREAM, opening_state, random_opening
 from agents.networks import choose_actions
 from agents.ppo import inference_policy, policy_actions, policy_logits, policy_spaces
 from quarto_env.core import State, Variant
-from quarto_env.observation import ObservationKind, observation_kind
+from quarto_env.observation import ObservationKind
 from quarto_env.vector import GameBatch
 
 SNAPSHOTS = "snapshots"
@@ -145,8 +145,8 @@ class SnapshotBank(Opponent):
 
     name = SNAPSHOTS
 
-    def __init__(self, observation: str, max_snapshots: int) -> None:
-        self.kind = observation_kind(observation)
+    def __init__(self, kind: ObservationKind, max_snapshots: int) -> None:
+        self.kind = kind
         self.max_snapshots = max_snapshots
         self.networks: list[_Logits] = []
         self.steps: list[int] = []
@@ -223,10 +223,10 @@ class OpponentPool:
     """
 
     def __init__(
-        self, variant: Variant, observation: str, mix: dict[str, float], max_snapshots: int, seed: int
+        self, variant: Variant, kind: ObservationKind, mix: dict[str, float], max_snapshots: int, seed: int
     ) -> None:
         self.variant = variant
-        self.snapshots = SnapshotBank(observation, max_snapshots)
+        self.snapshots = SnapshotBank(kind, max_snapshots)
         self.snapshot_weight = float(mix.get(SNAPSHOTS, 0.0))
         specs = [spec for spec in mix if spec != SNAPSHOTS]
         self.baselines: list[Opponent] = [
@@ -265,9 +265,9 @@ class OpponentPool:
 class SelfPlayVecEnv(VecEnv):
     """``num_games`` games against pool opponents, seen from the learner's seat (see the module docstring)."""
 
-    def __init__(self, variant: Variant, num_games: int, observation: str, pool: OpponentPool, seed: int) -> None:
+    def __init__(self, variant: Variant, num_games: int, kind: ObservationKind, pool: OpponentPool, seed: int) -> None:
         self.render_mode = None  # games are pictured by quarto_env.render, not through the VecEnv
-        self.kind = observation_kind(observation)
+        self.kind = kind
         super().__init__(num_games, *policy_spaces(variant, self.kind))
         self.variant = variant
         self.pool = pool
@@ -470,9 +470,3 @@ def learner_players(actions: NetworkActions, kind: ObservationKind) -> list[Netw
 def policy_players(policy: MaskableActorCriticPolicy, kind: ObservationKind) -> list[NetworkOpponent]:
     """A MaskablePPO policy's two ways of playing in evaluations (:func:`learner_players`)."""
     return learner_players(functools.partial(policy_actions, policy), kind)
-
-
-def learner_opponent(policy: MaskableActorCriticPolicy, observation: str, deterministic: bool) -> NetworkOpponent:
-    """A MaskablePPO policy as the learner, for evaluation: its most likely action (``deterministic``), or sampled."""
-    actions = functools.partial(policy_actions, policy)
-    return NetworkOpponent("learner", actions, observation_kind(observation), deterministic)
