@@ -1,6 +1,8 @@
 """The ``az:PATH`` agent: a network trained by ``quarto train --config configs/alphazero.yaml``, playing with
 the PUCT search of :mod:`agents.puct`, and its checkpoints (``algorithm: alphazero`` in :mod:`agents.checkpoints`'
-format: ``network.pth``, and for resuming ``optimizer.pth`` and the replay buffer).
+format: ``network.pth``, and for resuming ``optimizer.pth`` and the replay buffer). The network runs on the
+``device`` asked for (``az:PATH,device=auto``; :func:`agents.networks.resolve_device`), its checkpoints are
+device-free.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from agents.checkpoints import (
     trained_variant,
     write_checkpoint,
 )
-from agents.networks import PolicyValueNetwork, use_one_thread
+from agents.networks import DEFAULT_DEVICE, PolicyValueNetwork, resolve_device, use_one_thread
 from agents.puct import DEFAULT_C_PUCT, BatchedSearch, SearchResult, forced_action
 from quarto_env.checks import one_line
 from quarto_env.core import (
@@ -71,10 +73,14 @@ def save_checkpoint(
     write_checkpoint(path, ALGORITHM, variant, network.kind.name, num_timesteps, metadata, entries)
 
 
-def load_network(path: str | Path, variant: Variant | None = None) -> tuple[PolicyValueNetwork, dict[str, Any]]:
-    """The network of an ``alphazero`` checkpoint (read as data) and its metadata; :class:`CheckpointError` for
-    a missing or damaged file, another algorithm's checkpoint, or one trained for another rule variant."""
-    path = checkpoint_path(path)
+def load_network(
+    path: str | Path, variant: Variant | None = None, device: str = DEFAULT_DEVICE
+) -> tuple[PolicyValueNetwork, dict[str, Any]]:
+    """The network of an ``alphazero`` checkpoint (read as data; a run folder means its final checkpoint, else its
+    latest) on ``device``, and its metadata; :class:`CheckpointError` for a missing or damaged file, another
+    algorithm's checkpoint, or one trained for another rule variant (``ValueError`` for ``cuda`` without a GPU)."""
+    on_device = resolve_device(device)
+    path = checkpoint_path(path, "az")
     metadata = read_metadata(path)
     check_algorithm(path, metadata, ALGORITHM)
     trained = trained_variant(path, metadata, variant)
@@ -94,7 +100,7 @@ def load_network(path: str | Path, variant: Variant | None = None) -> tuple[Poli
             f"checkpoint {str(path)!r}: its network does not match its metadata ({one_line(exc)})"
         ) from exc
     network.eval()
-    return network, metadata
+    return network.to(on_device), metadata
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -109,6 +115,7 @@ class AlphaZeroAgent(Agent):
     :param temperature: 0 plays the most visited action; above 0 samples actions in proportion to
         ``visits ** (1 / temperature)`` (the policy's probabilities with ``sims=0``).
     :param c: the PUCT exploration constant.
+    :param device: where a loaded network runs: ``cpu``, ``cuda`` or ``auto`` (a ``network`` given stays where it is).
 
     Loading a checkpoint sets torch to one thread (:func:`agents.networks.use_one_thread`).
     """
@@ -123,12 +130,13 @@ class AlphaZeroAgent(Agent):
         temperature: float = 0.0,
         c: float = DEFAULT_C_PUCT,
         network: PolicyValueNetwork | None = None,
+        device: str = DEFAULT_DEVICE,
     ) -> None:
         super().__init__(variant, seed)
         if network is None:
             if not path:
                 raise CheckpointError("the az agent needs a checkpoint: az:PATH (a .zip, or a run folder)")
-            network, _ = load_network(path, variant)
+            network, _ = load_network(path, variant, device)
             use_one_thread()  # given a network, as in training, the caller's setting stands
         self.network = network
         self.sims = sims

@@ -11,16 +11,18 @@ deterministic=false``). Items are separated by a comma that is followed by ``NAM
 for instance, may hold commas (``ppo:runs/a,b/best.zip``) as long as no comma in it is followed by a name
 and ``=``, and the main value may hold ``=`` (``ppo:runs/lr=3e-4/best.zip``) if it does not start with
 ``NAME=`` -- ``ppo:path=PATH`` names it explicitly. ``make_agent(spec, variant, seed)`` builds one; a bad
-spec gets a one-line error that names the kinds, or the options of its kind.
+spec gets a one-line error that names the kinds, or the options of its kind, and the nearest one to a mistyped
+name (``minimx`` -> ``did you mean 'minimax'?``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -95,11 +97,28 @@ def describe_kinds() -> str:
     return "agent kinds:\n" + "\n".join(lines)
 
 
+def closest_name(name: str, choices: Iterable[str]) -> str | None:
+    """The one of ``choices`` nearest to the mistyped ``name`` (:func:`difflib.get_close_matches`), if any is
+    near."""
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """``"; did you mean 'minimax'?"`` when one of ``choices`` is near the mistyped ``name``, else ``""``: the
+    tail of an error message that lists the choices."""
+    closest = closest_name(name, choices)
+    return f"; did you mean {closest!r}?" if closest else ""
+
+
 def parse_spec(spec: str) -> tuple[AgentKind, dict[str, Any]]:
     """The kind and the option values (defaults filled in) named by ``spec``."""
     name, _, rest = spec.strip().partition(":")
     if name not in AGENT_KINDS:
-        raise SpecError(f"unknown agent kind {name!r} in spec {spec!r}; the kinds are {', '.join(AGENT_KINDS)}")
+        raise SpecError(
+            f"unknown agent kind {name!r} in spec {spec!r}; the kinds are {', '.join(AGENT_KINDS)}"
+            f"{did_you_mean(name, AGENT_KINDS)}"
+        )
     kind = AGENT_KINDS[name]
     values = {key: option.default for key, option in kind.options.items()}
     given: set[str] = set()
@@ -109,6 +128,7 @@ def parse_spec(spec: str) -> tuple[AgentKind, dict[str, Any]]:
             raise SpecError(
                 f"bad option {item!r} in spec {spec!r}: {kind.name} takes "
                 f"{', '.join(f'{k}=<{o.help}>' for k, o in kind.options.items()) or 'no options'}"
+                f"{did_you_mean(key, kind.options) if eq else ''}"
             )
         if key in given:
             raise SpecError(f"option {key} given twice in spec {spec!r}")
@@ -227,6 +247,18 @@ def _boolean(text: str) -> bool:
     raise ValueError("must be true or false")
 
 
+def _device(text: str) -> str:
+    """A device name that this machine can run (``auto``, ``cpu``, or ``cuda`` where torch sees a GPU)."""
+    from agents.networks import resolve_device  # torch is loaded only by a spec that names a device
+
+    resolve_device(text)
+    return text
+
+
+DEVICE = Option(_device, "cpu", "where the network runs: auto (cuda if torch sees a GPU, else cpu), cpu or cuda")
+"""The ``device`` option of every kind that runs a network."""
+
+
 register(
     AgentKind(
         "ppo",
@@ -236,6 +268,7 @@ register(
         {
             "path": Option(str, "", "checkpoint .zip or run folder"),
             "deterministic": Option(_boolean, True, "true: the most likely action; false: sample the policy"),
+            "device": DEVICE,
         },
         main_option="path",
     )
@@ -245,7 +278,7 @@ register(
         "az",
         "agents.alphazero:AlphaZeroAgent",
         "a network trained by quarto train with algorithm alphazero, playing with its search (az:PATH, a .zip or "
-        "a run folder for its final checkpoint; az:PATH,sims=0 plays the network's policy alone)",
+        "a run folder for its final.zip, else latest.zip; az:PATH,sims=0 plays the network's policy alone)",
         {
             "path": Option(str, "", "checkpoint .zip or run folder"),
             "sims": Option(
@@ -260,6 +293,7 @@ register(
                 "0: the most visited action; above 0: sample visits ** (1 / temperature)",
             ),
             "c": Option(number_parser("c", above=0, maximum=100), 1.5, "PUCT exploration constant"),
+            "device": DEVICE,
         },
         main_option="path",
     )
@@ -268,11 +302,12 @@ register(
     AgentKind(
         "rllib",
         "agents.rllib:RLlibAgent",
-        "a network trained by quarto train with backend rllib (rllib:PATH, a .zip or a run folder for its final "
-        "checkpoint; rllib:PATH,deterministic=false samples)",
+        "a network trained by quarto train with backend rllib (rllib:PATH, a .zip or a run folder for its "
+        "final.zip, else latest.zip; rllib:PATH,deterministic=false samples)",
         {
             "path": Option(str, "", "checkpoint .zip or run folder"),
             "deterministic": Option(_boolean, True, "true: the most likely action; false: sample the policy"),
+            "device": DEVICE,
         },
         main_option="path",
     )

@@ -2,11 +2,21 @@
 
 A checkpoint is a ``.zip`` with one entry every algorithm shares, ``quarto.json``: the metadata (format,
 ``algorithm``, rule variant, observation kind, ``env_kwargs`` -- the keyword arguments of ``quarto_env.env``
-that rebuild its rules and observation --, learner steps, the training config, library versions). Its other
-entries are the algorithm's weights, each written with ``torch.save`` and read back by :func:`read_weights`
-with ``weights_only=True``. A MaskablePPO checkpoint is stable-baselines3's own zip with ``quarto.json``
-added (:mod:`agents.ppo`); the others are written whole by :func:`write_checkpoint`. Every write is atomic (a
-temporary file, then ``os.replace``), so a run killed mid-write never leaves a torn file.
+that rebuild its rules and observation --, learner steps, the training config, library versions and, when
+``quarto train`` wrote it, the code's version: ``versions["code"]``, the commit and whether tracked files
+differed from it, which :func:`recording_code_version` hands down; older checkpoints lack it and load the
+same). Its other entries are the algorithm's weights, each written with ``torch.save`` and read back by
+:func:`read_weights` with ``weights_only=True``. A MaskablePPO checkpoint is stable-baselines3's own zip with
+``quarto.json`` added (:mod:`agents.ppo`); the others are written whole by :func:`write_checkpoint`. Every
+write is atomic (a temporary file, then ``os.replace``), so a run killed mid-write never leaves a torn file.
+
+Checkpoints are device-free: their tensors are saved from CPU copies (:func:`saved_bytes`) and read onto the CPU,
+whatever device the network trained on; the loaders then move the network to the device asked for
+(:func:`agents.networks.resolve_device`).
+
+A run folder stands for the checkpoint its agent kind plays (:func:`checkpoint_path`,
+:data:`RUN_FOLDER_CHECKPOINTS`): ``ppo`` its ``checkpoints/best.zip``, ``az`` and ``rllib`` its ``final.zip``, or
+``latest.zip`` while it trains.
 
 Checkpoints are read as data by every command of this project, never unpickled. Every failure is a
 :class:`CheckpointError` naming the file and the problem: missing, corrupt or truncated, an entry that is not
@@ -19,6 +29,7 @@ not import stable-baselines3 or ray.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import io
 import json
@@ -26,6 +37,7 @@ import pickle
 import platform
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,14 +75,33 @@ def check_algorithm(path: str | Path, metadata: dict[str, Any], expected: str) -
         raise CheckpointError(f"checkpoint {str(path)!r} holds a {found} network, not a {expected} one{hint}")
 
 
-def library_versions() -> dict[str, str]:
-    """Versions of the libraries a checkpoint depends on."""
-    versions = {"python": platform.python_version()}
+_code_version: dict[str, Any] | None = None
+"""What :func:`recording_code_version` is recording now, if anything."""
+
+
+@contextlib.contextmanager
+def recording_code_version(version: dict[str, Any]) -> Iterator[None]:
+    """Within the block, every checkpoint this process writes records ``version`` as ``versions["code"]`` in its
+    ``quarto.json``. ``quarto train`` holds it around a run with the ``experiments.run_folder.code_version`` of
+    its start (the code a process runs is the code it imported); this floor cannot look it up itself."""
+    global _code_version
+    outer, _code_version = _code_version, dict(version)
+    try:
+        yield
+    finally:
+        _code_version = outer
+
+
+def library_versions() -> dict[str, Any]:
+    """Versions of the libraries a checkpoint depends on, and the code's (:func:`recording_code_version`)."""
+    versions: dict[str, Any] = {"python": platform.python_version()}
     for name in ("quarto-env", "torch", "stable_baselines3", "sb3_contrib", "numpy", "gymnasium"):
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = "unknown"
+    if _code_version is not None:
+        versions["code"] = dict(_code_version)
     return versions
 
 
@@ -106,14 +137,30 @@ def write_checkpoint(
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr(METADATA_ENTRY, json.dumps(full, indent=2, default=str))
         for name, entry in entries.items():
-            archive.writestr(name, entry if isinstance(entry, bytes) else _saved_bytes(entry))
+            archive.writestr(name, entry if isinstance(entry, bytes) else saved_bytes(entry))
     atomic_write_bytes(Path(path), buffer.getvalue())
 
 
-def _saved_bytes(obj: Any) -> bytes:
+def saved_bytes(obj: Any) -> bytes:
+    """``obj`` (tensors, numbers, strings and containers of them) as ``torch.save`` writes it, every tensor
+    copied to the CPU first: a checkpoint never names the device it was trained on."""
     buffer = io.BytesIO()
-    th.save(obj, buffer)
+    th.save(on_cpu(obj), buffer)
     return buffer.getvalue()
+
+
+def on_cpu(obj: Any) -> Any:
+    """``obj`` with every tensor in it (in dicts, lists and tuples too) on the CPU."""
+    if isinstance(obj, th.Tensor):
+        return obj.cpu()
+    if isinstance(obj, dict):
+        copy = type(obj)((key, on_cpu(value)) for key, value in obj.items())
+        if hasattr(obj, "_metadata"):  # a module's state_dict: the layers' versions, which loading reads
+            copy._metadata = obj._metadata  # type: ignore[attr-defined]
+        return copy
+    if isinstance(obj, list | tuple):
+        return type(obj)(on_cpu(value) for value in obj)
+    return obj
 
 
 def read_metadata(path: str | Path) -> dict[str, Any]:
@@ -214,10 +261,31 @@ def _refusal(exc: pickle.UnpicklingError) -> str:
     return "not a torch weights file"
 
 
-def checkpoint_path(path: str | Path) -> Path:
-    """``path``, or for a run folder its ``checkpoints/final.zip`` (while it trains: ``latest.zip``)."""
+RUN_FOLDER_CHECKPOINTS = {"ppo": ("best.zip",), "az": ("final.zip", "latest.zip"), "rllib": ("final.zip", "latest.zip")}
+"""The checkpoint of a run folder each agent kind plays: the first of these in its ``checkpoints/`` that exists
+(the last one named when none does, for the error to name)."""
+
+
+def checkpoint_path(path: str | Path, kind: str | None = None) -> Path:
+    """``path`` itself, or for a run folder the checkpoint the agent ``kind`` plays (:data:`RUN_FOLDER_CHECKPOINTS`);
+    without ``kind``, the kind that plays the run's algorithm (read from one of its checkpoints).
+    :class:`CheckpointError` for a folder without checkpoints."""
     path = Path(path)
-    if path.is_dir():
-        final = path / "checkpoints" / "final.zip"
-        return final if final.exists() else path / "checkpoints" / "latest.zip"
-    return path
+    if not path.is_dir():
+        return path
+    folder = path / "checkpoints"
+    names = RUN_FOLDER_CHECKPOINTS[kind or _kind_of_run(path)]
+    return next((folder / name for name in names if (folder / name).exists()), folder / names[-1])
+
+
+def _kind_of_run(run_dir: Path) -> str:
+    """The agent kind that plays the checkpoints of the run folder ``run_dir`` (``ppo`` for an unknown algorithm,
+    whose loader then names it)."""
+    kept = ("latest.zip", "final.zip", "best.zip")
+    found = next((run_dir / "checkpoints" / name for name in kept if (run_dir / "checkpoints" / name).is_file()), None)
+    if found is None:
+        raise CheckpointError(
+            f"folder {str(run_dir)!r} is no run folder of quarto train with a checkpoint: it has no "
+            f"checkpoints/{', checkpoints/'.join(kept)}"
+        )
+    return AGENT_KINDS_OF_ALGORITHMS.get(str(read_metadata(found).get("algorithm", "ppo")), "ppo")

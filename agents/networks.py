@@ -7,6 +7,14 @@ heads each algorithm puts on it.
 - :class:`ActorCritic`: the body (or two MLPs) with a linear value head, on the flat planes RLlib feeds
   (:mod:`agents.rllib`).
 
+Devices
+-------
+Training and every agent that runs a network take a ``device``: ``cpu`` (the default), ``cuda``, or ``auto`` (cuda
+when torch sees a GPU, else cpu); :func:`resolve_device` is the one place that turns the name into a torch device
+and refuses ``cuda`` on a machine without one. The helpers below move their inputs to the network's device and
+hand numpy arrays back, so callers stay device-free; checkpoints are written from CPU copies and read onto the
+CPU first (:mod:`agents.checkpoints`), so a checkpoint trained on a GPU plays on a CPU and the reverse.
+
 The ``slots`` policy
 --------------------
 The 16 squares and the 16 pieces are interchangeable *slots*: what matters about square 5 is what lies in its
@@ -38,6 +46,32 @@ MAX_WIDTH = 4096
 
 MAX_LAYERS = 8
 """The most hidden layers of an ``mlp`` network."""
+
+
+DEVICES = ("auto", "cpu", "cuda")
+"""The devices a network may run on: ``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``."""
+
+
+DEFAULT_DEVICE = "cpu"
+"""Where networks run unless told otherwise (when a GPU could pay, not measured: docs/training.md)."""
+
+
+def resolve_device(name: str) -> th.device:
+    """The torch device ``name`` (one of :data:`DEVICES`) means on this machine; ``ValueError`` in one line for
+    another name, or for ``cuda`` where torch sees no GPU."""
+    if name not in DEVICES:
+        raise ValueError(f"unknown device {name!r}; allowed: {', '.join(DEVICES)}")
+    if name == "cpu" or (name == "auto" and not th.cuda.is_available()):
+        return th.device("cpu")
+    if not th.cuda.is_available():
+        reason = "this torch build has no CUDA support" if th.version.cuda is None else "no CUDA GPU is visible"
+        raise ValueError(f"device 'cuda' needs a GPU, but torch sees none ({reason}); allowed here: auto, cpu")
+    return th.device("cuda")
+
+
+def device_of(network: nn.Module) -> th.device:
+    """The device ``network``'s weights are on."""
+    return next(network.parameters()).device
 
 
 class SlotNetwork(nn.Module):
@@ -153,10 +187,10 @@ def use_one_thread() -> None:
 def choose_actions(logits: th.Tensor, masks: np.ndarray, deterministic: bool) -> np.ndarray:
     """The most likely legal action of each row (``deterministic``), or one sampled from the masked softmax
     (by the Gumbel-max trick: the argmax of the logits plus Gumbel noise)."""
-    masked = logits.masked_fill(~th.as_tensor(masks, dtype=th.bool), -th.inf)
+    masked = logits.masked_fill(~th.as_tensor(masks, dtype=th.bool, device=logits.device), -th.inf)
     if not deterministic:
         masked = masked - th.log(-th.log(th.rand_like(masked)))
-    return masked.argmax(dim=-1).numpy()
+    return masked.argmax(dim=-1).cpu().numpy()
 
 
 class PolicyValueNetwork(nn.Module):
@@ -180,10 +214,11 @@ class PolicyValueNetwork(nn.Module):
         return logits, th.tanh(self.value_head(context).squeeze(1))
 
     def evaluate(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Logits and values of ``int8`` planes, as float32 arrays: the evaluator :class:`BatchedSearch` calls."""
+        """Logits and values of ``int8`` planes, as float32 arrays: the evaluator :class:`BatchedSearch` calls
+        (the planes go to the network's device, the results come back)."""
         with th.inference_mode():
-            logits, value = self(th.from_numpy(planes).float())
-        return logits.numpy(), value.numpy()
+            logits, value = self(th.from_numpy(planes).to(device_of(self)).float())
+        return logits.cpu().numpy(), value.cpu().numpy()
 
     def describe(self) -> dict[str, Any]:
         """What rebuilds this network: stored in checkpoints."""
@@ -241,6 +276,6 @@ def network_actions(
 ) -> np.ndarray:
     """The actions ``network`` picks for a batch of planes (any shape ``(n, channels, 16)`` or flat) under
     legal-action ``masks``: its most likely legal action, or one sampled from the masked softmax."""
-    flat = th.as_tensor(observations, dtype=th.float32).reshape(len(observations), -1)
+    flat = th.as_tensor(observations, dtype=th.float32, device=device_of(network)).reshape(len(observations), -1)
     with th.no_grad():
         return choose_actions(network.logits(flat), masks, deterministic)

@@ -7,6 +7,9 @@ state the same way and the step count from ``quarto.json``. stable-baselines3's 
 cloudpickled objects, is never deserialized. A stable-baselines3 zip opened with SB3's own
 ``MaskablePPO.load`` unpickles code, so only load zips you trust that way.
 
+A checkpoint's weights are saved from CPU copies and loaded onto the ``device`` asked for (``cpu`` by default;
+:func:`agents.networks.resolve_device`), so a checkpoint trained on a GPU plays on a CPU and the reverse.
+
 The ``slots`` policy (:class:`SlotPolicy`) is :class:`agents.networks.SlotNetwork` as SB3's ``mlp_extractor``.
 """
 
@@ -32,13 +35,23 @@ from agents.checkpoints import (
     METADATA_ENTRY,
     CheckpointError,
     check_algorithm,
+    checkpoint_path,
     env_kwargs_for,
     library_versions,
     read_metadata,
     read_weights,
+    saved_bytes,
     trained_variant,
 )
-from agents.networks import POLICY_KINDS, SlotNetwork, check_network, choose_actions, use_one_thread
+from agents.networks import (
+    DEFAULT_DEVICE,
+    POLICY_KINDS,
+    SlotNetwork,
+    check_network,
+    choose_actions,
+    resolve_device,
+    use_one_thread,
+)
 from quarto_env.checks import atomic_write_bytes, one_line
 from quarto_env.core import INITIAL_STATE, STANDARD, State, Variant
 from quarto_env.observation import ObservationKind, observation_kind
@@ -114,12 +127,13 @@ def save_checkpoint(
 ) -> None:
     """Write ``model`` with ``metadata`` (which must hold ``variant`` and ``observation``) to ``path``;
     ``extras`` are more zip entries (the trainer stores its opponent pool there). The metadata gains
-    ``env_kwargs``, derived from those two."""
+    ``env_kwargs``, derived from those two. The weights are saved from CPU copies, wherever the model runs."""
     for key in ("variant", "observation"):
         if key not in metadata:
             raise ValueError(f"checkpoint metadata needs {key!r}")
-    buffer = io.BytesIO()
-    model.save(buffer)
+    saved = io.BytesIO()
+    model.save(saved)
+    weights = {f"{name}.pth": saved_bytes(state) for name, state in model.get_parameters().items()}
     full = {
         "format": CHECKPOINT_FORMAT,
         "num_timesteps": int(model.num_timesteps),
@@ -127,9 +141,12 @@ def save_checkpoint(
         "versions": library_versions(),
         **metadata,
     }
-    with zipfile.ZipFile(buffer, "a") as archive:
-        archive.writestr(METADATA_ENTRY, json.dumps(full, indent=2, default=str))
-        for name, data in (extras or {}).items():
+    with zipfile.ZipFile(saved) as archive:
+        entries = {name: weights.get(name) or archive.read(name) for name in archive.namelist()}
+    entries[METADATA_ENTRY] = json.dumps(full, indent=2, default=str).encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in {**entries, **(extras or {})}.items():
             archive.writestr(name, data)
     atomic_write_bytes(Path(path), buffer.getvalue())
 
@@ -166,10 +183,14 @@ class LoadedPolicy:
         return self.policy.predict(observation, state, episode_start, deterministic, action_masks)
 
 
-def load_policy(path: str | Path, variant: Variant | None = None) -> LoadedPolicy:
-    """The policy of the checkpoint at ``path``, rebuilt from its metadata and loaded with ``policy.pth`` read as
-    weights: nothing in the file is unpickled, so nothing in it runs. With ``variant``, a checkpoint trained for
-    another rule variant is refused. Every failure is a :class:`CheckpointError` naming the file."""
+def load_policy(path: str | Path, variant: Variant | None = None, device: str = DEFAULT_DEVICE) -> LoadedPolicy:
+    """The policy of the checkpoint at ``path`` (or of a run folder's ``checkpoints/best.zip``, as ``ppo:RUN``
+    plays), rebuilt from its metadata and loaded with ``policy.pth`` read as weights: nothing in the file is
+    unpickled, so nothing in it runs. With ``variant``, a checkpoint trained for another rule variant is refused.
+    The policy runs on ``device`` (``auto``, ``cpu`` or ``cuda``; ``ValueError`` for ``cuda`` without a GPU).
+    Every failure of the file is a :class:`CheckpointError` naming it."""
+    on_device = resolve_device(device)
+    path = checkpoint_path(path, "ppo")
     metadata = read_metadata(path)
     check_algorithm(path, metadata, "ppo")
     policy = _policy_for(path, metadata, trained_variant(path, metadata, variant))
@@ -181,7 +202,7 @@ def load_policy(path: str | Path, variant: Variant | None = None) -> LoadedPolic
             f"checkpoint {str(path)!r}: {POLICY_ENTRY} does not fit the network its {METADATA_ENTRY} describes "
             f"({one_line(exc)})"
         ) from exc
-    return LoadedPolicy(policy, metadata)
+    return LoadedPolicy(policy.to(on_device), metadata)
 
 
 def load_training_state(model: BaseAlgorithm, path: str | Path, variant: Variant | None = None) -> dict[str, Any]:
@@ -193,7 +214,7 @@ def load_training_state(model: BaseAlgorithm, path: str | Path, variant: Variant
     trained_variant(path, metadata, variant)
     parameters = {entry.removesuffix(".pth"): read_weights(path, entry) for entry in (POLICY_ENTRY, OPTIMIZER_ENTRY)}
     try:
-        model.set_parameters(parameters, exact_match=True, device="cpu")
+        model.set_parameters(parameters, exact_match=True, device=model.device)
     except (RuntimeError, TypeError, ValueError, KeyError, AttributeError) as exc:
         raise CheckpointError(f"checkpoint {str(path)!r} does not fit this run's learner ({one_line(exc)})") from exc
     model.num_timesteps = int(metadata["num_timesteps"])
@@ -269,20 +290,23 @@ def _saved_update_count(path: str | Path) -> int:
 class PPOAgent(Agent):
     """Plays the policy of a checkpoint: ``ppo:PATH`` (``ppo:path=PATH,deterministic=false`` to sample).
 
-    ``PATH`` may also be a run folder, meaning its ``checkpoints/best.zip``. Loading sets torch to one thread
+    ``PATH`` may also be a run folder, meaning its ``checkpoints/best.zip``. The network runs on ``device``
+    (``ppo:PATH,device=auto``; :func:`agents.networks.resolve_device`). Loading sets torch to one thread
     (:func:`use_one_thread`).
     """
 
     def __init__(
-        self, variant: Variant = STANDARD, seed: int | None = None, path: str = "", deterministic: bool = True
+        self,
+        variant: Variant = STANDARD,
+        seed: int | None = None,
+        path: str = "",
+        deterministic: bool = True,
+        device: str = DEFAULT_DEVICE,
     ) -> None:
         super().__init__(variant, seed)
         if not path:
             raise CheckpointError("the ppo agent needs a checkpoint: ppo:PATH (a .zip, or a run folder)")
-        checkpoint = Path(path)
-        if checkpoint.is_dir():
-            checkpoint = checkpoint / "checkpoints" / "best.zip"
-        loaded = load_policy(checkpoint, variant)
+        loaded = load_policy(path, variant, device)
         use_one_thread()
         self.policy = loaded.policy
         self.kind = observation_kind(loaded.observation)
@@ -324,6 +348,8 @@ def policy_logits(policy: MaskableActorCriticPolicy, observations: th.Tensor) ->
 def policy_actions(
     policy: MaskableActorCriticPolicy, observations: np.ndarray, masks: np.ndarray, deterministic: bool
 ) -> np.ndarray:
-    """The actions ``policy`` picks for a batch of observations under legal-action ``masks``: one forward pass."""
+    """The actions ``policy`` picks for a batch of observations under legal-action ``masks``: one forward pass on
+    the policy's device."""
+    planes = th.as_tensor(observations, dtype=th.float32, device=policy.device)
     with th.no_grad():
-        return choose_actions(policy_logits(policy, th.as_tensor(observations, dtype=th.float32)), masks, deterministic)
+        return choose_actions(policy_logits(policy, planes), masks, deterministic)

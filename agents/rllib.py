@@ -12,7 +12,8 @@ training config, library versions) and ``network.pth``, the network's ``state_di
 :func:`load_network` rebuilds the network from ``quarto.json`` and reads the weights with
 ``torch.load(weights_only=True)`` (:func:`agents.checkpoints.read_weights`). A missing, damaged or foreign file is a
 :class:`agents.checkpoints.CheckpointError` naming the file and the problem; a checkpoint of MaskablePPO or AlphaZero
-names the agent kind that plays it.
+names the agent kind that plays it. The weights are saved from CPU copies and loaded onto the ``device`` asked for
+(``rllib:PATH,device=auto``; :func:`agents.networks.resolve_device`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from agents.checkpoints import (
     trained_variant,
     write_checkpoint,
 )
-from agents.networks import ActorCritic, network_actions, network_for, use_one_thread
+from agents.networks import DEFAULT_DEVICE, ActorCritic, network_actions, network_for, resolve_device, use_one_thread
 from quarto_env.checks import one_line
 from quarto_env.core import INITIAL_STATE, STANDARD, State, Variant
 from quarto_env.observation import observation_kind
@@ -64,11 +65,15 @@ def save_checkpoint(
     write_checkpoint(path, ALGORITHM, variant, observation, num_timesteps, {"backend": "rllib", **metadata}, entries)
 
 
-def load_network(path: str | Path, variant: Variant | None = None) -> tuple[ActorCritic, dict[str, Any]]:
-    """The network of an rllib checkpoint (a zip, or a run folder for its final checkpoint), read as data, in
-    evaluation mode, and its metadata. With ``variant``, a checkpoint trained for another rule variant is
-    refused. Every failure is a :class:`CheckpointError` naming the file."""
-    path = checkpoint_path(path)
+def load_network(
+    path: str | Path, variant: Variant | None = None, device: str = DEFAULT_DEVICE
+) -> tuple[ActorCritic, dict[str, Any]]:
+    """The network of an rllib checkpoint (a zip, or a run folder for its final checkpoint, else its latest), read
+    as data, in evaluation mode, on ``device``, and its metadata. With ``variant``, a checkpoint trained for another
+    rule variant is refused. Every failure of the file is a :class:`CheckpointError` naming it (``ValueError`` for
+    ``cuda`` without a GPU)."""
+    on_device = resolve_device(device)
+    path = checkpoint_path(path, "rllib")
     metadata = read_metadata(path)
     check_algorithm(path, metadata, ALGORITHM)
     trained = trained_variant(path, metadata, variant)
@@ -84,7 +89,7 @@ def load_network(path: str | Path, variant: Variant | None = None) -> tuple[Acto
         ) from exc
     network.eval()
     network.requires_grad_(False)
-    return network, metadata
+    return network.to(on_device), metadata
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -92,15 +97,21 @@ def load_network(path: str | Path, variant: Variant | None = None) -> tuple[Acto
 # ---------------------------------------------------------------------------------------------------------
 class RLlibAgent(Agent):
     """Plays the network of an rllib checkpoint: ``rllib:PATH`` (a ``.zip``, or a run folder for its
-    ``checkpoints/final.zip``; ``deterministic=false`` samples). Loading sets torch to one thread."""
+    ``checkpoints/final.zip``; ``deterministic=false`` samples; ``device=auto`` or ``cuda`` runs it on a GPU).
+    Loading sets torch to one thread."""
 
     def __init__(
-        self, variant: Variant = STANDARD, seed: int | None = None, path: str = "", deterministic: bool = True
+        self,
+        variant: Variant = STANDARD,
+        seed: int | None = None,
+        path: str = "",
+        deterministic: bool = True,
+        device: str = DEFAULT_DEVICE,
     ) -> None:
         super().__init__(variant, seed)
         if not path:
             raise CheckpointError("the rllib agent needs a checkpoint: rllib:PATH (a .zip, or a run folder)")
-        self.network, metadata = load_network(path, variant)
+        self.network, metadata = load_network(path, variant, device)
         use_one_thread()
         self.kind = observation_kind(metadata["observation"])
         self.deterministic = deterministic

@@ -7,9 +7,10 @@ Example usage::
     quarto bench env                  # environment speed against connect_four_v3
     quarto solve "f9.......0..3... 5"
 
-A command whose reader goes away (``quarto solve - < positions.txt | head -1``) stops quietly with exit status
-141, as a Unix tool killed by ``SIGPIPE`` does; Ctrl-C stops any command with status 130 and one line, not a
-traceback.
+An unknown command prints the usage and, last, the problem with the nearest name (``quarto trian``: ``did
+you mean 'train'?``), exit status 2. A command whose reader goes away (``quarto solve - < positions.txt | head
+-1``) stops quietly with exit status 141, as a Unix tool killed by ``SIGPIPE`` does; Ctrl-C stops any command
+with status 130 and one line, not a traceback.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def dispatch(argv: list[str], table: Table, prog: str, noun: str, kind: str) -> 
         print(usage(table, prog, noun, kind))
         return 0
     if not argv or argv[0] not in table:
-        problem = f"unknown {kind} {argv[0]!r}" if argv else f"name the {kind} to run"
+        problem = f"unknown {kind} {argv[0]!r}{_suggestion(argv[0], table)}" if argv else f"name the {kind} to run"
         print(f"{usage(table, prog, noun, kind)}\n\n{prog}: {problem}", file=sys.stderr)
         return 2
     name, rest = argv[0], argv[1:]
@@ -71,6 +72,13 @@ def dispatch(argv: list[str], table: Table, prog: str, noun: str, kind: str) -> 
         return dispatch(rest, BENCHMARKS, f"{prog} {name}", "WHAT", "benchmark")
     module = importlib.import_module(module_name)  # may compile the search: Ctrl-C may come here too
     return int(module.main(rest) or 0)
+
+
+def _suggestion(name: str, table: Table) -> str:
+    """``"; did you mean 'train'?"`` for a name near one of ``table``'s, else ``""``."""
+    from agents.base import did_you_mean  # here, not above: every command would pay for numpy and the rules core
+
+    return did_you_mean(name, table)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,7 @@
 """The run folder of every ``quarto`` command that writes one: its default name, the lock that keeps a second
 training process out, and what a command records in it -- ``config.json`` (the settings, the command line and
-the code's version) and its line in ``command.txt``.
+the code's version) and its line in ``command.txt`` (in a folder that later commands continue, every command's
+line, each with the time it started and the code's version: :func:`record_command`).
 
 Default names are ``runs/<name>__<seed>__<time>`` (:func:`default_run_folder`): ``quarto train`` names the
 folder after its config's name and seed, ``quarto grade`` and ``quarto tournament`` after themselves and their
@@ -68,15 +69,18 @@ def command_line(command: str, argv: Sequence[str]) -> str:
 
 def record_command(folder: Path, line: str, *, history: bool) -> None:
     """Record the :func:`command_line` ``line`` in ``folder``'s ``command.txt``. ``history``: append it after the
-    time it started, one line per command, in the folders that later commands continue (``quarto train
-    --resume``, ``quarto sweep --resume``). Otherwise write the file anew: the line and a comment naming the
-    Python version and the working directory, in a folder that holds one command's results (``quarto grade``,
-    ``quarto tournament``), rewritten whole by the next one."""
+    time it started and before a comment naming the code's version (:func:`describe_code_version`), one line
+    per command, in the folders that later commands continue (``quarto train --resume``, ``quarto sweep
+    --resume``): each command records the code it ran. Otherwise write the file anew: the line and a comment
+    naming the Python version and the working directory, in a folder that holds one command's results
+    (``quarto grade``, ``quarto tournament``: their ``config.json`` holds the code's version), rewritten whole by
+    the next one."""
     if not history:
         atomic_write_text(folder / COMMAND_FILE, f"{line}\n# python {sys.version.split()[0]}, cwd {os.getcwd()}\n")
         return
+    code = describe_code_version(code_version())
     with open(folder / COMMAND_FILE, "a", encoding="utf-8") as file:
-        file.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}  {line}\n")
+        file.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}  {line}  # code {code}\n")
 
 
 def save_run_config(folder: Path, command: str, argv: list[str], config: dict[str, Any]) -> None:
@@ -99,6 +103,15 @@ def code_version(root: Path | None = None) -> dict[str, Any]:
     if git_dir is None:
         return {"commit": None, "uncommitted_changes": None}
     return {"commit": _head_commit(git_dir), "uncommitted_changes": _has_uncommitted_changes(root)}
+
+
+def describe_code_version(version: dict[str, Any]) -> str:
+    """A :func:`code_version` in words: ``commit 9fc64e9...`` (all of it) and ``, uncommitted changes`` if tracked
+    files differ from it (``, changes unknown`` without a ``git`` to ask); ``not a git checkout`` outside one."""
+    if version["commit"] is None:
+        return "not a git checkout"
+    changes = {True: ", uncommitted changes", False: "", None: ", changes unknown"}[version["uncommitted_changes"]]
+    return f"commit {version['commit']}{changes}"
 
 
 def _git_dir(root: Path) -> Path | None:

@@ -6,7 +6,10 @@ reuse them.
 
 Text: a piece is its hex digit and a four-letter code, one letter per attribute in bit order, upper case for
 bit 1 (see ``PIECE_LETTERS``): ``f TDSH`` is piece 15, tall, dark, square, hollow; ``0 slrf`` is piece 0,
-short, light, round, solid ("filled"). An empty square shows its number, the action that places there.
+short, light, round, solid ("filled"). An empty square shows its number, the action that places there. The
+columns are labelled ``a``-``d`` from the left and the rows ``1``-``4`` from the top, so that ``b2`` -- a name
+``quarto play`` takes -- is square 5; rows and columns in the messages use the same labels (``row 1``,
+``column a``).
 
 Image: a big piece is tall and a small one short; the fill is light (cream) or dark (brown); the outline is a
 circle (round) or a square (square); a hollow piece has a hole drawn in its middle, a solid one none.
@@ -60,16 +63,25 @@ def describe_piece(piece: int) -> str:
     return f"{HEX[piece]} ({', '.join(values)})"
 
 
+COLUMN_LABELS = "abcd"
+"""The label of each column, from the left; the rows are labelled ``1``-``4`` from the top."""
+
+
+def square_name(square: int) -> str:
+    """The board's label of ``square``: its column letter and row number, ``a1`` (0) to ``d4`` (15)."""
+    return f"{COLUMN_LABELS[square % 4]}{square // 4 + 1}"
+
+
 def describe_group(group: int) -> str:
-    """A name for the group whose square mask is ``group``: ``row 2``, ``column 0``, ``diagonal``,
-    ``anti-diagonal`` or ``2x2 block 5-6-9-10``."""
+    """A name for the group whose square mask is ``group``, by the board's labels: ``row 3``, ``column a``,
+    ``diagonal``, ``anti-diagonal`` or ``2x2 block 5-6-9-10``."""
     squares = [s for s in range(NUM_SQUARES) if group >> s & 1]
     rows = {s // 4 for s in squares}
     columns = {s % 4 for s in squares}
     if len(rows) == 1:
-        return f"row {rows.pop()}"
+        return f"row {rows.pop() + 1}"
     if len(columns) == 1:
-        return f"column {columns.pop()}"
+        return f"column {COLUMN_LABELS[columns.pop()]}"
     if group == LINES[8]:
         return "diagonal"
     if group == LINES[9]:
@@ -131,11 +143,13 @@ def render_text(
     claimable = 0
     for group in claimable_groups(variant, state):
         claimable |= group
-    separator = "+" + "+".join(["--------"] * 4) + "+"
-    lines = [f"Quarto - {describe_variant(variant)}", status or describe_status(variant, state, names), separator]
+    separator = "  +" + "+".join(["--------"] * 4) + "+"
+    labels = ("   " + " ".join(f"{label:^8}" for label in COLUMN_LABELS)).rstrip()
+    lines = [f"Quarto - {describe_variant(variant)}", status or describe_status(variant, state, names), labels]
+    lines.append(separator)
     for row in range(4):
         cells = [_text_cell(state, 4 * row + col, bool(claimable >> (4 * row + col) & 1)) for col in range(4)]
-        lines += ["|" + "|".join(cells) + "|", separator]
+        lines += [f"{row + 1} |" + "|".join(cells) + "|", separator]
     hand = "-" if state.hand == NO_PIECE else f"{HEX[state.hand]} {piece_code(state.hand)}"
     lines.append(f"in hand:     {hand}")
     left = [f"{HEX[p]} {piece_code(p)}" for p in bits(state.available)]

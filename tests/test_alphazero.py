@@ -15,7 +15,7 @@ from agents.alphazero import AlphaZeroAgent, load_network, save_checkpoint
 from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, make_agent
 from agents.checkpoints import CheckpointError
 from agents.match import play_game
-from agents.networks import PolicyValueNetwork
+from agents.networks import PolicyValueNetwork, device_of, resolve_device
 from agents.puct import BatchedSearch, candidates, encode_positions, forced_action
 from experiments.training.az_selfplay import ReplayBuffer
 from quarto_env.core import (
@@ -306,6 +306,35 @@ def test_a_run_folder_means_its_final_checkpoint(checkpoint: Path, tmp_path: Pat
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / "final.zip").write_bytes(checkpoint.read_bytes())
     assert make_agent(f"az:{tmp_path}", STANDARD, 0).act(INITIAL_STATE) in range(16)
+
+
+def test_a_run_folder_still_training_means_its_latest_checkpoint_also_for_evaluate(
+    checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from experiments.training import evaluate
+
+    latest = tmp_path / "checkpoints" / "latest.zip"
+    latest.parent.mkdir()
+    latest.write_bytes(checkpoint.read_bytes())
+    assert make_agent(f"az:{tmp_path},sims=2", STANDARD, 0).act(INITIAL_STATE) in range(16)
+    loaded: list[Path] = []
+
+    def spy(path: Path, device: str) -> tuple[PolicyValueNetwork, dict]:
+        loaded.append(Path(path))
+        return load_network(path, device=device)
+
+    monkeypatch.setattr(evaluate, "load_network", spy)
+    assert evaluate.main([str(tmp_path), "--opponents", "random", "--games", "2", "--sims", "2"]) == 0
+    assert loaded == [latest]
+
+
+def test_a_checkpoint_loads_onto_the_device_asked_for(checkpoint: Path) -> None:
+    network, _ = load_network(checkpoint, device="cpu")
+    assert device_of(network) == th.device("cpu")
+    logits, values = network.evaluate(np.zeros((2, *network.kind.shape), dtype=np.int8))
+    assert logits.shape == (2, NUM_ACTIONS) and values.shape == (2,)  # numpy arrays back, whatever the device
+    agent = make_agent(f"az:{checkpoint},sims=4,device=auto", STANDARD, 0)
+    assert device_of(agent.network) == resolve_device("auto") and agent.act(INITIAL_STATE) in range(16)
 
 
 @pytest.mark.parametrize(

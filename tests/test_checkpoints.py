@@ -19,7 +19,7 @@ import torch as th
 
 import quarto_env
 from agents.base import make_agent
-from agents.checkpoints import CHECKPOINT_FORMAT, CheckpointError, read_metadata
+from agents.checkpoints import CHECKPOINT_FORMAT, CheckpointError, checkpoint_path, read_metadata
 from agents.match import play_game
 from agents.ppo import LoadedPolicy, load_policy, load_training_state
 from experiments.training import evaluate
@@ -268,3 +268,65 @@ def test_format_1_checkpoints_still_load_with_derived_env_kwargs(tiny_run: tuple
     loaded = load_policy(old)
     assert loaded.metadata["format"] == 1 and loaded.env_kwargs == read_metadata(current)["env_kwargs"]
     assert play_from_predict(loaded, old, seed=0) >= 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A run folder means the checkpoint its agent kind plays, wherever a checkpoint is named
+# ---------------------------------------------------------------------------------------------------------
+def test_a_run_folder_means_the_checkpoint_its_agent_kind_plays(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
+    run_dir = tiny_run[0]
+    kept = run_dir / "checkpoints"
+    assert checkpoint_path(run_dir, "ppo") == kept / "best.zip"
+    assert checkpoint_path(run_dir, "az") == checkpoint_path(run_dir, "rllib") == kept / "final.zip"
+    assert checkpoint_path(run_dir) == kept / "best.zip"  # read from the run: its checkpoints are MaskablePPO's
+    assert checkpoint_path(kept / "final.zip", "ppo") == kept / "final.zip"  # a file is itself
+    training = tmp_path / "training"  # a run still training: no final.zip yet
+    (training / "checkpoints").mkdir(parents=True)
+    shutil.copy(kept / "latest.zip", training / "checkpoints" / "latest.zip")
+    assert checkpoint_path(training, "az") == training / "checkpoints" / "latest.zip"
+    with pytest.raises(CheckpointError, match=r"no run folder of quarto train with a checkpoint: it has no "):
+        checkpoint_path(tmp_path / "training" / "checkpoints")
+
+
+def test_load_policy_takes_a_run_folder_as_ppo_run_does(tiny_run: tuple[Path, str]) -> None:
+    run_dir = tiny_run[0]
+    from_folder = load_policy(run_dir).policy.state_dict()
+    best = load_policy(run_dir / "checkpoints" / "best.zip").policy.state_dict()
+    final = load_policy(run_dir / "checkpoints" / "final.zip").policy.state_dict()
+    assert all(th.equal(tensor, best[name]) for name, tensor in from_folder.items())
+    assert not all(th.equal(tensor, final[name]) for name, tensor in from_folder.items())  # best.zip, not final
+
+
+def test_evaluate_takes_a_run_folder_and_the_tournaments_openings(
+    tiny_run: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from experiments.arena import tournament
+
+    loaded: list[Path] = []
+    played: list[int] = []
+
+    def spy_load(path: Path, **kwargs: Any) -> LoadedPolicy:
+        loaded.append(Path(path))
+        return load_policy(path, **kwargs)
+
+    def spy_games(*args: Any) -> list[Any]:
+        played.append(args[-1])  # the opening plies
+        return []
+
+    monkeypatch.setattr(evaluate, "load_policy", spy_load)
+    monkeypatch.setattr(evaluate, "evaluate_all", spy_games)
+    assert evaluate.main([str(tiny_run[0]), "--games", "2", "--opponents", "random"]) == 0
+    assert loaded == [tiny_run[0] / "checkpoints" / "best.zip"]  # what ppo:RUN plays
+    assert evaluate.DEFAULT_OPENING_PLIES == tournament.DEFAULT_OPENING_PLIES == 4
+    assert played == [tournament.DEFAULT_OPENING_PLIES]
+    assert evaluate.main([str(tiny_run[0]), "--games", "2", "--opponents", "random", "--opening-plies", "0"]) == 0
+    assert played[-1] == 0
+
+
+def test_evaluate_refuses_a_folder_without_checkpoints_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    assert evaluate.main([str(tmp_path), "--games", "2"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"quarto evaluate: folder {str(tmp_path)!r} is no run folder of quarto train")

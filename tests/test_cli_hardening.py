@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import argparse
 import errno
+import io
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,7 +167,9 @@ AGENT_ARGUMENTS = {"play": ["--opponent", "random"], "tournament": ["random", "g
     ("argv", "last_line"),
     [
         (["nosuch"], "quarto: unknown command 'nosuch'"),
+        (["trian"], "quarto: unknown command 'trian'; did you mean 'train'?"),
         (["bench", "nosuch"], "quarto bench: unknown benchmark 'nosuch'"),
+        (["bench", "evn"], "quarto bench: unknown benchmark 'evn'; did you mean 'env'?"),
         (["bench"], "quarto bench: name the benchmark to run"),
     ],
 )
@@ -194,3 +199,42 @@ def assert_usage_error(argv: list[str], message: str, capsys: pytest.CaptureFixt
     captured = capsys.readouterr()
     assert captured.out == ""
     assert message in captured.err.strip().splitlines()[-1]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# quarto bench train's table; "did you mean" for agent kinds and options
+# ---------------------------------------------------------------------------------------------------------
+def _table_text(table: Any) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(table)
+    return console.export_text()
+
+
+def test_bench_train_without_the_reference_shows_a_dash_not_nan() -> None:
+    from experiments.bench.train import results_table
+
+    row = {"steps": 64.0, "seconds": 2.0, "steps_per_s": 32.0, "rollout_share": 0.75}
+    alone = _table_text(results_table({"config": row}, 64, []))
+    assert "nan" not in alone.lower() and re.search(r"│\s+25%\s+│\s+-\s+│", alone), alone
+    reference = {**row, "steps_per_s": 16.0}
+    assert "2.00" in _table_text(results_table({"config": row, "reference": reference}, 64, []))
+
+
+@pytest.mark.parametrize(
+    ("spec", "hint"),
+    [
+        ("minimx", "; did you mean 'minimax'?"),
+        ("mcst:sims=5", "; did you mean 'mcts'?"),
+        ("minimax:dpth=2", "; did you mean 'depth'?"),
+        ("alphazero", "the kinds are random"),  # nothing near: the list alone
+    ],
+)
+def test_a_mistyped_agent_kind_or_option_gets_the_nearest_name(spec: str, hint: str) -> None:
+    from agents.base import SpecError, parse_spec
+
+    with pytest.raises(SpecError) as refusal:
+        parse_spec(spec)
+    message = str(refusal.value)
+    assert message.endswith(hint) if "did you mean" in hint else hint in message and "did you mean" not in message

@@ -19,7 +19,7 @@ from experiments.arena.play import parse_action, parse_piece, parse_square
 from experiments.arena.replay import load_game
 from quarto_env.core import DECLARE, STANDARD, Variant, legal_actions, step
 from quarto_env.notation import parse_position
-from quarto_env.render import piece_code
+from quarto_env.render import piece_code, render_text, square_name
 
 OPPONENT = "minimax:depth=2"
 PROMPT = re.compile(rb"your move: [^\n]*> $")
@@ -100,8 +100,9 @@ def test_a_person_plays_a_full_game_with_bad_input_along_the_way() -> None:
             assert f"piece {used_piece:x}".encode() + b" (" in terminal.read_until(PROMPT)
         occupied = next((s for s in range(16) if state.occupied >> s & 1), None)
         if phase == "place" and occupied is not None and moves < 6:
-            terminal.type(f"{'abcd'[occupied % 4]}{occupied // 4 + 1}")  # the a1-d4 form of a taken square
-            assert f"square {occupied} is taken".encode() in terminal.read_until(PROMPT)
+            name = f"{'abcd'[occupied % 4]}{occupied // 4 + 1}"  # the a1-d4 form of a taken square
+            terminal.type(name)
+            assert f"square {occupied} ({name}) is taken".encode() in terminal.read_until(PROMPT)
         action = legal_actions(STANDARD, state)[-1]
         terminal.type(str(action) if state.placing else _code(action))
         moves += 1
@@ -146,13 +147,31 @@ def test_parsing_accepts_every_documented_form_and_explains_the_rest() -> None:
     assert parse_action(variant, state, "Quarto") == DECLARE
     with pytest.raises(ValueError, match="no declaring in this variant"):
         parse_action(STANDARD, parse_position("f9.......0..3... 5"), "declare")
-    with pytest.raises(ValueError, match=r"square 0 is taken; empty squares: 2 3 4"):
+    with pytest.raises(ValueError, match=r"square 0 \(a1\) is taken; empty squares: 2 3 4"):
         parse_action(STANDARD, parse_position("f9.......0..3... 5"), "a1")
     given = step(STANDARD, parse_position("f9.......0..3... 5"), 2)
     with pytest.raises(ValueError, match=r"piece f \(TDSH\) is not available; pieces left: 1 2 4"):
         parse_action(STANDARD, given, "f")
     with pytest.raises(ValueError, match="'tdsx' is not a piece"):
         parse_piece("tdsx")
+
+
+def test_the_board_labels_name_the_squares_that_play_accepts() -> None:
+    """Read off the board as a person does: the column letter above a cell and the row number beside it, typed
+    as ``b2``, name the square whose number the cell shows."""
+    lines = render_text(STANDARD, parse_position("................ -")).splitlines()
+    header = next(line for line in lines if line.split() == ["a", "b", "c", "d"])
+    named = {}
+    for line in lines:
+        if re.match(r"[1-4] \|", line):
+            for cell in re.finditer(r"\((\d+)\)", line):
+                centre = (cell.start() + cell.end()) / 2
+                column = min("abcd", key=lambda letter: abs(header.index(letter) - centre))  # the letter above
+                assert abs(header.index(column) - centre) <= 1
+                named[f"{column}{line[0]}"] = int(cell[1])
+    assert len(named) == 16 and all(parse_square(name) == square for name, square in named.items())
+    assert named["b2"] == 5 and named["d4"] == 15
+    assert [square_name(square) for square in range(16)] == list(named)
 
 
 # ---------------------------------------------------------------------------------------------------------

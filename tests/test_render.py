@@ -47,7 +47,7 @@ def read_text_board(text: str) -> tuple[list[int], int, list[int]]:
     its four letters (and checked against its hex digit)."""
     board = []
     for line in text.splitlines():
-        if line.startswith("|"):
+        if re.match(r"[1-4] \|", line):  # a row of the board, after its label
             for digit, code, square in CELL_PATTERN.findall(line):
                 if square:
                     assert int(square) == len(board)
@@ -91,7 +91,7 @@ def test_the_text_says_who_acts_and_how_the_game_ended() -> None:
     )
     assert "alice to give a piece" in render_text(Variant(), parse_position("................ -"), names)
     won = step(Variant(), parse_position("135............. 7"), 3)
-    assert "alice wins: completed row 0" in render_text(Variant(), won, names)
+    assert "alice wins: completed row 1" in render_text(Variant(), won, names)
     drawn = step(Variant(), parse_position("b7c94821fad6e03. 5"), 15)
     assert "draw" in render_text(Variant(), drawn, names)
     assert "time limit" in render_text(Variant(), drawn, names, status="bob exceeded the time limit")
@@ -99,9 +99,15 @@ def test_the_text_says_who_acts_and_how_the_game_ended() -> None:
     placed = step(declaration, parse_position("135............. 7", declaration), 3)
     declared = step(declaration, placed, 16)
     declared_text = render_text(declaration, declared, names)
-    assert "alice wins: declared Quarto (winning groups on the board: row 0)" in declared_text
+    assert "alice wins: declared Quarto (winning groups on the board: row 1)" in declared_text
     false = step(declaration, parse_position("................ -", declaration), 16)
     assert "bob wins: alice declared with nothing to claim" in render_text(declaration, false, names)
+
+
+def test_groups_are_named_by_the_labels_of_the_board() -> None:
+    column = step(Variant(), parse_position("1...3...5....... 7"), 12)  # tall pieces down column a
+    assert "completed column a" in render_text(Variant(), column)
+    assert "completed row 4" in render_text(Variant(), step(Variant(), parse_position("............135. 7"), 15))
 
 
 def test_the_text_marks_what_can_be_declared() -> None:

@@ -47,6 +47,29 @@ VARIANTS = [{}, {"squares": True, "attributes": 3}, {"declaration": True, "false
 
 
 # ---------------------------------------------------------------------------------------------------------
+# The rllib agent on a checkpoint written without Ray: run folders and devices
+# ---------------------------------------------------------------------------------------------------------
+def test_the_rllib_agent_plays_a_run_folders_latest_checkpoint_on_the_device_asked_for(tmp_path: Path) -> None:
+    import torch as th
+
+    from agents.base import make_agent
+    from agents.networks import device_of, network_for
+    from agents.rllib import load_network, save_checkpoint
+    from quarto_env.core import INITIAL_STATE
+    from quarto_env.observation import observation_kind
+
+    config = {"policy": "slots", "net_arch": [8]}
+    network = network_for(config, observation_kind("parity"), STANDARD)
+    latest = tmp_path / "checkpoints" / "latest.zip"  # a run still training: no final.zip yet
+    latest.parent.mkdir()
+    save_checkpoint(latest, network.state_dict(), STANDARD, "parity", 64, {"config": config})
+    loaded, metadata = load_network(tmp_path, device="cpu")
+    assert metadata["num_timesteps"] == 64 and device_of(loaded) == th.device("cpu")
+    agent = make_agent(f"rllib:{tmp_path},device=auto", STANDARD, seed=0)
+    assert agent.act(INITIAL_STATE) in legal_actions(STANDARD, INITIAL_STATE)
+
+
+# ---------------------------------------------------------------------------------------------------------
 # The adapter (no ray)
 # ---------------------------------------------------------------------------------------------------------
 @pytest.mark.filterwarnings("ignore:quarto_v0 ignores reset options")  # api_test passes options={"options": 1}
@@ -301,6 +324,7 @@ def test_a_run_writes_the_sb3_backends_folder_tags_and_final_table(rllib_run: tu
         assert tag in tags
     assert {"losses/policy_loss", "losses/value_loss", "losses/entropy", "charts/pool_size"} <= set(tags)
     assert len(tags["eval/random/score"]) >= 2  # one periodic evaluation and the final one
+    assert tags["eval/score"][0] == 0 and 300 <= tags["eval/score"][1] < 600  # untrained first, then eval_every
     assert f"agent spec: rllib:{run_dir}" in printed
 
 

@@ -3,7 +3,10 @@ wrong-variant and corrupt checkpoints, resuming (also after SIGKILL), reproducib
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch as th
 import yaml
+from tqdm import tqdm
 
 from agents.base import make_agent
 from agents.checkpoints import CheckpointError, read_metadata
@@ -21,7 +25,9 @@ from agents.match import play_game
 from agents.ppo import load_policy
 from experiments.training import train as train_module
 from experiments.training.config import ConfigError, TrainConfig, config_from_dict, describe_fields, load_config
-from quarto_env.core import Variant
+from experiments.training.run import Schedule, stopping_step
+from experiments.training.selfplay import EvalResult
+from quarto_env.core import INITIAL_STATE, STANDARD, Variant
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
@@ -63,6 +69,10 @@ def test_field_documentation_covers_every_field() -> None:
         ("opponents={random: -1}", r"opponents.random must be a finite number >= 0, got -1"),
         ("opponents={random: 0}", r"opponents must give weights with a positive, finite sum"),
         ("eval_opponents=[greedy:depth=3]", r"bad option 'depth=3'"),
+        ("early_evals=[0, 20000, 10000]", r"early_evals must list learner steps >= 0 in increasing order, e\.g\."),
+        ("early_evals=[-1, 5]", r"early_evals must list learner steps >= 0 in increasing order"),
+        ("early_evals=[8, 8]", r"early_evals must list learner steps >= 0 in increasing order"),
+        ("early_evals=16384", r"early_evals must be list\[int\], got 16384"),
         ("seed", r"override 'seed' must be KEY=VALUE"),
         ("seed.x=1", r"only variant.KEY and opponents.SPEC take a dotted key"),
     ],
@@ -81,6 +91,15 @@ def test_overrides_reach_nested_fields_and_keep_the_rest() -> None:
     assert config.total_steps == 2_000_000 and isinstance(config.total_steps, int)
 
 
+def test_evaluations_start_from_the_tournaments_openings_and_at_step_0() -> None:
+    from experiments.arena import tournament
+
+    config = TrainConfig()
+    assert config.eval_opening_plies == tournament.DEFAULT_OPENING_PLIES == 4
+    assert config.early_evals == [0, 16_384, 32_768, 65_536, 131_072]
+    assert load_config(None, ["early_evals=[0, 1e3]"]).early_evals == [0, 1000]  # YAML's 1e3 is a number too
+
+
 def test_config_files_must_exist_and_hold_a_mapping(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "nope.yaml")
@@ -93,12 +112,90 @@ def test_config_files_must_exist_and_hold_a_mapping(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# The schedule, the progress bar and what a run says before it
+# ---------------------------------------------------------------------------------------------------------
+def due_steps(schedule: Schedule, steps: range) -> dict[str, list[int]]:
+    """The steps at which each task fell due, the run stepping through ``steps``."""
+    seen: dict[str, list[int]] = {}
+    for step in steps:
+        for task in sorted(schedule.due(step)):
+            seen.setdefault(task, []).append(step)
+    return seen
+
+
+SCHEDULE = ["early_evals=[0, 100, 200, 400]", "eval_every=1000", "checkpoint_every=1000", "snapshot_every=300"]
+
+
+def test_a_fresh_run_evaluates_at_0_then_at_its_early_steps_then_every_eval_every() -> None:
+    config = load_config(None, SCHEDULE)
+    seen = due_steps(Schedule(config, 0), range(0, 2001, 50))
+    assert seen["evaluation"] == [0, 100, 200, 400, 1000, 2000]
+    assert seen["checkpoint"] == [1000, 2000] and seen["snapshot"] == [300, 600, 900, 1200, 1500, 1800]
+    # Steps in leaps: each point at the first step at or past it, once however many one leap passes.
+    assert due_steps(Schedule(config, 0), range(0, 2049, 256))["evaluation"] == [0, 256, 512, 1024, 2048]
+
+
+def test_a_resumed_run_skips_the_evaluations_before_its_step() -> None:
+    config = load_config(None, SCHEDULE)
+    assert due_steps(Schedule(config, 200), range(200, 2001, 50))["evaluation"] == [400, 1000, 2000]
+    assert due_steps(Schedule(config, 1000), range(1000, 2001, 50))["evaluation"] == [2000]
+    assert "evaluation" not in due_steps(Schedule(load_config(None, ["early_evals=[]"]), 0), range(0, 1000, 50))
+
+
+def test_total_steps_rounding_up_is_said_once_before_training(capsys: pytest.CaptureFixture) -> None:
+    config = load_config(None, ["total_steps=5000"])
+    leaps = "PPO trains whole rollouts of num_games * n_steps = {leap}"
+    assert stopping_step(config, 0, 4096, leaps) == 8192
+    printed = "total_steps=5000 rounds up to 8,192 (PPO trains whole rollouts of num_games * n_steps = 4,096)\n"
+    assert capsys.readouterr().out == printed
+    assert stopping_step(config, 904, 4096, leaps) == 5000  # a resumed run's leaps land on it
+    assert stopping_step(config, 6000, 4096, leaps) == 6000  # resumed past it: no training
+    assert capsys.readouterr().out == ""
+
+
+def test_an_evaluation_stays_off_the_progress_bars_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    from experiments.training import run
+
+    def slow_evaluation(*args: object) -> list[EvalResult]:
+        time.sleep(0.6)
+        return [EvalResult("random", {0: (1, 0, 0), 1: (0, 1, 0)}, INITIAL_STATE, True, "argmax")]
+
+    monkeypatch.setattr(run, "evaluate_learner", slow_evaluation)
+    bar = run.progress_bar(0, 1000, "step")
+    bar.fp = io.StringIO()
+    bar.update(500)
+    elapsed = bar.format_dict["elapsed"]
+    results, improved = run.EvaluationLog(TrainConfig(), STANDARD, lambda key, value: None).evaluate([], bar)
+    assert bar.format_dict["elapsed"] - elapsed < 0.3  # the ETA reckons with training time alone
+    assert improved and results[0].score() == 0.75
+    assert re.fullmatch(r"eval argmax: random 0\.75 \(\d s\)", bar.postfix)  # how long the evaluation took
+    bar.close()
+    with run.paused(tqdm(disable=True)):  # TQDM_DISABLE=1: no bar, no clock to stop
+        pass
+
+
+def test_numba_compiling_is_announced_once(capsys: pytest.CaptureFixture) -> None:
+    import numba
+    from numba.core import event
+
+    from experiments.training.run import COMPILING, CompileNotice, watch_compiles
+
+    watch_compiles().told = True  # the process's own notice, registered by earlier runs in this process: quiet
+    with event.install_listener("numba:compile", CompileNotice()):
+        assert numba.njit(lambda x: x + 1)(1) == 2  # two new functions, compiled now
+        assert numba.njit(lambda x: x * 3)(2) == 6
+    assert capsys.readouterr().out.count(COMPILING) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
 # A tiny run, end to end
 # ---------------------------------------------------------------------------------------------------------
 def test_quarto_train_writes_the_run_folder_and_prints_the_table(tiny_run: tuple[Path, str]) -> None:
     run_dir, output = tiny_run
     assert "final evaluation" in output and "greedy" in output and "random" in output
-    assert f"tensorboard --logdir {run_dir / 'tb'}" in output
+    tensorboard = f"TensorBoard: tensorboard --logdir {run_dir / 'tb'}   (then open http://localhost:6006)"
+    assert output.splitlines()[:2] == [f"run folder: {run_dir}", tensorboard]  # said first, and again at the end
+    assert output.splitlines()[-1] == tensorboard and "rounds up" not in output  # 1024: whole rollouts of 128
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert config_from_dict(saved).total_steps == 1024
     assert "quarto train total_steps=1024" in (run_dir / "command.txt").read_text()
@@ -133,15 +230,25 @@ def test_evaluate_and_plot_curves_read_a_run(
     assert evaluate.main([str(run_dir / "checkpoints" / "final.zip"), "--games", "8", "--opponents", "greedy"]) == 0
     output = capsys.readouterr().out
     assert output.count("greedy") == 2 and "argmax" in output and "sampled" in output
-    assert plot_curves.main([str(run_dir), "-o", str(tmp_path / "curves.png"), "--sampled"]) == 0
-    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert set(plot_curves.score_curves(run_dir)) == {
+    for options in ([], ["--argmax"], ["--sampled"]):  # --sampled: the default now, still accepted
+        assert plot_curves.main([str(run_dir), "-o", str(tmp_path / "curves.png"), *options]) == 0
+        assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    curves = plot_curves.score_curves(run_dir)
+    assert set(curves) == {
         "random",
         "greedy",
         "random (sampled policy)",
         "greedy (sampled policy)",
         "value lost",  # the run grades its decisions (grade_positions)
     }
+    (shown,) = plot_curves.panels({"tiny": curves}, argmax=False)  # by default, the curves that show learning
+    assert [(panel.title, panel.lines) for panel in shown] == [
+        ("vs random (sampled policy)", [("tiny", curves["random (sampled policy)"])]),
+        ("vs greedy (sampled policy)", [("tiny", curves["greedy (sampled policy)"])]),
+        ("value-losing decisions (solver-graded)", [("tiny", curves["value lost"])]),
+    ]
+    _, argmax = plot_curves.panels({"tiny": curves}, argmax=True)
+    assert [panel.lines for panel in argmax] == [[("tiny", curves["random"])], [("tiny", curves["greedy"])]]
 
 
 def test_wrong_variant_and_corrupt_checkpoints_are_clear_errors(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
@@ -188,6 +295,23 @@ def test_evaluations_grade_the_learner_with_the_exact_solver(tiny_run: tuple[Pat
         assert all(0.0 <= v <= 1.0 for v in values)
 
 
+def test_tensorboard_shows_the_curves_that_show_learning_side_by_side(tiny_run: tuple[Path, str]) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.custom_scalar import layout_pb2
+
+    events = EventAccumulator(str(tiny_run[0] / "tb"))
+    events.Reload()
+    (saved,) = events.Tensors("custom_scalars__config__")  # the Custom Scalars tab's layout
+    (learning,) = layout_pb2.Layout.FromString(saved.tensor_proto.string_val[0]).category
+    charts = {chart.title: list(chart.multiline.tag) for chart in learning.chart}
+    assert learning.title == "learning" and charts == {
+        "vs random": ["eval_sampled/random/score", "eval/random/score"],
+        "vs greedy": ["eval_sampled/greedy/score", "eval/greedy/score"],
+        "value-losing decisions (solver-graded)": ["eval/grade/value_lost"],
+    }
+    assert {tag for tags in charts.values() for tag in tags} <= set(events.Tags()["scalars"])  # none empty
+
+
 def test_resume_continues_the_step_count_and_the_curves(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
     source, _ = tiny_run
     run_dir = tmp_path / "resumed"
@@ -203,6 +327,33 @@ def test_resume_continues_the_step_count_and_the_curves(tiny_run: tuple[Path, st
     assert (run_dir / "command.txt").read_text().count("quarto train") == 2
 
 
+def test_a_run_evaluates_from_step_0_and_a_resume_redoes_no_evaluation(tiny: list[str], tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    budget = [item for item in tiny if not item.startswith(("early_evals", "grade"))]
+    budget.append("early_evals=[0, 128, 256, 384]")
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        assert train_module.main([*budget, "total_steps=200", "--run-dir", str(run_dir)]) == 0
+    printed = output.getvalue()
+    assert printed.count("rounds up") == 1  # before training, once
+    assert "total_steps=200 rounds up to 256 (PPO trains whole rollouts of num_games * n_steps = 128)" in printed
+    assert printed.index("rounds up") < printed.index("final evaluation after 256 learner steps")
+    assert tensorboard_steps(run_dir, "eval/score") == [0, 128]  # the untrained network first; 256 is the end
+    assert train_module.main(["--resume", str(run_dir), "total_steps=512"]) == 0
+    assert tensorboard_steps(run_dir, "eval/score") == [0, 128, 384]  # neither 0 nor 256 again
+
+
+def test_what_a_run_does_between_rollouts_sees_the_network_trained_to_its_step(
+    tiny_run: tuple[Path, str], tiny: list[str], tmp_path: Path
+) -> None:
+    """``step_000000512.zip`` of the tiny run (rollouts of 128 steps) holds the network trained on its first 512
+    steps -- the one a run of 512 steps ends with -- not the one before the last of those rollouts' updates."""
+    short = train_module.train(load_config(None, [*tiny, "total_steps=512", "final_eval_games=2"]), tmp_path / "short")
+    at_512 = load_policy(tiny_run[0] / "checkpoints" / "step_000000512.zip").policy.state_dict()
+    trained = load_policy(short).policy.state_dict()
+    assert all(th.equal(at_512[key], trained[key]) for key in trained)
+
+
 def test_resuming_a_run_without_checkpoint_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     run_dir = tmp_path / "no-checkpoint"
     run_dir.mkdir()
@@ -214,7 +365,7 @@ def test_resuming_a_run_without_checkpoint_is_a_clear_error(tmp_path: Path, caps
 
 
 def test_same_seed_same_weights(tmp_path: Path) -> None:
-    overrides = ["total_steps=256", "num_games=8", "n_steps=16", "batch_size=64", "eval_every=100000"]
+    overrides = ["total_steps=256", "num_games=8", "n_steps=16", "batch_size=64", "eval_every=100000", "early_evals=[]"]
     weights = []
     for name in ("a", "b"):
         config = load_config(None, [*overrides, "final_eval_games=2"])
@@ -230,9 +381,23 @@ def test_same_seed_same_weights(tmp_path: Path) -> None:
     ids=["squares+declaration", "two-attributes-mlp"],
 )
 def test_any_rule_variant_trains(variant: list[str], tiny: list[str], tmp_path: Path) -> None:
-    config = load_config(None, [*tiny[1:5], "total_steps=256", "final_eval_games=4", *variant])
+    config = load_config(None, [*tiny[1:5], "total_steps=256", "early_evals=[]", "final_eval_games=4", *variant])
     final = train_module.train(config, tmp_path / "run")
     assert Variant.make(**read_metadata(final)["variant"]) == config.resolved_variant()
+
+
+@pytest.mark.slow
+def test_the_quick_config_learns_to_beat_random(tmp_path: Path) -> None:
+    """``configs/quick.yaml`` as shipped, the whole run (its time: docs/training.md): the final table plays random
+    at 0.90 or better, both ways, and the curves start from the untrained network's score."""
+    run_dir = tmp_path / "quick"
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        assert train_module.main(["--config", str(CONFIGS / "quick.yaml"), "--run-dir", str(run_dir)]) == 0
+    final = yaml.safe_load((run_dir / "final_eval.json").read_text())
+    scores = {result["policy"]: result["score"] for result in final["results"] if result["opponent"] == "random"}
+    assert set(scores) == {"argmax", "sampled"} and min(scores.values()) >= 0.90, scores
+    assert tensorboard_steps(run_dir, "eval/score")[0] == 0 and "final evaluation after 131,072" in output.getvalue()
 
 
 @pytest.mark.slow

@@ -97,6 +97,17 @@ def test_the_run_logs_search_losses_and_evaluations(az_run: tuple[Path, str]) ->
         assert scalar_steps(run_dir, tag), tag
 
 
+def test_the_run_evaluates_its_untrained_network_first_and_plots_its_search(az_run: tuple[Path, str]) -> None:
+    from experiments.training import plot
+
+    run_dir, printed = az_run
+    assert printed.startswith(f"run folder: {run_dir}\nTensorBoard: tensorboard --logdir {run_dir / 'tb'}")
+    assert scalar_steps(run_dir, "eval/score") == [0, 256, 512]  # step 0, every eval_every, and the last step
+    (shown,) = plot.panels({"az": plot.score_curves(run_dir)}, argmax=False)
+    # No sampled policy in its evaluations: the panel draws its search's curve, and says so.
+    assert shown[0].title == "vs random (sampled policy)" and shown[0].lines[0][0] == "az (no sampled curve: eval/)"
+
+
 def test_the_run_folder_plays_as_an_az_agent(az_run: tuple[Path, str]) -> None:
     run_dir, _ = az_run
     agent = make_agent(f"az:{run_dir},sims=4", STANDARD, 0)
@@ -119,9 +130,11 @@ def test_resume_continues_the_steps_and_the_curves(az_run: tuple[Path, str], tmp
     run_dir = tmp_path / "resumed"
     shutil.copytree(az_run[0], run_dir)
     before = scalar_steps(run_dir, "charts/buffer_size")
-    status, printed = train(["--resume", str(run_dir), "total_steps=1024"])
+    status, printed = train(["--resume", str(run_dir), "total_steps=1000"])
     assert status == 0 and "resuming" in printed
-    assert read_metadata(run_dir / "checkpoints" / "final.zip")["num_timesteps"] >= 1024
+    assert "total_steps=1000 rounds up to 1,008 (each round of self-play adds num_games = 16)" in printed
+    assert scalar_steps(run_dir, "eval/score") == [0, 256, 512, 768, 1008]  # none again
+    assert read_metadata(run_dir / "checkpoints" / "final.zip")["num_timesteps"] == 1008
     added = sorted(set(scalar_steps(run_dir, "charts/buffer_size")) - set(before))
     assert added and min(added) > max(before)
     assert (run_dir / "command.txt").read_text().count("quarto train") == 2

@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 import torch as th
-from test_checkpoints import rewrite  # the tests' folder is on sys.path (pytest's rootdir-relative imports)
+from test_checkpoints import edit_metadata, rewrite  # the tests' folder is on sys.path (rootdir-relative imports)
 
 from agents.checkpoints import CheckpointError, read_metadata
 from agents.ppo import load_policy
@@ -106,6 +107,65 @@ def test_resume_applies_the_hyperparameters_it_is_given(tiny_run: tuple[Path, st
     assert all(model_data[key] == applied[key] for key in ("batch_size", "ent_coef", "n_epochs", "gamma"))
     assert optimizer["param_groups"][0]["lr"] == pytest.approx(1e-3)  # Adam stepped with the new rate
     assert read_metadata(final)["num_timesteps"] >= stopped_at + 128
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The code's version: on each command's line in command.txt and in every checkpoint
+# ---------------------------------------------------------------------------------------------------------
+def test_a_run_records_the_code_version_in_command_txt_and_every_checkpoint(tiny_run: tuple[Path, str]) -> None:
+    commit = run_folder.code_version()["commit"]
+    assert commit is not None  # the tests run in a git checkout
+    (line,) = (tiny_run[0] / "command.txt").read_text().splitlines()
+    assert re.fullmatch(rf"\S+  quarto train .*  # code commit {commit}(, uncommitted changes)?", line), line
+    for checkpoint in sorted((tiny_run[0] / "checkpoints").glob("*.zip")):
+        code = read_metadata(checkpoint)["versions"]["code"]
+        assert code["commit"] == commit and isinstance(code["uncommitted_changes"], bool), checkpoint.name
+
+
+def test_a_resumed_run_records_the_version_it_resumed_with_also_from_an_older_checkpoint(
+    tiny_run: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = copy_run(tiny_run, tmp_path / "run")
+    latest = run_dir / "checkpoints" / "latest.zip"
+    versions = read_metadata(latest)["versions"]
+    edit_metadata(latest, versions={key: value for key, value in versions.items() if key != "code"})  # as of old
+    resumed = {"commit": "0123456789abcdef" * 2 + "01234567", "uncommitted_changes": True}
+    monkeypatch.setattr(run_folder, "code_version", lambda: resumed)  # command.txt's
+    monkeypatch.setattr(train_module, "code_version", lambda: resumed)  # the checkpoints'
+    total = read_metadata(latest)["num_timesteps"] + 128
+    assert train_module.main(["--resume", str(run_dir), f"total_steps={total}", "final_eval_games=2"]) == 0
+    first, then = (run_dir / "command.txt").read_text().splitlines()
+    assert then.endswith(f"final_eval_games=2  # code commit {resumed['commit']}, uncommitted changes")
+    assert "0123456789abcdef" not in first
+    for name in ("latest.zip", "final.zip"):
+        assert read_metadata(run_dir / "checkpoints" / name)["versions"]["code"] == resumed
+    assert read_metadata(run_dir / "checkpoints" / "step_000000512.zip")["versions"]["code"] != resumed
+
+
+def test_the_project_format_records_the_code_version_only_while_asked(tmp_path: Path) -> None:
+    """The az and rllib checkpoints' writer: the version inside the block, none outside (as before)."""
+    from agents.checkpoints import recording_code_version, write_checkpoint
+    from quarto_env.core import STANDARD
+
+    version = {"commit": "ab" * 20, "uncommitted_changes": False}
+    with recording_code_version(version):
+        write_checkpoint(tmp_path / "inside.zip", "alphazero", STANDARD, "parity", 0, {}, {"x.pth": {}})
+    write_checkpoint(tmp_path / "outside.zip", "alphazero", STANDARD, "parity", 0, {}, {"x.pth": {}})
+    assert read_metadata(tmp_path / "inside.zip")["versions"]["code"] == version
+    assert "code" not in read_metadata(tmp_path / "outside.zip")["versions"]
+
+
+@pytest.mark.parametrize(
+    ("version", "words"),
+    [
+        ({"commit": "ab" * 20, "uncommitted_changes": False}, f"commit {'ab' * 20}"),
+        ({"commit": "ab" * 20, "uncommitted_changes": True}, f"commit {'ab' * 20}, uncommitted changes"),
+        ({"commit": "ab" * 20, "uncommitted_changes": None}, f"commit {'ab' * 20}, changes unknown"),
+        ({"commit": None, "uncommitted_changes": None}, "not a git checkout"),
+    ],
+)
+def test_the_code_version_in_words(version: dict[str, Any], words: str) -> None:
+    assert run_folder.describe_code_version(version) == words
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -315,6 +375,19 @@ def test_values_that_would_crash_a_run_are_refused_up_front(override: str, messa
         load_config(None, [override])
 
 
+def test_an_evaluation_schedule_out_of_order_is_one_line_and_writes_nothing(
+    tiny_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    new = tmp_path / "new"
+    message = refused(["early_evals=[5000, 100]", "--run-dir", str(new)], capsys)
+    assert "config field early_evals must list learner steps >= 0 in increasing order" in message
+    assert not new.exists() and capsys.readouterr().out == ""
+    run_dir = copy_run(tiny_run, tmp_path / "run")
+    before = folder_bytes(run_dir)
+    assert "early_evals" in refused(["--resume", str(run_dir), "early_evals=[-8]"], capsys)
+    assert folder_bytes(run_dir) == before
+
+
 @pytest.mark.parametrize("name", ["a\0b", "runs/x", "a\\b", "", "  ", "line\nbreak", "x" * 201, "é" * 101])
 def test_run_names_that_cannot_name_a_folder_are_refused(name: str) -> None:
     with pytest.raises(ConfigError, match="config field name must be"):
@@ -388,6 +461,23 @@ def test_a_config_file_that_is_no_mapping_of_fields_is_one_line(
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(
+    ("overrides", "hint"),
+    [
+        (["totl_steps=5"], "; did you mean 'total_steps'?"),
+        (["totl_steps=5", "sed=1"], "; did you mean 'seed' for 'sed', 'total_steps' for 'totl_steps'?"),
+        (["xyzzy=1"], "; allowed: algorithm, "),  # nothing near: the list alone
+    ],
+)
+def test_a_mistyped_config_key_gets_the_nearest_field(
+    overrides: list[str], hint: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    message = refused([*overrides, "--run-dir", str(tmp_path / "run")], capsys).strip()
+    assert message.startswith("quarto train: unknown config key(s) ") and hint in message
+    assert message.endswith("?") == ("did you mean" in hint)
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_folder_or_missing_config_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     for path in (tmp_path, tmp_path / "missing.yaml"):
         assert "does not exist or is not a file" in refused(["--config", str(path)], capsys)
@@ -427,7 +517,7 @@ def test_evaluate_refuses_bad_options_in_one_line(
 
 def test_the_largest_seed_trains_and_resumes(tiny: list[str], tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    budget = [*tiny[1:5], "eval_every=100000", "final_eval_games=2", "grade_positions=0"]
+    budget = [*tiny[1:5], "eval_every=100000", "early_evals=[]", "final_eval_games=2", "grade_positions=0"]
     assert train_module.main([*budget, "seed=4294967295", "total_steps=128", "--run-dir", str(run_dir)]) == 0
     assert train_module.main(["--resume", str(run_dir), "total_steps=256"]) == 0  # reseeded at seed + 128
     assert read_metadata(run_dir / "checkpoints" / "final.zip")["num_timesteps"] >= 256

@@ -8,10 +8,11 @@ Example usage::
 
 The board is the environment's text picture (:func:`quarto_env.render.render_text`): every piece shows its
 hex digit and a four-letter code with one letter per attribute, the piece in hand and the pieces left are
-listed under the board, and empty squares show their numbers. Moves are typed simply:
+listed under the board, empty squares show their numbers, and the columns are labelled ``a``-``d``, the rows
+``1``-``4``. Moves are typed simply:
 
-* a **square**: its number ``0``-``15``, or column letter and row number ``a1``-``d4`` (``a1`` is square 0,
-  top left; ``d4`` square 15, bottom right);
+* a **square**: its number ``0``-``15``, or its column letter and row number as labelled, ``a1``-``d4`` (``a1``
+  is square 0, top left; ``d4`` square 15, bottom right);
 * a **piece**: its hex digit ``0``-``f``, or its code such as ``TDSH`` or ``slrf`` (letters in the order
   height, colour, shape, top; case does not matter);
 * ``declare`` (or ``quarto``) in the declaration variant, ``help``, ``quit``.
@@ -37,7 +38,7 @@ from experiments.options import SEED, add_variant_arguments, agent_or_exit, chec
 from quarto_env.checks import OutputPathError, atomic_write_text, output_file
 from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
-from quarto_env.render import HEX, PIECE_LETTERS, describe_piece, piece_code, render_text
+from quarto_env.render import COLUMN_LABELS, HEX, PIECE_LETTERS, describe_piece, piece_code, render_text, square_name
 
 FIRST_CHOICES = ("you", "agent", "random")
 HUMAN = "you"
@@ -189,7 +190,7 @@ def parse_action(variant: Variant, state: State, word: str) -> int:
         square = parse_square(word)
         if square not in legal:
             free = " ".join(str(s) for s in legal if s < NUM_SQUARES)
-            raise ValueError(f"square {square} is taken; empty squares: {free}")
+            raise ValueError(f"square {square} ({square_name(square)}) is taken; empty squares: {free}")
         return square
     piece = parse_piece(word)
     if piece not in legal:
@@ -205,8 +206,8 @@ def parse_square(word: str) -> int:
             return int(word)
         raise ValueError(f"square {word} does not exist: squares are 0-15 or a1-d4")
     column, row = word[:1].lower(), word[1:]
-    if len(word) == 2 and column in "abcd" and row in ("1", "2", "3", "4"):
-        return 4 * (int(row) - 1) + "abcd".index(column)
+    if len(word) == 2 and column in COLUMN_LABELS and row in ("1", "2", "3", "4"):
+        return 4 * (int(row) - 1) + COLUMN_LABELS.index(column)
     raise ValueError(f"{word!r} is not a square: type a number 0-15 or a column a-d and a row 1-4, e.g. b3")
 
 
@@ -231,7 +232,7 @@ def describe_action(state: State, action: int) -> str:
     if action == DECLARE:
         return 'declares "Quarto!"'
     if state.placing:
-        return f"places piece {HEX[state.hand]} {piece_code(state.hand)} on square {action}"
+        return f"places piece {HEX[state.hand]} {piece_code(state.hand)} on square {action} ({square_name(action)})"
     return f"gives piece {describe_piece(action)}"
 
 

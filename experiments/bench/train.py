@@ -115,19 +115,24 @@ def main(argv: list[str]) -> int:
         name: measure(config, args.steps, args.profile if name == "config" else None)
         for name, config in configs.items()
     }
+    Console(width=160).print(results_table(rows, args.steps, args.overrides))
+    return 0
 
-    table = Table(title=f"learner steps/s, {args.steps:,} steps after a warm-up rollout (torch threads as configured)")
+
+def results_table(rows: dict[str, dict[str, float]], steps: int, overrides: list[str]) -> Table:
+    """The measurements of :func:`measure` by setup (``config``, and ``reference`` unless it was skipped) as a
+    table; without the reference, its ratio column shows a dash."""
+    table = Table(title=f"learner steps/s, {steps:,} steps after a warm-up rollout (torch threads as configured)")
     for column in ("setup", "steps/s", "seconds", "collecting rollouts", "PPO updates", "ratio to reference"):
         table.add_column(column, justify="left" if column == "setup" else "right")
     for name, row in rows.items():
-        ratio = row["steps_per_s"] / rows["reference"]["steps_per_s"] if "reference" in rows else float("nan")
+        ratio = f"{row['steps_per_s'] / rows['reference']['steps_per_s']:.2f}" if "reference" in rows else "-"
         table.add_row(
-            f"{name} ({' '.join(args.overrides + (REFERENCE if name == 'reference' else [])) or 'as in the file'})",
+            f"{name} ({' '.join(overrides + (REFERENCE if name == 'reference' else [])) or 'as in the file'})",
             f"{row['steps_per_s']:,.0f}",
             f"{row['seconds']:.1f}",
             f"{row['rollout_share']:.0%}",
             f"{1 - row['rollout_share']:.0%}",
-            f"{ratio:.2f}",
+            ratio,
         )
-    Console(width=160).print(table)
-    return 0
+    return table

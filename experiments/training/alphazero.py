@@ -15,15 +15,18 @@ The loop, top to bottom (:func:`run`; the games and the replay buffer are :mod:`
    symmetry and a relabelling of the counted attributes (:mod:`quarto_env.symmetry`) -- with its visit
    distribution moved alike. Loss: cross-entropy to the visits plus ``vf_coef`` times the squared value error;
    AdamW with ``weight_decay``.
-4. Every ``eval_every`` positions, and at the last one: the same evaluations as PPO (``eval/<opponent>/...``
-   from ``eval_opening_plies`` random plies shared by both seatings, and ``eval/grade/``), with ``eval_sims``
-   simulations per move, and ``best.zip`` when the score improves; every ``checkpoint_every`` positions,
-   ``latest.zip`` (network, optimizer, buffer) and ``step_<N>.zip``. The schedule, checkpoints, evaluation
-   logging and final table are every backend's (:mod:`experiments.training.run`).
+4. Before the first round (a fresh run), at the ``early_evals`` positions, every ``eval_every`` positions and at
+   the last one: the same evaluations as PPO (``eval/<opponent>/...`` from ``eval_opening_plies`` random plies
+   shared by both seatings, and ``eval/grade/``), with ``eval_sims`` simulations per move, and ``best.zip`` when
+   the score improves; every ``checkpoint_every`` positions, ``latest.zip`` (network, optimizer, buffer) and
+   ``step_<N>.zip``. The schedule, checkpoints, evaluation logging and final table are every backend's
+   (:mod:`experiments.training.run`).
 
-``total_steps`` counts searched self-play positions. The run folder, ``config.yaml``, ``command.txt``, the lock,
-``--resume`` and TensorBoard (``tb/``) work as for PPO; a resumed run starts new games (the ones in progress
-when it stopped are lost) with the network, optimizer and buffer of ``latest.zip``. Metrics: ``charts/``
+``total_steps`` counts searched self-play positions, a round adds ``num_games`` of them (a run stops at the first
+whole round at or past ``total_steps``, and says so before training when that is further). The run folder,
+``config.yaml``, ``command.txt``, the lock, ``--resume`` and TensorBoard (``tb/``) work as for PPO; a resumed run
+starts new games (the ones in progress when it stopped are lost) with the network, optimizer and buffer of
+``latest.zip``. Metrics: ``charts/``
 (positions, games and simulations per second, the share of time in the tree, buffer size, game length, the
 search's root value), ``losses/`` (policy, value, the policy's agreement with the search), ``eval/``.
 """
@@ -32,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import io
 import time
 import zipfile
 from pathlib import Path
@@ -42,8 +44,8 @@ import torch as th
 from torch.utils.tensorboard import SummaryWriter
 
 from agents.alphazero import OPTIMIZER_ENTRY, AlphaZeroAgent, load_network, save_checkpoint
-from agents.checkpoints import CheckpointError, read_weights
-from agents.networks import PolicyValueNetwork
+from agents.checkpoints import CheckpointError, read_weights, saved_bytes
+from agents.networks import PolicyValueNetwork, device_of, resolve_device
 from agents.puct import BatchedSearch, encode_positions
 from experiments.training.az_selfplay import ReplayBuffer, SearchOpponent, SelfPlay
 from experiments.training.config import TrainConfig
@@ -51,12 +53,12 @@ from experiments.training.run import (
     Checkpoints,
     EvaluationLog,
     Schedule,
-    evaluate_learner,
     finish_run,
     open_tensorboard,
     progress_bar,
     read_resume_point,
     run_seed,
+    stopping_step,
 )
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
@@ -89,6 +91,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Trainer:
     th.manual_seed(config.seed)  # the network's initial weights
     variant = config.resolved_variant()
     network = PolicyValueNetwork(config.observation_kind, list(variant.groups), config.net_arch[0])
+    network.to(resolve_device(config.device))  # before the optimizer: it keeps its state beside the weights
     optimizer = th.optim.AdamW(network.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     trainer = Trainer(config, variant, network, optimizer, ReplayBuffer(config.buffer_size))
     if resume:
@@ -143,8 +146,18 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
     evaluations = EvaluationLog(config, variant, record, trainer.best_score, grading=lambda: _search_agent(trainer))
     checkpoints = Checkpoints(run_dir, functools.partial(_save, trainer, evaluations))
     schedule = Schedule(config, trainer.steps, snapshots=False)
-    progress = progress_bar(config, trainer.steps, "pos")
+    stop = stopping_step(config, trainer.steps, config.num_games, "each round of self-play adds num_games = {leap}")
+    progress = progress_bar(trainer.steps, stop, "pos")
     samples_owed = 0.0
+
+    def evaluate() -> None:
+        players = [_search_player(network, variant, config, config.eval_games)]
+        if evaluations.evaluate(players, progress)[1]:
+            checkpoints.save_best()
+        writer.flush()
+
+    if schedule.due(trainer.steps):  # a fresh run's evaluation at step 0, before it trains
+        evaluate()
 
     while trainer.steps < config.total_steps:
         # 1. Self-play: the forced moves, then one searched move in every game; finished games go to the buffer.
@@ -168,10 +181,7 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
         due = schedule.due(trainer.steps)
         if "evaluation" in due or trainer.steps >= config.total_steps:
             stats = stats.log(writer, trainer, selfplay)
-            players = [_search_player(network, variant, config, config.eval_games)]
-            if evaluations.log(evaluate_learner(players, config, variant), progress):
-                checkpoints.save_best()
-            writer.flush()
+            evaluate()
         if "checkpoint" in due:
             checkpoints.save_step(trainer.steps)
     progress.close()
@@ -197,11 +207,12 @@ def _train_step(trainer: Trainer, symmetries: Symmetries | None, rng: np.random.
     if symmetries is not None:
         positions, policy = symmetries.apply(positions, policy, rng)
     planes, masks = encode_positions(positions, trainer.network.kind, variant)
+    device = device_of(trainer.network)
     trainer.network.train()
-    logits, value = trainer.network(th.from_numpy(planes).float())
-    log_probs = th.log_softmax(logits.masked_fill(~th.from_numpy(masks), -1e9), dim=1)
-    policy_loss = -(th.from_numpy(policy) * log_probs).sum(1).mean()
-    value_loss = ((value - th.from_numpy(outcome)) ** 2).mean()
+    logits, value = trainer.network(th.from_numpy(planes).to(device).float())
+    log_probs = th.log_softmax(logits.masked_fill(~th.from_numpy(masks).to(device), -1e9), dim=1)
+    policy_loss = -(th.from_numpy(policy).to(device) * log_probs).sum(1).mean()
+    value_loss = ((value - th.from_numpy(outcome).to(device)) ** 2).mean()
     loss = policy_loss + config.vf_coef * value_loss
     trainer.optimizer.zero_grad()
     loss.backward()
@@ -270,10 +281,8 @@ def _search_agent(trainer: Trainer) -> AlphaZeroAgent:
 def _save(trainer: Trainer, evaluations: EvaluationLog, path: Path, resumable: bool) -> None:
     """Checkpoint the network atomically; ``resumable`` adds the optimizer and the buffer (for ``--resume``)."""
     extras = {}
-    if resumable:
-        buffer = io.BytesIO()
-        th.save(trainer.optimizer.state_dict(), buffer)
-        extras = {OPTIMIZER_ENTRY: buffer.getvalue(), BUFFER_ENTRY: trainer.buffer.to_bytes()}
+    if resumable:  # the optimizer's state is saved from CPU copies, as the network's (agents.checkpoints)
+        extras = {OPTIMIZER_ENTRY: saved_bytes(trainer.optimizer.state_dict()), BUFFER_ENTRY: trainer.buffer.to_bytes()}
     metadata = {
         "config": trainer.config.to_dict(),
         "games_played": trainer.games_played,

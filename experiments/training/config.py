@@ -9,7 +9,8 @@ forms YAML reads as text (``5e-1``, ``1e3``, ``2.0e6``). An ``opponents.SPEC=WEI
 Every value is checked when the config is made, so that a config that validates also trains: an unknown key,
 a value of the wrong type, a number that is not finite or outside its range (each field's range is in
 :data:`RANGES`), an unparsable agent spec or an impossible rule variant raises :class:`ConfigError` naming the
-field and what is allowed. :func:`check_agents` goes further and builds every agent the config names (a
+field and what is allowed (for a mistyped key or agent kind, also the nearest name: ``totl_steps`` -> ``did
+you mean 'total_steps'?``). :func:`check_agents` goes further and builds every agent the config names (a
 ``ppo:`` checkpoint must exist and fit the variant); ``quarto train`` calls it before it writes anything.
 ``quarto train --help-config`` lists every field with its documentation.
 
@@ -39,9 +40,10 @@ from typing import Any
 
 import yaml
 
-from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, make_agent, parse_spec
+from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, closest_name, did_you_mean, make_agent, parse_spec
 from agents.match import MAX_OPENING_PLIES
-from agents.networks import POLICY_KINDS, check_network
+from agents.networks import DEFAULT_DEVICE, POLICY_KINDS, check_network, resolve_device
+from experiments.arena.tournament import DEFAULT_OPENING_PLIES
 from experiments.options import markdown_table
 from experiments.training.selfplay import SNAPSHOTS
 from quarto_env.checks import checked_number, one_line
@@ -65,6 +67,9 @@ MAX_ROLLOUT = 2**20
 MAX_LOSS_WEIGHT = 1000.0
 """The largest weight of the entropy and value losses: far larger ones overflow float32 gradients into NaN
 (``vf_coef=1e38`` did, in the first update)."""
+EARLY_EVALS = (0, 16_384, 32_768, 65_536, 131_072)
+"""The default ``early_evals``: the untrained network, then doubling steps (4, 8, 16 and 32 rollouts of the
+default config) up to the first periodic evaluation."""
 MAX_NAME_BYTES = 200
 """The longest run name, in UTF-8 bytes: the run folder's name adds its seed and time within 255."""
 RANGES: dict[str, dict[str, float]] = {
@@ -183,9 +188,14 @@ class TrainConfig:
     max_snapshots: int = 20
     """Snapshots kept in the pool; the oldest leaves when a new one comes."""
     eval_every: int = 250_000
-    """Learner steps between two evaluations (one more at the end)."""
+    """Learner steps between two periodic evaluations (besides ``early_evals``; the final table is one more)."""
+    early_evals: list[int] = dataclasses.field(default_factory=lambda: list(EARLY_EVALS))
+    """Learner steps of the evaluations before the periodic ones take over: 0 evaluates the untrained network
+    before training starts, and the doubling steps after it catch the early learning, when the scores move
+    fastest. Each falls, like the periodic ones, at the first step at or past it; steps >= 0 in increasing order,
+    [] for none. A resumed run evaluates only at steps past its checkpoint's."""
     eval_games: int = 200
-    """Games against each evaluation opponent, half in each seat, for the periodic evaluations."""
+    """Games against each evaluation opponent, half in each seat, in each evaluation during training."""
     eval_opponents: list[str] = dataclasses.field(default_factory=lambda: ["random", "greedy", "minimax:depth=2"])
     """Agent specs the learner is evaluated against (deterministic play, both seats); at least one."""
     final_eval_games: int = 400
@@ -198,10 +208,17 @@ class TrainConfig:
     """Learner steps between two checkpoints; a resumed run loses at most this many."""
     torch_threads: int = 1
     """CPU threads for torch (1 is fastest for these small networks: more threads fight over 2 cores)."""
-    eval_opening_plies: int = 0
-    """Random actions that start every evaluation game, each opening shared by a pair of games with the seats
-    swapped (0 to 7; at most three pieces placed, so no opening decides a game). 0: from the empty board, where a
-    deterministic learner and opponent replay the same two games."""
+    device: str = DEFAULT_DEVICE
+    """Where the learner's network trains: ``cpu``, ``cuda`` (refused where torch sees no GPU) or ``auto`` (cuda
+    when torch sees one, else cpu). Read by the sb3 backend and by alphazero (its network and search evaluator);
+    the rllib backend ignores it. The periodic evaluations play the learner there; the frozen snapshots and the
+    final table's reloaded checkpoint play on the CPU. Checkpoints are device-free: a run may resume on another
+    device, and this field may change on ``--resume``."""
+    eval_opening_plies: int = DEFAULT_OPENING_PLIES
+    """Random actions that start every evaluation game and the final table's, each opening shared by a pair of
+    games with the seats swapped (0 to 7; at most three pieces placed, so no opening decides a game); the default
+    is ``quarto tournament``'s. 0: from the empty board, where a deterministic learner and opponent (argmax
+    against minimax) replay the same two games however many are counted."""
     sims: int = 64
     """(alphazero) Simulations per searched self-play move."""
     eval_sims: int = 64
@@ -261,8 +278,19 @@ def config_from_dict(data: dict[str, Any]) -> TrainConfig:
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
     unknown = sorted(map(str, set(data) - fields))
     if unknown:
-        raise ConfigError(f"unknown config key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(fields))}")
+        raise ConfigError(
+            f"unknown config key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(fields))}"
+            f"{_suggested_fields(unknown, fields)}"
+        )
     return TrainConfig(**data)
+
+
+def _suggested_fields(unknown: list[str], fields: set[str]) -> str:
+    """``"; did you mean 'total_steps'?"`` for one mistyped key; for several, each near field with its key."""
+    if len(unknown) == 1:
+        return did_you_mean(unknown[0], fields)
+    near = [f"{closest!r} for {key!r}" for key in unknown if (closest := closest_name(key, fields))]
+    return f"; did you mean {', '.join(near)}?" if near else ""
 
 
 def check_agents(config: TrainConfig) -> None:
@@ -509,6 +537,16 @@ def _check_values(c: TrainConfig) -> None:
     except ValueError as exc:
         raise ConfigError(f"config field {exc}") from None
     _require(c.lr_schedule in LR_SCHEDULES, "lr_schedule", f"must be one of {LR_SCHEDULES}", c.lr_schedule)
+    _require(
+        all(step >= 0 for step in c.early_evals) and c.early_evals == sorted(set(c.early_evals)),
+        "early_evals",
+        "must list learner steps >= 0 in increasing order, e.g. [0, 16384, 32768], or [] for none",
+        c.early_evals,
+    )
+    try:
+        resolve_device(c.device)
+    except ValueError as exc:
+        raise ConfigError(f"config field device: {exc}") from None
     if c.algorithm == "ppo":
         _check_rollout(c)
     else:

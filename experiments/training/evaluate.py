@@ -3,17 +3,22 @@
 Example usage::
 
     quarto evaluate runs/long_parity/checkpoints/final.zip --games 4000
-    quarto evaluate runs/x/checkpoints/best.zip --opponents greedy minimax:depth=3 --seed 7
-    quarto evaluate runs/az/checkpoints/final.zip --opponents minimax:depth=4 --games 400 \
-        --opening-plies 4 --sims 200 0
+    quarto evaluate runs/x --opponents greedy minimax:depth=3 --seed 7     # a run folder: its best.zip
+    quarto evaluate runs/az --opponents minimax:depth=4 --games 400 --sims 200 0
+
+The checkpoint is a ``.zip`` or a run folder, which means the checkpoint its agent kind plays, as ``ppo:RUN`` and
+``az:RUN`` do (:func:`agents.checkpoints.checkpoint_path`): a PPO run's ``best.zip``, an alphazero run's
+``final.zip`` (``latest.zip`` while it trains).
 
 The games are played side by side as in training (the learner's moves in one batched call per turn), half with
 the learner giving first. A PPO learner plays its most likely action (argmax) and, separately, samples its
 policy; an alphazero learner plays the most visited action of its search, once per ``--sims`` value (0: the
-network's policy alone), all games searched together. ``--opening-plies`` starts each pair of games (one per
-seating) from the same random opening. From the empty board, a deterministic learner against a deterministic
-opponent (minimax) replays the same two games over and over: there, the sampled rows, or openings, are the
-informative ones.
+network's policy alone), all games searched together. Like ``quarto tournament``, each pair of games (one per
+seating) starts from the same random opening of ``--opening-plies`` actions, by default as many as the
+tournament's (:data:`~experiments.arena.tournament.DEFAULT_OPENING_PLIES`). With ``--opening-plies 0`` every
+game starts from the empty board, where a deterministic learner against a deterministic opponent (minimax)
+replays the same two games over and over: there, only the sampled rows are informative. ``--device`` runs the
+learner's network on a GPU (``auto`` or ``cuda``); the opponents play on the CPU.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 
 import torch as th
 from rich.console import Console
@@ -28,10 +34,12 @@ from rich.table import Table
 
 from agents.alphazero import load_network
 from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS
-from agents.checkpoints import check_algorithm, read_metadata
+from agents.checkpoints import check_algorithm, checkpoint_path, read_metadata
 from agents.match import MAX_OPENING_PLIES
+from agents.networks import DEFAULT_DEVICE, DEVICES
 from agents.ppo import load_policy
 from agents.puct import DEFAULT_C_PUCT
+from experiments.arena.tournament import DEFAULT_OPENING_PLIES
 from experiments.training.az_selfplay import SearchOpponent
 from experiments.training.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
 from experiments.training.selfplay import EvalResult, Opponent, evaluate_all, policy_players
@@ -50,7 +58,9 @@ def confidence_95(result: EvalResult) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="quarto evaluate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", help="a checkpoint .zip written by quarto train")
+    parser.add_argument(
+        "checkpoint", help="a checkpoint .zip written by quarto train, or a run folder (ppo: best.zip; az: final.zip)"
+    )
     parser.add_argument("--opponents", nargs="+", default=["random", "greedy", "minimax:depth=2"], help="agent specs")
     parser.add_argument(
         "--games",
@@ -67,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--opening-plies",
         type=number_argument("opening-plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True),
-        default=0,
-        help=f"random actions starting each pair of games, shared by both seatings (0-{MAX_OPENING_PLIES}; default 0)",
+        default=DEFAULT_OPENING_PLIES,
+        help=f"random actions starting each pair of games, shared by both seatings (0-{MAX_OPENING_PLIES}; default "
+        f"{DEFAULT_OPENING_PLIES}, as quarto tournament; 0: the empty board)",
     )
     parser.add_argument(
         "--sims",
@@ -78,20 +89,27 @@ def main(argv: list[str] | None = None) -> int:
         help="alphazero checkpoints: simulations per move, one row each (0: the policy alone; default "
         f"{DEFAULT_SEARCH_SIMULATIONS})",
     )
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default=DEFAULT_DEVICE,
+        help=f"where the checkpoint's network runs (auto: cuda if torch sees a GPU; default {DEFAULT_DEVICE})",
+    )
     args = parser.parse_args(argv)
 
     th.set_num_threads(1)
     th.manual_seed(args.seed)
     try:
-        learners, steps, variant = _learners(args)
+        checkpoint = checkpoint_path(args.checkpoint)  # a run folder: the checkpoint its agent kind plays
+        learners, steps, variant = _learners(checkpoint, args)
         check_agent_specs([("--opponents", spec) for spec in args.opponents], variant, args.seed)
-    except ValueError as exc:  # CheckpointError, or an opponent that cannot play this variant
+    except ValueError as exc:  # CheckpointError, a device this machine lacks, an opponent that cannot play
         print(f"{parser.prog}: {one_line(exc)}", file=sys.stderr)
         return 2
     table = Table(
-        title=f"{args.checkpoint} ({steps:,} learner steps, {variant.describe()})",
+        title=f"{checkpoint} ({steps:,} learner steps, {variant.describe()}, {_openings(args.opening_plies)})",
         caption="score = (wins + draws/2) / games; the interval assumes independent games, which a deterministic "
-        "learner and opponent from the empty board are not: they repeat one game per seat",
+        "learner and opponent from the empty board (--opening-plies 0) are not: they repeat one game per seat",
     )
     for column in ("opponent", "learner", "games", "first W/D/L", "second W/D/L", "score", "95% interval"):
         # Every column keeps its full width but the opponent's spec, which may be a long path.
@@ -117,16 +135,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _learners(args: argparse.Namespace) -> tuple[list[Opponent], int, Variant]:
-    """The checkpoint's ways of playing (each named for the table by its ``playing``); its step count and rule
-    variant."""
-    metadata = read_metadata(args.checkpoint)
+def _openings(plies: int) -> str:
+    return f"random {plies}-action openings" if plies else "from the empty board"
+
+
+def _learners(checkpoint: Path, args: argparse.Namespace) -> tuple[list[Opponent], int, Variant]:
+    """The ways of playing of the ``checkpoint`` file (each named for the table by its ``playing``); its step count
+    and rule variant."""
+    metadata = read_metadata(checkpoint)
     if metadata.get("algorithm", "ppo") == "alphazero":
-        network, metadata = load_network(args.checkpoint)
+        network, metadata = load_network(checkpoint, device=args.device)
         variant = Variant.make(**metadata["variant"])
         searches = [SearchOpponent(network, variant, args.games, sims, DEFAULT_C_PUCT) for sims in args.sims]
         return list(searches), int(metadata["num_timesteps"]), variant
-    check_algorithm(args.checkpoint, metadata, "ppo")
-    loaded = load_policy(args.checkpoint)
+    check_algorithm(checkpoint, metadata, "ppo")
+    loaded = load_policy(checkpoint, device=args.device)
     players = policy_players(loaded.policy, observation_kind(loaded.observation))
     return list(players), loaded.num_timesteps, loaded.variant

@@ -4,17 +4,24 @@ Example usage::
 
     quarto plot runs/compare/* -o docs/compare.png
     quarto plot runs/default__0__20260101-120000 -o docs/curves.png --x time
+    quarto plot runs/default__0__20260101-120000 -o docs/curves.png --argmax   # also the most likely action
 
-One panel per evaluation opponent (``eval/<opponent>/score``: wins plus half the draws, both seats, the learner
-playing its most likely action; with ``--sampled`` also ``eval_sampled/``), and for runs graded by the solver one
-of ``eval/grade/value_lost``, one line per run, against learner steps or wall-clock minutes.
+By default, the curves that show learning: one panel per evaluation opponent with the score of the learner
+sampling its policy (``eval_sampled/<opponent>/score``: wins plus half the draws, both seats), and for runs graded
+by the solver one of ``eval/grade/value_lost``; one line per run, against learner steps or wall-clock minutes. A
+run without sampled curves (``algorithm: alphazero``, whose evaluations play its search) draws its
+``eval/<opponent>/score`` there instead. ``--argmax`` adds a row with the learner playing its most likely action
+(``eval/<opponent>/score``), which against a deterministic opponent from the empty board replays two games and
+moves in steps of 0.25 (``eval_opening_plies: 0``). ``--sampled``, the default now, is still accepted.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -27,6 +34,8 @@ from quarto_env.checks import atomic_write_bytes, output_file_argument, shortene
 GRADE_TAG = "eval/grade/value_lost"
 VALUE_LOST = "value lost"
 """The panel of the solver-graded share of value-losing decisions (runs with ``grade_positions``)."""
+SAMPLED = " (sampled policy)"
+"""What names the sampled policy's curve of an opponent: ``greedy (sampled policy)``."""
 
 
 def score_curves(run_dir: Path) -> dict[str, list[tuple[int, float, float]]]:
@@ -42,9 +51,53 @@ def score_curves(run_dir: Path) -> dict[str, list[tuple[int, float, float]]]:
         if tag == GRADE_TAG:
             curves[VALUE_LOST] = [(e.step, e.wall_time - start, e.value) for e in events.Scalars(tag)]
         elif what == "score":
-            name = opponent if prefix == "eval" else f"{opponent} (sampled policy)"
+            name = opponent if prefix == "eval" else opponent + SAMPLED
             curves[name] = [(e.step, e.wall_time - start, e.value) for e in events.Scalars(tag)]
     return curves
+
+
+Line = tuple[str, list[tuple[int, float, float]]]
+"""A curve of a panel: its legend label, and its points ``(step, wall seconds, value)``."""
+
+
+@dataclasses.dataclass
+class Panel:
+    """One panel of the figure: its title and its curves."""
+
+    title: str
+    lines: list[Line]
+
+
+def panels(runs: dict[str, dict[str, list[tuple[int, float, float]]]], argmax: bool) -> list[list[Panel]]:
+    """The figure's rows of panels for the runs' curves (:func:`score_curves`, by run name): the sampled policy's
+    score per opponent (a run without it: its ``eval/`` curve, labelled so) and the value lost; with ``argmax``,
+    a second row of the most likely action's scores (of the runs that have both)."""
+    names = sorted({o for curves in runs.values() for o in curves}, key=_opponent_order)
+    opponents = [o for o in names if not o.endswith(SAMPLED) and o != VALUE_LOST]
+    informative = []
+    for opponent in opponents:
+        lines = []
+        for run, curves in runs.items():
+            if opponent + SAMPLED in curves:
+                lines.append((run, curves[opponent + SAMPLED]))
+            elif opponent in curves:
+                lines.append((f"{run} (no sampled curve: eval/)", curves[opponent]))
+        informative.append(Panel(f"vs {opponent}{SAMPLED}", lines))
+    if VALUE_LOST in names:
+        lines = [(run, curves[VALUE_LOST]) for run, curves in runs.items() if VALUE_LOST in curves]
+        informative.append(Panel("value-losing decisions (solver-graded)", lines))
+    rows = [informative]
+    if argmax:
+        rows.append(
+            [
+                Panel(
+                    f"vs {opponent} (most likely action)",
+                    [(run, c[opponent]) for run, c in runs.items() if opponent in c and opponent + SAMPLED in c],
+                )
+                for opponent in opponents
+            ]
+        )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,38 +107,27 @@ def main(argv: list[str] | None = None) -> int:
         "-o", "--output", type=output_file_argument("--output"), required=True, help="PNG file to write"
     )
     parser.add_argument("--x", choices=("steps", "time"), default="steps", help="horizontal axis")
-    parser.add_argument("--sampled", action="store_true", help="a second row with the sampled policy's curves")
+    parser.add_argument(
+        "--argmax", action="store_true", help="a second row with the learner playing its most likely action"
+    )
+    parser.add_argument("--sampled", action="store_true", help="the sampled policy's curves: the default now")
     parser.add_argument("--title", default="evaluation score (wins + draws/2, both seats)")
     args = parser.parse_args(argv)
     for run in args.runs:
         if not _has_events(run):
             parser.error(f"{shortened(str(run))!r} is not a training run folder: it has no tb/ with TensorBoard events")
 
-    runs = {run.name: score_curves(run) for run in args.runs}
-    names = sorted({o for curves in runs.values() for o in curves}, key=_opponent_order)
-    opponents = [o for o in names if "sampled" not in o and o != VALUE_LOST]
-    rows = [opponents, [f"{o} (sampled policy)" for o in opponents]] if args.sampled else [opponents]
-    if VALUE_LOST in names:
-        rows[0] = [*rows[0], VALUE_LOST]
-        rows[1:] = [[*row, ""] for row in rows[1:]]
-    columns = len(rows[0])
+    rows = panels({run.name: score_curves(run) for run in args.runs}, args.argmax)
+    columns = max(len(row) for row in rows)
     figure, axes = plt.subplots(len(rows), columns, figsize=(5 * columns, 4 * len(rows)), squeeze=False)
-    for row, panels in zip(axes, rows, strict=True):
-        for axis, panel in zip(row, panels, strict=True):
-            if not panel:
+    for row_axes, row in zip(axes, rows, strict=True):
+        for column, axis in enumerate(row_axes):
+            if column >= len(row):
                 axis.set_visible(False)
                 continue
-            for name, curves in runs.items():
-                if panel in curves:
-                    points = curves[panel]
-                    xs = [p[0] / 1e6 if args.x == "steps" else p[1] / 60 for p in points]
-                    axis.plot(xs, [p[2] for p in points], marker=".", label=name)
-            axis.set_title(f"vs {panel}" if panel != VALUE_LOST else "value-losing decisions (solver-graded)")
-            axis.set_xlabel("learner steps (millions)" if args.x == "steps" else "wall-clock minutes")
-            axis.set_ylim(0, 1)
-            axis.grid(alpha=0.3)
-        row[0].set_ylabel("score")
-    axes[0][-1].legend(fontsize=8, loc="lower right")
+            _draw(axis, row[column], args.x)
+        row_axes[0].set_ylabel("score")
+    axes[0][len(rows[0]) - 1].legend(fontsize=8, loc="lower right")
     figure.suptitle(args.title)
     figure.tight_layout()
     buffer = io.BytesIO()
@@ -93,6 +135,16 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_bytes(args.output, buffer.getvalue())
     print(f"wrote {args.output}")
     return 0
+
+
+def _draw(axis: Any, panel: Panel, x: str) -> None:
+    for label, points in panel.lines:
+        xs = [p[0] / 1e6 if x == "steps" else p[1] / 60 for p in points]
+        axis.plot(xs, [p[2] for p in points], marker=".", label=label)
+    axis.set_title(panel.title)
+    axis.set_xlabel("learner steps (millions)" if x == "steps" else "wall-clock minutes")
+    axis.set_ylim(0, 1)
+    axis.grid(alpha=0.3)
 
 
 def _has_events(run_dir: Path) -> bool:

@@ -19,8 +19,11 @@ seats of a game agree on it whatever process maps them. quarto_v0 already gives 
 lost (a placement that let the opponent... or a give that handed over a win); only ``main``'s own experience
 trains it.
 
-``total_steps``, ``snapshot_every``, ``eval_every`` and ``checkpoint_every`` count ``main``'s decisions, as the
-sb3 backend counts the learner's; a PPO update takes ``num_games * n_steps`` environment steps (both seats).
+``total_steps``, ``snapshot_every``, ``eval_every``, ``early_evals`` and ``checkpoint_every`` count ``main``'s
+decisions, as the sb3 backend counts the learner's; a PPO update takes ``num_games * n_steps`` environment steps
+(both seats), so ``main``'s steps come in leaps of about half that, and the run stops at the first update at or
+past ``total_steps``. The scheduled tasks run after each update, and a fresh run's evaluation at step 0 before the
+first.
 The run folder is the sb3 backend's, and the run's schedule, checkpoints, evaluations and final table are
 :mod:`experiments.training.run`'s: ``config.yaml``, ``command.txt``, ``.lock``, ``tb/`` with the same tags
 (``eval/<opponent>/...``, ``eval_sampled/`` and ``eval/score`` from :class:`experiments.training.run.EvaluationLog`,
@@ -62,7 +65,6 @@ from experiments.training.run import (
     Checkpoints,
     EvaluationLog,
     Schedule,
-    evaluate_learner,
     finish_run,
     open_tensorboard,
     progress_bar,
@@ -445,17 +447,22 @@ def _train(trainer: Trainer) -> Path:
     if trainer.steps:
         print(f"resuming {trainer.run_dir} at step {trainer.steps:,} with {len(trainer.snapshot_steps)} snapshots")
     schedule = Schedule(config, trainer.steps)
-    with progress_bar(config, trainer.steps, "step") as bar:
-        while trainer.steps < config.total_steps:
-            trainer.train_once()
-            bar.update(trainer.steps - bar.n)
+    with progress_bar(trainer.steps, config.total_steps, "step") as bar:  # main's steps per update vary
+
+        def run_due() -> None:
             due = schedule.due(trainer.steps)
             if "snapshot" in due:
                 trainer.add_snapshot(trainer.main_weights(), trainer.steps)
             if "evaluation" in due:
-                trainer.evaluations.log(evaluate_learner(trainer.players(), config, variant), bar)
+                trainer.evaluations.evaluate(trainer.players(), bar)
             if "checkpoint" in due:
                 trainer.checkpoints.save_step(trainer.steps)
+
+        run_due()  # a fresh run's evaluation at step 0, before it trains
+        while trainer.steps < config.total_steps:
+            trainer.train_once()
+            bar.update(trainer.steps - bar.n)
+            run_due()
     return finish_run(
         config,
         trainer.checkpoints,

@@ -1,27 +1,44 @@
-"""What every ``quarto train`` backend's run shares, written once: the schedule, the checkpoint set, the resume
-checks, the evaluation logging and the end of the run.
+"""What every ``quarto train`` backend's run shares, written once: what a run says first, the schedule, the
+progress bar, the checkpoint set, the resume checks, the evaluation logging and the end of the run.
 
 A backend (:mod:`experiments.training.sb3_ppo`, :mod:`experiments.training.rllib_ppo`,
 :mod:`experiments.training.alphazero`) owns its learner and its loop; around them every run reads alike, in
 the order a run meets these pieces:
 
+:func:`announce_run`
+    the first lines, before anything slow: the run folder and the command that opens TensorBoard on it; then, the
+    first time numba compiles a function in the process, a line that says so (:class:`CompileNotice`): the game
+    kernels compile on their first call after a fresh clone or an edit and are cached on disk after, so only such
+    a run waits for them, before its progress bar.
 :func:`read_resume_point`
     a resumed run's ``checkpoints/latest.zip``, checked before anything is written: saved by ``quarto train``
     (its ``quarto.json`` records the training config), no field of ``FIXED_ON_RESUME`` changed, a valid best
     score, and the opponent pool (``pool.pt``) where the backend keeps one. :func:`run_seed` reseeds a resumed
     run from its step count, so that it does not replay the games it already saw.
+:func:`open_tensorboard`, :func:`describe_run`
+    the run's ``tb/`` with the config as text and the layout of TensorBoard's Custom Scalars tab: the curves that
+    show learning side by side (:func:`learning_layout`).
 :class:`Schedule`
     when the periodic tasks fall due -- snapshots, evaluations, checkpoints -- each at the first step at or past
-    the next multiple of its interval (steps come in leaps: a rollout, a round of games).
+    its next point (steps come in leaps: a rollout, a round of games): a multiple of its interval, and for the
+    evaluations also the steps of ``early_evals`` (by default 0, then doubling steps up to the first periodic
+    one, where the scores move fastest). A fresh run evaluates its untrained network before it trains; a resumed
+    one skips the points at or before its checkpoint's step.
+:func:`stopping_step`, :func:`progress_bar`, :func:`paused`
+    where the run stops -- ``total_steps`` rounded up to whole leaps, said once before training when that is
+    further -- and the bar to it, whose rate is the average over training alone: its clock stops during an
+    evaluation, so the ETA does not jump after one.
 :class:`Checkpoints`
     the set in ``checkpoints/``, each written by the backend's save function: ``step_<N>.zip`` (the network) and
     ``latest.zip`` (resumable) on schedule, ``best.zip`` when the evaluation score improves, ``final.zip`` and
     ``latest.zip`` at the end.
 :func:`evaluate_learner`, :class:`EvaluationLog`
-    the evaluation games (the config's opponents, games and openings) and their logging: every result under
-    ``eval/<opponent>/<seat>/`` (``eval_sampled/`` for a sampled policy, :func:`log_result`), the mean score
-    ``eval/score``, the grade by the exact solver (``eval/grade/value_lost``, ``_critical``, ``_<phase>``), the
-    progress bar's line and the scores each checkpoint records (``best_score``, ``latest_eval``).
+    the evaluation games (the config's opponents, games and openings: ``eval_opening_plies`` random actions, by
+    default ``quarto tournament``'s 4) and their logging: every result under ``eval/<opponent>/<seat>/``
+    (``eval_sampled/`` for a sampled policy, :func:`log_result`), the mean score ``eval/score``, the grade by the
+    exact solver (``eval/grade/value_lost``, ``_critical``, ``_<phase>``), the progress bar's line (what it is
+    evaluating, then the scores and the seconds the evaluation took) and the scores each checkpoint records
+    (``best_score``, ``latest_eval``).
 :func:`finish_run`
     ``final.zip``, the final table from it as read back from disk (``final_eval.json``, the last point of the
     eval curves, the printed table), and the closing lines: the final checkpoint, its agent spec, TensorBoard.
@@ -29,14 +46,21 @@ the order a run meets these pieces:
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import dataclasses
+import functools
 import json
+import re
+import sys
+import time
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba.core import event
 from rich.console import Console
 from rich.table import Table
 from torch.utils.tensorboard import SummaryWriter
@@ -152,35 +176,138 @@ def next_multiple(step: int, every: int) -> int:
 
 class Schedule:
     """When each periodic task of a run falls due -- ``snapshot``, ``evaluation``, ``checkpoint``, every
-    ``snapshot_every``, ``eval_every`` and ``checkpoint_every`` steps of the config -- from ``step`` on: at the
-    first step at or past the next multiple of its interval, once however far a leap of steps goes past it. A
-    resumed run keeps the multiples of the first. ``snapshots=False``: a backend without a pool of snapshots."""
+    ``snapshot_every``, ``eval_every`` and ``checkpoint_every`` steps of the config, and the evaluations also at
+    the steps of ``early_evals`` -- from ``step`` on: at the first step at or past its next point, once however
+    far a leap of steps goes past it. A resumed run keeps the points of the first and skips those it has passed;
+    a fresh run (``step`` 0) has the evaluation at step 0 due at once, before it trains. ``snapshots=False``: a
+    backend without a pool of snapshots."""
 
     def __init__(self, config: TrainConfig, step: int, *, snapshots: bool = True) -> None:
         self.intervals = {"evaluation": config.eval_every, "checkpoint": config.checkpoint_every}
         if snapshots:
             self.intervals["snapshot"] = config.snapshot_every
-        self.next_due = {task: next_multiple(step, every) for task, every in self.intervals.items()}
+        self.early = {"evaluation": tuple(config.early_evals)}
+        self.next_due = {task: self._next_point(task, step, fresh=step == 0) for task in self.intervals}
 
     def due(self, step: int) -> set[str]:
-        """The tasks due at ``step``, each moved on to its next multiple after it."""
+        """The tasks due at ``step``, each moved on to its next point after it."""
         due = {task for task, at in self.next_due.items() if step >= at}
         for task in due:
-            self.next_due[task] = next_multiple(step, self.intervals[task])
+            self.next_due[task] = self._next_point(task, step)
         return due
+
+    def _next_point(self, task: str, step: int, fresh: bool = False) -> int:
+        """The first point of ``task`` after ``step`` -- a multiple of its interval, or an early step (``fresh``:
+        also ``step`` itself)."""
+        early = self.early.get(task, ())
+        later = early[(bisect.bisect_left if fresh else bisect.bisect_right)(early, step) :]
+        return min((next_multiple(step, self.intervals[task]), *later[:1]))
 
 
 def open_tensorboard(run_dir: Path, config: TrainConfig, step: int) -> SummaryWriter:
-    """The writer of the run's TensorBoard folder ``tb/``, with the config as text at ``step``: one folder for the
-    whole run, so a resumed run's curves continue where they stopped."""
+    """The writer of the run's TensorBoard folder ``tb/`` (:func:`describe_run`): one folder for the whole run, so
+    a resumed run's curves continue where they stopped."""
     writer = SummaryWriter(str(run_dir / "tb"))
-    writer.add_text("config", config_table(config), step)
+    describe_run(writer, config, step)
     return writer
 
 
-def progress_bar(config: TrainConfig, step: int, unit: str) -> tqdm:
-    """The run's progress bar on stderr, from ``step`` to ``total_steps``."""
-    return tqdm(total=config.total_steps, initial=step, unit=unit, unit_scale=True, smoothing=0.1)
+def describe_run(writer: SummaryWriter, config: TrainConfig, step: int) -> None:
+    """Write the config as text at ``step``, and the layout of TensorBoard's Custom Scalars tab
+    (:func:`learning_layout`)."""
+    writer.add_text("config", config_table(config), step)
+    writer.add_custom_scalars(learning_layout(config))
+
+
+def learning_layout(config: TrainConfig) -> dict[str, Any]:
+    """The curves that show learning side by side, as TensorBoard's Custom Scalars tab shows them (its section
+    ``learning``): per evaluation opponent the score of the sampled policy and of the most likely action (or the
+    search) in one chart, and the grade (``eval/grade/value_lost``)."""
+    charts: dict[str, Any] = {
+        f"vs {spec}": ["Multiline", [re.escape(f"{prefix}/{tag_name(spec)}/score") for prefix in EVAL_PREFIXES]]
+        for spec in config.eval_opponents
+    }
+    charts["value-losing decisions (solver-graded)"] = ["Multiline", [re.escape("eval/grade/value_lost")]]
+    return {"learning": charts}
+
+
+def progress_bar(step: int, stop: int, unit: str) -> tqdm:
+    """The run's progress bar on stderr, from ``step`` to ``stop`` (:func:`stopping_step`). Its rate is the
+    average since the start, on a clock that stops for evaluations (:func:`paused`): the ETA counts training
+    alone, and holds."""
+    return tqdm(total=stop, initial=step, unit=unit, unit_scale=True, smoothing=0)
+
+
+@contextlib.contextmanager
+def paused(progress: tqdm) -> Iterator[None]:
+    """Keep the time the block takes off ``progress``'s clock (tqdm's ``time.time``): an evaluation does not
+    count as training time, so the rate and the ETA do not jump after it."""
+    started = time.time()
+    try:
+        yield
+    finally:
+        if not progress.disable:  # a disabled bar (TQDM_DISABLE=1) has no clock
+            pause = time.time() - started
+            progress.start_t += pause
+            progress.last_print_t += pause
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What a run says before its progress bar
+# ---------------------------------------------------------------------------------------------------------
+COMPILING = (
+    "compiling the game kernels (numba compiles them on their first call after a fresh clone or an edit, then "
+    "caches them on disk: later runs load them at once) ..."
+)
+
+
+class CompileNotice(event.Listener):
+    """Prints :data:`COMPILING` the first time numba compiles a function in this process (a function loaded from
+    numba's disk cache is not compiled, and says nothing)."""
+
+    def __init__(self) -> None:
+        self.told = False
+
+    def on_start(self, ev: event.Event) -> None:
+        if not self.told:
+            self.told = True
+            tqdm.write(COMPILING)  # above a progress bar, if one is showing
+            sys.stdout.flush()
+
+    def on_end(self, ev: event.Event) -> None:
+        pass
+
+
+@functools.cache
+def watch_compiles() -> CompileNotice:
+    """The process's :class:`CompileNotice`, listening to numba from the first call on."""
+    notice = CompileNotice()
+    event.register("numba:compile", notice)
+    return notice
+
+
+def announce_run(run_dir: Path) -> None:
+    """The first lines of a run, before anything slow: its folder and the command that opens its curves; from
+    now on numba's first compilation is announced too (:func:`watch_compiles`)."""
+    print(f"run folder: {run_dir}\n{tensorboard_command(run_dir)}", flush=True)
+    watch_compiles()
+
+
+def tensorboard_command(run_dir: Path) -> str:
+    """The line that says how to watch the run's curves."""
+    return f"TensorBoard: tensorboard --logdir {run_dir / 'tb'}   (then open http://localhost:6006)"
+
+
+def stopping_step(config: TrainConfig, step: int, leap: int, leaps: str) -> int:
+    """Where a run from ``step`` stops when its steps come in leaps of ``leap``: ``total_steps``, rounded up to
+    whole leaps. Where that is past ``total_steps``, it says so once, before training (``leaps`` names the leaps,
+    ``{leap}`` standing for their size)."""
+    remaining = config.total_steps - step
+    if remaining <= 0 or remaining % leap == 0:
+        return max(config.total_steps, step)
+    stop = step + -(-remaining // leap) * leap
+    print(f"total_steps={config.total_steps} rounds up to {stop:,} ({leaps.format(leap=f'{leap:,}')})", flush=True)
+    return stop
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -227,11 +354,20 @@ def evaluate_learner(
     return evaluate_all(players, config.eval_opponents, variant, games, seed, config.eval_opening_plies)
 
 
+EVAL_PREFIXES = ("eval_sampled", "eval")
+"""Where an evaluation's results go: the learner sampling its policy, or playing its most likely action (a search)."""
+
+
+def tag_name(spec: str) -> str:
+    """The agent ``spec`` as it names its TensorBoard tags: ``minimax:depth=2`` is ``minimax_depth2``."""
+    return spec.replace(":", "_").replace("=", "").replace(",", "_")
+
+
 def log_result(record: Record, result: EvalResult) -> None:
     """Record win/draw/loss rates and the score against one opponent, per seat and overall, under ``eval/``
     (most likely action) or ``eval_sampled/``."""
     prefix = "eval" if result.deterministic else "eval_sampled"
-    name = result.opponent.replace(":", "_").replace("=", "").replace(",", "_")
+    name = tag_name(result.opponent)
     for seat, seat_name in enumerate(SEAT_NAMES):
         for key, value in result.rates(seat).items():
             record(f"{prefix}/{name}/{seat_name}/{key}", value)
@@ -262,9 +398,20 @@ class EvaluationLog:
         self.grading = grading if config.grade_positions else None
         self._positions: tuple[list[State], PositionValues] | None = None
 
-    def log(self, results: list[EvalResult], progress: tqdm) -> bool:
-        """Log one evaluation: every result, the mean score, the grade, the progress bar's line; whether the mean
-        score is the best so far (then ``best.zip`` is due)."""
+    def evaluate(self, players: Sequence[Opponent], progress: tqdm) -> tuple[list[EvalResult], bool]:
+        """One evaluation of ``players`` (:func:`evaluate_learner`), logged (:meth:`log`), off the progress bar's
+        clock (:func:`paused`); the bar says it is evaluating, then the scores and the seconds it took. Returns the
+        results, and whether the mean score is the best so far (then ``best.zip`` is due)."""
+        started = time.perf_counter()
+        with paused(progress):
+            progress.set_postfix_str(f"evaluating at step {progress.n:,} ...")
+            results = evaluate_learner(players, self.config, self.variant)
+            improved = self.log(results)
+        progress.set_postfix_str(f"{self._summary(results)} ({time.perf_counter() - started:.0f} s)")
+        return results, improved
+
+    def log(self, results: list[EvalResult]) -> bool:
+        """Log one evaluation: every result, the mean score, the grade; whether the mean score is the best so far."""
         for result in results:
             log_result(self.record, result)
         score = float(np.mean([r.score() for r in results]))
@@ -272,7 +419,6 @@ class EvaluationLog:
         self.latest = {f"{r.opponent}{'' if r.deterministic else ' (sampled)'}": r.score() for r in results}
         if self.grading is not None:
             self.latest["value lost"] = self._grade(self.grading())
-        progress.set_postfix_str(self._summary(results))
         improved = score > self.best_score
         self.best_score = max(self.best_score, score)
         return improved
@@ -324,7 +470,7 @@ def finish_run(
         log_result(record, result)
     print_results(results, steps)
     print(f"\nfinal checkpoint: {final}\nagent spec: {agent_spec}")
-    print(f"TensorBoard: tensorboard --logdir {checkpoints.run_dir / 'tb'}   (then open http://localhost:6006)")
+    print(tensorboard_command(checkpoints.run_dir))
     return final
 
 

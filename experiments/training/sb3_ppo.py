@@ -9,6 +9,12 @@ with the config's weights. The module reads top to bottom: :func:`start` (a fres
 evaluations and checkpoints on the run's :class:`~experiments.training.run.Schedule`, and the TensorBoard
 charts of every rollout), then the end of the run (:func:`experiments.training.run.finish_run`).
 
+PPO trains whole rollouts of ``num_games * n_steps`` learner steps, so a run stops at the first multiple of a
+rollout at or past ``total_steps`` (it says so before training when that is further). The scheduled tasks run
+between two rollouts, where the network has been updated on every step so far: a snapshot, an evaluation or a
+checkpoint at step ``N`` holds the network trained on ``N`` steps (the first, at step 0, evaluates the untrained
+one), and the evaluations are written to TensorBoard at that step at once.
+
 Checkpoints are stable-baselines3's zip with the project's ``quarto.json`` (:mod:`agents.ppo`); ``latest.zip``
 and ``final.zip`` also hold the opponent pool (``pool.pt``). ``ppo:RUN_FOLDER`` plays ``best.zip``. On
 ``--resume`` the learner is rebuilt from the config and given the checkpoint's weights, optimizer state, step
@@ -27,23 +33,25 @@ import numpy as np
 import torch as th
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.logger import Image, TensorBoardOutputFormat, configure
+from stable_baselines3.common.logger import TensorBoardOutputFormat, configure
 from stable_baselines3.common.utils import set_random_seed
 from tqdm import tqdm
 
 from agents.checkpoints import CheckpointError
+from agents.networks import resolve_device
 from agents.ppo import PPOAgent, load_policy, load_training_state, policy_setup, save_checkpoint
-from experiments.training.config import TrainConfig, config_table
+from experiments.training.config import TrainConfig
 from experiments.training.run import (
     POOL_ENTRY,
     Checkpoints,
     EvaluationLog,
     Schedule,
-    evaluate_learner,
+    describe_run,
     finish_run,
     progress_bar,
     read_resume_point,
     run_seed,
+    stopping_step,
 )
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv, policy_players
 from quarto_env.checks import one_line
@@ -112,7 +120,7 @@ def build_model(config: TrainConfig, variant: Variant, env: SelfPlayVecEnv) -> M
         max_grad_norm=config.max_grad_norm,
         policy_kwargs=policy_kwargs,
         seed=config.seed,
-        device="cpu",
+        device=resolve_device(config.device),
         verbose=0,
     )
 
@@ -135,10 +143,10 @@ def run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
         callback.checkpoints,
         model.num_timesteps,
         lambda checkpoint: policy_players(load_policy(checkpoint, callback.variant).policy, callback.kind),
-        model.logger.record,
+        callback.record,
         f"ppo:{callback.checkpoints.final}",
     )
-    model.logger.dump(model.num_timesteps)
+    model.logger.dump(model.num_timesteps)  # the last update's losses
     return final
 
 
@@ -152,9 +160,7 @@ class TrainingCallback(BaseCallback):
         self.variant = config.resolved_variant()
         self.kind = config.observation_kind
         self.learner = learner
-        self.evaluations = EvaluationLog(
-            config, self.variant, learner.model.logger.record, learner.best_score, grading=self.learner_agent
-        )
+        self.evaluations = EvaluationLog(config, self.variant, self.record, learner.best_score, self.learner_agent)
         self.checkpoints = Checkpoints(run_dir, self.save)
         step = learner.model.num_timesteps
         self.schedule = Schedule(config, step)
@@ -164,13 +170,15 @@ class TrainingCallback(BaseCallback):
     def _on_training_start(self) -> None:
         step = self.learner.model.num_timesteps
         self._last_time = time.perf_counter()
-        self.writer().add_text("config", config_table(self.config), step)
-        self.progress = progress_bar(self.config, step, "step")
+        describe_run(self.writer(), self.config, step)
+        rollout = self.config.num_games * self.config.n_steps
+        stop = stopping_step(self.config, step, rollout, "PPO trains whole rollouts of num_games * n_steps = {leap}")
+        self.progress = progress_bar(step, stop, "step")
 
-    def _on_step(self) -> bool:
+    def _on_rollout_start(self) -> None:
+        # Between two rollouts the network has been updated on every step so far, so the tasks due here see it as
+        # trained to this step (before the first rollout: a fresh run's evaluation at step 0).
         model, step = self.learner.model, self.learner.model.num_timesteps
-        assert self.progress is not None
-        self.progress.update(step - self.progress.n)
         due = self.schedule.due(step)
         if "snapshot" in due:
             self.learner.pool.add_snapshot(model.policy, step)
@@ -178,6 +186,10 @@ class TrainingCallback(BaseCallback):
             self.evaluate()
         if "checkpoint" in due:
             self.checkpoints.save_step(step)
+
+    def _on_step(self) -> bool:
+        assert self.progress is not None
+        self.progress.update(self.learner.model.num_timesteps - self.progress.n)
         return True
 
     def _on_rollout_end(self) -> None:
@@ -197,8 +209,8 @@ class TrainingCallback(BaseCallback):
                 self.logger.record(f"charts/train_{outcome}_rate", outcomes[outcome] / games)
 
     def writer(self) -> Any:
-        """The TensorBoard writer behind SB3's logger (for text and images)."""
-        for output in self.logger.output_formats:
+        """The TensorBoard writer behind SB3's logger (for text, images and the evaluations)."""
+        for output in self.learner.model.logger.output_formats:
             if isinstance(output, TensorBoardOutputFormat):
                 return output.writer
         raise RuntimeError("the logger has no TensorBoard output")
@@ -207,14 +219,18 @@ class TrainingCallback(BaseCallback):
         """Play the evaluation opponents in both seats; log, and keep the best checkpoint."""
         assert self.progress is not None
         players = policy_players(self.learner.model.policy, self.kind)
-        results = evaluate_learner(players, self.config, self.variant)
-        improved = self.evaluations.log(results, self.progress)
+        results, improved = self.evaluations.evaluate(players, self.progress)
         # A picture of how one game ended (game 0 against the last opponent: the learner gave first).
         sample = results[len(self.config.eval_opponents) - 1]
         image = render_image(self.variant, sample.final_state, names=("learner", sample.opponent))
-        self.logger.record("eval/final_board", Image(image, "HWC"), exclude=("stdout", "log", "json", "csv"))
+        self.writer().add_image("eval/final_board", image, self.learner.model.num_timesteps, dataformats="HWC")
         if improved:
             self.checkpoints.save_best()
+
+    def record(self, key: str, value: float) -> None:
+        """Write a scalar to TensorBoard at the learner's step, at once (SB3's logger would hold it to the end of
+        the next rollout, and write it at that step)."""
+        self.writer().add_scalar(key, value, self.learner.model.num_timesteps)
 
     def learner_agent(self) -> PPOAgent:
         """The learner's policy as an agent playing its most likely action, to grade."""

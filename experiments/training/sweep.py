@@ -24,7 +24,7 @@ The folder ``--out`` holds:
 ``sweep.json``
     the settings (config, seeds, sets) and ``config.yaml``, a copy of the config file the trials train on;
 ``command.txt``
-    every command that ran in it;
+    every command that ran in it, each with the code's version;
 ``trials/``
     the run folders; ``tune/`` Ray Tune's own state;
 ``results.csv``, ``results.md``
@@ -38,8 +38,10 @@ The folder ``--out`` holds:
 
 An interrupted sweep resumes with ``--resume DIR``: Ray Tune restores its trials, and each unfinished trial
 continues its run folder with ``quarto train --resume``, so a trial loses at most ``checkpoint_every`` steps. A
-finished sweep given ``--resume`` aggregates again. Everything is checked before Ray starts: the config with
-every setting and seed, the address, the folder; a bad one prints one line and exits with status 2.
+finished sweep given ``--resume`` aggregates again. Everything is checked before Ray starts: that the ``ray``
+extra is installed (first: without it, one line naming ``pip install -e ".[dev,ray]"``, and no folder is made),
+the config with every setting and seed, the address, the folder; a bad one prints one line and exits with
+status 2.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ import numpy as np
 from experiments.options import markdown_table
 from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents, load_config
+from experiments.training.train import require_ray
 from quarto_env.checks import OutputPathError, atomic_write_bytes, number_argument, one_line, output_folder
 
 SWEEP_FILE = "sweep.json"
@@ -562,6 +565,7 @@ def main(argv: list[str]) -> int:
     was interrupted (Ctrl-C) before every trial finished."""
     args = parse_args(argv)
     try:
+        require_ray("a sweep", "ray.tune", "scipy.stats")  # before the folder: a sweep without Ray writes nothing
         check_address(args.address)
         check_reachable(args.address)
         out, settings = resumed_sweep(args) if args.resume is not None else new_sweep(args, argv)

@@ -18,11 +18,22 @@ table -- is :mod:`experiments.training.run`.
 
 A run folder holds ``config.yaml`` (the resolved config), ``command.txt`` (every command that ran in it),
 ``tb/`` (TensorBoard events), ``checkpoints/`` (``latest.zip``, ``step_<N>.zip``, ``best.zip`` by evaluation
-score, ``final.zip``), ``final_eval.json`` (the final table) and ``.lock``.
+score, ``final.zip``), ``final_eval.json`` (the final table) and ``.lock``. A run prints the folder and the
+command that opens TensorBoard on it first, before the checks below, which may compile the game kernels
+(:func:`experiments.training.run.announce_run`).
 
-Nothing is written before everything is checked: the config (``experiments.training.config``), the run folder (a
-folder that can be written), every agent the config names, and on ``--resume`` the checkpoint -- its metadata,
-its rules, observation and network against the config, its opponent pool -- and the overrides. A field of
+The code's version -- its git commit and whether tracked files differed from it
+(:func:`experiments.run_folder.code_version`) -- is recorded twice: at the end of each command's line in
+``command.txt`` (``# code commit 9fc64e9..., uncommitted changes``; a comment, so the line still reads as the
+command, and ``config.yaml``, which ``--resume`` reads back, holds only config fields), and as
+``versions["code"]`` in the ``quarto.json`` of every checkpoint the command writes. A resumed run adds its own
+line, and its checkpoints carry the version it resumed with.
+
+Nothing is written before everything is checked: the config (``experiments.training.config``), the libraries the
+backend needs (``backend: rllib`` needs the ``ray`` extra: without it, one line naming ``pip install -e
+".[dev,ray]"``), the run folder (a folder that can be written), every agent the config names, and on ``--resume``
+the checkpoint -- its metadata, its rules, observation and network against the config, its opponent pool -- and
+the overrides. A field of
 ``experiments.training.config.FIXED_ON_RESUME`` (``name``, ``seed``, ``variant``, ``observation``, ``policy``,
 ``net_arch``) cannot change on ``--resume``; every other override is applied. One process at a time trains in
 a run folder: it holds an exclusive lock on ``.lock`` for the run's life (:func:`experiments.run_folder.run_lock`;
@@ -39,9 +50,10 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from agents.checkpoints import CheckpointError
+from agents.checkpoints import CheckpointError, recording_code_version
 from experiments.run_folder import (
     RunInUseError,
+    code_version,
     command_line,
     default_run_folder,
     record_command,
@@ -72,6 +84,9 @@ BACKENDS = {
 }
 """The module that trains each ``(algorithm, backend)`` of the config (:class:`Backend`), imported by name when
 its run starts: importing this module imports none of them."""
+NEEDS_RAY = {("ppo", "rllib"): "ray.rllib"}
+"""The part of Ray a backend needs (the ``ray`` extra), checked before anything is written: :func:`require_ray`."""
+RAY_INSTALL = 'pip install -e ".[dev,ray]"'
 RESUME_HELP = (
     f"On --resume, the overrides of {', '.join(FIXED_ON_RESUME)} are refused (the checkpoint fixes the "
     "network and the run); every other override (total_steps, learning_rate, batch_size, the opponents, the "
@@ -142,6 +157,17 @@ def resumed_run(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
     return load_config(run_dir / "config.yaml", args.overrides), run_dir
 
 
+def require_ray(purpose: str, *modules: str) -> None:
+    """Import ``modules`` (parts of Ray, or of the ``ray`` extra); :class:`ConfigError` naming ``purpose`` and
+    the command that installs them if one is missing, so that a command without Ray stops before it writes."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            problem = f"{purpose} needs the ray extra ({one_line(exc)}): install it with {RAY_INSTALL}"
+            raise ConfigError(problem) from None
+
+
 def checked_run_dir(run_dir: Path) -> Path:
     """``run_dir`` as a folder that can be written, created if need be; :class:`OutputPathError` otherwise."""
     try:
@@ -153,7 +179,7 @@ def checked_run_dir(run_dir: Path) -> Path:
 
 
 def prepare_run_dir(config: TrainConfig, run_dir: Path, command: str) -> None:
-    """Write the resolved config and append the command to ``command.txt``."""
+    """Write the resolved config and append the command, with the code's version, to ``command.txt``."""
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(run_dir / "config.yaml", save_config(config).encode())
     record_command(run_dir, command, history=True)
@@ -164,12 +190,18 @@ def prepare_run_dir(config: TrainConfig, run_dir: Path, command: str) -> None:
 # ---------------------------------------------------------------------------------------------------------
 def train(config: TrainConfig, run_dir: Path, resume: bool = False, command: str = "quarto train") -> Path:
     """Train (or continue training) in ``run_dir`` with the config's backend; returns the final checkpoint's path.
-    Everything is checked before anything is written: the agents the config names, the folder (created if need
-    be), and on ``resume`` the checkpoint and the overrides (the backend's ``start``). The folder is held for the
-    whole run (:func:`experiments.run_folder.run_lock`)."""
+    Everything is checked before anything is written: the libraries the backend needs (:data:`NEEDS_RAY`), the
+    agents the config names, the folder (created if need be), and on ``resume`` the checkpoint and the overrides
+    (the backend's ``start``). The folder is held for the whole run (:func:`experiments.run_folder.run_lock`), and
+    every checkpoint records the code's version of the run's start."""
+    if (config.algorithm, config.backend) in NEEDS_RAY:
+        require_ray(f"backend {config.backend}", NEEDS_RAY[config.algorithm, config.backend])
+    from experiments.training.run import announce_run  # here: the run machinery loads TensorBoard
+
+    announce_run(run_dir)  # first: the checks below may compile the game kernels, which takes a while
     check_agents(config)
     checked_run_dir(run_dir)
-    with run_lock(run_dir):
+    with run_lock(run_dir), recording_code_version(code_version()):
         for folder in (run_dir, run_dir / "checkpoints"):
             remove_orphan_temporaries(folder)  # left by a process killed mid-write; no other writes here now
         if not resume and (run_dir / "config.yaml").exists():
