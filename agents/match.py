@@ -20,6 +20,8 @@ from quarto_env.notation import format_position
 
 MAX_OPENING_PLIES = 7
 """At most three pieces placed: no opening can complete a group."""
+DEFAULT_OPENING_PLIES = 4
+"""Random actions that start a game of a tournament, an evaluation or a training run's evaluations."""
 OPENING_STREAM = 1
 """Keeps the openings' random stream apart from the games' seeds."""
 

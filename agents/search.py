@@ -250,7 +250,6 @@ class Search:
         ``STOPPED_BY_*``); with several threads, the marks of the boards being searched follow."""
         self._low, self._high = byte_tables(variant.squares)
         self._groups = variant.group_array
-        self._groups.flags.writeable = False
         interrupts.install()
 
     def clear(self) -> None:

@@ -362,8 +362,11 @@ class Variant:
 
     @functools.cached_property
     def group_array(self) -> np.ndarray:
-        """:attr:`groups` as an ``int64`` array, as compiled kernels that loop over them take it."""
-        return np.array(self.groups, dtype=np.int64)
+        """:attr:`groups` as an ``int64`` array, as compiled kernels that loop over them take it; read-only, as
+        every kernel sees it (one compiled signature each, however many callers share the variant)."""
+        groups = np.array(self.groups, dtype=np.int64)
+        groups.flags.writeable = False
+        return groups
 
     @functools.cached_property
     def compiled(self) -> tuple[np.ndarray, int, bool, bool]:

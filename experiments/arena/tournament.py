@@ -54,7 +54,15 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.base import make_agent
-from agents.match import MAX_OPENING_PLIES, OPENING_STREAM, GameRecord, opening_state, play_game, random_opening
+from agents.match import (
+    DEFAULT_OPENING_PLIES,
+    MAX_OPENING_PLIES,
+    OPENING_STREAM,
+    GameRecord,
+    opening_state,
+    play_game,
+    random_opening,
+)
 from experiments.arena.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
 from experiments.arena.records import check_record, record_line
 from experiments.options import (
@@ -80,8 +88,6 @@ from quarto_env.core import STANDARD, RulesError, State, Variant, step
 from quarto_env.notation import format_position, parse_position
 
 MODES = ("round-robin", "vs-field")
-DEFAULT_OPENING_PLIES = 4
-"""Two pieces given and placed at random: varied starts, yet no threat on the board."""
 MAX_GAMES_PER_PAIR = 100_000
 MAX_BOOTSTRAP = 100_000
 MAX_SECONDS_PER_MOVE = 24 * 3600

@@ -41,9 +41,8 @@ from typing import Any
 import yaml
 
 from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, closest_name, did_you_mean, make_agent, parse_spec
-from agents.match import MAX_OPENING_PLIES
+from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.networks import DEFAULT_DEVICE, POLICY_KINDS, check_network, resolve_device
-from experiments.arena.tournament import DEFAULT_OPENING_PLIES
 from experiments.options import markdown_table
 from experiments.training.selfplay import SNAPSHOTS
 from quarto_env.checks import checked_number, one_line

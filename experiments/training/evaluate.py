@@ -15,7 +15,7 @@ the learner giving first. A PPO learner plays its most likely action (argmax) an
 policy; an alphazero learner plays the most visited action of its search, once per ``--sims`` value (0: the
 network's policy alone), all games searched together. Like ``quarto tournament``, each pair of games (one per
 seating) starts from the same random opening of ``--opening-plies`` actions, by default as many as the
-tournament's (:data:`~experiments.arena.tournament.DEFAULT_OPENING_PLIES`). With ``--opening-plies 0`` every
+tournament's (:data:`~agents.match.DEFAULT_OPENING_PLIES`). With ``--opening-plies 0`` every
 game starts from the empty board, where a deterministic learner against a deterministic opponent (minimax)
 replays the same two games over and over: there, only the sampled rows are informative. ``--device`` runs the
 learner's network on a GPU (``auto`` or ``cuda``); the opponents play on the CPU.
@@ -35,11 +35,10 @@ from rich.table import Table
 from agents.alphazero import load_network
 from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS
 from agents.checkpoints import check_algorithm, checkpoint_path, read_metadata
-from agents.match import MAX_OPENING_PLIES
+from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.networks import DEFAULT_DEVICE, DEVICES
 from agents.ppo import load_policy
 from agents.puct import DEFAULT_C_PUCT
-from experiments.arena.tournament import DEFAULT_OPENING_PLIES
 from experiments.training.az_selfplay import SearchOpponent
 from experiments.training.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
 from experiments.training.selfplay import EvalResult, Opponent, evaluate_all, policy_players
