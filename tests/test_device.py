@@ -83,10 +83,30 @@ def test_the_config_field_is_typed_and_validated() -> None:
         load_config(None, ["device=tpu"])
 
 
+def test_the_rllib_backend_refuses_a_device_other_than_cpu_rather_than_ignoring_it() -> None:
+    assert load_config(None, ["backend=rllib"]).device == "cpu"
+    with pytest.raises(ConfigError, match=r"config field device must be cpu with backend rllib .*got 'auto'"):
+        load_config(None, ["backend=rllib", "device=auto"])
+
+
 @NO_GPU
 def test_the_config_refuses_cuda_without_a_gpu() -> None:
     with pytest.raises(ConfigError, match="config field device: device 'cuda' needs a GPU, but torch sees none"):
         load_config(None, ["device=cuda"])
+
+
+def test_quarto_train_takes_device_as_a_flag_that_wins_over_the_override() -> None:
+    assert train.parse_args(["seed=1", "--device", "auto"]).overrides == ["seed=1", "device=auto"]
+    assert train.parse_args(["device=cpu", "--device", "auto"]).overrides[-1] == "device=auto"
+    assert train.parse_args(["seed=1"]).overrides == ["seed=1"]
+    assert load_config(None, train.parse_args(["device=cpu", "--device", "auto"]).overrides).device == "auto"
+
+
+def test_quarto_train_refuses_an_unknown_device_flag_naming_the_allowed_ones(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as refusal:
+        train.parse_args(["--device", "tpu"])
+    assert refusal.value.code == 2 and "invalid choice: 'tpu'" in (err := capsys.readouterr().err)
+    assert all(device in err for device in ("auto", "cpu", "cuda"))
 
 
 @NO_GPU
@@ -95,7 +115,7 @@ def test_quarto_train_refuses_cuda_in_one_line_and_writes_nothing(
     algorithm: str, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     run_dir = tmp_path / "run"
-    status = train.main([f"algorithm={algorithm}", "device=cuda", "--run-dir", str(run_dir)])
+    status = train.main([f"algorithm={algorithm}", "--device", "cuda", "--run-dir", str(run_dir)])
     err = capsys.readouterr().err
     assert status == 2 and "config field device: device 'cuda' needs a GPU" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -21,6 +21,7 @@ from experiments.training.selfplay import (
     frozen_copy,
     move,
     policy_players,
+    seeded_torch,
 )
 from quarto_env.core import DECLARE, NO_WINNER, Variant
 from quarto_env.notation import parse_position
@@ -221,3 +222,16 @@ def test_a_sampled_evaluation_depends_on_its_seed_alone_and_leaves_torch_generat
     assert evaluate(learner, "random", STANDARD, num_games=40, seed=3).counts == first.counts
     others = [evaluate(learner, "random", STANDARD, num_games=40, seed=s).counts for s in (4, 5, 6)]
     assert any(counts != first.counts for counts in others)  # the seed does matter
+
+
+def test_seeded_torch_draws_from_the_seed_alone_and_puts_the_generator_back() -> None:
+    th.manual_seed(123)
+    before = th.random.get_rng_state()
+    with seeded_torch(7):
+        inside = th.rand(4)
+    assert th.equal(th.random.get_rng_state(), before)
+    th.manual_seed(999)  # another outer state: the same draws inside
+    with seeded_torch(7):
+        assert th.equal(th.rand(4), inside)
+    with seeded_torch(8):
+        assert not th.equal(th.rand(4), inside)

@@ -156,7 +156,16 @@ def test_evaluation_steps_snap_to_their_interval() -> None:
         1_500_000,
         1_500_000,
     ]
-    assert sweep.snapped(7, 512) == 512
+    assert sweep.snapped(7, 512) == 0 and sweep.snapped(300, 512) == 512
+
+
+def test_early_evaluation_steps_snap_to_their_own_points_not_to_the_interval() -> None:
+    from experiments.training.config import EARLY_EVALS
+
+    early = (0, 16_000, 32_000, 64_000, 128_000)
+    logged = (0, 16_384, 32_768, 65_536, 131_072, 250_880, 501_760)
+    assert [sweep.snapped(step, 250_000, early) for step in logged] == [*early, 250_000, 500_000]
+    assert len({sweep.snapped(step, 250_000, EARLY_EVALS) for step in (0, *EARLY_EVALS)}) == len({0, *EARLY_EVALS})
 
 
 def test_iqm_of_eight_seeds_drops_two_at_each_end() -> None:

@@ -210,9 +210,10 @@ class TrainConfig:
     device: str = DEFAULT_DEVICE
     """Where the learner's network trains: ``cpu``, ``cuda`` (refused where torch sees no GPU) or ``auto`` (cuda
     when torch sees one, else cpu). Read by the sb3 backend and by alphazero (its network and search evaluator);
-    the rllib backend ignores it. The periodic evaluations play the learner there; the frozen snapshots and the
-    final table's reloaded checkpoint play on the CPU. Checkpoints are device-free: a run may resume on another
-    device, and this field may change on ``--resume``."""
+    the rllib backend refuses any but cpu (Ray places its learner and runners). The periodic evaluations play
+    the learner there; the frozen snapshots and the final table's reloaded checkpoint play on the CPU.
+    Checkpoints are device-free: a run may resume on another device, and this field may change on
+    ``--resume``."""
     eval_opening_plies: int = DEFAULT_OPENING_PLIES
     """Random actions that start every evaluation game and the final table's, each opening shared by a pair of
     games with the seats swapped (0 to 7; at most three pieces placed, so no opening decides a game); the default
@@ -546,6 +547,12 @@ def _check_values(c: TrainConfig) -> None:
         resolve_device(c.device)
     except ValueError as exc:
         raise ConfigError(f"config field device: {exc}") from None
+    _require(
+        c.backend != "rllib" or c.device == DEFAULT_DEVICE,
+        "device",
+        f"must be {DEFAULT_DEVICE} with backend rllib (Ray places RLlib's learner and runners, not this field)",
+        c.device,
+    )
     if c.algorithm == "ppo":
         _check_rollout(c)
     else:

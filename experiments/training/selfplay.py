@@ -24,13 +24,14 @@ side, half in each seat; every backend's evaluations, and ``quarto evaluate``, p
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -402,6 +403,19 @@ class EvalResult:
         }
 
 
+@contextlib.contextmanager
+def seeded_torch(seed: int) -> Iterator[None]:
+    """Inside, torch's generators start from ``seed``; after, they are back where they were. That is the CPU's
+    and, where torch has started CUDA (a network on the GPU samples there), every GPU's; a GPU torch has not
+    started is left alone, not seeded later."""
+    gpus = list(range(th.cuda.device_count())) if th.cuda.is_initialized() else []
+    with th.random.fork_rng(devices=gpus):
+        th.default_generator.manual_seed(seed)
+        if gpus:
+            th.cuda.manual_seed_all(seed)
+        yield
+
+
 def evaluate(
     learner: Opponent,
     opponent_spec: str,
@@ -415,9 +429,9 @@ def evaluate(
     side by side (the learner's moves in one batched call per turn). With ``opening_plies``, games ``2k`` and
     ``2k + 1`` (one per seating) start from the same random opening of that many actions, drawn from ``seed``.
 
-    ``seed`` seeds the opponent and the learner's sampled moves: torch's generator is forked for the
-    evaluation, so its result depends on the policy and the seed alone, and a training run is the same
-    whatever its evaluation schedule."""
+    ``seed`` seeds the opponent and the learner's sampled moves: torch's generators are forked for the
+    evaluation (:func:`seeded_torch`), so its result depends on the policy and the seed alone, and a training
+    run is the same whatever its evaluation schedule."""
     batch = GameBatch(variant, num_games)
     seats = np.arange(num_games) % 2
     if opening_plies:
@@ -426,8 +440,7 @@ def evaluate(
             state = opening_state(variant, random_opening(variant, opening_plies, rng))
             batch.set_state(np.arange(pair, min(pair + 2, num_games)), state)
     opponent = AgentOpponent(make(opponent_spec, variant, seed))
-    with th.random.fork_rng(devices=[]):
-        th.manual_seed(seed)
+    with seeded_torch(seed):
         while not batch.over.all():
             live = np.flatnonzero(~batch.over)
             move(batch, live, [learner if batch.to_move[g] == seats[g] else opponent for g in live])

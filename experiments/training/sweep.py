@@ -56,6 +56,7 @@ import json
 import re
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -459,10 +460,11 @@ def aggregate(out: Path, trials: list[Trial]) -> tuple[list[dict[str, Any]], lis
         for result in read_final_eval(run_dir):
             finals.setdefault((trial.setting, result["opponent"], result["policy"]), {})[trial.seed] = result["score"]
         finals.setdefault((trial.setting, WALL_CLOCK, "minutes"), {})[trial.seed] = training_minutes(run_dir)
-        every = load_config(run_dir / "config.yaml").eval_every
+        config = load_config(run_dir / "config.yaml")
         for tag, points in read_curves(run_dir).items():
             for step, value in sorted(points.items()):  # the later of two steps in one bin wins: the final one
-                curves.setdefault((trial.setting, tag, snapped(step, every)), {})[trial.seed] = value
+                at = snapped(step, config.eval_every, config.early_evals)
+                curves.setdefault((trial.setting, tag, at), {})[trial.seed] = value
     final_rows = [
         _row({"setting": setting, "opponent": opponent, "policy": policy}, by_seed)
         for (setting, opponent, policy), by_seed in finals.items()
@@ -480,11 +482,15 @@ def aggregate(out: Path, trials: list[Trial]) -> tuple[list[dict[str, Any]], lis
     return final_rows, curve_rows
 
 
-def snapped(step: int, every: int) -> int:
-    """``step`` rounded to the nearest multiple of ``every``: the evaluation it belongs to. Runs log each
-    evaluation at the first rollout past its multiple, and a resumed run's rollouts fall elsewhere, so the
-    same evaluation has other step numbers in other seeds (1,000,064 in one, 1,003,520 in another)."""
-    return max(round(step / every), 1) * every
+def snapped(step: int, every: int, early: Sequence[int] = ()) -> int:
+    """``step`` rounded to the nearest point of the evaluation schedule -- a multiple of ``every`` (0 included) or
+    a step of ``early`` (the config's ``early_evals``; :class:`experiments.training.run.Schedule`): the evaluation
+    it belongs to, the later point on a tie. Runs log each evaluation at the first rollout past its point, and a
+    resumed run's rollouts fall elsewhere, so the same evaluation has other step numbers in other seeds
+    (1,000,064 in one, 1,003,520 in another; 16,384 for the early point 16,000)."""
+    below = step // every * every
+    points = {below, below + every, *early}
+    return min(points, key=lambda point: (abs(step - point), -point))
 
 
 def _row(keys: dict[str, Any], by_seed: dict[int, float]) -> dict[str, Any]:

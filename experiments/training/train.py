@@ -5,6 +5,7 @@ Example usage::
     quarto train                                       # configs/default.yaml
     quarto train --config configs/long.yaml seed=3     # another config, one field overridden
     quarto train total_steps=20000 --run-dir /tmp/run  # a tiny run in a chosen folder
+    quarto train --device auto                         # the network on the GPU where torch sees one
     quarto train --resume runs/default__0__20260101-120000   # continue a stopped or killed run
 
 This module is the command: its arguments, the run folder of a new or resumed run, the checks before anything
@@ -51,6 +52,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from agents.checkpoints import CheckpointError, recording_code_version
+from agents.networks import DEVICES
 from experiments.run_folder import (
     RunInUseError,
     code_version,
@@ -121,8 +123,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR (overrides: see below)"
     )
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default=None,
+        help="where the network trains: the config field device (default cpu; auto is cuda when torch sees a GPU)",
+    )
     parser.add_argument("--help-config", action="store_true", help="list every config field and exit")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.device is not None:  # the flag is the override device=..., given last so that it wins
+        args.overrides.append(f"device={args.device}")
+    return args
 
 
 def main(argv: list[str]) -> int:
