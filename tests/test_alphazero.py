@@ -256,11 +256,13 @@ def test_encoded_planes_match_the_env_observation() -> None:
 def test_the_buffer_keeps_the_newest_and_round_trips() -> None:
     buffer = ReplayBuffer(5)
     positions = position_array([endgame(STANDARD, seed, 9) for seed in range(7)])
-    buffer.add(positions, np.zeros((7, NUM_ACTIONS), np.float32), np.arange(7, dtype=np.float32))
+    outcome = np.arange(7, dtype=np.float32)
+    buffer.add(positions, np.zeros((7, NUM_ACTIONS), np.float32), outcome, -outcome / 10)
     assert buffer.size == 5 and sorted(buffer.outcome) == [2, 3, 4, 5, 6]
     copy = ReplayBuffer(5)
     copy.load_bytes(buffer.to_bytes())
     assert sorted(copy.outcome) == [2, 3, 4, 5, 6] and copy.size == 5
+    assert np.allclose(copy.root_value[: copy.size], -copy.outcome[: copy.size] / 10)
     assert {tuple(row) for row in copy.positions} == {tuple(row) for row in positions[2:]}
     smaller = ReplayBuffer(3)
     smaller.load_bytes(buffer.to_bytes())

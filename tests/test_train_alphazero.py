@@ -97,6 +97,37 @@ def test_the_run_logs_search_losses_and_evaluations(az_run: tuple[Path, str]) ->
         assert scalar_steps(run_dir, tag), tag
 
 
+def scalar_values(run_dir: Path, tag: str) -> list[float]:
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    return [event.value for event in events.Scalars(tag)]
+
+
+def test_every_evaluation_grades_the_search_its_policy_and_an_untrained_networks_search(
+    az_run: tuple[Path, str],
+) -> None:
+    from tensorboard.plugins.custom_scalar import layout_pb2
+
+    run_dir, _ = az_run
+    steps = scalar_steps(run_dir, "eval/score")
+    for prefix in ("eval/grade/", "eval/grade/policy/", "eval/grade/untrained/"):
+        assert scalar_steps(run_dir, prefix + "value_lost") == steps
+        assert all(0 <= v <= 1 for v in scalar_values(run_dir, prefix + "value_lost"))
+    assert len(set(scalar_values(run_dir, "eval/grade/untrained/value_lost"))) == 1  # graded once, logged each time
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    buckets = [tag for tag in events.Tags()["scalars"] if tag.startswith("eval/grade/value_lost_empty_")]
+    assert buckets and all(scalar_steps(run_dir, tag) == steps for tag in buckets)
+    (saved,) = events.Tensors("custom_scalars__config__")
+    (learning,) = layout_pb2.Layout.FromString(saved.tensor_proto.string_val[0]).category
+    grade_chart = next(chart for chart in learning.chart if chart.title.startswith("value-losing"))
+    assert list(grade_chart.multiline.tag) == [
+        "eval/grade/value_lost",
+        "eval/grade/policy/value_lost",
+        "eval/grade/untrained/value_lost",
+    ]
+
+
 def test_the_run_evaluates_its_untrained_network_first_and_plots_its_search(az_run: tuple[Path, str]) -> None:
     from experiments.training import plot
 

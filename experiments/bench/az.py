@@ -27,7 +27,7 @@ from agents.alphazero import load_network
 from agents.networks import PolicyValueNetwork
 from agents.puct import BatchedSearch
 from experiments.options import SEED
-from experiments.training.az_selfplay import SelfPlay
+from experiments.training.az_selfplay import SelfPlay, SelfPlaySettings
 from quarto_env.checks import number_argument
 from quarto_env.core import STANDARD
 from quarto_env.observation import observation_kind
@@ -88,7 +88,7 @@ def self_play_rates(network: PolicyValueNetwork, games: int, sims: int, seconds:
     """Self-play of ``games`` games side by side for about ``seconds``: positions, games and simulations per
     second, and the tree's share of the search time."""
     search = BatchedSearch(STANDARD, network.kind, network.evaluate, games, sims)
-    selfplay = SelfPlay(search, sims, temperature_plies=8, noise=(0.3, 0.25))
+    selfplay = SelfPlay(search, SelfPlaySettings(sims, temperature_plies=8, noise=(0.3, 0.25)))
     rng = np.random.default_rng(seed)
     selfplay.play_move(rng)  # loads the kernels
     search.simulations, search.tree_seconds, search.network_seconds = 0, 0.0, 0.0

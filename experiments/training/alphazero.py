@@ -7,14 +7,17 @@ The loop, top to bottom (:func:`run`; the games and the replay buffer are :mod:`
    a claim; :func:`agents.puct.forced_action`) are played at once; every other move is searched, all games
    together, by :class:`agents.puct.BatchedSearch` with ``sims`` simulations, Dirichlet noise at the root,
    and the move sampled in proportion to the visits over the first ``temperature_plies`` actions of a game
-   (then the most visited).
-2. Each searched position is stored with its visit distribution; when its game ends, with the outcome for the
-   player who was to move (+1, 0, -1). The replay buffer keeps the latest ``buffer_size`` positions.
+   (then the most visited). With ``full_search_share`` below 1 (playout-cap randomisation), a round of moves
+   is searched fully only with that chance, and otherwise with ``cheap_sims`` simulations and no noise, to
+   move the games on.
+2. Each fully searched position is stored with its policy target (``policy_target``: the visit distribution,
+   or the completed-Q improved policy) and the search's root value; when its game ends, with the outcome for
+   the player who was to move (+1, 0, -1). The replay buffer keeps the latest ``buffer_size`` positions.
 3. After every round of moves, the network trains on minibatches drawn uniformly from the buffer, ``sample_reuse``
-   samples per new position, each one (with ``augment``) moved by a random symmetry of the game -- a board
-   symmetry and a relabelling of the counted attributes (:mod:`quarto_env.symmetry`) -- with its visit
-   distribution moved alike. Loss: cross-entropy to the visits plus ``vf_coef`` times the squared value error;
-   AdamW with ``weight_decay``.
+   samples per new stored position, each one (with ``augment``) moved by a random symmetry of the game -- a
+   board symmetry and a relabelling of the counted attributes (:mod:`quarto_env.symmetry`) -- with its policy
+   target moved alike. Loss: cross-entropy to the policy target plus ``vf_coef`` times the squared error to the
+   value target ``(1 - value_mix) * outcome + value_mix * root value``; AdamW with ``weight_decay``.
 4. Before the first round (a fresh run), at the ``early_evals`` positions, every ``eval_every`` positions and at
    the last one: the same evaluations as PPO (``eval/<opponent>/...`` from ``eval_opening_plies`` random plies
    shared by both seatings, and ``eval/grade/``), with ``eval_sims`` simulations per move, and ``best.zip`` when
@@ -47,7 +50,7 @@ from agents.alphazero import OPTIMIZER_ENTRY, AlphaZeroAgent, load_network, save
 from agents.checkpoints import CheckpointError, read_weights, saved_bytes
 from agents.networks import PolicyValueNetwork, device_of, resolve_device
 from agents.puct import BatchedSearch, encode_positions
-from experiments.training.az_selfplay import ReplayBuffer, SearchOpponent, SelfPlay
+from experiments.training.az_selfplay import ReplayBuffer, SearchOpponent, SelfPlay, SelfPlaySettings
 from experiments.training.config import TrainConfig
 from experiments.training.run import (
     Checkpoints,
@@ -60,11 +63,16 @@ from experiments.training.run import (
     run_seed,
     stopping_step,
 )
+from experiments.training.selfplay import seeded_torch
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.symmetry import Symmetries
 
 BUFFER_ENTRY = "buffer.npz"
+GRADED_BESIDES = ("policy", "untrained")
+"""The agents graded besides the learner's search (:func:`_graded`, :func:`_untrained_reference`)."""
+UNTRAINED_SEED_OFFSET = 7_919
+"""Added to the run's seed for the untrained reference network: another draw than the run's own initial weights."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -130,20 +138,21 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
     (:func:`experiments.training.run.finish_run`); returns the final checkpoint's path."""
     variant, network = trainer.variant, trainer.network
     rng = np.random.default_rng(run_seed(config, trainer.steps))
-    writer = open_tensorboard(run_dir, config, trainer.steps)
+    writer = open_tensorboard(run_dir, config, trainer.steps, graded=GRADED_BESIDES)
     if trainer.steps:
         print(f"resuming {run_dir} at step {trainer.steps:,} with {trainer.buffer.size:,} positions in the buffer")
-    search = BatchedSearch(variant, network.kind, network.evaluate, config.num_games, config.sims, config.c_puct)
-    selfplay = SelfPlay(
-        search, config.sims, config.temperature_plies, (config.dirichlet_alpha, config.dirichlet_fraction)
-    )
+    most_sims = max(config.sims, config.cheap_sims if config.full_search_share < 1 else 0)
+    search = BatchedSearch(variant, network.kind, network.evaluate, config.num_games, most_sims, config.c_puct)
+    selfplay = SelfPlay(search, SelfPlaySettings.of(config))
     symmetries = Symmetries(variant) if config.augment else None
     stats = _Stats(steps_at_start=trainer.steps)
 
     def record(key: str, value: float) -> None:
         writer.add_scalar(key, value, trainer.steps)
 
-    evaluations = EvaluationLog(config, variant, record, trainer.best_score, grading=lambda: _search_agent(trainer))
+    evaluations = EvaluationLog(
+        config, variant, record, trainer.best_score, lambda: _graded(trainer), lambda: _untrained_reference(trainer)
+    )
     checkpoints = Checkpoints(run_dir, functools.partial(_save, trainer, evaluations))
     schedule = Schedule(config, trainer.steps, snapshots=False)
     stop = stopping_step(config, trainer.steps, config.num_games, "each round of self-play adds num_games = {leap}")
@@ -161,17 +170,16 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
 
     while trainer.steps < config.total_steps:
         # 1. Self-play: the forced moves, then one searched move in every game; finished games go to the buffer.
-        finished_before = len(selfplay.lengths)
+        finished_before, stored_before = len(selfplay.lengths), selfplay.stored_rounds
         result = selfplay.play_move(rng)
         trainer.games_played += len(selfplay.lengths) - finished_before
         stats.agreement.append(float(np.mean(np.argmax(result.prior, 1) == np.argmax(result.visits, 1))))
         stats.root_value.append(float(np.mean(np.abs(result.root_value))))
-        positions, policy, outcome = selfplay.pop_positions()
-        trainer.buffer.add(positions, policy, outcome)
+        trainer.buffer.add(*selfplay.pop_positions())
         trainer.steps += config.num_games
         progress.update(config.num_games)
-        # 2. Learn: sample_reuse samples per new position.
-        samples_owed += config.sample_reuse * config.num_games
+        # 2. Learn: sample_reuse samples per new stored position (a cheap round stores none).
+        samples_owed += config.sample_reuse * config.num_games * (selfplay.stored_rounds - stored_before)
         tick = time.perf_counter()
         while samples_owed >= config.batch_size and trainer.buffer.size >= config.batch_size:
             stats.losses.append(_train_step(trainer, symmetries, rng))
@@ -203,7 +211,7 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
 def _train_step(trainer: Trainer, symmetries: Symmetries | None, rng: np.random.Generator) -> tuple[float, float]:
     """One gradient step on a minibatch from the buffer; returns (policy loss, value loss)."""
     config, variant = trainer.config, trainer.variant
-    positions, policy, outcome = trainer.buffer.sample(config.batch_size, rng)
+    positions, policy, value_target = trainer.buffer.sample(config.batch_size, rng, config.value_mix)
     if symmetries is not None:
         positions, policy = symmetries.apply(positions, policy, rng)
     planes, masks = encode_positions(positions, trainer.network.kind, variant)
@@ -212,7 +220,7 @@ def _train_step(trainer: Trainer, symmetries: Symmetries | None, rng: np.random.
     logits, value = trainer.network(th.from_numpy(planes).to(device).float())
     log_probs = th.log_softmax(logits.masked_fill(~th.from_numpy(masks).to(device), -1e9), dim=1)
     policy_loss = -(th.from_numpy(policy).to(device) * log_probs).sum(1).mean()
-    value_loss = ((value - th.from_numpy(outcome).to(device)) ** 2).mean()
+    value_loss = ((value - th.from_numpy(value_target).to(device)) ** 2).mean()
     loss = policy_loss + config.vf_coef * value_loss
     trainer.optimizer.zero_grad()
     loss.backward()
@@ -249,6 +257,7 @@ class _Stats:
             "charts/game_length": float(np.mean(selfplay.lengths)) if games else None,
             "charts/decisive_share": float(np.mean(selfplay.decisive)) if games else None,
             "charts/root_abs_value": float(np.mean(self.root_value)) if self.root_value else None,
+            "charts/stored_share": selfplay.stored_rounds / max(selfplay.stored_rounds + selfplay.cheap_rounds, 1),
             "losses/policy_agreement": float(np.mean(self.agreement)) if self.agreement else None,
             "losses/policy_loss": float(np.mean([p for p, _ in self.losses])) if self.losses else None,
             "losses/value_loss": float(np.mean([v for _, v in self.losses])) if self.losses else None,
@@ -259,6 +268,7 @@ class _Stats:
         search.simulations = search.evaluations = 0
         search.tree_seconds = search.network_seconds = selfplay.search_seconds = 0.0
         selfplay.lengths, selfplay.decisive = [], []
+        selfplay.stored_rounds = selfplay.cheap_rounds = 0
         return _Stats(steps_at_start=step)
 
 
@@ -268,12 +278,30 @@ def _search_player(network: PolicyValueNetwork, variant: Variant, config: TrainC
     return SearchOpponent(network, variant, games, config.eval_sims, config.c_puct)
 
 
-def _search_agent(trainer: Trainer) -> AlphaZeroAgent:
-    """The network with its search as an agent, to grade."""
+def _graded(trainer: Trainer) -> dict[str, AlphaZeroAgent]:
+    """What every evaluation grades: the network with its search (``eval_sims``; the curves ``eval/grade/``), its
+    policy alone (``eval/grade/policy/``), and, where ``sims`` differs, the search of self-play
+    (``eval/grade/search<sims>/``)."""
+    config, network = trainer.config, trainer.network
+    graded = {"": _search_agent(trainer, network, config.eval_sims), "policy": _search_agent(trainer, network, 0)}
+    if config.sims != config.eval_sims:
+        graded[f"search{config.sims}"] = _search_agent(trainer, network, config.sims)
+    return graded
+
+
+def _untrained_reference(trainer: Trainer) -> dict[str, AlphaZeroAgent]:
+    """The same search (``eval_sims``) with an untrained network of the same shape, graded once per run
+    (``eval/grade/untrained/``): the grade the search reaches without learning. The network is drawn from the run's
+    seed with torch's generator forked, so training draws what it would have drawn without it."""
     config = trainer.config
-    agent = AlphaZeroAgent(
-        trainer.variant, config.seed, network=trainer.network, sims=config.eval_sims, c=config.c_puct
-    )
+    with seeded_torch(config.seed + UNTRAINED_SEED_OFFSET):
+        untrained = PolicyValueNetwork(config.observation_kind, list(trainer.variant.groups), config.net_arch[0])
+    return {"untrained": _search_agent(trainer, untrained.to(device_of(trainer.network)), config.eval_sims)}
+
+
+def _search_agent(trainer: Trainer, network: PolicyValueNetwork, sims: int) -> AlphaZeroAgent:
+    """``network`` with ``sims`` simulations of search (0: its policy alone) as an agent, to grade."""
+    agent = AlphaZeroAgent(trainer.variant, trainer.config.seed, network=network, sims=sims, c=trainer.config.c_puct)
     agent.spec = "learner"
     return agent
 

@@ -4,6 +4,7 @@ the searching player of its evaluations.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import time
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from agents.networks import PolicyValueNetwork
 from agents.puct import BatchedSearch, SearchResult, forced_actions
+from experiments.training.config import TrainConfig
 from experiments.training.selfplay import Opponent
 from quarto_env.core import FIELD_TO_MOVE, FIELD_WINNER, NO_WINNER, NUM_ACTIONS, NUM_FIELDS, Variant
 from quarto_env.vector import GameBatch
@@ -21,54 +23,62 @@ STORED_FIELDS = FIELD_TO_MOVE + 1
 
 class ReplayBuffer:
     """The latest ``capacity`` searched positions (rows of :func:`quarto_env.core.position_array`), each with its
-    visit distribution and the outcome for the player to move."""
+    policy target, the game's outcome and the search's root value, both for the player to move."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.positions = np.zeros((capacity, NUM_FIELDS), dtype=np.int64)
         self.policy = np.zeros((capacity, NUM_ACTIONS), dtype=np.float32)
         self.outcome = np.zeros(capacity, dtype=np.float32)
+        self.root_value = np.zeros(capacity, dtype=np.float32)
         self.size = 0
         self.next = 0
 
-    def add(self, positions: np.ndarray, policy: np.ndarray, outcome: np.ndarray) -> None:
+    def add(self, positions: np.ndarray, policy: np.ndarray, outcome: np.ndarray, root_value: np.ndarray) -> None:
         for row in range(len(positions)):
-            self.positions[self.next], self.policy[self.next], self.outcome[self.next] = (
-                positions[row],
-                policy[row],
-                outcome[row],
-            )
+            at = self.next
+            self.positions[at], self.policy[at] = positions[row], policy[row]
+            self.outcome[at], self.root_value[at] = outcome[row], root_value[row]
             self.next = (self.next + 1) % self.capacity
             self.size = min(self.size + 1, self.capacity)
 
-    def sample(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def sample(
+        self, count: int, rng: np.random.Generator, value_mix: float = 0.0
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``count`` rows drawn uniformly: positions, policy targets and value targets, ``(1 - value_mix) *
+        outcome + value_mix * root value``."""
         rows = rng.integers(self.size, size=count)
-        return self.positions[rows], self.policy[rows], self.outcome[rows]
+        value = (1 - value_mix) * self.outcome[rows] + value_mix * self.root_value[rows]
+        return self.positions[rows], self.policy[rows], value.astype(np.float32)
 
     def to_bytes(self) -> bytes:
         """The buffer as an ``.npz`` of plain arrays (read back with ``allow_pickle=False``). The positions are
         stored as their first :data:`STORED_FIELDS` fields (``fields``): a searched position is never claimable,
-        won or over, so the rest is implied -- and checkpoints keep the format they always had."""
+        won or over, so the rest is implied. ``root_value`` came later: a buffer without it (an older checkpoint)
+        loads with the outcome in its place."""
         out = io.BytesIO()
         n = self.size
         order = (np.arange(n) + (self.next if n == self.capacity else 0)) % self.capacity  # oldest first
         fields = self.positions[order, :STORED_FIELDS]
-        np.savez(out, fields=fields, policy=self.policy[order], outcome=self.outcome[order])
+        policy, outcome, root_value = self.policy[order], self.outcome[order], self.root_value[order]
+        np.savez(out, fields=fields, policy=policy, outcome=outcome, root_value=root_value)
         return out.getvalue()
 
     def load_bytes(self, data: bytes) -> None:
         with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
             fields, policy, outcome = arrays["fields"], arrays["policy"], arrays["outcome"]
+            root_value = arrays["root_value"] if "root_value" in arrays.files else outcome
         if not (fields.ndim == 2 and fields.shape[1] == STORED_FIELDS and policy.shape == (len(fields), NUM_ACTIONS)):
             raise ValueError(f"arrays of shapes {fields.shape} and {policy.shape}")
-        if outcome.shape != (len(fields),):
-            raise ValueError(f"outcome of shape {outcome.shape}")
+        if outcome.shape != (len(fields),) or root_value.shape != (len(fields),):
+            raise ValueError(f"outcome of shape {outcome.shape}, root_value of shape {root_value.shape}")
         keep = slice(max(len(fields) - self.capacity, 0), None)  # the newest, if the buffer shrank
         positions = np.zeros((len(fields), NUM_FIELDS), dtype=np.int64)
         positions[:, :STORED_FIELDS] = fields
         positions[:, FIELD_WINNER] = NO_WINNER  # not claimable (0), no winner, not over (0)
         self.size = self.next = 0
-        self.add(positions[keep], policy[keep].astype(np.float32), outcome[keep].astype(np.float32))
+        targets = (policy[keep], outcome[keep], root_value[keep])
+        self.add(positions[keep], *(target.astype(np.float32) for target in targets))
 
 
 class SearchOpponent(Opponent):
@@ -94,37 +104,72 @@ class SearchOpponent(Opponent):
         return actions
 
 
+@dataclasses.dataclass(frozen=True)
+class SelfPlaySettings:
+    """How self-play searches, moves and labels its positions: the ``(alphazero)`` fields of the config."""
+
+    sims: int
+    """Simulations of a full search, whose positions are stored."""
+    temperature_plies: int
+    """The first this many actions of a game are sampled in proportion to the visits."""
+    noise: tuple[float, float] | None
+    """Dirichlet ``(alpha, fraction)`` mixed into the root priors of full searches; ``None``: none."""
+    policy_target: str = "visits"
+    """``visits`` or ``completed_q`` (:func:`policy_target`)."""
+    completed_q_beta: float = 20.0
+    full_search_share: float = 1.0
+    """The chance that a round of moves is searched fully and stored (playout-cap randomisation)."""
+    cheap_sims: int = 16
+    """Simulations of the other rounds' searches, without noise; their positions are not stored."""
+
+    @classmethod
+    def of(cls, config: TrainConfig) -> SelfPlaySettings:
+        noise = (config.dirichlet_alpha, config.dirichlet_fraction)
+        return cls(
+            config.sims,
+            config.temperature_plies,
+            noise,
+            config.policy_target,
+            config.completed_q_beta,
+            config.full_search_share,
+            config.cheap_sims,
+        )
+
+
+def policy_target(result: SearchResult, settings: SelfPlaySettings) -> np.ndarray:
+    """The policy targets of a search's roots: its visit distribution (``visits``) or the completed-Q improved
+    policy ``softmax(log prior + beta * completed Q)`` (``completed_q``; :meth:`SearchResult.improved_policy`)."""
+    if settings.policy_target == "completed_q":
+        return result.improved_policy(settings.completed_q_beta)
+    return result.policy()
+
+
 class SelfPlay:
-    """``num_games`` self-play games side by side, each move searched with all games together.
+    """``max_games`` self-play games side by side, each move searched with all games together.
 
     :meth:`play_move` plays the forced moves of every game (:func:`forced_actions`), then one searched move in
-    every game; the positions of the games that end are kept, with their outcomes, until :meth:`pop_positions`.
+    every game -- a full search, stored with its policy target and root value, or (playout-cap randomisation,
+    ``full_search_share`` below 1) a cheap one, not stored; the positions of the games that end are kept, with
+    their outcomes, until :meth:`pop_positions`.
     """
 
-    def __init__(
-        self,
-        search: BatchedSearch,
-        sims: int,
-        temperature_plies: int,
-        noise: tuple[float, float] | None,
-    ) -> None:
+    def __init__(self, search: BatchedSearch, settings: SelfPlaySettings) -> None:
         self.search = search
-        self.sims = sims
-        self.temperature_plies = temperature_plies
-        self.noise = noise
+        self.settings = settings
         self.games = GameBatch(search.variant, search.max_games)
         self.plies = np.zeros(search.max_games, dtype=np.int64)
         """Actions played so far in each game."""
-        self.pending: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(search.max_games)]
-        self.finished: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.pending: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in range(search.max_games)]
+        self.finished: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.lengths: list[int] = []
         """The length of every game finished since the last :meth:`pop_positions`."""
         self.decisive: list[bool] = []
         self.search_seconds = 0.0
+        self.stored_rounds = self.cheap_rounds = 0
 
     def play_move(self, rng: np.random.Generator) -> SearchResult:
         """The forced moves of every game, then one searched move in each; returns the search's result."""
-        games, everyone = self.games, self.games.all_games
+        games, everyone, settings = self.games, self.games.all_games, self.settings
         while True:
             forced = forced_actions(games, everyone)
             moving = np.flatnonzero(forced >= 0)
@@ -132,21 +177,28 @@ class SelfPlay:
                 break
             self._step(moving, forced[moving])
         roots = games.positions.copy()  # every game: the positions as the search starts from them
-        noise = None if self.noise is None else (*self.noise, rng)
+        # One draw per round, and none when every round is full: the default run draws what it always drew.
+        full = settings.full_search_share >= 1 or rng.random() < settings.full_search_share
+        noise = None if settings.noise is None or not full else (*settings.noise, rng)
         tick = time.perf_counter()
-        result = self.search.run(roots, self.sims, noise=noise)
+        result = self.search.run(roots, settings.sims if full else settings.cheap_sims, noise=noise)
         self.search_seconds += time.perf_counter() - tick
-        policy = result.policy()
-        for g in everyone:
-            self.pending[g].append((roots[g], policy[g]))
-        self._step(everyone, np.where(self.plies < self.temperature_plies, _sampled(policy, rng), result.best()))
+        if full:
+            self.stored_rounds += 1
+            target = policy_target(result, settings)
+            for g in everyone:
+                self.pending[g].append((roots[g], target[g], float(result.root_value[g])))
+        else:
+            self.cheap_rounds += 1
+        sampling = self.plies < settings.temperature_plies
+        self._step(everyone, np.where(sampling, _sampled(result.policy(), rng), result.best()))
         return result
 
-    def pop_positions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The searched positions of the games finished since the last call: positions, visit distributions, and
-        outcomes for the player to move (+1 won, 0 drawn, -1 lost)."""
+    def pop_positions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The stored positions of the games finished since the last call: positions, policy targets, outcomes
+        for the player to move (+1 won, 0 drawn, -1 lost) and the search's root values for that player."""
         found = self.finished or [
-            (np.zeros((0, NUM_FIELDS), np.int64), np.zeros((0, NUM_ACTIONS), np.float32), np.zeros(0))
+            (np.zeros((0, NUM_FIELDS), np.int64), np.zeros((0, NUM_ACTIONS), np.float32), np.zeros(0), np.zeros(0))
         ]
         self.finished = []
         return tuple(np.concatenate(part) for part in zip(*found, strict=True))  # type: ignore[return-value]
@@ -157,11 +209,12 @@ class SelfPlay:
         for g in games[self.games.over[games]]:
             winner = int(self.games.winner[g])
             if self.pending[g]:
-                positions = np.stack([position for position, _ in self.pending[g]])
-                policy = np.stack([p for _, p in self.pending[g]])
+                positions = np.stack([position for position, _, _ in self.pending[g]])
+                policy = np.stack([target for _, target, _ in self.pending[g]])
+                root_value = np.array([value for _, _, value in self.pending[g]], dtype=np.float32)
                 to_move = positions[:, FIELD_TO_MOVE]
                 outcome = np.where(winner == NO_WINNER, 0.0, np.where(to_move == winner, 1.0, -1.0))
-                self.finished.append((positions, policy, outcome.astype(np.float32)))
+                self.finished.append((positions, policy, outcome.astype(np.float32), root_value))
             self.lengths.append(int(self.plies[g]))
             self.decisive.append(winner != NO_WINNER)
             self.pending[g] = []

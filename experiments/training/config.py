@@ -52,6 +52,9 @@ from quarto_env.observation import OBSERVATION_KINDS, ObservationKind, observati
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
 """The config ``quarto train`` (and ``quarto bench train``) read when none is given."""
 LR_SCHEDULES = ("constant", "linear")
+POLICY_TARGETS = ("visits", "completed_q")
+"""(alphazero) What the network's policy learns from a search: its visit distribution, or Gumbel MuZero's
+improved policy ``softmax(log prior + completed_q_beta * completed Q)``."""
 ALGORITHMS = ("ppo", "alphazero")
 BACKENDS = ("sb3", "rllib")
 MAX_ENV_RUNNERS = 1024
@@ -103,6 +106,10 @@ RANGES: dict[str, dict[str, float]] = {
     "buffer_size": {"minimum": 2, "maximum": 50_000_000},
     "sample_reuse": {"above": 0, "maximum": 1000},
     "weight_decay": {"minimum": 0, "maximum": 1},
+    "completed_q_beta": {"above": 0, "maximum": 1000},
+    "value_mix": {"minimum": 0, "maximum": 1},
+    "full_search_share": {"above": 0, "maximum": 1},
+    "cheap_sims": {"minimum": 1, "maximum": MAX_SEARCH_SIMULATIONS},
     "num_env_runners": {"minimum": 0, "maximum": MAX_ENV_RUNNERS},
 }
 """The allowed range of every number field (each is also finite): the bounds of ``checked_number``."""
@@ -242,6 +249,27 @@ class TrainConfig:
     of the counted attributes), its visit distribution alike."""
     weight_decay: float = 1.0e-4
     """(alphazero) AdamW weight decay."""
+    policy_target: str = "visits"
+    """(alphazero) The policy target of a stored position (:data:`POLICY_TARGETS`): ``visits``, the search's visit
+    distribution, or ``completed_q``, ``softmax(log prior + completed_q_beta * Q)`` over the candidates, with Q the
+    mean backed-up value of a visited action and the root value for an unvisited one (Gumbel MuZero's improved
+    policy: with few simulations the visits barely leave the prior, while Q already ranks the actions)."""
+    completed_q_beta: float = 20.0
+    """(alphazero) The inverse temperature of the ``completed_q`` target (0 < beta <= 1000; a larger beta puts
+    more of the mass on the actions of the highest Q)."""
+    value_mix: float = 0.0
+    """(alphazero) The value target: ``(1 - value_mix) * outcome + value_mix * root value``, with the outcome of
+    the game (+1, 0, -1) and the search's mean backed-up value at the position, both for the player to move (0 to
+    1; 0: the outcome alone, AlphaZero's; 1: the root value alone). The outcome of a self-play game carries every
+    later mistake of the exploring self-play; the root value, the search's own estimate, has less noise and some
+    bias. Applied when a sample is drawn, so it may change on ``--resume``."""
+    full_search_share: float = 1.0
+    """(alphazero) Playout-cap randomisation (KataGo): each round of self-play moves is searched with ``sims``
+    simulations and its positions stored with this probability, else with ``cheap_sims`` simulations, without
+    noise, and not stored (0 < share <= 1; 1: every move full and stored). Cheap moves make more games, so more
+    varied positions, per simulation; one draw decides for all the games of a round."""
+    cheap_sims: int = 16
+    """(alphazero) Simulations of a cheap move (``full_search_share`` below 1)."""
     num_env_runners: int = 0
     """(rllib) RLlib env runner processes that play the training games, each on one CPU; 0: the games are played
     in the training process itself (on 2 cores no slower than one runner). On a Ray cluster, as many as it has CPUs
@@ -537,6 +565,7 @@ def _check_values(c: TrainConfig) -> None:
     except ValueError as exc:
         raise ConfigError(f"config field {exc}") from None
     _require(c.lr_schedule in LR_SCHEDULES, "lr_schedule", f"must be one of {LR_SCHEDULES}", c.lr_schedule)
+    _require(c.policy_target in POLICY_TARGETS, "policy_target", f"must be one of {POLICY_TARGETS}", c.policy_target)
     _require(
         all(step >= 0 for step in c.early_evals) and c.early_evals == sorted(set(c.early_evals)),
         "early_evals",

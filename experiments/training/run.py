@@ -36,7 +36,8 @@ the order a run meets these pieces:
     the evaluation games (the config's opponents, games and openings: ``eval_opening_plies`` random actions, by
     default ``quarto tournament``'s 4) and their logging: every result under ``eval/<opponent>/<seat>/``
     (``eval_sampled/`` for a sampled policy, :func:`log_result`), the mean score ``eval/score``, the grade by the
-    exact solver (``eval/grade/value_lost``, ``_critical``, ``_<phase>``), the progress bar's line (what it is
+    exact solver (``eval/grade/value_lost``, ``_critical``, ``_<phase>``, ``_empty_<low>_<high>``, and the same
+    under ``eval/grade/<name>/`` for the other agents a backend grades), the progress bar's line (what it is
     evaluating, then the scores and the seconds the evaluation took) and the scores each checkpoint records
     (``best_score``, ``latest_eval``).
 :func:`finish_run`
@@ -204,30 +205,32 @@ class Schedule:
         return min((next_multiple(step, self.intervals[task]), *later[:1]))
 
 
-def open_tensorboard(run_dir: Path, config: TrainConfig, step: int) -> SummaryWriter:
+def open_tensorboard(run_dir: Path, config: TrainConfig, step: int, graded: Sequence[str] = ()) -> SummaryWriter:
     """The writer of the run's TensorBoard folder ``tb/`` (:func:`describe_run`): one folder for the whole run, so
     a resumed run's curves continue where they stopped."""
     writer = SummaryWriter(str(run_dir / "tb"))
-    describe_run(writer, config, step)
+    describe_run(writer, config, step, graded)
     return writer
 
 
-def describe_run(writer: SummaryWriter, config: TrainConfig, step: int) -> None:
+def describe_run(writer: SummaryWriter, config: TrainConfig, step: int, graded: Sequence[str] = ()) -> None:
     """Write the config as text at ``step``, and the layout of TensorBoard's Custom Scalars tab
-    (:func:`learning_layout`)."""
+    (:func:`learning_layout`, with the grades of the ``graded`` agents besides the learner's)."""
     writer.add_text("config", config_table(config), step)
-    writer.add_custom_scalars(learning_layout(config))
+    writer.add_custom_scalars(learning_layout(config, graded if config.grade_positions else ()))
 
 
-def learning_layout(config: TrainConfig) -> dict[str, Any]:
+def learning_layout(config: TrainConfig, graded: Sequence[str] = ()) -> dict[str, Any]:
     """The curves that show learning side by side, as TensorBoard's Custom Scalars tab shows them (its section
     ``learning``): per evaluation opponent the score of the sampled policy and of the most likely action (or the
-    search) in one chart, and the grade (``eval/grade/value_lost``)."""
+    search) in one chart, and the grade (``eval/grade/value_lost``) with those of the ``graded`` agents beside it
+    (``eval/grade/<name>/value_lost``; alphazero: its policy alone, the search with an untrained network)."""
     charts: dict[str, Any] = {
         f"vs {spec}": ["Multiline", [re.escape(f"{prefix}/{tag_name(spec)}/score") for prefix in EVAL_PREFIXES]]
         for spec in config.eval_opponents
     }
-    charts["value-losing decisions (solver-graded)"] = ["Multiline", [re.escape("eval/grade/value_lost")]]
+    grades = ["eval/grade/value_lost", *(f"eval/grade/{name}/value_lost" for name in graded)]
+    charts["value-losing decisions (solver-graded)"] = ["Multiline", [re.escape(tag) for tag in grades]]
     return {"learning": charts}
 
 
@@ -374,11 +377,22 @@ def log_result(record: Record, result: EvalResult) -> None:
     record(f"{prefix}/{name}/score", result.score())
 
 
+GRADE_BUCKETS = ((1, 4), (5, 7), (8, 10), (11, 16))
+"""Empty-square ranges of the per-bucket grade curves (``eval/grade/value_lost_empty_5_7``)."""
+
+
+Graded = Callable[[], dict[str, Agent]]
+"""The agents to grade, by name: ``""`` the learner as it plays (``eval/grade/value_lost``), any other name
+under its own prefix (``eval/grade/policy/value_lost``)."""
+
+
 class EvaluationLog:
     """The evaluations during a run, logged alike by every backend; and what a checkpoint records of them.
 
-    ``grading`` makes the learner as an agent (``None``: the backend does not grade); with ``grade_positions``
-    in the config, every evaluation grades its decisions on positions sampled, and solved, once per run."""
+    ``grading`` makes the agents to grade at every evaluation (:data:`Graded`; ``None``: the backend does not
+    grade), ``references`` those graded once, at the first evaluation, and logged again at every one -- a flat
+    line to compare with, such as the same search with an untrained network. With ``grade_positions`` in the
+    config, the grade is on positions sampled, and solved, once per run."""
 
     def __init__(
         self,
@@ -386,7 +400,8 @@ class EvaluationLog:
         variant: Variant,
         record: Record,
         best_score: float = -1.0,
-        grading: Callable[[], Agent] | None = None,
+        grading: Graded | None = None,
+        references: Graded | None = None,
     ) -> None:
         self.config = config
         self.variant = variant
@@ -396,6 +411,8 @@ class EvaluationLog:
         self.latest: dict[str, float] = {}
         """The latest evaluation's scores, by opponent (and ``value lost``, the grade)."""
         self.grading = grading if config.grade_positions else None
+        self.references = references if config.grade_positions else None
+        self._reference_grades: dict[str, dict[str, float]] | None = None
         self._positions: tuple[list[State], PositionValues] | None = None
 
     def evaluate(self, players: Sequence[Opponent], progress: tqdm) -> tuple[list[EvalResult], bool]:
@@ -418,7 +435,13 @@ class EvaluationLog:
         self.record("eval/score", score)
         self.latest = {f"{r.opponent}{'' if r.deterministic else ' (sampled)'}": r.score() for r in results}
         if self.grading is not None:
-            self.latest["value lost"] = self._grade(self.grading())
+            for name, agent in self.grading().items():
+                self._log_grade(name, self._grade(agent))
+            if self.references is not None:
+                if self._reference_grades is None:
+                    self._reference_grades = {name: self._grade(agent) for name, agent in self.references().items()}
+                for name, shares in self._reference_grades.items():
+                    self._log_grade(name, shares)
         improved = score > self.best_score
         self.best_score = max(self.best_score, score)
         return improved
@@ -427,17 +450,30 @@ class EvaluationLog:
         """What a checkpoint's ``quarto.json`` records of the evaluations."""
         return {"best_score": self.best_score, "latest_eval": self.latest}
 
-    def _grade(self, learner: Agent) -> float:
-        """Grade ``learner``'s decisions with the exact solver, log the shares of value lost; the overall share."""
+    def _grade(self, agent: Agent) -> dict[str, float]:
+        """The shares of ``agent``'s decisions that lose value, graded by the exact solver, by curve name:
+        ``value_lost`` overall, ``_critical``, ``_<phase>`` and ``_empty_<low>_<high>`` (:data:`GRADE_BUCKETS`
+        with positions)."""
         if self._positions is None:
             positions = sample_positions(self.variant, self.config.grade_positions, self.config.seed)
             self._positions = (positions, PositionValues(self.variant))
-        report = grade_agent(learner, self.variant, *self._positions)
-        self.record("eval/grade/value_lost", report.share_lost()[0])
-        self.record("eval/grade/value_lost_critical", report.critical()[0])
+        report = grade_agent(agent, self.variant, *self._positions)
+        shares = {"value_lost": report.share_lost()[0], "value_lost_critical": report.critical()[0]}
         for phase, (share, *_) in report.by_phase().items():
-            self.record(f"eval/grade/value_lost_{phase}", share)
-        return report.share_lost()[0]
+            shares[f"value_lost_{phase}"] = share
+        for low, high in GRADE_BUCKETS:
+            share, _, _, count = report.share_lost(d for d in report.decisions if low <= d.empty <= high)
+            if count:
+                shares[f"value_lost_empty_{low}_{high}"] = share
+        return shares
+
+    def _log_grade(self, name: str, shares: dict[str, float]) -> None:
+        """Record ``shares`` under ``eval/grade/`` (``eval/grade/<name>/`` for another agent than the learner)."""
+        prefix = "eval/grade/" + (f"{tag_name(name)}/" if name else "")
+        for curve, share in shares.items():
+            self.record(prefix + curve, share)
+        if not name:
+            self.latest["value lost"] = shares["value_lost"]
 
     def _summary(self, results: list[EvalResult]) -> str:
         """``eval argmax/sampled: random 0.98/0.95 greedy 0.71/0.64``: each opponent's score per way of playing."""

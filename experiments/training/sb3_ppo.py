@@ -160,7 +160,9 @@ class TrainingCallback(BaseCallback):
         self.variant = config.resolved_variant()
         self.kind = config.observation_kind
         self.learner = learner
-        self.evaluations = EvaluationLog(config, self.variant, self.record, learner.best_score, self.learner_agent)
+        self.evaluations = EvaluationLog(
+            config, self.variant, self.record, learner.best_score, lambda: {"": self.learner_agent()}
+        )
         self.checkpoints = Checkpoints(run_dir, self.save)
         step = learner.model.num_timesteps
         self.schedule = Schedule(config, step)

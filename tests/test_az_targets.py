@@ -1,0 +1,126 @@
+"""The AlphaZero learner's training targets: the value target mixing the game's outcome with the search's root
+value (``value_mix``), the policy target (``policy_target``), and playout-cap randomisation
+(``full_search_share``, ``cheap_sims``): what self-play stores, checked against the search's own results."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import torch as th
+
+from agents.networks import PolicyValueNetwork
+from agents.puct import BatchedSearch
+from experiments.training.az_selfplay import ReplayBuffer, SelfPlay, SelfPlaySettings
+from experiments.training.config import ConfigError, load_config
+from quarto_env.core import NUM_ACTIONS, Variant, position_array
+from quarto_env.observation import observation_kind
+from tests.test_alphazero import endgame
+
+STANDARD = Variant.make()
+
+
+def filled_buffer(size: int, seed: int = 0) -> ReplayBuffer:
+    rng = np.random.default_rng(seed)
+    buffer = ReplayBuffer(size)
+    positions = position_array([endgame(STANDARD, s, 9) for s in range(size)])
+    outcome = rng.choice([-1.0, 0.0, 1.0], size).astype(np.float32)
+    root_value = rng.uniform(-1, 1, size).astype(np.float32)
+    buffer.add(positions, np.full((size, NUM_ACTIONS), 1 / NUM_ACTIONS, np.float32), outcome, root_value)
+    return buffer
+
+
+@pytest.mark.parametrize("mix", [0.0, 0.3, 1.0])
+def test_the_value_target_mixes_outcome_and_root_value(mix: float) -> None:
+    buffer = filled_buffer(6)
+    positions, _, value = buffer.sample(50, np.random.default_rng(1), mix)
+    rows = np.random.default_rng(1).integers(buffer.size, size=50)  # the same draws
+    assert np.array_equal(positions, buffer.positions[rows])
+    expected = [(1 - mix) * buffer.outcome[r] + mix * buffer.root_value[r] for r in rows]
+    assert np.allclose(value, expected, atol=1e-6)
+
+
+def test_a_buffer_saved_before_root_values_loads_with_the_outcome_in_their_place() -> None:
+    buffer = filled_buffer(4)
+    old = io.BytesIO()
+    arrays = np.load(io.BytesIO(buffer.to_bytes()), allow_pickle=False)
+    np.savez(old, fields=arrays["fields"], policy=arrays["policy"], outcome=arrays["outcome"])
+    loaded = ReplayBuffer(4)
+    loaded.load_bytes(old.getvalue())
+    assert np.array_equal(loaded.root_value, loaded.outcome) and not np.array_equal(
+        loaded.root_value, buffer.root_value
+    )
+
+
+def small_selfplay(games: int, **settings: object) -> tuple[SelfPlay, BatchedSearch]:
+    th.manual_seed(0)
+    network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 8)
+    search = BatchedSearch(STANDARD, network.kind, network.evaluate, games, 16)
+    base = {"sims": 16, "temperature_plies": 4, "noise": (0.3, 0.25)}
+    return SelfPlay(search, SelfPlaySettings(**{**base, **settings})), search  # type: ignore[arg-type]
+
+
+def test_stored_positions_carry_the_root_value_and_visits_of_their_search() -> None:
+    selfplay, search = small_selfplay(4)
+    searched: set[tuple[bytes, bytes, float]] = set()
+    run = search.run
+
+    def recording_run(roots: np.ndarray, sims: int, **options: object) -> object:
+        result = run(roots, sims, **options)  # type: ignore[arg-type]
+        for g in range(len(roots)):
+            searched.add(
+                (roots[g].tobytes(), result.policy()[g].astype(np.float32).tobytes(), float(result.root_value[g]))
+            )
+        return result
+
+    search.run = recording_run  # type: ignore[method-assign]
+    rng = np.random.default_rng(0)
+    stored = []
+    for _ in range(40):
+        selfplay.play_move(rng)
+        stored.append(selfplay.pop_positions())
+    positions, policy, outcome, root_value = (np.concatenate([s[k] for s in stored]) for k in range(4))
+    assert len(positions) > 10 and set(np.unique(outcome)) <= {-1.0, 0.0, 1.0}
+    for row in range(len(positions)):
+        key = (positions[row].tobytes(), policy[row].astype(np.float32).tobytes(), float(root_value[row]))
+        assert key in searched
+
+
+def test_cheap_rounds_store_nothing_and_full_rounds_store_every_game() -> None:
+    selfplay, _ = small_selfplay(4, full_search_share=0.5, cheap_sims=3)
+    rng = np.random.default_rng(3)
+    sims_seen = set()
+    for _ in range(30):
+        stored, cheap = selfplay.stored_rounds, selfplay.cheap_rounds
+        pending_before = [len(p) for p in selfplay.pending]
+        result = selfplay.play_move(rng)
+        sims_seen.add(result.sims)
+        grew = [len(p) - b for p, b in zip(selfplay.pending, pending_before, strict=True)]
+        if selfplay.stored_rounds > stored:
+            assert result.sims == 16
+            assert all(g == 1 or len(p) <= 1 for g, p in zip(grew, selfplay.pending, strict=True))
+        else:
+            assert selfplay.cheap_rounds == cheap + 1 and result.sims == 3
+            assert all(g <= 0 for g in grew)  # nothing added; a game that ended emptied its list
+    assert sims_seen == {3, 16} and selfplay.stored_rounds > 0 and selfplay.cheap_rounds > 0
+
+
+def test_every_round_is_full_by_default_and_draws_nothing_for_it() -> None:
+    one, _ = small_selfplay(2)
+    rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
+    one.play_move(rng_a)
+    two, _ = small_selfplay(2, full_search_share=1.0)
+    two.play_move(rng_b)
+    assert one.cheap_rounds == 0 and rng_a.random() == rng_b.random()
+
+
+def test_the_target_fields_are_validated_with_their_allowed_values() -> None:
+    config = load_config(None, ["algorithm=alphazero", "policy=slots", "policy_target=completed_q", "value_mix=0.5"])
+    assert config.policy_target == "completed_q" and config.value_mix == 0.5
+    with pytest.raises(ConfigError, match=r"policy_target must be one of \('visits', 'completed_q'\)"):
+        load_config(None, ["policy_target=counts"])
+    with pytest.raises(ConfigError, match="value_mix"):
+        load_config(None, ["value_mix=1.5"])
+    with pytest.raises(ConfigError, match="full_search_share"):
+        load_config(None, ["full_search_share=0"])
