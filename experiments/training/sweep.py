@@ -243,6 +243,14 @@ def check_reachable(address: str | None, seconds: float = 5.0) -> None:
 # ---------------------------------------------------------------------------------------------------------
 # The sweep folder
 # ---------------------------------------------------------------------------------------------------------
+def check_ray(address: str | None) -> None:
+    """The last check before a sweep writes: Ray and the statistics are installed (one line naming the ``ray``
+    extra otherwise) and the Ray head at ``address``, if any, answers. After the command line's own checks, so
+    that a bad command line is told as such with or without Ray."""
+    require_ray("a sweep", "ray.tune", "scipy.stats")
+    check_reachable(address)
+
+
 def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str, Any]]:
     """The folder and settings of a new sweep, everything checked; writes ``sweep.json`` and the config copy."""
     if args.config is None or not args.seeds:
@@ -255,6 +263,7 @@ def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str
     check_trials(args.config, plan_trials(sets, seeds))
     config_text = args.config.read_text(encoding="utf-8")
     name = load_config(args.config).name
+    check_ray(args.address)
     out = output_folder(args.out or default_run_folder(name, parent=RUNS_DIR / "sweeps"), "--out")
     if (out / SWEEP_FILE).exists():
         raise SweepError(f"--out {out} already holds a sweep: `quarto sweep --resume {out}` finishes it")
@@ -287,6 +296,7 @@ def resumed_sweep(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         raise SweepError(f"--resume {out}: no {SWEEP_FILE} there, so no sweep to finish") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SweepError(f"--resume {out}: {SWEEP_FILE} cannot be read: {one_line(exc)}") from None
+    check_ray(args.address)
     output_folder(out, "--resume")
     return out, settings
 
@@ -571,9 +581,7 @@ def main(argv: list[str]) -> int:
     was interrupted (Ctrl-C) before every trial finished."""
     args = parse_args(argv)
     try:
-        require_ray("a sweep", "ray.tune", "scipy.stats")  # before the folder: a sweep without Ray writes nothing
         check_address(args.address)
-        check_reachable(args.address)
         out, settings = resumed_sweep(args) if args.resume is not None else new_sweep(args, argv)
         record_command(out, command_line("sweep", argv), history=True)
         failed = run_sweep(out, settings, args)
