@@ -128,6 +128,20 @@ def test_every_evaluation_grades_the_search_its_policy_and_an_untrained_networks
     ]
 
 
+def test_the_final_table_grades_the_final_search_its_policy_and_the_untrained_reference(
+    az_run: tuple[Path, str],
+) -> None:
+    run_dir, printed = az_run
+    grades = json.loads((run_dir / "final_eval.json").read_text())["grades"]
+    assert set(grades) == {"learner", "policy", "search8", "untrained"}  # sims=8 differs from eval_sims=4
+    for summary in grades.values():
+        share, low, high, count = summary["all"]
+        assert count == 4 and low <= share <= high and 0 <= share <= 1
+    # the untrained reference is the one every evaluation logged, graded once
+    assert grades["untrained"]["all"][0] == pytest.approx(scalar_values(run_dir, "eval/grade/untrained/value_lost")[-1])
+    assert "value-losing decisions, graded by the exact solver" in printed
+
+
 def test_the_run_evaluates_its_untrained_network_first_and_plots_its_search(az_run: tuple[Path, str]) -> None:
     from experiments.training import plot
 

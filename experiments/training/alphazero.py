@@ -47,6 +47,7 @@ import torch as th
 from torch.utils.tensorboard import SummaryWriter
 
 from agents.alphazero import OPTIMIZER_ENTRY, AlphaZeroAgent, load_network, save_checkpoint
+from agents.base import Agent
 from agents.checkpoints import CheckpointError, read_weights, saved_bytes
 from agents.networks import PolicyValueNetwork, device_of, resolve_device
 from agents.puct import BatchedSearch, encode_positions
@@ -203,6 +204,7 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
         ],
         record,
         f"az:{checkpoints.final}",
+        lambda checkpoint: evaluations.grade_all(_graded(trainer, load_network(checkpoint, variant)[0])),
     )
     writer.close()
     return final
@@ -278,18 +280,21 @@ def _search_player(network: PolicyValueNetwork, variant: Variant, config: TrainC
     return SearchOpponent(network, variant, games, config.eval_sims, config.c_puct)
 
 
-def _graded(trainer: Trainer) -> dict[str, AlphaZeroAgent]:
+def _graded(trainer: Trainer, network: PolicyValueNetwork | None = None) -> dict[str, Agent]:
     """What every evaluation grades: the network with its search (``eval_sims``; the curves ``eval/grade/``), its
     policy alone (``eval/grade/policy/``), and, where ``sims`` differs, the search of self-play
-    (``eval/grade/search<sims>/``)."""
-    config, network = trainer.config, trainer.network
-    graded = {"": _search_agent(trainer, network, config.eval_sims), "policy": _search_agent(trainer, network, 0)}
+    (``eval/grade/search<sims>/``). ``network``: another than the trainer's (the final checkpoint's)."""
+    config, network = trainer.config, network or trainer.network
+    graded: dict[str, Agent] = {
+        "": _search_agent(trainer, network, config.eval_sims),
+        "policy": _search_agent(trainer, network, 0),
+    }
     if config.sims != config.eval_sims:
         graded[f"search{config.sims}"] = _search_agent(trainer, network, config.sims)
     return graded
 
 
-def _untrained_reference(trainer: Trainer) -> dict[str, AlphaZeroAgent]:
+def _untrained_reference(trainer: Trainer) -> dict[str, Agent]:
     """The same search (``eval_sims``) with an untrained network of the same shape, graded once per run
     (``eval/grade/untrained/``): the grade the search reaches without learning. The network is drawn from the run's
     seed with torch's generator forked, so training draws what it would have drawn without it."""

@@ -69,7 +69,7 @@ from tqdm import tqdm
 
 from agents.base import Agent
 from agents.checkpoints import CheckpointError, read_metadata, read_weights
-from experiments.arena.grading import PositionValues, grade_agent, sample_positions
+from experiments.arena.grading import GradeReport, PositionValues, grade_agent, sample_positions
 from experiments.training.config import SEED_LIMIT, TrainConfig, check_unchanged_on_resume, config_table
 from experiments.training.selfplay import SEAT_NAMES, EvalResult, Opponent, evaluate_all
 from quarto_env.checks import atomic_write_bytes, checked_number, one_line
@@ -381,6 +381,19 @@ GRADE_BUCKETS = ((1, 4), (5, 7), (8, 10), (11, 16))
 """Empty-square ranges of the per-bucket grade curves (``eval/grade/value_lost_empty_5_7``)."""
 
 
+def grade_shares(report: GradeReport) -> dict[str, float]:
+    """The shares of the report's decisions that lose value, by curve name: ``value_lost`` overall,
+    ``_critical``, ``_<phase>`` and ``_empty_<low>_<high>`` (the :data:`GRADE_BUCKETS` with positions)."""
+    shares = {"value_lost": report.share_lost()[0], "value_lost_critical": report.critical()[0]}
+    for phase, (share, *_) in report.by_phase().items():
+        shares[f"value_lost_{phase}"] = share
+    for low, high in GRADE_BUCKETS:
+        share, _, _, count = report.share_lost(d for d in report.decisions if low <= d.empty <= high)
+        if count:
+            shares[f"value_lost_empty_{low}_{high}"] = share
+    return shares
+
+
 Graded = Callable[[], dict[str, Agent]]
 """The agents to grade, by name: ``""`` the learner as it plays (``eval/grade/value_lost``), any other name
 under its own prefix (``eval/grade/policy/value_lost``)."""
@@ -412,7 +425,7 @@ class EvaluationLog:
         """The latest evaluation's scores, by opponent (and ``value lost``, the grade)."""
         self.grading = grading if config.grade_positions else None
         self.references = references if config.grade_positions else None
-        self._reference_grades: dict[str, dict[str, float]] | None = None
+        self._reference_grades: dict[str, GradeReport] | None = None
         self._positions: tuple[list[State], PositionValues] | None = None
 
     def evaluate(self, players: Sequence[Opponent], progress: tqdm) -> tuple[list[EvalResult], bool]:
@@ -435,13 +448,8 @@ class EvaluationLog:
         self.record("eval/score", score)
         self.latest = {f"{r.opponent}{'' if r.deterministic else ' (sampled)'}": r.score() for r in results}
         if self.grading is not None:
-            for name, agent in self.grading().items():
-                self._log_grade(name, self._grade(agent))
-            if self.references is not None:
-                if self._reference_grades is None:
-                    self._reference_grades = {name: self._grade(agent) for name, agent in self.references().items()}
-                for name, shares in self._reference_grades.items():
-                    self._log_grade(name, shares)
+            for name, report in self.grade_all(self.grading()).items():
+                self._log_grade(name, grade_shares(report))
         improved = score > self.best_score
         self.best_score = max(self.best_score, score)
         return improved
@@ -450,22 +458,20 @@ class EvaluationLog:
         """What a checkpoint's ``quarto.json`` records of the evaluations."""
         return {"best_score": self.best_score, "latest_eval": self.latest}
 
-    def _grade(self, agent: Agent) -> dict[str, float]:
-        """The shares of ``agent``'s decisions that lose value, graded by the exact solver, by curve name:
-        ``value_lost`` overall, ``_critical``, ``_<phase>`` and ``_empty_<low>_<high>`` (:data:`GRADE_BUCKETS`
-        with positions)."""
+    def grade_all(self, agents: dict[str, Agent]) -> dict[str, GradeReport]:
+        """The exact solver's grade of each of ``agents`` and of the ``references`` (graded at the first call,
+        then reused), by name, on the run's positions (sampled and solved once per run)."""
         if self._positions is None:
             positions = sample_positions(self.variant, self.config.grade_positions, self.config.seed)
             self._positions = (positions, PositionValues(self.variant))
-        report = grade_agent(agent, self.variant, *self._positions)
-        shares = {"value_lost": report.share_lost()[0], "value_lost_critical": report.critical()[0]}
-        for phase, (share, *_) in report.by_phase().items():
-            shares[f"value_lost_{phase}"] = share
-        for low, high in GRADE_BUCKETS:
-            share, _, _, count = report.share_lost(d for d in report.decisions if low <= d.empty <= high)
-            if count:
-                shares[f"value_lost_empty_{low}_{high}"] = share
-        return shares
+        positions, values = self._positions
+        if self.references is not None and self._reference_grades is None:
+            references = self.references().items()
+            self._reference_grades = {
+                name: grade_agent(agent, self.variant, positions, values) for name, agent in references
+            }
+        reports = {name: grade_agent(agent, self.variant, positions, values) for name, agent in agents.items()}
+        return {**reports, **(self._reference_grades or {})}
 
     def _log_grade(self, name: str, shares: dict[str, float]) -> None:
         """Record ``shares`` under ``eval/grade/`` (``eval/grade/<name>/`` for another agent than the learner)."""
@@ -495,24 +501,40 @@ def finish_run(
     players_of: Callable[[Path], Sequence[Opponent]],
     record: Record,
     agent_spec: str,
+    grades_of: Callable[[Path], dict[str, GradeReport]] | None = None,
 ) -> Path:
     """Save ``final.zip`` (and ``latest.zip``), evaluate ``players_of`` the final checkpoint as read back from
-    disk, write the table to ``final_eval.json``, record it as the last point of the eval curves and print it,
-    then the closing lines (the checkpoint, ``agent_spec`` that plays it, TensorBoard); returns its path."""
+    disk -- and grade it with ``grades_of`` where the backend grades (with ``grade_positions``) -- write the table
+    to ``final_eval.json``, record it as the last point of the eval curves and print it, then the closing lines
+    (the checkpoint, ``agent_spec`` that plays it, TensorBoard); returns its path."""
     final = checkpoints.save_final()
     results = evaluate_learner(players_of(final), config, config.resolved_variant(), final=True)
-    write_final_eval(checkpoints.run_dir, final, steps, results)
+    grades = grades_of(final) if grades_of is not None and config.grade_positions else {}
+    write_final_eval(checkpoints.run_dir, final, steps, results, grades)
     for result in results:
         log_result(record, result)
     print_results(results, steps)
+    if grades:
+        print_grades(grades)
     print(f"\nfinal checkpoint: {final}\nagent spec: {agent_spec}")
     print(tensorboard_command(checkpoints.run_dir))
     return final
 
 
-def write_final_eval(run_dir: Path, checkpoint: Path, steps: int, results: list[EvalResult]) -> None:
-    """Write the final table to ``final_eval.json``."""
-    summary = {
+LEARNER_GRADE = "learner"
+"""The name of the learner's own grade in ``final_eval.json`` and the final table (``""`` in :data:`Graded`)."""
+
+
+def write_final_eval(
+    run_dir: Path,
+    checkpoint: Path,
+    steps: int,
+    results: list[EvalResult],
+    grades: dict[str, GradeReport] | None = None,
+) -> None:
+    """Write the final table to ``final_eval.json``: the results and, where graded, ``grades`` (by agent, each
+    :meth:`GradeReport.summary`: every share as ``[share, low, high, count]``)."""
+    summary: dict[str, Any] = {
         "checkpoint": str(checkpoint),
         "num_timesteps": steps,
         "results": [
@@ -526,7 +548,28 @@ def write_final_eval(run_dir: Path, checkpoint: Path, steps: int, results: list[
             for r in results
         ],
     }
+    if grades:
+        summary["grades"] = {name or LEARNER_GRADE: report.summary() for name, report in grades.items()}
     atomic_write_bytes(run_dir / "final_eval.json", json.dumps(summary, indent=2).encode())
+
+
+def print_grades(grades: dict[str, GradeReport]) -> None:
+    """The final grades: per graded agent the share of value-losing decisions with its 95% interval, among the
+    critical ones, and per empty-square bucket; the untrained reference's share over the learner's, where both
+    are there (how many times fewer mistakes learning made)."""
+    table = Table(title="value-losing decisions, graded by the exact solver", caption="share [95% interval]")
+    buckets = [f"{low}-{high} empty" for low, high in GRADE_BUCKETS]
+    for column in ("agent", "decisions", "all", "critical", *buckets):
+        table.add_column(column, justify="left" if column == "agent" else "right", no_wrap=True)
+    for name, report in grades.items():
+        by_bucket = [report.share_lost(d for d in report.decisions if lo <= d.empty <= hi) for lo, hi in GRADE_BUCKETS]
+        shares = [report.share_lost(), report.critical(), *by_bucket]
+        cells = [f"{share:.3f} [{low:.3f}, {high:.3f}]" if count else "-" for share, low, high, count in shares]
+        table.add_row(name or LEARNER_GRADE, str(len(report.decisions)), *cells)
+    Console().print(table)
+    if "" in grades and "untrained" in grades and grades[""].share_lost()[0] > 0:
+        ratio = grades["untrained"].share_lost()[0] / grades[""].share_lost()[0]
+        print(f"untrained / learner: {ratio:.2f}x the value-losing decisions")
 
 
 def print_results(results: list[EvalResult], steps: int) -> None:
