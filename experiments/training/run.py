@@ -557,15 +557,21 @@ def print_grades(grades: dict[str, GradeReport]) -> None:
     """The final grades: per graded agent the share of value-losing decisions with its 95% interval, among the
     critical ones, and per empty-square bucket; the untrained reference's share over the learner's, where both
     are there (how many times fewer mistakes learning made)."""
-    table = Table(title="value-losing decisions, graded by the exact solver", caption="share [95% interval]")
-    buckets = [f"{low}-{high} empty" for low, high in GRADE_BUCKETS]
-    for column in ("agent", "decisions", "all", "critical", *buckets):
+    table = Table(
+        title="value-losing decisions, graded by the exact solver",
+        caption="share of the decisions that lose value (all: with its 95% interval; 1-4, ...: by empty squares), "
+        "on the same positions for every agent",
+    )
+    buckets = [
+        (lo, hi) for lo, hi in GRADE_BUCKETS if any(lo <= d.empty <= hi for r in grades.values() for d in r.decisions)
+    ]
+    for column in ("agent", "n", "all", "critical", *(f"{lo}-{hi}" for lo, hi in buckets)):
         table.add_column(column, justify="left" if column == "agent" else "right", no_wrap=True)
     for name, report in grades.items():
-        by_bucket = [report.share_lost(d for d in report.decisions if lo <= d.empty <= hi) for lo, hi in GRADE_BUCKETS]
-        shares = [report.share_lost(), report.critical(), *by_bucket]
-        cells = [f"{share:.3f} [{low:.3f}, {high:.3f}]" if count else "-" for share, low, high, count in shares]
-        table.add_row(name or LEARNER_GRADE, str(len(report.decisions)), *cells)
+        share, low, high, _ = report.share_lost()
+        by_bucket = [report.share_lost(d for d in report.decisions if lo <= d.empty <= hi) for lo, hi in buckets]
+        cells = [f"{bucket[0]:.3f}" if bucket[3] else "-" for bucket in (report.critical(), *by_bucket)]
+        table.add_row(name or LEARNER_GRADE, str(len(report.decisions)), f"{share:.3f} [{low:.2f}, {high:.2f}]", *cells)
     Console().print(table)
     if "" in grades and "untrained" in grades and grades[""].share_lost()[0] > 0:
         ratio = grades["untrained"].share_lost()[0] / grades[""].share_lost()[0]
