@@ -205,13 +205,15 @@ class BatchedSearch:
             self._round(n)
             done += 1
         visits = self.visits[:n, 0].copy()
-        totals = np.maximum(visits.sum(1), 1)
+        value_sum = self.value_sum[:n, 0].copy()
+        root_value = np.where(visits.sum(1) > 0, value_sum.sum(1) / np.maximum(visits.sum(1), 1), self.value[:n, 0])
         return SearchResult(
             visits=visits,
-            root_value=self.value_sum[:n, 0].sum(1) / totals,
+            root_value=root_value.astype(np.float32),
             prior=prior,
             network_value=self.value[:n, 0].copy(),
             sims=done,
+            value_sum=value_sum,
         )
 
     def _round(self, n: int) -> None:
@@ -256,19 +258,47 @@ class BatchedSearch:
 
 
 class SearchResult:
-    """What a search found for each root: visit counts, the mean backed-up value, the network's priors."""
+    """What a search found for each root: visit counts, backed-up values, the network's priors."""
 
     def __init__(
-        self, visits: np.ndarray, root_value: np.ndarray, prior: np.ndarray, network_value: np.ndarray, sims: int
+        self,
+        visits: np.ndarray,
+        root_value: np.ndarray,
+        prior: np.ndarray,
+        network_value: np.ndarray,
+        sims: int,
+        value_sum: np.ndarray | None = None,
     ) -> None:
         self.visits = visits
         """``(n, 16)`` visits of each root action."""
         self.root_value = root_value
-        """``(n,)`` mean value of the simulations for the root's player to move."""
+        """``(n,)`` mean value of the simulations for the root's player to move (the network's value of the root
+        when no simulation ran)."""
         self.prior = prior
-        """``(n, 16)`` the network's priors at the root (before any noise)."""
+        """``(n, 16)`` the network's priors at the root (before any noise): positive exactly on the candidates."""
         self.network_value = network_value
         self.sims = sims
+        self.value_sum = np.zeros_like(visits, dtype=np.float32) if value_sum is None else value_sum
+        """``(n, 16)`` the sum of the values backed up through each root action, for the root's player."""
+
+    def completed_q(self) -> np.ndarray:
+        """``(n, 16)`` the value of each candidate action for the root's player: the mean backed-up value of a
+        visited action, the root value for an unvisited one (Gumbel MuZero's completed Q); 0 outside the
+        candidates."""
+        visited = self.visits > 0
+        q = np.where(visited, self.value_sum / np.maximum(self.visits, 1), self.root_value[:, None])
+        return np.where(self.prior > 0, q, 0.0).astype(np.float32)
+
+    def improved_policy(self, beta: float) -> np.ndarray:
+        """``(n, 16)`` the completed-Q policy target, ``softmax(log prior + beta * completed Q)`` over the
+        candidates (rows sum to 1, 0 elsewhere): the prior moved towards the actions the search values most, by
+        how much ``beta`` says (0: the prior itself)."""
+        candidates = self.prior > 0
+        logits = np.where(
+            candidates, np.log(np.where(candidates, self.prior, 1.0)) + beta * self.completed_q(), -np.inf
+        )
+        weights = np.exp(logits - logits.max(1, keepdims=True))
+        return (weights / weights.sum(1, keepdims=True)).astype(np.float32)
 
     def policy(self) -> np.ndarray:
         """The visit distribution: the policy target of training."""

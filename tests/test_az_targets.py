@@ -5,13 +5,14 @@ value (``value_mix``), the policy target (``policy_target``), and playout-cap ra
 from __future__ import annotations
 
 import io
+import math
 
 import numpy as np
 import pytest
 import torch as th
 
 from agents.networks import PolicyValueNetwork
-from agents.puct import BatchedSearch
+from agents.puct import BatchedSearch, SearchResult
 from experiments.training.az_selfplay import ReplayBuffer, SelfPlay, SelfPlaySettings
 from experiments.training.config import ConfigError, load_config
 from quarto_env.core import NUM_ACTIONS, Variant, position_array
@@ -124,3 +125,75 @@ def test_the_target_fields_are_validated_with_their_allowed_values() -> None:
         load_config(None, ["value_mix=1.5"])
     with pytest.raises(ConfigError, match="full_search_share"):
         load_config(None, ["full_search_share=0"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The completed-Q policy target
+# ---------------------------------------------------------------------------------------------------------
+def hand_made_result() -> SearchResult:
+    """One root with candidates 0, 1 and 2: action 0 visited twice (values 1 and 0), action 1 once (-1), action
+    2 never; the root value is the mean of the three simulations, 0/3 = 0."""
+    prior = np.zeros((1, NUM_ACTIONS), np.float32)
+    prior[0, :3] = [0.5, 0.3, 0.2]
+    visits = np.zeros((1, NUM_ACTIONS), np.int32)
+    visits[0, :2] = [2, 1]
+    value_sum = np.zeros((1, NUM_ACTIONS), np.float32)
+    value_sum[0, :2] = [1.0, -1.0]
+    return SearchResult(visits, np.array([0.0], np.float32), prior, np.array([0.3], np.float32), 3, value_sum)
+
+
+def test_completed_q_takes_the_mean_value_of_visited_actions_and_the_root_value_elsewhere() -> None:
+    expected = np.zeros(NUM_ACTIONS)
+    expected[:3] = [0.5, -1.0, 0.0]
+    assert np.allclose(hand_made_result().completed_q()[0], expected)
+
+
+def test_the_improved_policy_is_the_softmax_of_log_prior_plus_beta_q() -> None:
+    result = hand_made_result()
+    beta = 2.0
+    weights = [0.5 * math.exp(beta * 0.5), 0.3 * math.exp(-beta), 0.2 * math.exp(0.0)]
+    expected = np.zeros(NUM_ACTIONS)
+    expected[:3] = np.array(weights) / sum(weights)
+    assert np.allclose(result.improved_policy(beta)[0], expected, atol=1e-6)
+    assert np.allclose(result.improved_policy(0.0)[0], result.prior[0])  # beta 0: the prior itself
+
+
+def test_completed_q_of_a_real_search_matches_its_tree() -> None:
+    th.manual_seed(1)
+    network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 8)
+    search = BatchedSearch(STANDARD, network.kind, network.evaluate, 3, 24)
+    roots = position_array([endgame(STANDARD, s, 10) for s in range(3)])
+    result = search.run(roots, 24)
+    q = result.completed_q()
+    for g in range(3):
+        root_value = search.value_sum[g, 0].sum() / search.visits[g, 0].sum()
+        assert result.root_value[g] == pytest.approx(root_value, abs=1e-6)
+        for a in range(NUM_ACTIONS):
+            if not search.mask[g, 0] >> a & 1:
+                assert q[g, a] == 0 and result.prior[g, a] == 0
+            elif search.visits[g, 0, a]:
+                assert q[g, a] == pytest.approx(search.value_sum[g, 0, a] / search.visits[g, 0, a], abs=1e-6)
+            else:
+                assert q[g, a] == pytest.approx(root_value, abs=1e-6)
+    policy = result.improved_policy(20.0)
+    assert np.allclose(policy.sum(1), 1) and np.all(policy[result.prior == 0] == 0)
+
+
+def test_self_play_stores_the_completed_q_target_when_asked() -> None:
+    selfplay, search = small_selfplay(4, policy_target="completed_q", completed_q_beta=20.0)
+    run = search.run
+    expected: set[bytes] = set()
+
+    def recording_run(roots: np.ndarray, sims: int, **options: object) -> SearchResult:
+        result = run(roots, sims, **options)  # type: ignore[arg-type]
+        expected.update(row.tobytes() for row in result.improved_policy(20.0))
+        return result
+
+    search.run = recording_run  # type: ignore[method-assign]
+    rng = np.random.default_rng(0)
+    stored = []
+    for _ in range(30):
+        selfplay.play_move(rng)
+        stored.append(selfplay.pop_positions()[1])
+    targets = np.concatenate(stored)
+    assert len(targets) > 0 and all(row.tobytes() in expected for row in targets)
