@@ -22,7 +22,7 @@ from agents.checkpoints import (
     trained_variant,
     write_checkpoint,
 )
-from agents.networks import DEFAULT_DEVICE, PolicyValueNetwork, resolve_device, use_one_thread
+from agents.networks import DEFAULT_DESIGN, DEFAULT_DEVICE, PolicyValueNetwork, resolve_device, use_one_thread
 from agents.puct import DEFAULT_C_PUCT, BatchedSearch, SearchResult, forced_action
 from quarto_env.checks import one_line
 from quarto_env.core import (
@@ -91,7 +91,10 @@ def load_network(
         width = int(shape["width"])
         if not 1 <= width <= 4096:
             raise ValueError(f"width {width} is outside 1..4096")
-        network = PolicyValueNetwork(observation_kind(metadata["observation"]), list(trained.groups), width)
+        kind = observation_kind(metadata["observation"])
+        # Checkpoints written before the network had designs name none: they are today's default, slots.
+        design = shape.get("design", DEFAULT_DESIGN)
+        network = PolicyValueNetwork(kind, list(trained.groups), width, design)
         network.load_state_dict(read_weights(path, NETWORK_ENTRY))
     except CheckpointError:
         raise

@@ -23,6 +23,16 @@ own observation channels with weights shared across slots, lets each square read
 round of message passing over the variant's groups), pools a context vector for the value, and scores each
 action from the slot it names with one shared head. A plain MLP must learn "take the win on square s"
 sixteen times over; this network learns it once.
+
+The ``hand`` design
+-------------------
+:class:`PolicyValueNetwork` takes a ``design`` (:data:`NETWORK_DESIGNS`): ``slots`` is the body above (the design
+of every checkpoint that names none), ``hand`` is :class:`HandSlotNetwork`. In ``slots`` the piece in hand reaches
+the squares only through a pooled average of all the pieces, yet where to place depends on little else. ``hand``
+picks the piece slot the ``in_hand`` channel marks and adds its embedding to every square slot and to every
+group, runs two rounds of message passing over the groups, relates every piece to every group (for the gives),
+and feeds the value head the hand and the pooled groups directly. ``quarto bench network`` measures the designs
+against each other.
 """
 
 from __future__ import annotations
@@ -34,10 +44,18 @@ import torch as th
 from torch import nn
 
 from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, Variant
-from quarto_env.observation import PLACING, ObservationKind
+from quarto_env.observation import IN_HAND, PLACING, ObservationKind
 
 POLICY_KINDS = ("mlp", "slots")
 """``mlp``: stable-baselines3's MLP on the flattened planes; ``slots``: :class:`SlotPolicy`."""
+
+
+NETWORK_DESIGNS = ("slots", "hand")
+"""The bodies of :class:`PolicyValueNetwork`: ``slots`` (:class:`SlotNetwork`, the default and the design of every
+checkpoint whose metadata names none) and ``hand`` (:class:`HandSlotNetwork`)."""
+
+
+DEFAULT_DESIGN = "slots"
 
 
 MAX_WIDTH = 4096
@@ -88,11 +106,7 @@ class SlotNetwork(nn.Module):
     def __init__(self, kind: ObservationKind, groups: list[int], num_actions: int, width: int) -> None:
         super().__init__()
         num_channels = kind.num_channels
-        # Masks over the channels instead of gathering them: a square slot reads only square channels.
-        self.register_buffer("square_channels", _channel_mask(num_channels, kind.square_channels), persistent=False)
-        self.register_buffer("piece_channels", _channel_mask(num_channels, kind.piece_channels), persistent=False)
-        incidence = th.tensor([[g >> s & 1 for s in range(NUM_SQUARES)] for g in groups], dtype=th.float32)
-        self.register_buffer("incidence", incidence, persistent=False)
+        _register_slot_buffers(self, kind, groups)
         self.num_channels = num_channels
         self.has_declare = num_actions > NUM_ACTIONS
         self.latent_dim_pi = num_actions
@@ -152,6 +166,89 @@ class SlotHead(nn.Module):
         return self.out(hidden).squeeze(2)
 
 
+class HandSlotNetwork(nn.Module):
+    """The ``hand`` body of :class:`PolicyValueNetwork`: the slots of :class:`SlotNetwork`, with the piece in hand
+    added to every square slot and every group, ``rounds`` rounds of message passing over the groups, every piece
+    related to every group, and a context that reads the hand and the groups.
+
+    ``forward`` returns ``(logits, context)``: logits ``(B, 16)`` (one per square when placing, per piece when
+    giving), and the context ``(B, width)`` that the value head reads.
+    """
+
+    square_channels: th.Tensor
+    piece_channels: th.Tensor
+    incidence: th.Tensor
+
+    def __init__(self, kind: ObservationKind, groups: list[int], width: int, rounds: int = 2) -> None:
+        super().__init__()
+        _register_slot_buffers(self, kind, groups)
+        self.num_channels = kind.num_channels
+        self.embed_square = nn.Linear(kind.num_channels, width)
+        self.embed_piece = nn.Linear(kind.num_channels, width)
+        self.hand_to_squares = nn.Linear(width, width, bias=False)
+        self.rounds = nn.ModuleList(GroupRound(width) for _ in range(rounds))
+        self.relate_pieces = PieceGroupRelation(width)
+        self.context = nn.Sequential(nn.Linear(6 * width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU())
+        self.score_square = SlotHead(width)
+        self.score_piece = SlotHead(width)
+
+    def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        planes = features.view(-1, self.num_channels, NUM_SQUARES)
+        slots = planes.transpose(1, 2)  # (B, 16, C): row i describes square i and piece i
+        pieces = th.relu(_masked_linear(self.embed_piece, slots, self.piece_channels))  # (B, 16, W)
+        hand = planes[:, IN_HAND].unsqueeze(1) @ pieces  # (B, 1, W): the piece in hand's slot, zeros when giving
+        squares = th.relu(_masked_linear(self.embed_square, slots, self.square_channels) + self.hand_to_squares(hand))
+        groups = self.incidence @ squares
+        for round_ in self.rounds:
+            squares, groups = round_(squares, hand, self.incidence)
+        pieces = self.relate_pieces(pieces, groups)
+        pooled = [squares.mean(1), squares.amax(1), pieces.mean(1), groups.mean(1), groups.amax(1), hand.squeeze(1)]
+        context = self.context(th.cat(pooled, dim=1))
+        placing = planes[:, PLACING, 0:1]
+        logits = placing * self.score_square(squares, context) + (1 - placing) * self.score_piece(pieces, context)
+        return logits, context
+
+
+class GroupRound(nn.Module):
+    """One round of message passing that sees the hand: each group reads the sum of its squares and the piece in
+    hand, each square adds back what its groups saw. Returns ``(squares, groups)``."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.group = nn.Linear(width, width)
+        self.hand = nn.Linear(width, width, bias=False)
+        self.square = nn.Linear(width, width)
+
+    def forward(self, squares: th.Tensor, hand: th.Tensor, incidence: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        groups = th.relu(self.group(incidence @ squares) + self.hand(hand))  # (B, G, W)
+        return squares + th.relu(self.square(incidence.T @ groups)), groups
+
+
+class PieceGroupRelation(nn.Module):
+    """Each piece slot plus what it makes of the groups: one hidden layer over every (piece, group) pair, the
+    strongest pair feature over the groups kept (a piece that completes one group is what matters)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.piece = nn.Linear(width, width)
+        self.group = nn.Linear(width, width, bias=False)
+        self.out = nn.Linear(width, width)
+
+    def forward(self, pieces: th.Tensor, groups: th.Tensor) -> th.Tensor:
+        pairs = th.relu(self.piece(pieces).unsqueeze(2) + self.group(groups).unsqueeze(1))  # (B, 16, G, W)
+        return pieces + th.relu(self.out(pairs.amax(2)))
+
+
+def _register_slot_buffers(module: nn.Module, kind: ObservationKind, groups: list[int]) -> None:
+    """Give a slots body its constant buffers (not saved in checkpoints): the channel masks of the square and
+    piece slots, and the groups' incidence matrix ``(G, 16)``."""
+    # Masks over the channels instead of gathering them: a square slot reads only square channels.
+    module.register_buffer("square_channels", _channel_mask(kind.num_channels, kind.square_channels), persistent=False)
+    module.register_buffer("piece_channels", _channel_mask(kind.num_channels, kind.piece_channels), persistent=False)
+    incidence = th.tensor([[g >> s & 1 for s in range(NUM_SQUARES)] for g in groups], dtype=th.float32)
+    module.register_buffer("incidence", incidence, persistent=False)
+
+
 def _channel_mask(num_channels: int, channels: list[int]) -> th.Tensor:
     mask = th.zeros(num_channels)
     mask[channels] = 1.0
@@ -196,16 +293,25 @@ def choose_actions(logits: th.Tensor, masks: np.ndarray, deterministic: bool) ->
 class PolicyValueNetwork(nn.Module):
     """Action logits and a value in [-1, 1] for the player to move, from observation planes.
 
-    The body is the slots network (:class:`SlotNetwork`): shared weights over
-    square and piece slots, one logit per slot. Its pooled context feeds a small value head.
+    The body is ``design`` (:data:`NETWORK_DESIGNS`): the slots network (:class:`SlotNetwork`, shared weights over
+    square and piece slots, one logit per slot) or the same with the piece in hand reaching every slot
+    (:class:`HandSlotNetwork`). Its context vector feeds a small value head. ``ValueError`` in one line for an
+    unknown design.
     """
 
-    def __init__(self, kind: ObservationKind, groups: list[int], width: int) -> None:
+    def __init__(self, kind: ObservationKind, groups: list[int], width: int, design: str = DEFAULT_DESIGN) -> None:
         super().__init__()
+        if design not in NETWORK_DESIGNS:
+            raise ValueError(f"unknown network design {design!r}; allowed: {', '.join(NETWORK_DESIGNS)}")
         self.kind = kind
         self.groups = list(groups)
         self.width = width
-        self.body = SlotNetwork(kind, self.groups, NUM_ACTIONS, width)
+        self.design = design
+        self.body: nn.Module = (
+            SlotNetwork(kind, self.groups, NUM_ACTIONS, width)
+            if design == "slots"
+            else HandSlotNetwork(kind, self.groups, width)
+        )
         self.value_head = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 1))
 
     def forward(self, planes: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
@@ -222,7 +328,7 @@ class PolicyValueNetwork(nn.Module):
 
     def describe(self) -> dict[str, Any]:
         """What rebuilds this network: stored in checkpoints."""
-        return {"observation": self.kind.name, "groups": self.groups, "width": self.width}
+        return {"observation": self.kind.name, "groups": self.groups, "width": self.width, "design": self.design}
 
 
 class ActorCritic(nn.Module):

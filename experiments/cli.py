@@ -35,7 +35,7 @@ COMMANDS: Table = {
     "solve": ("experiments.arena.solve", "exact value and best actions of positions"),
     "play": ("experiments.arena.play", "play a game in the terminal against an agent"),
     "replay": ("experiments.arena.replay", "step through a recorded game, or write it as a GIF"),
-    "bench": (None, "speed benchmarks: env, solver, train, mcts, az"),
+    "bench": (None, "speed benchmarks: env, solver, train, mcts, az, network"),
 }
 """``quarto NAME``: the module whose ``main(argv)`` runs it, and its line of help."""
 
@@ -45,6 +45,7 @@ BENCHMARKS: Table = {
     "train": ("experiments.bench.train", "learner steps/s of a short training run"),
     "mcts": ("experiments.bench.mcts", "MCTS simulations/s, compiled playouts vs Python ones"),
     "az": ("experiments.bench.az", "AlphaZero self-play positions/s and simulations/s, tree vs network time"),
+    "network": ("experiments.bench.network", "supervised fit of network designs to exact values; forward time"),
 }
 """``quarto bench NAME``: the same, one level down."""
 

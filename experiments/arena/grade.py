@@ -146,7 +146,7 @@ def main(argv: list[str]) -> int:
     agents = [agent_or_exit(parser, spec, variant, _agent_seed(args.seed, i)) for i, spec in enumerate(args.agents)]
     for spec in sources:  # built here, with a message, rather than halfway through sampling
         agent_or_exit(parser, spec, variant, seed=0)
-    values = _values_or_exit(parser, variant, args.cache)
+    values = values_or_exit(parser, variant, args.cache)
     out = output_folder_or_exit(parser, args.out or default_run_folder("grade", args.seed), "--out")
     save_run_config(out, "grade", argv, _config(args, sources, variant))
 
@@ -214,7 +214,7 @@ def _config(args: argparse.Namespace, sources: list[str], variant: Variant) -> d
     }
 
 
-def _values_or_exit(parser: argparse.ArgumentParser, variant: Variant, cache: Path | None) -> PositionValues:
+def values_or_exit(parser: argparse.ArgumentParser, variant: Variant, cache: Path | None) -> PositionValues:
     """The value cache of ``--cache`` (empty without one), read and checked writable before any work; a file that
     is no cache or cannot be written exits with a message, one that is not trusted is solved again (a warning)."""
     if cache is None:
