@@ -201,6 +201,7 @@ SOLVE = ("solve", POSITION)
 BENCH_ENV = ("bench", "env", "--seconds", "0.01", "--rounds", "1")
 BENCH_MCTS = ("bench", "mcts", "--sims", "5", "--positions", "1")
 BENCH_AZ = ("bench", "az", "--games", "2", "--sims", "2", "--seconds", "0.1", "--width", "8")
+BENCH_NETWORK = ("bench", "network", "--positions", "12", "--max-empty", "8", "--epochs", "1", "--width", "8")
 BENCH_SOLVER: Argv = ("bench", "solver", "--empties", "4", "--positions", "1", "--depths", "1", "--openings", "1")
 BENCH_SOLVER += ("--budgets", "0.01", "--budget-moves", "1", "--skip-startup")
 TINY_TRAINING = (
@@ -237,6 +238,7 @@ BASELINES: dict[str, tuple[tuple[str, ...], float]] = {
     "bench env": (BENCH_ENV, 120),
     "bench mcts": (BENCH_MCTS, 120),
     "bench az": (BENCH_AZ, 120),
+    "bench network": (BENCH_NETWORK, 120),
     "bench solver": (BENCH_SOLVER, 120),
     "bench train": (BENCH_TRAIN, 180),
     "train": (TRAIN, 180),
@@ -306,6 +308,10 @@ def number_option_cases() -> Iterator[Case]:
         ("bench az", BENCH_AZ, "--sims", {"integer": True, "minimum": 1, "maximum": 10_000}, BENCH_TIMEOUT),
         ("bench az", BENCH_AZ, "--seconds", {"integer": False, "above": 0, "maximum": 3600}, BENCH_TIMEOUT),
         ("bench az", BENCH_AZ, "--width", {"integer": True, "minimum": 1, "maximum": 1024}, BENCH_TIMEOUT),
+        ("bench network", BENCH_NETWORK, "--positions", {"integer": True, "minimum": 4}, BENCH_TIMEOUT),
+        ("bench network", BENCH_NETWORK, "--epochs", {"integer": True, "minimum": 1, "maximum": 10_000}, BENCH_TIMEOUT),
+        ("bench network", BENCH_NETWORK, "--test-share", {"integer": False, "above": 0, "maximum": 0.9}, BENCH_TIMEOUT),
+        ("bench network", BENCH_NETWORK, "--lr", {"integer": False, "above": 0, "maximum": 1}, BENCH_TIMEOUT),
         ("bench solver", BENCH_SOLVER, "--positions", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
         ("bench solver", BENCH_SOLVER, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
         ("bench solver", BENCH_SOLVER, "--openings", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
