@@ -326,6 +326,20 @@ class PolicyValueNetwork(nn.Module):
             logits, value = self(th.from_numpy(planes).to(device_of(self)).float())
         return logits.cpu().numpy(), value.cpu().numpy()
 
+    def losses(
+        self, planes: np.ndarray, masks: np.ndarray, policy: np.ndarray, value: np.ndarray
+    ) -> tuple[th.Tensor, th.Tensor]:
+        """``(policy loss, value loss)`` of a minibatch (numpy arrays, moved to the network's device): the
+        cross-entropy of the masked policy to the ``policy`` targets (rows summing to 1 over ``masks``) and the
+        squared error of the value to ``value``, each a batch mean -- what training and the capacity probe
+        minimise."""
+        device = device_of(self)
+        logits, predicted = self(th.from_numpy(planes).to(device).float())
+        log_probs = th.log_softmax(logits.masked_fill(~th.from_numpy(masks).to(device), -1e9), dim=1)
+        policy_loss = -(th.from_numpy(policy).to(device).float() * log_probs).sum(1).mean()
+        value_loss = ((predicted - th.from_numpy(value).to(device).float()) ** 2).mean()
+        return policy_loss, value_loss
+
     def describe(self) -> dict[str, Any]:
         """What rebuilds this network: stored in checkpoints."""
         return {"observation": self.kind.name, "groups": self.groups, "width": self.width, "design": self.design}

@@ -62,26 +62,35 @@ def small_selfplay(games: int, **settings: object) -> tuple[SelfPlay, BatchedSea
     return SelfPlay(search, SelfPlaySettings(**{**base, **settings})), search  # type: ignore[arg-type]
 
 
-def test_stored_positions_carry_the_root_value_and_visits_of_their_search() -> None:
-    selfplay, search = small_selfplay(4)
-    searched: set[tuple[bytes, bytes, float]] = set()
+def searched_and_stored(
+    selfplay: SelfPlay, search: BatchedSearch, rounds: int
+) -> tuple[list[tuple[np.ndarray, SearchResult]], tuple[np.ndarray, ...]]:
+    """Play ``rounds`` rounds of self-play: every search's roots and result, and every position it stored
+    (positions, policy targets, outcomes, root values, concatenated)."""
+    searches: list[tuple[np.ndarray, SearchResult]] = []
     run = search.run
 
-    def recording_run(roots: np.ndarray, sims: int, **options: object) -> object:
+    def recording_run(roots: np.ndarray, sims: int, **options: object) -> SearchResult:
         result = run(roots, sims, **options)  # type: ignore[arg-type]
-        for g in range(len(roots)):
-            searched.add(
-                (roots[g].tobytes(), result.policy()[g].astype(np.float32).tobytes(), float(result.root_value[g]))
-            )
+        searches.append((roots.copy(), result))
         return result
 
     search.run = recording_run  # type: ignore[method-assign]
     rng = np.random.default_rng(0)
     stored = []
-    for _ in range(40):
+    for _ in range(rounds):
         selfplay.play_move(rng)
         stored.append(selfplay.pop_positions())
-    positions, policy, outcome, root_value = (np.concatenate([s[k] for s in stored]) for k in range(4))
+    return searches, tuple(np.concatenate([s[k] for s in stored]) for k in range(4))
+
+
+def test_stored_positions_carry_the_root_value_and_visits_of_their_search() -> None:
+    searches, (positions, policy, outcome, root_value) = searched_and_stored(*small_selfplay(4), 40)
+    searched = {
+        (roots[g].tobytes(), result.policy()[g].astype(np.float32).tobytes(), float(result.root_value[g]))
+        for roots, result in searches
+        for g in range(len(roots))
+    }
     assert len(positions) > 10 and set(np.unique(outcome)) <= {-1.0, 0.0, 1.0}
     for row in range(len(positions)):
         key = (positions[row].tobytes(), policy[row].astype(np.float32).tobytes(), float(root_value[row]))
@@ -181,19 +190,6 @@ def test_completed_q_of_a_real_search_matches_its_tree() -> None:
 
 def test_self_play_stores_the_completed_q_target_when_asked() -> None:
     selfplay, search = small_selfplay(4, policy_target="completed_q", completed_q_beta=20.0)
-    run = search.run
-    expected: set[bytes] = set()
-
-    def recording_run(roots: np.ndarray, sims: int, **options: object) -> SearchResult:
-        result = run(roots, sims, **options)  # type: ignore[arg-type]
-        expected.update(row.tobytes() for row in result.improved_policy(20.0))
-        return result
-
-    search.run = recording_run  # type: ignore[method-assign]
-    rng = np.random.default_rng(0)
-    stored = []
-    for _ in range(30):
-        selfplay.play_move(rng)
-        stored.append(selfplay.pop_positions()[1])
-    targets = np.concatenate(stored)
+    searches, (_, targets, _, _) = searched_and_stored(selfplay, search, 30)
+    expected = {row.tobytes() for _, result in searches for row in result.improved_policy(20.0)}
     assert len(targets) > 0 and all(row.tobytes() in expected for row in targets)

@@ -135,14 +135,7 @@ def main(argv: list[str]) -> int:
     variant = variant_from_args(parser, args)
     sources = _source_specs(parser, args.sources)
     check_specs(parser, [*args.agents, *sources])
-    if args.min_empty > args.max_empty:
-        parser.error(f"--min-empty {args.min_empty} is above --max-empty {args.max_empty}")
-    if args.max_empty > SOLVER_COMFORT_EMPTY:
-        warn(
-            parser,
-            f"--max-empty {args.max_empty}: valuing a position's actions takes the exact solver seconds at "
-            f"{SOLVER_COMFORT_EMPTY} empty squares and about ten times longer for each one more; this can take hours",
-        )
+    check_empty_range(parser, args.min_empty, args.max_empty)
     agents = [agent_or_exit(parser, spec, variant, _agent_seed(args.seed, i)) for i, spec in enumerate(args.agents)]
     for spec in sources:  # built here, with a message, rather than halfway through sampling
         agent_or_exit(parser, spec, variant, seed=0)
@@ -212,6 +205,19 @@ def _config(args: argparse.Namespace, sources: list[str], variant: Variant) -> d
         "cache": str(args.cache) if args.cache else None,
         "variant": variant.to_dict(),
     }
+
+
+def check_empty_range(parser: argparse.ArgumentParser, min_empty: int, max_empty: int) -> None:
+    """Exit with a usage error when ``--min-empty`` is above ``--max-empty``; warn when ``--max-empty`` is past
+    what the exact solver values quickly (:data:`SOLVER_COMFORT_EMPTY`)."""
+    if min_empty > max_empty:
+        parser.error(f"--min-empty {min_empty} is above --max-empty {max_empty}")
+    if max_empty > SOLVER_COMFORT_EMPTY:
+        warn(
+            parser,
+            f"--max-empty {max_empty}: valuing a position's actions takes the exact solver seconds at "
+            f"{SOLVER_COMFORT_EMPTY} empty squares and about ten times longer for each one more; this can take hours",
+        )
 
 
 def values_or_exit(parser: argparse.ArgumentParser, variant: Variant, cache: Path | None) -> PositionValues:

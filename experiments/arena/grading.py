@@ -277,6 +277,10 @@ class GradeReport:
         empties = sorted({d.empty for d in self.decisions})
         return {e: self.share_lost(d for d in self.decisions if d.empty == e) for e in empties}
 
+    def share_lost_between(self, low: int, high: int) -> tuple[float, float, float, int]:
+        """The share lost among the decisions with ``low`` to ``high`` empty squares (both included)."""
+        return self.share_lost(d for d in self.decisions if low <= d.empty <= high)
+
     def critical(self) -> tuple[float, float, float, int]:
         """The share lost among critical decisions (where some action loses value)."""
         return self.share_lost(d for d in self.decisions if d.critical)

@@ -42,10 +42,10 @@ import torch as th
 
 from agents.networks import NETWORK_DESIGNS, PolicyValueNetwork
 from agents.puct import encode_positions, forced_action
-from experiments.arena.grade import values_or_exit
+from experiments.arena.grade import check_empty_range, values_or_exit
 from experiments.arena.grading import MAX_POSITIONS, SOLVER_COMFORT_EMPTY, PositionValues, sample_positions
 from experiments.bench import exit_if_unwritten
-from experiments.options import SEED, add_variant_arguments, markdown_table, variant_from_args, warn
+from experiments.options import SEED, add_variant_arguments, markdown_table, variant_from_args
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, State, Variant, compiled_fields, position_array
 from quarto_env.observation import ObservationKind, observation_kind
@@ -197,11 +197,8 @@ def _loss(
     network: PolicyValueNetwork, planes: np.ndarray, candidates: np.ndarray, keeps: np.ndarray, values: np.ndarray
 ) -> th.Tensor:
     """The supervised loss of one minibatch: policy cross-entropy to uniform over ``keeps``, plus value MSE."""
-    logits, value = network(th.from_numpy(planes).float())
-    log_probs = th.log_softmax(logits.masked_fill(~th.from_numpy(candidates), -1e9), dim=1)
-    target = th.from_numpy(keeps) / th.from_numpy(keeps).sum(1, keepdim=True)
-    policy_loss = -(target * log_probs).sum(1).mean()
-    value_loss = ((value - th.from_numpy(values).float()) ** 2).mean()
+    target = keeps / keeps.sum(1, keepdims=True)
+    policy_loss, value_loss = network.losses(planes, candidates, target, values)
     return policy_loss + value_loss
 
 
@@ -423,10 +420,7 @@ def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     variant = variant_from_args(parser, args)
-    if args.min_empty > args.max_empty:
-        parser.error(f"--min-empty {args.min_empty} is above --max-empty {args.max_empty}")
-    if args.max_empty > SOLVER_COMFORT_EMPTY:
-        warn(parser, f"--max-empty {args.max_empty}: valuing every action takes the exact solver minutes per position")
+    check_empty_range(parser, args.min_empty, args.max_empty)
     values = values_or_exit(parser, variant, args.cache)
     th.set_num_threads(1)
     command = "quarto bench network " + " ".join(argv)

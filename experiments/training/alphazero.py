@@ -217,12 +217,8 @@ def _train_step(trainer: Trainer, symmetries: Symmetries | None, rng: np.random.
     if symmetries is not None:
         positions, policy = symmetries.apply(positions, policy, rng)
     planes, masks = encode_positions(positions, trainer.network.kind, variant)
-    device = device_of(trainer.network)
     trainer.network.train()
-    logits, value = trainer.network(th.from_numpy(planes).to(device).float())
-    log_probs = th.log_softmax(logits.masked_fill(~th.from_numpy(masks).to(device), -1e9), dim=1)
-    policy_loss = -(th.from_numpy(policy).to(device) * log_probs).sum(1).mean()
-    value_loss = ((value - th.from_numpy(value_target).to(device)) ** 2).mean()
+    policy_loss, value_loss = trainer.network.losses(planes, masks, policy, value_target)
     loss = policy_loss + config.vf_coef * value_loss
     trainer.optimizer.zero_grad()
     loss.backward()

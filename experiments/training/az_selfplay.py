@@ -114,12 +114,12 @@ class SelfPlaySettings:
     """The first this many actions of a game are sampled in proportion to the visits."""
     noise: tuple[float, float] | None
     """Dirichlet ``(alpha, fraction)`` mixed into the root priors of full searches; ``None``: none."""
-    policy_target: str = "visits"
+    policy_target: str = TrainConfig.policy_target  # the config's defaults: one home
     """``visits`` or ``completed_q`` (:func:`policy_target`)."""
-    completed_q_beta: float = 20.0
-    full_search_share: float = 1.0
+    completed_q_beta: float = TrainConfig.completed_q_beta
+    full_search_share: float = TrainConfig.full_search_share
     """The chance that a round of moves is searched fully and stored (playout-cap randomisation)."""
-    cheap_sims: int = 16
+    cheap_sims: int = TrainConfig.cheap_sims
     """Simulations of the other rounds' searches, without noise; their positions are not stored."""
 
     @classmethod

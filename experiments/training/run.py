@@ -388,7 +388,7 @@ def grade_shares(report: GradeReport) -> dict[str, float]:
     for phase, (share, *_) in report.by_phase().items():
         shares[f"value_lost_{phase}"] = share
     for low, high in GRADE_BUCKETS:
-        share, _, _, count = report.share_lost(d for d in report.decisions if low <= d.empty <= high)
+        share, _, _, count = report.share_lost_between(low, high)
         if count:
             shares[f"value_lost_empty_{low}_{high}"] = share
     return shares
@@ -562,14 +562,12 @@ def print_grades(grades: dict[str, GradeReport]) -> None:
         caption="share of the decisions that lose value (all: with its 95% interval; 1-4, ...: by empty squares), "
         "on the same positions for every agent",
     )
-    buckets = [
-        (lo, hi) for lo, hi in GRADE_BUCKETS if any(lo <= d.empty <= hi for r in grades.values() for d in r.decisions)
-    ]
+    buckets = [(lo, hi) for lo, hi in GRADE_BUCKETS if any(r.share_lost_between(lo, hi)[3] for r in grades.values())]
     for column in ("agent", "n", "all", "critical", *(f"{lo}-{hi}" for lo, hi in buckets)):
         table.add_column(column, justify="left" if column == "agent" else "right", no_wrap=True)
     for name, report in grades.items():
         share, low, high, _ = report.share_lost()
-        by_bucket = [report.share_lost(d for d in report.decisions if lo <= d.empty <= hi) for lo, hi in buckets]
+        by_bucket = [report.share_lost_between(lo, hi) for lo, hi in buckets]
         cells = [f"{bucket[0]:.3f}" if bucket[3] else "-" for bucket in (report.critical(), *by_bucket)]
         table.add_row(name or LEARNER_GRADE, str(len(report.decisions)), f"{share:.3f} [{low:.2f}, {high:.2f}]", *cells)
     Console().print(table)
