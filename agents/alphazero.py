@@ -1,8 +1,8 @@
 """The ``az:PATH`` agent: a network trained by ``quarto train --config configs/alphazero.yaml``, playing with
-the PUCT search of :mod:`agents.puct`, and its checkpoints (``algorithm: alphazero`` in :mod:`agents.checkpoints`'
-format: ``network.pth``, and for resuming ``optimizer.pth`` and the replay buffer). The network runs on the
-``device`` asked for (``az:PATH,device=auto``; :func:`agents.networks.resolve_device`), its checkpoints are
-device-free.
+the search of :mod:`agents.puct` (its PUCT root, or with ``az:PATH,root=gumbel,k=16`` its Gumbel root), and its
+checkpoints (``algorithm: alphazero`` in :mod:`agents.checkpoints`' format: ``network.pth``, and for resuming
+``optimizer.pth`` and the replay buffer). The network runs on the ``device`` asked for (``az:PATH,device=auto``;
+:func:`agents.networks.resolve_device`), its checkpoints are device-free.
 """
 
 from __future__ import annotations
@@ -23,7 +23,14 @@ from agents.checkpoints import (
     write_checkpoint,
 )
 from agents.networks import DEFAULT_DESIGN, DEFAULT_DEVICE, PolicyValueNetwork, resolve_device, use_one_thread
-from agents.puct import DEFAULT_C_PUCT, BatchedSearch, SearchResult, forced_action
+from agents.puct import (
+    DEFAULT_C_PUCT,
+    DEFAULT_GUMBEL_ACTIONS,
+    BatchedSearch,
+    GumbelRoot,
+    SearchResult,
+    forced_action,
+)
 from quarto_env.checks import one_line
 from quarto_env.core import (
     NUM_ACTIONS,
@@ -38,6 +45,8 @@ from quarto_env.observation import encode_observation, observation_kind
 ALGORITHM = "alphazero"
 """The ``algorithm`` a checkpoint of this module records in its ``quarto.json``."""
 NETWORK_ENTRY = "network.pth"
+ROOTS = ("puct", "gumbel")
+"""The search's roots (``az:PATH,root=...``): PUCT, or the Gumbel root's sequential halving."""
 OPTIMIZER_ENTRY = "optimizer.pth"
 
 
@@ -116,8 +125,13 @@ class AlphaZeroAgent(Agent):
         (the raw policy, with the one-ply rules shortcuts).
     :param time: seconds per move; when above 0 it replaces ``sims`` (at least one simulation).
     :param temperature: 0 plays the most visited action; above 0 samples actions in proportion to
-        ``visits ** (1 / temperature)`` (the policy's probabilities with ``sims=0``).
+        ``visits ** (1 / temperature)`` (the policy's probabilities with ``sims=0``). With ``root="gumbel"``: 0
+        searches without noise and plays the search's choice; above 0 draws the Gumbel noise at this scale.
     :param c: the PUCT exploration constant.
+    :param root: ``puct`` or ``gumbel`` (:data:`ROOTS`): the Gumbel root spends ``sims`` by sequential halving over
+        the ``k`` best candidates and plays its :attr:`~agents.puct.SearchResult.chosen` (it takes ``sims``, not
+        ``time``).
+    :param k: the most candidates the Gumbel root considers.
     :param device: where a loaded network runs: ``cpu``, ``cuda`` or ``auto`` (a ``network`` given stays where it is).
 
     Loading a checkpoint sets torch to one thread (:func:`agents.networks.use_one_thread`).
@@ -134,8 +148,16 @@ class AlphaZeroAgent(Agent):
         c: float = DEFAULT_C_PUCT,
         network: PolicyValueNetwork | None = None,
         device: str = DEFAULT_DEVICE,
+        root: str = "puct",
+        k: int = DEFAULT_GUMBEL_ACTIONS,
     ) -> None:
         super().__init__(variant, seed)
+        if root not in ROOTS:
+            raise ValueError(f"root must be one of {', '.join(ROOTS)}, got {root!r}")
+        if root == "gumbel" and time:
+            raise ValueError("root=gumbel plans its phases for a number of simulations: give sims, not time")
+        self.root = root
+        self.k = GumbelRoot(k).actions  # checked now, not at the first move
         if network is None:
             if not path:
                 raise CheckpointError("the az agent needs a checkpoint: az:PATH (a .zip, or a run folder)")
@@ -158,9 +180,12 @@ class AlphaZeroAgent(Agent):
         if self.sims == 0 and not self.time:
             return self._policy_action(state, mask)
         budget = MAX_SEARCH_SIMULATIONS if self.time else self.sims
-        result = self.search.run(position_array([state]), budget, seconds=self.time)
+        gumbel = None
+        if self.root == "gumbel":
+            gumbel = GumbelRoot(self.k, self.rng if self.temperature else None, scale=self.temperature or 1.0)
+        result = self.search.run(position_array([state]), budget, seconds=self.time, gumbel=gumbel)
         self.last_result = result
-        if self.temperature:
+        if self.temperature and gumbel is None:
             weights = result.visits[0].astype(np.float64) ** (1 / self.temperature)
             return int(self.rng.choice(NUM_ACTIONS, p=weights / weights.sum()))
         return int(result.best()[0])

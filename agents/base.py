@@ -255,6 +255,13 @@ def _device(text: str) -> str:
     return text
 
 
+def _search_root(text: str) -> str:
+    """``puct`` or ``gumbel``: the ``az`` search's root (:data:`agents.alphazero.ROOTS`)."""
+    if text not in ("puct", "gumbel"):
+        raise ValueError(f"root must be puct or gumbel, got {text!r}")
+    return text
+
+
 DEVICE = Option(_device, "cpu", "where the network runs: auto (cuda if torch sees a GPU, else cpu), cpu or cuda")
 """The ``device`` option of every kind that runs a network."""
 
@@ -278,7 +285,8 @@ register(
         "az",
         "agents.alphazero:AlphaZeroAgent",
         "a network trained by quarto train with algorithm alphazero, playing with its search (az:PATH, a .zip or "
-        "a run folder for its final.zip, else latest.zip; az:PATH,sims=0 plays the network's policy alone)",
+        "a run folder for its final.zip, else latest.zip; az:PATH,sims=0 plays the network's policy alone; "
+        "az:PATH,root=gumbel,k=16 searches with the Gumbel root)",
         {
             "path": Option(str, "", "checkpoint .zip or run folder"),
             "sims": Option(
@@ -290,10 +298,22 @@ register(
             "temperature": Option(
                 number_parser("temperature", minimum=0, maximum=100),
                 0.0,
-                "0: the most visited action; above 0: sample visits ** (1 / temperature)",
+                "0: the most visited action; above 0: sample visits ** (1 / temperature); root=gumbel: 0 plays "
+                "its choice without noise, above 0 scales its Gumbel noise",
             ),
             "c": Option(number_parser("c", above=0, maximum=100), 1.5, "PUCT exploration constant"),
             "device": DEVICE,
+            "root": Option(
+                _search_root,
+                "puct",
+                "puct: PUCT at the root, play the most visited action; gumbel: sequential halving over the k best "
+                "candidates by Gumbel noise plus logits, play its choice (needs sims, not time)",
+            ),
+            "k": Option(
+                number_parser("k", minimum=1, maximum=16, integer=True),
+                16,
+                "the most candidates the Gumbel root considers (root=gumbel)",
+            ),
         },
         main_option="path",
     )

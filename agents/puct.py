@@ -23,6 +23,23 @@ The search uses the exact one-ply rules shortcuts that the minimax uses, and not
 So the network is only ever asked about positions with a real choice, which are also the only positions it is
 trained on (:mod:`experiments.training.alphazero`).
 
+Two roots
+---------
+The PUCT root (the default) chooses the first action of each simulation by the score above, like every other
+node, and the move played is the most visited action. The Gumbel root (:class:`GumbelRoot`; Danihelka et al.
+2022, "Policy improvement by planning with Gumbel") forces the first action of each simulation instead, by
+*sequential halving*: it draws Gumbel noise ``g(a)`` (``g = 0`` for deterministic play), keeps the top ``k``
+candidates by ``g + log P``, and spends the budget in ``ceil(log2 k)`` phases; in each phase every surviving
+action gets ``floor(sims / (phases * survivors))`` more visits (at least 1), then the better half survives by
+``g + log P + sigma(Q)``, with ``sigma(Q) = (c_visit + max_b N(b)) * c_scale * (Q + 1) / 2`` (phases go on
+with the last two while budget is left: :func:`halving_phases`). The move played is the survivor with the best
+score among the most visited (:attr:`SearchResult.chosen`). Below the root, both roots search by PUCT.
+
+Either way a root's *completed Q* (:meth:`SearchResult.completed_q`) is the mean backed-up value of each
+visited candidate and the root value for the others, and the *completed-Q policy target*
+(:meth:`SearchResult.improved_policy`) is ``softmax(log P + beta * completed Q)`` over the candidates: unlike
+the visit distribution, it moves away from the prior even when the simulations are few.
+
 Batching
 --------
 :class:`BatchedSearch` searches many games side by side. Each *round* selects one leaf per game with a compiled
@@ -37,6 +54,8 @@ evaluation (:mod:`experiments.training.alphazero`) search many games at once.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import time as clock
 from collections.abc import Callable
@@ -65,6 +84,10 @@ from quarto_env.observation import ObservationKind, encode_observation
 from quarto_env.vector import GameBatch
 
 DEFAULT_C_PUCT = 1.5
+DEFAULT_GUMBEL_ACTIONS = 16
+"""The most actions the Gumbel root considers (mctx's ``max_num_considered_actions``: all 16 of a Quarto turn)."""
+DEFAULT_C_VISIT = 50.0
+DEFAULT_C_SCALE = 0.1
 MAX_DEPTH = 40
 """Longest path from a root: a game has at most 32 actions."""
 NO_NODE = -1
@@ -112,8 +135,139 @@ def forced_action(
     return -1, mask
 
 
+@dataclasses.dataclass(frozen=True)
+class GumbelRoot:
+    """The Gumbel root's settings (see the module docstring): :meth:`BatchedSearch.run` with ``gumbel=`` one of
+    these forces each simulation's first action by sequential halving."""
+
+    actions: int = DEFAULT_GUMBEL_ACTIONS
+    """The most candidates considered, ``k`` (fewer when the root has fewer)."""
+    rng: np.random.Generator | None = None
+    """Where the Gumbel noise comes from; ``None``: no noise (``g = 0``), a deterministic search."""
+    scale: float = 1.0
+    """The noise's scale (``g ~ scale * Gumbel(0, 1)``): the top-``k`` draw samples ``softmax(log P / scale)``."""
+    c_visit: float = DEFAULT_C_VISIT
+    c_scale: float = DEFAULT_C_SCALE
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.actions <= NUM_ACTIONS:
+            raise ValueError(f"the Gumbel root considers 1 to {NUM_ACTIONS} actions, got {self.actions}")
+        for name in ("scale", "c_visit", "c_scale"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"the Gumbel root's {name} must be at least 0, got {getattr(self, name)}")
+
+
+def halving_phases(considered: int, sims: int) -> list[tuple[int, int]]:
+    """The visit plan of sequential halving over ``considered`` actions for ``sims`` simulations: one
+    ``(survivors, visits each)`` per phase. A phase gives each survivor ``max(1, sims // (ceil(log2 considered) *
+    survivors))`` visits, and ``max(2, survivors // 2)`` survive it (all, when one or two are left), until the
+    phases hold ``sims`` visits or more: the last one is cut short where the budget ends."""
+    phases = max(1, math.ceil(math.log2(considered)))
+    plan = []
+    survivors, planned = considered, 0
+    while planned < sims:
+        each = max(1, sims // (phases * survivors))
+        plan.append((survivors, each))
+        planned += survivors * each
+        survivors = max(min(survivors, 2), survivors // 2)
+    return plan
+
+
+@functools.cache
+def _halving_rounds(considered: int, sims: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sequential halving round by round: for each of the ``sims`` simulations, the rank among the survivors of
+    the action it visits (each phase visits its survivors in turn, best first), and how many survive after it
+    (0 where no phase ends)."""
+    slots, survive = [], []
+    for survivors, each in halving_phases(considered, sims):
+        slots += list(range(survivors)) * each
+        survive += [0] * (survivors * each - 1) + [max(min(survivors, 2), survivors // 2)]
+    return np.array(slots[:sims], dtype=np.int64), np.array(survive[:sims], dtype=np.int64)
+
+
+def completed_q(visits: np.ndarray, value_sum: np.ndarray, root_value: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """``(n, 16)`` each candidate's (``prior > 0``) completed Q: ``value_sum / visits`` where visited, else the
+    root's ``root_value`` (``(n,)``); 0 outside the candidates. float32."""
+    q = np.where(visits > 0, value_sum / np.maximum(visits, 1), root_value[:, None])
+    return np.where(prior > 0, q, 0.0).astype(np.float32)
+
+
+def root_values(visits: np.ndarray, value_sum: np.ndarray, network_value: np.ndarray) -> np.ndarray:
+    """``(n,)`` float32: the mean value backed up through each root (``visits``, ``value_sum``: ``(n, 16)``), or
+    its ``network_value`` where no simulation ran."""
+    totals = visits.sum(1)
+    return np.where(totals > 0, value_sum.sum(1) / np.maximum(totals, 1), network_value).astype(np.float32)
+
+
+class _SequentialHalving:
+    """The Gumbel root of ``n`` games during one search: which root action each round forces, and the survivors.
+
+    :param prior: ``(n, 16)`` the roots' priors (positive exactly on the candidates).
+    :param gumbel: the settings.
+    :param sims: the budget the phases are planned for.
+    """
+
+    def __init__(self, prior: np.ndarray, gumbel: GumbelRoot, sims: int) -> None:
+        n = len(prior)
+        self.gumbel = gumbel
+        self.prior = prior
+        noise = np.zeros(prior.shape) if gumbel.rng is None else gumbel.scale * gumbel.rng.gumbel(size=prior.shape)
+        with np.errstate(divide="ignore"):
+            self.base = np.where(prior > 0, noise + np.log(prior), -np.inf)
+        """``g + log P`` of each action, ``-inf`` outside the candidates."""
+        self.survivors = np.argsort(-self.base, axis=1, kind="stable")
+        """Each game's actions, best first: its first ``count`` are the survivors."""
+        self.count = np.minimum(gumbel.actions, (prior > 0).sum(1))
+        self.slot = np.zeros((n, sims), dtype=np.int64)
+        self.survive = np.zeros((n, sims), dtype=np.int64)
+        for considered in np.unique(self.count):
+            games = self.count == considered
+            self.slot[games], self.survive[games] = _halving_rounds(int(considered), sims)
+        self.games = np.arange(n)
+
+    def forced(self, done: int) -> np.ndarray:
+        """The root action of each game's simulation number ``done`` (int32)."""
+        return self.survivors[self.games, self.slot[:, done]].astype(np.int32)
+
+    def after(self, done: int, visits: np.ndarray, value_sum: np.ndarray, network_value: np.ndarray) -> None:
+        """End the phases that simulation ``done`` ends: their better survivors stay (the roots' ``visits`` and
+        ``value_sum`` are ``(n, 16)``)."""
+        ending = np.flatnonzero(self.survive[:, done])
+        if len(ending):
+            self._rank(ending, visits, value_sum, network_value)
+            self.count[ending] = self.survive[ending, done]
+
+    def chosen(self, visits: np.ndarray, value_sum: np.ndarray, network_value: np.ndarray) -> np.ndarray:
+        """``(n,)`` each game's survivor of the highest ``g + log P + sigma(completed Q)`` among the most visited
+        (all survivors, unless the budget ended inside a phase: then those the phase reached)."""
+        self._rank(self.games, visits, value_sum, network_value, most_visited_only=True)
+        return self.survivors[:, 0].copy()
+
+    def _rank(
+        self,
+        games: np.ndarray,
+        visits: np.ndarray,
+        value_sum: np.ndarray,
+        network_value: np.ndarray,
+        most_visited_only: bool = False,
+    ) -> None:
+        """Sort the survivors of ``games`` by ``g + log P + sigma(completed Q)``, best first (ties keep their order;
+        ``most_visited_only``: the less visited after all of them)."""
+        visits, value_sum = visits[games], value_sum[games]
+        q = completed_q(visits, value_sum, root_values(visits, value_sum, network_value[games]), self.prior[games])
+        most = visits.max(1, keepdims=True)
+        score = self.base[games] + (self.gumbel.c_visit + most) * self.gumbel.c_scale * (q + 1) / 2
+        if most_visited_only:
+            score[visits < most] = -np.inf
+        survivors = self.survivors[games]
+        score = np.take_along_axis(score, survivors, 1)
+        score[np.arange(NUM_ACTIONS) >= self.count[games, None]] = -np.inf
+        self.survivors[games] = np.take_along_axis(survivors, np.argsort(-score, axis=1, kind="stable"), 1)
+
+
 class BatchedSearch:
-    """PUCT search over up to ``max_games`` positions at once, guided by ``evaluator``.
+    """PUCT search over up to ``max_games`` positions at once, guided by ``evaluator``, with a PUCT or a Gumbel
+    root (:meth:`run`).
 
     :param variant: the rules.
     :param kind: the observation kind the evaluator reads (:func:`quarto_env.observation.observation_kind`).
@@ -167,6 +321,8 @@ class BatchedSearch:
         self.path = np.zeros((max_games, MAX_DEPTH, 2), dtype=np.int32)
         self.leaf = np.zeros(max_games, dtype=np.int32)
         self.leaf_games = np.zeros(max_games, dtype=np.int64)
+        self.no_forced_root = np.full(max_games, -1, dtype=np.int32)
+        """The PUCT root's forced root actions: none (-1)."""
         self.planes = np.zeros((max_games, *kind.shape), dtype=np.int8)
         self.tree_seconds = 0.0
         """Time in the tree kernels (selection with the observation planes, expansion, backup), cumulated."""
@@ -183,41 +339,51 @@ class BatchedSearch:
         sims: int,
         noise: tuple[float, float, np.random.Generator] | None = None,
         seconds: float = 0.0,
+        gumbel: GumbelRoot | None = None,
     ) -> SearchResult:
         """Search the positions ``roots`` (``(n, NUM_FIELDS)``, as :func:`quarto_env.core.position_array` or
         :attr:`GameBatch.positions` give them; each with a real choice, see :func:`forced_action`) for ``sims``
         simulations each (at most ``max_sims``), stopping early when ``seconds`` is above 0 and that time has
         passed (after at least one simulation).
 
-        ``noise = (alpha, fraction, rng)`` mixes Dirichlet(alpha) noise into the root priors (self-play)."""
+        ``noise = (alpha, fraction, rng)`` mixes Dirichlet(alpha) noise into the root priors (self-play, PUCT root).
+        ``gumbel`` searches with the Gumbel root instead (its phases planned for ``sims``), whose choice is
+        :attr:`SearchResult.chosen`."""
         n = len(roots)
         if not 1 <= n <= self.max_games:
             raise ValueError(f"searches 1 to {self.max_games} positions at once, got {n}")
+        if gumbel is not None and noise is not None:
+            raise ValueError("the Gumbel root draws its own noise: give noise=None with gumbel, or no gumbel")
         sims = min(sims, self.max_sims)
         start = clock.perf_counter()
         _reset_roots(roots, self.tree, self.variant.group_array, self.variant.counted)
-        self._round(n)  # the roots' priors and values
+        self._round(n, self.no_forced_root)  # the roots' priors and values
         prior = self.prior[:n, 0].copy()
         if noise is not None:
             self._add_noise(n, *noise)
+        visits, value_sum, network_value = self.visits[:n, 0], self.value_sum[:n, 0], self.value[:n, 0]
+        halving = None if gumbel is None else _SequentialHalving(prior, gumbel, sims)
         done = 0
         while done < sims and not (seconds and done and clock.perf_counter() - start >= seconds):
-            self._round(n)
+            if halving is None:
+                self._round(n, self.no_forced_root)
+            else:
+                self._round(n, halving.forced(done))
+                halving.after(done, visits, value_sum, network_value)
             done += 1
-        visits = self.visits[:n, 0].copy()
-        value_sum = self.value_sum[:n, 0].copy()
-        root_value = np.where(visits.sum(1) > 0, value_sum.sum(1) / np.maximum(visits.sum(1), 1), self.value[:n, 0])
         return SearchResult(
-            visits=visits,
-            root_value=root_value.astype(np.float32),
+            visits=visits.copy(),
+            root_value=root_values(visits, value_sum, network_value),
             prior=prior,
-            network_value=self.value[:n, 0].copy(),
+            network_value=network_value.copy(),
             sims=done,
-            value_sum=value_sum,
+            value_sum=value_sum.copy(),
+            chosen=None if halving is None else halving.chosen(visits, value_sum, network_value),
         )
 
-    def _round(self, n: int) -> None:
-        """One simulation in every game: select leaves, evaluate them in one pass, expand and back up."""
+    def _round(self, n: int, forced_root: np.ndarray) -> None:
+        """One simulation in every game, whose root action is ``forced_root`` (-1: PUCT's): select leaves, evaluate
+        them in one pass, expand and back up."""
         tick = clock.perf_counter()
         self.simulations += n
         leaves = _select(
@@ -229,6 +395,7 @@ class BatchedSearch:
             self.planes,
             self.kind.level,
             self.c_puct,
+            forced_root,
             self.variant.group_array,
             self.variant.counted,
         )
@@ -268,6 +435,7 @@ class SearchResult:
         network_value: np.ndarray,
         sims: int,
         value_sum: np.ndarray | None = None,
+        chosen: np.ndarray | None = None,
     ) -> None:
         self.visits = visits
         """``(n, 16)`` visits of each root action."""
@@ -280,14 +448,14 @@ class SearchResult:
         self.sims = sims
         self.value_sum = np.zeros_like(visits, dtype=np.float32) if value_sum is None else value_sum
         """``(n, 16)`` the sum of the values backed up through each root action, for the root's player."""
+        self.chosen = chosen
+        """``(n,)`` the Gumbel root's choice (the survivor of the best score), or ``None`` under the PUCT root."""
 
     def completed_q(self) -> np.ndarray:
         """``(n, 16)`` the value of each candidate action for the root's player: the mean backed-up value of a
         visited action, the root value for an unvisited one (Gumbel MuZero's completed Q); 0 outside the
         candidates."""
-        visited = self.visits > 0
-        q = np.where(visited, self.value_sum / np.maximum(self.visits, 1), self.root_value[:, None])
-        return np.where(self.prior > 0, q, 0.0).astype(np.float32)
+        return completed_q(self.visits, self.value_sum, self.root_value, self.prior)
 
     def improved_policy(self, beta: float) -> np.ndarray:
         """``(n, 16)`` the completed-Q policy target, ``softmax(log prior + beta * completed Q)`` over the
@@ -301,11 +469,14 @@ class SearchResult:
         return (weights / weights.sum(1, keepdims=True)).astype(np.float32)
 
     def policy(self) -> np.ndarray:
-        """The visit distribution: the policy target of training."""
+        """The visit distribution (the ``visits`` policy target of training)."""
         return self.visits / np.maximum(self.visits.sum(1, keepdims=True), 1)
 
     def best(self) -> np.ndarray:
-        """The most visited action of each root (ties: the higher prior)."""
+        """The action to play at each root: the Gumbel root's :attr:`chosen`, else the most visited action (ties: the
+        higher prior)."""
+        if self.chosen is not None:
+            return self.chosen
         return np.argmax(self.visits + self.prior * 0.5, axis=1)
 
 
@@ -348,9 +519,11 @@ def _new_node(g, node, fields, tree, groups, counted):  # type: ignore[no-untype
 
 
 @numba.njit(cache=True)
-def _select(n, tree, path, leaf, leaf_games, planes, level, c_puct, groups, counted):  # type: ignore[no-untyped-def]
+def _select(  # type: ignore[no-untyped-def]
+    n, tree, path, leaf, leaf_games, planes, level, c_puct, forced_root, groups, counted
+):
     """Walk down every game's tree to a node to evaluate (written to ``planes``; returns how many) or to a
-    terminal node (backed up at once)."""
+    terminal node (backed up at once); the first action of game ``g`` is ``forced_root[g]`` unless it is -1."""
     positions, _, terminal, expanded, value, child, _, _, _, num_nodes = tree
     leaves = 0
     for g in range(n):
@@ -368,7 +541,7 @@ def _select(n, tree, path, leaf, leaf_games, planes, level, c_puct, groups, coun
                 encode_observation(planes[leaves], level, *position_fields(positions[g, node]), groups, counted)
                 leaves += 1
                 break
-            action = _puct_choice(g, node, tree, c_puct)
+            action = forced_root[g] if depth == 0 and forced_root[g] >= 0 else _puct_choice(g, node, tree, c_puct)
             path[g, depth, 0] = node
             path[g, depth, 1] = action
             depth += 1
