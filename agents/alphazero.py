@@ -26,6 +26,7 @@ from agents.networks import DEFAULT_DESIGN, DEFAULT_DEVICE, PolicyValueNetwork, 
 from agents.puct import (
     DEFAULT_C_PUCT,
     DEFAULT_GUMBEL_ACTIONS,
+    ROOTS,
     BatchedSearch,
     GumbelRoot,
     SearchResult,
@@ -45,8 +46,6 @@ from quarto_env.observation import encode_observation, observation_kind
 ALGORITHM = "alphazero"
 """The ``algorithm`` a checkpoint of this module records in its ``quarto.json``."""
 NETWORK_ENTRY = "network.pth"
-ROOTS = ("puct", "gumbel")
-"""The search's roots (``az:PATH,root=...``): PUCT, or the Gumbel root's sequential halving."""
 OPTIMIZER_ENTRY = "optimizer.pth"
 
 

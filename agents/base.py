@@ -256,7 +256,7 @@ def _device(text: str) -> str:
 
 
 def _search_root(text: str) -> str:
-    """``puct`` or ``gumbel``: the ``az`` search's root (:data:`agents.alphazero.ROOTS`)."""
+    """``puct`` or ``gumbel``: the ``az`` search's root (:data:`agents.puct.ROOTS`)."""
     if text not in ("puct", "gumbel"):
         raise ValueError(f"root must be puct or gumbel, got {text!r}")
     return text

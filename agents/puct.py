@@ -84,6 +84,9 @@ from quarto_env.observation import ObservationKind, encode_observation
 from quarto_env.vector import GameBatch
 
 DEFAULT_C_PUCT = 1.5
+ROOTS = ("puct", "gumbel")
+"""The search's roots: PUCT (:meth:`BatchedSearch.run` without ``gumbel``), or the Gumbel root's sequential
+halving (with a :class:`GumbelRoot`)."""
 DEFAULT_GUMBEL_ACTIONS = 16
 """The most actions the Gumbel root considers (mctx's ``max_num_considered_actions``: all 16 of a Quarto turn)."""
 DEFAULT_C_VISIT = 50.0

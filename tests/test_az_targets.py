@@ -193,3 +193,48 @@ def test_self_play_stores_the_completed_q_target_when_asked() -> None:
     searches, (_, targets, _, _) = searched_and_stored(selfplay, search, 30)
     expected = {row.tobytes() for _, result in searches for row in result.improved_policy(20.0)}
     assert len(targets) > 0 and all(row.tobytes() in expected for row in targets)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Self-play with the Gumbel root
+# ---------------------------------------------------------------------------------------------------------
+def test_gumbel_self_play_plays_the_roots_choice_at_every_action_and_draws_no_dirichlet_noise() -> None:
+    """Every round's searched move is the Gumbel root's choice (even inside ``temperature_plies``, where PUCT
+    samples the visits); the root's noise comes from self-play's generator, the Dirichlet noise is off."""
+    selfplay, search = small_selfplay(3, gumbel_actions=4, policy_target="completed_q", temperature_plies=33)
+    events: list[tuple[str, object, object]] = []
+    run, step = search.run, selfplay._step
+
+    def recording_run(roots: np.ndarray, sims: int, **options: object) -> SearchResult:
+        result = run(roots, sims, **options)  # type: ignore[arg-type]
+        events.append(("search", result, options))
+        return result
+
+    def recording_step(games: np.ndarray, actions: np.ndarray) -> None:
+        events.append(("step", games.copy(), actions.copy()))
+        step(games, actions)
+
+    search.run = recording_run  # type: ignore[method-assign]
+    selfplay._step = recording_step  # type: ignore[method-assign]
+    rng = np.random.default_rng(4)
+    for _ in range(12):
+        selfplay.play_move(rng)
+    searches = [i for i, event in enumerate(events) if event[0] == "search"]
+    assert len(searches) == 12
+    for i in searches:
+        _, result, options = events[i]
+        kind, games, actions = events[i + 1]  # the move that follows the search
+        assert kind == "step" and np.array_equal(games, np.arange(3))
+        assert result.chosen is not None and np.array_equal(actions, result.best())  # type: ignore[union-attr]
+        assert options["noise"] is None and options["gumbel"].actions == 4  # type: ignore[index]
+        assert options["gumbel"].rng is rng  # type: ignore[index]
+
+
+def test_the_root_fields_are_validated_with_their_allowed_values() -> None:
+    config = load_config(None, ["algorithm=alphazero", "policy=slots", "root=gumbel", "gumbel_actions=8"])
+    assert SelfPlaySettings.of(config).gumbel_actions == 8
+    assert SelfPlaySettings.of(load_config(None, ["gumbel_actions=8"])).gumbel_actions is None  # root puct
+    with pytest.raises(ConfigError, match=r"root must be one of \('puct', 'gumbel'\)"):
+        load_config(None, ["root=sequential"])
+    with pytest.raises(ConfigError, match="gumbel_actions"):
+        load_config(None, ["gumbel_actions=17"])

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch as th
 
-from agents.alphazero import ROOTS, AlphaZeroAgent
+from agents.alphazero import AlphaZeroAgent
 from agents.base import AGENT_KINDS, SpecError, parse_spec
 from agents.networks import PolicyValueNetwork
-from agents.puct import BatchedSearch, GumbelRoot, SearchResult, halving_phases
+from agents.puct import ROOTS, BatchedSearch, GumbelRoot, SearchResult, halving_phases
 from quarto_env.core import (
     NO_PIECE,
     NUM_ACTIONS,

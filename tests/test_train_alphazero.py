@@ -211,6 +211,16 @@ def test_a_variant_trains(tmp_path: Path) -> None:
     )
 
 
+def test_a_gumbel_run_trains_and_evaluates_with_its_root(tmp_path: Path) -> None:
+    overrides = ["root=gumbel", "gumbel_actions=4", "policy_target=completed_q", "total_steps=128", "eval_every=100000"]
+    status, _ = train([*TINY_ALPHAZERO, *overrides, "--run-dir", str(tmp_path / "run")])
+    assert status == 0
+    final = json.loads((tmp_path / "run" / "final_eval.json").read_text())
+    assert final["grades"] and final["results"][0]["games"] == 4
+    config = load_config(tmp_path / "run" / "config.yaml")
+    assert (config.root, config.gumbel_actions) == ("gumbel", 4)
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [

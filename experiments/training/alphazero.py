@@ -271,9 +271,10 @@ class _Stats:
 
 
 def _search_player(network: PolicyValueNetwork, variant: Variant, config: TrainConfig, games: int) -> SearchOpponent:
-    """The network with its search (``eval_sims`` simulations, the most visited action), in ``games`` games at once:
-    the learner of the evaluations."""
-    return SearchOpponent(network, variant, games, config.eval_sims, config.c_puct)
+    """The network with its search (``eval_sims`` simulations, the config's ``root`` without noise), in ``games``
+    games at once: the learner of the evaluations."""
+    gumbel_actions = config.gumbel_actions if config.root == "gumbel" else None
+    return SearchOpponent(network, variant, games, config.eval_sims, config.c_puct, gumbel_actions)
 
 
 def _graded(trainer: Trainer, network: PolicyValueNetwork | None = None) -> dict[str, Agent]:
@@ -302,7 +303,16 @@ def _untrained_reference(trainer: Trainer) -> dict[str, Agent]:
 
 def _search_agent(trainer: Trainer, network: PolicyValueNetwork, sims: int) -> AlphaZeroAgent:
     """``network`` with ``sims`` simulations of search (0: its policy alone) as an agent, to grade."""
-    agent = AlphaZeroAgent(trainer.variant, trainer.config.seed, network=network, sims=sims, c=trainer.config.c_puct)
+    config = trainer.config
+    agent = AlphaZeroAgent(
+        trainer.variant,
+        config.seed,
+        network=network,
+        sims=sims,
+        c=config.c_puct,
+        root=config.root,
+        k=config.gumbel_actions,
+    )
     agent.spec = "learner"
     return agent
 

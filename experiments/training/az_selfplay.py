@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from agents.networks import PolicyValueNetwork
-from agents.puct import BatchedSearch, SearchResult, forced_actions
+from agents.puct import BatchedSearch, GumbelRoot, SearchResult, forced_actions
 from experiments.training.config import TrainConfig
 from experiments.training.selfplay import Opponent
 from quarto_env.core import FIELD_TO_MOVE, FIELD_WINNER, NO_WINNER, NUM_ACTIONS, NUM_FIELDS, Variant
@@ -82,13 +82,23 @@ class ReplayBuffer:
 
 
 class SearchOpponent(Opponent):
-    """The network with the search (most visited action), moving in many games with one search."""
+    """The network with the search, moving in many games with one search: the most visited action, or with
+    ``gumbel_actions`` the choice of a Gumbel root (without noise) that considers that many candidates."""
 
     deterministic = True
 
-    def __init__(self, network: PolicyValueNetwork, variant: Variant, max_games: int, sims: int, c: float) -> None:
+    def __init__(
+        self,
+        network: PolicyValueNetwork,
+        variant: Variant,
+        max_games: int,
+        sims: int,
+        c: float,
+        gumbel_actions: int | None = None,
+    ) -> None:
         self.name = "learner"
         self.sims = sims
+        self.gumbel = None if gumbel_actions is None else GumbelRoot(gumbel_actions)
         self.search = BatchedSearch(variant, network.kind, network.evaluate, max_games, max(sims, 1), c)
 
     @property
@@ -99,7 +109,7 @@ class SearchOpponent(Opponent):
         actions = forced_actions(batch, games)
         open_games = np.flatnonzero(actions < 0)
         if len(open_games):
-            result = self.search.run(batch.positions[games[open_games]], self.sims)
+            result = self.search.run(batch.positions[games[open_games]], self.sims, gumbel=self.gumbel)
             actions[open_games] = result.best()
         return actions
 
@@ -121,6 +131,10 @@ class SelfPlaySettings:
     """The chance that a round of moves is searched fully and stored (playout-cap randomisation)."""
     cheap_sims: int = TrainConfig.cheap_sims
     """Simulations of the other rounds' searches, without noise; their positions are not stored."""
+    gumbel_actions: int | None = None
+    """``None``: PUCT roots. Else every search has a Gumbel root that considers this many candidates, draws its
+    noise (cheap searches too: it samples the move) and plays its choice at every action; ``noise`` and
+    ``temperature_plies`` do not apply."""
 
     @classmethod
     def of(cls, config: TrainConfig) -> SelfPlaySettings:
@@ -133,6 +147,7 @@ class SelfPlaySettings:
             config.completed_q_beta,
             config.full_search_share,
             config.cheap_sims,
+            config.gumbel_actions if config.root == "gumbel" else None,
         )
 
 
@@ -179,9 +194,10 @@ class SelfPlay:
         roots = games.positions.copy()  # every game: the positions as the search starts from them
         # One draw per round, and none when every round is full: the default run draws what it always drew.
         full = settings.full_search_share >= 1 or rng.random() < settings.full_search_share
-        noise = None if settings.noise is None or not full else (*settings.noise, rng)
+        gumbel = None if settings.gumbel_actions is None else GumbelRoot(settings.gumbel_actions, rng)
+        noise = None if settings.noise is None or not full or gumbel else (*settings.noise, rng)
         tick = time.perf_counter()
-        result = self.search.run(roots, settings.sims if full else settings.cheap_sims, noise=noise)
+        result = self.search.run(roots, settings.sims if full else settings.cheap_sims, noise=noise, gumbel=gumbel)
         self.search_seconds += time.perf_counter() - tick
         if full:
             self.stored_rounds += 1
@@ -190,8 +206,11 @@ class SelfPlay:
                 self.pending[g].append((roots[g], target[g], float(result.root_value[g])))
         else:
             self.cheap_rounds += 1
-        sampling = self.plies < settings.temperature_plies
-        self._step(everyone, np.where(sampling, _sampled(result.policy(), rng), result.best()))
+        if gumbel is not None:
+            self._step(everyone, result.best())  # the Gumbel root's choice: a sample of its improved policy
+        else:
+            sampling = self.plies < settings.temperature_plies
+            self._step(everyone, np.where(sampling, _sampled(result.policy(), rng), result.best()))
         return result
 
     def pop_positions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -43,10 +43,11 @@ import yaml
 from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, closest_name, did_you_mean, make_agent, parse_spec
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.networks import DEFAULT_DEVICE, POLICY_KINDS, check_network, resolve_device
+from agents.puct import DEFAULT_GUMBEL_ACTIONS, ROOTS
 from experiments.options import markdown_table
 from experiments.training.selfplay import SNAPSHOTS
 from quarto_env.checks import checked_number, one_line
-from quarto_env.core import RulesError, Variant
+from quarto_env.core import NUM_ACTIONS, RulesError, Variant
 from quarto_env.observation import OBSERVATION_KINDS, ObservationKind, observation_kind
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
@@ -106,6 +107,7 @@ RANGES: dict[str, dict[str, float]] = {
     "buffer_size": {"minimum": 2, "maximum": 50_000_000},
     "sample_reuse": {"above": 0, "maximum": 1000},
     "weight_decay": {"minimum": 0, "maximum": 1},
+    "gumbel_actions": {"minimum": 1, "maximum": NUM_ACTIONS},
     "completed_q_beta": {"above": 0, "maximum": 1000},
     "value_mix": {"minimum": 0, "maximum": 1},
     "full_search_share": {"above": 0, "maximum": 1},
@@ -254,6 +256,15 @@ class TrainConfig:
     distribution, or ``completed_q``, ``softmax(log prior + completed_q_beta * Q)`` over the candidates, with Q the
     mean backed-up value of a visited action and the root value for an unvisited one (Gumbel MuZero's improved
     policy: with few simulations the visits barely leave the prior, while Q already ranks the actions)."""
+    root: str = "puct"
+    """(alphazero) The root of the searches of self-play and of the evaluations (:data:`agents.puct.ROOTS`):
+    ``puct``, with Dirichlet noise in self-play's full searches and the first ``temperature_plies`` actions
+    sampled from the visits; or ``gumbel``, Gumbel top-k with sequential halving (Gumbel AlphaZero): self-play
+    draws the Gumbel noise in every search and plays the root's choice at every action (the noise samples the
+    moves, so ``dirichlet_*`` and ``temperature_plies`` do not apply), the evaluations search without noise. Its
+    natural policy target is ``completed_q``: the halving's visits are a plan, not a preference."""
+    gumbel_actions: int = DEFAULT_GUMBEL_ACTIONS
+    """(alphazero) The most candidates the Gumbel root considers, ``k`` (1 to 16; ``root: gumbel``)."""
     completed_q_beta: float = 20.0
     """(alphazero) The inverse temperature of the ``completed_q`` target (0 < beta <= 1000; a larger beta puts
     more of the mass on the actions of the highest Q)."""
@@ -565,6 +576,7 @@ def _check_values(c: TrainConfig) -> None:
     except ValueError as exc:
         raise ConfigError(f"config field {exc}") from None
     _require(c.lr_schedule in LR_SCHEDULES, "lr_schedule", f"must be one of {LR_SCHEDULES}", c.lr_schedule)
+    _require(c.root in ROOTS, "root", f"must be one of {ROOTS}", c.root)
     _require(c.policy_target in POLICY_TARGETS, "policy_target", f"must be one of {POLICY_TARGETS}", c.policy_target)
     _require(
         all(step >= 0 for step in c.early_evals) and c.early_evals == sorted(set(c.early_evals)),
