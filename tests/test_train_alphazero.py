@@ -221,6 +221,16 @@ def test_a_gumbel_run_trains_and_evaluates_with_its_root(tmp_path: Path) -> None
     assert (config.root, config.gumbel_actions) == ("gumbel", 4)
 
 
+def test_a_hand_network_run_checkpoints_its_design(tmp_path: Path) -> None:
+    overrides = ["network_design=hand", "total_steps=128", "eval_every=100000"]
+    status, _ = train([*TINY_ALPHAZERO, *overrides, "--run-dir", str(tmp_path / "run")])
+    assert status == 0
+    network, _ = load_network(tmp_path / "run")
+    assert network.design == "hand"
+    agent = make_agent(f"az:{tmp_path / 'run'},sims=4", STANDARD, seed=0)
+    assert agent.act(INITIAL_STATE) in range(16)
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
@@ -230,6 +240,8 @@ def test_a_gumbel_run_trains_and_evaluates_with_its_root(tmp_path: Path) -> None
         ("dirichlet_fraction=1.5", "dirichlet_fraction"),
         ("batch_size=300000", "batch_size must be <= buffer_size"),
         ("eval_opening_plies=8", "eval_opening_plies"),
+        ("network_design=wide", r"network_design must be one of \('slots', 'hand'\)"),
+        ("root=halving", r"root must be one of \('puct', 'gumbel'\)"),
     ],
 )
 def test_bad_alphazero_fields_are_refused(override: str, message: str) -> None:

@@ -99,7 +99,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Trainer:
     th.set_num_threads(config.torch_threads)
     th.manual_seed(config.seed)  # the network's initial weights
     variant = config.resolved_variant()
-    network = PolicyValueNetwork(config.observation_kind, list(variant.groups), config.net_arch[0])
+    network = _new_network(config, variant)
     network.to(resolve_device(config.device))  # before the optimizer: it keeps its state beside the weights
     optimizer = th.optim.AdamW(network.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     trainer = Trainer(config, variant, network, optimizer, ReplayBuffer(config.buffer_size))
@@ -291,13 +291,18 @@ def _graded(trainer: Trainer, network: PolicyValueNetwork | None = None) -> dict
     return graded
 
 
+def _new_network(config: TrainConfig, variant: Variant) -> PolicyValueNetwork:
+    """A freshly initialised network of the config's observation, width and design, drawn from torch's generator."""
+    return PolicyValueNetwork(config.observation_kind, list(variant.groups), config.net_arch[0], config.network_design)
+
+
 def _untrained_reference(trainer: Trainer) -> dict[str, Agent]:
     """The same search (``eval_sims``) with an untrained network of the same shape, graded once per run
     (``eval/grade/untrained/``): the grade the search reaches without learning. The network is drawn from the run's
     seed with torch's generator forked, so training draws what it would have drawn without it."""
     config = trainer.config
     with seeded_torch(config.seed + UNTRAINED_SEED_OFFSET):
-        untrained = PolicyValueNetwork(config.observation_kind, list(trainer.variant.groups), config.net_arch[0])
+        untrained = _new_network(config, trainer.variant)
     return {"untrained": _search_agent(trainer, untrained.to(device_of(trainer.network)), config.eval_sims)}
 
 

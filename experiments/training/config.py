@@ -42,7 +42,7 @@ import yaml
 
 from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, closest_name, did_you_mean, make_agent, parse_spec
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
-from agents.networks import DEFAULT_DEVICE, POLICY_KINDS, check_network, resolve_device
+from agents.networks import DEFAULT_DESIGN, DEFAULT_DEVICE, NETWORK_DESIGNS, POLICY_KINDS, check_network, resolve_device
 from agents.puct import DEFAULT_GUMBEL_ACTIONS, ROOTS
 from experiments.options import markdown_table
 from experiments.training.selfplay import SNAPSHOTS
@@ -158,6 +158,11 @@ class TrainConfig:
     net_arch: list[int] = dataclasses.field(default_factory=lambda: [32])
     """``mlp``: the hidden layer sizes of the policy and value networks (1 to 8 layers); ``slots``: ``[width]``.
     Sizes 1 to 4096."""
+    network_design: str = DEFAULT_DESIGN
+    """(alphazero) The body of the policy-value network (:data:`agents.networks.NETWORK_DESIGNS`): ``slots``, the
+    slots network (the hand reaches the square slots through the pooled context), or ``hand``, which gives every
+    square slot the piece in hand and the value head the hand and the groups directly (slower; ``quarto bench
+    network`` compares them on exact labels, docs/alphazero.md)."""
     total_steps: int = 1_500_000
     """Learner decisions to train for (each game step of the learner is one; opponents' moves do not count)."""
     num_games: int = 64
@@ -576,6 +581,9 @@ def _check_values(c: TrainConfig) -> None:
     except ValueError as exc:
         raise ConfigError(f"config field {exc}") from None
     _require(c.lr_schedule in LR_SCHEDULES, "lr_schedule", f"must be one of {LR_SCHEDULES}", c.lr_schedule)
+    _require(
+        c.network_design in NETWORK_DESIGNS, "network_design", f"must be one of {NETWORK_DESIGNS}", c.network_design
+    )
     _require(c.root in ROOTS, "root", f"must be one of {ROOTS}", c.root)
     _require(c.policy_target in POLICY_TARGETS, "policy_target", f"must be one of {POLICY_TARGETS}", c.policy_target)
     _require(
