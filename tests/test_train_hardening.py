@@ -449,8 +449,23 @@ def test_a_run_folder_that_cannot_be_written_is_one_line(
         (b"[" * 500 + b"]" * 500, "is nested too deeply"),
         (b"1: 2\nseed: 3\n", "unknown config key(s) 1"),
         (b"opponents: 5\n", "opponents must be dict"),
+        (b"seed: 1\nname: x\nseed: 2\n", "the key 'seed' is given twice"),
+        (b"variant:\n  squares: true\n  squares: false\n", "the key 'squares' is given twice"),
+        (b"? [1, 2]\n: 3\n", "found unhashable key"),
     ],
-    ids=["binary", "not-utf8", "control", "list", "text", "nested", "int-key", "opponents-scalar"],
+    ids=[
+        "binary",
+        "not-utf8",
+        "control",
+        "list",
+        "text",
+        "nested",
+        "int-key",
+        "opponents-scalar",
+        "twice",
+        "twice-nested",
+        "unhashable-key",
+    ],
 )
 def test_a_config_file_that_is_no_mapping_of_fields_is_one_line(
     content: bytes, message: str, tmp_path: Path, capsys: pytest.CaptureFixture
