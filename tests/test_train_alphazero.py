@@ -22,6 +22,7 @@ from agents.alphazero import load_network
 from agents.base import make_agent
 from agents.checkpoints import read_metadata
 from experiments.training import train as train_module
+from experiments.training.alphazero import untrained_network
 from experiments.training.config import ConfigError, load_config
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant
 
@@ -71,7 +72,7 @@ def test_a_run_writes_its_folder_like_ppo(az_run: tuple[Path, str]) -> None:
     for name in ("config.yaml", "command.txt", "final_eval.json"):
         assert (run_dir / name).is_file()
     checkpoints = {p.name for p in (run_dir / "checkpoints").iterdir()}
-    assert {"latest.zip", "final.zip", "best.zip", "step_000000256.zip"} <= checkpoints
+    assert {"latest.zip", "final.zip", "best.zip", "step_000000256.zip", "untrained.zip"} <= checkpoints
     assert "algorithm: alphazero" in (run_dir / "config.yaml").read_text()
     summary = json.loads((run_dir / "final_eval.json").read_text())
     assert summary["num_timesteps"] >= 512 and summary["results"][0]["games"] == 4
@@ -151,6 +152,19 @@ def test_the_run_evaluates_its_untrained_network_first_and_plots_its_search(az_r
     (shown,) = plot.panels({"az": plot.score_curves(run_dir)}, argmax=False)
     # No sampled policy in its evaluations: the panel draws its search's curve, and says so.
     assert shown[0].title == "vs random (sampled policy)" and shown[0].lines[0][0] == "az (no sampled curve: eval/)"
+
+
+def test_the_untrained_reference_is_a_checkpoint_of_step_0(az_run: tuple[Path, str]) -> None:
+    run_dir, _ = az_run
+    config = load_config(run_dir / "config.yaml")
+    untrained, metadata = load_network(run_dir / "checkpoints" / "untrained.zip")
+    expected = untrained_network(config, config.resolved_variant()).state_dict()
+    final = load_network(run_dir)[0].state_dict()
+    assert metadata["num_timesteps"] == 0 and metadata["reference"] == "untrained"
+    assert all(th.equal(untrained.state_dict()[key], expected[key]) for key in expected)
+    assert not all(th.equal(final[key], expected[key]) for key in expected)
+    agent = make_agent(f"az:{run_dir / 'checkpoints' / 'untrained.zip'},sims=4", STANDARD, 0)
+    assert agent.act(INITIAL_STATE) in range(16)
 
 
 def test_the_run_folder_plays_as_an_az_agent(az_run: tuple[Path, str]) -> None:

@@ -72,6 +72,8 @@ from quarto_env.symmetry import Symmetries
 BUFFER_ENTRY = "buffer.npz"
 GRADED_BESIDES = ("policy", "untrained")
 """The agents graded besides the learner's search (:func:`_graded`, :func:`_untrained_reference`)."""
+UNTRAINED_CHECKPOINT = "untrained.zip"
+"""The untrained reference network in a run's checkpoints folder (:func:`write_untrained_checkpoint`)."""
 UNTRAINED_SEED_OFFSET = 7_919
 """Added to the run's seed for the untrained reference network: another draw than the run's own initial weights."""
 
@@ -155,6 +157,7 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
         config, variant, record, trainer.best_score, lambda: _graded(trainer), lambda: _untrained_reference(trainer)
     )
     checkpoints = Checkpoints(run_dir, functools.partial(_save, trainer, evaluations))
+    write_untrained_checkpoint(config, run_dir)
     schedule = Schedule(config, trainer.steps, snapshots=False)
     stop = stopping_step(config, trainer.steps, config.num_games, "each round of self-play adds num_games = {leap}")
     progress = progress_bar(trainer.steps, stop, "pos")
@@ -296,14 +299,31 @@ def _new_network(config: TrainConfig, variant: Variant) -> PolicyValueNetwork:
     return PolicyValueNetwork(config.observation_kind, list(variant.groups), config.net_arch[0], config.network_design)
 
 
-def _untrained_reference(trainer: Trainer) -> dict[str, Agent]:
-    """The same search (``eval_sims``) with an untrained network of the same shape, graded once per run
-    (``eval/grade/untrained/``): the grade the search reaches without learning. The network is drawn from the run's
-    seed with torch's generator forked, so training draws what it would have drawn without it."""
-    config = trainer.config
+def untrained_network(config: TrainConfig, variant: Variant) -> PolicyValueNetwork:
+    """The run's untrained reference network: the config's shape, drawn from its seed plus
+    :data:`UNTRAINED_SEED_OFFSET` with torch's generator forked, so training draws what it would have drawn
+    without it. On the CPU."""
     with seeded_torch(config.seed + UNTRAINED_SEED_OFFSET):
-        untrained = _new_network(config, trainer.variant)
-    return {"untrained": _search_agent(trainer, untrained.to(device_of(trainer.network)), config.eval_sims)}
+        return _new_network(config, variant)
+
+
+def write_untrained_checkpoint(config: TrainConfig, run_dir: Path) -> Path:
+    """``checkpoints/untrained.zip``, the untrained reference network (:func:`untrained_network`) as a checkpoint
+    of step 0, unless the run has it: ``az:RUN/checkpoints/untrained.zip,sims=N`` grades or plays the search
+    without learning at any budget. Returns its path."""
+    path = run_dir / "checkpoints" / UNTRAINED_CHECKPOINT
+    if not path.is_file():
+        variant = config.resolved_variant()
+        metadata = {"config": config.to_dict(), "games_played": 0, "reference": "untrained"}
+        save_checkpoint(path, untrained_network(config, variant), variant, 0, metadata)
+    return path
+
+
+def _untrained_reference(trainer: Trainer) -> dict[str, Agent]:
+    """The same search (``eval_sims``) with the untrained reference network (:func:`untrained_network`), graded
+    once per run (``eval/grade/untrained/``): the grade the search reaches without learning."""
+    untrained = untrained_network(trainer.config, trainer.variant).to(device_of(trainer.network))
+    return {"untrained": _search_agent(trainer, untrained, trainer.config.eval_sims)}
 
 
 def _search_agent(trainer: Trainer, network: PolicyValueNetwork, sims: int) -> AlphaZeroAgent:
