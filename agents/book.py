@@ -114,22 +114,29 @@ class OpeningBook:
         """The giver's exact value of the give node on this board, or ``None`` when the book lacks it."""
         return self.values.get(board_key(lanes, occupied, self.variant))
 
-    def covers(self, state: State) -> bool:
-        """Whether :meth:`value` and :meth:`action_values` answer for ``state``: a position of the book's
-        variant, not over, nothing to declare, and every give node it needs at least ``min_empty`` empty."""
+    def knows(self, state: State) -> bool:
+        """Whether :meth:`value` answers for ``state``: not over, nothing to declare, and a give node of at least
+        ``min_empty`` empty squares or a place node whose placements lead to such give nodes. (A book built from a
+        root other than the empty board knows only the positions that descend from it.)"""
         if state.over or state.claimable:
             return False
         return state.num_empty - (1 if state.placing else 0) >= self.min_empty
 
+    def covers(self, state: State) -> bool:
+        """Whether :meth:`action_values` answers for ``state`` too: every action leads to a position the book
+        :meth:`knows` (or ends the game)."""
+        return not (state.over or state.claimable) and state.num_empty - 1 >= self.min_empty
+
     def value(self, state: State) -> int:
-        """The exact value of a covered ``state`` (:meth:`covers`) for its player to move."""
+        """The exact value of a known ``state`` (:meth:`knows`) for its player to move."""
         if not state.placing:
             return self._stored(state.lanes, state.occupied)
         return max(self._placement_value(state.lanes, state.occupied, state.hand, s) for s in self._empty(state))
 
     def action_values(self, state: State) -> dict[int, int]:
-        """Every action of a covered ``state`` with its exact value for the player to move: the empty squares of
-        a placement, the available pieces of a give (both numbered 0-15, as :mod:`quarto_env.core` does)."""
+        """Every action of a covered ``state`` (:meth:`covers`) with its exact value for the player to move: the
+        empty squares of a placement, the available pieces of a give (both numbered 0-15, as
+        :mod:`quarto_env.core` does)."""
         if state.placing:
             return {s: self._placement_value(state.lanes, state.occupied, state.hand, s) for s in self._empty(state)}
         return {
@@ -147,7 +154,9 @@ class OpeningBook:
     def _stored(self, lanes: int, occupied: int) -> int:
         value = self.give_value(lanes, occupied)
         if value is None:
-            raise BookError(f"the book has no entry for the board {lanes:#x}/{occupied:#06x}: it is not covered")
+            raise BookError(
+                f"the book has no entry for the board {lanes:#x}/{occupied:#06x}: the position is not in the book"
+            )
         return value
 
     @staticmethod

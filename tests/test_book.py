@@ -46,7 +46,7 @@ def test_every_value_and_action_value_of_a_small_book_is_the_solvers(small_books
                 if node.num_empty > 6:  # its place nodes are covered too
                     assert book.action_values(node) == solver.solve(node, all_moves=True).action_values
                     placing = step(variant, node, int(rng.choice(list(book.action_values(node)))))
-                    assert book.covers(placing)
+                    assert book.knows(placing)
                     assert book.action_values(placing) == solver.solve(placing, all_moves=True).action_values
                     assert book.value(placing) == solver.value(placing)
 
@@ -116,6 +116,31 @@ def test_the_book_refuses_what_it_does_not_cover() -> None:
     with pytest.raises(ValueError, match="min_empty must be 1 to the root's 16"):
         book_levels(STANDARD, 17)
     book = OpeningBook(STANDARD, 12, {})
-    assert not book.covers(give_node(0, 0b111_1111)) and book.covers(State())
+    assert not book.knows(give_node(0, 0b1111_1111)) and book.knows(give_node(0, 0b1111))
+    assert not book.covers(give_node(0, 0b1111)) and book.covers(State())
     with pytest.raises(BookError, match="no entry"):
         book.value(State())
+
+
+def test_a_solver_with_a_book_answers_covered_positions_without_search(small_books) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(5)
+    searched_past = 0
+    for variant, root, book, solver in small_books:
+        booked = Solver(variant, book=book)
+        node = root
+        while book.covers(node):
+            answer, exact = booked.solve(node, all_moves=True), solver.solve(node, all_moves=True)
+            assert (answer.value, answer.best_actions, answer.action_values) == (
+                exact.value,
+                exact.best_actions,
+                exact.action_values,
+            )
+            assert answer.nodes == 0
+            value, action = booked.random_best_action(node, rng)
+            assert value == exact.value and action in (exact.best_actions or [])
+            node = step(variant, node, action)
+        assert booked.nodes == 0  # every answer came from the book
+        if not node.over:  # past the book: the search
+            assert booked.solve(node).value == solver.solve(node).value and booked.nodes > 0
+            searched_past += 1
+    assert searched_past
