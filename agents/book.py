@@ -42,9 +42,11 @@ the SHA-256 of the three arrays. :func:`load_book` refuses a file whose header, 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -65,6 +67,7 @@ from quarto_env.core import (
     signed_lanes,
     winning_squares,
 )
+from quarto_env.notation import PositionError, format_position, parse_position
 from quarto_env.symmetry import byte_tables, canonical_board
 
 BOOK_FORMAT = 1
@@ -72,6 +75,36 @@ BOOK_FORMAT = 1
 
 BOOK_SOLVER = "agents.minimax.Solver 1 / agents.book one-ply 1"
 """What computed the values: a book written by another version is refused."""
+
+
+BOOK_FOLDER = Path(__file__).resolve().parent / "data"
+"""Where the books shipped with the package live (``quarto book`` writes there by default)."""
+
+
+def default_book_path(variant: Variant) -> Path:
+    """The shipped book file of ``variant``: ``book-standard.npz``, ``book-squares.npz``, and for fewer counted
+    attributes their names too (``book-colour-shape.npz``)."""
+    parts = [] if len(variant.attributes) == 4 else list(variant.attributes)
+    parts += ["squares"] if variant.squares else []
+    return BOOK_FOLDER / f"book-{'-'.join(parts) or 'standard'}.npz"
+
+
+@functools.cache
+def shipped_book(variant: Variant) -> OpeningBook | None:
+    """The shipped book of ``variant`` (:func:`default_book_path`), or ``None`` when there is none (the
+    declaration variant, rules no book was built for). A damaged or outdated file is not used: one warning says so,
+    and the solver searches instead."""
+    path = default_book_path(variant)
+    if variant.declaration or not path.is_file():
+        return None
+    try:
+        book = load_book(path, variant)
+        if book.root != State():
+            raise BookError(f"opening book {str(path)!r} starts from {format_position(book.root)}, not the empty board")
+    except BookError as exc:
+        warnings.warn(f"{exc}; the solver searches without it", stacklevel=2)
+        return None
+    return book
 
 
 class BookError(ValueError):
@@ -102,10 +135,14 @@ def give_node(lanes: int, occupied: int, to_move: int = 0) -> State:
 class OpeningBook:
     """Exact values of give nodes by canonical board (see the module docstring), for one rule variant."""
 
-    def __init__(self, variant: Variant, min_empty: int, values: dict[tuple[int, int], int]) -> None:
+    def __init__(
+        self, variant: Variant, min_empty: int, values: dict[tuple[int, int], int], root: State | None = None
+    ) -> None:
         self.variant = variant
         self.min_empty = min_empty
         self.values = values
+        self.root = root or State()
+        """The give node the book was built from (the empty board: every early position)."""
 
     def __len__(self) -> int:
         return len(self.values)
@@ -199,22 +236,24 @@ def build_book(
     min_empty: int,
     solve: Callable[[State], int],
     root: State | None = None,
-    progress: Callable[[int, int], None] | None = None,
 ) -> OpeningBook:
     """The book of ``root``'s give nodes down to ``min_empty`` empty squares: the bottom level valued by
     ``solve`` (a give node -> its exact value for the giver; :meth:`agents.minimax.Solver.value`), the levels
-    above by the one-ply rule. ``progress(done, total)`` is called after each bottom solve."""
+    above by the one-ply rule (:func:`fill_levels`). ``quarto book`` does the same with progress and resuming."""
     levels = book_levels(variant, min_empty, root)
-    values: dict[tuple[int, int], int] = {}
-    bottom = levels[-1]
-    for done, (key, node) in enumerate(bottom.items(), 1):
-        values[key] = solve(node)
-        if progress:
-            progress(done, len(bottom))
-    book = OpeningBook(variant, min_empty, values)
+    return fill_levels(variant, levels, {key: solve(node) for key, node in levels[-1].items()})
+
+
+def fill_levels(
+    variant: Variant, levels: list[dict[tuple[int, int], State]], bottom: dict[tuple[int, int], int]
+) -> OpeningBook:
+    """The book of ``levels`` (:func:`book_levels`) from the values of its bottom level: each level above, bottom
+    up, by the one-ply rule (the best give of each board, over its children already in the book)."""
+    min_empty = next(iter(levels[-1].values())).num_empty
+    book = OpeningBook(variant, min_empty, dict(bottom), next(iter(levels[0].values())))
     for level in reversed(levels[:-1]):
         for key, node in level.items():
-            values[key] = max(book.action_values(node).values())  # its children are all in the book by now
+            book.values[key] = max(book.action_values(node).values())
     return book
 
 
@@ -244,6 +283,7 @@ def book_header(book: OpeningBook, arrays: dict[str, np.ndarray] | None = None) 
         "solver": BOOK_SOLVER,
         "variant": book.variant.to_dict(),
         "min_empty": book.min_empty,
+        "root": format_position(book.root),
         "entries": len(book),
         "sha256": _digest(arrays),
     }
@@ -260,9 +300,11 @@ def save_book(path: str | Path, book: OpeningBook, note: dict[str, Any] | None =
     atomic_write_bytes(Path(path), out.getvalue())
 
 
-def load_book(path: str | Path, variant: Variant) -> OpeningBook:
+def load_book(path: str | Path, variant: Variant, partial: bool = False, min_empty: int | None = None) -> OpeningBook:
     """The book in ``path`` for ``variant``; :class:`BookError` names what is wrong with a missing, damaged or
-    outdated file, or one built for another variant."""
+    outdated file, or one built for another variant. ``partial``: the bottom values saved by an unfinished
+    ``quarto book`` (refused otherwise, as a complete book is where a partial one is asked for), built down to
+    ``min_empty`` if given."""
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as data:
@@ -282,9 +324,20 @@ def load_book(path: str | Path, variant: Variant) -> OpeningBook:
         )
     if header.get("variant") != variant.to_dict():
         raise BookError(f"opening book {str(path)!r} is for the rules {header.get('variant')}, not {variant.to_dict()}")
+    if bool(header.get("partial")) != partial:
+        kind = "the unfinished build of a book" if header.get("partial") else "a finished book"
+        raise BookError(f"opening book {str(path)!r} is {kind}, not {'a partial' if partial else 'a complete'} one")
+    if min_empty is not None and header.get("min_empty") != min_empty:
+        raise BookError(
+            f"opening book {str(path)!r} goes down to {header.get('min_empty')} empty squares, not {min_empty}"
+        )
     if header.get("sha256") != _digest(arrays) or header.get("entries") != len(arrays["value"]):
         raise BookError(f"opening book {str(path)!r} does not match its checksum: the file is damaged")
     values = {
         (int(o), int(p)): int(v) for o, p, v in zip(arrays["occupied"], arrays["packed"], arrays["value"], strict=True)
     }
-    return OpeningBook(variant, int(header["min_empty"]), values)
+    try:
+        root = parse_position(str(header.get("root", "")), variant)
+    except PositionError as exc:
+        raise BookError(f"opening book {str(path)!r} has a bad root ({exc})") from None
+    return OpeningBook(variant, int(header["min_empty"]), values, root)

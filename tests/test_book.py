@@ -9,9 +9,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.book import BookError, OpeningBook, board_key, book_levels, build_book, give_node, load_book, save_book
+from agents.book import (
+    BookError,
+    OpeningBook,
+    board_key,
+    book_levels,
+    build_book,
+    give_node,
+    load_book,
+    save_book,
+)
 from agents.minimax import Solver
 from quarto_env.core import NO_PIECE, STANDARD, State, Variant, from_board, legal_actions, step
+from quarto_env.notation import parse_position
 from quarto_env.symmetry import board_symmetries
 from tests.test_alphazero import endgame
 
@@ -144,3 +154,76 @@ def test_a_solver_with_a_book_answers_covered_positions_without_search(small_boo
             assert booked.solve(node).value == solver.solve(node).value and booked.nodes > 0
             searched_past += 1
     assert searched_past
+
+
+# ---------------------------------------------------------------------------------------------------------
+# quarto book
+# ---------------------------------------------------------------------------------------------------------
+ROOT = "40f.7....9d..3.b -"
+
+
+def quarto_book(*argv: str) -> int:
+    from experiments.arena import book as command
+
+    return command.main(list(argv))
+
+
+def test_quarto_book_builds_the_book_build_book_builds(tmp_path: Path) -> None:
+    out = tmp_path / "book.npz"
+    assert quarto_book("--root", ROOT, "--min-empty", "6", "--out", str(out)) == 0
+    built = load_book(out, STANDARD)
+    root = parse_position(ROOT)
+    assert built.values == build_book(STANDARD, 6, Solver(STANDARD).value, root).values
+    assert built.root == root and not (tmp_path / "book.npz.partial.npz").exists()
+
+
+def test_quarto_book_resumes_from_its_partial_file(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out, partial = tmp_path / "book.npz", tmp_path / "book.npz.partial.npz"
+    root = parse_position(ROOT)
+    bottom = book_levels(STANDARD, 6, root)[-1]
+    solver = Solver(STANDARD)
+    planted = {key: solver.value(node) for key, node in list(bottom.items())[: len(bottom) // 2]}
+    first = next(iter(planted))
+    planted[first] = 1 if planted[first] != 1 else -1  # a value only the partial file holds
+    save_book(partial, OpeningBook(STANDARD, 6, planted, root), {"partial": True})
+    assert quarto_book("--root", ROOT, "--min-empty", "6", "--out", str(out)) == 0
+    assert "resuming" in capsys.readouterr().err
+    built = load_book(out, STANDARD)
+    assert built.values[first] == planted[first] and set(bottom) <= set(built.values)
+    assert not partial.exists()
+
+
+def test_quarto_book_refuses_a_partial_file_of_another_build(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out, partial = tmp_path / "book.npz", tmp_path / "book.npz.partial.npz"
+    save_book(partial, OpeningBook(STANDARD, 7, {}, parse_position(ROOT)), {"partial": True})
+    assert quarto_book("--root", ROOT, "--min-empty", "6", "--out", str(out)) == 2
+    assert "goes down to 7 empty squares, not 6" in capsys.readouterr().err
+    save_book(partial, OpeningBook(STANDARD, 6, {}), {"partial": True})  # from the empty board
+    assert quarto_book("--root", ROOT, "--min-empty", "6", "--out", str(out)) == 2
+    assert "another root" in capsys.readouterr().err
+    with pytest.raises(BookError, match="the unfinished build of a book"):
+        load_book(partial, STANDARD)
+    assert not out.exists()
+
+
+def test_the_shipped_book_is_refused_with_a_warning_when_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agents.book as book_module
+
+    monkeypatch.setattr(book_module, "BOOK_FOLDER", tmp_path)
+    book_module.shipped_book.cache_clear()
+    try:
+        assert book_module.shipped_book(STANDARD) is None  # none shipped here
+        book_module.default_book_path(STANDARD).write_bytes(b"damaged")
+        book_module.shipped_book.cache_clear()
+        with pytest.warns(UserWarning, match="damaged or not a book.*searches without it"):
+            assert book_module.shipped_book(STANDARD) is None
+        save_book(book_module.default_book_path(STANDARD), OpeningBook(STANDARD, 6, {}, parse_position(ROOT)))
+        book_module.shipped_book.cache_clear()
+        with pytest.warns(UserWarning, match="not the empty board"):
+            assert book_module.shipped_book(STANDARD) is None
+    finally:
+        book_module.shipped_book.cache_clear()
+    assert book_module.default_book_path(Variant.make(squares=True)).name == "book-squares.npz"
+    assert book_module.default_book_path(Variant.make(attributes=2)).name.startswith("book-")
