@@ -24,7 +24,7 @@ from time import perf_counter
 import numpy as np
 
 from agents.base import Agent
-from agents.book import OpeningBook
+from agents.book import OpeningBook, shipped_book
 from agents.search import EXACT_DEPTH, HITS, NODES, PROBES, WIN, Search
 from agents.value_cache import ValueCache, default_cache
 from quarto_env.core import (
@@ -265,9 +265,10 @@ _default_solvers: dict[Variant, Solver] = {}
 
 def default_solver(variant: Variant) -> Solver:
     """The solver that :func:`solve` uses for ``variant``, created on first use and kept for the process. It uses
-    the value cache of :func:`agents.value_cache.default_cache`."""
+    the value cache of :func:`agents.value_cache.default_cache` and the variant's shipped opening book
+    (:func:`agents.book.shipped_book`), where there is one."""
     if variant not in _default_solvers:
-        _default_solvers[variant] = Solver(variant, cache=default_cache(variant))
+        _default_solvers[variant] = Solver(variant, cache=default_cache(variant), book=shipped_book(variant))
     return _default_solvers[variant]
 
 
@@ -367,10 +368,11 @@ class MinimaxAgent(Agent):
 
 class SolverAgent(Agent):
     """Perfect play: an action that keeps the exact value of the position, chosen at random (seeded) among all
-    such actions. Exact from ``empties`` empty squares on (docs/solver.md gives its time per move at 11-13);
-    before that the position is too large to solve, and it plays iterative-deepening minimax with ``time`` seconds
-    per move -- or, with ``depth`` set, minimax to that many plies, which makes its games reproducible whatever
-    the machine's speed.
+    such actions. Exact from ``empties`` empty squares on (docs/solver.md gives its time per move at 11-13), and
+    before that wherever the variant's opening book covers the position (:func:`agents.book.shipped_book`: with
+    a book down to 12 empty squares, exact from the first move). Elsewhere the position is too large to solve,
+    and it plays iterative-deepening minimax with ``time`` seconds per move -- or, with ``depth`` set, minimax to
+    that many plies, which makes its games reproducible whatever the machine's speed.
     After each ``act``: ``last_value`` (the exact value, or ``None`` before the exact phase), ``last_nodes``,
     ``last_depth`` (plies searched; ``EXACT_DEPTH`` when solved), ``last_seconds``."""
 
@@ -384,7 +386,7 @@ class SolverAgent(Agent):
     ):
         super().__init__(variant, seed)
         self.empties = empties
-        self.solver = Solver(variant, cache=default_cache(variant))
+        self.solver = Solver(variant, cache=default_cache(variant), book=shipped_book(variant))
         self.fallback = MinimaxAgent(variant, seed, depth=depth) if depth else MinimaxAgent(variant, seed, time=time)
         self.last_value: int | None = None
         self.last_nodes = 0
@@ -393,7 +395,7 @@ class SolverAgent(Agent):
 
     def act(self, state: State) -> int:
         start = perf_counter()
-        if state.num_empty > self.empties and not state.claimable:
+        if state.num_empty > self.empties and not state.claimable and not self._booked(state):
             action = self.fallback.act(state)
             self.last_value, self.last_nodes, self.last_depth = None, self.fallback.last_nodes, self.fallback.last_depth
         else:
@@ -402,6 +404,10 @@ class SolverAgent(Agent):
             self.last_nodes, self.last_depth = self.solver.nodes - nodes, EXACT_DEPTH
         self.last_seconds = perf_counter() - start
         return action
+
+    def _booked(self, state: State) -> bool:
+        """Whether the opening book gives ``state``'s action values: then it plays exactly at once."""
+        return self.solver.book is not None and self.solver.book.covers(state)
 
 
 def _tactical_action(variant: Variant, state: State) -> int:

@@ -227,3 +227,20 @@ def test_the_shipped_book_is_refused_with_a_warning_when_damaged(
         book_module.shipped_book.cache_clear()
     assert book_module.default_book_path(Variant.make(squares=True)).name == "book-squares.npz"
     assert book_module.default_book_path(Variant.make(attributes=2)).name.startswith("book-")
+
+
+def test_the_solver_agent_plays_from_the_book_where_it_covers(small_books, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    import agents.minimax as minimax
+
+    variant, root, book, solver = small_books[0]
+    monkeypatch.setattr(minimax, "shipped_book", lambda _: book)
+    agent = minimax.SolverAgent(variant, seed=0, empties=2)  # without the book: minimax down to 2 empty
+    state = root
+    while book.covers(state):
+        action = agent.act(state)
+        assert agent.last_value == solver.value(state) and agent.last_nodes == 0
+        assert action in (solver.solve(state).best_actions or [])
+        state = step(variant, state, action)
+    if not state.over:
+        agent.act(state)
+        assert agent.last_value is None  # past the book, above empties: the fallback minimax
