@@ -24,6 +24,7 @@ from time import perf_counter
 import numpy as np
 
 from agents.base import Agent
+from agents.book import OpeningBook, shipped_book
 from agents.search import EXACT_DEPTH, HITS, NODES, PROBES, WIN, Search
 from agents.value_cache import ValueCache, default_cache
 from quarto_env.core import (
@@ -81,6 +82,9 @@ class Solver:
     ``cache``: a :class:`~agents.value_cache.ValueCache` whose values are loaded into the table now, and which
     gets the new exact values of every solve that took more than ``HARVEST_SECONDS``.
 
+    ``book``: an :class:`~agents.book.OpeningBook` that answers, without search, for every position it covers
+    (:meth:`~agents.book.OpeningBook.covers`): the early game, where the search would take minutes.
+
     ``checkpoint``: called every ``checkpoint_every`` seconds of searching, at a moment when no search is
     running, so that it may save :attr:`table` (``quarto solve --resume``). A search is stopped for it and
     started again: what it had proven is in the table, so it picks up where it was.
@@ -92,10 +96,12 @@ class Solver:
         cache: ValueCache | None = None,
         checkpoint: Callable[[], None] | None = None,
         checkpoint_every: float = 60.0,
+        book: OpeningBook | None = None,
         **search_options: int,
     ) -> None:
         """``search_options``: keyword arguments of :class:`agents.search.Search` (table size, jobs, thresholds)."""
         self.variant = variant
+        self.book = book
         self.search = Search(variant, **search_options)
         self.cache = cache
         if cache is not None:
@@ -131,6 +137,8 @@ class Solver:
         if state.over:
             raise RulesError(f"position {format_position(state)} is over: there is nothing to solve")
         start = perf_counter()
+        if self._booked(state):
+            return self._solve_from_book(state, all_moves, value_only, start)
         nodes_before, probes_before, hits_before = self.nodes, self.probes, self.hits
         value = self.value(state)
         proven_best = self._proven_best  # the action with which the search proved the value
@@ -161,12 +169,26 @@ class Solver:
         uniform as drawing from the full list), so one or two null-window searches usually follow the value's,
         where listing every best action (:meth:`solve`) takes one per action."""
         start = perf_counter()
+        if self._booked(state):
+            values = self.book.action_values(state)  # type: ignore[union-attr]
+            value = max(values.values())
+            return value, int(rng.choice([a for a, v in values.items() if v == value]))
         value = self.value(state)
         proven_best = self._proven_best  # the searches of _keeps change it
         actions = [int(a) for a in rng.permutation(bits(useful_action_mask(self.variant, state)))]
         chosen = next(a for a in actions if a == proven_best or self._keeps(state, a, value))
         self._harvest_if_slow(start)
         return value, chosen
+
+    def _booked(self, state: State) -> bool:
+        """Whether the book gives every action's value of ``state``."""
+        return self.book is not None and self.book.covers(state)
+
+    def _solve_from_book(self, state: State, all_moves: bool, value_only: bool, start: float) -> SolveResult:
+        values = self.book.action_values(state)  # type: ignore[union-attr]
+        value = max(values.values())
+        best = None if value_only else sorted(a for a, v in values.items() if v == value)
+        return SolveResult(value, best, values if all_moves else None, 0, None, perf_counter() - start)
 
     def _harvest_if_slow(self, start: float) -> None:
         """Give the cache the table's proven values if the call that began at ``start`` took a while."""
@@ -182,6 +204,8 @@ class Solver:
         self._proven_best = DECLARE if state.claimable else -1
         if state.claimable:
             return 1
+        if self.book is not None and self.book.knows(state):
+            return self.book.value(state)
         self.task = "value: is it a win?"
         if self._score_at_least(state, WIN):
             return 1
@@ -225,7 +249,7 @@ class Solver:
         if value == -1:
             return True
         child = step(self.variant, state, action)
-        if child.over or child.claimable:
+        if child.over or child.claimable or (self.book is not None and self.book.knows(child)):
             return self._action_value(state, action, value) >= value
         if child.to_move == state.to_move:
             return self._score_at_least(child, value * WIN)
@@ -241,9 +265,10 @@ _default_solvers: dict[Variant, Solver] = {}
 
 def default_solver(variant: Variant) -> Solver:
     """The solver that :func:`solve` uses for ``variant``, created on first use and kept for the process. It uses
-    the value cache of :func:`agents.value_cache.default_cache`."""
+    the value cache of :func:`agents.value_cache.default_cache` and the variant's shipped opening book
+    (:func:`agents.book.shipped_book`), where there is one."""
     if variant not in _default_solvers:
-        _default_solvers[variant] = Solver(variant, cache=default_cache(variant))
+        _default_solvers[variant] = Solver(variant, cache=default_cache(variant), book=shipped_book(variant))
     return _default_solvers[variant]
 
 
@@ -343,10 +368,11 @@ class MinimaxAgent(Agent):
 
 class SolverAgent(Agent):
     """Perfect play: an action that keeps the exact value of the position, chosen at random (seeded) among all
-    such actions. Exact from ``empties`` empty squares on (docs/solver.md gives its time per move at 11-13);
-    before that the position is too large to solve, and it plays iterative-deepening minimax with ``time`` seconds
-    per move -- or, with ``depth`` set, minimax to that many plies, which makes its games reproducible whatever
-    the machine's speed.
+    such actions. Exact from ``empties`` empty squares on (docs/solver.md gives its time per move at 11-13), and
+    before that wherever the variant's opening book covers the position (:func:`agents.book.shipped_book`: with
+    a book down to 12 empty squares, exact from the first move). Elsewhere the position is too large to solve,
+    and it plays iterative-deepening minimax with ``time`` seconds per move -- or, with ``depth`` set, minimax to
+    that many plies, which makes its games reproducible whatever the machine's speed.
     After each ``act``: ``last_value`` (the exact value, or ``None`` before the exact phase), ``last_nodes``,
     ``last_depth`` (plies searched; ``EXACT_DEPTH`` when solved), ``last_seconds``."""
 
@@ -360,7 +386,7 @@ class SolverAgent(Agent):
     ):
         super().__init__(variant, seed)
         self.empties = empties
-        self.solver = Solver(variant, cache=default_cache(variant))
+        self.solver = Solver(variant, cache=default_cache(variant), book=shipped_book(variant))
         self.fallback = MinimaxAgent(variant, seed, depth=depth) if depth else MinimaxAgent(variant, seed, time=time)
         self.last_value: int | None = None
         self.last_nodes = 0
@@ -369,7 +395,7 @@ class SolverAgent(Agent):
 
     def act(self, state: State) -> int:
         start = perf_counter()
-        if state.num_empty > self.empties and not state.claimable:
+        if state.num_empty > self.empties and not state.claimable and not self._booked(state):
             action = self.fallback.act(state)
             self.last_value, self.last_nodes, self.last_depth = None, self.fallback.last_nodes, self.fallback.last_depth
         else:
@@ -378,6 +404,10 @@ class SolverAgent(Agent):
             self.last_nodes, self.last_depth = self.solver.nodes - nodes, EXACT_DEPTH
         self.last_seconds = perf_counter() - start
         return action
+
+    def _booked(self, state: State) -> bool:
+        """Whether the opening book gives ``state``'s action values: then it plays exactly at once."""
+        return self.solver.book is not None and self.solver.book.covers(state)
 
 
 def _tactical_action(variant: Variant, state: State) -> int:

@@ -33,6 +33,7 @@ COMMANDS: Table = {
     "tournament": ("experiments.arena.tournament", "round-robin tournaments with ratings and confidence intervals"),
     "grade": ("experiments.arena.grade", "share of an agent's decisions that lose value under perfect play"),
     "solve": ("experiments.arena.solve", "exact value and best actions of positions"),
+    "book": ("experiments.arena.book", "build the opening book that makes the solver exact from the first move"),
     "play": ("experiments.arena.play", "play a game in the terminal against an agent"),
     "replay": ("experiments.arena.replay", "step through a recorded game, or write it as a GIF"),
     "bench": (None, "speed benchmarks: env, solver, train, mcts, az, network"),

@@ -198,6 +198,7 @@ GRADE += ("--out", "<out>/g")
 PLAY = ("play", "--opponent", "random", "--first", "you", "--seed", "1")  # stdin is empty: the game ends at once
 REPLAY = ("replay", "<game>", "--no-pause")
 SOLVE = ("solve", POSITION)
+BOOK = ("book", "--root", "40f.7....9d..3.b -", "--min-empty", "6", "--out", "<out>/book.npz")
 BENCH_ENV = ("bench", "env", "--seconds", "0.01", "--rounds", "1")
 BENCH_MCTS = ("bench", "mcts", "--sims", "5", "--positions", "1")
 BENCH_AZ = ("bench", "az", "--games", "2", "--sims", "2", "--seconds", "0.1", "--width", "8")
@@ -235,6 +236,7 @@ BASELINES: dict[str, tuple[tuple[str, ...], float]] = {
     "replay": (REPLAY, 30),
     "replay --gif": ((*REPLAY, "--gif", "<out>/game.gif", "--frames", "<out>/frames"), 60),
     "solve": (SOLVE, 60),
+    "book": (BOOK, 60),
     "bench env": (BENCH_ENV, 120),
     "bench mcts": (BENCH_MCTS, 120),
     "bench az": (BENCH_AZ, 120),
@@ -321,6 +323,10 @@ def number_option_cases() -> Iterator[Case]:
         ("solve", SOLVE, "--jobs", {"integer": True, "minimum": 1, "maximum": 64}, 60),
         ("solve", SOLVE, "--table-mb", {"integer": False, "minimum": 1, "maximum": 16384}, 60),
         ("solve", SOLVE, "--checkpoint-every", {"integer": False, "minimum": 1}, 60),
+        ("book", BOOK, "--min-empty", {"integer": True, "minimum": 1, "maximum": 16}, 30),
+        ("book", BOOK, "--jobs", {"integer": True, "minimum": 1, "maximum": 64}, 30),
+        ("book", BOOK, "--table-mb", {"integer": False, "minimum": 1, "maximum": 16384}, 30),
+        ("book", BOOK, "--checkpoint-every", {"integer": False, "above": 0, "maximum": 86_400}, 30),
         ("bench train", BENCH_TRAIN, "--steps", {"integer": True, "minimum": 1}, TRAIN_TIMEOUT),
         ("sweep", SWEEP, "--max-concurrent", {"integer": True, "minimum": 0}, 30),
         ("sweep", SWEEP, "--cpus-per-trial", {"integer": False, "above": 0, "maximum": 1024}, 30),
@@ -336,6 +342,8 @@ def number_option_cases() -> Iterator[Case]:
         for value in bad_numbers(**allowed, draws=2):  # type: ignore[arg-type]
             if value.startswith("-") and not re.fullmatch(r"-\d+|-\d*\.\d+", value):
                 continue  # argparse would take it for an option, not a value of the list
+            if value == "":
+                continue  # its own case below, with the status pinned
             names = (option.lstrip("-"), value) if len(value) >= 3 else (option.lstrip("-"),)
             good = {"--empties": "4", "--depths": "1", "--budgets": "0.01"}[option]
             argv = (*BENCH_SOLVER, option, good, value)
@@ -614,6 +622,10 @@ def path_cases() -> Iterator[Case]:
     solver_outs = ["<folder>", "<file>/sub.json", "/proc/quarto-fuzz.json", "<long>.json"]
     yield from cases("bench solver", BENCH_SOLVER, "--out", solver_outs, BENCH_TIMEOUT)
     yield from cases("solve", SOLVE, "--resume", ["<folder>", "/proc/quarto-fuzz.npz", "<long>.npz"])
+    yield from cases("book", BOOK[:5], "--out", ["<folder>", "/proc/quarto-fuzz.npz", "<long>.npz"], 30)
+    for root in ["nonsense", "40f.7....9d..3.b 5", "f" * 16 + " -"]:  # not a position, a place node, a bad board
+        yield Case(f"book --root {root!r}", (*BOOK[:1], "--root", root, *BOOK[3:]), ("root",), timeout=30, status=2)
+    yield Case("book --root without --out", BOOK[:5], ("--out",), timeout=30, status=2)
     if importlib.util.find_spec("ray") is not None:  # without Ray a sweep stops at that, before its folder
         yield from cases("sweep", SWEEP_REPO_CONFIG, "--out", ["/sys/quarto-fuzz", "<long>"], 30)
     yield from cases("plot", PLOT[:2], "--output", ["<folder>", "/proc/quarto-fuzz.png", "<long>.png"])
@@ -906,7 +918,7 @@ def commands_loaded() -> None:
         pytest.fail(f"experiments imported from {experiments.__file__}, not {REPO}: run python -m pytest there")
     for module in [
         "experiments.cli",
-        *(f"experiments.arena.{name}" for name in ("tournament", "grade", "play", "replay", "solve")),
+        *(f"experiments.arena.{name}" for name in ("tournament", "grade", "play", "replay", "solve", "book")),
         "experiments.training.train",
         "experiments.training.sb3_ppo",  # the backend train imports when a run starts
         *(f"experiments.bench.{name}" for name in ("env", "mcts", "solver", "train")),

@@ -1,0 +1,129 @@
+"""``quarto book``: build the opening book that makes the solver exact from the first move (:mod:`agents.book`).
+
+Example usage::
+
+    quarto book                          # standard rules, down to 12 empty squares: agents/data/book-standard.npz
+    quarto book --squares --jobs 2       # the squares variant
+    quarto book --min-empty 14 --out /tmp/book.npz
+
+It lists the canonical give nodes from the empty board down to ``--min-empty`` empty squares, solves the bottom
+level with the exact solver (``--jobs`` threads sharing one transposition table of ``--table-mb`` MiB), fills
+the levels above by the one-ply rule, and writes the book atomically to ``--out``. The solved values are saved
+to ``OUT.partial.npz`` every ``--checkpoint-every`` seconds and on Ctrl-C; the same command started again
+continues from there (a partial file for other rules or another depth is refused, in one line). Progress goes
+to standard error: boards solved, their rate, the time left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from agents.book import BookError, OpeningBook, book_levels, default_book_path, fill_levels, load_book, save_book
+from agents.minimax import Solver
+from agents.search import table_bits_for
+from experiments.arena.solve import MAX_JOBS, MAX_TABLE_MB, default_table_mb
+from experiments.options import add_variant_arguments, variant_from_args
+from quarto_env.checks import number_argument, output_file_argument
+from quarto_env.core import NUM_SQUARES, State, Variant
+from quarto_env.notation import PositionError, format_position, parse_position
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quarto book",
+        description="Build the opening book: the exact value of every early give node, for the solver.",
+    )
+    parser.add_argument(
+        "--min-empty",
+        type=number_argument("min-empty", minimum=1, maximum=NUM_SQUARES, integer=True),
+        default=12,
+        help="the book's deepest boards have this many empty squares (default 12)",
+    )
+    parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="the book file to write")
+    parser.add_argument("--jobs", type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True), default=1)
+    parser.add_argument("--table-mb", type=number_argument("table-mb", minimum=1, maximum=MAX_TABLE_MB), default=None)
+    parser.add_argument(
+        "--checkpoint-every",
+        type=number_argument("checkpoint-every", above=0, maximum=86_400),
+        default=60.0,
+        metavar="S",
+        help="seconds between saves of the solved values (default 60)",
+    )
+    parser.add_argument(
+        "--root",
+        default=None,
+        metavar="POSITION",
+        help="build from this give node instead of the empty board (for tests and studies; needs --out)",
+    )
+    add_variant_arguments(parser)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    variant = variant_from_args(parser, args)
+    if variant.declaration:
+        parser.error("the book covers the rules without --declaration")
+    root = None
+    if args.root is not None:
+        if args.out is None:
+            parser.error("--root needs --out: the shipped book starts from the empty board")
+        try:
+            root = parse_position(args.root, variant)
+            levels = book_levels(variant, args.min_empty, root)
+        except (PositionError, ValueError) as exc:
+            parser.error(f"--root: {exc}")
+    else:
+        levels = book_levels(variant, args.min_empty)
+    out = args.out or default_book_path(variant)
+    partial_path = out.with_name(out.name + ".partial.npz")
+    bottom = levels[-1]
+    values: dict[tuple[int, int], int] = {}
+    if partial_path.is_file():
+        try:
+            partial = load_book(partial_path, variant, partial=True, min_empty=args.min_empty)
+            if partial.root != (root or State()):
+                raise BookError(f"{partial_path} was built from another root, {format_position(partial.root)}")
+            values = partial.values
+        except BookError as exc:
+            print(f"quarto book: {exc}; remove it to start again", file=sys.stderr)
+            return 2
+        print(f"resuming from {partial_path}: {len(values):,} of {len(bottom):,} boards solved", file=sys.stderr)
+    table_mb = args.table_mb or default_table_mb()
+    solver = Solver(variant, table_bits=table_bits_for(table_mb), jobs=args.jobs)
+    start = last_save = time.perf_counter()
+    todo = [key for key in sorted(bottom) if key not in values]
+    print(f"{sum(map(len, levels)):,} boards in {len(levels)} levels; {len(todo):,} to solve", file=sys.stderr)
+    try:
+        for done, key in enumerate(todo, 1):
+            values[key] = solver.value(bottom[key])
+            now = time.perf_counter()
+            if now - last_save >= args.checkpoint_every:
+                _save_partial(partial_path, variant, args.min_empty, values, root)
+                last_save = now
+                rate = done / (now - start)
+                left = (len(todo) - done) / rate
+                print(
+                    f"{len(values):,}/{len(bottom):,} solved, {rate:.2f}/s, {left / 60:.0f} min left", file=sys.stderr
+                )
+    except KeyboardInterrupt:
+        _save_partial(partial_path, variant, args.min_empty, values, root)
+        print(f"\ninterrupted: {len(values):,} boards saved to {partial_path}; run again to continue", file=sys.stderr)
+        return 130
+    book = fill_levels(variant, levels, values)
+    seconds = time.perf_counter() - start
+    save_book(out, book, {"build_seconds_this_run": round(seconds, 1), "jobs": args.jobs})
+    partial_path.unlink(missing_ok=True)
+    print(f"{out}: {len(book):,} boards down to {args.min_empty} empty squares ({seconds:.0f} s this run)")
+    return 0
+
+
+def _save_partial(
+    path: Path, variant: Variant, min_empty: int, values: dict[tuple[int, int], int], root: State | None
+) -> None:
+    """The bottom values solved so far, for the next run of the same command."""
+    save_book(path, OpeningBook(variant, min_empty, dict(values), root), {"partial": True})
