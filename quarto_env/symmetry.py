@@ -173,6 +173,7 @@ class Symmetries:
     """
 
     def __init__(self, variant: Variant) -> None:
+        self.counted = variant.counted
         self.images = np.array(symmetries_for(variant.squares), dtype=np.int64)
         counted = [k for k in range(4) if variant.counted >> k & 1]
         sources, flips = [], []
@@ -212,6 +213,23 @@ class Symmetries:
         tables = (self.images, self.sources, self.flips, self.pieces)
         _transform(positions, policy, boards, labels, tables, out_positions, out_policy)
         return out_positions, out_policy
+
+    def position_key(self, row: np.ndarray) -> tuple[int, int, int]:
+        """The canonical form of one position (a row of :func:`quarto_env.core.position_array`, nothing claimable):
+        the smallest ``(occupied, lanes, hand)`` over its images under every symmetry, the piece in hand
+        included (:func:`canonical_board` covers boards alone). Two positions share it exactly when a symmetry
+        maps one onto the other; about 2 ms with 12,288 symmetries, for deduplicating sets of positions."""
+        boards, labels = np.divmod(np.arange(self.count), len(self.sources))
+        rows = np.repeat(row[None, :], self.count, axis=0)
+        images, _ = self.apply_chosen(rows, np.zeros((self.count, NUM_ACTIONS), np.float32), boards, labels)
+        uncounted = sum(LANE_MASK << (16 * k) for k in range(4) if not self.counted >> k & 1)
+        lanes = images[:, 0] & ~np.int64(_signed(uncounted)) if uncounted else images[:, 0]
+        hands = np.where(images[:, 3] == NO_PIECE, NO_PIECE, images[:, 3] & self.counted)  # uncounted bits: no matter
+        return min(zip(images[:, 1].tolist(), lanes.tolist(), hands.tolist(), strict=True))
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >> 63 else value
 
 
 def _permutations(items: list[int]) -> list[list[int]]:

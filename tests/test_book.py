@@ -244,3 +244,23 @@ def test_the_solver_agent_plays_from_the_book_where_it_covers(small_books, monke
     if not state.over:
         agent.act(state)
         assert agent.last_value is None  # past the book, above empties: the fallback minimax
+
+
+def test_a_positions_key_is_shared_by_its_images_and_by_nothing_else() -> None:
+    from quarto_env.core import position_array
+    from quarto_env.symmetry import Symmetries
+
+    rng = np.random.default_rng(7)
+    for variant in (STANDARD, SQUARES):
+        symmetries = Symmetries(variant)
+        rows = position_array([endgame(variant, seed, int(rng.integers(4, 14))) for seed in range(6)])  # in hand
+        keys = [symmetries.position_key(row) for row in rows]
+        assert len(set(keys)) == len(keys)  # six seeded games: no two alike
+        for row, key in zip(rows, keys, strict=True):
+            chosen = rng.integers(len(symmetries.images), size=4), rng.integers(len(symmetries.sources), size=4)
+            images, _ = symmetries.apply_chosen(np.repeat(row[None], 4, 0), np.zeros((4, 16), np.float32), *chosen)
+            assert all(symmetries.position_key(image) == key for image in images)
+    # give nodes: the same classes as the book's board keys
+    symmetries = Symmetries(STANDARD)
+    nodes = list(book_levels(STANDARD, 13)[3].values())
+    assert len({symmetries.position_key(row) for row in position_array(nodes)}) == len(nodes) == 454
