@@ -137,7 +137,7 @@ class Solver:
         if state.over:
             raise RulesError(f"position {format_position(state)} is over: there is nothing to solve")
         start = perf_counter()
-        if self._booked(state):
+        if self.book_covers(state):
             return self._solve_from_book(state, all_moves, value_only, start)
         nodes_before, probes_before, hits_before = self.nodes, self.probes, self.hits
         value = self.value(state)
@@ -169,10 +169,9 @@ class Solver:
         uniform as drawing from the full list), so one or two null-window searches usually follow the value's,
         where listing every best action (:meth:`solve`) takes one per action."""
         start = perf_counter()
-        if self._booked(state):
-            values = self.book.action_values(state)  # type: ignore[union-attr]
-            value = max(values.values())
-            return value, int(rng.choice([a for a, v in values.items() if v == value]))
+        if self.book_covers(state):
+            answer = self._solve_from_book(state, False, False, start)
+            return answer.value, int(rng.choice(answer.best_actions or []))
         value = self.value(state)
         proven_best = self._proven_best  # the searches of _keeps change it
         actions = [int(a) for a in rng.permutation(bits(useful_action_mask(self.variant, state)))]
@@ -180,9 +179,13 @@ class Solver:
         self._harvest_if_slow(start)
         return value, chosen
 
-    def _booked(self, state: State) -> bool:
-        """Whether the book gives every action's value of ``state``."""
+    def book_covers(self, state: State) -> bool:
+        """Whether the book gives every action's value of ``state`` (no search needed)."""
         return self.book is not None and self.book.covers(state)
+
+    def _book_knows(self, state: State) -> bool:
+        """Whether the book gives ``state``'s value."""
+        return self.book is not None and self.book.knows(state)
 
     def _solve_from_book(self, state: State, all_moves: bool, value_only: bool, start: float) -> SolveResult:
         values = self.book.action_values(state)  # type: ignore[union-attr]
@@ -204,8 +207,8 @@ class Solver:
         self._proven_best = DECLARE if state.claimable else -1
         if state.claimable:
             return 1
-        if self.book is not None and self.book.knows(state):
-            return self.book.value(state)
+        if self._book_knows(state):
+            return self.book.value(state)  # type: ignore[union-attr]
         self.task = "value: is it a win?"
         if self._score_at_least(state, WIN):
             return 1
@@ -249,7 +252,7 @@ class Solver:
         if value == -1:
             return True
         child = step(self.variant, state, action)
-        if child.over or child.claimable or (self.book is not None and self.book.knows(child)):
+        if child.over or child.claimable or self._book_knows(child):
             return self._action_value(state, action, value) >= value
         if child.to_move == state.to_move:
             return self._score_at_least(child, value * WIN)
@@ -395,7 +398,7 @@ class SolverAgent(Agent):
 
     def act(self, state: State) -> int:
         start = perf_counter()
-        if state.num_empty > self.empties and not state.claimable and not self._booked(state):
+        if state.num_empty > self.empties and not state.claimable and not self.solver.book_covers(state):
             action = self.fallback.act(state)
             self.last_value, self.last_nodes, self.last_depth = None, self.fallback.last_nodes, self.fallback.last_depth
         else:
@@ -404,10 +407,6 @@ class SolverAgent(Agent):
             self.last_nodes, self.last_depth = self.solver.nodes - nodes, EXACT_DEPTH
         self.last_seconds = perf_counter() - start
         return action
-
-    def _booked(self, state: State) -> bool:
-        """Whether the opening book gives ``state``'s action values: then it plays exactly at once."""
-        return self.solver.book is not None and self.solver.book.covers(state)
 
 
 def _tactical_action(variant: Variant, state: State) -> int:

@@ -218,7 +218,8 @@ class Symmetries:
         """The canonical form of one position (a row of :func:`quarto_env.core.position_array`, nothing claimable):
         the smallest ``(occupied, lanes, hand)`` over its images under every symmetry, the piece in hand
         included (:func:`canonical_board` covers boards alone). Two positions share it exactly when a symmetry
-        maps one onto the other; about 2 ms with 12,288 symmetries, for deduplicating sets of positions."""
+        maps one onto the other. It moves the position by every symmetry (12,288 with standard rules): meant for
+        deduplicating sets of positions, not for a hot path."""
         boards, labels = np.divmod(np.arange(self.count), len(self.sources))
         rows = np.repeat(row[None, :], self.count, axis=0)
         images, _ = self.apply_chosen(rows, np.zeros((self.count, NUM_ACTIONS), np.float32), boards, labels)
