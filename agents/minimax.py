@@ -371,11 +371,11 @@ class MinimaxAgent(Agent):
 
 class SolverAgent(Agent):
     """Perfect play: an action that keeps the exact value of the position, chosen at random (seeded) among all
-    such actions. Exact from ``empties`` empty squares on (docs/solver.md gives its time per move at 11-13), and
-    before that wherever the variant's opening book covers the position (:func:`agents.book.shipped_book`: with
-    a book down to 12 empty squares, exact from the first move). Elsewhere the position is too large to solve,
-    and it plays iterative-deepening minimax with ``time`` seconds per move -- or, with ``depth`` set, minimax to
-    that many plies, which makes its games reproducible whatever the machine's speed.
+    such actions. Exact wherever the variant's opening book covers the position (:func:`agents.book.shipped_book`),
+    and from ``empties`` empty squares on, or from the book's ``min_empty`` when that is more (docs/solver.md gives the
+    time per move): with a shipped book, exact from the first move. Without one, earlier positions are too large to
+    solve, and it plays iterative-deepening minimax with ``time`` seconds per move -- or, with ``depth`` set,
+    minimax to that many plies, which makes its games reproducible whatever the machine's speed.
     After each ``act``: ``last_value`` (the exact value, or ``None`` before the exact phase), ``last_nodes``,
     ``last_depth`` (plies searched; ``EXACT_DEPTH`` when solved), ``last_seconds``."""
 
@@ -388,8 +388,11 @@ class SolverAgent(Agent):
         depth: int = 0,
     ):
         super().__init__(variant, seed)
-        self.empties = empties
         self.solver = Solver(variant, cache=default_cache(variant), book=shipped_book(variant))
+        book = self.solver.book
+        self.empties = max(empties, book.min_empty) if book else empties
+        """Exact (solved live) from this many empty squares on: the book's positions at its bottom are as cheap to
+        solve as those at ``empties``, by the book's construction."""
         self.fallback = MinimaxAgent(variant, seed, depth=depth) if depth else MinimaxAgent(variant, seed, time=time)
         self.last_value: int | None = None
         self.last_nodes = 0

@@ -235,15 +235,21 @@ def test_the_solver_agent_plays_from_the_book_where_it_covers(small_books, monke
     variant, root, book, solver = small_books[0]
     monkeypatch.setattr(minimax, "shipped_book", lambda _: book)
     agent = minimax.SolverAgent(variant, seed=0, empties=2)  # without the book: minimax down to 2 empty
+    assert agent.empties == book.min_empty == 6  # exact from the book's bottom on
     state = root
     while book.covers(state):
         action = agent.act(state)
         assert agent.last_value == solver.value(state) and agent.last_nodes == 0
         assert action in (solver.solve(state).best_actions or [])
         state = step(variant, state, action)
-    if not state.over:
-        agent.act(state)
-        assert agent.last_value is None  # past the book, above empties: the fallback minimax
+    assert not state.over and state.num_empty == 6
+    agent.act(state)  # past the book, at its bottom: solved live
+    assert agent.last_value == solver.value(state) and agent.last_nodes > 0
+    monkeypatch.setattr(minimax, "shipped_book", lambda _: None)
+    assert minimax.SolverAgent(variant, seed=0, empties=2).act(state) is not None
+    bookless = minimax.SolverAgent(variant, seed=0, empties=2)
+    bookless.act(state)
+    assert bookless.last_value is None  # no book, above empties: the fallback minimax
 
 
 def test_a_positions_key_is_shared_by_its_images_and_by_nothing_else() -> None:

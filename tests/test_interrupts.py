@@ -18,7 +18,11 @@ from pathlib import Path
 import pytest
 
 from experiments.arena.grading import PositionValues, sample_positions
-from quarto_env.core import STANDARD
+from quarto_env.core import STANDARD, Variant
+
+BOOKLESS = Variant.make(declaration=True)
+"""Rules that no opening book covers (:func:`agents.book.shipped_book`): the solver solves their early positions
+live, for minutes, which is what these tests interrupt. Standard rules answer them from the book at once."""
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT = 120.0
@@ -131,10 +135,10 @@ def test_tournament_stops_inside_a_move(tmp_path: Path, jobs: int, group: bool) 
 
 
 def slow_second_position(max_seed: int = 200) -> int:
-    """A seed whose two sampled positions are a quick one (at most 8 empty squares) and then one the solver
-    needs minutes or more for (at least 15)."""
+    """A seed whose two sampled positions (:data:`BOOKLESS` rules) are a quick one (at most 8 empty squares) and
+    then one the solver needs minutes or more for (at least 15)."""
     for seed in range(max_seed):
-        first, second = sample_positions(STANDARD, 2, seed, max_empty=16)
+        first, second = sample_positions(BOOKLESS, 2, seed, max_empty=16)
         if first.num_empty <= 8 and second.num_empty >= 15:
             return seed
     raise AssertionError(f"no such seed below {max_seed}")
@@ -145,20 +149,20 @@ def test_grade_keeps_the_values_solved_before_ctrl_c(tmp_path: Path) -> None:
     first one's values in ``--cache``, where the next run finds them."""
     seed = slow_second_position()
     cache = tmp_path / "values.json"
-    args = ["grade", "random", "--positions", "2", "--max-empty", "16", "--seed", str(seed)]
+    args = ["grade", "random", "--positions", "2", "--max-empty", "16", "--seed", str(seed), "--declaration"]
     _, stderr = interrupt([*args, "--cache", str(cache), "--out", str(tmp_path / "run")], "solving", "stderr")
     assert "quarto grade: interrupted after valuing 1 of 2 positions" in stderr
     assert f"values so far are kept in --cache {cache}" in stderr
     assert len(json.loads(cache.read_text())["positions"]) == 1
-    values = PositionValues(STANDARD, cache)
+    values = PositionValues(BOOKLESS, cache)
     assert values.discarded is None
-    first, second = sample_positions(STANDARD, 2, seed, max_empty=16)
+    first, second = sample_positions(BOOKLESS, 2, seed, max_empty=16)
     assert first in values and second not in values
 
 
 def test_grade_without_cache(tmp_path: Path) -> None:
     """Without ``--cache`` the message says how to keep the values next time."""
-    args = ["grade", "random", "--positions", "1", "--min-empty", "15", "--max-empty", "16"]
+    args = ["grade", "random", "--positions", "1", "--min-empty", "15", "--max-empty", "16", "--declaration"]
     _, stderr = interrupt([*args, "--out", str(tmp_path / "run")], "solving", "stderr")
     assert "quarto grade: interrupted after valuing 0 of 1 positions" in stderr
     assert "--cache FILE would keep" in stderr
@@ -166,7 +170,8 @@ def test_grade_without_cache(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("opponent", ["minimax:time=60", "solver:empties=16"])
 def test_play_stops_while_the_agent_thinks(tmp_path: Path, opponent: str) -> None:
-    """The agent gives the first piece and thinks for a minute (or solves the whole game): Ctrl-C abandons the
-    game at once."""
-    stdout, _ = interrupt(["play", "--opponent", opponent, "--first", "agent"], "the agent gives first", said="stdout")
+    """The agent gives the first piece and thinks for a minute (or solves the whole game, under rules without an
+    opening book): Ctrl-C abandons the game at once."""
+    args = ["play", "--opponent", opponent, "--first", "agent", "--declaration"]
+    stdout, _ = interrupt(args, "the agent gives first", said="stdout")
     assert "interrupted -- game abandoned." in stdout

@@ -243,10 +243,13 @@ def test_command_reads_stdin_in_order() -> None:
     assert "error" in answers[1] and "over" in answers[3]["error"]
 
 
-def test_solver_with_a_depth_plays_the_same_opening_moves_whatever_the_clock() -> None:
-    from agents import make_agent
+def test_solver_with_a_depth_plays_the_same_opening_moves_whatever_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an opening book, 13 empty squares are too many for the exact phase: ``depth`` makes the fallback
+    minimax reproducible."""
+    from agents import make_agent, minimax
 
-    opening = parse_position("f9......0....... 3")  # 13 empty squares: too many for the exact phase
+    monkeypatch.setattr(minimax, "shipped_book", lambda _: None)
+    opening = parse_position("f9......0....... 3")
     moves = []
     for _ in range(2):
         agent = make_agent("solver:depth=3", STANDARD, seed=7)
@@ -254,6 +257,20 @@ def test_solver_with_a_depth_plays_the_same_opening_moves_whatever_the_clock() -
         assert agent.last_value is None and agent.last_depth == 3
     assert moves[0] == moves[1]
     assert moves[0] in legal_actions(STANDARD, opening)
+
+
+def test_solver_with_the_shipped_book_is_exact_in_the_opening() -> None:
+    """With the standard book the same position is answered exactly, with no search, whatever ``depth`` says."""
+    from agents import make_agent
+    from agents.book import shipped_book
+
+    book = shipped_book(STANDARD)
+    assert book is not None, "the standard opening book ships with the package"
+    opening = parse_position("f9......0....... 3")
+    agent = make_agent("solver:depth=3", STANDARD, seed=7)
+    action = agent.act(opening)
+    assert agent.last_value == book.value(opening) and agent.last_nodes == 0
+    assert book.action_values(opening)[action] == agent.last_value
 
 
 @pytest.mark.parametrize("name", ["standard", "squares", "declaration"])
