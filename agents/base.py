@@ -212,7 +212,7 @@ register(
             "empties": Option(
                 number_parser("empties", minimum=1, maximum=16, integer=True),
                 12,
-                "solve exactly at or below this many empty squares",
+                "solve exactly at or below this many empty squares (at least the opening book's bottom, if any)",
             ),
             "time": Option(SECONDS, 1.0, "seconds per move for the minimax played before that"),
             "depth": Option(

@@ -81,12 +81,18 @@ BOOK_FOLDER = Path(__file__).resolve().parent / "data"
 """Where the books shipped with the package live (``quarto book`` writes there by default)."""
 
 
+def rules_name(variant: Variant) -> str:
+    """The rules in a data file's name: ``standard``, ``squares``, or the counted attributes and the squares
+    joined by hyphens (``colour-shape``, ``colour-shape-squares``). The declaration flags are not in it."""
+    parts = [] if len(variant.attributes) == 4 else list(variant.attributes)
+    parts += ["squares"] if variant.squares else []
+    return "-".join(parts) or "standard"
+
+
 def default_book_path(variant: Variant) -> Path:
     """The shipped book file of ``variant``: ``book-standard.npz``, ``book-squares.npz``, and for fewer counted
     attributes their names too (``book-colour-shape.npz``)."""
-    parts = [] if len(variant.attributes) == 4 else list(variant.attributes)
-    parts += ["squares"] if variant.squares else []
-    return BOOK_FOLDER / f"book-{'-'.join(parts) or 'standard'}.npz"
+    return BOOK_FOLDER / f"book-{rules_name(variant)}.npz"
 
 
 @functools.cache

@@ -34,6 +34,7 @@ COMMANDS: Table = {
     "grade": ("experiments.arena.grade", "share of an agent's decisions that lose value under perfect play"),
     "solve": ("experiments.arena.solve", "exact value and best actions of positions"),
     "book": ("experiments.arena.book", "build the opening book that makes the solver exact from the first move"),
+    "suite": ("experiments.arena.suite", "show, check or build the versioned suites of solved positions"),
     "play": ("experiments.arena.play", "play a game in the terminal against an agent"),
     "replay": ("experiments.arena.replay", "step through a recorded game, or write it as a GIF"),
     "bench": (None, "speed benchmarks: env, solver, train, mcts, az, network"),

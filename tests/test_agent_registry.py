@@ -29,7 +29,12 @@ def test_the_registry_and_the_class_agree_on_every_default(name: str) -> None:
         )
 
 
-def test_the_solver_is_exact_from_12_empty_squares_as_documented() -> None:
+def test_the_solver_is_exact_from_12_empty_squares_as_documented(monkeypatch: pytest.MonkeyPatch) -> None:
+    """12 by default; a smaller ``empties`` is raised to the opening book's bottom, which is as cheap to solve."""
+    from agents import minimax
+
     assert AGENT_KINDS["solver"].options["empties"].default == 12
     assert make_agent("solver", STANDARD, seed=0).empties == 12
+    assert make_agent("solver:empties=9", STANDARD, seed=0).empties == 12  # the standard book's bottom
+    monkeypatch.setattr(minimax, "shipped_book", lambda _: None)
     assert make_agent("solver:empties=9", STANDARD, seed=0).empties == 9
