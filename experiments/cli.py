@@ -35,6 +35,7 @@ COMMANDS: Table = {
     "solve": ("experiments.arena.solve", "exact value and best actions of positions"),
     "book": ("experiments.arena.book", "build the opening book that makes the solver exact from the first move"),
     "suite": ("experiments.arena.suite", "show, check or build the versioned suites of solved positions"),
+    "dataset": ("experiments.training.dataset", "solved positions as arrays for supervised learning"),
     "play": ("experiments.arena.play", "play a game in the terminal against an agent"),
     "replay": ("experiments.arena.replay", "step through a recorded game, or write it as a GIF"),
     "bench": (None, "speed benchmarks: env, solver, train, mcts, az, network"),

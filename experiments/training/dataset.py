@@ -1,0 +1,389 @@
+"""``quarto dataset``: solved positions as arrays, for supervised learning and distillation of the exact solver.
+
+Example usage::
+
+    quarto dataset --out data.npz                                   # the variant's default suite, tactical planes
+    quarto dataset --suite standard-v1 --observation parity --symmetries 7 --out data.npz
+    quarto dataset --sample 200 --seed 1 --min-empty 4 --max-empty 10 --squares --out squares.npz
+
+The positions come from a suite of solved positions (:mod:`agents.suites`: ``--suite`` names a shipped one or a
+``.jsonl`` file; the default is the variant's newest shipped suite), or are sampled afresh: ``--sample N`` keeps up
+to ``N`` positions at each number of empty squares from ``--max-empty`` down to ``--min-empty``, no two related by
+a symmetry, from ``--games`` seeded games (:func:`agents.suites.collect_positions`), and values every legal action
+of each with the exact solver (:func:`agents.suites.solve_positions`). With a suite, ``--min-empty`` and
+``--max-empty`` keep the positions within those bounds. ``--symmetries K`` adds up to ``K`` images of each position
+under random symmetries of the game (a board symmetry with a relabelling of the pieces' attributes), their action
+values moved with them; images equal to the position or to each other are dropped.
+
+The file is an ``.npz`` of plain arrays, read with ``np.load(path, allow_pickle=False)`` (or :func:`load_dataset`,
+which checks its hash); ``n`` rows, ``A`` actions (16, or 17 with ``--declaration``):
+
+=================  =====================  ===================================================================
+``observations``   ``(n, channels, 16)``  int8: the planes of ``--observation``, as ``quarto_v0`` shows them
+``action_mask``    ``(n, A)``             int8: 1 for the legal actions, as ``quarto_v0``'s ``action_mask``
+``value``          ``(n,)``               int8: the exact value for the player to move, +1 win, 0 draw, -1 loss
+``action_values``  ``(n, A)``             int8: each legal action's exact value; :data:`ILLEGAL` (-2) elsewhere
+``empty``          ``(n,)``               int8: empty squares
+``placing``        ``(n,)``               bool: a piece in hand to place (else a piece to give)
+``critical``       ``(n,)``               bool: some legal action loses value
+``origin``         ``(n,)``               int32: the row of the position this row is an image of (itself if none)
+``positions``      ``(n,)``               unicode: the position in the project's notation
+``header``         ``(bytes,)``           uint8: UTF-8 JSON (below)
+=================  =====================  ===================================================================
+
+The header holds the format version, the source (the suite's name and generator, or the sample's settings), the
+rule variant, the observation kind and its channel names, the count, ``--symmetries`` and its seed, the code's
+version and the SHA-256 of every array. docs/dataset.md has a worked example that trains a network on a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import zipfile
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.book import shipped_book
+from agents.suites import (
+    DEFAULT_GAMES,
+    DEFAULT_SOURCES,
+    SolvedPosition,
+    Suite,
+    SuiteError,
+    collect_positions,
+    default_suite_name,
+    load_suite,
+    shipped_suite_names,
+    solve_positions,
+)
+from experiments.arena.grading import SOLVER_COMFORT_EMPTY
+from experiments.options import SEED, add_variant_arguments, variant_from_args, warn
+from experiments.run_folder import code_version
+from quarto_env.checks import OutputPathError, atomic_write_bytes, number_argument, output_file
+from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, State, Variant, compiled_fields, position_array
+from quarto_env.fast import write_observation
+from quarto_env.observation import OBSERVATION_KINDS, observation_kind
+from quarto_env.symmetry import Symmetries
+
+DATASET_FORMAT = 1
+"""The version of the file's layout."""
+
+ILLEGAL = -2
+"""The entry of ``action_values`` for an illegal action (values are -1, 0, +1)."""
+
+DEFAULT_OBSERVATION = "tactical"
+"""The observation kind of ``quarto_v0`` when none is named."""
+
+ARRAYS = (
+    "observations",
+    "action_mask",
+    "value",
+    "action_values",
+    "empty",
+    "placing",
+    "critical",
+    "origin",
+    "positions",
+)
+"""The data arrays of a file, in the order their hash reads them."""
+
+SAMPLE_EMPTY = (4, 10)
+"""The default ``--min-empty`` and ``--max-empty`` of ``--sample``: the suites' last stage, and grading's bound."""
+
+MAX_SAMPLE = 100_000
+
+
+class DatasetError(ValueError):
+    """A file that is not a dataset of this format, or whose arrays do not match its hash."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Arrays
+# ---------------------------------------------------------------------------------------------------------
+def dataset_arrays(
+    variant: Variant, solved: Sequence[SolvedPosition], kind: str, origin: Sequence[int] | None = None
+) -> dict[str, np.ndarray]:
+    """The arrays of :data:`ARRAYS` for ``solved`` with the observation planes of ``kind``; ``origin`` (default:
+    each row itself) names the position each row is an image of."""
+    shape = observation_kind(kind).shape
+    count = len(solved)
+    observations = np.zeros((count, *shape), dtype=np.int8)
+    masks = np.zeros((count, variant.num_actions), dtype=np.int8)
+    values = np.full((count, variant.num_actions), ILLEGAL, dtype=np.int8)
+    for row, position in enumerate(solved):
+        _observe(variant, position.state, kind, observations[row], masks[row])
+        for action, value in position.action_values.items():
+            values[row, action] = value
+    return {
+        "observations": observations,
+        "action_mask": masks,
+        "value": np.array([p.value for p in solved], dtype=np.int8).reshape(count),
+        "action_values": values,
+        "empty": np.array([p.empty for p in solved], dtype=np.int8).reshape(count),
+        "placing": np.array([p.state.placing for p in solved], dtype=bool).reshape(count),
+        "critical": np.array([p.critical for p in solved], dtype=bool).reshape(count),
+        "origin": np.array(range(count) if origin is None else origin, dtype=np.int32).reshape(count),
+        "positions": np.array([p.position for p in solved], dtype=f"<U{NUM_SQUARES + 2}").reshape(count),
+    }
+
+
+def _observe(variant: Variant, state: State, kind: str, planes: np.ndarray, mask: np.ndarray) -> None:
+    """Fill ``planes`` and ``mask`` as ``quarto_v0`` does for the player to move (the env's own kernel)."""
+    level = observation_kind(kind).level
+    fields = compiled_fields(state)
+    write_observation(planes, mask, level, fields, variant.groups, variant.counted, variant.declaration, True)
+
+
+def with_symmetric_images(
+    variant: Variant, solved: Sequence[SolvedPosition], images: int, seed: int
+) -> tuple[list[SolvedPosition], list[int]]:
+    """Each position of ``solved`` followed by up to ``images`` images of it under distinct random symmetries
+    (:class:`quarto_env.symmetry.Symmetries`), with the index in ``solved`` that each one comes from. An image
+    equal to the position or to an earlier image is left out."""
+    symmetries = Symmetries(variant)
+    rng = np.random.default_rng(seed)
+    out: list[SolvedPosition] = []
+    origin: list[int] = []
+    for index, position in enumerate(solved):
+        chosen = 1 + rng.choice(symmetries.count - 1, size=min(images, symmetries.count - 1), replace=False)
+        kept = {position.state: position}
+        for image in _images(symmetries, position, chosen):
+            kept.setdefault(image.state, image)
+        out += kept.values()
+        origin += [index] * len(kept)
+    return out, origin
+
+
+def _images(symmetries: Symmetries, position: SolvedPosition, chosen: np.ndarray) -> list[SolvedPosition]:
+    """``position`` moved by each symmetry in ``chosen`` (indices into ``boards x relabellings``; 0 is the
+    identity), its action values with it."""
+    boards, labels = np.divmod(chosen, len(symmetries.sources))
+    rows = np.repeat(position_array([position.state]), len(chosen), axis=0)
+    values = np.full((len(chosen), NUM_ACTIONS), ILLEGAL, dtype=np.int8)
+    for action, value in position.action_values.items():
+        if action < NUM_ACTIONS:  # the declaration (action 16) is the same action in every image
+            values[:, action] = value
+    moved_rows, moved_values = symmetries.apply_chosen(rows, values, boards, labels)
+    declare = {a: v for a, v in position.action_values.items() if a >= NUM_ACTIONS}
+    return [
+        SolvedPosition(_state(row), {**{int(a): int(v[a]) for a in np.flatnonzero(v != ILLEGAL)}, **declare})
+        for row, v in zip(moved_rows, moved_values, strict=True)
+    ]
+
+
+def _state(row: np.ndarray) -> State:
+    """The :class:`State` of a row of :func:`quarto_env.core.position_array` (whose lanes are signed)."""
+    lanes, occupied, available, hand, to_move, claimable, winner, over = (int(x) for x in row)
+    return State(lanes % (1 << 64), occupied, available, hand, to_move, claimable, winner, bool(over))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The file
+# ---------------------------------------------------------------------------------------------------------
+def arrays_digest(arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 of the arrays of :data:`ARRAYS`: each one's name, dtype, shape and bytes, in that order."""
+    digest = hashlib.sha256()
+    for name in ARRAYS:
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name} {array.dtype.str} {array.shape}\n".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def save_dataset(path: str | Path, arrays: dict[str, np.ndarray], header: dict[str, Any]) -> dict[str, Any]:
+    """Write ``arrays`` (:data:`ARRAYS`) to ``path`` atomically as a compressed ``.npz``, with ``header`` plus the
+    format, the count and the hash; returns the full header."""
+    header = {"format": DATASET_FORMAT, **header, "count": len(arrays["value"]), "sha256": arrays_digest(arrays)}
+    header_bytes = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+    buffer = io.BytesIO()
+    named: dict[str, Any] = {"header": header_bytes, **{name: arrays[name] for name in ARRAYS}}
+    np.savez_compressed(buffer, **named)
+    atomic_write_bytes(path, buffer.getvalue())
+    return header
+
+
+def load_dataset(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """``(arrays, header)`` of the dataset file ``path``; :class:`DatasetError` in one line for a file that is
+    missing, not a dataset, of another format, or damaged (its arrays do not match the header's hash)."""
+    name = repr(str(path))
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            header = json.loads(bytes(data["header"]).decode("utf-8"))
+            arrays = {array: data[array] for array in ARRAYS}
+    except FileNotFoundError:
+        raise DatasetError(f"no dataset at {name}") from None
+    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile, zlib.error) as error:
+        raise DatasetError(f"{name} is damaged or not a dataset ({_first_line(error)})") from None
+    if not isinstance(header, dict) or header.get("format") != DATASET_FORMAT:
+        found = header.get("format") if isinstance(header, dict) else None
+        raise DatasetError(f"{name} is dataset format {found!r}; this code reads format {DATASET_FORMAT}")
+    if header.get("sha256") != arrays_digest(arrays) or header.get("count") != len(arrays["value"]):
+        raise DatasetError(f"{name} is damaged: its arrays do not match its header's hash")
+    return arrays, header
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser of ``quarto dataset``."""
+    parser = argparse.ArgumentParser(
+        prog="quarto dataset",
+        description="Solved positions as arrays (.npz) for supervised learning: observations, masks, exact values.",
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--suite", default=None, metavar="NAME", help="a shipped suite or a .jsonl suite file")
+    source.add_argument(
+        "--sample",
+        type=number_argument("sample", minimum=1, maximum=MAX_SAMPLE, integer=True),
+        default=None,
+        metavar="N",
+        help="sample and solve up to N positions per number of empty squares instead of reading a suite",
+    )
+    parser.add_argument("--seed", type=SEED, default=0, help="seed of the sampled games and the symmetries (0)")
+    parser.add_argument(
+        "--games",
+        type=number_argument("games", minimum=1, maximum=1_000_000, integer=True),
+        default=None,
+        help=f"with --sample: games played for positions (default {DEFAULT_GAMES})",
+    )
+    empty = number_argument("empty squares", minimum=2, maximum=NUM_SQUARES, integer=True)
+    low, high = SAMPLE_EMPTY
+    parser.add_argument("--min-empty", type=empty, default=None, help=f"fewest empty squares, 2-16 (sample: {low})")
+    parser.add_argument("--max-empty", type=empty, default=None, help=f"most empty squares, 2-16 (sample: {high})")
+    parser.add_argument(
+        "--observation",
+        choices=list(OBSERVATION_KINDS),
+        default=DEFAULT_OBSERVATION,
+        help=f"observation planes (default {DEFAULT_OBSERVATION}, as quarto_v0)",
+    )
+    parser.add_argument(
+        "--symmetries",
+        type=number_argument("symmetries", minimum=0, integer=True),
+        default=0,
+        metavar="K",
+        help="add up to K images of each position under random symmetries (default 0)",
+    )
+    parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the .npz file to write")
+    parser.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_variant_arguments(parser)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """Run ``quarto dataset``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    variant = variant_from_args(parser, args)
+    _check_output(parser, args)
+    _check_symmetries(parser, variant, args.symmetries)
+    if args.sample is None:
+        solved, source = _suite_positions(parser, variant, args)
+    else:
+        solved, source = _sampled_positions(parser, variant, args)
+    if not solved:
+        parser.error("no positions within --min-empty and --max-empty")
+    origin = None
+    if args.symmetries:
+        solved, origin = with_symmetric_images(variant, solved, int(args.symmetries), args.seed)
+    arrays = dataset_arrays(variant, solved, args.observation, origin)
+    header = save_dataset(args.out, arrays, _header(variant, args, source))
+    origin_text = f"suite {source['suite']}" if "suite" in source else f"sampled with seed {args.seed}"
+    print(
+        f"{args.out}: {header['count']:,} positions ({origin_text}), {args.observation} planes "
+        f"{arrays['observations'].shape[1:]}, {variant.num_actions} actions, {os.path.getsize(args.out):,} bytes"
+    )
+    return 0
+
+
+def _check_output(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Exit with a usage error when ``--out`` cannot be written (or exists, without ``--overwrite``)."""
+    try:
+        output_file(args.out, "--out", overwrite=args.overwrite)
+    except OutputPathError as error:
+        hint = " (or give --overwrite)" if not args.overwrite and os.path.isfile(args.out) else ""
+        parser.error(f"{error}{hint}")
+
+
+def _check_symmetries(parser: argparse.ArgumentParser, variant: Variant, images: int) -> None:
+    most = Symmetries(variant).count - 1
+    if images > most:
+        parser.error(f"--symmetries must be 0-{most} under {variant.describe()} rules, got {images}")
+
+
+def _empty_bounds(parser: argparse.ArgumentParser, args: argparse.Namespace, default: tuple[int, int]) -> range:
+    low = default[0] if args.min_empty is None else args.min_empty
+    high = default[1] if args.max_empty is None else args.max_empty
+    if low > high:
+        parser.error(f"--min-empty {low} is above --max-empty {high}")
+    return range(low, high + 1)
+
+
+def _suite_positions(
+    parser: argparse.ArgumentParser, variant: Variant, args: argparse.Namespace
+) -> tuple[list[SolvedPosition], dict[str, Any]]:
+    """The positions of ``--suite`` (default: the variant's), within the bounds of empty squares."""
+    if args.games is not None:
+        parser.error("--games goes with --sample: a suite's positions are chosen already")
+    name = args.suite or default_suite_name(variant)
+    if name is None:
+        shipped = ", ".join(shipped_suite_names()) or "none"
+        parser.error(
+            f"no shipped suite for {variant.describe()} rules (shipped: {shipped}); give --suite FILE or --sample N"
+        )
+    try:
+        suite: Suite = load_suite(name, variant)
+    except SuiteError as error:
+        parser.error(str(error))
+    bounds = _empty_bounds(parser, args, (2, NUM_SQUARES))
+    solved = [p for p in suite.positions if p.empty in bounds]
+    source = {"suite": suite.name, "file": str(name) if str(name) != suite.name else None}
+    return solved, {**source, "generator": suite.generator, "min_empty": bounds[0], "max_empty": bounds[-1]}
+
+
+def _sampled_positions(
+    parser: argparse.ArgumentParser, variant: Variant, args: argparse.Namespace
+) -> tuple[list[SolvedPosition], dict[str, Any]]:
+    """``--sample`` positions per stage, collected from seeded games and solved."""
+    if variant.declaration:
+        parser.error("--sample takes no --declaration: the notation cannot say what is claimable")
+    bounds = _empty_bounds(parser, args, SAMPLE_EMPTY)
+    if bounds[-1] > SOLVER_COMFORT_EMPTY and shipped_book(variant) is None:
+        warn(
+            parser,
+            f"no opening book ships for {variant.describe()} rules: above {SOLVER_COMFORT_EMPTY} empty squares "
+            "each position may take the solver minutes",
+        )
+    games = args.games or DEFAULT_GAMES
+    stages = tuple(reversed(bounds))
+    progress = not args.no_progress
+    states = collect_positions(variant, args.sample, args.seed, DEFAULT_SOURCES, stages, games, progress)
+    source = {"sample": args.sample, "seed": args.seed, "games": games, "sources": list(DEFAULT_SOURCES)}
+    return solve_positions(variant, states, progress), {**source, "min_empty": bounds[0], "max_empty": bounds[-1]}
+
+
+def _header(variant: Variant, args: argparse.Namespace, source: dict[str, Any]) -> dict[str, Any]:
+    kind = observation_kind(args.observation)
+    return {
+        "source": source,
+        "variant": variant.to_dict(),
+        "observation": kind.name,
+        "channels": [channel.name for channel in kind.channels],
+        "actions": variant.num_actions,
+        "illegal": ILLEGAL,
+        "symmetries": {"images": args.symmetries, "seed": args.seed},
+        "code": code_version(),
+    }
