@@ -146,19 +146,20 @@ def with_symmetric_images(
     variant: Variant, solved: Sequence[SolvedPosition], images: int, seed: int
 ) -> tuple[list[SolvedPosition], list[int]]:
     """Each position of ``solved`` followed by up to ``images`` images of it under distinct random symmetries
-    (:class:`quarto_env.symmetry.Symmetries`), with the index in ``solved`` that each one comes from. An image
-    equal to the position or to an earlier image is left out."""
+    (:class:`quarto_env.symmetry.Symmetries`), and for each of these the index, in the same list, of the position
+    it is an image of (its own for the positions of ``solved``). An image equal to the position or to an earlier
+    image is left out."""
     symmetries = Symmetries(variant)
     rng = np.random.default_rng(seed)
     out: list[SolvedPosition] = []
     origin: list[int] = []
-    for index, position in enumerate(solved):
+    for position in solved:
         chosen = 1 + rng.choice(symmetries.count - 1, size=min(images, symmetries.count - 1), replace=False)
         kept = {position.state: position}
         for image in _images(symmetries, position, chosen):
             kept.setdefault(image.state, image)
+        origin += [len(out)] * len(kept)
         out += kept.values()
-        origin += [index] * len(kept)
     return out, origin
 
 
