@@ -83,7 +83,7 @@ def test_a_benchmark_write_that_fails_late_is_one_line(
 
     monkeypatch.setattr(bench_solver, "atomic_write_text", disk_full)
     out = tmp_path / "solver.json"
-    argv = ["bench", "solver", "--empties", "4", "--positions", "1", "--depths", "1", "--openings", "1"]
+    argv = ["bench", "solver", "--empties", "4", "--positions", "1", "--depths", "1", "--openings", "1", "--games", "0"]
     with pytest.raises(SystemExit) as exit_info:
         cli.main([*argv, "--budgets", "0.01", "--budget-moves", "1", "--skip-startup", "--out", str(out)])
     assert exit_info.value.code == 2

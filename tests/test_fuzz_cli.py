@@ -199,12 +199,13 @@ PLAY = ("play", "--opponent", "random", "--first", "you", "--seed", "1")  # stdi
 REPLAY = ("replay", "<game>", "--no-pause")
 SOLVE = ("solve", POSITION)
 BOOK = ("book", "--root", "40f.7....9d..3.b -", "--min-empty", "6", "--out", "<out>/book.npz")
+SUITE = ("suite", "standard-v9", "--build", "--games", "2", "--per-stage", "1", "--out", "<out>/suite.jsonl")
 BENCH_ENV = ("bench", "env", "--seconds", "0.01", "--rounds", "1")
 BENCH_MCTS = ("bench", "mcts", "--sims", "5", "--positions", "1")
 BENCH_AZ = ("bench", "az", "--games", "2", "--sims", "2", "--seconds", "0.1", "--width", "8")
 BENCH_NETWORK = ("bench", "network", "--positions", "12", "--max-empty", "8", "--epochs", "1", "--width", "8")
 BENCH_SOLVER: Argv = ("bench", "solver", "--empties", "4", "--positions", "1", "--depths", "1", "--openings", "1")
-BENCH_SOLVER += ("--budgets", "0.01", "--budget-moves", "1", "--skip-startup")
+BENCH_SOLVER += ("--budgets", "0.01", "--budget-moves", "1", "--skip-startup", "--games", "0")
 TINY_TRAINING = (
     "total_steps=64",
     "num_games=2",
@@ -237,6 +238,7 @@ BASELINES: dict[str, tuple[tuple[str, ...], float]] = {
     "replay --gif": ((*REPLAY, "--gif", "<out>/game.gif", "--frames", "<out>/frames"), 60),
     "solve": (SOLVE, 60),
     "book": (BOOK, 60),
+    "suite": (SUITE, 90),
     "bench env": (BENCH_ENV, 120),
     "bench mcts": (BENCH_MCTS, 120),
     "bench az": (BENCH_AZ, 120),
@@ -324,6 +326,10 @@ def number_option_cases() -> Iterator[Case]:
         ("solve", SOLVE, "--table-mb", {"integer": False, "minimum": 1, "maximum": 16384}, 60),
         ("solve", SOLVE, "--checkpoint-every", {"integer": False, "minimum": 1}, 60),
         ("book", BOOK, "--min-empty", {"integer": True, "minimum": 1, "maximum": 16}, 30),
+        ("suite", SUITE, "--per-stage", {"integer": True, "minimum": 1, "maximum": 10_000}, 30),
+        ("suite", SUITE, "--games", {"integer": True, "minimum": 1, "maximum": 100_000}, 30),
+        ("suite", SUITE, "--seed", {"integer": True, "minimum": 0}, 30),
+        ("bench solver", BENCH_SOLVER, "--games", {"integer": True, "minimum": 0, "maximum": 1000}, BENCH_TIMEOUT),
         ("book", BOOK, "--jobs", {"integer": True, "minimum": 1, "maximum": 64}, 30),
         ("book", BOOK, "--table-mb", {"integer": False, "minimum": 1, "maximum": 16384}, 30),
         ("book", BOOK, "--checkpoint-every", {"integer": False, "above": 0, "maximum": 86_400}, 30),

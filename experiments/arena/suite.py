@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--games",
-        type=number_argument("games", minimum=1, maximum=1_000_000, integer=True),
+        type=number_argument("games", minimum=1, maximum=100_000, integer=True),
         default=DEFAULT_GAMES,
         help=f"games played for positions (default {DEFAULT_GAMES})",
     )

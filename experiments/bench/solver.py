@@ -17,6 +17,9 @@ What it measures, each on a fresh transposition table:
 * **minimax** -- seconds per move at depths 1-4 (and 6, 8) from a few opening positions (after 0-3 greedy actions).
 * **time budget** -- how long ``minimax:time=T`` really takes per move, as a ratio to ``T`` (at most 1.0 is
   within budget).
+* **solver agent over whole games** -- seconds per move of the ``solver`` agent as users get it (the variant's
+  opening book, one thread, no value cache: ``QUARTO_CACHE_DIR=off`` for this process) in ``--games`` seeded
+  games against itself from the empty board: the median and the slowest move overall and by empty squares.
 * **start-up** -- seconds for a new process to import the search with an empty numba cache (it compiles) and
   again with the cache filled (it loads the machine code).
 
@@ -103,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=number_argument("budget-moves", minimum=1, maximum=len(BUDGET_EMPTIES), integer=True),
         default=len(BUDGET_EMPTIES),
         help=f"moves timed per budget, 1-{len(BUDGET_EMPTIES)} (default {len(BUDGET_EMPTIES)})",
+    )
+    parser.add_argument(
+        "--games",
+        type=number_argument("games", minimum=0, maximum=1000, integer=True),
+        default=4,
+        help="whole games of the solver agent against itself, every move timed (default 4; 0: none)",
     )
     add_search_arguments(parser, DEFAULT_BENCH_TABLE_MB, "larger than the agents' 32 MiB, small enough to clear fast")
     parser.add_argument("--skip-startup", action="store_true", help="do not time process start-up")
@@ -236,6 +245,32 @@ def bench_budgets(variant: Variant, budgets: list[float], moves: int, seed: int)
     return results
 
 
+def bench_agent_games(variant: Variant, games: int, seed: int) -> dict:
+    """Seconds per move of the ``solver`` agent (its default options) in ``games`` seeded games against itself
+    from the empty board, overall and by empty squares, with no value cache (a cold start, as on a fresh
+    machine)."""
+    from agents.minimax import SolverAgent
+
+    os.environ["QUARTO_CACHE_DIR"] = "off"  # read when each agent's solver is made; this process only
+    by_empty: dict[int, list[float]] = {}
+    for game in range(games):
+        players = [SolverAgent(variant, seed=seed + 2 * game + seat) for seat in range(2)]
+        state = INITIAL_STATE
+        while not state.over:
+            start = time.perf_counter()
+            action = players[state.to_move].act(state)
+            by_empty.setdefault(state.num_empty, []).append(time.perf_counter() - start)
+            state = step(variant, state, action)
+    moves = [seconds for times in by_empty.values() for seconds in times]
+    stages = {e: {"median": statistics.median(t), "max": max(t), "moves": len(t)} for e, t in by_empty.items()}
+    median, slowest = statistics.median(moves), max(moves)
+    print(f"  all   {len(moves):>5}  {median:>9.4f}  {slowest:>8.3f}", flush=True)
+    for empty in sorted(stages, reverse=True):
+        row = stages[empty]
+        print(f"  {empty:>2}    {row['moves']:>5.0f}  {row['median']:>9.4f}  {row['max']:>8.3f}", flush=True)
+    return {"games": games, "moves": len(moves), "median_seconds": median, "max_seconds": slowest, "by_empty": stages}
+
+
 def bench_startup() -> dict:
     """Seconds for a fresh process to import the search and solve one position, with an empty numba cache and
     then with the cache it filled."""
@@ -281,6 +316,12 @@ def main(argv: list[str]) -> int:
     print("  budget      median ratio  max ratio  median depth")
     budgets = bench_budgets(variant, args.budgets, args.budget_moves, args.seed)
 
+    games = {}
+    if args.games:
+        print(f"\nthe solver agent against itself, {args.games} games from the empty board, no value cache")
+        print("  empty  moves   median s     max s")
+        games = bench_agent_games(variant, args.games, args.seed)
+
     startup = {}
     if not args.skip_startup:
         print("\nstart-up: import, load or compile the search, solve one position")
@@ -288,7 +329,7 @@ def main(argv: list[str]) -> int:
 
     if args.out:
         config = {**vars(args), "out": str(args.out), "variant": variant.to_dict()}
-        results = {"solver": solver, "minimax": minimax, "budgets": budgets, "startup": startup}
+        results = {"solver": solver, "minimax": minimax, "budgets": budgets, "agent_games": games, "startup": startup}
         record = {"command": command, "config": config, "results": results}
         with exit_if_unwritten(parser.prog, "--out", args.out):
             atomic_write_text(args.out, json.dumps(record, indent=2))
