@@ -200,6 +200,8 @@ REPLAY = ("replay", "<game>", "--no-pause")
 SOLVE = ("solve", POSITION)
 BOOK = ("book", "--root", "40f.7....9d..3.b -", "--min-empty", "6", "--out", "<out>/book.npz")
 SUITE = ("suite", "standard-v9", "--build", "--games", "2", "--per-stage", "1", "--out", "<out>/suite.jsonl")
+DATASET: Argv = ("dataset", "--sample", "2", "--games", "4", "--min-empty", "4", "--max-empty", "5", "--no-progress")
+DATASET += ("--out", "<out>/data.npz")
 BENCH_ENV = ("bench", "env", "--seconds", "0.01", "--rounds", "1")
 BENCH_MCTS = ("bench", "mcts", "--sims", "5", "--positions", "1")
 BENCH_AZ = ("bench", "az", "--games", "2", "--sims", "2", "--seconds", "0.1", "--width", "8")
@@ -239,6 +241,7 @@ BASELINES: dict[str, tuple[tuple[str, ...], float]] = {
     "solve": (SOLVE, 60),
     "book": (BOOK, 60),
     "suite": (SUITE, 90),
+    "dataset": (DATASET, 60),
     "bench env": (BENCH_ENV, 120),
     "bench mcts": (BENCH_MCTS, 120),
     "bench az": (BENCH_AZ, 120),
@@ -329,6 +332,12 @@ def number_option_cases() -> Iterator[Case]:
         ("suite", SUITE, "--per-stage", {"integer": True, "minimum": 1, "maximum": 10_000}, 30),
         ("suite", SUITE, "--games", {"integer": True, "minimum": 1, "maximum": 100_000}, 30),
         ("suite", SUITE, "--seed", {"integer": True, "minimum": 0}, 30),
+        ("dataset", DATASET, "--sample", {"integer": True, "minimum": 1, "maximum": 100_000}, 30),
+        ("dataset", DATASET, "--games", {"integer": True, "minimum": 1, "maximum": 100_000}, 30),
+        ("dataset", DATASET, "--min-empty", {"integer": True, "minimum": 2, "maximum": 16}, 30),
+        ("dataset", DATASET, "--max-empty", {"integer": True, "minimum": 2, "maximum": 16}, 30),
+        ("dataset", DATASET, "--symmetries", {"integer": True, "minimum": 0}, 30),
+        ("dataset", DATASET, "--seed", {"integer": True, "minimum": 0}, 30),
         ("bench solver", BENCH_SOLVER, "--games", {"integer": True, "minimum": 0, "maximum": 1000}, BENCH_TIMEOUT),
         ("book", BOOK, "--jobs", {"integer": True, "minimum": 1, "maximum": 64}, 30),
         ("book", BOOK, "--table-mb", {"integer": False, "minimum": 1, "maximum": 16384}, 30),
@@ -632,6 +641,12 @@ def path_cases() -> Iterator[Case]:
     for root in ["nonsense", "40f.7....9d..3.b 5", "f" * 16 + " -"]:  # not a position, a place node, a bad board
         yield Case(f"book --root {root!r}", (*BOOK[:1], "--root", root, *BOOK[3:]), ("root",), timeout=30, status=2)
     yield Case("book --root without --out", BOOK[:5], ("--out",), timeout=30, status=2)
+    dataset_outs = ["<folder>", "<fifo>", "/proc/quarto-fuzz.npz", "<long>.npz"]
+    yield from cases("dataset", DATASET[:-2], "--out", dataset_outs, 30)
+    for suite in ["<missing>", "<binary>", "<file>", "nosuch-v1"]:
+        argv = ("dataset", "--suite", suite, "--out", "<out>/data.npz")
+        yield Case(f"dataset --suite {suite}", argv, ("suite", suite), timeout=30, status=2)
+    yield Case("dataset --observation pixels", (*DATASET, "--observation", "pixels"), ("pixels",), status=2)
     if importlib.util.find_spec("ray") is not None:  # without Ray a sweep stops at that, before its folder
         yield from cases("sweep", SWEEP_REPO_CONFIG, "--out", ["/sys/quarto-fuzz", "<long>"], 30)
     yield from cases("plot", PLOT[:2], "--output", ["<folder>", "/proc/quarto-fuzz.png", "<long>.png"])

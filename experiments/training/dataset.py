@@ -99,6 +99,7 @@ SAMPLE_EMPTY = (4, 10)
 """The default ``--min-empty`` and ``--max-empty`` of ``--sample``: the suites' last stage, and grading's bound."""
 
 MAX_SAMPLE = 100_000
+MAX_GAMES = 100_000
 
 
 class DatasetError(ValueError):
@@ -256,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=SEED, default=0, help="seed of the sampled games and the symmetries (0)")
     parser.add_argument(
         "--games",
-        type=number_argument("games", minimum=1, maximum=1_000_000, integer=True),
+        type=number_argument("games", minimum=1, maximum=MAX_GAMES, integer=True),
         default=None,
         help=f"with --sample: games played for positions (default {DEFAULT_GAMES})",
     )
