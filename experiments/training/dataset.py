@@ -16,7 +16,8 @@ under random symmetries of the game (a board symmetry with a relabelling of the 
 values moved with them; images equal to the position or to each other are dropped.
 
 The file is an ``.npz`` of plain arrays, read with ``np.load(path, allow_pickle=False)`` (or :func:`load_dataset`,
-which checks its hash); ``n`` rows, ``A`` actions (16, or 17 with ``--declaration``):
+which checks its hash); ``n`` rows, ``A`` the variant's actions (16: suites and samples hold no positions of the
+declaration variant, whose notation cannot say what is claimable):
 
 =================  =====================  ===================================================================
 ``observations``   ``(n, channels, 16)``  int8: the planes of ``--observation``, as ``quarto_v0`` shows them
