@@ -48,7 +48,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 from tqdm import tqdm
@@ -62,6 +62,15 @@ from agents.match import (
     opening_state,
     play_game,
     random_opening,
+)
+from experiments.arena.perfect import (
+    PerfectGame,
+    PerfectPlayReport,
+    perfect_game,
+    perfect_markdown,
+    perfect_score,
+    plays_perfectly_from,
+    solver_agent,
 )
 from experiments.arena.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
 from experiments.arena.records import check_record, record_line
@@ -86,6 +95,9 @@ from quarto_env.checks import (
 )
 from quarto_env.core import STANDARD, RulesError, State, Variant, step
 from quarto_env.notation import format_position, parse_position
+
+if TYPE_CHECKING:
+    from agents.minimax import SolverAgent
 
 MODES = ("round-robin", "vs-field")
 MAX_GAMES_PER_PAIR = 100_000
@@ -247,9 +259,11 @@ def _write_results(
     )
     pairs = pair_results(names, games)
     write_outputs(out, names, variant, games, pairs, ratings, anchor, config)
+    perfect = write_perfect_play(out, names, games, variant)
     if args.tensorboard:
         log_to_tensorboard(out / "tensorboard", pairs, ratings, config)
-    print(f"\n{ratings_markdown(ratings, names, games, variant, anchor)}\n{results_markdown(pairs)}\nwritten to {out}")
+    tables = f"{ratings_markdown(ratings, names, games, variant, anchor)}\n{results_markdown(pairs)}\n{perfect}"
+    print(f"\n{tables}written to {out}")
 
 
 def tournament_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[dict[str, Any], Variant]:
@@ -745,6 +759,51 @@ def write_outputs(
     atomic_write_text(out / "ratings.md", ratings_markdown(ratings, names, games, variant, anchor))
     title = f"{variant.describe()} Quarto, {config['games_per_pair']} games per pair, seed {config['seed']}"
     atomic_write(out / "ratings.png", lambda path: plot_ratings(ratings, anchor, title, path, config["intervals"]))
+
+
+def write_perfect_play(out: Path, names: Sequence[str], games: Sequence[PlayedGame], variant: Variant) -> str:
+    """Write ``perfect.md`` and ``perfect.json`` when a ``solver`` entrant played (:func:`perfect_play_reports`),
+    and return the table followed by an empty line (``""`` when none did)."""
+    reports = perfect_play_reports(names, games, variant)
+    if not reports:
+        return ""
+    text = perfect_markdown(reports)
+    atomic_write_text(out / "perfect.md", text)
+    atomic_write_text(out / "perfect.json", json.dumps([r.summary() for r in reports], indent=2) + "\n")
+    return text + "\n"
+
+
+def perfect_play_reports(
+    names: Sequence[str], games: Sequence[PlayedGame], variant: Variant
+) -> list[PerfectPlayReport]:
+    """For each ``solver`` entrant, every other entrant's points lost in its games against it
+    (:mod:`experiments.arena.perfect`). Only games from openings where the solver is exact count (with the
+    variant's opening book, all of them), and not those it forfeited on time."""
+    reports = []
+    for s, solver_name in enumerate(names):
+        solver = solver_agent(solver_name, variant)
+        for i, name in enumerate(names):
+            played = [] if solver is None or i == s else _games_against_perfect_play(games, i, s, solver, variant)
+            if played:
+                reports.append(PerfectPlayReport(name, solver_name, played))
+    return reports
+
+
+def _games_against_perfect_play(
+    games: Sequence[PlayedGame], agent: int, solver_index: int, solver: SolverAgent, variant: Variant
+) -> list[PerfectGame]:
+    """Agent index ``agent``'s games against the solver entrant ``solver_index`` (the agent ``solver``) where the
+    solver played perfectly: from an opening where it is exact, and not forfeited by it."""
+    perfect_games = []
+    for game in games:
+        if set(game.job.pair) != {agent, solver_index} or game.forfeited_by(solver_index):
+            continue
+        state = opening_state(variant, game.job.opening)
+        if plays_perfectly_from(solver, state):
+            seat = game.job.seats.index(agent)
+            perfect = perfect_score(state, seat, solver.solver)
+            perfect_games.append(perfect_game(game.record, game.job.opening, seat, perfect))
+    return perfect_games
 
 
 def _csv(rows: list[dict]) -> str:

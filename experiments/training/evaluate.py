@@ -19,6 +19,10 @@ tournament's (:data:`~agents.match.DEFAULT_OPENING_PLIES`). With ``--opening-pli
 game starts from the empty board, where a deterministic learner against a deterministic opponent (minimax)
 replays the same two games over and over: there, only the sampled rows are informative. ``--device`` runs the
 learner's network on a GPU (``auto`` or ``cuda``); the opponents play on the CPU.
+
+``--perfect-games N`` also plays each of the learner's ways of playing N games against perfect play, as its agent
+(``ppo:PATH`` or ``az:PATH,sims=S``), from the same kind of seeded openings, and prints the points it lost
+(:mod:`experiments.arena.perfect`).
 """
 
 from __future__ import annotations
@@ -33,12 +37,13 @@ from rich.console import Console
 from rich.table import Table
 
 from agents.alphazero import load_network
-from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS
+from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS, make_agent
 from agents.checkpoints import check_algorithm, checkpoint_path, read_metadata
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.networks import DEFAULT_DEVICE, DEVICES
 from agents.ppo import load_policy
 from agents.puct import DEFAULT_C_PUCT
+from experiments.arena.perfect import PerfectPlayReport, perfect_markdown, points_lost
 from experiments.training.az_selfplay import SearchOpponent
 from experiments.training.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
 from experiments.training.selfplay import EvalResult, Opponent, evaluate_all, policy_players
@@ -94,7 +99,15 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_DEVICE,
         help=f"where the checkpoint's network runs (auto: cuda if torch sees a GPU; default {DEFAULT_DEVICE})",
     )
+    parser.add_argument(
+        "--perfect-games",
+        type=number_argument("perfect-games", minimum=0, maximum=MAX_GAMES, integer=True),
+        default=0,
+        help="also play this many games (even) against perfect play and print the points lost (default 0: none)",
+    )
     args = parser.parse_args(argv)
+    if args.perfect_games % 2:
+        parser.error(f"--perfect-games must be even (each opening is played in both seats), got {args.perfect_games}")
 
     th.set_num_threads(1)
     th.manual_seed(args.seed)
@@ -131,7 +144,26 @@ def main(argv: list[str] | None = None) -> int:
             f"+-{confidence_95(result):.3f}",
         )
     Console(width=120).print(table)
+    if args.perfect_games:
+        print(perfect_markdown([_perfect_play(checkpoint, learner, variant, args) for learner in learners]))
     return 0
+
+
+def _perfect_play(checkpoint: Path, learner: Opponent, variant: Variant, args: argparse.Namespace) -> PerfectPlayReport:
+    """The points lost against perfect play by ``learner`` (one way of playing ``checkpoint``), named by how it
+    plays."""
+    agent = make_agent(_learner_spec(checkpoint, learner, args.device), variant, args.seed)
+    report = points_lost(agent, variant, args.perfect_games, args.seed, args.opening_plies)
+    report.agent = learner.playing
+    return report
+
+
+def _learner_spec(checkpoint: Path, learner: Opponent, device: str) -> str:
+    """The agent spec that plays ``checkpoint`` as ``learner`` does: ``az:...,sims=S`` for a search, else
+    ``ppo:...`` with its argmax or sampled policy."""
+    if isinstance(learner, SearchOpponent):
+        return f"az:path={checkpoint},sims={learner.sims},device={device}"
+    return f"ppo:path={checkpoint},deterministic={str(learner.deterministic).lower()},device={device}"
 
 
 def _openings(plies: int) -> str:
