@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from agents.base import Agent, make_agent
+from agents.suites import Suite, build_suite, save_suite, shipped_suite_names
 from experiments.arena import grade, grading
 from experiments.arena.grading import PositionValues, exact_action_values, grade_agent, sample_positions
+from experiments.arena.ratings import wilson_interval
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, State, Variant, legal_actions, step
 from quarto_env.notation import parse_position
 
@@ -337,3 +339,150 @@ def test_many_empty_squares_warn_and_grading_shows_progress(
     quiet = ["--min-empty", "11", "--max-empty", "12", "--no-progress", "--out", str(tmp_path / "quiet")]
     assert grade.main([*argv, *quiet]) == 0
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Grading on a suite of solved positions: lookups only, and the command's choice of positions
+# ---------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_suite() -> Suite:
+    """Four positions at each of 6, 5 and 4 empty squares, solved (a second or two)."""
+    return build_suite(
+        "tiny-v1", STANDARD, per_stage=4, seed=0, sources=("random", "greedy"), stages=(6, 5, 4), games=30
+    )
+
+
+@pytest.fixture
+def tiny_suite_file(tiny_suite: Suite, tmp_path: Path) -> Path:
+    path = tmp_path / "suite-tiny-v1.jsonl"
+    save_suite(tiny_suite, path)
+    return path
+
+
+class LowestAction(Agent):
+    """Always the lowest legal action: some of its choices lose value, some do not."""
+
+    spec = "lowest"
+
+    def act(self, state: State) -> int:
+        return min(legal_actions(self.variant, state))
+
+
+def test_grading_on_a_suite_gives_the_shares_of_its_action_values(tiny_suite: Suite) -> None:
+    values = PositionValues.from_suite(tiny_suite)
+    report = grade_agent(LowestAction(STANDARD), STANDARD, grading.suite_states(tiny_suite), values)
+    lost = {
+        stage: [p.action_values[min(p.action_values)] < max(p.action_values.values()) for p in positions]
+        for stage, positions in tiny_suite.stages().items()
+    }
+    assert list(lost) == [6, 5, 4] and all(len(flags) == 4 for flags in lost.values())
+    for stage, flags in lost.items():
+        share = sum(flags) / len(flags)
+        assert report.by_empty()[stage] == (share, *wilson_interval(share, len(flags)), len(flags))
+    everything = [flag for flags in lost.values() for flag in flags]
+    assert 0 < sum(everything) < len(everything)  # both kinds of decision occur, so the shares say something
+    assert report.share_lost()[0] == sum(everything) / len(everything)
+    assert values.solved == 0
+    with pytest.raises(KeyError, match="is not in the suite"):
+        values.action_values(parse_position("135.4.a9eb.c.8.7 0"))
+
+
+def test_the_command_grades_on_a_suite_without_solving(
+    tiny_suite: Suite, tiny_suite_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = ["random", "greedy", "--suite", str(tiny_suite_file), "--seed", "2", "--no-progress", "--out", str(out)]
+    assert grade.main([*argv, "--perfect-games", "2"]) == 0
+    summaries = json.loads((out / "grade.json").read_text())
+    assert [s["graded_on"] for s in summaries] == [{"suite": "tiny-v1"}] * 2
+    suite_values = {p.position: p.action_values for p in tiny_suite.positions}
+    decisions = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
+    for summary in summaries:
+        mine = [d for d in decisions if d["agent"] == summary["agent"]]
+        assert len(mine) == 12
+        for d in mine:
+            values = suite_values[d["position"]]
+            assert (d["action_value"], d["value"]) == (values[d["action"]], max(values.values()))
+        for stage in ("6", "5", "4"):
+            flags = [d["action_value"] < d["value"] for d in mine if str(d["empty"]) == stage]
+            assert summary["by_empty"][stage][0] == sum(flags) / len(flags) and summary["by_empty"][stage][3] == 4
+        assert summary["perfect_play"]["games"] == 2 and summary["perfect_play"]["agent"] == summary["agent"]
+    report = (out / "grade.md").read_text()
+    assert "(suite tiny-v1; share" in report and "| positions | 4 | 4 | 4 |" in report
+    assert report.index("6 empty") < report.index("4 empty") and "Points lost against perfect play" in report
+    config = json.loads((out / "config.json").read_text())
+    assert config["suite"] == "tiny-v1" and config["positions"] is None and config["perfect_games"] == 2
+    assert "solved" not in capsys.readouterr().out
+
+
+def test_the_default_is_the_variants_suite_unless_a_sampling_option_is_given(
+    tiny_suite_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grade, "default_suite_name", lambda variant: str(tiny_suite_file))
+    assert grade.main(["random", "--no-progress", "--out", str(tmp_path / "suite")]) == 0
+    assert json.loads((tmp_path / "suite" / "config.json").read_text())["suite"] == "tiny-v1"
+    sampled = ["random", "--positions", "3", "--max-empty", "4", "--no-progress", "--out", str(tmp_path / "sampled")]
+    assert grade.main(sampled) == 0
+    config = json.loads((tmp_path / "sampled" / "config.json").read_text())
+    assert (config["suite"], config["positions"], config["min_empty"], config["sources"]) == (
+        None,
+        3,
+        1,
+        ["random", "greedy"],
+    )
+    graded_on = json.loads((tmp_path / "sampled" / "grade.json").read_text())[0]["graded_on"]
+    assert graded_on == {
+        "sampled": {"seed": 0, "positions": 3, "min_empty": 1, "max_empty": 4, "sources": ["random", "greedy"]}
+    }
+    assert "positions sampled with seed 0, 1-4 empty squares" in (tmp_path / "sampled" / "grade.md").read_text()
+    assert capsys.readouterr().err == ""
+
+
+def test_a_variant_without_a_suite_falls_back_to_sampling_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grading, "exact_action_values", fake_solver)  # 200 positions, solved at once
+    assert grade.main(["random", "--declaration", "--no-progress", "--out", str(tmp_path)]) == 0
+    error = capsys.readouterr().err
+    rules = Variant.make(declaration=True).describe()
+    assert error == f"quarto grade: note: no suite ships for {rules} rules; grading on positions sampled with seed 0\n"
+    assert json.loads((tmp_path / "config.json").read_text())["positions"] == 200
+
+
+@pytest.mark.parametrize(
+    "sampling",
+    [["--positions", "5"], ["--min-empty", "2"], ["--max-empty", "6"], ["--sources", "random"], ["--cache", "c.json"]],
+)
+def test_a_suite_and_a_sampling_option_are_refused_together(
+    sampling: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        grade.main(["random", "--suite", "standard-v1", *sampling])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert error.splitlines()[-1] == (
+        f"quarto grade: error: --suite grades on a suite's positions and {sampling[0]} samples positions: give one "
+        "or the other"
+    )
+
+
+def test_an_unknown_or_foreign_suite_is_a_usage_error(
+    tiny_suite_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        grade.main(["random", "--suite", "nosuch"])
+    shipped = ", ".join(shipped_suite_names()) or "none"
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"quarto grade: error: unknown suite 'nosuch'; shipped suites: {shipped} (or a .jsonl path)"
+    )
+    with pytest.raises(SystemExit) as exit_info:
+        grade.main(["random", "--suite", str(tiny_suite_file), "--squares"])
+    assert exit_info.value.code == 2 and "is for standard rules, not squares" in capsys.readouterr().err
+
+
+def test_perfect_games_must_be_even(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        grade.main(["random", "--perfect-games", "3", "--positions", "2"])
+    assert exit_info.value.code == 2
+    assert "--perfect-games must be even (each opening is played in both seats), got 3" in capsys.readouterr().err

@@ -2,9 +2,19 @@
 
 Example usage::
 
-    quarto grade random greedy solver --positions 300 --seed 0 --max-empty 10
+    quarto grade random greedy                     # on the variant's shipped suite (standard-v1), nothing solved
+    quarto grade random --suite squares-v1 --squares
+    quarto grade random greedy solver --positions 300 --seed 0 --max-empty 10   # sampled positions, solved
+    quarto grade greedy --perfect-games 40         # also its points lost in 40 games against perfect play
 
-Positions are sampled from real games (seeded) between a mix of baseline agents (``--sources``, default
+**On a suite** (the default): the positions of a suite of solved positions (:mod:`agents.suites`), every stage
+from 16 empty squares down to 4, each with every action's exact value: grading is lookups alone, and two runs that
+name the same suite grade on the same positions. ``--suite NAME`` picks one (a shipped name or a ``.jsonl`` file);
+without it the variant's newest shipped suite is used, as long as no sampling option below is given. A variant
+that ships no suite (the declaration variant, other attribute counts) is graded on sampled positions, with a note.
+
+**On sampled positions** (any of ``--positions``, ``--min-empty``, ``--max-empty``, ``--sources``, ``--cache``
+given): positions are sampled from real games (seeded) between a mix of baseline agents (``--sources``, default
 random and greedy): from each game one decision is drawn uniformly among those with at most ``--max-empty``
 empty squares and more than one legal action. The exact solver values every action of every sampled
 position once (the values are cached for the run, and on disk with ``--cache``), so grading several agents
@@ -21,6 +31,9 @@ value: a won position played into a draw or a loss, or a drawn one into a loss. 
 of such decisions with a 95% Wilson interval, overall, by phase (``place`` with a piece in hand, ``give``
 otherwise) and by number of empty squares, plus the share among *critical* decisions -- those where some
 legal action does lose value (elsewhere every move keeps the value and no agent can err).
+
+``--perfect-games N`` also plays each agent N games against perfect play from seeded random openings and
+reports the points it lost (:mod:`experiments.arena.perfect`).
 
 The grading itself is :mod:`experiments.arena.grading`.
 """
@@ -40,6 +53,8 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from agents.base import Agent
+from agents.suites import Suite, SuiteError, default_suite_name, load_suite, shipped_suite_names
 from experiments.arena.grading import (
     DEFAULT_MAX_EMPTY,
     DEFAULT_SOURCES,
@@ -49,7 +64,9 @@ from experiments.arena.grading import (
     PositionValues,
     grade_agent,
     sample_positions,
+    suite_states,
 )
+from experiments.arena.perfect import PerfectPlayReport, perfect_markdown, points_lost
 from experiments.options import (
     MAX_SEED,
     SEED,
@@ -65,19 +82,17 @@ from experiments.run_folder import default_run_folder, save_run_config
 from quarto_env.checks import OutputPathError, atomic_write_text, number_argument, output_file, shortened
 from quarto_env.core import NUM_SQUARES, State, Variant
 
-# ---------------------------------------------------------------------------------------------------------
-# Positions
-# ---------------------------------------------------------------------------------------------------------
+SAMPLING_DEFAULTS: dict[str, Any] = {
+    "positions": 200,
+    "min_empty": 1,
+    "max_empty": DEFAULT_MAX_EMPTY,
+    "sources": ",".join(DEFAULT_SOURCES),
+    "cache": None,
+}
+"""The sampling options (``args`` names) and their values when sampled positions are graded; giving any of them
+selects that mode."""
 
-
-# ---------------------------------------------------------------------------------------------------------
-# Exact values, solved once per position
-# ---------------------------------------------------------------------------------------------------------
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Grading
-# ---------------------------------------------------------------------------------------------------------
+MAX_PERFECT_GAMES = 100_000
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -90,35 +105,56 @@ def build_parser() -> argparse.ArgumentParser:
         description="Share of an agent's decisions that lose value under perfect play, judged by the exact solver.",
     )
     parser.add_argument("agents", nargs="+", metavar="AGENT_SPEC", help="agents to grade, on the same positions")
+    shipped = ", ".join(shipped_suite_names()) or "none yet"
+    parser.add_argument(
+        "--suite",
+        metavar="NAME",
+        help=f"grade on this suite of solved positions: a shipped name ({shipped}) or a .jsonl file (default: the "
+        "variant's newest shipped suite, unless a sampling option below is given)",
+    )
+    parser.add_argument(
+        "--perfect-games",
+        type=number_argument("perfect-games", minimum=0, maximum=MAX_PERFECT_GAMES, integer=True),
+        default=0,
+        help="also play each agent this many games (even) against perfect play and report its points lost "
+        "(default 0: none)",
+    )
     parser.add_argument(
         "--positions",
         type=number_argument("positions", minimum=1, maximum=MAX_POSITIONS, integer=True),
-        default=200,
-        help="positions to sample (default 200)",
+        default=None,
+        help=f"sampling: positions to sample (default {SAMPLING_DEFAULTS['positions']})",
     )
     parser.add_argument(
-        "--seed", type=SEED, default=0, help=f"seed of the sampled games and of the agents, 0-{MAX_SEED}"
+        "--seed",
+        type=SEED,
+        default=0,
+        help=f"seed of the agents, the sampled games and the perfect-play openings, 0-{MAX_SEED}",
     )
     parser.add_argument(
         "--max-empty",
         type=number_argument("max-empty", minimum=2, maximum=NUM_SQUARES, integer=True),
-        default=DEFAULT_MAX_EMPTY,
-        help=f"most empty squares, 2-16 (default {DEFAULT_MAX_EMPTY}; above {SOLVER_COMFORT_EMPTY} the solver takes "
-        "minutes per position)",
+        default=None,
+        help=f"sampling: most empty squares, 2-16 (default {DEFAULT_MAX_EMPTY}; above {SOLVER_COMFORT_EMPTY} the "
+        "solver takes minutes per position)",
     )
     parser.add_argument(
         "--min-empty",
         type=number_argument("min-empty", minimum=1, maximum=NUM_SQUARES, integer=True),
-        default=1,
-        help="fewest empty squares (default 1)",
+        default=None,
+        help="sampling: fewest empty squares (default 1)",
     )
     parser.add_argument(
         "--sources",
-        default=",".join(DEFAULT_SOURCES),
-        help="comma-separated specs whose games supply the positions (default random,greedy)",
+        default=None,
+        help="sampling: comma-separated specs whose games supply the positions (default random,greedy)",
     )
     parser.add_argument(
-        "--cache", type=Path, default=None, metavar="FILE", help="JSON file of solved values to reuse and update"
+        "--cache",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="sampling: JSON file of solved values to reuse and update",
     )
     parser.add_argument(
         "--out", type=Path, default=None, metavar="DIR", help="output folder (default runs/grade__SEED__TIME)"
@@ -133,37 +169,104 @@ def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     variant = variant_from_args(parser, args)
-    sources = _source_specs(parser, args.sources)
-    check_specs(parser, [*args.agents, *sources])
-    check_empty_range(parser, args.min_empty, args.max_empty)
+    check_specs(parser, args.agents)
+    suite = suite_or_none(parser, args, variant)
+    sources = [] if suite else _source_specs(parser, args.sources)
+    check_specs(parser, sources)
+    if args.perfect_games % 2:
+        parser.error(f"--perfect-games must be even (each opening is played in both seats), got {args.perfect_games}")
+    if suite is None:
+        check_empty_range(parser, args.min_empty, args.max_empty)
     agents = [agent_or_exit(parser, spec, variant, _agent_seed(args.seed, i)) for i, spec in enumerate(args.agents)]
     for spec in sources:  # built here, with a message, rather than halfway through sampling
         agent_or_exit(parser, spec, variant, seed=0)
-    values = values_or_exit(parser, variant, args.cache)
+    values = PositionValues.from_suite(suite) if suite else values_or_exit(parser, variant, args.cache)
     out = output_folder_or_exit(parser, args.out or default_run_folder("grade", args.seed), "--out")
-    save_run_config(out, "grade", argv, _config(args, sources, variant))
+    save_run_config(out, "grade", argv, _config(args, sources, variant, suite))
 
-    try:
-        positions = sample_positions(variant, args.positions, args.seed, args.max_empty, args.min_empty, sources)
-    except RuntimeError as error:  # too few decisions within the bounds
-        parser.error(f"{error}: widen --min-empty / --max-empty")
-    start = time.perf_counter()
-    try:
-        for state in tqdm(positions, desc="solving", unit="pos", disable=args.no_progress):
-            values.action_values(state)
-    except KeyboardInterrupt:
-        return _interrupted(values, positions, time.perf_counter() - start)
-    print(f"{len(positions)} positions, {values.solved} solved in {time.perf_counter() - start:.1f} s")
-    if args.cache:
-        values.save()
+    if suite is not None:
+        positions = suite_states(suite)
+    else:
+        positions = _sampled_positions(parser, args, variant, sources)
+        if not _value_all(values, positions, progress=not args.no_progress):
+            return 130
     reports = [grade_agent(agent, variant, positions, values, progress=not args.no_progress) for agent in agents]
-    _write_reports(out, reports, variant, args.seed)
+    perfect = [_perfect_play(agent, variant, args) for agent in agents] if args.perfect_games else []
+    _write_reports(out, reports, variant, _graded_on(args, suite, sources), perfect)
     return 0
 
 
-def _interrupted(values: PositionValues, positions: Sequence[State], seconds: float) -> int:
-    """Ctrl-C while solving: keep the values solved so far in the ``--cache`` file, if there is one, say how
-    far it got, and return the exit status 130."""
+def suite_or_none(parser: argparse.ArgumentParser, args: argparse.Namespace, variant: Variant) -> Suite | None:
+    """The suite to grade on, or ``None`` to grade on sampled positions (whose options then get their defaults).
+    ``--suite`` with a sampling option, or a suite that cannot be used, exits with a usage error; a variant that
+    ships no suite, with no option, gets a note and sampled positions."""
+    given = [f"--{name.replace('_', '-')}" for name in SAMPLING_DEFAULTS if getattr(args, name) is not None]
+    if args.suite is not None and given:
+        parser.error(f"--suite grades on a suite's positions and {given[0]} samples positions: give one or the other")
+    name = None if given else args.suite if args.suite is not None else default_suite_name(variant)
+    if name is not None:
+        try:
+            return load_suite(name, variant)
+        except SuiteError as error:
+            parser.error(str(error))
+    if not given:
+        note = f"no suite ships for {variant.describe()} rules; grading on positions sampled with seed {args.seed}"
+        print(f"{parser.prog}: note: {note}", file=sys.stderr)
+    for option, default in SAMPLING_DEFAULTS.items():
+        if getattr(args, option) is None:
+            setattr(args, option, default)
+    return None
+
+
+def _sampled_positions(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, variant: Variant, sources: list[str]
+) -> list[State]:
+    """The positions of the sampling options; too few within the bounds exits with a usage error."""
+    try:
+        return sample_positions(variant, args.positions, args.seed, args.max_empty, args.min_empty, sources)
+    except RuntimeError as error:  # too few decisions within the bounds
+        parser.error(f"{error}: widen --min-empty / --max-empty")
+
+
+def _perfect_play(agent: Agent, variant: Variant, args: argparse.Namespace) -> PerfectPlayReport:
+    """``agent``'s points lost in ``--perfect-games`` games against perfect play, from openings of ``--seed``."""
+    return points_lost(agent, variant, args.perfect_games, args.seed, progress=not args.no_progress)
+
+
+def _graded_on(args: argparse.Namespace, suite: Suite | None, sources: list[str]) -> dict[str, Any]:
+    """What the positions were, for the reports: ``{"suite": NAME}``, or the sampling settings."""
+    if suite is not None:
+        return {"suite": suite.name}
+    return {
+        "sampled": {
+            "seed": args.seed,
+            "positions": args.positions,
+            "min_empty": args.min_empty,
+            "max_empty": args.max_empty,
+            "sources": sources,
+        }
+    }
+
+
+def _value_all(values: PositionValues, positions: Sequence[State], progress: bool) -> bool:
+    """Solve every position that ``values`` does not know yet, and save them to its cache file if it has one.
+    ``False`` when Ctrl-C stopped it (:func:`_interrupted` has said so)."""
+    start = time.perf_counter()
+    try:
+        for state in tqdm(positions, desc="solving", unit="pos", disable=not progress):
+            values.action_values(state)
+    except KeyboardInterrupt:
+        _interrupted(values, positions, time.perf_counter() - start)
+        return False
+    print(f"{len(positions)} positions, {values.solved} solved in {time.perf_counter() - start:.1f} s")
+    if values.path is not None:
+        values.save()
+    return True
+
+
+def _interrupted(values: PositionValues, positions: Sequence[State], seconds: float) -> None:
+    """Ctrl-C while solving: keep the values solved so far in the ``--cache`` file, if there is one, and say how
+    far it got."""
     valued = sum(state in values for state in positions)
     if values.path is not None:
         values.save()
@@ -172,7 +275,6 @@ def _interrupted(values: PositionValues, positions: Sequence[State], seconds: fl
         kept = "--cache FILE would keep the values solved so far"
     message = f"interrupted after valuing {valued} of {len(positions)} positions ({seconds:.1f} s); {kept}"
     print(f"\nquarto grade: {message}", file=sys.stderr)
-    return 130
 
 
 def _source_specs(parser: argparse.ArgumentParser, text: str) -> list[str]:
@@ -193,16 +295,18 @@ _SOURCES_SEPARATOR = re.compile(r",(?!\w+=)")
 options, as :func:`agents.base.parse_spec` reads them)."""
 
 
-def _config(args: argparse.Namespace, sources: list[str], variant: Variant) -> dict[str, Any]:
-    """The run's ``config.json``."""
+def _config(args: argparse.Namespace, sources: list[str], variant: Variant, suite: Suite | None) -> dict[str, Any]:
+    """The run's ``config.json``: the suite's name, or ``None`` and the sampling settings."""
     return {
         "agents": args.agents,
+        "suite": suite.name if suite else None,
         "positions": args.positions,
         "seed": args.seed,
         "max_empty": args.max_empty,
         "min_empty": args.min_empty,
-        "sources": sources,
+        "sources": sources or None,
         "cache": str(args.cache) if args.cache else None,
+        "perfect_games": args.perfect_games,
         "variant": variant.to_dict(),
     }
 
@@ -237,11 +341,23 @@ def values_or_exit(parser: argparse.ArgumentParser, variant: Variant, cache: Pat
     return values
 
 
-def _write_reports(out: Path, reports: list[GradeReport], variant: Variant, seed: int) -> None:
-    """Write ``grade.md``, ``grade.json`` and ``decisions.jsonl`` into ``out`` and print the tables."""
-    text = report_markdown(reports, variant, seed)
+def _write_reports(
+    out: Path,
+    reports: list[GradeReport],
+    variant: Variant,
+    graded_on: dict[str, Any],
+    perfect: Sequence[PerfectPlayReport] = (),
+) -> None:
+    """Write ``grade.md``, ``grade.json`` (one summary per agent, each with ``graded_on`` and, with perfect-play
+    games, ``perfect_play``) and ``decisions.jsonl`` into ``out``, and print the tables."""
+    text = report_markdown(reports, variant, graded_on)
+    if perfect:
+        text += "\n" + perfect_markdown(perfect)
     atomic_write_text(out / "grade.md", text)
-    atomic_write_text(out / "grade.json", json.dumps([r.summary() for r in reports], indent=2) + "\n")
+    summaries = [{**r.summary(), "graded_on": graded_on} for r in reports]
+    for summary, played in zip(summaries, perfect, strict=False):
+        summary["perfect_play"] = played.summary()
+    atomic_write_text(out / "grade.json", json.dumps(summaries, indent=2) + "\n")
     lines = [json.dumps({"agent": r.agent, **dataclasses.asdict(d)}) + "\n" for r in reports for d in r.decisions]
     atomic_write_text(out / "decisions.jsonl", "".join(lines))
     print(f"\n{text}\nwritten to {out}")
@@ -252,8 +368,17 @@ def _agent_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
 
 
-def report_markdown(reports: Sequence[GradeReport], variant: Variant, seed: int) -> str:
-    """Tables of the share of value-losing decisions: overall and by phase, then by empty squares."""
+def graded_on_text(graded_on: dict[str, Any]) -> str:
+    """``graded_on`` (:func:`_graded_on`) in words."""
+    if "suite" in graded_on:
+        return f"suite {graded_on['suite']}"
+    sampled = graded_on["sampled"]
+    return f"positions sampled with seed {sampled['seed']}, {sampled['min_empty']}-{sampled['max_empty']} empty squares"
+
+
+def report_markdown(reports: Sequence[GradeReport], variant: Variant, graded_on: dict[str, Any]) -> str:
+    """Tables of the share of value-losing decisions: overall and by phase, then by empty squares (the stages,
+    16 first)."""
 
     def cell(share: tuple[float, float, float, int]) -> str:
         return f"{100 * share[0]:.1f}% [{100 * share[1]:.1f}, {100 * share[2]:.1f}] (n={share[3]})"
@@ -276,11 +401,12 @@ def report_markdown(reports: Sequence[GradeReport], variant: Variant, seed: int)
                 f"{t['win->draw']} / {t['win->loss']} / {t['draw->loss']}",
             ]
         )
-    empties = sorted({d.empty for r in reports for d in r.decisions})
+    empties = sorted({d.empty for r in reports for d in r.decisions}, reverse=True)
     by_empty = [[f"`{r.agent}`", *(short_cell(r.by_empty()[e]) for e in empties)] for r in reports]
     counts = [str(sum(d.empty == e for d in reports[0].decisions)) for e in empties]
     return (
-        f"Value-losing decisions under {variant.describe()} rules (seed {seed}; share, 95% CI, count)\n\n"
+        f"Value-losing decisions under {variant.describe()} rules ({graded_on_text(graded_on)}; share, 95% CI, count)"
+        "\n\n"
         + markdown_table(header, rows)
         + "\nBy empty squares (share lost, 95% CI)\n\n"
         + markdown_table(["agent", *(f"{e} empty" for e in empties)], [["positions", *counts], *by_empty])

@@ -11,6 +11,11 @@ value; a *critical* decision is one where some legal action loses value.
     values = PositionValues(variant)
     report = grade_agent(agent, variant, positions, values)
     report.share_lost()  # (share, low, high)
+
+Graded on a suite of solved positions (:mod:`agents.suites`), nothing is solved: every value is the suite's::
+
+    suite = load_suite("standard-v1")
+    report = grade_agent(agent, suite.variant, suite_states(suite), PositionValues.from_suite(suite))
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.base import Agent, make_agent
+from agents.suites import SOLVER_VERSION, Suite
 from experiments.arena.ratings import wilson_interval
 from quarto_env.checks import atomic_write_text, shortened
 from quarto_env.core import INITIAL_STATE, NUM_SQUARES, State, Variant, legal_actions, step
@@ -50,11 +56,6 @@ MAX_POSITIONS = 100_000
 
 CACHE_FORMAT = 2
 """Version of the ``--cache`` file layout."""
-
-
-SOLVER_VERSION = "agents.minimax.solve 1"
-"""The solver whose values a cache holds: change it whenever the solver could value a position differently, and
-caches written before are solved again."""
 
 
 def sample_positions(
@@ -136,6 +137,14 @@ class PositionValues:
         if path is not None and path.exists():
             self._load(path)
 
+    @classmethod
+    def from_suite(cls, suite: Suite) -> PositionValues:
+        """The action values that ``suite`` holds, with no solver behind them: its positions are looked up, and
+        asking for one that is not in it raises ``KeyError``."""
+        values = cls(suite.variant, solver=_not_in_suite)
+        values._values = {solved.state: dict(solved.action_values) for solved in suite.positions}
+        return values
+
     def action_values(self, state: State) -> dict[int, int]:
         """``{action: value}`` for every legal action of ``state``."""
         if state not in self._values:
@@ -171,6 +180,16 @@ class PositionValues:
             raise ValueError(f"value cache {path} is for variant {data['variant']}, not {self.variant.to_dict()}")
         else:
             self._values = values
+
+
+def suite_states(suite: Suite) -> list[State]:
+    """The positions of ``suite``, in its order."""
+    return [solved.state for solved in suite.positions]
+
+
+def _not_in_suite(variant: Variant, state: State) -> dict[int, int]:
+    """The solver of :meth:`PositionValues.from_suite`: every position it is asked for is missing from the suite."""
+    raise KeyError(f"position {format_position(state)!r} is not in the suite")
 
 
 def _read_cache(path: Path) -> dict[str, Any]:
