@@ -481,8 +481,17 @@ def test_an_unknown_or_foreign_suite_is_a_usage_error(
     assert exit_info.value.code == 2 and "is for standard rules, not squares" in capsys.readouterr().err
 
 
-def test_perfect_games_must_be_even(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("3", "perfect-games must be even (each opening is played in both seats), got 3"),
+        ("-2", "perfect-games must be an integer >= 0 and <= 100000, got -2"),
+        ("nan", "perfect-games must be an integer"),
+    ],
+)
+def test_perfect_games_must_be_an_even_count(value: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        grade.main(["random", "--perfect-games", "3", "--positions", "2"])
+        grade.main(["random", "--perfect-games", value, "--positions", "2"])
     assert exit_info.value.code == 2
-    assert "--perfect-games must be even (each opening is played in both seats), got 3" in capsys.readouterr().err
+    last_line = capsys.readouterr().err.splitlines()[-1]
+    assert last_line.startswith(f"quarto grade: error: argument --perfect-games: {message}")

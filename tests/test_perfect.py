@@ -148,4 +148,5 @@ def test_evaluate_reports_the_checkpoints_points_lost(
     ]
     with pytest.raises(SystemExit) as exit_info:
         evaluate.main([str(tiny_run[0]), "--perfect-games", "3"])
-    assert exit_info.value.code == 2 and "--perfect-games must be even" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "argument --perfect-games: perfect-games must be even" in error

@@ -66,7 +66,7 @@ from experiments.arena.grading import (
     sample_positions,
     suite_states,
 )
-from experiments.arena.perfect import PerfectPlayReport, perfect_markdown, points_lost
+from experiments.arena.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
 from experiments.options import (
     MAX_SEED,
     SEED,
@@ -92,8 +92,6 @@ SAMPLING_DEFAULTS: dict[str, Any] = {
 """The sampling options (``args`` names) and their values when sampled positions are graded; giving any of them
 selects that mode."""
 
-MAX_PERFECT_GAMES = 100_000
-
 
 # ---------------------------------------------------------------------------------------------------------
 # Command line
@@ -102,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The command-line parser of ``quarto grade``."""
     parser = argparse.ArgumentParser(
         prog="quarto grade",
-        description="Share of an agent's decisions that lose value under perfect play, judged by the exact solver.",
+        description="Share of an agent's decisions that lose value under perfect play, on a suite of solved "
+        "positions or on sampled positions valued by the exact solver.",
     )
     parser.add_argument("agents", nargs="+", metavar="AGENT_SPEC", help="agents to grade, on the same positions")
     shipped = ", ".join(shipped_suite_names()) or "none yet"
@@ -112,13 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"grade on this suite of solved positions: a shipped name ({shipped}) or a .jsonl file (default: the "
         "variant's newest shipped suite, unless a sampling option below is given)",
     )
-    parser.add_argument(
-        "--perfect-games",
-        type=number_argument("perfect-games", minimum=0, maximum=MAX_PERFECT_GAMES, integer=True),
-        default=0,
-        help="also play each agent this many games (even) against perfect play and report its points lost "
-        "(default 0: none)",
-    )
+    add_perfect_games_argument(parser)
     parser.add_argument(
         "--positions",
         type=number_argument("positions", minimum=1, maximum=MAX_POSITIONS, integer=True),
@@ -173,8 +166,6 @@ def main(argv: list[str]) -> int:
     suite = suite_or_none(parser, args, variant)
     sources = [] if suite else _source_specs(parser, args.sources)
     check_specs(parser, sources)
-    if args.perfect_games % 2:
-        parser.error(f"--perfect-games must be even (each opening is played in both seats), got {args.perfect_games}")
     if suite is None:
         check_empty_range(parser, args.min_empty, args.max_empty)
     agents = [agent_or_exit(parser, spec, variant, _agent_seed(args.seed, i)) for i, spec in enumerate(args.agents)]

@@ -17,6 +17,7 @@ once in each seat. ``quarto grade --perfect-games N``, ``quarto evaluate --perfe
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ from agents.base import Agent
 from agents.match import DEFAULT_OPENING_PLIES, OPENING_STREAM, GameRecord, opening_state, play_game, random_opening
 from experiments.arena.ratings import wilson_interval
 from experiments.options import markdown_table
+from quarto_env.checks import number_argument
 from quarto_env.core import NUM_SQUARES, State, Variant
 
 if TYPE_CHECKING:
@@ -36,6 +38,30 @@ if TYPE_CHECKING:
 PERFECT_SPEC = f"solver:empties={NUM_SQUARES}"
 """The perfect opponent: the solver agent, exact at every position (from the opening book where the variant ships
 one; without a book it searches, which takes seconds or more per move at 14 empty squares)."""
+
+MAX_PERFECT_GAMES = 100_000
+
+
+def add_perfect_games_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--perfect-games N`` (default 0: none) to a command that grades or evaluates agents."""
+    parser.add_argument(
+        "--perfect-games",
+        type=_perfect_games,
+        default=0,
+        metavar="N",
+        help="also play N games (even: each opening in both seats) against perfect play and report the points "
+        "lost (default 0: none)",
+    )
+
+
+def _perfect_games(text: str) -> int:
+    """The argparse ``type=`` of ``--perfect-games``: an even number from 0 to :data:`MAX_PERFECT_GAMES`."""
+    games = int(number_argument("perfect-games", minimum=0, maximum=MAX_PERFECT_GAMES, integer=True)(text))
+    if games % 2:
+        raise argparse.ArgumentTypeError(
+            f"perfect-games must be even (each opening is played in both seats), got {games}"
+        )
+    return games
 
 
 @dataclasses.dataclass(frozen=True)

@@ -43,7 +43,7 @@ from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.networks import DEFAULT_DEVICE, DEVICES
 from agents.ppo import load_policy
 from agents.puct import DEFAULT_C_PUCT
-from experiments.arena.perfect import PerfectPlayReport, perfect_markdown, points_lost
+from experiments.arena.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
 from experiments.training.az_selfplay import SearchOpponent
 from experiments.training.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
 from experiments.training.selfplay import EvalResult, Opponent, evaluate_all, policy_players
@@ -99,15 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_DEVICE,
         help=f"where the checkpoint's network runs (auto: cuda if torch sees a GPU; default {DEFAULT_DEVICE})",
     )
-    parser.add_argument(
-        "--perfect-games",
-        type=number_argument("perfect-games", minimum=0, maximum=MAX_GAMES, integer=True),
-        default=0,
-        help="also play this many games (even) against perfect play and print the points lost (default 0: none)",
-    )
+    add_perfect_games_argument(parser)
     args = parser.parse_args(argv)
-    if args.perfect_games % 2:
-        parser.error(f"--perfect-games must be even (each opening is played in both seats), got {args.perfect_games}")
 
     th.set_num_threads(1)
     th.manual_seed(args.seed)
