@@ -270,3 +270,24 @@ def test_a_positions_key_is_shared_by_its_images_and_by_nothing_else() -> None:
     symmetries = Symmetries(STANDARD)
     nodes = list(book_levels(STANDARD, 13)[3].values())
     assert len({symmetries.position_key(row) for row in position_array(nodes)}) == len(nodes) == 454
+
+
+@pytest.mark.parametrize("variant", [STANDARD, SQUARES], ids=["standard", "squares"])
+def test_a_shipped_book_holds_every_early_board_and_a_sample_agrees_with_live_solves(variant: Variant) -> None:
+    """The shipped book checks out (its header and hash: :func:`agents.book.shipped_book`), starts from the empty
+    board, holds exactly the canonical boards that :func:`book_levels` lists down to its bottom, and a seeded
+    sample of its bottom entries, solved live by a solver without it, has the book's values."""
+    from agents.book import shipped_book
+
+    book = shipped_book(variant)
+    assert book is not None, "the standard and squares books ship with the package"
+    assert book.root == State()
+    levels = book_levels(variant, book.min_empty)
+    assert set(book.values) == {key for level in levels for key in level}
+    solver = Solver(variant, table_bits=20)
+    rng = np.random.default_rng(24)
+    bottom = levels[-1]
+    for key in rng.choice(sorted(bottom), size=3, replace=False):
+        state = bottom[tuple(int(k) for k in key)]
+        assert solver.value(state) == book.values[board_key(state.lanes, state.occupied, variant)]
+    assert book.value(State()) == 0  # the game is a draw (Goossens 1998; the project's own proof, docs/solver.md)
