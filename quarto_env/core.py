@@ -150,14 +150,11 @@ def shared_attributes(lanes: int, squares: int, counted: int) -> tuple[int, int]
     """
     ones = 0
     zeros = 0
-    for k in range(NUM_ATTRIBUTES):
-        if counted >> k & 1:
-            lane = (lanes >> (16 * k)) & squares
-            if lane == squares:
-                ones |= 1 << k
-            elif lane == 0:
-                zeros |= 1 << k
-    return ones, zeros
+    for k in range(NUM_ATTRIBUTES):  # without a branch: which way it goes cannot be predicted
+        lane = (lanes >> (16 * k)) & squares
+        ones |= (lane == squares) << k
+        zeros |= (lane == 0) << k
+    return ones & counted, zeros & counted & (0 if squares == 0 else ALL_ATTRIBUTES)
 
 
 @register_jitable

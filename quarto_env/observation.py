@@ -25,8 +25,11 @@ tables; :func:`channel_table` prints them (the env's docstring holds that text, 
     odd count is good for the player who gives next (the horizon evaluation of ``minimax``,
     :mod:`agents.search`).
 
-Every derived plane is computed by the rules core (:mod:`quarto_env.core`), for every variant. An agent could
-compute them itself, but learns far faster when they are given (see ``docs/``'s comparison of kinds).
+Every derived plane follows from the rules core's test of what a group's pieces share
+(:func:`~quarto_env.core.shared_attributes`), for every variant: the kernel works out, once per position, what
+each empty square threatens, and reads every plane off that with table lookups, without playing a move (see
+:func:`group_threats`). An agent could compute the planes itself, but learns far faster when they are given
+(see ``docs/``'s comparison of kinds).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import dataclasses
 
 import numba
 import numpy as np
+from numba.extending import register_jitable
 
 from quarto_env.core import (
     ALL_SQUARES,
@@ -44,11 +48,10 @@ from quarto_env.core import (
     State,
     Variant,
     compiled_fields,
-    place_lanes,
+    lowest_bit,
+    pieces_sharing,
     popcount,
-    winning_groups_through,
-    winning_pieces,
-    winning_squares,
+    shared_attributes,
 )
 
 OVER = ("squares", "pieces", "both")
@@ -182,11 +185,52 @@ def observe(variant: Variant, state: State, kind: str = "tactical") -> np.ndarra
 # ---------------------------------------------------------------------------------------------------------
 # The kernel
 # ---------------------------------------------------------------------------------------------------------
-@numba.njit(cache=True)
-def encode_observation(out, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted):  # type: ignore[no-untyped-def]
+# The derived planes come from what each empty square threatens (group_threats), read off with PIECES_WITH_VALUES:
+# no piece is placed to see what follows. Each plane is worked out as a 16-bit mask, then written (_write_plane).
+def piece_values(piece: int) -> int:
+    """The 8 attribute values of ``piece`` as a byte: bit ``k`` when its attribute ``k`` is 1, bit ``4 + k`` when
+    it is 0. The values that the pieces of a group share make a byte of the same kind."""
+    return piece | (~piece & 0xF) << 4
+
+
+def _read_only(values: list[int]) -> np.ndarray:
+    array = np.array(values, dtype=np.int64)
+    array.flags.writeable = False  # numba compiles a read-only global array in as a constant
+    return array
+
+
+PIECE_VALUES = _read_only([piece_values(p) for p in range(NUM_SQUARES)])
+"""``PIECE_VALUES[p]`` is :func:`piece_values` of piece ``p``."""
+PIECES_WITH_VALUES = _read_only([pieces_sharing(values & 0xF, values >> 4) for values in range(256)])
+"""``PIECES_WITH_VALUES[values]``: the 16-bit mask of the pieces with at least one of ``values`` (a byte of
+:func:`piece_values`). The pieces that complete a group of three are those with a value the three share; as a
+union over values, the pieces that complete any of several groups are those with a value one of them shares."""
+
+
+@register_jitable
+def write_planes(out, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted):  # type: ignore[no-untyped-def]
     """Write the planes of one position into ``out`` (``(channels, 16)``, zeroed by the caller): those of every
     kind up to ``level`` (:attr:`ObservationKind.level`). The position comes as the fields of a
-    :class:`~quarto_env.core.State` (:func:`~quarto_env.core.compiled_fields`)."""
+    :class:`~quarto_env.core.State` (:func:`~quarto_env.core.compiled_fields`).
+
+    Compiled into each compiled caller (``register_jitable``): the batched kernels of :mod:`quarto_env.vector`
+    call it for every game, inside their loops."""
+    _write_raw(out, lanes, occupied, available, hand, claimable, groups)
+    if level >= 1:
+        threats = group_threats(lanes, occupied, groups, counted, level >= 2)
+        _write_tactical(out, threats, available, hand)
+        if level >= 2:
+            _write_lookahead(out, level >= 3, threats, occupied, available, hand)
+
+
+@numba.njit(cache=True)
+def encode_observation(out, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted):  # type: ignore[no-untyped-def]
+    """:func:`write_planes` compiled on its own: for Python, and for compiled code that observes now and then."""
+    write_planes(out, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted)
+
+
+@register_jitable
+def _write_raw(out, lanes, occupied, available, hand, claimable, groups):  # type: ignore[no-untyped-def]
     for s in range(NUM_SQUARES):
         if occupied >> s & 1:
             out[OCCUPIED, s] = 1
@@ -206,54 +250,153 @@ def encode_observation(out, level, lanes, occupied, available, hand, to_move, cl
     if hand != NO_PIECE:
         out[IN_HAND, hand] = 1
         out[PLACING, :] = 1
-    if level >= 1:
-        _write_tactical(out, lanes, occupied, available, hand, groups, counted)
-    if level >= 2:
-        _write_lookahead(out, level >= 3, lanes, occupied, available, hand, groups, counted)
 
 
-@numba.njit(cache=True)
-def _write_tactical(out, lanes, occupied, available, hand, groups, counted):  # type: ignore[no-untyped-def]
+@register_jitable
+def _write_plane(out, channel, mask):  # type: ignore[no-untyped-def]
+    """Plane ``channel`` of ``out``: the 16-bit ``mask``, one entry per bit."""
+    for i in range(NUM_SQUARES):
+        out[channel, i] = (mask >> i) & 1
+
+
+@register_jitable
+def group_threats(lanes, occupied, groups, counted, with_pairs):  # type: ignore[no-untyped-def]
+    """What every empty square threatens, as one byte of values (:func:`piece_values`) per square, packed eight
+    squares to a 64-bit word: ``(threes_low, threes_high, pairs_low, pairs_high)``, squares 0-7 in the low words,
+    square ``s`` in byte ``s % 8`` (:func:`square_byte` reads one back).
+
+    A square's *threes* are the values shared by the pieces of a group of three that it completes: a piece with
+    one of them wins there. Its *pairs* (only with ``with_pairs``) are the values shared by the pieces of a group
+    of two through it: a piece placed there makes a group of three that shares those of its own values."""
+    threes_low = threes_high = pairs_low = pairs_high = 0
+    for group in groups:
+        on_board = group & occupied
+        count = popcount(on_board)
+        if count == 3 or (count == 2 and with_pairs):
+            ones, zeros = shared_attributes(lanes, on_board, counted)
+            values = ones | zeros << 4
+            empty = group & ~occupied if values else 0
+            while empty:
+                square = lowest_bit(empty)
+                empty &= empty - 1
+                if count == 3:
+                    threes_low, threes_high = _add_byte(threes_low, threes_high, square, values)
+                else:
+                    pairs_low, pairs_high = _add_byte(pairs_low, pairs_high, square, values)
+    return threes_low, threes_high, pairs_low, pairs_high
+
+
+BYTE_ONES = 0x0101010101010101
+"""A 1 in each byte of a 64-bit word."""
+
+
+@register_jitable
+def _add_byte(low, high, square, values):  # type: ignore[no-untyped-def]
+    shifted = values << (8 * (square & 7))
+    return (low | shifted, high) if square < 8 else (low, high | shifted)
+
+
+@register_jitable
+def square_byte(low, high, square):  # type: ignore[no-untyped-def]
+    """Byte ``square`` of the 16 packed in ``low`` (squares 0-7) and ``high`` (squares 8-15)."""
+    return ((low if square < 8 else high) >> (8 * (square & 7))) & 0xFF
+
+
+@register_jitable
+def repeated_byte(byte):  # type: ignore[no-untyped-def]
+    """``byte`` in each of the 8 bytes of a 64-bit word (by shifts: numba's signed products may not overflow)."""
+    byte |= byte << 8
+    byte |= byte << 16
+    return byte | byte << 32
+
+
+@register_jitable
+def nonzero_bytes(word):  # type: ignore[no-untyped-def]
+    """A bit per byte of the 64-bit ``word``: bit ``k`` when byte ``k`` is not zero."""
+    word |= word >> 4  # then bit 8k is the OR of byte k's bits (sign bits shifted in never reach bit 8k)
+    word |= word >> 2
+    word |= word >> 1
+    word &= BYTE_ONES
+    word |= word >> 7  # gather bit 8k into bit k: byte 0 takes bit 0 of bytes 1, then 2-3, then 4-7
+    word |= word >> 14
+    word |= word >> 28
+    return word & 0xFF
+
+
+@register_jitable
+def squares_with(low, high, values):  # type: ignore[no-untyped-def]
+    """The squares whose byte (of the 16 packed in ``low`` and ``high``) has one of ``values``."""
+    spread = repeated_byte(values)
+    return nonzero_bytes(low & spread) | nonzero_bytes(high & spread) << 8
+
+
+@register_jitable
+def values_at_squares(low, high):  # type: ignore[no-untyped-def]
+    """``(once, twice)``: the values in at least one of the 16 bytes packed in ``low`` and ``high``, and those in
+    at least two (a threat at two squares survives a piece on either)."""
+    once, twice = low | high, low & high
+    for shift in (32, 16, 8):  # halve the words, as an adder tree of the counts capped at two
+        twice |= (twice >> shift) | (once & (once >> shift))
+        once |= once >> shift
+    return once & 0xFF, twice & 0xFF
+
+
+@register_jitable
+def _write_tactical(out, threats, available, hand):  # type: ignore[no-untyped-def]
+    threes_low, threes_high = threats[0], threats[1]
     if hand != NO_PIECE:
-        wins = winning_squares(lanes, occupied, hand, groups, counted)
-        for s in range(NUM_SQUARES):
-            out[SQUARE_WINS, s] = wins >> s & 1
+        _write_plane(out, SQUARE_WINS, squares_with(threes_low, threes_high, PIECE_VALUES[hand]))
     else:
-        losing = winning_pieces(lanes, occupied, groups, counted) & available
-        for p in range(NUM_SQUARES):
-            out[PIECE_LOSES, p] = losing >> p & 1
+        threatened = values_at_squares(threes_low, threes_high)[0]
+        _write_plane(out, PIECE_LOSES, PIECES_WITH_VALUES[threatened] & available)
 
 
-@numba.njit(cache=True)
-def _write_lookahead(out, with_parity, lanes, occupied, available, hand, groups, counted):  # type: ignore[no-untyped-def]
+@register_jitable
+def _write_lookahead(out, with_parity, threats, occupied, available, hand):  # type: ignore[no-untyped-def]
+    threes_low, threes_high, pairs_low, pairs_high = threats
+    once, twice = values_at_squares(threes_low, threes_high)
+    # Per square, the values still threatened once a piece is put there, before the groups of three it makes:
+    # those threatened elsewhere too.
+    kept_low = repeated_byte(twice) | (repeated_byte(once) & ~threes_low)
+    kept_high = repeated_byte(twice) | (repeated_byte(once) & ~threes_high)
     empty = ALL_SQUARES & ~occupied
     if hand != NO_PIECE:
-        for s in range(NUM_SQUARES):
-            if empty >> s & 1 and available:
-                after = place_lanes(lanes, hand, s)
-                filled = occupied | 1 << s
-                if not winning_groups_through(after, filled, s, groups, counted):
-                    safe_after = available & ~winning_pieces(after, filled, groups, counted)
-                    out[SELF_TRAP, s] = safe_after == 0
-                    if with_parity:
-                        out[ODD_SAFE, s] = popcount(safe_after) & 1
-        return
-    safe = available & ~winning_pieces(lanes, occupied, groups, counted)
-    for p in range(NUM_SQUARES):
-        left = available & ~(1 << p)
-        if not (safe >> p & 1) or left == 0:
-            continue
-        trapped = True
-        even_everywhere = True
-        for s in range(NUM_SQUARES):
-            if empty >> s & 1:
-                filled = occupied | 1 << s
-                safe_after = left & ~winning_pieces(place_lanes(lanes, p, s), filled, groups, counted)
-                if safe_after:
-                    trapped = False
-                    even_everywhere = even_everywhere and popcount(safe_after) % 2 == 0
-                if not trapped and not (with_parity and even_everywhere):
-                    break
-        out[TRAP_GIVE, p] = trapped
+        values = PIECE_VALUES[hand]
+        after_low = kept_low | (pairs_low & repeated_byte(values))
+        after_high = kept_high | (pairs_high & repeated_byte(values))
+        self_trap = odd_safe = 0
+        squares = empty & ~squares_with(threes_low, threes_high, values) if available else 0  # those not winning
+        while squares:
+            s = lowest_bit(squares)
+            squares &= squares - 1
+            safe_after = available & ~PIECES_WITH_VALUES[square_byte(after_low, after_high, s)]
+            self_trap |= (safe_after == 0) << s
+            odd_safe |= (popcount(safe_after) & 1) << s
+        _write_plane(out, SELF_TRAP, self_trap)
         if with_parity:
-            out[EVEN_GIVE, p] = even_everywhere
+            _write_plane(out, ODD_SAFE, odd_safe)
+        return
+    if popcount(available) < 2:
+        return  # no piece would be left to give after this one
+    # Every safe give is a trap (and even) until some placement of it leaves a safe piece (an odd number).
+    trap_give = even_give = available & ~PIECES_WITH_VALUES[once]
+    squares = empty
+    while squares:
+        undecided = trap_give | even_give if with_parity else trap_give
+        if not undecided:
+            break
+        s = lowest_bit(squares)
+        squares &= squares - 1
+        safe_here = available & ~PIECES_WITH_VALUES[square_byte(kept_low, kept_high, s)]
+        pairs = square_byte(pairs_low, pairs_high, s)
+        while undecided:
+            p = lowest_bit(undecided)
+            undecided &= undecided - 1
+            safe_after = safe_here & ~(1 << p) & ~PIECES_WITH_VALUES[pairs & PIECE_VALUES[p]]
+            if safe_after:
+                trap_give &= ~(1 << p)
+            if popcount(safe_after) & 1:
+                even_give &= ~(1 << p)
+    _write_plane(out, TRAP_GIVE, trap_give)
+    if with_parity:
+        _write_plane(out, EVEN_GIVE, even_give)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,17 +16,47 @@ from hypothesis import strategies as st
 
 from quarto_env.core import (
     ALL_SQUARES,
+    NO_PIECE,
+    NUM_ATTRIBUTES,
     NUM_SQUARES,
     IllegalActionError,
     State,
     Variant,
+    compiled_fields,
     legal_action_mask,
     legal_actions,
     losing_gives,
+    place_lanes,
+    popcount,
     step,
+    winning_groups_through,
+    winning_pieces,
+    winning_squares,
 )
 from quarto_env.notation import parse_position
-from quarto_env.observation import EVEN_GIVE, ODD_SAFE, SELF_TRAP, TRAP_GIVE, observation_kind, observe
+from quarto_env.observation import (
+    AVAILABLE,
+    CLAIMABLE,
+    EVEN_GIVE,
+    FIRST_ONE_ATTRIBUTE,
+    FIRST_PIECE_ATTRIBUTE,
+    FIRST_ZERO_ATTRIBUTE,
+    IN_HAND,
+    OCCUPIED,
+    ODD_SAFE,
+    PIECE_LOSES,
+    PLACING,
+    SELF_TRAP,
+    SQUARE_WINS,
+    TRAP_GIVE,
+    encode_observation,
+    nonzero_bytes,
+    observation_kind,
+    observe,
+    repeated_byte,
+    squares_with,
+    values_at_squares,
+)
 from quarto_env.vector import GameBatch
 
 VARIANTS = [
@@ -182,3 +213,136 @@ def test_set_state_round_trips_a_hollow_piece_on_square_15() -> None:
     assert batch.state(0) == state
     assert batch.action_masks(batch.all_games)[0].sum() == NUM_SQUARES - 1
     assert ALL_SQUARES & ~state.occupied == (1 << 15) - 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The observation kernel against the one it replaced
+# ---------------------------------------------------------------------------------------------------------
+@numba.njit
+def previous_kernel(out, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted):  # type: ignore[no-untyped-def]
+    """The observation kernel before table lookups (commit 342c4ec), which placed every piece to see: the
+    reference that the faster one must match bit for bit."""
+    for s in range(NUM_SQUARES):
+        if occupied >> s & 1:
+            out[OCCUPIED, s] = 1
+            for k in range(NUM_ATTRIBUTES):
+                bit = (lanes >> (16 * k + s)) & 1
+                out[FIRST_ONE_ATTRIBUTE + k, s] = bit
+                out[FIRST_ZERO_ATTRIBUTE + k, s] = 1 - bit
+    for i in range(len(groups)):
+        if claimable >> i & 1:
+            for s in range(NUM_SQUARES):
+                if groups[i] >> s & 1:
+                    out[CLAIMABLE, s] = 1
+    for p in range(NUM_SQUARES):
+        out[AVAILABLE, p] = available >> p & 1
+        for k in range(NUM_ATTRIBUTES):
+            out[FIRST_PIECE_ATTRIBUTE + k, p] = p >> k & 1
+    if hand != NO_PIECE:
+        out[IN_HAND, hand] = 1
+        out[PLACING, :] = 1
+    if level >= 1:
+        if hand != NO_PIECE:
+            wins = winning_squares(lanes, occupied, hand, groups, counted)
+            for s in range(NUM_SQUARES):
+                out[SQUARE_WINS, s] = wins >> s & 1
+        else:
+            losing = winning_pieces(lanes, occupied, groups, counted) & available
+            for p in range(NUM_SQUARES):
+                out[PIECE_LOSES, p] = losing >> p & 1
+    if level >= 2:
+        previous_lookahead(out, level >= 3, lanes, occupied, available, hand, groups, counted)
+
+
+@numba.njit
+def previous_lookahead(out, with_parity, lanes, occupied, available, hand, groups, counted):  # type: ignore[no-untyped-def]
+    empty = ALL_SQUARES & ~occupied
+    if hand != NO_PIECE:
+        for s in range(NUM_SQUARES):
+            if empty >> s & 1 and available:
+                after = place_lanes(lanes, hand, s)
+                filled = occupied | 1 << s
+                if not winning_groups_through(after, filled, s, groups, counted):
+                    safe_after = available & ~winning_pieces(after, filled, groups, counted)
+                    out[SELF_TRAP, s] = safe_after == 0
+                    if with_parity:
+                        out[ODD_SAFE, s] = popcount(safe_after) & 1
+        return
+    safe = available & ~winning_pieces(lanes, occupied, groups, counted)
+    for p in range(NUM_SQUARES):
+        left = available & ~(1 << p)
+        if not (safe >> p & 1) or left == 0:
+            continue
+        trapped = True
+        even_everywhere = True
+        for s in range(NUM_SQUARES):
+            if empty >> s & 1:
+                filled = occupied | 1 << s
+                safe_after = left & ~winning_pieces(place_lanes(lanes, p, s), filled, groups, counted)
+                if safe_after:
+                    trapped = False
+                    even_everywhere = even_everywhere and popcount(safe_after) % 2 == 0
+                if not trapped and not (with_parity and even_everywhere):
+                    break
+        out[TRAP_GIVE, p] = trapped
+        if with_parity:
+            out[EVEN_GIVE, p] = even_everywhere
+
+
+ALL_VARIANTS = [
+    Variant.make(attributes, squares, declaration, policy)
+    for attributes in (None, "colour", 3, ["height", "top"])
+    for squares in (False, True)
+    for declaration, policy in ((False, "lose"), (True, "lose"), (True, "penalty"))
+]
+
+
+def random_positions(variant: Variant, seed: int, games: int) -> list[State]:
+    """Every position of ``games`` random games, half of them never declaring without a claim (longer games)."""
+    rng = np.random.default_rng(seed)
+    positions = []
+    for game in range(games):
+        state = State()
+        while not state.over:
+            positions.append(state)
+            actions = legal_actions(variant, state)
+            if game % 2:
+                actions = [a for a in actions if a != 16 or state.claimable] or actions
+            state = step(variant, state, actions[rng.integers(len(actions))])
+    return positions
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS, ids=Variant.describe)
+def test_the_planes_are_those_of_the_previous_kernel(variant: Variant) -> None:
+    kind = observation_kind("parity")
+    for state in random_positions(variant, seed=variant.counted, games=40):
+        planes, expected = np.zeros(kind.shape, dtype=np.int8), np.zeros(kind.shape, dtype=np.int8)
+        for level in range(kind.level + 1):
+            planes[:], expected[:] = 0, 0
+            encode_observation(planes, level, *compiled_fields(state), variant.group_array, variant.counted)
+            previous_kernel(expected, level, *compiled_fields(state), variant.group_array, variant.counted)
+            np.testing.assert_array_equal(planes, expected, err_msg=f"{variant.describe()} {state} level {level}")
+
+
+words = st.integers(-(2**63), 2**63 - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(words, words, st.integers(0, 255))
+def test_the_byte_helpers_against_plain_loops(low: int, high: int, values: int) -> None:
+    # Compiled, as the kernel runs them: numba's signed integers may not overflow, so they multiply nothing.
+    byte_of = [(low >> 8 * s if s < 8 else high >> 8 * (s - 8)) & 0xFF for s in range(NUM_SQUARES)]
+    assert compiled_repeated_byte(values) == int.from_bytes(bytes([values] * 8), "little", signed=True)
+    assert compiled_nonzero_bytes(low) == sum(1 << s for s in range(8) if byte_of[s])
+    assert compiled_squares_with(low, high, values) == sum(1 << s for s in range(16) if byte_of[s] & values)
+    once = twice = 0
+    for byte in byte_of:
+        twice |= once & byte
+        once |= byte
+    assert compiled_values_at_squares(low, high) == (once, twice)
+
+
+compiled_repeated_byte = numba.njit(lambda byte: repeated_byte(byte))
+compiled_nonzero_bytes = numba.njit(lambda word: nonzero_bytes(word))
+compiled_squares_with = numba.njit(lambda low, high, values: squares_with(low, high, values))
+compiled_values_at_squares = numba.njit(lambda low, high: values_at_squares(low, high))
