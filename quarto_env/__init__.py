@@ -6,11 +6,13 @@ Gymnasium single-agent environment against a fixed opponent.
   registry.
 - ``gymnasium.make("quarto_env/QuartoVsAgent-v0", opponent="greedy", **flags)`` is the single-agent env
   (:mod:`quarto_env.single_agent`).
+- ``quarto_env.VectorQuarto(num_envs, **flags)`` steps thousands of ``quarto_v0`` games at once, both seats
+  exposed, for one's own self-play algorithm (:mod:`quarto_env.vector`).
 
 The ground floor -- :mod:`quarto_env.core` (the rules), :mod:`quarto_env.notation` and
 :mod:`quarto_env.symmetry` -- imports no RL framework, no torch and no plotting library, so importing this
-package loads none of them either: ``env`` and ``raw_env`` are imported on first use, and the two registrations
-above run as soon as Gymnasium or PettingZoo is imported (at once if it already is), through wrapt's
+package loads none of them either: ``env``, ``raw_env`` and ``VectorQuarto`` are imported on first use, and the
+two registrations above run as soon as Gymnasium or PettingZoo is imported (at once if it already is), through wrapt's
 post-import hooks.
 """
 
@@ -25,8 +27,9 @@ import wrapt
 
 if TYPE_CHECKING:
     from quarto_env.env import env, raw_env
+    from quarto_env.vector import VectorQuarto
 
-__all__ = ["GYMNASIUM_ENV_ID", "PETTINGZOO_ENV_ID", "env", "raw_env"]
+__all__ = ["GYMNASIUM_ENV_ID", "PETTINGZOO_ENV_ID", "VectorQuarto", "env", "raw_env"]
 
 PETTINGZOO_ENV_ID = "quarto_v0"
 GYMNASIUM_ENV_ID = "quarto_env/QuartoVsAgent-v0"
@@ -34,7 +37,7 @@ ENV_ID = PETTINGZOO_ENV_ID  # the name earlier releases exported
 
 
 class _Package(types.ModuleType):
-    """This package, with ``env`` and ``raw_env`` loaded on first use.
+    """This package, with ``env``, ``raw_env`` and ``VectorQuarto`` loaded on first use.
 
     ``quarto_env.env`` is always the function: once the submodule of the same name is loaded, the import system
     binds it here, and the setter below leaves the function in place (``sys.modules["quarto_env.env"]`` is the
@@ -51,6 +54,10 @@ class _Package(types.ModuleType):
     @property
     def raw_env(self) -> Any:
         return importlib.import_module("quarto_env.env").raw_env
+
+    @property
+    def VectorQuarto(self) -> Any:
+        return importlib.import_module("quarto_env.vector").VectorQuarto
 
 
 sys.modules[__name__].__class__ = _Package

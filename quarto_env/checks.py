@@ -11,6 +11,8 @@
 - :func:`shortened`: the user's input quoted back in a message, cut to its first 80 characters.
 - :func:`atomic_write` (and ``_bytes``, ``_text``): a reader never sees half a file; a run killed mid-write
   leaves at most an orphan temporary file, which :func:`remove_orphan_temporaries` clears.
+- :func:`checked_first_player` and :func:`checked_penalty`: the flags that ``quarto_v0`` and
+  :class:`quarto_env.vector.VectorQuarto` take beside the rules (which :meth:`quarto_env.core.Variant.make` checks).
 
 Standard library only, like the rules core.
 """
@@ -284,3 +286,28 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The environments' flags beside the rules
+# ---------------------------------------------------------------------------------------------------------
+AGENTS = ("player_0", "player_1")
+"""The two seats at the table, ``player_0`` and ``player_1``."""
+FIRST_PLAYER_CHOICES = ("random", 0, 1, *AGENTS)
+"""What ``first_player`` takes: a draw from the seed, or the seat that gives first."""
+
+
+def checked_first_player(value: object) -> int | None:
+    """The seat (0 or 1) that ``first_player`` makes give first, or ``None`` for ``"random"``, a draw from the
+    seed; ``ValueError`` naming the allowed values otherwise."""
+    if isinstance(value, bool) or value not in FIRST_PLAYER_CHOICES:
+        allowed = ", ".join(repr(c) for c in FIRST_PLAYER_CHOICES)
+        raise ValueError(f"first_player must be one of {allowed}; got {value!r}")
+    if value == "random":
+        return None
+    return AGENTS.index(value) if isinstance(value, str) else int(value)
+
+
+def checked_penalty(value: object) -> float:
+    """``false_declaration_penalty``: a finite number <= 0, the reward of an ignored false declaration."""
+    return float(checked_number(value, "false_declaration_penalty", maximum=0))

@@ -174,7 +174,7 @@ from gymnasium.utils import EzPickle, seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from quarto_env.checks import checked_number
+from quarto_env.checks import AGENTS, checked_first_player, checked_number, checked_penalty
 from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
@@ -191,8 +191,6 @@ from quarto_env.notation import EXAMPLE, format_position, parse_position
 from quarto_env.observation import observation_kind
 from quarto_env.render import render_image, render_text
 
-AGENTS = ("player_0", "player_1")
-FIRST_PLAYER_CHOICES = ("random", 0, 1, *AGENTS)
 RESET_OPTIONS = ("position",)
 
 
@@ -305,8 +303,8 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         )
         super().__init__()
         self.variant = Variant.make(attributes, squares, declaration, false_declaration)
-        self.false_declaration_penalty = _check_penalty(false_declaration_penalty)
-        self.first_seat = _check_first_player(first_player)
+        self.false_declaration_penalty = checked_penalty(false_declaration_penalty)
+        self.first_seat = checked_first_player(first_player)
         self.observation_kind = observation_kind(observation)
         self.time_limit = _check_time_limit(time_limit)
         if not callable(clock):
@@ -547,20 +545,6 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
 
 
 _NON_INTERACTIVE_BACKENDS = {"agg", "cairo", "pdf", "pgf", "ps", "svg", "template"}
-
-
-def _check_penalty(value: float) -> float:
-    return float(checked_number(value, "false_declaration_penalty", maximum=0))
-
-
-def _check_first_player(value: int | str) -> int | None:
-    """The seat index that gives first, or ``None`` for a draw from the reset seed."""
-    if isinstance(value, bool) or value not in FIRST_PLAYER_CHOICES:
-        allowed = ", ".join(repr(c) for c in FIRST_PLAYER_CHOICES)
-        raise ValueError(f"first_player must be one of {allowed}; got {value!r}")
-    if value == "random":
-        return None
-    return AGENTS.index(value) if isinstance(value, str) else int(value)
 
 
 def _check_time_limit(value: float | None) -> float | None:

@@ -1,27 +1,134 @@
-"""Many Quarto games side by side in one array, stepped and observed by compiled kernels.
+"""Many Quarto games side by side: :class:`VectorQuarto`, the batched self-play API, and :class:`GameBatch`,
+the engine of ``quarto train``.
 
-:class:`GameBatch` is the engine of self-play training: it holds ``N`` games as one ``(N, 8)`` array, a row of
-the fields of :class:`quarto_env.core.State` per game (:func:`quarto_env.core.position_array`), and applies
-actions, computes legal-action masks and writes observation planes for any subset of the games in one call.
-The kernels call the rules core's ``register_jitable`` functions (``apply_action``, ``legal_mask``, ...) and
-the observation kernel of :mod:`quarto_env.observation`, so the batched games follow exactly the rules of
-:func:`quarto_env.core.step`.
+# ``VectorQuarto``: ``quarto_v0`` for thousands of games at once
 
-Observations
-------------
-:meth:`GameBatch.observe` writes the planes of any kind of :mod:`quarto_env.observation` with the same kernel
-as the env, so training sees exactly what ``quarto_env.env(observation=kind)`` shows.
+| Creation     | ``quarto_env.VectorQuarto(num_envs, observation="tactical", seed=None, **flags)``        |
+|--------------|------------------------------------------------------------------------------------------|
+| Seats        | ``0`` (``player_0``) and ``1`` (``player_1``), both exposed: the caller plays both       |
+| Actions      | ``int`` array ``(num_envs,)``: 0-15, and 16 ("Quarto!") with ``declaration=True``        |
+| Observations | ``int8`` ``(num_envs, channels, 16)``: quarto_v0's planes (``None``: no planes)          |
+| Masks        | ``info["action_mask"]``: ``int8`` ``(num_envs, num_actions)``, of the seat to act        |
+| Seat to act  | ``info["current_player"]``: ``int8`` ``(num_envs,)``, 0 or 1                             |
+| Rewards      | ``float32`` ``(num_envs, 2)``: column ``s`` is seat ``s``'s                              |
+| Terminated   | ``bool`` ``(num_envs,)``; ``truncated`` is all ``False`` (a game ends within 65 actions) |
+| Auto-reset   | in the same step (Gymnasium's ``AutoresetMode.SAME_STEP``, as pgx and EnvPool)           |
 
-All planes are ``int8`` of shape ``(channels, 16)``; squares and pieces are interchangeable slots, which the
-``slots`` network of :mod:`agents.networks` exploits.
+It plays the games of :mod:`quarto_env.env` -- the same rules, variant flags, observation planes, masks and
+rewards -- for ``num_envs`` games at once, with numpy arrays in and out and no Python per game: each
+:meth:`~VectorQuarto.step` is **one compiled call** that checks every action, plays it, rewards both seats,
+starts a new game wherever one ended, and writes the masks and planes. It is the API for writing one's own
+self-play algorithm: one network can play both seats (Quarto is impartial, so both see the same planes), or two
+networks can play each other, each acting where ``info["current_player"]`` is its seat.
+
+## Turns and actions
+
+As in ``quarto_v0``: the first action of a game is a give; then each player **places** the piece it was given
+(action = a square, ``4 * row + col``) and **gives** one (action = a piece), so the same seat acts twice in a
+row -- read ``info["current_player"]``, never assume alternation. ``actions[i]`` must be legal in env ``i``:
+``info["action_mask"][i]`` shows which are (the empty squares, the pieces left, and the declaration at every
+decision of the declaration variant, except right after an ignored false one).
+
+## Both seats
+
+Seat ``s`` is ``player_s``. ``info["current_player"][i]`` is the seat to act in env ``i``, and ``rewards[i, s]``
+what seat ``s`` got from the step, whichever seat acted: a game's result comes to both seats in the step that
+ends it -- also to the seat that did not act (its last action was a step or more earlier). A learner that keeps
+each seat's transitions adds ``rewards[i, s]`` to seat ``s``'s latest one. Self-play with one network feeds it
+every row; two networks (or a learner and a frozen opponent) act each on its own rows::
+
+    mine = info["current_player"] == learner_seat
+    actions = np.where(mine, learner(obs, info["action_mask"]), opponent(obs, info["action_mask"]))
+
+## Observations
+
+``observation=`` takes every kind of ``quarto_v0`` -- ``raw`` (17 channels), ``tactical`` (19, the default),
+``lookahead`` (21), ``parity`` (23); see :mod:`quarto_env.observation` -- and the planes are exactly the env's
+for the same position (the same kernel writes them). ``observation=None`` writes no planes at all, for an
+agent that reads the positions themselves (:meth:`~VectorQuarto.state`, :attr:`VectorQuarto.games`): the
+fastest.
+
+## Rewards
+
+``rewards[i]`` is what the step gave each seat in env ``i``: ``+1`` to the winner and ``-1`` to the loser when
+the game ends with a win (whoever acted), ``0`` to both at a draw and while the game goes on. In the
+declaration variant with ``false_declaration="penalty"``, a declaration with nothing to claim gives its seat
+``false_declaration_penalty`` (default -0.1) and the game goes on, the same seat to act; it may not declare
+again before its next placement or give (the mask says so). With ``false_declaration="lose"`` (the default) it
+loses: -1 for it, +1 for the other.
+
+## Auto-reset
+
+A game that ends is replaced in the same step: for the rows where ``terminated`` is ``True``, ``rewards`` and
+``terminated`` are the finished game's, while the returned observations, ``info["action_mask"]`` and
+``info["current_player"]`` are already the new game's (its opening: nothing on the board, a give to make).
+The finished game's last planes are in ``info["final_observation"]`` (the rows of the other envs are zeros;
+absent with ``observation=None``). So a learner never steps a finished game: it bootstraps nothing across
+``terminated``, and the next action of that row is the new game's first give.
+
+## Seeding and who gives first
+
+Each env draws who gives first in each of its games (``first_player="random"``, as ``quarto_v0`` draws it at
+each reset) from its own random stream; ``seed`` seeds all the streams (``numpy.random.SeedSequence``), so the
+same seed and the same actions give the same games, and a different seed other first players. ``reset(seed)``
+restarts the streams; ``reset()`` goes on drawing from where they are, and ``VectorQuarto(n, seed=s).reset()``
+is ``VectorQuarto(n).reset(seed=s)``. ``first_player=0`` or ``1`` (or ``"player_0"``, ``"player_1"``) fixes the
+seat that gives first in every game instead. In the rules core's terms (:meth:`~VectorQuarto.state`),
+``first_seats[i]`` is the seat playing as player 0 in env ``i``.
+
+## Variant flags and errors
+
+Every rules flag of ``quarto_v0`` -- ``attributes``, ``squares``, ``declaration``, ``false_declaration``,
+``false_declaration_penalty``, ``first_player`` -- with the same values, defaults and checks; ``time_limit``,
+``render_mode`` and ``clock`` belong to the single-game env. A bad value, an unknown flag or observation kind
+raises an error that names the allowed values. :meth:`~VectorQuarto.step` refuses actions of another shape
+than ``(num_envs,)`` or of a non-integer dtype, and an illegal action raises
+:class:`~quarto_env.core.IllegalActionError` (a ``ValueError``) naming the envs and their actions, before any
+game has changed.
+
+## Example: random self-play, both seats
+
+```python
+import numpy as np
+from quarto_env import VectorQuarto
+
+envs = VectorQuarto(1024, observation="parity", seed=0)
+obs, info = envs.reset()
+rng = np.random.default_rng(0)
+scores = np.zeros(2)  # per seat: player_0, player_1
+for _ in range(1000):
+    mask = info["action_mask"]  # the legal actions of the seat to act, info["current_player"]
+    actions = np.argmax(rng.random(mask.shape) * mask, axis=1)  # a network would read obs here
+    obs, rewards, terminated, truncated, info = envs.step(actions)
+    scores += rewards[terminated].sum(axis=0)  # +1 / -1 per finished game, 0 for a draw
+```
+
+# ``GameBatch``: the training engine
+
+:class:`GameBatch` holds ``N`` games as one ``(N, 8)`` array, a row of the fields of
+:class:`quarto_env.core.State` per game (:func:`quarto_env.core.position_array`), and applies actions, computes
+legal-action masks and writes observation planes for any subset of the games in one call each; it neither
+rewards nor resets by itself (self-play training does that, with its opponents in the loop:
+:mod:`experiments.training.selfplay`). :meth:`GameBatch.observe` writes the planes of any kind with the same
+kernel as the env, so training sees exactly what ``quarto_env.env(observation=kind)`` shows.
+
+All the kernels call the rules core's ``register_jitable`` functions (``apply_action``, ``legal_mask``, ...) and
+the planes of :mod:`quarto_env.observation`, so the batched games follow exactly the rules of
+:func:`quarto_env.core.step`. They allocate nothing and are compiled without reference counting
+(:data:`batched_kernel`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
+from numba.extending import register_jitable
 
+from quarto_env.checks import checked_first_player, checked_number, checked_penalty
 from quarto_env.core import (
+    DECLARE,
     FIELD_AVAILABLE,
     FIELD_CLAIMABLE,
     FIELD_HAND,
@@ -30,6 +137,7 @@ from quarto_env.core import (
     FIELD_OVER,
     FIELD_TO_MOVE,
     FIELD_WINNER,
+    INITIAL_STATE,
     NO_WINNER,
     NUM_FIELDS,
     IllegalActionError,
@@ -41,7 +149,155 @@ from quarto_env.core import (
     step_position,
     useful_mask,
 )
-from quarto_env.observation import ObservationKind, encode_observation
+from quarto_env.observation import OBSERVATION_KINDS, ObservationKind, write_planes
+
+batched_kernel = numba.njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # an option the stubs omit
+"""How the kernels below are compiled: numba's ``njit(cache=True)`` without its reference counting (``_nrt``),
+which they do not need -- they allocate nothing -- and which cost more than a whole step of the games: every
+row they read (a view of an array) was counted in and out, about 100 ns a game."""
+
+DEFAULT_FLAGS: dict[str, Any] = {
+    "attributes": None,
+    "squares": False,
+    "declaration": False,
+    "false_declaration": "lose",
+    "false_declaration_penalty": -0.1,
+    "first_player": "random",
+}
+"""The flags of ``quarto_v0`` that :class:`VectorQuarto` takes, with their defaults (the env's)."""
+NO_OBSERVATION = -1
+"""The observation level the kernels take for ``observation=None``: no planes."""
+MAX_ENVS_NAMED = 8
+"""The most envs an illegal-action error lists."""
+
+
+class VectorQuarto:
+    """``num_envs`` games of ``quarto_v0`` stepped together by one compiled call, both seats exposed; see the
+    module docstring for the whole page."""
+
+    def __init__(
+        self, num_envs: int, *, observation: str | None = "tactical", seed: int | None = None, **variant_flags: Any
+    ) -> None:
+        self.num_envs = int(checked_number(num_envs, "num_envs", minimum=1, integer=True))
+        flags = _checked_flags(variant_flags)
+        self.variant = Variant.make(
+            flags["attributes"], flags["squares"], flags["declaration"], flags["false_declaration"]
+        )
+        self.false_declaration_penalty = checked_penalty(flags["false_declaration_penalty"])
+        self.first_seat = checked_first_player(flags["first_player"])
+        """The seat that gives first in every game, or ``None``: drawn for each game from the seed."""
+        self.observation_kind = _checked_observation(observation)
+        self.num_actions = self.variant.num_actions
+        self.games = GameBatch(self.variant, self.num_envs)
+        """The positions, a row per env (:attr:`GameBatch.positions`); read them, never write them."""
+        self.first_seats = np.zeros(self.num_envs, dtype=np.int8)
+        """The seat (0 or 1) that gave first in each env's game: the rules core's player 0 there."""
+        self.declared_falsely = np.zeros(self.num_envs, dtype=np.bool_)
+        """Penalty policy: the env's last action was a false declaration, which may not be repeated at once."""
+        self._streams = np.zeros(self.num_envs, dtype=np.uint64)
+        self._seed(seed)
+        self._started = False
+        level = NO_OBSERVATION if self.observation_kind is None else self.observation_kind.level
+        self._settings = (level, self.false_declaration_penalty, -1 if self.first_seat is None else self.first_seat)
+        self._no_planes = np.zeros((0, 0, 0), dtype=np.int8)
+
+    @property
+    def observation_shape(self) -> tuple[int, int] | None:
+        """The shape of one env's planes, ``(channels, 16)``; ``None`` with ``observation=None``."""
+        return None if self.observation_kind is None else self.observation_kind.shape
+
+    def state(self, env: int) -> State:
+        """Env ``env``'s game as a rules-core :class:`~quarto_env.core.State`, whose player 0 is the seat
+        ``first_seats[env]``."""
+        return self.games.state(env)
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
+        """Start a new game in every env; returns ``(observations, info)`` (``action_mask``, ``current_player``).
+        ``seed`` restarts the draws of who gives first; without it they go on (see the module docstring)."""
+        if seed is not None:
+            self._seed(seed)
+        planes = self._planes()
+        masks = np.empty((self.num_envs, self.num_actions), dtype=np.int8)
+        current_player = np.empty(self.num_envs, dtype=np.int8)
+        _reset_games(self._game_arrays(), self._settings, self.variant.compiled, (planes, masks, current_player))
+        self._started = True
+        observations = None if self.observation_kind is None else planes
+        return observations, {"action_mask": masks, "current_player": current_player}
+
+    def step(
+        self, actions: np.ndarray
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """Play ``actions[i]`` in env ``i`` for every env at once; returns ``(observations, rewards, terminated,
+        truncated, info)`` as the module docstring describes. An illegal action raises
+        :class:`~quarto_env.core.IllegalActionError` naming the envs, and no game changes."""
+        if not self._started:
+            raise RuntimeError("VectorQuarto.step() before reset(): call reset() first")
+        actions = self._checked_actions(actions)
+        planes, final_planes = self._planes(), self._planes()
+        rewards = np.empty((self.num_envs, 2), dtype=np.float32)
+        terminated = np.empty(self.num_envs, dtype=np.bool_)
+        masks = np.empty((self.num_envs, self.num_actions), dtype=np.int8)
+        current_player = np.empty(self.num_envs, dtype=np.int8)
+        illegal = np.empty(self.num_envs, dtype=np.bool_)
+        outputs = (planes, final_planes, rewards, terminated, masks, current_player, illegal)
+        # As int64, an unsigned action of 2**63 or more turns negative: out of range, as it should be.
+        if _step_games(actions.astype(np.int64), self._game_arrays(), self._settings, self.variant.compiled, outputs):
+            raise IllegalActionError(self._illegal_message(actions, illegal))
+        info = {"action_mask": masks, "current_player": current_player}
+        truncated = np.zeros(self.num_envs, dtype=np.bool_)
+        if self.observation_kind is None:
+            return None, rewards, terminated, truncated, info
+        info["final_observation"] = final_planes
+        return planes, rewards, terminated, truncated, info
+
+    def _seed(self, seed: int | None) -> None:
+        if seed is not None:
+            seed = int(checked_number(seed, "seed (None or an integer >= 0)", minimum=0, integer=True))
+        self._streams[:] = np.random.SeedSequence(seed).generate_state(self.num_envs, dtype=np.uint64)
+
+    def _game_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self.games.positions, self.first_seats, self.declared_falsely, self._streams
+
+    def _planes(self) -> np.ndarray:
+        if self.observation_kind is None:
+            return self._no_planes
+        return np.empty((self.num_envs, *self.observation_kind.shape), dtype=np.int8)
+
+    def _checked_actions(self, actions: object) -> np.ndarray:
+        array = np.asarray(actions)
+        if array.dtype.kind not in "iu":
+            raise TypeError(f"actions must be integers, one per env (a numpy integer array); got dtype {array.dtype}")
+        if array.shape != (self.num_envs,):
+            raise ValueError(f"actions must have shape ({self.num_envs},), one per env; got shape {array.shape}")
+        return array
+
+    def _illegal_message(self, actions: np.ndarray, illegal: np.ndarray) -> str:
+        envs = np.flatnonzero(illegal)
+        named = envs[:MAX_ENVS_NAMED]
+        more = f" and {len(envs) - len(named)} more" if len(envs) > len(named) else ""
+        first = int(named[0])
+        legal = np.flatnonzero(self.games.action_masks(np.array([first]))[0]).tolist()
+        if self.declared_falsely[first]:
+            legal.remove(DECLARE)
+        return (
+            f"illegal actions in envs {named.tolist()}{more}: actions {actions[named].tolist()}; "
+            f"env {first} allows {legal} (info['action_mask']); no game was played"
+        )
+
+
+def _checked_flags(variant_flags: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(variant_flags) - set(DEFAULT_FLAGS))
+    if unknown:
+        raise TypeError(f"VectorQuarto has no flag {', '.join(unknown)}; its flags: {', '.join(DEFAULT_FLAGS)}")
+    return {**DEFAULT_FLAGS, **variant_flags}
+
+
+def _checked_observation(observation: str | None) -> ObservationKind | None:
+    if observation is None:
+        return None
+    if not isinstance(observation, str) or observation not in OBSERVATION_KINDS:
+        raise ValueError(f"unknown observation kind {observation!r}; allowed: None, {', '.join(OBSERVATION_KINDS)}")
+    return OBSERVATION_KINDS[observation]
 
 
 class GameBatch:
@@ -123,7 +379,7 @@ class GameBatch:
         """Observation planes of ``kind`` (:func:`quarto_env.observation.observation_kind`) for ``games``: ``int8``
         of shape ``(len(games), channels, 16)``."""
         out = np.zeros((len(games), *kind.shape), dtype=np.int8)
-        _observe(out, kind.level, games, self.positions, self.variant.group_array, self.variant.counted)
+        _observe_games(out, kind.level, games, self.positions, self.variant.group_array, self.variant.counted)
         return out
 
     def returns(self, games: np.ndarray, players: np.ndarray) -> np.ndarray:
@@ -133,9 +389,9 @@ class GameBatch:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Kernels
+# GameBatch's kernels
 # ---------------------------------------------------------------------------------------------------------
-@numba.njit(cache=True)
+@batched_kernel
 def _action_masks(masks, games, positions, declaration, false_declarations):  # type: ignore[no-untyped-def]
     for i in range(len(games)):
         _, occupied, available, hand, _, claimable, _, over = position_fields(positions[games[i]])
@@ -147,13 +403,130 @@ def _action_masks(masks, games, positions, declaration, false_declarations):  # 
             masks[i, a] = bits >> a & 1
 
 
-@numba.njit(cache=True)
+@batched_kernel
 def _apply_actions(games, actions, positions, rules):  # type: ignore[no-untyped-def]
     for i in range(len(games)):
         step_position(positions[games[i]], actions[i], rules)
 
 
-@numba.njit(cache=True)
-def _observe(out, level, games, positions, groups, counted):  # type: ignore[no-untyped-def]
+@batched_kernel
+def _observe_games(out, level, games, positions, groups, counted):  # type: ignore[no-untyped-def]
     for i in range(len(games)):
-        encode_observation(out[i], level, *position_fields(positions[games[i]]), groups, counted)
+        write_planes(out[i], level, *position_fields(positions[games[i]]), groups, counted)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# VectorQuarto's kernels: one call each for reset and step, over every env
+# ---------------------------------------------------------------------------------------------------------
+INITIAL_FIELDS = np.array(compiled_fields(INITIAL_STATE), dtype=np.int64)
+INITIAL_FIELDS.flags.writeable = False
+_GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
+
+
+@batched_kernel
+def _step_games(actions, games, settings, rules, outputs):  # type: ignore[no-untyped-def]
+    """:meth:`VectorQuarto.step`: check every action; then play each, reward both seats, start a new game where
+    one ended, observe. Returns the number of illegal actions (marked in ``outputs[-1]``): if there is one,
+    nothing has changed."""
+    positions, _, declared_falsely, _ = games
+    level, penalty, fixed_first_seat = settings
+    planes, final_planes, rewards, terminated, masks, current_player, illegal = outputs
+    num_illegal = 0
+    for i in range(len(actions)):
+        action = actions[i]
+        legal = _legal_actions(positions[i], declared_falsely[i], rules[2])
+        illegal[i] = action < 0 or action >= masks.shape[1] or not legal >> action & 1
+        num_illegal += illegal[i]
+    if num_illegal:
+        return num_illegal
+    for i in range(len(actions)):
+        _play(i, actions[i], games, penalty, rules, rewards, terminated)
+    for i in range(len(actions)):
+        if terminated[i]:
+            if level != NO_OBSERVATION:
+                _write_planes(final_planes[i], level, positions[i], rules)
+            _start_game(i, games, fixed_first_seat)
+        elif level != NO_OBSERVATION:
+            final_planes[i] = 0
+    _observe_envs(games, level, rules, planes, masks, current_player)
+    return 0
+
+
+@batched_kernel
+def _reset_games(games, settings, rules, outputs):  # type: ignore[no-untyped-def]
+    """:meth:`VectorQuarto.reset`: a new game in every env, observed."""
+    level, _, fixed_first_seat = settings
+    planes, masks, current_player = outputs
+    for i in range(len(masks)):
+        _start_game(i, games, fixed_first_seat)
+    _observe_envs(games, level, rules, planes, masks, current_player)
+
+
+@register_jitable
+def _play(i, action, games, penalty, rules, rewards, terminated):  # type: ignore[no-untyped-def]
+    """Play the legal ``action`` in env ``i`` and reward both seats: +1 and -1 at a win, the penalty for a false
+    declaration that the game goes on after."""
+    positions, first_seats, declared_falsely, _ = games
+    row = positions[i]
+    mover = first_seats[i] ^ row[FIELD_TO_MOVE]
+    step_position(row, action, rules)
+    over = row[FIELD_OVER] != 0
+    terminated[i] = over
+    declared_falsely[i] = action == DECLARE and not over  # only the penalty policy goes on after a declaration
+    rewards[i, 0] = rewards[i, 1] = 0.0
+    if declared_falsely[i]:
+        rewards[i, mover] = penalty
+    if over and row[FIELD_WINNER] != NO_WINNER:
+        winner = first_seats[i] ^ row[FIELD_WINNER]
+        rewards[i, winner] = 1.0
+        rewards[i, 1 - winner] = -1.0
+
+
+@register_jitable
+def _start_game(i, games, fixed_first_seat):  # type: ignore[no-untyped-def]
+    positions, first_seats, declared_falsely, streams = games
+    for field in range(NUM_FIELDS):
+        positions[i, field] = INITIAL_FIELDS[field]
+    declared_falsely[i] = False
+    first_seats[i] = fixed_first_seat if fixed_first_seat >= 0 else _random_bit(streams, i)
+
+
+@register_jitable
+def _observe_envs(games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
+    """Every env's legal actions, seat to act and (unless ``level`` is ``NO_OBSERVATION``) planes."""
+    positions, first_seats, declared_falsely, _ = games
+    for i in range(len(positions)):
+        legal = _legal_actions(positions[i], declared_falsely[i], rules[2])
+        for action in range(masks.shape[1]):
+            masks[i, action] = legal >> action & 1
+        current_player[i] = first_seats[i] ^ positions[i, FIELD_TO_MOVE]
+    if level != NO_OBSERVATION:
+        for i in range(len(positions)):
+            _write_planes(planes[i], level, positions[i], rules)
+
+
+@register_jitable
+def _write_planes(out, level, row, rules):  # type: ignore[no-untyped-def]
+    out[:] = 0
+    write_planes(out, level, *position_fields(row), rules[0], rules[1])
+
+
+@register_jitable
+def _legal_actions(row, declared_falsely, declaration):  # type: ignore[no-untyped-def]
+    """The legal actions of the position in ``row``, less a declaration right after a false one."""
+    _, occupied, available, hand, _, _, _, over = position_fields(row)
+    legal = legal_mask(occupied, available, hand, over, declaration)
+    return legal & ~(1 << DECLARE) if declared_falsely else legal
+
+
+@register_jitable
+def _random_bit(streams, i):  # type: ignore[no-untyped-def]
+    """The next random bit of env ``i``'s stream: SplitMix64 (Steele, Lea and Flood, 2014) on one unsigned 64-bit
+    state per env, so that each env's draws depend on its own seed alone."""
+    z = streams[i] + _GOLDEN_GAMMA
+    streams[i] = z
+    z = (z ^ (z >> np.uint64(30))) * _MIX_1
+    z = (z ^ (z >> np.uint64(27))) * _MIX_2
+    return (z ^ (z >> np.uint64(31))) >> np.uint64(63)
