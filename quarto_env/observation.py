@@ -389,7 +389,9 @@ def _write_lookahead(out, with_parity, threats, occupied, available, hand):  # t
         squares &= squares - 1
         safe_here = available & ~PIECES_WITH_VALUES[square_byte(kept_low, kept_high, s)]
         pairs = square_byte(pairs_low, pairs_high, s)
-        while undecided:
+        if not pairs:  # no piece makes a group of three here: one answer for all of them
+            trap_give, even_give = _placed_without_threat(trap_give, even_give, undecided, safe_here)
+        while pairs and undecided:
             p = lowest_bit(undecided)
             undecided &= undecided - 1
             safe_after = safe_here & ~(1 << p) & ~PIECES_WITH_VALUES[pairs & PIECE_VALUES[p]]
@@ -400,3 +402,14 @@ def _write_lookahead(out, with_parity, threats, occupied, available, hand):  # t
     _write_plane(out, TRAP_GIVE, trap_give)
     if with_parity:
         _write_plane(out, EVEN_GIVE, even_give)
+
+
+@register_jitable
+def _placed_without_threat(trap_give, even_give, pieces, safe_here):  # type: ignore[no-untyped-def]
+    """``trap_give`` and ``even_give`` once each of ``pieces`` is placed on a square where it makes no group of
+    three: the safe pieces after it are then ``safe_here``, less itself."""
+    count = popcount(safe_here)
+    among, others = pieces & safe_here, pieces & ~safe_here
+    leaves_some = (others if count else 0) | (among if count > 1 else 0)
+    leaves_odd = (others if count & 1 else 0) | (among if not count & 1 else 0)
+    return trap_give & ~leaves_some, even_give & ~leaves_odd
