@@ -282,12 +282,14 @@ def build_suite(
     games: int = DEFAULT_GAMES,
     progress: bool = False,
     command: str = "",
+    jobs: int = 1,
 ) -> Suite:
     """A suite of up to ``per_stage`` positions per stage from ``games`` games (:func:`collect_positions`),
-    solved (:func:`solve_positions`). ``command`` is recorded in the header, to rebuild it."""
+    solved (:func:`solve_positions`, with ``jobs`` threads). ``command`` is recorded in the header, to rebuild
+    it."""
     states = collect_positions(variant, per_stage, seed, sources, stages, games, progress)
     generator = {"command": command, "seed": seed, "sources": list(sources), "per_stage": per_stage, "games": games}
-    return Suite(name, variant, solve_positions(variant, states, progress), generator)
+    return Suite(name, variant, solve_positions(variant, states, progress, jobs), generator)
 
 
 def collect_positions(
@@ -340,14 +342,21 @@ def _row(state: State) -> np.ndarray:
     return position_array([state])[0]
 
 
-def solve_positions(variant: Variant, states: Sequence[State], progress: bool = False) -> list[SolvedPosition]:
+def solve_positions(
+    variant: Variant, states: Sequence[State], progress: bool = False, jobs: int = 1
+) -> list[SolvedPosition]:
     """Every legal action's exact value in each of ``states``, by the variant's default solver (its opening
-    book and value cache)."""
-    from agents.minimax import solve
+    book and value cache), or with ``jobs`` threads a solver like it that shares its table among them."""
+    from agents.book import shipped_book
+    from agents.minimax import Solver, default_solver
+    from agents.value_cache import default_cache
 
+    solver = default_solver(variant)
+    if jobs > 1:
+        solver = Solver(variant, cache=default_cache(variant), book=shipped_book(variant), jobs=jobs)
     solved = []
     for state in tqdm(states, desc="solving", unit="pos", disable=not progress, leave=False):
-        values = solve(state, variant, all_moves=True).action_values
+        values = solver.solve(state, all_moves=True).action_values
         assert values is not None  # always filled in with all_moves
         solved.append(SolvedPosition(state, {int(a): int(v) for a, v in values.items()}))
     return solved

@@ -34,6 +34,7 @@ from agents.suites import (
     shipped_suite_names,
     suite_path,
 )
+from experiments.arena.solve import MAX_JOBS
 from experiments.options import SEED, add_variant_arguments, check_specs, variant_from_args
 from quarto_env.checks import number_argument, output_file_argument
 
@@ -66,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=list(DEFAULT_SOURCES),
         metavar="SPEC",
         help=f"agents whose games supply the positions (default {' '.join(DEFAULT_SOURCES)})",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True),
+        default=1,
+        help="solver threads (default 1); the values do not depend on it",
     )
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="file to write")
     add_variant_arguments(parser)
@@ -118,7 +125,7 @@ def _build(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list
     command = shlex.join(["quarto", "suite", *argv])
     start = time.perf_counter()
     suite = build_suite(
-        args.name, variant, args.per_stage, args.seed, args.sources, SUITE_STAGES, args.games, True, command
+        args.name, variant, args.per_stage, args.seed, args.sources, SUITE_STAGES, args.games, True, command, args.jobs
     )
     save_suite(suite, out)
     print(suite_table(suite))
