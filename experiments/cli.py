@@ -49,6 +49,7 @@ BENCHMARKS: Table = {
     "mcts": ("experiments.bench.mcts", "MCTS simulations/s, compiled playouts vs Python ones"),
     "az": ("experiments.bench.az", "AlphaZero self-play positions/s and simulations/s, tree vs network time"),
     "network": ("experiments.bench.network", "supervised fit of network designs to exact values; forward time"),
+    "vector": ("experiments.bench.vector", "VectorQuarto steps/s per batch and observation kind; vs pgx if installed"),
 }
 """``quarto bench NAME``: the same, one level down."""
 

@@ -42,6 +42,12 @@ BAD_NUMBERS = [
     (["bench", "env", "--rounds", "0"], "argument --rounds: rounds must be an integer >= 1"),
     (["bench", "env", "--seed", "-1"], "argument --seed: seed must be an integer >= 0"),
     (["bench", "train", "--steps", "0"], "argument --steps: steps must be an integer >= 1"),
+    (["bench", "vector", "--batches", "0"], "argument --batches: batches must be an integer >= 1 and <= 65536"),
+    (["bench", "vector", "--batches", "64", "1e9"], "argument --batches: batches must be an integer >= 1 and <= 65536"),
+    (["bench", "vector", "--rounds", "0"], "argument --rounds: rounds must be an integer >= 1 and <= 1000"),
+    (["bench", "vector", "--seconds", "nan"], "argument --seconds: seconds must be a finite number > 0"),
+    (["bench", "vector", "--seed", "-1"], "argument --seed: seed must be an integer >= 0"),
+    (["bench", "vector", "--observations", "pixels"], "argument --observations: invalid choice: 'pixels'"),
     (["bench", "train", "--steps", "inf"], "argument --steps: steps must be an integer >= 1"),
 ]
 
@@ -62,6 +68,8 @@ BAD_OUTPUTS = [
     (["bench", "solver", "--out", "/sys/solver.json"], "--out '/sys/solver.json' cannot be written"),
     (["bench", "train", "--profile", "/proc/train.prof"], "--profile '/proc/train.prof' cannot be written"),
     (["bench", "solver", "--out", f"<tmp>/{'a' * 300}.json"], "is too long for the file system"),
+    (["bench", "vector", "--out", "<tmp>"], "argument --out: --out '<tmp>' is a folder; name a file"),
+    (["bench", "vector", "--out", "/proc/vector.json"], "--out '/proc/vector.json' cannot be written"),
 ]
 
 

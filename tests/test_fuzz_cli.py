@@ -208,6 +208,8 @@ BENCH_AZ = ("bench", "az", "--games", "2", "--sims", "2", "--seconds", "0.1", "-
 BENCH_NETWORK = ("bench", "network", "--positions", "12", "--max-empty", "8", "--epochs", "1", "--width", "8")
 BENCH_SOLVER: Argv = ("bench", "solver", "--empties", "4", "--positions", "1", "--depths", "1", "--openings", "1")
 BENCH_SOLVER += ("--budgets", "0.01", "--budget-moves", "1", "--skip-startup", "--games", "0")
+BENCH_VECTOR: Argv = ("bench", "vector", "--batches", "1", "4", "--observations", "none", "raw", "--no-pgx")
+BENCH_VECTOR += ("--seconds", "0.01", "--rounds", "1")
 TINY_TRAINING = (
     "total_steps=64",
     "num_games=2",
@@ -247,6 +249,7 @@ BASELINES: dict[str, tuple[tuple[str, ...], float]] = {
     "bench az": (BENCH_AZ, 120),
     "bench network": (BENCH_NETWORK, 120),
     "bench solver": (BENCH_SOLVER, 120),
+    "bench vector": (BENCH_VECTOR, 120),
     "bench train": (BENCH_TRAIN, 180),
     "train": (TRAIN, 180),
     "plot": (PLOT, 60),
@@ -339,6 +342,10 @@ def number_option_cases() -> Iterator[Case]:
         ("dataset", DATASET, "--symmetries", {"integer": True, "minimum": 0}, 30),
         ("dataset", DATASET, "--seed", {"integer": True, "minimum": 0}, 30),
         ("bench solver", BENCH_SOLVER, "--games", {"integer": True, "minimum": 0, "maximum": 1000}, BENCH_TIMEOUT),
+        ("bench vector", BENCH_VECTOR, "--batches", {"integer": True, "minimum": 1, "maximum": 65_536}, BENCH_TIMEOUT),
+        ("bench vector", BENCH_VECTOR, "--seconds", {"integer": False, "above": 0, "maximum": 3600}, BENCH_TIMEOUT),
+        ("bench vector", BENCH_VECTOR, "--rounds", {"integer": True, "minimum": 1, "maximum": 1000}, BENCH_TIMEOUT),
+        ("bench vector", BENCH_VECTOR, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
         ("book", BOOK, "--jobs", {"integer": True, "minimum": 1, "maximum": 64}, 30),
         ("book", BOOK, "--table-mb", {"integer": False, "minimum": 1, "maximum": 16384}, 30),
         ("book", BOOK, "--checkpoint-every", {"integer": False, "above": 0, "maximum": 86_400}, 30),
@@ -636,6 +643,7 @@ def path_cases() -> Iterator[Case]:
     yield from cases("bench env", BENCH_ENV, "--output", files, BENCH_TIMEOUT)
     solver_outs = ["<folder>", "<file>/sub.json", "/proc/quarto-fuzz.json", "<long>.json"]
     yield from cases("bench solver", BENCH_SOLVER, "--out", solver_outs, BENCH_TIMEOUT)
+    yield from cases("bench vector", BENCH_VECTOR, "--out", solver_outs, BENCH_TIMEOUT)
     yield from cases("solve", SOLVE, "--resume", ["<folder>", "/proc/quarto-fuzz.npz", "<long>.npz"])
     yield from cases("book", BOOK[:5], "--out", ["<folder>", "/proc/quarto-fuzz.npz", "<long>.npz"], 30)
     for root in ["nonsense", "40f.7....9d..3.b 5", "f" * 16 + " -"]:  # not a position, a place node, a bad board
@@ -682,6 +690,8 @@ def list_item_cases() -> Iterator[Case]:
         argv = (*BENCH_SOLVER, option, good, "")
         yield Case(f"bench solver {option} {good} ''", argv, (option.lstrip("-"),), timeout=BENCH_TIMEOUT, status=2)
     yield Case("bench az --games 2 ''", (*BENCH_AZ, "--games", "2", ""), ("games",), timeout=BENCH_TIMEOUT, status=2)
+    argv = (*BENCH_VECTOR, "--batches", "1", "")
+    yield Case("bench vector --batches 1 ''", argv, ("batches",), timeout=BENCH_TIMEOUT, status=2)
     yield Case("evaluate --sims 1 ''", ("evaluate", "<missing>", "--sims", "1", ""), ("sims",), status=2)
     yield Case("sweep --seeds 0 ''", (*SWEEP_REPO_CONFIG, "", "--out", "<out>/s"), ("seeds",), timeout=30, status=2)
     yield Case("bench train ''", (*BENCH_TRAIN, ""), ("override",), timeout=TRAIN_TIMEOUT, status=2)
@@ -696,6 +706,9 @@ def other_cases() -> Iterator[Case]:
     yield Case("quarto ''", ("",), ("unknown",))
     yield Case("quarto bench nosuch", ("bench", "nosuch"), ("nosuch",))
     yield Case("quarto bench", ("bench",), ("bench", "benchmark"))
+    for kinds in [("pixels",), ("none", "pixels"), ("",)]:
+        argv = (*BENCH_VECTOR, "--observations", *kinds)
+        yield Case(f"bench vector --observations {kinds}", argv, ("observations",), timeout=BENCH_TIMEOUT, status=2)
     for position in ["", "zzz", "🤖", "................ 5 extra", "\x7f" * 20]:
         yield Case(f"solve {position!r}", ("solve", position), ("position", "solve"))
     yield Case("tournament --mode vs-field without --field", (*TOURNAMENT, "--mode", "vs-field"), ("field",))
@@ -710,6 +723,7 @@ def edge_cases() -> Iterator[Case]:
     huge = str(10**30)
     seeded: list[tuple[str, Argv]] = [("tournament", TOURNAMENT), ("grade", GRADE), ("play", PLAY)]
     seeded += [("bench env", BENCH_ENV), ("bench mcts", BENCH_MCTS), ("bench solver", BENCH_SOLVER)]
+    seeded += [("bench vector", BENCH_VECTOR)]
     for command, base in seeded:
         for value in [str(2**32), str(2**64), huge]:
             argv = (*base, f"--seed={value}")
@@ -942,7 +956,7 @@ def commands_loaded() -> None:
         *(f"experiments.arena.{name}" for name in ("tournament", "grade", "play", "replay", "solve", "book")),
         "experiments.training.train",
         "experiments.training.sb3_ppo",  # the backend train imports when a run starts
-        *(f"experiments.bench.{name}" for name in ("env", "mcts", "solver", "train")),
+        *(f"experiments.bench.{name}" for name in ("env", "mcts", "solver", "train", "vector")),
         "agents.simple",
         "agents.minimax",
         "agents.mcts",

@@ -1,0 +1,392 @@
+"""``quarto bench vector``: steps/s of random self-play on :class:`quarto_env.VectorQuarto`, with and without each
+observation kind, at several batch sizes -- and, when pgx is installed, pgx's ``connect_four`` and
+``tic_tac_toe`` in the same run, every path reported as a ratio to pgx ``connect_four`` at the same batch.
+
+The paths, each played with uniformly random legal actions for whole games, resets included:
+
+- ``VectorQuarto none`` / ``raw`` / ``tactical`` / ``lookahead`` / ``parity``: a loop of
+  ``envs.step(sample(info["action_mask"]))``, ``sample`` being :class:`quarto_env.vector.RandomLegalActions`
+  (compiled, per-env random streams); ``none`` is ``observation=None``, no planes.
+- ``VectorQuarto none, numpy sampler``: the same without planes, the actions drawn by numpy's
+  ``argmax(rng.random(shape) * mask)``: what the sampler saves.
+- ``GameBatch loop, none``: the older engine of ``quarto train`` driven from Python as training drove it
+  (masks, sample, step, the rewards of the games that ended, their reset), no planes: the reference of
+  issue 25.
+- ``pgx connect_four`` / ``pgx tic_tac_toe`` (only with pgx): ``jax.vmap`` of ``env.step`` under pgx's
+  auto-reset wrapper, the random legal actions drawn on the device (pgx's ``act_randomly``), in ``jax.jit``; pgx
+  computes observations, masks and rewards in every step. As pgx's own speed benchmark plays them
+  (``workspace/speed_benchmark/run_pgx.py`` in github.com/sotetsuk/pgx): 100 steps fused into each call by a
+  ``fori_loop``, compilation excluded (a warm-up before timing), each timed slice ending with
+  ``jax.block_until_ready``. ``pgx connect_four`` this way is the reference of every ratio.
+- ``pgx connect_four, a call per step``: the same with one ``jax.jit`` call per step from Python, as a learner
+  with its network in the loop calls it (each call waits for the one before: one call in flight at most).
+
+JAX runs with its defaults (here its CPU backend, with its own threads); the Quarto paths run on one thread.
+
+A *step* is one action in one game: ``batch`` steps per call (``100 * batch`` in a fused pgx call). In Quarto an
+action is a placement or a give (about 24 a game), in Connect Four a drop, in tic-tac-toe a mark. The paths are
+measured in alternation: each round cuts every path's time at each batch into slices, taken in turn, so that a
+change in the machine's load falls on all of them alike (a slice makes one call at least: a fused pgx call of 4096
+games takes a fifth of a second); the figures are the medians over the rounds, and the ratios are the medians'
+ratios.
+Timings depend on the machine and what else runs on it: compare figures from the same run.
+
+Without pgx the run prints one line saying that the ratios need ``pip install -e ".[bench]"`` (pgx pulls in
+JAX; nothing else in the project imports either) and reports absolute figures.
+
+Example usage::
+
+    quarto bench vector                                  # batches 1 64 1024 4096, every kind, 5 rounds
+    quarto bench vector --batches 1024 --observations none parity --rounds 3
+    quarto bench vector --no-pgx --out runs/bench_vector.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from experiments.bench import exit_if_unwritten
+from experiments.options import SEED
+from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
+from quarto_env.core import Variant
+from quarto_env.observation import OBSERVATION_KINDS
+from quarto_env.vector import GameBatch, RandomLegalActions, VectorQuarto
+
+KINDS = ("none", *OBSERVATION_KINDS)
+"""The observation choices: ``none`` (``observation=None``) and every kind of ``quarto_v0``."""
+DEFAULT_BATCHES = (1, 64, 1024, 4096)
+MAX_BATCH = 65_536
+MAX_SECONDS = 3600.0
+PGX_GAMES = ("connect_four", "tic_tac_toe")
+PGX_FUSED_STEPS = 100
+"""Steps per ``jax.jit`` call in pgx's own speed benchmark (a ``fori_loop``), as here."""
+REFERENCE = "pgx connect_four"
+"""The path every other one is a ratio to, at the same batch."""
+SLICES = 5
+"""Each path's time per batch and round is cut into this many slices, taken in turn with the other paths'."""
+WARM_UP_CALLS = 20
+INSTALL_HINT = 'pgx is not installed: the ratios to pgx connect_four need `pip install -e ".[bench]"`'
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The command line of ``quarto bench vector``."""
+    parser = argparse.ArgumentParser(
+        prog="quarto bench vector",
+        description="Steps/s of random self-play on VectorQuarto per batch size and observation kind, the older "
+        "GameBatch loop, and pgx's connect_four and tic_tac_toe when pgx is installed (ratios to connect_four).",
+    )
+    parser.add_argument(
+        "--batches",
+        nargs="+",
+        type=number_argument("batches", minimum=1, maximum=MAX_BATCH, integer=True),
+        default=list(DEFAULT_BATCHES),
+        metavar="N",
+        help=f"batch sizes, games per call, 1-{MAX_BATCH} (default {' '.join(map(str, DEFAULT_BATCHES))})",
+    )
+    parser.add_argument(
+        "--observations",
+        nargs="+",
+        choices=KINDS,
+        default=list(KINDS),
+        metavar="KIND",
+        help=f"VectorQuarto's observation kinds to time, of {', '.join(KINDS)} (default all)",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=number_argument("seconds", above=0, maximum=MAX_SECONDS),
+        default=0.3,
+        help=f"seconds per path, batch and round, at most {MAX_SECONDS:g} (default 0.3)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=number_argument("rounds", minimum=1, maximum=1000, integer=True),
+        default=5,
+        help="rounds of measurement, 1-1000 (default 5)",
+    )
+    parser.add_argument("--seed", type=SEED, default=0, help="seed of the games and the random actions (default 0)")
+    parser.add_argument("--no-pgx", action="store_true", help="leave pgx out even where it is installed")
+    parser.add_argument(
+        "--out", type=output_file_argument("--out"), metavar="FILE", help="also write the figures as JSON here"
+    )
+    args = parser.parse_args(argv)
+    args.batches = list(dict.fromkeys(int(b) for b in args.batches))
+    args.observations = list(dict.fromkeys(args.observations))
+    args.rounds = int(args.rounds)
+    return args
+
+
+def main(argv: list[str]) -> int:
+    """Run the benchmark and print its figures; returns the exit status."""
+    args = parse_args(argv)
+    with_pgx = not args.no_pgx and pgx_installed()
+    paths = quarto_paths(args.observations)
+    if with_pgx:
+        paths = {**pgx_paths(), **paths}
+    print(_header(args, with_pgx))
+    if not with_pgx and not args.no_pgx:
+        print(INSTALL_HINT + "\n")
+    rounds = measure(paths, args)
+    medians = {name: _medians(by_batch) for name, by_batch in rounds.items()}
+    ratios = {name: _ratios(by_batch, medians[REFERENCE]) for name, by_batch in medians.items()} if with_pgx else {}
+    print(results_table(medians, ratios, args.batches))
+    if args.out:
+        _write(args, argv, rounds, medians, ratios, with_pgx)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Paths: each makes a runner for a batch size
+# ---------------------------------------------------------------------------------------------------------
+class Runner(Protocol):
+    steps_per_call: int
+
+    def step(self) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+Maker = Callable[[int, int], Runner]
+"""``make(batch, seed)``: a runner of ``batch`` games, reset and ready."""
+
+
+class VectorRunner:
+    """``VectorQuarto`` with ``observation`` (``None``: no planes), actions from ``RandomLegalActions`` or, with
+    ``numpy_sampler``, numpy's argmax of random numbers times the mask."""
+
+    def __init__(self, batch: int, seed: int, observation: str | None, numpy_sampler: bool = False) -> None:
+        self.steps_per_call = batch
+        self.envs = VectorQuarto(batch, observation=observation, seed=seed)
+        self.sample = self._numpy_sampler(seed) if numpy_sampler else RandomLegalActions(batch, seed=seed)
+        _, self.info = self.envs.reset()
+
+    def step(self) -> None:
+        _, _, _, _, self.info = self.envs.step(self.sample(self.info["action_mask"]))
+
+    def finish(self) -> None:
+        pass
+
+    @staticmethod
+    def _numpy_sampler(seed: int) -> Callable[[np.ndarray], np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return lambda mask: np.argmax(rng.random(mask.shape) * mask, axis=1)
+
+
+class GameBatchRunner:
+    """The older loop over :class:`GameBatch`: masks, sample, step, the rewards of the games that ended, their
+    reset; no planes."""
+
+    def __init__(self, batch: int, seed: int) -> None:
+        self.steps_per_call = batch
+        self.games = GameBatch(Variant(), batch)
+        self.all_games = self.games.all_games
+        self.seats = np.zeros(batch, dtype=np.int64)
+        self.sample = RandomLegalActions(batch, seed=seed)
+
+    def step(self) -> None:
+        self.games.step(self.all_games, self.sample(self.games.action_masks(self.all_games)))
+        ended = np.flatnonzero(self.games.over)
+        if len(ended):
+            self.games.returns(ended, self.seats[ended])
+            self.games.reset(ended)
+
+    def finish(self) -> None:
+        pass
+
+
+def quarto_paths(observations: list[str]) -> dict[str, Maker]:
+    """This project's paths: VectorQuarto with each kind asked for, the numpy sampler, the GameBatch loop."""
+    paths: dict[str, Maker] = {}
+    for kind in observations:
+        observation = None if kind == "none" else kind
+        paths[f"VectorQuarto {kind}"] = functools.partial(VectorRunner, observation=observation)
+    paths["VectorQuarto none, numpy sampler"] = functools.partial(VectorRunner, observation=None, numpy_sampler=True)
+    paths["GameBatch loop, none"] = GameBatchRunner
+    return paths
+
+
+# ---------------------------------------------------------------------------------------------------------
+# pgx: imported here only, and only when installed and asked for
+# ---------------------------------------------------------------------------------------------------------
+def pgx_installed() -> bool:
+    """Whether pgx (and so JAX) can be imported; looks without importing either."""
+    return importlib.util.find_spec("pgx") is not None
+
+
+class PgxRunner:
+    """pgx's ``game`` at ``batch``: each ``jax.jit`` call draws random legal actions and steps every game under
+    pgx's auto-reset, ``fused`` times in a ``fori_loop`` (1: a call per step); ``finish`` waits for the device
+    (``block_until_ready``)."""
+
+    def __init__(self, game: str, batch: int, seed: int, fused: int) -> None:
+        import jax
+        import pgx
+        from pgx.experimental import act_randomly, auto_reset
+
+        env = pgx.make(game)  # type: ignore[arg-type]  # pgx's EnvId is a Literal of the names
+        step_one = auto_reset(env.step, env.init)
+
+        def play(state: Any, key: Any) -> tuple[Any, Any]:
+            key, act_key, step_key = jax.random.split(key, 3)
+            actions = act_randomly(act_key, state.legal_action_mask)
+            return jax.vmap(step_one)(state, actions, jax.random.split(step_key, batch)), key
+
+        def play_fused(state: Any, key: Any) -> tuple[Any, Any]:
+            return jax.lax.fori_loop(0, fused, lambda _, carry: play(*carry), (state, key))
+
+        self.steps_per_call = batch * fused
+        self._block = jax.block_until_ready
+        self._play = jax.jit(play if fused == 1 else play_fused)
+        self.key, init_key = jax.random.split(jax.random.PRNGKey(seed))
+        self.state = jax.jit(jax.vmap(env.init))(jax.random.split(init_key, batch))
+
+    def step(self) -> None:
+        previous = self.state
+        self.state, self.key = self._play(self.state, self.key)
+        self._block(previous)  # one call in flight at most: JAX would queue calls far past the slice's end
+
+    def finish(self) -> None:
+        self._block(self.state)
+
+
+def pgx_paths() -> dict[str, Maker]:
+    """pgx's games as its own benchmark plays them (:data:`PGX_FUSED_STEPS` steps a call), and connect_four with a
+    call per step."""
+    paths: dict[str, Maker] = {
+        f"pgx {game}": functools.partial(PgxRunner, game, fused=PGX_FUSED_STEPS) for game in PGX_GAMES
+    }
+    paths["pgx connect_four, a call per step"] = functools.partial(PgxRunner, "connect_four", fused=1)
+    return paths
+
+
+def pgx_versions() -> dict[str, str]:
+    import jax
+    import pgx
+
+    return {"pgx": pgx.__version__, "jax": jax.__version__, "jax_backend": jax.default_backend()}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Measurement
+# ---------------------------------------------------------------------------------------------------------
+def measure(paths: dict[str, Maker], args: argparse.Namespace) -> dict[str, dict[int, list[float]]]:
+    """Steps/s of every path at every batch in each of ``args.rounds`` interleaved rounds."""
+    runners = {(name, batch): make(batch, args.seed) for batch in args.batches for name, make in paths.items()}
+    for runner in runners.values():
+        warm_up(runner)
+    rounds: dict[str, dict[int, list[float]]] = {name: {batch: [] for batch in args.batches} for name in paths}
+    for i in range(args.rounds):
+        start = time.perf_counter()
+        for batch in args.batches:
+            at_batch = {name: runners[name, batch] for name in paths}
+            for name, rate in interleaved_rates(at_batch, args.seconds).items():
+                rounds[name][batch].append(rate)
+        print(f"round {i + 1}/{args.rounds}: {time.perf_counter() - start:.1f} s", flush=True)
+    return rounds
+
+
+def warm_up(runner: Runner) -> None:
+    """Compile and load everything the runner calls (pgx's ``jax.jit`` compiles here), untimed."""
+    for _ in range(WARM_UP_CALLS):
+        runner.step()
+    runner.finish()
+
+
+def interleaved_rates(runners: dict[str, Runner], seconds: float) -> dict[str, float]:
+    """Steps/s of each runner over ``seconds``, taken in :data:`SLICES` turns alternating between them."""
+    steps = dict.fromkeys(runners, 0)
+    elapsed = dict.fromkeys(runners, 0.0)
+    for _ in range(SLICES):
+        for name, runner in runners.items():
+            played, took = play_for(runner, seconds / SLICES)
+            steps[name] += played
+            elapsed[name] += took
+    return {name: steps[name] / elapsed[name] for name in runners}
+
+
+def play_for(runner: Runner, seconds: float) -> tuple[int, float]:
+    """Step ``runner`` for about ``seconds`` (at least once), then wait for it; returns (steps, seconds taken)."""
+    calls = 0
+    start = time.perf_counter()
+    while calls == 0 or time.perf_counter() - start < seconds:
+        runner.step()
+        calls += 1
+    runner.finish()
+    return calls * runner.steps_per_call, time.perf_counter() - start
+
+
+def _medians(by_batch: dict[int, list[float]]) -> dict[int, float]:
+    return {batch: statistics.median(values) for batch, values in by_batch.items()}
+
+
+def _ratios(by_batch: dict[int, float], reference: dict[int, float]) -> dict[int, float]:
+    return {batch: rate / reference[batch] for batch, rate in by_batch.items()}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reporting
+# ---------------------------------------------------------------------------------------------------------
+def results_table(medians: dict[str, dict[int, float]], ratios: dict[str, dict[int, float]], batches: list[int]) -> str:
+    """The medians in steps/s, a column per batch, and each one's ratio to pgx connect_four where measured."""
+    width = max(map(len, medians)) + 2
+    head = f"{'steps/s (median)':<{width}}" + "".join(f"{f'batch {b}':>22}" for b in batches)
+    lines = ["", head]
+    for name, by_batch in medians.items():
+        cells = [_cell(by_batch[b], ratios.get(name, {}).get(b)) for b in batches]
+        lines.append(f"{name:<{width}}" + "".join(f"{cell:>22}" for cell in cells))
+    if ratios:
+        lines.append(f"\n(x.xx): the ratio to {REFERENCE} at the same batch, in this run")
+    return "\n".join(lines)
+
+
+def _cell(rate: float, ratio: float | None) -> str:
+    return f"{rate:,.0f}" if ratio is None else f"{rate:,.0f} ({ratio:.2f})"
+
+
+def _header(args: argparse.Namespace, with_pgx: bool) -> str:
+    machine = _machine(with_pgx)
+    pgx = f", pgx {machine['pgx']} on JAX {machine['jax']} ({machine['jax_backend']})" if with_pgx else ""
+    load = ", ".join(f"{value:.1f}" for value in machine["load_average"])
+    return (
+        f"quarto bench vector -- {machine['cpu_count']} CPUs (load {load}), Python {machine['python']}, "
+        f"numpy {machine['numpy']}{pgx}, seed {args.seed}\n"
+        f"uniformly random legal actions, auto-reset; batches {' '.join(map(str, args.batches))}; "
+        f"{args.rounds} round(s) of {args.seconds:g} s per path and batch; a step = one action in one game\n"
+    )
+
+
+def _machine(with_pgx: bool) -> dict[str, Any]:
+    machine = {
+        "cpu_count": os.cpu_count(),
+        "load_average": list(os.getloadavg()),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+    }
+    return machine | pgx_versions() if with_pgx else machine
+
+
+def _write(
+    args: argparse.Namespace,
+    argv: list[str],
+    rounds: dict[str, dict[int, list[float]]],
+    medians: dict[str, dict[int, float]],
+    ratios: dict[str, dict[int, float]],
+    with_pgx: bool,
+) -> None:
+    results = {"steps_per_second": rounds, "median_steps_per_second": medians, f"ratio_to_{REFERENCE}": ratios}
+    config = vars(args) | {"pgx": with_pgx} | _machine(with_pgx)
+    record = {"command": " ".join(["quarto", "bench", "vector", *argv]), "config": config, "results": results}
+    with exit_if_unwritten("quarto bench vector", "--out", args.out):
+        atomic_write_text(args.out, json.dumps(record, indent=2, default=str) + "\n")
+    print(f"\nwrote {args.out}")

@@ -1,0 +1,76 @@
+"""``quarto bench vector``: the run without pgx (one line naming the extra, absolute figures, the JSON record),
+its table, and JAX kept to the benchmark's optional path. No test asserts on wall time."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.bench import vector
+
+REPO = Path(__file__).resolve().parent.parent
+SMALL = ["--batches", "1", "3", "--observations", "none", "parity", "--seconds", "0.01", "--rounds", "2"]
+
+
+def test_without_pgx_it_says_what_to_install_and_writes_absolute_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(vector, "pgx_installed", lambda: False)
+    out = tmp_path / "vector.json"
+    assert vector.main([*SMALL, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count(vector.INSTALL_HINT) == 1 and 'pip install -e ".[bench]"' in printed
+    rows = printed.replace(vector.INSTALL_HINT, "")
+    assert not re.search(r"^pgx ", rows, re.MULTILINE) and "(1.00)" not in rows  # no pgx rows, no ratios
+    record = json.loads(out.read_text())
+    assert record["command"] == "quarto bench vector " + " ".join([*SMALL, "--out", str(out)])
+    assert record["config"]["batches"] == [1, 3] and record["config"]["pgx"] is False
+    medians = record["results"]["median_steps_per_second"]
+    paths = ["VectorQuarto none", "VectorQuarto parity", "VectorQuarto none, numpy sampler", "GameBatch loop, none"]
+    assert list(medians) == paths
+    assert all(medians[path][batch] > 0 for path in paths for batch in ("1", "3"))
+    assert all(len(record["results"]["steps_per_second"][path]["3"]) == 2 for path in paths)  # one per round
+    assert record["results"]["ratio_to_pgx connect_four"] == {}
+
+
+def test_no_pgx_leaves_pgx_out_without_the_install_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(vector, "pgx_installed", lambda: True)  # as if installed: --no-pgx must not look further
+    monkeypatch.setattr(vector, "pgx_paths", lambda: pytest.fail("pgx's paths made under --no-pgx"))
+    assert vector.main([*SMALL, "--no-pgx"]) == 0
+    assert vector.INSTALL_HINT not in capsys.readouterr().out
+
+
+def test_the_table_shows_ratios_where_pgx_was_measured() -> None:
+    medians = {"pgx connect_four": {1: 100.0, 64: 2000.0}, "VectorQuarto none": {1: 250.0, 64: 10000.0}}
+    ratios = {name: vector._ratios(by_batch, medians["pgx connect_four"]) for name, by_batch in medians.items()}
+    table = vector.results_table(medians, ratios, [1, 64])
+    assert re.search(r"VectorQuarto none\s+250 \(2\.50\)\s+10,000 \(5\.00\)", table), table
+    assert "ratio to pgx connect_four" in table
+    assert "(2.50)" not in vector.results_table(medians, {}, [1, 64])
+
+
+def test_only_the_benchmark_imports_jax_or_pgx() -> None:
+    pattern = re.compile(r"^\s*(import|from)\s+(jax|pgx)\b", re.MULTILINE)
+    importers = [
+        path.relative_to(REPO).as_posix()
+        for package in ("quarto_env", "agents", "experiments")
+        for path in (REPO / package).rglob("*.py")
+        if pattern.search(path.read_text(encoding="utf-8"))
+    ]
+    assert importers == ["experiments/bench/vector.py"]
+
+
+def test_a_run_without_pgx_loads_no_jax() -> None:
+    code = (
+        "import sys; from experiments.bench import vector; "
+        f"vector.main({[*SMALL, '--no-pgx']!r}); "
+        "assert not {'jax', 'pgx'} & set(sys.modules), 'JAX was imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, timeout=300)
