@@ -29,7 +29,7 @@ def test_without_pgx_it_says_what_to_install_and_writes_absolute_figures(
     assert not re.search(r"^pgx ", rows, re.MULTILINE) and "(1.00)" not in rows  # no pgx rows, no ratios
     record = json.loads(out.read_text())
     assert record["command"] == "quarto bench vector " + " ".join([*SMALL, "--out", str(out)])
-    assert record["config"]["batches"] == [1, 3] and record["config"]["pgx"] is False
+    assert record["config"]["batches"] == [1, 3] and record["config"]["with_pgx"] is False
     medians = record["results"]["median_steps_per_second"]
     paths = ["VectorQuarto none", "VectorQuarto parity", "VectorQuarto none, numpy sampler", "GameBatch loop, none"]
     assert list(medians) == paths
@@ -74,3 +74,20 @@ def test_a_run_without_pgx_loads_no_jax() -> None:
         "assert not {'jax', 'pgx'} & set(sys.modules), 'JAX was imported'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_with_pgx_every_path_is_a_ratio_to_pgx_connect_four(tmp_path: Path) -> None:
+    pytest.importorskip("pgx")  # the optional extra: pip install -e ".[bench]"
+    out = tmp_path / "vector.json"
+    assert (
+        vector.main(
+            ["--batches", "2", "--observations", "none", "--seconds", "0.01", "--rounds", "1", "--out", str(out)]
+        )
+        == 0
+    )
+    record = json.loads(out.read_text())
+    ratios = record["results"]["ratio_to_pgx connect_four"]
+    assert set(ratios) >= {"pgx connect_four", "pgx tic_tac_toe", "pgx connect_four, a call per step"}
+    assert ratios["pgx connect_four"]["2"] == 1.0 and all(r["2"] > 0 for r in ratios.values())
+    assert record["config"]["with_pgx"] is True and record["config"]["jax_backend"]

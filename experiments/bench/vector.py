@@ -385,7 +385,7 @@ def _write(
     with_pgx: bool,
 ) -> None:
     results = {"steps_per_second": rounds, "median_steps_per_second": medians, f"ratio_to_{REFERENCE}": ratios}
-    config = vars(args) | {"pgx": with_pgx} | _machine(with_pgx)
+    config = vars(args) | {"with_pgx": with_pgx} | _machine(with_pgx)
     record = {"command": " ".join(["quarto", "bench", "vector", *argv]), "config": config, "results": results}
     with exit_if_unwritten("quarto bench vector", "--out", args.out):
         atomic_write_text(args.out, json.dumps(record, indent=2, default=str) + "\n")
