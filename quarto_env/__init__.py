@@ -5,7 +5,8 @@ Gymnasium single-agent environment against a fixed opponent.
   the bare one; ``pettingzoo.make("aec", "quarto_v0", **flags)`` works too, where the installed PettingZoo has a
   registry.
 - ``gymnasium.make("quarto_env/QuartoVsAgent-v0", opponent="greedy", **flags)`` is the single-agent env
-  (:mod:`quarto_env.single_agent`).
+  (:mod:`quarto_env.single_agent`); ``gymnasium.make_vec`` of the same id, with ``num_envs=``, its batched
+  ``VectorEnv`` (:mod:`quarto_env.vector_env`).
 - ``quarto_env.VectorQuarto(num_envs, **flags)`` steps thousands of ``quarto_v0`` games at once, both seats
   exposed, for one's own self-play algorithm (:mod:`quarto_env.vector`).
 
@@ -65,7 +66,11 @@ sys.modules[__name__].__class__ = _Package
 
 def _register_with_gymnasium(gymnasium: Any) -> None:
     if GYMNASIUM_ENV_ID not in gymnasium.registry:
-        gymnasium.register(GYMNASIUM_ENV_ID, entry_point="agents.vs_agent:make_vs_agent")  # it builds the opponent
+        gymnasium.register(  # each entry point builds the opponent from its agent spec
+            GYMNASIUM_ENV_ID,
+            entry_point="agents.vs_agent:make_vs_agent",
+            vector_entry_point="agents.vector_vs_agent:make_vector_vs_agent",  # gymnasium.make_vec: batched games
+        )
 
 
 def _register_with_pettingzoo(pettingzoo: Any) -> None:

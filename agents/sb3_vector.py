@@ -1,0 +1,67 @@
+"""A Gymnasium ``VectorEnv`` with ``SAME_STEP`` auto-reset as a Stable-Baselines3 ``VecEnv``, so that SB3 and
+sb3-contrib's MaskablePPO train on :class:`quarto_env.vector_env.QuartoVectorVsAgent` (see its docstring)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
+
+
+class SB3VectorEnv(VecEnv):
+    """``envs`` seen by SB3: ``dones`` are ``terminated | truncated``, a finished game's last observation is its
+    info's ``terminal_observation``, and ``action_masks`` is ``envs.action_masks()``."""
+
+    def __init__(self, envs: gymnasium.vector.VectorEnv) -> None:
+        mode = envs.metadata.get("autoreset_mode")
+        if mode != AutoresetMode.SAME_STEP:
+            raise ValueError(f"SB3VectorEnv needs autoreset_mode {AutoresetMode.SAME_STEP}; the env has {mode}")
+        self.envs = envs
+        self._masks_of_envs = getattr(envs, "action_masks", None)
+        self.render_mode = None
+        super().__init__(envs.num_envs, envs.single_observation_space, envs.single_action_space)
+        self._actions = np.zeros(envs.num_envs, dtype=np.int64)
+
+    def reset(self) -> np.ndarray:
+        seed = self._seeds[0] if self._seeds else None
+        self._reset_seeds()
+        observations, _ = self.envs.reset(seed=seed)
+        return observations
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        observations, rewards, terminated, truncated, info = self.envs.step(self._actions)
+        dones = terminated | truncated
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        for i in np.flatnonzero(dones):
+            infos[i] = {"terminal_observation": info["final_obs"][i], "TimeLimit.truncated": bool(~terminated[i])}
+        return observations, rewards, dones, infos
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions of every env (what MaskablePPO asks for before each step)."""
+        if self._masks_of_envs is None:
+            raise AttributeError(f"{self.envs} has no action_masks(): nothing to mask with")
+        return np.asarray(self._masks_of_envs(), dtype=bool)
+
+    def close(self) -> None:
+        self.envs.close()
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return [getattr(self, attr_name)] * len(list(self._get_indices(indices)))
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        setattr(self, attr_name, value)
+
+    def env_method(self, method_name: str, *args: Any, indices: VecEnvIndices = None, **kwargs: Any) -> Any:
+        if method_name == "action_masks":
+            return self.action_masks()  # one array for all envs: sb3-contrib stacks it unchanged
+        return [getattr(self, method_name)(*args, **kwargs) for _ in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return [False] * len(list(self._get_indices(indices)))
