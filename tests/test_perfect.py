@@ -64,12 +64,6 @@ def test_the_solver_loses_nothing_against_perfect_play() -> None:
         assert game.score == game.perfect_score
 
 
-@pytest.mark.slow
-def test_the_solver_loses_nothing_over_200_openings() -> None:
-    report = points_lost(make_agent("solver", STANDARD, seed=1), STANDARD, games=400, seed=11)
-    assert report.counts()["lost_nothing"] == 400
-
-
 def test_an_agent_that_throws_games_away_loses_points() -> None:
     report = points_lost(GiveAway(STANDARD), STANDARD, games=4, seed=0)
     lost = [game.perfect_score - game.score for game in report.games]
