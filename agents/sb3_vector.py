@@ -12,7 +12,30 @@ from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
 
 
-class SB3VectorEnv(VecEnv):
+class InProcessVecEnv(VecEnv):
+    """The part of SB3's ``VecEnv`` interface that a vector env living in this process answers alike: its
+    attributes are the object's own, nothing is wrapped, and ``env_method("action_masks")`` is one array for
+    every env (sb3-contrib stacks it unchanged). Subclasses define ``action_masks``."""
+
+    def action_masks(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return [getattr(self, attr_name)] * len(list(self._get_indices(indices)))
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        setattr(self, attr_name, value)
+
+    def env_method(self, method_name: str, *args: Any, indices: VecEnvIndices = None, **kwargs: Any) -> Any:
+        if method_name == "action_masks":
+            return self.action_masks()
+        return [getattr(self, method_name)(*args, **kwargs) for _ in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return [False] * len(list(self._get_indices(indices)))
+
+
+class SB3VectorEnv(InProcessVecEnv):
     """``envs`` seen by SB3: ``dones`` are ``terminated | truncated``, a finished game's last observation is its
     info's ``terminal_observation``, and ``action_masks`` is ``envs.action_masks()``."""
 
@@ -51,17 +74,3 @@ class SB3VectorEnv(VecEnv):
 
     def close(self) -> None:
         self.envs.close()
-
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        return [getattr(self, attr_name)] * len(list(self._get_indices(indices)))
-
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        setattr(self, attr_name, value)
-
-    def env_method(self, method_name: str, *args: Any, indices: VecEnvIndices = None, **kwargs: Any) -> Any:
-        if method_name == "action_masks":
-            return self.action_masks()  # one array for all envs: sb3-contrib stacks it unchanged
-        return [getattr(self, method_name)(*args, **kwargs) for _ in self._get_indices(indices)]
-
-    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return [False] * len(list(self._get_indices(indices)))

@@ -37,8 +37,7 @@ from typing import Any
 import numpy as np
 import torch as th
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
-from stable_baselines3.common.vec_env import VecEnv
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
@@ -46,6 +45,7 @@ from agents.base import Agent, make_agent
 from agents.match import OPENING_STREAM, opening_state, random_opening
 from agents.networks import choose_actions
 from agents.ppo import inference_policy, policy_actions, policy_logits, policy_spaces
+from agents.sb3_vector import InProcessVecEnv
 from quarto_env.core import State, Variant
 from quarto_env.observation import ObservationKind
 from quarto_env.vector import GameBatch
@@ -263,7 +263,7 @@ class OpponentPool:
 # ---------------------------------------------------------------------------------------------------------
 # The learner's environment
 # ---------------------------------------------------------------------------------------------------------
-class SelfPlayVecEnv(VecEnv):
+class SelfPlayVecEnv(InProcessVecEnv):
     """``num_games`` games against pool opponents, seen from the learner's seat (see the module docstring)."""
 
     def __init__(self, variant: Variant, num_games: int, kind: ObservationKind, pool: OpponentPool, seed: int) -> None:
@@ -344,23 +344,8 @@ class SelfPlayVecEnv(VecEnv):
             self.outcomes["win" if reward > 0 else "loss" if reward < 0 else "draw"] += 1
         self.last_final_state = self.batch.state(int(finished[-1]))
 
-    # The rest of the VecEnv interface: a single in-process object, so attributes are this object's.
     def close(self) -> None:
         pass
-
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        return [getattr(self, attr_name)] * len(list(self._get_indices(indices)))
-
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        setattr(self, attr_name, value)
-
-    def env_method(self, method_name: str, *args: Any, indices: VecEnvIndices = None, **kwargs: Any) -> Any:
-        if method_name == "action_masks":
-            return self.action_masks()  # one array for all games: sb3-contrib stacks it unchanged
-        return [getattr(self, method_name)(*args, **kwargs) for _ in self._get_indices(indices)]
-
-    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return [False] * len(list(self._get_indices(indices)))
 
 
 # ---------------------------------------------------------------------------------------------------------
