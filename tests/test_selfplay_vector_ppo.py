@@ -66,7 +66,7 @@ def test_tiny_run_writes_its_folder(tmp_path: Path, one_torch_thread: None) -> N
     run_dir = sp.train(sp.parse_config(argv), argv)
     assert run_dir.parent == tmp_path and run_dir.name.startswith("selfplay_vector_ppo__1__")
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["num_envs"] == 8 and config["observation"] == "tactical"
+    assert config["num_envs"] == 8 and config["observation"] == "parity"
     assert "--num-envs 8" in (run_dir / "command.txt").read_text()
     events = EventAccumulator(str(run_dir))
     events.Reload()
