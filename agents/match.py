@@ -78,6 +78,17 @@ def play_game(
     return record
 
 
+def game_states(variant: Variant, players: Sequence[Agent], state: State = INITIAL_STATE) -> list[State]:
+    """Every position of one game between ``players`` (``players[i]`` is player ``i``) from ``state`` to its end,
+    the end excluded. Positions, not a :class:`GameRecord`: the record keeps them in the notation, which drops the
+    claimable groups of the declaration variant."""
+    states = []
+    while not state.over:
+        states.append(state)
+        state = step(variant, state, players[state.to_move].act(state))
+    return states
+
+
 def random_opening(variant: Variant, plies: int, rng: np.random.Generator) -> tuple[int, ...]:
     """``plies`` uniformly random legal actions from the empty board (never a declaration). With at most
     ``MAX_OPENING_PLIES`` plies at most three pieces are placed, so no opening ends the game."""

@@ -49,8 +49,9 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.book import BOOK_FOLDER, rules_name
+from agents.match import game_states
 from quarto_env.checks import atomic_write_text, shortened
-from quarto_env.core import INITIAL_STATE, State, Variant, legal_actions, position_array, step
+from quarto_env.core import State, Variant, legal_actions, position_array
 from quarto_env.notation import PositionError, format_position, parse_position
 
 SUITE_FORMAT = 1
@@ -315,8 +316,8 @@ def collect_positions(
     found: dict[int, dict[tuple[int, int, int], State]] = {stage: {} for stage in stages}
     for _ in tqdm(range(games), desc="games", unit="game", disable=not progress, leave=False):
         players = [make_agent(str(rng.choice(sources)), variant, seed=int(rng.integers(2**32))) for _ in range(2)]
-        for state in _decisions(variant, players):
-            if state.num_empty in found:
+        for state in game_states(variant, players):
+            if state.num_empty in found and len(legal_actions(variant, state)) > 1:
                 key = symmetries.position_key(_row(state))
                 found[state.num_empty].setdefault(key, state)
     chosen: list[State] = []
@@ -325,17 +326,6 @@ def collect_positions(
         picks = rng.permutation(len(candidates))[:per_stage]
         chosen += [candidates[i] for i in sorted(picks)]
     return chosen
-
-
-def _decisions(variant: Variant, players: Sequence[Any]) -> list[State]:
-    """The positions of one game where the player to move has two or more legal actions."""
-    states = []
-    state = INITIAL_STATE
-    while not state.over:
-        if len(legal_actions(variant, state)) > 1:
-            states.append(state)
-        state = step(variant, state, players[state.to_move].act(state))
-    return states
 
 
 def _row(state: State) -> np.ndarray:

@@ -512,6 +512,12 @@ FIELD_LANES, FIELD_OCCUPIED, FIELD_AVAILABLE, FIELD_HAND, FIELD_TO_MOVE, FIELD_C
 the fields of :class:`State` in order as :func:`compiled_fields` gives them (``over`` as 0 or 1)."""
 
 
+def state_of_row(row: Iterable[int]) -> State:
+    """The :class:`State` in a row of :func:`position_array` (its inverse: ``lanes`` unsigned again)."""
+    lanes, occupied, available, hand, to_move, claimable, winner, over = (int(v) for v in row)
+    return State(lanes & (1 << 64) - 1, occupied, available, hand, to_move, claimable, winner, bool(over))
+
+
 def position_array(states: Iterable[State]) -> np.ndarray:
     """``states`` as one ``(n, NUM_FIELDS)`` int64 array, row ``i`` holding ``states[i]``: the one form in which a
     batch of positions crosses into compiled code (the batched games, the search's trees, the replay buffer)."""

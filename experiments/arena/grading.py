@@ -31,10 +31,11 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.base import Agent, make_agent
+from agents.match import game_states
 from agents.suites import SOLVER_VERSION, Suite
 from experiments.arena.ratings import wilson_interval
 from quarto_env.checks import atomic_write_text, shortened
-from quarto_env.core import INITIAL_STATE, NUM_SQUARES, State, Variant, legal_actions, step
+from quarto_env.core import NUM_SQUARES, State, Variant, legal_actions
 from quarto_env.notation import format_position
 
 DEFAULT_SOURCES = ("random", "greedy")
@@ -89,23 +90,12 @@ def sample_positions(
         players = [make_agent(str(rng.choice(sources)), variant, seed=int(rng.integers(2**32))) for _ in range(2)]
         candidates = [
             s
-            for s in _game_states(variant, players)
+            for s in game_states(variant, players)
             if min_empty <= s.num_empty <= max_empty and len(legal_actions(variant, s)) > 1
         ]
         if candidates:
             positions.append(candidates[rng.integers(len(candidates))])
     return positions
-
-
-def _game_states(variant: Variant, players: Sequence[Agent]) -> list[State]:
-    """Every position of one game before its end, in order. (Not through ``agents.match.play_game``: its record
-    keeps positions in the notation, which drops the claimable groups of the declaration variant.)"""
-    states = []
-    state = INITIAL_STATE
-    while not state.over:
-        states.append(state)
-        state = step(variant, state, players[state.to_move].act(state))
-    return states
 
 
 Solver = Callable[[Variant, State], dict[int, int]]

@@ -69,7 +69,15 @@ from experiments.arena.grading import SOLVER_COMFORT_EMPTY
 from experiments.options import SEED, add_variant_arguments, variant_from_args, warn
 from experiments.run_folder import code_version
 from quarto_env.checks import OutputPathError, atomic_write_bytes, number_argument, output_file
-from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, State, Variant, compiled_fields, position_array
+from quarto_env.core import (
+    NUM_ACTIONS,
+    NUM_SQUARES,
+    State,
+    Variant,
+    compiled_fields,
+    position_array,
+    state_of_row,
+)
 from quarto_env.fast import write_observation
 from quarto_env.observation import OBSERVATION_KINDS, observation_kind
 from quarto_env.symmetry import Symmetries
@@ -177,15 +185,9 @@ def _images(symmetries: Symmetries, position: SolvedPosition, chosen: np.ndarray
     moved_rows, moved_values = symmetries.apply_chosen(rows, values, boards, labels)
     declare = {a: v for a, v in position.action_values.items() if a >= NUM_ACTIONS}
     return [
-        SolvedPosition(_state(row), {**{int(a): int(v[a]) for a in np.flatnonzero(v != ILLEGAL)}, **declare})
+        SolvedPosition(state_of_row(row), {**{int(a): int(v[a]) for a in np.flatnonzero(v != ILLEGAL)}, **declare})
         for row, v in zip(moved_rows, moved_values, strict=True)
     ]
-
-
-def _state(row: np.ndarray) -> State:
-    """The :class:`State` of a row of :func:`quarto_env.core.position_array` (whose lanes are signed)."""
-    lanes, occupied, available, hand, to_move, claimable, winner, over = (int(x) for x in row)
-    return State(lanes % (1 << 64), occupied, available, hand, to_move, claimable, winner, bool(over))
 
 
 # ---------------------------------------------------------------------------------------------------------
