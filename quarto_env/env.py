@@ -188,7 +188,7 @@ from quarto_env.core import (
 )
 from quarto_env.fast import write_observation
 from quarto_env.notation import EXAMPLE, format_position, parse_position
-from quarto_env.observation import observation_kind
+from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
 from quarto_env.render import render_image, render_text
 
 RESET_OPTIONS = ("position",)
@@ -283,7 +283,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         false_declaration: str = "lose",
         false_declaration_penalty: float = -0.1,
         first_player: int | str = "random",
-        observation: str = "tactical",
+        observation: str = DEFAULT_OBSERVATION,
         time_limit: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         render_mode: str | None = None,

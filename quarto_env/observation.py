@@ -151,6 +151,10 @@ OBSERVATION_KINDS: dict[str, ObservationKind] = {
 """Every observation kind by name, from the least to the most derived."""
 
 
+DEFAULT_OBSERVATION = "tactical"
+"""The kind of ``quarto_v0``, its single-agent and batched views and ``quarto dataset`` when none is named."""
+
+
 def observation_kind(name: str) -> ObservationKind:
     """The kind called ``name``; ``ValueError`` naming the allowed kinds if there is none."""
     kind = OBSERVATION_KINDS.get(name) if isinstance(name, str) else None
@@ -174,7 +178,7 @@ def channel_table() -> str:
     return "\n".join(rows)
 
 
-def observe(variant: Variant, state: State, kind: str = "tactical") -> np.ndarray:
+def observe(variant: Variant, state: State, kind: str = DEFAULT_OBSERVATION) -> np.ndarray:
     """The observation planes of ``state`` as a new ``int8`` array of shape ``(channels, 16)``."""
     found = observation_kind(kind)
     out = np.zeros(found.shape, dtype=np.int8)

@@ -128,6 +128,7 @@ from gymnasium import spaces
 
 from quarto_env.core import DECLARE, IllegalActionError, State, checked_action
 from quarto_env.env import AGENTS, raw_env
+from quarto_env.observation import DEFAULT_OBSERVATION
 
 LEARNER, OPPONENT = AGENTS
 """The learner plays ``raw_env``'s ``player_0``; its seat follows from ``raw_env``'s ``first_player``."""
@@ -159,7 +160,7 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
         declaration: bool = False,
         false_declaration: str = "lose",
         false_declaration_penalty: float = -0.1,
-        observation: str = "tactical",
+        observation: str = DEFAULT_OBSERVATION,
         learner_seat: int | str = "random",
         illegal_action: str = "lose",
         render_mode: str | None = None,

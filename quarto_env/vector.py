@@ -161,7 +161,7 @@ from quarto_env.core import (
     step_position,
     useful_mask,
 )
-from quarto_env.observation import OBSERVATION_KINDS, ObservationKind, write_planes
+from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS, ObservationKind, write_planes
 
 batched_kernel = numba.njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # an option the stubs omit
 """How the kernels below are compiled: numba's ``njit(cache=True)`` without its reference counting (``_nrt``),
@@ -190,7 +190,12 @@ class VectorQuarto:
     module docstring for the whole page."""
 
     def __init__(
-        self, num_envs: int, *, observation: str | None = "tactical", seed: int | None = None, **variant_flags: Any
+        self,
+        num_envs: int,
+        *,
+        observation: str | None = DEFAULT_OBSERVATION,
+        seed: int | None = None,
+        **variant_flags: Any,
     ) -> None:
         self.num_envs = int(checked_number(num_envs, "num_envs", minimum=1, integer=True))
         flags = _checked_flags(variant_flags)

@@ -125,7 +125,7 @@ from quarto_env.core import (
     winning_squares,
 )
 from quarto_env.notation import parse_position
-from quarto_env.observation import OBSERVATION_KINDS, ObservationKind
+from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS, ObservationKind
 from quarto_env.single_agent import Player, _check_illegal_action, _check_learner_seat
 from quarto_env.vector import (
     MAX_ENVS_NAMED,
@@ -165,7 +165,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         num_envs: int,
         opponent: str | BatchedOpponent | NetworkActions = "random",
         *,
-        observation: str = "tactical",
+        observation: str = DEFAULT_OBSERVATION,
         learner_seat: int | str = "random",
         illegal_action: str = "lose",
         **variant_flags: Any,

@@ -43,7 +43,7 @@ from experiments.options import SEED
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
 from quarto_env.fast import random_games
-from quarto_env.observation import OBSERVATION_KINDS
+from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS
 
 CORE_GAMES = 100_000
 MAX_SECONDS = 3600.0
@@ -78,8 +78,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--observation",
         choices=tuple(OBSERVATION_KINDS),
-        default="tactical",
-        help="quarto_v0's observation option (default tactical, the env's default)",
+        default=DEFAULT_OBSERVATION,
+        help=f"quarto_v0's observation option (default {DEFAULT_OBSERVATION}, the env's default)",
     )
     parser.add_argument(
         "--output",

@@ -79,7 +79,7 @@ from quarto_env.core import (
     state_of_row,
 )
 from quarto_env.fast import write_observation
-from quarto_env.observation import OBSERVATION_KINDS, observation_kind
+from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS, observation_kind
 from quarto_env.symmetry import Symmetries
 
 DATASET_FORMAT = 1
@@ -87,9 +87,6 @@ DATASET_FORMAT = 1
 
 ILLEGAL = -2
 """The entry of ``action_values`` for an illegal action (values are -1, 0, +1)."""
-
-DEFAULT_OBSERVATION = "tactical"
-"""The observation kind of ``quarto_v0`` when none is named."""
 
 ARRAYS = (
     "observations",
