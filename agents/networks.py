@@ -37,6 +37,8 @@ against each other.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -255,8 +257,60 @@ def _channel_mask(num_channels: int, channels: list[int]) -> th.Tensor:
     return mask
 
 
-def _masked_linear(layer: nn.Linear, x: th.Tensor, mask: th.Tensor) -> th.Tensor:
-    return nn.functional.linear(x, layer.weight * mask, layer.bias)
+def _masked_linear(layer: nn.Module, x: th.Tensor, mask: th.Tensor) -> th.Tensor:
+    # Masking the input rather than the weights keeps the layer a plain call (RowWeights swaps it); with a 0/1
+    # mask both give the same products.
+    return layer(x * mask)
+
+
+class RowWeights(nn.Module):
+    """Networks of one architecture made of linear layers, run as one: row ``i`` of a batch goes through network
+    ``which[i]``'s weights. Every ``nn.Linear`` of a copy of the first network is swapped for a
+    :class:`_RowLinear` holding that layer's weights from all of them, stacked; so one forward pass does the work
+    of one pass per network, without ``torch.func.vmap``'s overhead on small batches (a snapshot opponent moves
+    in a few dozen games at a time). The weights are copied: later changes to the networks are not seen.
+    ``ValueError`` for a network with parameters outside linear layers.
+    """
+
+    def __init__(self, networks: Sequence[nn.Module]) -> None:
+        super().__init__()
+        self.network = copy.deepcopy(networks[0])
+        self.layers: list[_RowLinear] = []
+        for name, module in list(self.network.named_modules()):
+            if isinstance(module, nn.Linear):
+                layer = _RowLinear([net.get_submodule(name) for net in networks])  # type: ignore[misc]
+                self.network.set_submodule(name, layer)
+                self.layers.append(layer)
+        left = [name for name, _ in self.network.named_parameters()]
+        if left:
+            raise ValueError(f"RowWeights stacks linear layers only; these parameters are not in one: {left}")
+
+    def forward(self, x: th.Tensor, which: np.ndarray) -> th.Tensor:
+        rows = th.as_tensor(which, dtype=th.long)
+        for layer in self.layers:
+            layer.rows = rows
+        return self.network(x)
+
+
+class _RowLinear(nn.Module):
+    """One linear layer of many networks: input row ``i`` is multiplied by the weights of network ``rows[i]``."""
+
+    weight: th.Tensor
+    bias: th.Tensor | None
+
+    def __init__(self, layers: list[nn.Linear]) -> None:
+        super().__init__()
+        self.register_buffer("weight", th.stack([layer.weight.detach() for layer in layers]))  # (N, out, in)
+        has_bias = layers[0].bias is not None
+        self.register_buffer("bias", th.stack([layer.bias.detach() for layer in layers]) if has_bias else None)
+        self.rows = th.zeros(0, dtype=th.long)
+
+    def forward(self, x: th.Tensor) -> th.Tensor:
+        rows = x.reshape(len(self.rows), -1, x.shape[-1])  # (B, anything, in)
+        out = rows @ self.weight[self.rows].transpose(1, 2)
+        if self.bias is not None:
+            out = out + self.bias[self.rows].unsqueeze(1)
+        return out.reshape(*x.shape[:-1], out.shape[-1])
 
 
 def check_network(policy: object, net_arch: object) -> list[int]:

@@ -8,8 +8,10 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch as th
+from torch import nn
 
 from agents.base import make_agent
+from agents.networks import RowWeights
 from experiments.training.config import config_from_dict
 from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import (
@@ -155,6 +157,19 @@ def test_snapshot_bank_runs_every_snapshot_on_its_own_games_in_one_pass(tiny_mod
         one_by_one = th.cat([bank.networks[w](observations[i : i + 1]) for i, w in enumerate(which)])
     assert th.allclose(together, one_by_one, atol=1e-5)
     assert not th.allclose(one_by_one[1], bank.networks[2](observations[1:2])[0])  # the snapshots differ
+
+
+def test_row_weights_runs_each_row_through_its_own_network_and_refuses_other_parameters() -> None:
+    th.manual_seed(0)
+    networks = [nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 3)) for _ in range(3)]
+    x = th.randn(6, 4, 5)  # rows of any shape: the last dimension is the features
+    which = np.array([2, 0, 1, 1, 2, 0])
+    with th.no_grad():
+        together = RowWeights(networks)(x, which)
+        one_by_one = th.stack([networks[w](x[i]) for i, w in enumerate(which)])
+    assert th.allclose(together, one_by_one, atol=1e-6)
+    with pytest.raises(ValueError, match=r"linear layers only.*1\.weight"):
+        RowWeights([nn.Sequential(nn.Linear(5, 7), nn.LayerNorm(7)) for _ in range(2)])
 
 
 def test_snapshot_opponents_move_all_their_games_in_one_call_per_round(tiny_model) -> None:  # type: ignore[no-untyped-def]

@@ -8,8 +8,8 @@ of every backend.
 - its opponent is drawn each game from an :class:`OpponentPool`: frozen snapshots of the learner mixed with
   baseline agents (any agent spec: ``random``, ``greedy``, ``minimax:depth=1``, ...) with the config's weights;
 - the opponents' moves are played inside ``step``, so the learner only ever sees its own decisions. The
-  snapshots move as one :class:`SnapshotBank`: in every round, one vmapped forward pass computes the moves of
-  every snapshot in all of its games; baseline agents are asked game by game;
+  snapshots move as one :class:`SnapshotBank`: in every round, one forward pass with each row's own snapshot
+  weights computes the moves of every snapshot in all of its games; baseline agents are asked game by game;
 - the reward is the learner's, whichever seat it holds and whichever phase ended the game: +1 when it wins,
   -1 when it loses -- also when the losing decision was its *give* and the opponent's placement won -- and 0
   for a draw. The episode statistics (``info["episode"]``) are the learner's too.
@@ -25,7 +25,6 @@ side, half in each seat; every backend's evaluations, and ``quarto evaluate``, p
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import functools
 import time
@@ -39,11 +38,10 @@ import torch as th
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 from torch import nn
-from torch.func import functional_call, stack_module_state, vmap
 
 from agents.base import Agent, make_agent
 from agents.match import OPENING_STREAM, opening_state, random_opening
-from agents.networks import choose_actions
+from agents.networks import RowWeights, choose_actions
 from agents.ppo import inference_policy, policy_actions, policy_logits, policy_spaces
 from agents.sb3_vector import InProcessVecEnv
 from quarto_env.core import State, Variant
@@ -125,7 +123,7 @@ def frozen_copy(policy: MaskableActorCriticPolicy) -> MaskableActorCriticPolicy:
 
 
 class _Logits(nn.Module):
-    """A policy seen as a module whose forward pass gives the action logits (what ``vmap`` runs)."""
+    """A policy seen as a module whose forward pass gives the action logits."""
 
     def __init__(self, policy: MaskableActorCriticPolicy) -> None:
         super().__init__()
@@ -139,9 +137,10 @@ class SnapshotBank(Opponent):
     """The learner's frozen past selves, moving as one opponent.
 
     Each game against the bank is assigned one snapshot when it starts (:meth:`assign`). A move in many games
-    is one forward pass for all of them: the snapshots' weights are stacked, and ``torch.func.vmap`` runs
-    every snapshot on its own games at once -- one network call per round instead of one per snapshot. When
-    the bank is full the oldest snapshot leaves it; its games in progress continue against the newest one.
+    is one forward pass for all of them: the snapshots share one architecture, so their weights are stacked
+    layer by layer (:class:`agents.networks.RowWeights`) and every row of the batch goes through its own
+    snapshot's weights -- one network call per round instead of one per snapshot. When the bank is full the
+    oldest snapshot leaves it; its games in progress continue against the newest one.
     """
 
     name = SNAPSHOTS
@@ -154,8 +153,7 @@ class SnapshotBank(Opponent):
         """The learner step at which each snapshot was taken, oldest first."""
         self.of_game = np.zeros(0, dtype=np.int64)
         """The snapshot (index into ``networks``) each game plays."""
-        self._stacked: tuple[dict[str, th.Tensor], dict[str, th.Tensor]] = ({}, {})
-        self._template: _Logits | None = None
+        self._stacked: RowWeights | None = None
 
     def __len__(self) -> int:
         return len(self.networks)
@@ -167,8 +165,7 @@ class SnapshotBank(Opponent):
         if len(self.networks) > self.max_snapshots:
             del self.networks[0], self.steps[0]
             self.of_game = np.where(self.of_game == 0, len(self.networks) - 1, self.of_game - 1)
-        self._stacked = stack_module_state(self.networks)  # type: ignore[arg-type]
-        self._template = copy.deepcopy(self.networks[0]).to("meta")
+        self._stacked = RowWeights(self.networks)
 
     def assign(self, games: np.ndarray, rng: np.random.Generator) -> None:
         """Give each of ``games`` a snapshot drawn uniformly."""
@@ -184,23 +181,12 @@ class SnapshotBank(Opponent):
         return choose_actions(logits, masks, deterministic=False)
 
     def logits(self, observations: th.Tensor, snapshots: np.ndarray) -> th.Tensor:
-        """Row ``i``'s logits under snapshot ``snapshots[i]``, in one vmapped pass over the snapshots used."""
-        used, which = np.unique(snapshots, return_inverse=True)
+        """Row ``i``'s logits under snapshot ``snapshots[i]``, in one pass."""
+        used = np.unique(snapshots)
         if len(used) == 1:
             return self.networks[int(used[0])](observations)
-        # Lay the rows out as (snapshot used, rank among its rows), padding the shorter groups with zeros.
-        order = np.argsort(which, kind="stable")
-        starts = np.searchsorted(which[order], np.arange(len(used)))
-        rank = np.empty_like(which)
-        rank[order] = np.arange(len(which)) - starts[which[order]]
-        padded = observations.new_zeros((len(used), int(rank.max()) + 1, *observations.shape[1:]))
-        padded[which, rank] = observations
-        index = th.as_tensor(used)
-        params, buffers = ({k: v[index] for k, v in part.items()} for part in self._stacked)
-        return vmap(self._call)(params, buffers, padded)[which, rank]
-
-    def _call(self, params: dict[str, th.Tensor], buffers: dict[str, th.Tensor], x: th.Tensor) -> th.Tensor:
-        return functional_call(self._template, (params, buffers), (x,))  # type: ignore[arg-type]
+        assert self._stacked is not None  # set by every add
+        return self._stacked(observations, snapshots)
 
     def state_dict(self) -> dict[str, Any]:
         """The snapshots' steps and weights."""
