@@ -486,21 +486,21 @@ def _step_games(actions, games, settings, rules, outputs):  # type: ignore[no-un
     num_illegal = 0
     for i in range(len(actions)):
         action = actions[i]
-        legal = _legal_actions(positions[i], declared_falsely[i], rules[2])
+        legal = legal_action_bits(positions[i], declared_falsely[i], rules[2])
         illegal[i] = action < 0 or action >= masks.shape[1] or not legal >> action & 1
         num_illegal += illegal[i]
     if num_illegal:
         return num_illegal
     for i in range(len(actions)):
-        _play(i, actions[i], games, penalty, rules, rewards, terminated)
+        play_action(i, actions[i], games, penalty, rules, rewards, terminated)
     for i in range(len(actions)):
         if terminated[i]:
             if level != NO_OBSERVATION:
-                _write_planes(final_planes[i], level, positions[i], rules)
-            _start_game(i, games, fixed_first_seat)
+                write_env_planes(final_planes[i], level, positions[i], rules)
+            start_game(i, games, fixed_first_seat)
         elif level != NO_OBSERVATION:
             final_planes[i] = 0
-    _observe_envs(games, level, rules, planes, masks, current_player)
+    observe_envs(games, level, rules, planes, masks, current_player)
     return 0
 
 
@@ -510,12 +510,17 @@ def _reset_games(games, settings, rules, outputs):  # type: ignore[no-untyped-de
     level, _, fixed_first_seat = settings
     planes, masks, current_player = outputs
     for i in range(len(masks)):
-        _start_game(i, games, fixed_first_seat)
-    _observe_envs(games, level, rules, planes, masks, current_player)
+        start_game(i, games, fixed_first_seat)
+    observe_envs(games, level, rules, planes, masks, current_player)
 
 
+# ---------------------------------------------------------------------------------------------------------
+# The per-env building blocks of those kernels: numba functions over VectorQuarto's game arrays (``games``:
+# positions, first seats, declared_falsely, random streams), public so that other compiled loops over the same
+# arrays reuse them (quarto_env.vector_env plays a learner's and an opponent's rows with them).
+# ---------------------------------------------------------------------------------------------------------
 @register_jitable
-def _play(i, action, games, penalty, rules, rewards, terminated):  # type: ignore[no-untyped-def]
+def play_action(i, action, games, penalty, rules, rewards, terminated):  # type: ignore[no-untyped-def]
     """Play the legal ``action`` in env ``i`` and reward both seats: +1 and -1 at a win, the penalty for a false
     declaration that the game goes on after."""
     positions, first_seats, declared_falsely, _ = games
@@ -535,7 +540,7 @@ def _play(i, action, games, penalty, rules, rewards, terminated):  # type: ignor
 
 
 @register_jitable
-def _start_game(i, games, fixed_first_seat):  # type: ignore[no-untyped-def]
+def start_game(i, games, fixed_first_seat):  # type: ignore[no-untyped-def]
     positions, first_seats, declared_falsely, streams = games
     for field in range(NUM_FIELDS):
         positions[i, field] = INITIAL_FIELDS[field]
@@ -544,27 +549,27 @@ def _start_game(i, games, fixed_first_seat):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def _observe_envs(games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
+def observe_envs(games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
     """Every env's legal actions, seat to act and (unless ``level`` is ``NO_OBSERVATION``) planes."""
     positions, first_seats, declared_falsely, _ = games
     for i in range(len(positions)):
-        legal = _legal_actions(positions[i], declared_falsely[i], rules[2])
+        legal = legal_action_bits(positions[i], declared_falsely[i], rules[2])
         for action in range(masks.shape[1]):
             masks[i, action] = legal >> action & 1
         current_player[i] = first_seats[i] ^ positions[i, FIELD_TO_MOVE]
     if level != NO_OBSERVATION:
         for i in range(len(positions)):
-            _write_planes(planes[i], level, positions[i], rules)
+            write_env_planes(planes[i], level, positions[i], rules)
 
 
 @register_jitable
-def _write_planes(out, level, row, rules):  # type: ignore[no-untyped-def]
+def write_env_planes(out, level, row, rules):  # type: ignore[no-untyped-def]
     out[:] = 0
     write_planes(out, level, *position_fields(row), rules[0], rules[1])
 
 
 @register_jitable
-def _legal_actions(row, declared_falsely, declaration):  # type: ignore[no-untyped-def]
+def legal_action_bits(row, declared_falsely, declaration):  # type: ignore[no-untyped-def]
     """The legal actions of the position in ``row``, less a declaration right after a false one."""
     _, occupied, available, hand, _, _, _, over = position_fields(row)
     legal = legal_mask(occupied, available, hand, over, declaration)

@@ -130,12 +130,12 @@ from quarto_env.single_agent import Player, _check_illegal_action, _check_learne
 from quarto_env.vector import (
     MAX_ENVS_NAMED,
     VectorQuarto,
-    _legal_actions,
-    _observe_envs,
-    _play,
-    _start_game,
-    _write_planes,
     batched_kernel,
+    legal_action_bits,
+    observe_envs,
+    play_action,
+    start_game,
+    write_env_planes,
 )
 
 LEARNER_SEAT, OPPONENT_SEAT = 0, 1
@@ -437,7 +437,7 @@ def _play_rows(rows, actions, games, penalty, rules, totals, scratch):  # type: 
     step_rewards, step_terminated = scratch
     for k in range(len(rows)):
         i = rows[k]
-        _play(i, actions[k], games, penalty, rules, step_rewards, step_terminated)
+        play_action(i, actions[k], games, penalty, rules, step_rewards, step_terminated)
         rewards[i] += step_rewards[i, LEARNER_SEAT]
         terminated[i] = terminated[i] or step_terminated[i]
 
@@ -446,20 +446,20 @@ def _play_rows(rows, actions, games, penalty, rules, totals, scratch):  # type: 
 def _start_rows(rows, games, fixed_first_seat, level, rules, final_planes):  # type: ignore[no-untyped-def]
     positions = games[0]
     for k in range(len(rows)):
-        _write_planes(final_planes[rows[k]], level, positions[rows[k]], rules)
-        _start_game(rows[k], games, fixed_first_seat)
+        write_env_planes(final_planes[rows[k]], level, positions[rows[k]], rules)
+        start_game(rows[k], games, fixed_first_seat)
 
 
 @batched_kernel
 def _observe_all(games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
-    _observe_envs(games, level, rules, planes, masks, current_player)
+    observe_envs(games, level, rules, planes, masks, current_player)
 
 
 @batched_kernel
 def _masks_of(rows, games, declaration, masks):  # type: ignore[no-untyped-def]
     positions, _, declared_falsely, _ = games
     for k in range(len(rows)):
-        legal = _legal_actions(positions[rows[k]], declared_falsely[rows[k]], declaration)
+        legal = legal_action_bits(positions[rows[k]], declared_falsely[rows[k]], declaration)
         for action in range(masks.shape[1]):
             masks[k, action] = legal >> action & 1
 
@@ -471,7 +471,7 @@ def _allowed_actions(rows, games, rules, greedy, allowed):  # type: ignore[no-un
     groups, counted, declaration = rules[0], rules[1], rules[2]
     for k in range(len(rows)):
         row = positions[rows[k]]
-        legal = _legal_actions(row, declared_falsely[rows[k]], declaration)
+        legal = legal_action_bits(row, declared_falsely[rows[k]], declaration)
         lanes, occupied, available, hand, claimable = row[0], row[1], row[2], row[3], row[5]
         if not greedy:
             allowed[k] = legal
