@@ -213,18 +213,22 @@ union over values, the pieces that complete any of several groups are those with
 
 @register_jitable
 def write_planes(out, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted):  # type: ignore[no-untyped-def]
-    """Write the planes of one position into ``out`` (``(channels, 16)``, zeroed by the caller): those of every
-    kind up to ``level`` (:attr:`ObservationKind.level`). The position comes as the fields of a
+    """Write the planes of one position into ``out`` (``(channels, 16)``, C-contiguous, zeroed by the caller):
+    those of every kind up to ``level`` (:attr:`ObservationKind.level`). The position comes as the fields of a
     :class:`~quarto_env.core.State` (:func:`~quarto_env.core.compiled_fields`).
+
+    Every plane is a 16-bit mask, written as two 64-bit words of 0/1 bytes (:func:`_write_plane`) through a
+    word view of ``out``: two stores per plane instead of sixteen.
 
     Compiled into each compiled caller (``register_jitable``): the batched kernels of :mod:`quarto_env.vector`
     call it for every game, inside their loops."""
-    _write_raw(out, lanes, occupied, available, hand, claimable, groups)
+    words = out.view(np.uint64)  # (channels, 2)
+    _write_raw(words, lanes, occupied, available, hand, claimable, groups)
     if level >= 1:
         threats = group_threats(lanes, occupied, groups, counted, level >= 2)
-        _write_tactical(out, threats, available, hand)
+        _write_tactical(words, threats, available, hand)
         if level >= 2:
-            _write_lookahead(out, level >= 3, threats, occupied, available, hand)
+            _write_lookahead(words, level >= 3, threats, occupied, available, hand)
 
 
 @numba.njit(cache=True)
@@ -234,33 +238,39 @@ def encode_observation(out, level, lanes, occupied, available, hand, to_move, cl
 
 
 @register_jitable
-def _write_raw(out, lanes, occupied, available, hand, claimable, groups):  # type: ignore[no-untyped-def]
-    for s in range(NUM_SQUARES):
-        if occupied >> s & 1:
-            out[OCCUPIED, s] = 1
-            for k in range(NUM_ATTRIBUTES):
-                bit = (lanes >> (16 * k + s)) & 1
-                out[FIRST_ONE_ATTRIBUTE + k, s] = bit
-                out[FIRST_ZERO_ATTRIBUTE + k, s] = 1 - bit
+def _write_raw(words, lanes, occupied, available, hand, claimable, groups):  # type: ignore[no-untyped-def]
+    _write_plane(words, OCCUPIED, occupied)
+    for k in range(NUM_ATTRIBUTES):
+        ones = (lanes >> (16 * k)) & occupied  # lane k: attribute k of the piece on each square
+        _write_plane(words, FIRST_ONE_ATTRIBUTE + k, ones)
+        _write_plane(words, FIRST_ZERO_ATTRIBUTE + k, occupied & ~ones)
+        _write_plane(words, FIRST_PIECE_ATTRIBUTE + k, PIECES_WITH_ATTRIBUTE[k])
+    claimed = 0
     for i in range(len(groups)):
         if claimable >> i & 1:
-            for s in range(NUM_SQUARES):
-                if groups[i] >> s & 1:
-                    out[CLAIMABLE, s] = 1
-    for p in range(NUM_SQUARES):
-        out[AVAILABLE, p] = available >> p & 1
-        for k in range(NUM_ATTRIBUTES):
-            out[FIRST_PIECE_ATTRIBUTE + k, p] = p >> k & 1
+            claimed |= groups[i]
+    _write_plane(words, CLAIMABLE, claimed)
+    _write_plane(words, AVAILABLE, available)
     if hand != NO_PIECE:
-        out[IN_HAND, hand] = 1
-        out[PLACING, :] = 1
+        _write_plane(words, IN_HAND, 1 << hand)
+        _write_plane(words, PLACING, ALL_SQUARES)
+
+
+BYTE_WORDS = np.array([[b >> i & 1 for i in range(8)] for b in range(256)], dtype=np.int8).view(np.uint64).ravel()
+BYTE_WORDS.flags.writeable = False
+"""``BYTE_WORDS[b]``: the 64-bit word whose 8 bytes are the bits of byte ``b`` as 0 or 1, lowest bit in the first
+byte in memory (built through a view, so it holds on either byte order)."""
+
+PIECES_WITH_ATTRIBUTE = _read_only([pieces_sharing(1 << k, 0) for k in range(NUM_ATTRIBUTES)])
+"""``PIECES_WITH_ATTRIBUTE[k]``: the pieces whose attribute ``k`` is 1 (bit ``k`` of the piece's number)."""
 
 
 @register_jitable
-def _write_plane(out, channel, mask):  # type: ignore[no-untyped-def]
-    """Plane ``channel`` of ``out``: the 16-bit ``mask``, one entry per bit."""
-    for i in range(NUM_SQUARES):
-        out[channel, i] = (mask >> i) & 1
+def _write_plane(words, channel, mask):  # type: ignore[no-untyped-def]
+    """Plane ``channel`` of the word view ``words`` (:func:`write_planes`): the 16-bit ``mask``, one entry per
+    bit."""
+    words[channel, 0] = BYTE_WORDS[mask & 0xFF]
+    words[channel, 1] = BYTE_WORDS[(mask >> 8) & 0xFF]
 
 
 @register_jitable
@@ -346,17 +356,17 @@ def values_at_squares(low, high):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def _write_tactical(out, threats, available, hand):  # type: ignore[no-untyped-def]
+def _write_tactical(words, threats, available, hand):  # type: ignore[no-untyped-def]
     threes_low, threes_high = threats[0], threats[1]
     if hand != NO_PIECE:
-        _write_plane(out, SQUARE_WINS, squares_with(threes_low, threes_high, PIECE_VALUES[hand]))
+        _write_plane(words, SQUARE_WINS, squares_with(threes_low, threes_high, PIECE_VALUES[hand]))
     else:
         threatened = values_at_squares(threes_low, threes_high)[0]
-        _write_plane(out, PIECE_LOSES, PIECES_WITH_VALUES[threatened] & available)
+        _write_plane(words, PIECE_LOSES, PIECES_WITH_VALUES[threatened] & available)
 
 
 @register_jitable
-def _write_lookahead(out, with_parity, threats, occupied, available, hand):  # type: ignore[no-untyped-def]
+def _write_lookahead(words, with_parity, threats, occupied, available, hand):  # type: ignore[no-untyped-def]
     threes_low, threes_high, pairs_low, pairs_high = threats
     once, twice = values_at_squares(threes_low, threes_high)
     # Per square, the values still threatened once a piece is put there, before the groups of three it makes:
@@ -376,9 +386,9 @@ def _write_lookahead(out, with_parity, threats, occupied, available, hand):  # t
             safe_after = available & ~PIECES_WITH_VALUES[square_byte(after_low, after_high, s)]
             self_trap |= (safe_after == 0) << s
             odd_safe |= (popcount(safe_after) & 1) << s
-        _write_plane(out, SELF_TRAP, self_trap)
+        _write_plane(words, SELF_TRAP, self_trap)
         if with_parity:
-            _write_plane(out, ODD_SAFE, odd_safe)
+            _write_plane(words, ODD_SAFE, odd_safe)
         return
     if popcount(available) < 2:
         return  # no piece would be left to give after this one
@@ -403,9 +413,9 @@ def _write_lookahead(out, with_parity, threats, occupied, available, hand):  # t
                 trap_give &= ~(1 << p)
             if popcount(safe_after) & 1:
                 even_give &= ~(1 << p)
-    _write_plane(out, TRAP_GIVE, trap_give)
+    _write_plane(words, TRAP_GIVE, trap_give)
     if with_parity:
-        _write_plane(out, EVEN_GIVE, even_give)
+        _write_plane(words, EVEN_GIVE, even_give)
 
 
 @register_jitable
