@@ -283,20 +283,22 @@ def group_threats(lanes, occupied, groups, counted, with_pairs):  # type: ignore
     one of them wins there. Its *pairs* (only with ``with_pairs``) are the values shared by the pieces of a group
     of two through it: a piece placed there makes a group of three that shares those of its own values."""
     threes_low = threes_high = pairs_low = pairs_high = 0
+    # Without branches on the group's count: which groups hold three pieces cannot be predicted, and every group
+    # is cheap (a group of three has one empty square, a group of two has two).
     for group in groups:
         on_board = group & occupied
         count = popcount(on_board)
-        if count == 3 or (count == 2 and with_pairs):
-            ones, zeros = shared_attributes(lanes, on_board, counted)
-            values = ones | zeros << 4
-            empty = group & ~occupied if values else 0
-            while empty:
-                square = lowest_bit(empty)
-                empty &= empty - 1
-                if count == 3:
-                    threes_low, threes_high = _add_byte(threes_low, threes_high, square, values)
-                else:
-                    pairs_low, pairs_high = _add_byte(pairs_low, pairs_high, square, values)
+        ones, zeros = shared_attributes(lanes, on_board, counted)
+        values = ones | zeros << 4
+        empty = group & ~occupied
+        first = lowest_bit(empty | 1 << 16) & 15  # a square; 0 with nothing empty (then nothing is added)
+        second = lowest_bit((empty & (empty - 1)) | 1 << 16) & 15
+        three = values if count == 3 else 0
+        threes_low, threes_high = _add_byte(threes_low, threes_high, first, three)
+        if with_pairs:
+            pair = values if count == 2 else 0
+            pairs_low, pairs_high = _add_byte(pairs_low, pairs_high, first, pair)
+            pairs_low, pairs_high = _add_byte(pairs_low, pairs_high, second, pair)
     return threes_low, threes_high, pairs_low, pairs_high
 
 
@@ -307,7 +309,8 @@ BYTE_ONES = 0x0101010101010101
 @register_jitable
 def _add_byte(low, high, square, values):  # type: ignore[no-untyped-def]
     shifted = values << (8 * (square & 7))
-    return (low | shifted, high) if square < 8 else (low, high | shifted)
+    high_half = square >> 3  # 0 or 1: which word, chosen by masks rather than a branch
+    return low | (shifted & (high_half - 1)), high | (shifted & -high_half)
 
 
 @register_jitable
