@@ -1,0 +1,158 @@
+"""AlphaZero's self-play workers (``workers: N``): N Ray actors that play self-play while the learner
+(:mod:`experiments.training.alphazero`) trains on what they send.
+
+Each worker (:class:`SelfPlayWorker`: one CPU, one torch thread, its network on the CPU) plays its own
+``num_games`` games side by side, so N workers play ``N * num_games``; its generator is seeded from the run's
+seed, its index and how often it was restarted. A call plays one round of moves
+(:func:`experiments.training.az_selfplay.play_rounds`) and returns a :class:`SelfPlayReport`: the stored positions
+of the games that ended (positions, policy targets, outcomes, root values, as numpy arrays) and its counters.
+
+:class:`WorkerPool`, the learner's side, keeps :data:`IN_FLIGHT` calls outstanding on every worker, so that a
+worker never waits for the learner, and takes the reports in the order they finish (``ray.wait``: the learner
+never waits on the slowest worker). Weights travel through Ray's object store: :meth:`WorkerPool.broadcast` puts
+them there once and every later call carries the reference, with the version (the learner's gradient steps when
+they were sent); a worker fetches them only when its own are older. A worker whose process dies (killed, out of
+memory, its node lost: ``RayActorError``) is replaced by a fresh one with the latest weights, with one line
+printed; the rounds it had in flight are lost. Workers need as many CPUs as there are of them, on this machine or
+the Ray cluster (``quarto train --address``); too few is refused in one line rather than left waiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import ray
+import torch as th
+from ray.exceptions import RayActorError
+
+from agents.networks import PolicyValueNetwork
+from experiments.training.az_selfplay import SelfPlayReport, new_network, play_rounds, self_play
+from experiments.training.config import TrainConfig
+from experiments.training.ray_runtime import RayStartError
+
+IN_FLIGHT = 2
+"""Calls outstanding on each worker: it starts its next round while the learner takes the last one."""
+
+
+class SelfPlayWorker:
+    """One worker's games and network (a Ray actor: :class:`WorkerPool` makes it remote)."""
+
+    def __init__(self, config: TrainConfig, index: int, seed: list[int]) -> None:
+        th.set_num_threads(1)  # one CPU per worker: more threads only fight over it
+        variant = config.resolved_variant()
+        self.network = new_network(config, variant).eval()
+        self.selfplay = self_play(config, self.network, variant)
+        self.rng = np.random.default_rng(seed)
+        self.index = index
+        self.version = -1
+
+    def where(self) -> dict[str, Any]:
+        """The Ray node and the process this worker runs in."""
+        return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+
+    def play(self, version: int, weights: list[ray.ObjectRef]) -> SelfPlayReport:
+        """One round of moves with the weights of ``version`` (fetched from the object store if newer than the
+        worker's; given in a list so that Ray passes the reference, not the weights, with every call)."""
+        if version != self.version:
+            self.network.load_state_dict(ray.get(weights[0]))
+            self.version = version
+        report = play_rounds(self.selfplay, self.rng, 1)
+        report.worker, report.weights_version = self.index, version
+        return report
+
+
+class WorkerPool:
+    """The learner's handle on ``config.workers`` self-play workers; :meth:`next_report` takes their reports."""
+
+    def __init__(
+        self, config: TrainConfig, seed: int, network: PolicyValueNetwork, log: Callable[[str], None] = print
+    ) -> None:
+        check_cpus(config.workers)
+        self.config, self.seed, self.log = config, seed, log
+        self.actor_class = ray.remote(num_cpus=1, max_restarts=0)(SelfPlayWorker)
+        self.restarts = [0] * config.workers
+        self.positions = [0] * config.workers
+        """Searched positions each worker (whichever process held its index) reported."""
+        self.broadcast(network, 0)
+        self.workers = [self._start(index) for index in range(config.workers)]
+        self.places = ray.get([worker.where.remote() for worker in self.workers])
+        """Each worker's node id and process id (as :meth:`SelfPlayWorker.where` gives them)."""
+        self.pending: dict[ray.ObjectRef, int] = {}
+        for index in range(config.workers):
+            self._submit(index, IN_FLIGHT)
+
+    def broadcast(self, network: PolicyValueNetwork, version: int) -> None:
+        """Put ``network``'s weights in the object store (once, for every worker) as ``version``."""
+        self.weights = ray.put({key: value.detach().cpu() for key, value in network.state_dict().items()})
+        self.version = version
+
+    def next_report(self) -> SelfPlayReport:
+        """The first report any worker finishes; a worker that died is restarted (one line) and waited past."""
+        while True:
+            (ready,), _ = ray.wait(list(self.pending), num_returns=1)
+            index = self.pending.pop(ready)
+            try:
+                report: SelfPlayReport = ray.get(ready)
+            except RayActorError as exc:
+                self._restart(index, exc)
+                continue
+            self.positions[index] += report.searched
+            self._submit(index, 1)
+            return report
+
+    def drain(self) -> None:
+        """Wait for every outstanding call and drop its report (the bench's pause between timed windows)."""
+        with contextlib.suppress(RayActorError):  # a dead worker is restarted by the first report after refill
+            ray.get(list(self.pending))
+        self.pending.clear()
+
+    def refill(self) -> None:
+        """:data:`IN_FLIGHT` calls outstanding on every worker again, after :meth:`drain`."""
+        for index in range(len(self.workers)):
+            self._submit(index, IN_FLIGHT)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Per worker: its node, process, searched positions and restarts (the run folder's ``workers.json``)."""
+        return [
+            {"worker": index, **place, "positions": self.positions[index], "restarts": self.restarts[index]}
+            for index, place in enumerate(self.places)
+        ]
+
+    def close(self) -> None:
+        for worker in self.workers:
+            ray.kill(worker)
+        self.pending.clear()
+
+    def _start(self, index: int) -> Any:
+        seed = [self.seed, index, self.restarts[index]]  # a restarted worker plays new games
+        return self.actor_class.remote(self.config, index, seed)  # type: ignore[attr-defined]
+
+    def _submit(self, index: int, calls: int) -> None:
+        for _ in range(calls):
+            self.pending[self.workers[index].play.remote(self.version, [self.weights])] = index
+
+    def _restart(self, index: int, exc: RayActorError) -> None:
+        self.pending = {ref: held for ref, held in self.pending.items() if held != index}  # lost with the worker
+        ray.kill(self.workers[index], no_restart=True)
+        self.restarts[index] += 1
+        self.log(
+            f"self-play worker {index} died ({type(exc).__name__}); restarted with the weights of update "
+            f"{self.version:,} (restart {self.restarts[index]})"
+        )
+        self.workers[index] = self._start(index)
+        self.places[index] = ray.get(self.workers[index].where.remote())
+        self._submit(index, IN_FLIGHT)
+
+
+def check_cpus(workers: int) -> None:
+    """Refuse more workers than the Ray cluster has CPUs: their actors would wait for CPUs forever."""
+    cpus = int(ray.cluster_resources().get("CPU", 0))
+    if workers > cpus:
+        raise RayStartError(
+            f"config field workers={workers} needs {workers} CPUs (one per self-play worker), the Ray cluster has "
+            f"{cpus}: give workers <= {cpus}, or join a larger cluster with --address"
+        )
