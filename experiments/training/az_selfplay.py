@@ -285,6 +285,8 @@ class SelfPlayReport:
     tree_seconds: float
     network_seconds: float
     search_seconds: float
+    cpu_seconds: float
+    """CPU time of the playing process over the rounds (below their wall time when it waited for a core)."""
     worker: int = -1
     """The worker that played (-1: the training process)."""
     weights_version: int = 0
@@ -300,6 +302,7 @@ def play_rounds(selfplay: SelfPlay, rng: np.random.Generator, rounds: int) -> Se
     """Play ``rounds`` rounds of moves (:meth:`SelfPlay.play_move`) and report them; the counters of ``selfplay``
     and its search start again from zero."""
     search, agreement, root_abs_value = selfplay.search, [], []
+    cpu_start = time.process_time()
     for _ in range(rounds):
         result = selfplay.play_move(rng)
         agreement.append(float(np.mean(np.argmax(result.prior, 1) == np.argmax(result.visits, 1))))
@@ -317,6 +320,7 @@ def play_rounds(selfplay: SelfPlay, rng: np.random.Generator, rounds: int) -> Se
         tree_seconds=search.tree_seconds,
         network_seconds=search.network_seconds,
         search_seconds=selfplay.search_seconds,
+        cpu_seconds=time.process_time() - cpu_start,
     )
     search.simulations = search.evaluations = 0
     search.tree_seconds = search.network_seconds = selfplay.search_seconds = 0.0

@@ -41,8 +41,12 @@ IN_FLIGHT = 2
 class SelfPlayWorker:
     """One worker's games and network (a Ray actor: :class:`WorkerPool` makes it remote)."""
 
-    def __init__(self, config: TrainConfig, index: int, seed: list[int]) -> None:
+    def __init__(self, config: TrainConfig, index: int, seed: list[int], niceness: int) -> None:
         th.set_num_threads(1)  # one CPU per worker: more threads only fight over it
+        # Ray starts its workers at niceness 15, so that on a busy machine every other process comes first; the
+        # self-play workers are the run's main work: they take the learner's niceness where the OS allows it.
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, 0, niceness)
         variant = config.resolved_variant()
         self.network = new_network(config, variant).eval()
         self.selfplay = self_play(config, self.network, variant)
@@ -51,8 +55,9 @@ class SelfPlayWorker:
         self.version = -1
 
     def where(self) -> dict[str, Any]:
-        """The Ray node and the process this worker runs in."""
-        return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+        """The Ray node, the process and the niceness this worker runs with."""
+        place = {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+        return {**place, "niceness": os.getpriority(os.PRIO_PROCESS, 0)}
 
     def play(self, version: int, weights: list[ray.ObjectRef]) -> SelfPlayReport:
         """One round of moves with the weights of ``version`` (fetched from the object store if newer than the
@@ -129,7 +134,8 @@ class WorkerPool:
 
     def _start(self, index: int) -> Any:
         seed = [self.seed, index, self.restarts[index]]  # a restarted worker plays new games
-        return self.actor_class.remote(self.config, index, seed)  # type: ignore[attr-defined]
+        niceness = os.getpriority(os.PRIO_PROCESS, 0)
+        return self.actor_class.remote(self.config, index, seed, niceness)  # type: ignore[attr-defined]
 
     def _submit(self, index: int, calls: int) -> None:
         for _ in range(calls):
@@ -149,10 +155,10 @@ class WorkerPool:
 
 
 def check_cpus(workers: int) -> None:
-    """Refuse more workers than the Ray cluster has CPUs: their actors would wait for CPUs forever."""
-    cpus = int(ray.cluster_resources().get("CPU", 0))
+    """Refuse more workers than the Ray cluster has CPUs free: their actors would wait for CPUs forever."""
+    cpus = int(ray.available_resources().get("CPU", 0))
     if workers > cpus:
         raise RayStartError(
             f"config field workers={workers} needs {workers} CPUs (one per self-play worker), the Ray cluster has "
-            f"{cpus}: give workers <= {cpus}, or join a larger cluster with --address"
+            f"{cpus} free: give workers <= {cpus}, or join a larger cluster with --address"
         )
