@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -154,9 +155,12 @@ class WorkerPool:
         self._submit(index, IN_FLIGHT)
 
 
-def check_cpus(workers: int) -> None:
-    """Refuse more workers than the Ray cluster has CPUs free: their actors would wait for CPUs forever."""
-    cpus = int(ray.available_resources().get("CPU", 0))
+def check_cpus(workers: int, seconds: float = 10.0) -> None:
+    """Refuse more workers than the Ray cluster has CPUs free: their actors would wait for CPUs forever. Waits up
+    to ``seconds`` for them first: the CPUs of actors just ended come back with a delay."""
+    deadline = time.monotonic() + seconds
+    while (cpus := int(ray.available_resources().get("CPU", 0))) < workers and time.monotonic() < deadline:
+        time.sleep(0.2)
     if workers > cpus:
         raise RayStartError(
             f"config field workers={workers} needs {workers} CPUs (one per self-play worker), the Ray cluster has "
