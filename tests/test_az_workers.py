@@ -14,6 +14,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -108,6 +110,26 @@ def test_bad_workers_and_addresses_are_one_line(
     assert not (tmp_path / "run" / "config.yaml").exists()
 
 
+def test_a_refused_ray_is_one_line_naming_token_auth(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ray = pytest.importorskip("ray")
+
+    def refuse(**_: Any) -> None:
+        raise ray.exceptions.AuthenticationError("InvalidAuthToken: no token was given")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", refuse)
+    assert train_module.main([*TINY, "workers=1", "--address", "auto", "--run-dir", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert (
+        error.startswith("quarto train: cannot start or reach Ray at auto: InvalidAuthToken")
+        and "Traceback" not in error
+    )
+    assert "RAY_AUTH_MODE=token" in error and error.count("\n") == 1
+    assert not (tmp_path / "run" / "config.yaml").exists()
+
+
 def test_help_config_lists_the_workers_fields(capsys: pytest.CaptureFixture[str]) -> None:
     assert train_module.main(["--help-config"]) == 0
     listed = capsys.readouterr().out
@@ -192,6 +214,29 @@ def test_bench_az_takes_one_games_number_with_workers(capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit):
         bench_az.main(["--workers", "2", "--games", "4", "8"])
     assert "--games takes one number with --workers" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_killed_driver_resumes_with_workers(local_ray: Any, tmp_path: Path) -> None:
+    """The driver joins the module's Ray (``--address``), so that its SIGKILL leaves no Ray of its own behind: Ray
+    ends the actors of a driver that is gone."""
+    run_dir, latest = tmp_path / "killed", tmp_path / "killed" / "checkpoints" / "latest.zip"
+    address = local_ray.get_runtime_context().gcs_address
+    overrides = [*TINY, "total_steps=1000000", "workers=2", "--address", address, "--run-dir", str(run_dir)]
+    command = [sys.executable, "-m", "experiments.cli", "train", *overrides]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not (latest.is_file() and read_metadata(latest)["num_timesteps"] >= 256):
+            time.sleep(0.2)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    killed_at = read_metadata(latest)["num_timesteps"]  # whole: written atomically
+    assert killed_at >= 256
+    status, printed = train(["--resume", str(run_dir), f"total_steps={killed_at + 128}", "final_eval_games=2"])
+    assert status == 0 and f"at step {killed_at:,}" in printed
+    assert read_metadata(run_dir / "checkpoints" / "final.zip")["num_timesteps"] == killed_at + 128
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -25,6 +25,19 @@ The loop, top to bottom (:func:`run`; the games and the replay buffer are :mod:`
    ``step_<N>.zip``. The schedule, checkpoints, evaluation logging and final table are every backend's
    (:mod:`experiments.training.run`).
 
+Workers (``workers: N``, :mod:`experiments.training.az_workers`): step 1 moves to N Ray actors, one CPU each, on
+this machine or the cluster of ``quarto train --address``; each plays its own ``num_games`` games (so N times as
+many side by side) with its own generator (the run's seed at the current step, its index, its restarts) and
+sends every round's finished positions back. The learner takes the rounds as they arrive (``ray.wait``), stores
+and trains on them as in steps 2-3, and every ``broadcast_every`` gradient steps puts its weights in Ray's object
+store for the workers' next rounds, so a round may be played with weights a few updates old (``charts/
+weights_staleness``); the evaluations, checkpoints and TensorBoard are the learner's, as without workers. A dead
+worker is restarted with the latest weights (one line); ``--resume`` starts fresh workers with the checkpoint's
+weights. ``workers.json`` in the run folder gives each worker's Ray node, process, positions and restarts, and
+``charts/worker_<i>_positions`` the positions each sent since the last log. ``workers: 0`` plays in this
+process, between the updates, and is reproducible bit for bit from ``seed``; with workers the order in which
+rounds arrive varies, and so does the run.
+
 ``total_steps`` counts searched self-play positions, a round adds ``num_games`` of them (a run stops at the first
 whole round at or past ``total_steps``, and says so before training when that is further). The run folder,
 ``config.yaml``, ``command.txt``, the lock, ``--resume`` and TensorBoard (``tb/``) work as for PPO; a resumed run
