@@ -22,7 +22,8 @@ It prints each setting's median, lowest and highest searched positions/s over th
 median to the median of 0 workers, and the CPUs its self-play processes had (CPU seconds per second; on a
 machine busy with other work, below one per process) with the positions per CPU second. The workers are
 started and warmed up before the first round, and the rounds they had in flight when a window closes are not
-counted. ``--games`` takes one number there (default 128)::
+counted; the workers of every N are up at once, so the Ns together take that many CPUs. ``--games`` takes one
+number there (default 128)::
 
     quarto bench az --workers 2 --rounds 3 --seconds 10
 """

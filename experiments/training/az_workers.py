@@ -163,6 +163,6 @@ def check_cpus(workers: int, seconds: float = 10.0) -> None:
         time.sleep(0.2)
     if workers > cpus:
         raise RayStartError(
-            f"config field workers={workers} needs {workers} CPUs (one per self-play worker), the Ray cluster has "
+            f"workers={workers} needs {workers} CPUs (one per self-play worker), the Ray cluster has "
             f"{cpus} free: give workers <= {cpus}, or join a larger cluster with --address"
         )
