@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import ray
 import torch as th
-from ray.exceptions import RayActorError
+from ray.exceptions import GetTimeoutError, RayActorError
 
 from agents.networks import PolicyValueNetwork
 from experiments.training.az_selfplay import SelfPlayReport, new_network, play_rounds, self_play
@@ -37,6 +37,8 @@ from experiments.training.ray_runtime import RayStartError
 
 IN_FLIGHT = 2
 """Calls outstanding on each worker: it starts its next round while the learner takes the last one."""
+START_SECONDS = 300
+"""How long a worker may take to start (import torch, load the game kernels) before the run gives up on it."""
 
 
 class SelfPlayWorker:
@@ -85,7 +87,7 @@ class WorkerPool:
         """Searched positions each worker (whichever process held its index) reported."""
         self.broadcast(network, 0)
         self.workers = [self._start(index) for index in range(config.workers)]
-        self.places = ray.get([worker.where.remote() for worker in self.workers])
+        self.places = [self._place(index) for index in range(config.workers)]
         """Each worker's node id and process id (as :meth:`SelfPlayWorker.where` gives them)."""
         self.pending: dict[ray.ObjectRef, int] = {}
         for index in range(config.workers):
@@ -138,6 +140,17 @@ class WorkerPool:
         niceness = os.getpriority(os.PRIO_PROCESS, 0)
         return self.actor_class.remote(self.config, index, seed, niceness)  # type: ignore[attr-defined]
 
+    def _place(self, index: int) -> dict[str, Any]:
+        """Where worker ``index`` runs, once it has started; :class:`RayStartError` if it does not start in time
+        (Ray would keep it waiting for a CPU without end)."""
+        try:
+            place: dict[str, Any] = ray.get(self.workers[index].where.remote(), timeout=START_SECONDS)
+        except GetTimeoutError:
+            raise RayStartError(
+                f"self-play worker {index} did not start within {START_SECONDS} s: no CPU free on the Ray cluster?"
+            ) from None
+        return place
+
     def _submit(self, index: int, calls: int) -> None:
         for _ in range(calls):
             self.pending[self.workers[index].play.remote(self.version, [self.weights])] = index
@@ -151,7 +164,7 @@ class WorkerPool:
             f"{self.version:,} (restart {self.restarts[index]})"
         )
         self.workers[index] = self._start(index)
-        self.places[index] = ray.get(self.workers[index].where.remote())
+        self.places[index] = self._place(index)
         self._submit(index, IN_FLIGHT)
 
 
