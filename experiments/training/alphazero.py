@@ -58,7 +58,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch as th
@@ -250,6 +250,10 @@ class _SelfPlaySource(Protocol):
 
     def broadcast(self, network: PolicyValueNetwork, version: int) -> None: ...
 
+    def summary(self) -> list[dict[str, Any]]:
+        """Per worker: where it ran and what it played (none without workers)."""
+        ...
+
 
 class _InProcess:
     """``workers: 0``: a round of the config's games in this process per report, searched with the learner's own
@@ -265,6 +269,9 @@ class _InProcess:
 
     def broadcast(self, network: PolicyValueNetwork, version: int) -> None:
         self.version = version  # the games search with the network itself: nothing to send
+
+    def summary(self) -> list[dict[str, Any]]:
+        return []
 
 
 @contextlib.contextmanager
@@ -295,9 +302,9 @@ def _self_play_source(
 
 def _record_workers(source: _SelfPlaySource, run_dir: Path) -> None:
     """With workers, write :data:`WORKERS_FILE`: where each ran, and what it played."""
-    summary = getattr(source, "summary", None)
-    if summary is not None:
-        atomic_write_bytes(run_dir / WORKERS_FILE, json.dumps(summary(), indent=1).encode())
+    summary = source.summary()
+    if summary:
+        atomic_write_bytes(run_dir / WORKERS_FILE, json.dumps(summary, indent=1).encode())
 
 
 def _train_step(trainer: Trainer, symmetries: Symmetries | None, rng: np.random.Generator) -> tuple[float, float]:
