@@ -88,7 +88,7 @@ class WorkerPool:
         self.broadcast(network, 0)
         self.workers = [self._start(index) for index in range(config.workers)]
         self.places = [self._place(index) for index in range(config.workers)]
-        """Each worker's node id and process id (as :meth:`SelfPlayWorker.where` gives them)."""
+        """Each worker's node id, process id and niceness (as :meth:`SelfPlayWorker.where` gives them)."""
         self.pending: dict[ray.ObjectRef, int] = {}
         for index in range(config.workers):
             self._submit(index, IN_FLIGHT)
