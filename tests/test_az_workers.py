@@ -144,7 +144,9 @@ def local_ray() -> Any:
     """One local Ray of two CPUs for the module's worker tests (a run inside it leaves it up)."""
     ray = pytest.importorskip("ray")
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        # address="local": a Ray of its own, even where someone's `ray start` cluster runs on this machine (which
+        # ray.init() would join, and refuse num_cpus for)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
 
