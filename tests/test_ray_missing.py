@@ -1,6 +1,6 @@
 """Without the ``ray`` extra, the commands that need Ray (``quarto sweep``, ``quarto train`` with ``backend:
-rllib``, new or resumed) stop with one line naming the install command and exit status 2 before they write
-anything, and the one that does not (``rllib:PATH``, played by torch alone) still plays.
+rllib``, new or resumed, or alphazero's ``workers``) stop with one line naming the install command and exit
+status 2 before they write anything, and the one that does not (``rllib:PATH``, played by torch alone) still plays.
 
 Ray is hidden in a fresh process by a finder first on ``sys.meta_path`` that refuses ``ray`` and every
 ``ray.*``, so an import anywhere -- at the top of a module or inside a function -- fails as it does where Ray
@@ -100,6 +100,7 @@ def test_commands_that_need_ray_stop_in_one_line_before_writing(rllib_checkpoint
         "train rllib": ["train", "--config", "configs/rllib.yaml", "--run-dir", str(new_run)],
         "train rllib override": ["train", "backend=rllib", "--run-dir", str(new_run)],
         "train --resume": ["train", "--resume", str(rllib_run)],
+        "train workers": ["train", "--config", "configs/alphazero.yaml", "workers=2", "--run-dir", str(new_run)],
         "sweep": ["sweep", "configs/default.yaml", "--seeds", "0", "--out", str(new_sweep)],
         "sweep --resume": ["sweep", "--resume", str(sweep)],
     }

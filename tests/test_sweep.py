@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from experiments.training import sweep
-from experiments.training.sweep import SweepError, check_address, parse_sets, plan_trials, split_values, summarize
+from experiments.training.ray_runtime import RayStartError, check_address
+from experiments.training.sweep import SweepError, parse_sets, plan_trials, split_values, summarize
 
 FinishedSweep = tuple[Path, list[tuple[int, str, str]]]
 
@@ -77,7 +78,7 @@ def test_good_addresses(address: str | None) -> None:
 
 @pytest.mark.parametrize("address", ["", "localhost", "10.0.0.5:99999", "http://10.0.0.5:6379", "a b:1", "host:"])
 def test_bad_address_is_refused(address: str) -> None:
-    with pytest.raises(SweepError, match="not a Ray address: give auto"):
+    with pytest.raises(RayStartError, match="not a Ray address: give auto"):
         check_address(address)
 
 

@@ -13,21 +13,45 @@ observation planes) against the network's forward passes. The first row (one gam
 agent searches) is the reference: the last column is each row's simulations/s over it, measured in the same
 run. No training happens, so these are the upper bounds of ``quarto train``'s self-play rates; its TensorBoard
 ``charts/`` show the rates with training included.
+
+With ``--workers N [N ...]`` it compares self-play in this process (``workers: 0``, one core) with N Ray workers
+(``workers: N``, :mod:`experiments.training.az_workers`, each one CPU, one torch thread and its own ``--games``
+games), on a local Ray with every core of the machine: ``--rounds`` rounds, each timing every setting for
+``--seconds`` in turn (0 first, then each N), so that a change in the machine's load falls on all of them alike.
+It prints each setting's median, lowest and highest searched positions/s over the rounds, the ratio of its
+median to the median of 0 workers, and the CPUs its self-play processes had (CPU seconds per second; on a
+machine busy with other work, below one per process) with the positions per CPU second. The workers are
+started and warmed up before the first round, and the rounds they had in flight when a window closes are not
+counted; the workers of every N are up at once, so the Ns together take that many CPUs. ``--games`` takes one
+number there (default 128)::
+
+    quarto bench az --workers 2 --rounds 3 --seconds 10
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
+import statistics
+import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch as th
+from rich.console import Console
+from rich.table import Table
 
 from agents.alphazero import load_network
+from agents.checkpoints import CheckpointError
 from agents.networks import PolicyValueNetwork
 from agents.puct import BatchedSearch
 from experiments.options import SEED
-from experiments.training.az_selfplay import SelfPlay, SelfPlaySettings
+from experiments.training.az_selfplay import SelfPlay, SelfPlayReport, SelfPlaySettings, play_rounds, self_play
+from experiments.training.config import MAX_WORKERS, TrainConfig, config_from_dict
+from experiments.training.ray_runtime import RayStartError
 from quarto_env.checks import number_argument
 from quarto_env.core import STANDARD
 from quarto_env.observation import observation_kind
@@ -40,8 +64,22 @@ def main(argv: list[str]) -> int:
         "--games",
         type=number_argument("games", minimum=1, maximum=4096, integer=True),
         nargs="+",
-        default=[1, 16, 128],
-        help="numbers of games searched side by side (default 1 16 128; the first is the reference)",
+        default=None,
+        help="numbers of games searched side by side (default 1 16 128; the first is the reference); with "
+        "--workers, one number: the games of each process (default 128)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=number_argument("workers", minimum=1, maximum=MAX_WORKERS, integer=True),
+        nargs="+",
+        default=None,
+        help="compare self-play in this process with this many Ray workers (each N; see --rounds)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=number_argument("rounds", minimum=1, maximum=1000, integer=True),
+        default=3,
+        help="with --workers: rounds of timing every setting in turn (default 3)",
     )
     parser.add_argument(
         "--sims",
@@ -59,14 +97,32 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--checkpoint", default=None, help="an alphazero checkpoint or run folder (default: fresh)")
     parser.add_argument("--seed", type=SEED, default=0, help="seed of the network and the games (default 0)")
     args = parser.parse_args(argv)
+    if args.workers and args.games and len(args.games) > 1:
+        parser.error(f"--games takes one number with --workers (the games of each process), got {args.games}")
 
     th.set_num_threads(1)
     th.manual_seed(args.seed)
+    metadata: dict[str, Any] = {}
     if args.checkpoint:
-        network, _ = load_network(args.checkpoint, STANDARD)
+        try:
+            network, metadata = load_network(args.checkpoint, STANDARD)
+        except CheckpointError as exc:
+            print(f"quarto bench az: {exc}", file=sys.stderr)
+            return 2
     else:
         network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), args.width)
     network.eval()
+    if args.workers:
+        games = args.games[0] if args.games else 128
+        config = bench_config(metadata.get("config"), network, games, args.sims, max(args.workers))
+        try:
+            rows = compare_workers(config, network, args.workers, args.rounds, args.seconds, args.seed)
+        except RayStartError as exc:
+            print(f"quarto bench az: {exc}", file=sys.stderr)
+            return 2
+        Console(width=160).print(workers_table(rows, config, args.rounds, args.seconds))
+        return 0
+    args.games = args.games or [1, 16, 128]
     print(
         f"AlphaZero self-play, standard rules, {args.sims} simulations per searched move, network width "
         f"{network.width}, about {args.seconds:g} s per row, one thread"
@@ -106,3 +162,88 @@ def self_play_rates(network: PolicyValueNetwork, games: int, sims: int, seconds:
         "sims/s": search.simulations / elapsed,
         "tree share": search.tree_seconds / max(searching, 1e-9),
     }
+
+
+def bench_config(
+    trained: dict[str, Any] | None, network: PolicyValueNetwork, games: int, sims: int, workers: int
+) -> TrainConfig:
+    """The self-play config of the workers comparison: a checkpoint's training config (``trained``) or the
+    defaults for the fresh network, with ``games`` games per process and ``sims`` simulations."""
+    fields = {**(trained or {"algorithm": "alphazero"}), "num_games": games, "sims": sims, "workers": workers}
+    fields.update(net_arch=[network.width], network_design=network.design)
+    return config_from_dict(fields)
+
+
+def compare_workers(
+    config: TrainConfig, network: PolicyValueNetwork, workers: list[int], rounds: int, seconds: float, seed: int
+) -> dict[int, list[tuple[float, float]]]:
+    """Searched positions/s of self-play in this process (key 0) and with each number of ``workers``, timed for
+    ``seconds`` per setting in each of ``rounds`` rounds, the settings in turn; each with the CPUs it had."""
+    from experiments.training.az_workers import WorkerPool  # imports ray
+    from experiments.training.ray_runtime import start_ray
+
+    started_ray = start_ray()
+    pools: dict[int, WorkerPool] = {}
+    try:
+        selfplay, rng = self_play(config, network, config.resolved_variant()), np.random.default_rng(seed)
+        play_rounds(selfplay, rng, 1)  # loads the kernels
+        for count in workers:
+            pools[count] = pool = WorkerPool(dataclasses.replace(config, workers=count), seed, network)
+            for _ in range(count):  # each worker's first round: its kernels load
+                pool.next_report()
+            pool.drain()
+        rates: dict[int, list[tuple[float, float]]] = {0: [], **{count: [] for count in workers}}
+        for _ in range(rounds):
+            rates[0].append(_timed(lambda: play_rounds(selfplay, rng, 1), seconds))
+            for count, pool in pools.items():
+                pool.refill()
+                rates[count].append(_timed(pool.next_report, seconds))
+                pool.drain()
+        return rates
+    finally:
+        for pool in pools.values():
+            pool.close()
+        if started_ray:
+            import ray
+
+            ray.shutdown()
+
+
+def _timed(next_report: Callable[[], SelfPlayReport], seconds: float) -> tuple[float, float]:
+    """Searched positions/s of the reports ``next_report`` gives within about ``seconds``, and the CPUs their
+    processes had (CPU seconds per second: on a busy machine, less than one per process)."""
+    searched, cpu_seconds, start = 0, 0.0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        report = next_report()
+        searched, cpu_seconds = searched + report.searched, cpu_seconds + report.cpu_seconds
+    elapsed = time.perf_counter() - start
+    return searched / elapsed, cpu_seconds / elapsed
+
+
+def workers_table(
+    rates: dict[int, list[tuple[float, float]]], config: TrainConfig, rounds: int, seconds: float
+) -> Table:
+    """The workers comparison: each setting's median, lowest and highest positions/s, its median over 0's, and the
+    CPUs its self-play processes had (median), with the positions per CPU second."""
+    table = Table(
+        title=f"AlphaZero self-play positions/s, {config.num_games} games per process, {config.sims} simulations, "
+        f"network width {config.net_arch[0]}, {rounds} rounds of about {seconds:g} s per setting "
+        f"({os.cpu_count()} CPUs)"
+    )
+    columns = ("workers", "positions/s (median)", "lowest", "highest", "ratio to 0 workers", "CPUs had", "pos/CPU-s")
+    for column in columns:
+        table.add_column(column, justify="right")
+    reference = statistics.median(rate for rate, _ in rates[0])
+    for count, measured in rates.items():
+        median = statistics.median(rate for rate, _ in measured)
+        cpus = statistics.median(cpu for _, cpu in measured)
+        table.add_row(
+            str(count) if count else "0 (this process)",
+            f"{median:,.0f}",
+            f"{min(rate for rate, _ in measured):,.0f}",
+            f"{max(rate for rate, _ in measured):,.0f}",
+            f"{median / reference:.2f}",
+            f"{cpus:.2f}",
+            f"{median / max(cpus, 1e-9):,.0f}",
+        )
+    return table

@@ -25,6 +25,19 @@ The loop, top to bottom (:func:`run`; the games and the replay buffer are :mod:`
    ``step_<N>.zip``. The schedule, checkpoints, evaluation logging and final table are every backend's
    (:mod:`experiments.training.run`).
 
+Workers (``workers: N``, :mod:`experiments.training.az_workers`): step 1 moves to N Ray actors, one CPU each, on
+this machine or the cluster of ``quarto train --address``; each plays its own ``num_games`` games (so N times as
+many side by side) with its own generator (the run's seed at the current step, its index, its restarts) and
+sends every round's finished positions back. The learner takes the rounds as they arrive (``ray.wait``), stores
+and trains on them as in steps 2-3, and every ``broadcast_every`` gradient steps puts its weights in Ray's object
+store for the workers' next rounds, so a round may be played with weights a few updates old (``charts/
+weights_staleness``); the evaluations, checkpoints and TensorBoard are the learner's, as without workers. A dead
+worker is restarted with the latest weights (one line); ``--resume`` starts fresh workers with the checkpoint's
+weights. ``workers.json`` in the run folder gives each worker's Ray node, process, positions and restarts, and
+``charts/worker_<i>_positions`` the positions each sent since the last log. ``workers: 0`` plays in this
+process, between the updates, and is reproducible bit for bit from ``seed``; with workers the order in which
+rounds arrive varies, and so does the run.
+
 ``total_steps`` counts searched self-play positions, a round adds ``num_games`` of them (a run stops at the first
 whole round at or past ``total_steps``, and says so before training when that is further). The run folder,
 ``config.yaml``, ``command.txt``, the lock, ``--resume`` and TensorBoard (``tb/``) work as for PPO; a resumed run
@@ -36,11 +49,16 @@ search's root value), ``losses/`` (policy, value, the policy's agreement with th
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import dataclasses
 import functools
+import json
 import time
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import torch as th
@@ -50,8 +68,15 @@ from agents.alphazero import OPTIMIZER_ENTRY, AlphaZeroAgent, load_network, save
 from agents.base import Agent
 from agents.checkpoints import CheckpointError, read_weights, saved_bytes
 from agents.networks import PolicyValueNetwork, device_of, resolve_device
-from agents.puct import BatchedSearch, encode_positions
-from experiments.training.az_selfplay import ReplayBuffer, SearchOpponent, SelfPlay, SelfPlaySettings
+from agents.puct import encode_positions
+from experiments.training.az_selfplay import (
+    ReplayBuffer,
+    SearchOpponent,
+    SelfPlayReport,
+    new_network,
+    play_rounds,
+    self_play,
+)
 from experiments.training.config import TrainConfig
 from experiments.training.run import (
     Checkpoints,
@@ -65,7 +90,7 @@ from experiments.training.run import (
     stopping_step,
 )
 from experiments.training.selfplay import seeded_torch
-from quarto_env.checks import one_line
+from quarto_env.checks import atomic_write_bytes, one_line
 from quarto_env.core import Variant
 from quarto_env.symmetry import Symmetries
 
@@ -76,6 +101,8 @@ UNTRAINED_CHECKPOINT = "untrained.zip"
 """The untrained reference network in a run's checkpoints folder (:func:`write_untrained_checkpoint`)."""
 UNTRAINED_SEED_OFFSET = 7_919
 """Added to the run's seed for the untrained reference network: another draw than the run's own initial weights."""
+WORKERS_FILE = "workers.json"
+"""With ``workers``: each worker's node, process, searched positions and restarts, in the run folder."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -101,7 +128,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Trainer:
     th.set_num_threads(config.torch_threads)
     th.manual_seed(config.seed)  # the network's initial weights
     variant = config.resolved_variant()
-    network = _new_network(config, variant)
+    network = new_network(config, variant)
     network.to(resolve_device(config.device))  # before the optimizer: it keeps its state beside the weights
     optimizer = th.optim.AdamW(network.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     trainer = Trainer(config, variant, network, optimizer, ReplayBuffer(config.buffer_size))
@@ -144,9 +171,6 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
     writer = open_tensorboard(run_dir, config, trainer.steps, graded=GRADED_BESIDES)
     if trainer.steps:
         print(f"resuming {run_dir} at step {trainer.steps:,} with {trainer.buffer.size:,} positions in the buffer")
-    most_sims = max(config.sims, config.cheap_sims if config.full_search_share < 1 else 0)
-    search = BatchedSearch(variant, network.kind, network.evaluate, config.num_games, most_sims, config.c_puct)
-    selfplay = SelfPlay(search, SelfPlaySettings.of(config))
     symmetries = Symmetries(variant) if config.augment else None
     stats = _Stats(steps_at_start=trainer.steps)
 
@@ -162,6 +186,7 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
     stop = stopping_step(config, trainer.steps, config.num_games, "each round of self-play adds num_games = {leap}")
     progress = progress_bar(trainer.steps, stop, "pos")
     samples_owed = 0.0
+    updates = 0  # gradient steps of this process: the version of the weights the workers are sent
 
     def evaluate() -> None:
         players = [_search_player(network, variant, config, config.eval_games)]
@@ -169,33 +194,35 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
             checkpoints.save_best()
         writer.flush()
 
-    if schedule.due(trainer.steps):  # a fresh run's evaluation at step 0, before it trains
-        evaluate()
-
-    while trainer.steps < config.total_steps:
-        # 1. Self-play: the forced moves, then one searched move in every game; finished games go to the buffer.
-        finished_before, stored_before = len(selfplay.lengths), selfplay.stored_rounds
-        result = selfplay.play_move(rng)
-        trainer.games_played += len(selfplay.lengths) - finished_before
-        stats.agreement.append(float(np.mean(np.argmax(result.prior, 1) == np.argmax(result.visits, 1))))
-        stats.root_value.append(float(np.mean(np.abs(result.root_value))))
-        trainer.buffer.add(*selfplay.pop_positions())
-        trainer.steps += config.num_games
-        progress.update(config.num_games)
-        # 2. Learn: sample_reuse samples per new stored position (a cheap round stores none).
-        samples_owed += config.sample_reuse * config.num_games * (selfplay.stored_rounds - stored_before)
-        tick = time.perf_counter()
-        while samples_owed >= config.batch_size and trainer.buffer.size >= config.batch_size:
-            stats.losses.append(_train_step(trainer, symmetries, rng))
-            samples_owed -= config.batch_size
-        stats.train_seconds += time.perf_counter() - tick
-        # 3. Evaluate (also at the last step: the curves end with the final network), log, checkpoint.
-        due = schedule.due(trainer.steps)
-        if "evaluation" in due or trainer.steps >= config.total_steps:
-            stats = stats.log(writer, trainer, selfplay)
+    with _self_play_source(trainer, rng, progress.write) as source:
+        if schedule.due(trainer.steps):  # a fresh run's evaluation at step 0, before it trains
             evaluate()
-        if "checkpoint" in due:
-            checkpoints.save_step(trainer.steps)
+        while trainer.steps < config.total_steps:
+            # 1. Self-play: a round of moves in every game (here or a worker's); finished games go to the buffer.
+            report = source.next_report()
+            trainer.buffer.add(report.positions, report.policy, report.outcome, report.root_value)
+            trainer.steps += report.searched
+            trainer.games_played += len(report.lengths)
+            stats.add(report, updates)
+            progress.update(report.searched)
+            # 2. Learn: sample_reuse samples per new stored position (a cheap round stores none).
+            samples_owed += config.sample_reuse * report.games * report.stored_rounds
+            tick = time.perf_counter()
+            while samples_owed >= config.batch_size and trainer.buffer.size >= config.batch_size:
+                stats.losses.append(_train_step(trainer, symmetries, rng))
+                samples_owed -= config.batch_size
+                updates += 1
+            stats.train_seconds += time.perf_counter() - tick
+            if updates - source.version >= config.broadcast_every:
+                source.broadcast(network, updates)
+            # 3. Evaluate (also at the last step: the curves end with the final network), log, checkpoint.
+            due = schedule.due(trainer.steps)
+            if "evaluation" in due or trainer.steps >= config.total_steps:
+                stats = stats.log(writer, trainer)
+                _record_workers(source, run_dir)
+                evaluate()
+            if "checkpoint" in due:
+                checkpoints.save_step(trainer.steps)
     progress.close()
 
     final = finish_run(
@@ -211,6 +238,73 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
     )
     writer.close()
     return final
+
+
+class _SelfPlaySource(Protocol):
+    """Where the learner's self-play comes from: this process (``workers: 0``) or the workers."""
+
+    version: int
+    """The version (the learner's gradient steps) of the weights it plays with."""
+
+    def next_report(self) -> SelfPlayReport: ...
+
+    def broadcast(self, network: PolicyValueNetwork, version: int) -> None: ...
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Per worker: where it ran and what it played (none without workers)."""
+        ...
+
+
+class _InProcess:
+    """``workers: 0``: a round of the config's games in this process per report, searched with the learner's own
+    network (always its latest weights), drawing from the run's generator as training does."""
+
+    def __init__(self, trainer: Trainer, rng: np.random.Generator) -> None:
+        self.selfplay = self_play(trainer.config, trainer.network, trainer.variant)
+        self.rng = rng
+        self.version = 0
+
+    def next_report(self) -> SelfPlayReport:
+        return play_rounds(self.selfplay, self.rng, 1)
+
+    def broadcast(self, network: PolicyValueNetwork, version: int) -> None:
+        self.version = version  # the games search with the network itself: nothing to send
+
+    def summary(self) -> list[dict[str, Any]]:
+        return []
+
+
+@contextlib.contextmanager
+def _self_play_source(
+    trainer: Trainer, rng: np.random.Generator, log: Callable[[str], None]
+) -> Iterator[_SelfPlaySource]:
+    """The run's self-play: in this process, or ``workers`` Ray actors (Ray started if this process has not,
+    and shut down after), each seeded from the run's seed at this step."""
+    if not trainer.config.workers:
+        yield _InProcess(trainer, rng)
+        return
+    from experiments.training.az_workers import WorkerPool  # imports ray: only runs with workers need it
+    from experiments.training.ray_runtime import start_ray
+
+    started_ray = start_ray()
+    pool = None
+    try:
+        pool = WorkerPool(trainer.config, run_seed(trainer.config, trainer.steps), trainer.network, log)
+        yield pool
+    finally:
+        if pool is not None:
+            pool.close()
+        if started_ray:
+            import ray
+
+            ray.shutdown()
+
+
+def _record_workers(source: _SelfPlaySource, run_dir: Path) -> None:
+    """With workers, write :data:`WORKERS_FILE`: where each ran, and what it played."""
+    summary = source.summary()
+    if summary:
+        atomic_write_bytes(run_dir / WORKERS_FILE, json.dumps(summary, indent=1).encode())
 
 
 def _train_step(trainer: Trainer, symmetries: Symmetries | None, rng: np.random.Generator) -> tuple[float, float]:
@@ -241,24 +335,54 @@ class _Stats:
     losses: list[tuple[float, float]] = dataclasses.field(default_factory=list)
     agreement: list[float] = dataclasses.field(default_factory=list)
     root_value: list[float] = dataclasses.field(default_factory=list)
+    lengths: list[int] = dataclasses.field(default_factory=list)
+    decisive: list[bool] = dataclasses.field(default_factory=list)
+    rounds: int = 0
+    stored_rounds: int = 0
+    simulations: int = 0
+    tree_seconds: float = 0.0
+    network_seconds: float = 0.0
+    search_seconds: float = 0.0
+    by_worker: collections.Counter[int] = dataclasses.field(default_factory=collections.Counter)
+    """Searched positions per worker (none without workers)."""
+    staleness: list[int] = dataclasses.field(default_factory=list)
+    """Per worker report: the learner's gradient steps between the weights it played with and its arrival."""
 
-    def log(self, writer: SummaryWriter, trainer: Trainer, selfplay: SelfPlay) -> _Stats:
+    def add(self, report: SelfPlayReport, updates: int) -> None:
+        """Count ``report`` in, arriving when the learner has made ``updates`` gradient steps."""
+        self.agreement += report.agreement
+        self.root_value += report.root_abs_value
+        self.lengths += report.lengths
+        self.decisive += report.decisive
+        self.rounds += report.rounds
+        self.stored_rounds += report.stored_rounds
+        self.simulations += report.simulations
+        self.tree_seconds += report.tree_seconds
+        self.network_seconds += report.network_seconds
+        self.search_seconds += report.search_seconds
+        if report.worker >= 0:
+            self.by_worker[report.worker] += report.searched
+            self.staleness.append(updates - report.weights_version)
+
+    def log(self, writer: SummaryWriter, trainer: Trainer) -> _Stats:
         """Write the charts and losses at the trainer's step; returns the statistics to count from now on."""
-        step, search = trainer.steps, selfplay.search
+        step = trainer.steps
         seconds = max(time.perf_counter() - self.started, 1e-9)
-        games = len(selfplay.lengths)
+        games = len(self.lengths)
         scalars = {
             "charts/positions_per_s": (step - self.steps_at_start) / seconds,
             "charts/games_per_s": games / seconds,
-            "charts/sims_per_s": search.simulations / max(selfplay.search_seconds, 1e-9),
-            "charts/tree_share": search.tree_seconds / max(search.tree_seconds + search.network_seconds, 1e-9),
+            "charts/sims_per_s": self.simulations / max(self.search_seconds, 1e-9),
+            "charts/tree_share": self.tree_seconds / max(self.tree_seconds + self.network_seconds, 1e-9),
             "charts/train_share": self.train_seconds / seconds,
             "charts/buffer_size": trainer.buffer.size,
             "charts/games_played": trainer.games_played,
-            "charts/game_length": float(np.mean(selfplay.lengths)) if games else None,
-            "charts/decisive_share": float(np.mean(selfplay.decisive)) if games else None,
+            "charts/game_length": float(np.mean(self.lengths)) if games else None,
+            "charts/decisive_share": float(np.mean(self.decisive)) if games else None,
             "charts/root_abs_value": float(np.mean(self.root_value)) if self.root_value else None,
-            "charts/stored_share": selfplay.stored_rounds / max(selfplay.stored_rounds + selfplay.cheap_rounds, 1),
+            "charts/stored_share": self.stored_rounds / max(self.rounds, 1),
+            "charts/weights_staleness": float(np.mean(self.staleness)) if self.staleness else None,
+            **{f"charts/worker_{index}_positions": count for index, count in sorted(self.by_worker.items())},
             "losses/policy_agreement": float(np.mean(self.agreement)) if self.agreement else None,
             "losses/policy_loss": float(np.mean([p for p, _ in self.losses])) if self.losses else None,
             "losses/value_loss": float(np.mean([v for _, v in self.losses])) if self.losses else None,
@@ -266,10 +390,6 @@ class _Stats:
         for key, value in scalars.items():
             if value is not None:
                 writer.add_scalar(key, value, step)
-        search.simulations = search.evaluations = 0
-        search.tree_seconds = search.network_seconds = selfplay.search_seconds = 0.0
-        selfplay.lengths, selfplay.decisive = [], []
-        selfplay.stored_rounds = selfplay.cheap_rounds = 0
         return _Stats(steps_at_start=step)
 
 
@@ -294,17 +414,12 @@ def _graded(trainer: Trainer, network: PolicyValueNetwork | None = None) -> dict
     return graded
 
 
-def _new_network(config: TrainConfig, variant: Variant) -> PolicyValueNetwork:
-    """A freshly initialised network of the config's observation, width and design, drawn from torch's generator."""
-    return PolicyValueNetwork(config.observation_kind, list(variant.groups), config.net_arch[0], config.network_design)
-
-
 def untrained_network(config: TrainConfig, variant: Variant) -> PolicyValueNetwork:
     """The run's untrained reference network: the config's shape, drawn from its seed plus
     :data:`UNTRAINED_SEED_OFFSET` with torch's generator forked, so training draws what it would have drawn
     without it. On the CPU."""
     with seeded_torch(config.seed + UNTRAINED_SEED_OFFSET):
-        return _new_network(config, variant)
+        return new_network(config, variant)
 
 
 def write_untrained_checkpoint(config: TrainConfig, run_dir: Path) -> Path:

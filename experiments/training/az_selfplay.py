@@ -1,5 +1,6 @@
-"""AlphaZero's self-play games and replay buffer (:mod:`experiments.training.alphazero` trains on them), and
-the searching player of its evaluations.
+"""AlphaZero's self-play games and replay buffer (:mod:`experiments.training.alphazero` trains on them), the
+searching player of its evaluations, and :class:`SelfPlayReport`, what some rounds of self-play hand the learner
+-- from the training process itself, or from a worker (:mod:`experiments.training.az_workers`).
 """
 
 from __future__ import annotations
@@ -159,6 +160,18 @@ def policy_target(result: SearchResult, settings: SelfPlaySettings) -> np.ndarra
     return result.policy()
 
 
+def new_network(config: TrainConfig, variant: Variant) -> PolicyValueNetwork:
+    """A freshly initialised network of the config's observation, width and design, drawn from torch's generator."""
+    return PolicyValueNetwork(config.observation_kind, list(variant.groups), config.net_arch[0], config.network_design)
+
+
+def self_play(config: TrainConfig, network: PolicyValueNetwork, variant: Variant) -> SelfPlay:
+    """The config's ``num_games`` self-play games, searched with ``network`` (in the training process or a worker)."""
+    most_sims = max(config.sims, config.cheap_sims if config.full_search_share < 1 else 0)
+    search = BatchedSearch(variant, network.kind, network.evaluate, config.num_games, most_sims, config.c_puct)
+    return SelfPlay(search, SelfPlaySettings.of(config))
+
+
 class SelfPlay:
     """``max_games`` self-play games side by side, each move searched with all games together.
 
@@ -246,3 +259,71 @@ def _sampled(policy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     cumulative = np.cumsum(policy, axis=1)
     draws = rng.random(len(policy))[:, None] * cumulative[:, -1:]
     return np.minimum((cumulative <= draws).sum(1), NUM_ACTIONS - 1)
+
+
+@dataclasses.dataclass
+class SelfPlayReport:
+    """What some rounds of self-play produced (:func:`play_rounds`): the positions of the games that ended, and the
+    counts and timings the learner logs under ``charts/``."""
+
+    positions: np.ndarray
+    policy: np.ndarray
+    outcome: np.ndarray
+    root_value: np.ndarray
+    """The stored positions of the finished games, as :meth:`SelfPlay.pop_positions` gives them."""
+    games: int
+    """Games played side by side: each round searches (and counts as) this many positions."""
+    rounds: int
+    stored_rounds: int
+    """Rounds searched fully, whose positions are stored (the rest were cheap: playout-cap randomisation)."""
+    lengths: list[int]
+    decisive: list[bool]
+    agreement: list[float]
+    """Per round: the share of games where the network's prior and the search agree on the best action."""
+    root_abs_value: list[float]
+    simulations: int
+    tree_seconds: float
+    network_seconds: float
+    search_seconds: float
+    cpu_seconds: float
+    """CPU time of the playing process over the rounds (below their wall time when it waited for a core)."""
+    worker: int = -1
+    """The worker that played (-1: the training process)."""
+    weights_version: int = 0
+    """The learner's gradient steps when the weights that played were sent (a worker's; 0 in the process)."""
+
+    @property
+    def searched(self) -> int:
+        """Searched self-play positions: the steps the rounds add to the run."""
+        return self.games * self.rounds
+
+
+def play_rounds(selfplay: SelfPlay, rng: np.random.Generator, rounds: int) -> SelfPlayReport:
+    """Play ``rounds`` rounds of moves (:meth:`SelfPlay.play_move`) and report them; the counters of ``selfplay``
+    and its search start again from zero."""
+    search, agreement, root_abs_value = selfplay.search, [], []
+    cpu_start = time.process_time()
+    for _ in range(rounds):
+        result = selfplay.play_move(rng)
+        agreement.append(float(np.mean(np.argmax(result.prior, 1) == np.argmax(result.visits, 1))))
+        root_abs_value.append(float(np.mean(np.abs(result.root_value))))
+    report = SelfPlayReport(
+        *selfplay.pop_positions(),
+        games=search.max_games,
+        rounds=rounds,
+        stored_rounds=selfplay.stored_rounds,
+        lengths=selfplay.lengths,
+        decisive=selfplay.decisive,
+        agreement=agreement,
+        root_abs_value=root_abs_value,
+        simulations=search.simulations,
+        tree_seconds=search.tree_seconds,
+        network_seconds=search.network_seconds,
+        search_seconds=selfplay.search_seconds,
+        cpu_seconds=time.process_time() - cpu_start,
+    )
+    search.simulations = search.evaluations = 0
+    search.tree_seconds = search.network_seconds = selfplay.search_seconds = 0.0
+    selfplay.lengths, selfplay.decisive = [], []
+    selfplay.stored_rounds = selfplay.cheap_rounds = 0
+    return report

@@ -60,6 +60,8 @@ ALGORITHMS = ("ppo", "alphazero")
 BACKENDS = ("sb3", "rllib")
 MAX_ENV_RUNNERS = 1024
 """The most RLlib env runners a config may ask for (each is a process, on this machine or a Ray cluster)."""
+MAX_WORKERS = 1024
+"""The most AlphaZero self-play workers a config may ask for (each is a Ray actor with one CPU)."""
 
 SEED_LIMIT = 2**32
 """Seeds are below this: numpy's global generator takes no other (``train`` folds ``seed + step`` below it)."""
@@ -113,6 +115,8 @@ RANGES: dict[str, dict[str, float]] = {
     "full_search_share": {"above": 0, "maximum": 1},
     "cheap_sims": {"minimum": 1, "maximum": MAX_SEARCH_SIMULATIONS},
     "num_env_runners": {"minimum": 0, "maximum": MAX_ENV_RUNNERS},
+    "workers": {"minimum": 0, "maximum": MAX_WORKERS},
+    "broadcast_every": {"minimum": 1},
 }
 """The allowed range of every number field (each is also finite): the bounds of ``checked_number``."""
 FIXED_ON_RESUME = ("algorithm", "backend", "name", "seed", "variant", "observation", "policy", "net_arch")
@@ -286,6 +290,14 @@ class TrainConfig:
     varied positions, per simulation; one draw decides for all the games of a round."""
     cheap_sims: int = 16
     """(alphazero) Simulations of a cheap move (``full_search_share`` below 1)."""
+    workers: int = 0
+    """(alphazero) Self-play processes: 0, the games are played in the training process, between its updates
+    (bit-reproducible from ``seed``); N >= 1, N Ray actors (one CPU each, on this machine or a Ray cluster, ``quarto
+    train --address``) each play ``num_games`` games with the learner's latest weights while the learner trains on
+    the positions as they arrive (not bit-reproducible: the order of arrival varies). Needs the ray extra."""
+    broadcast_every: int = 1
+    """(alphazero) With ``workers``: the learner's gradient steps between two sends of its weights to the workers
+    (each worker loads them before its next round of moves)."""
     num_env_runners: int = 0
     """(rllib) RLlib env runner processes that play the training games, each on one CPU; 0: the games are played
     in the training process itself (on 2 cores no slower than one runner). On a Ray cluster, as many as it has CPUs
@@ -618,6 +630,12 @@ def _check_values(c: TrainConfig) -> None:
         "device",
         f"must be {DEFAULT_DEVICE} with backend rllib (Ray places RLlib's learner and runners, not this field)",
         c.device,
+    )
+    _require(
+        c.workers == 0 or c.algorithm == "alphazero",
+        "workers",
+        "must be 0 with algorithm ppo (self-play workers are alphazero's; rllib's processes are num_env_runners)",
+        c.workers,
     )
     if c.algorithm == "ppo":
         _check_rollout(c)

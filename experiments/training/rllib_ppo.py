@@ -60,6 +60,7 @@ from agents.checkpoints import CheckpointError, read_weights
 from agents.networks import ActorCritic, network_actions, network_for
 from agents.rllib import NETWORK_ENTRY, load_network, save_checkpoint
 from experiments.training.config import TrainConfig
+from experiments.training.ray_runtime import start_ray
 from experiments.training.run import (
     POOL_ENTRY,
     Checkpoints,
@@ -256,16 +257,6 @@ def opponent_mapping(config: TrainConfig, seed: int, snapshot_ids: tuple[str, ..
     """The mapping of ``config``'s opponent mix with these snapshots in the pool."""
     baselines = tuple((module_id, config.opponents[spec]) for spec, module_id in baseline_ids(config).items())
     return OpponentMapping(seed, baselines, float(config.opponents.get(SNAPSHOTS, 0.0)), snapshot_ids)
-
-
-def start_ray() -> bool:
-    """Start Ray (or join ``RAY_ADDRESS``'s cluster) unless this process already has; whether it did."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
-    return True
 
 
 # ---------------------------------------------------------------------------------------------------------

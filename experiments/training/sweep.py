@@ -54,7 +54,6 @@ import io
 import itertools
 import json
 import re
-import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,6 +64,7 @@ import numpy as np
 from experiments.options import markdown_table
 from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents, load_config
+from experiments.training.ray_runtime import check_address, check_reachable, start_ray
 from experiments.training.train import require_ray
 from quarto_env.checks import OutputPathError, atomic_write_bytes, number_argument, one_line, output_folder
 
@@ -77,7 +77,6 @@ BOOTSTRAP_SEED = 0
 """The bootstrap draws from its own fixed seed, so that the same trials always give the same intervals."""
 CURVE_TAGS = re.compile(r"^eval(_sampled)?/[^/]+/score$|^eval/grade/value_lost$")
 """The TensorBoard scalars aggregated across seeds."""
-ADDRESS = re.compile(r"^(auto|(ray://)?(?P<host>[A-Za-z0-9.\-\[\]:]+):(?P<port>[0-9]{1,5}))$")
 WALL_CLOCK = "(wall clock)"
 """The opponent column of the row that gives each trial's training minutes (:func:`training_minutes`)."""
 
@@ -213,33 +212,6 @@ def check_trials(config: Path, trials: list[Trial]) -> None:
             raise SweepError(f"trial {trial.name}: {exc}") from None
 
 
-def check_address(address: str | None) -> str | None:
-    """``address`` if it is one Ray can be given; :class:`SweepError` listing the forms otherwise."""
-    match = ADDRESS.match(address) if address is not None else None
-    if address is None or (match and (match["port"] is None or 1 <= int(match["port"]) <= 65535)):
-        return address
-    raise SweepError(
-        f"--address {address!r} is not a Ray address: give auto (the cluster this machine belongs to), HOST:PORT "
-        "(e.g. 10.0.0.5:6379, a head started with `ray start --head`) or ray://HOST:PORT (Ray Client, port 1-65535)"
-    )
-
-
-def check_reachable(address: str | None, seconds: float = 5.0) -> None:
-    """Open a TCP connection to a ``HOST:PORT`` address before Ray is given it: ``ray.init`` waits minutes on an
-    address where nothing answers. :class:`SweepError` if nothing does."""
-    match = ADDRESS.match(address or "")
-    if not match or match["port"] is None:
-        return  # no address (a local Ray), or auto (Ray finds the cluster this machine belongs to)
-    host, port = match["host"].strip("[]"), int(match["port"])
-    try:
-        socket.create_connection((host, port), timeout=seconds).close()
-    except OSError as exc:
-        raise SweepError(
-            f"cannot reach a Ray head at {address} ({exc.strerror or exc}): start one there with "
-            f"`ray start --head --port={port}`, or give --address auto on a node of the cluster"
-        ) from None
-
-
 # ---------------------------------------------------------------------------------------------------------
 # The sweep folder
 # ---------------------------------------------------------------------------------------------------------
@@ -339,11 +311,7 @@ def run_sweep(out: Path, settings: dict[str, Any], args: argparse.Namespace) -> 
 
     trials = plan_trials(settings["sets"], settings["seeds"])
     storage = (out / "tune").resolve()
-    try:
-        ray.init(address=args.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        where = args.address or "a local Ray"
-        raise SweepError(f"cannot start or reach Ray at {where}: {one_line(exc)}") from None
+    start_ray(args.address)
     trainable = tune.with_resources(trial_trainable, {"cpu": args.cpus_per_trial})
     if tune.Tuner.can_restore(storage / "sweep"):
         tuner = tune.Tuner.restore(str(storage / "sweep"), trainable, resume_errored=True)

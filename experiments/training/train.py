@@ -7,6 +7,8 @@ Example usage::
     quarto train total_steps=20000 --run-dir /tmp/run  # a tiny run in a chosen folder
     quarto train --device auto                         # the network on the GPU where torch sees one
     quarto train --resume runs/default__0__20260101-120000   # continue a stopped or killed run
+    quarto train --config configs/alphazero.yaml workers=2   # self-play in 2 Ray actors (a local Ray)
+    quarto train --config configs/alphazero.yaml workers=8 --address auto   # on the Ray cluster of this node
 
 This module is the command: its arguments, the run folder of a new or resumed run, the checks before anything
 is written, the lock, and :data:`BACKENDS`, the table of the modules that train -- MaskablePPO
@@ -31,11 +33,12 @@ command, and ``config.yaml``, which ``--resume`` reads back, holds only config f
 line, and its checkpoints carry the version it resumed with.
 
 Nothing is written before everything is checked: the config (``experiments.training.config``), the libraries the
-backend needs (``backend: rllib`` needs the ``ray`` extra: without it, one line naming ``pip install -e
-".[dev,ray]"``), the run folder (a folder that can be written), every agent the config names, and on ``--resume``
-the checkpoint -- its metadata, its rules, observation and network against the config, its opponent pool -- and
-the overrides. A field of
-``experiments.training.config.FIXED_ON_RESUME`` (``name``, ``seed``, ``variant``, ``observation``, ``policy``,
+backend needs (``backend: rllib`` and alphazero's ``workers`` need the ``ray`` extra: without it, one line
+naming ``pip install -e ".[dev,ray]"``), the Ray cluster of ``--address`` (:mod:`experiments.training.ray_runtime`:
+a malformed or unreachable address is one line within seconds, as is a Ray that cannot start), the run folder
+(a folder that can be written), every agent the config names, and on ``--resume`` the checkpoint -- its
+metadata, its rules, observation and network against the config, its opponent pool -- and the overrides. A field
+of ``experiments.training.config.FIXED_ON_RESUME`` (``name``, ``seed``, ``variant``, ``observation``, ``policy``,
 ``net_arch``) cannot change on ``--resume``; every other override is applied. One process at a time trains in
 a run folder: it holds an exclusive lock on ``.lock`` for the run's life (:func:`experiments.run_folder.run_lock`;
 the kernel releases it when the process ends, also by ``kill -9``), and a second one is refused. Starting, it
@@ -71,6 +74,7 @@ from experiments.training.config import (
     load_config,
     save_config,
 )
+from experiments.training.ray_runtime import check_address, check_reachable, start_ray
 from quarto_env.checks import (
     OutputPathError,
     atomic_write_bytes,
@@ -87,7 +91,8 @@ BACKENDS = {
 """The module that trains each ``(algorithm, backend)`` of the config (:class:`Backend`), imported by name when
 its run starts: importing this module imports none of them."""
 NEEDS_RAY = {("ppo", "rllib"): "ray.rllib"}
-"""The part of Ray a backend needs (the ``ray`` extra), checked before anything is written: :func:`require_ray`."""
+"""The part of Ray a backend needs (the ``ray`` extra), checked before anything is written: :func:`require_ray`;
+alphazero needs Ray itself with ``workers`` (:func:`ray_module`)."""
 RAY_INSTALL = 'pip install -e ".[dev,ray]"'
 RESUME_HELP = (
     f"On --resume, the overrides of {', '.join(FIXED_ON_RESUME)} are refused (the checkpoint fixes the "
@@ -129,6 +134,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="where the network trains: the config field device (default cpu; auto is cuda when torch sees a GPU)",
     )
+    parser.add_argument(
+        "--address",
+        default=None,
+        help="the Ray cluster of a run on Ray (backend rllib, or alphazero with workers >= 1): auto, HOST:PORT or "
+        "ray://HOST:PORT (default: RAY_ADDRESS, else a local Ray)",
+    )
     parser.add_argument("--help-config", action="store_true", help="list every config field and exit")
     args = parser.parse_args(argv)
     if args.device is not None:  # the flag is the override device=..., given last so that it wins
@@ -144,8 +155,10 @@ def main(argv: list[str]) -> int:
         print(describe_fields())
         return 0
     try:
+        check_address(args.address)
         config, run_dir = resumed_run(args) if args.resume is not None else new_run(args)
-        train(config, run_dir, resume=args.resume is not None, command=command_line("train", argv))
+        resume = args.resume is not None
+        train(config, run_dir, resume=resume, command=command_line("train", argv), address=args.address)
     except (ConfigError, CheckpointError, OutputPathError, RunInUseError) as exc:
         print(f"quarto train: {exc}", file=sys.stderr)
         return 2
@@ -179,6 +192,13 @@ def require_ray(purpose: str, *modules: str) -> None:
             raise ConfigError(problem) from None
 
 
+def ray_module(config: TrainConfig) -> str | None:
+    """The part of Ray the config's run needs, if any: RLlib for ``backend: rllib``, Ray for alphazero's workers."""
+    if (config.algorithm, config.backend) in NEEDS_RAY:
+        return NEEDS_RAY[config.algorithm, config.backend]
+    return "ray" if config.workers else None
+
+
 def checked_run_dir(run_dir: Path) -> Path:
     """``run_dir`` as a folder that can be written, created if need be; :class:`OutputPathError` otherwise."""
     try:
@@ -199,14 +219,27 @@ def prepare_run_dir(config: TrainConfig, run_dir: Path, command: str) -> None:
 # ---------------------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------------------
-def train(config: TrainConfig, run_dir: Path, resume: bool = False, command: str = "quarto train") -> Path:
+def train(
+    config: TrainConfig,
+    run_dir: Path,
+    resume: bool = False,
+    command: str = "quarto train",
+    address: str | None = None,
+) -> Path:
     """Train (or continue training) in ``run_dir`` with the config's backend; returns the final checkpoint's path.
-    Everything is checked before anything is written: the libraries the backend needs (:data:`NEEDS_RAY`), the
-    agents the config names, the folder (created if need be), and on ``resume`` the checkpoint and the overrides
-    (the backend's ``start``). The folder is held for the whole run (:func:`experiments.run_folder.run_lock`), and
-    every checkpoint records the code's version of the run's start."""
-    if (config.algorithm, config.backend) in NEEDS_RAY:
-        require_ray(f"backend {config.backend}", NEEDS_RAY[config.algorithm, config.backend])
+    Everything is checked before anything is written: the libraries the backend needs (:func:`ray_module`), the
+    Ray cluster at ``address`` (reachable, and joined before anything is written), the agents the config names,
+    the folder (created if need be), and on ``resume`` the checkpoint and the overrides (the backend's
+    ``start``). The folder is held for the whole run (:func:`experiments.run_folder.run_lock`), and every
+    checkpoint records the code's version of the run's start."""
+    needs_ray = ray_module(config)
+    if needs_ray is not None:
+        require_ray("backend rllib" if config.backend == "rllib" else "workers", needs_ray)
+    elif address is not None:
+        raise ConfigError(
+            f"--address {address} is for a run on Ray: backend rllib, or algorithm alphazero with workers >= 1"
+        )
+    check_reachable(address)
     from experiments.training.run import announce_run  # here: the run machinery loads TensorBoard
 
     announce_run(run_dir)  # first: the checks below may compile the game kernels, which takes a while
@@ -219,5 +252,12 @@ def train(config: TrainConfig, run_dir: Path, resume: bool = False, command: str
             raise ConfigError(f"{str(run_dir)!r} already holds a run: continue it with --resume, or pick another")
         backend = cast(Backend, importlib.import_module(BACKENDS[config.algorithm, config.backend]))
         state = backend.start(config, run_dir, resume)
-        prepare_run_dir(config, run_dir, command)
-        return backend.run(config, run_dir, state)
+        started_ray = needs_ray is not None and start_ray(address)
+        try:
+            prepare_run_dir(config, run_dir, command)
+            return backend.run(config, run_dir, state)
+        finally:
+            if started_ray:
+                import ray
+
+                ray.shutdown()
