@@ -60,6 +60,10 @@ ALGORITHMS = ("ppo", "alphazero")
 BACKENDS = ("sb3", "rllib")
 MAX_ENV_RUNNERS = 1024
 """The most RLlib env runners a config may ask for (each is a process, on this machine or a Ray cluster)."""
+MAX_LEARNERS = 256
+"""The most remote RLlib Learner actors a config may ask for."""
+MAX_RESOURCES_PER_ACTOR = 1024
+"""The most CPUs or GPUs one RLlib actor (env runner, learner) may reserve."""
 
 SEED_LIMIT = 2**32
 """Seeds are below this: numpy's global generator takes no other (``train`` folds ``seed + step`` below it)."""
@@ -113,6 +117,9 @@ RANGES: dict[str, dict[str, float]] = {
     "full_search_share": {"above": 0, "maximum": 1},
     "cheap_sims": {"minimum": 1, "maximum": MAX_SEARCH_SIMULATIONS},
     "num_env_runners": {"minimum": 0, "maximum": MAX_ENV_RUNNERS},
+    "cpus_per_env_runner": {"above": 0, "maximum": MAX_RESOURCES_PER_ACTOR},
+    "num_learners": {"minimum": 0, "maximum": MAX_LEARNERS},
+    "gpus_per_learner": {"minimum": 0, "maximum": MAX_RESOURCES_PER_ACTOR},
 }
 """The allowed range of every number field (each is also finite): the bounds of ``checked_number``."""
 FIXED_ON_RESUME = ("algorithm", "backend", "name", "seed", "variant", "observation", "policy", "net_arch")
@@ -287,9 +294,22 @@ class TrainConfig:
     cheap_sims: int = 16
     """(alphazero) Simulations of a cheap move (``full_search_share`` below 1)."""
     num_env_runners: int = 0
-    """(rllib) RLlib env runner processes that play the training games, each on one CPU; 0: the games are played
-    in the training process itself (on 2 cores no slower than one runner). On a Ray cluster, as many as it has CPUs
-    to spare; each runner plays ``num_games`` games."""
+    """(rllib) RLlib env runner processes that play the training games, each on ``cpus_per_env_runner`` CPUs; 0:
+    the games are played in the training process itself (on 2 cores no slower than one runner). On a Ray cluster,
+    as many as it has CPUs to spare; each runner plays ``num_games`` games."""
+    cpus_per_env_runner: float = 1.0
+    """(rllib) CPUs Ray reserves for each env runner (> 0; fractions share a core): what it schedules by, not a
+    limit on the process (torch still uses ``torch_threads``)."""
+    num_learners: int = 0
+    """(rllib) RLlib Learner actors that compute the PPO updates: 0, one learner inside the training process (on
+    its CPU, or one GPU with ``gpus_per_learner``); 1 or more, remote Learner actors, each on its own CPU or
+    ``gpus_per_learner`` GPUs, possibly on other nodes of a Ray cluster. Several learners split each rollout and
+    minibatch between them (``num_games * n_steps`` and ``batch_size`` stay the totals) and average their
+    gradients."""
+    gpus_per_learner: float = 0.0
+    """(rllib) GPUs Ray reserves for each learner (0: it trains on CPU; fractions share a GPU). Checked when Ray
+    is up, against the GPUs of the whole Ray cluster (the GPU may be on another node than the training
+    process): a run that asks for more than the cluster has is refused."""
 
     def __post_init__(self) -> None:
         _check_types(self)
