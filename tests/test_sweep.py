@@ -9,6 +9,7 @@ import importlib.util
 import io
 import itertools
 import json
+import os
 import re
 from pathlib import Path
 
@@ -119,6 +120,52 @@ def test_missing_config_is_refused(tmp_path: Path) -> None:
     status, _, err = run_main([str(tmp_path / "nope.yaml"), "--seeds", "0"])
     assert status == 2
     assert "does not exist" in err
+
+
+def test_a_sweep_that_ray_refuses_leaves_no_sweep_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ray")
+    import ray
+
+    def refuse(**_: object) -> None:
+        raise ConnectionError("no head")
+
+    monkeypatch.setattr(ray, "init", refuse)
+    out = tmp_path / "sweep"
+    for _ in range(2):  # the same command again is not refused as a second sweep in the folder
+        status, _, err = run_main(["configs/default.yaml", "--seeds", "0", "--out", str(out)])
+        assert status == 2 and err == "quarto sweep: cannot start or reach Ray at a local Ray: no head\n"
+        assert not (out / "sweep.json").exists() and not (out / "command.txt").exists()
+
+
+def test_a_refused_token_names_ray_auth_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ray")
+    import ray
+
+    def refuse(**_: object) -> None:  # what Ray 2.60 does where the head requires a token: its core logs, then
+        for _ in range(3):  # a bare ConnectionError
+            os.write(
+                2,
+                b"gcs_client.cc:210: Failed to get cluster ID from GCS server: Unauthenticated: RPC error: "
+                b"InvalidAuthToken: Authentication token is missing or incorrect\n",
+            )
+        raise ConnectionError("Failed to connect to Ray cluster at 192.0.2.2:6390")
+
+    monkeypatch.setattr(ray, "init", refuse)
+    monkeypatch.setattr(sweep, "check_reachable", lambda address: None)
+    status, _, err = run_main(["configs/default.yaml", "--seeds", "0", "--out", str(tmp_path), "--address", "h:6390"])
+    assert status == 2 and err.count("\n") == 1, err  # Ray's own lines on fd 2 held back
+    assert "refused this process (InvalidAuthToken)" in err and "RAY_AUTH_MODE=token" in err
+    assert not (tmp_path / "sweep.json").exists()
+
+
+def test_rllib_trials_reserve_their_env_runners_and_learners(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    config = Path(__file__).resolve().parent.parent / "configs"
+    rllib = {"config": str(config / "rllib.yaml"), "overrides": ["num_env_runners=2", "num_learners=1", "seed=0"]}
+    factory = sweep.trial_resources({"trial": rllib}, cpus_per_trial=1.5)
+    assert factory.bundles == [{"CPU": 1.5}, {"CPU": 1.0}, {"CPU": 1.0}, {"CPU": 1.0}]
+    sb3 = {"config": str(config / "default.yaml"), "overrides": ["num_env_runners=2", "seed=0"]}  # ignored by sb3
+    assert sweep.trial_resources({"trial": sb3}, cpus_per_trial=2).bundles == [{"CPU": 2}]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -265,3 +312,40 @@ def test_reusing_out_names_resume(finished_sweep: FinishedSweep) -> None:
     status, _, err = run_main(["configs/default.yaml", "--seeds", "0", "--out", str(out)])
     assert status == 2
     assert f"quarto sweep --resume {out}" in err
+
+
+@pytest.mark.slow
+def test_an_rllib_sweep_with_an_env_runner(tmp_path: Path) -> None:
+    """Each trial's placement group holds its env runner's bundle (else: placement group bundle index 1 is
+    invalid)."""
+    pytest.importorskip("ray")
+    from test_rllib import TINY_RLLIB
+
+    out = tmp_path / "rllib"
+    sets = [arg for item in [*TINY_RLLIB[2:], "num_env_runners=1"] for arg in ("--set", item)]
+    status, printed, err = run_main([TINY_RLLIB[1], "--seeds", "0", "--out", str(out), *sets])
+    assert status == 0, err + (out / "trials" / "seed=0" / "train.log").read_text()
+    assert json.loads((out / "trials" / "seed=0" / "final_eval.json").read_text())["num_timesteps"] >= 600
+    assert "random" in (out / "results.md").read_text() and "(wall clock)" in printed
+
+
+@pytest.mark.slow
+def test_an_rllib_sweep_on_a_two_node_cluster(tmp_path: Path) -> None:
+    """A head and a second node of 2 CPUs each (ray.cluster_utils, one machine): the trial's placement group of
+    three bundles (the trial, two env runners) cannot fit on one node, so it spans both."""
+    pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+    from test_rllib import TINY_RLLIB
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=2)
+        cluster.wait_for_nodes()
+        out = tmp_path / "cluster"
+        sets = [arg for item in [*TINY_RLLIB[2:], "num_env_runners=2"] for arg in ("--set", item)]
+        argv = [TINY_RLLIB[1], "--seeds", "0", "--out", str(out), "--address", cluster.address, *sets]
+        status, _, err = run_main(argv)
+    finally:
+        cluster.shutdown()
+    assert status == 0, err + (out / "trials" / "seed=0" / "train.log").read_text()
+    assert (out / "trials" / "seed=0" / "final_eval.json").exists()

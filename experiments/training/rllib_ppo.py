@@ -65,6 +65,7 @@ from agents.base import make_agent
 from agents.checkpoints import CheckpointError, read_weights
 from agents.networks import ActorCritic, network_actions, network_for
 from agents.rllib import NETWORK_ENTRY, OPTIMIZER_ENTRY, load_network, save_checkpoint
+from experiments.options import quiet_logger
 from experiments.training.config import ConfigError, TrainConfig
 from experiments.training.run import (
     POOL_ENTRY,
@@ -216,7 +217,8 @@ def resource_bundles(config: TrainConfig) -> list[dict[str, float]]:
     from ray.rllib.algorithms.ppo import PPO
     from ray.tune import PlacementGroupFactory
 
-    request = PPO.default_resource_request(algorithm_config(config, config.resolved_variant(), config.seed))
+    with quiet_logger("ray.rllib.algorithms.algorithm_config"):  # its note that PPO runs on the new API stack
+        request = PPO.default_resource_request(algorithm_config(config, config.resolved_variant(), config.seed))
     assert isinstance(request, PlacementGroupFactory)  # the new API stack's request
     return [{kind: float(amount) for kind, amount in bundle.items() if amount} for bundle in request.bundles]
 
