@@ -423,8 +423,6 @@ def test_resume_continues_with_the_weights_snapshots_and_steps_also_in_an_env_ru
 
 @pytest.mark.slow
 def test_resume_restores_mains_optimizer_state(rllib_run: tuple[Path, str], tmp_path: Path) -> None:
-    import torch as th
-
     from agents.checkpoints import read_weights
     from agents.rllib import OPTIMIZER_ENTRY
     from experiments.training.config import load_config
@@ -445,12 +443,7 @@ def test_resume_restores_mains_optimizer_state(rllib_run: tuple[Path, str], tmp_
     finally:
         trainer.writer.close()
         trainer.algorithm.stop()
-    assert restored.keys() == saved.keys()
-    for name, by_parameter in saved.items():
-        assert restored[name].keys() == by_parameter.keys()
-        for index, tensors in by_parameter.items():
-            for key, tensor in tensors.items():
-                assert th.equal(restored[name][index][key].to(tensor.dtype), tensor), (name, index, key)
+    assert_same_optimizer_state(restored, saved)
     assert {group["lr"] for group in groups} == {1e-3}  # the resumed config's learning rate, not the checkpoint's
     # A checkpoint written before the optimizer state was saved resumes with Adam from zero.
     shutil.copy(latest, tmp_path / "old.zip")
@@ -459,6 +452,39 @@ def test_resume_restores_mains_optimizer_state(rllib_run: tuple[Path, str], tmp_
             if name != OPTIMIZER_ENTRY:
                 target.writestr(name, source.read(name))
     assert start(config, run_dir, resume=True).optimizer is None
+
+
+def assert_same_optimizer_state(restored: dict[str, Any], saved: dict[str, Any]) -> None:
+    """Every optimizer, parameter and buffer (Adam's step, exp_avg, exp_avg_sq) of ``saved`` equal in ``restored``."""
+    import torch as th
+
+    assert restored.keys() == saved.keys()
+    for name, by_parameter in saved.items():
+        assert restored[name].keys() == by_parameter.keys()
+        for index, tensors in by_parameter.items():
+            for key, tensor in tensors.items():
+                assert th.equal(restored[name][index][key].to(tensor.dtype), tensor), (name, index, key)
+
+
+@pytest.mark.slow
+def test_a_remote_learner_trains_and_gets_its_optimizer_state_back(local_ray: Any, tmp_path: Path) -> None:
+    from agents.checkpoints import read_weights
+    from agents.rllib import OPTIMIZER_ENTRY
+    from experiments.training.config import load_config
+    from experiments.training.rllib_ppo import Trainer, start
+
+    run_dir = tmp_path / "run"
+    status, _ = train([*TINY_RLLIB, "num_learners=1", "--run-dir", str(run_dir)])
+    assert status == 0
+    config = load_config(run_dir / "config.yaml")
+    trainer = Trainer(config, run_dir, start(config, run_dir, resume=True))
+    try:
+        assert not trainer.algorithm.learner_group.is_local  # a Learner actor, not this process
+        restored = trainer.optimizer_state()
+    finally:
+        trainer.writer.close()
+        trainer.algorithm.stop()
+    assert_same_optimizer_state(restored, read_weights(run_dir / "checkpoints" / "latest.zip", OPTIMIZER_ENTRY))
 
 
 @pytest.mark.slow
