@@ -345,7 +345,27 @@ def test_an_rllib_sweep_on_a_two_node_cluster(tmp_path: Path) -> None:
         sets = [arg for item in [*TINY_RLLIB[2:], "num_env_runners=2"] for arg in ("--set", item)]
         argv = [TINY_RLLIB[1], "--seeds", "0", "--out", str(out), "--address", cluster.address, *sets]
         status, _, err = run_main(argv)
+        placed = actor_nodes(cluster.address)
     finally:
         cluster.shutdown()
     assert status == 0, err + (out / "trials" / "seed=0" / "train.log").read_text()
     assert (out / "trials" / "seed=0" / "final_eval.json").exists()
+    print(f"\nnodes of the trial and its env runners: {placed}", end=" ")  # -s shows them
+    assert (
+        len(placed["MultiAgentEnvRunner"]) == 2 and len({*placed["ImplicitFunc"], *placed["MultiAgentEnvRunner"]}) == 2
+    )
+
+
+def actor_nodes(address: str) -> dict[str, list[str]]:
+    """The node (its id's first 8 digits) of every actor the cluster at ``address`` has run, by class, from its
+    control store's actor table (dead actors stay in it)."""
+    import ray
+
+    ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        nodes: dict[str, list[str]] = {}
+        for actor in ray._private.state.actors().values():
+            nodes.setdefault(actor["ActorClassName"], []).append(actor["Address"]["NodeID"][:8])
+        return nodes
+    finally:
+        ray.shutdown()
