@@ -158,6 +158,17 @@ def test_a_refused_token_names_ray_auth_mode(tmp_path: Path, monkeypatch: pytest
     assert not (tmp_path / "sweep.json").exists()
 
 
+@pytest.mark.slow
+def test_trials_that_want_more_gpus_than_the_cluster_are_refused_once_ray_is_up(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    out = tmp_path / "sweep"
+    argv = ["configs/rllib.yaml", "--seeds", "0", "--out", str(out), "--set", "gpus_per_learner=0,1"]
+    status, _, err = run_main(argv)
+    (ours,) = [line for line in err.splitlines() if line.startswith("quarto sweep")]  # besides Ray's token note
+    assert status == 2 and "trial gpus_per_learner=1__seed=0: config field gpus_per_learner must fit the Ray" in ours
+    assert not (out / "sweep.json").exists()
+
+
 def test_rllib_trials_reserve_their_env_runners_and_learners(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     config = Path(__file__).resolve().parent.parent / "configs"

@@ -234,7 +234,8 @@ def check_gpus(config: TrainConfig) -> None:
         raise ConfigError(
             f"config field gpus_per_learner must fit the Ray cluster: {max(1, config.num_learners)} learner(s) "
             f"x {config.gpus_per_learner:g} GPU(s) = {wanted:g}, and the cluster has {available:g}; give "
-            f"gpus_per_learner=0 (train on CPU), or join a cluster with GPUs (RAY_ADDRESS=HEAD:PORT)"
+            "gpus_per_learner=0 (train on CPU), or join a cluster with GPUs (RAY_ADDRESS=HEAD:PORT, or "
+            "quarto sweep --address)"
         )
 
 

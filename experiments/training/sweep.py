@@ -20,7 +20,8 @@ cluster, ``--out`` must be on a filesystem every node sees (NFS, for instance): 
 folders there. A trial of the rllib backend reserves a placement group: its own bundle (``--cpus-per-trial``
 CPUs, and the GPUs of a learner in its process), one bundle per env runner (``cpus_per_env_runner``) and one
 per remote learner (``gpus_per_learner``), which RLlib's actors then take; on a cluster the bundles may lie on
-several nodes. A head started where ``~/.ray/auth_token`` exists requires token authentication: a sweep run
+several nodes. Trials whose learners ask for more GPUs than the cluster has are refused once Ray is up (Tune
+would leave them pending). A head started where ``~/.ray/auth_token`` exists requires token authentication: a sweep run
 without ``RAY_AUTH_MODE=token`` is refused, and says so in one line.
 
 The folder ``--out`` holds:
@@ -676,12 +677,28 @@ def _run_on_ray(out: Path, settings: dict[str, Any], args: argparse.Namespace, a
 
     try:
         connect_ray(args.address)
+        config = Path(settings["config"]) if args.resume is None else out / CONFIG_COPY
+        check_trial_gpus(config, plan_trials(settings["sets"], settings["seeds"]))
         if args.resume is None:
             write_sweep(out, settings)
         record_command(out, command_line("sweep", argv), history=True)
         return run_sweep(out, settings, args)
     finally:
         ray.shutdown()  # also after a Ctrl-C inside ray.init: a process that exits with Ray half up can crash
+
+
+def check_trial_gpus(config: Path, trials: list[Trial]) -> None:
+    """Once Ray is up: :class:`SweepError` naming the first rllib trial whose learners ask for more GPUs than the
+    cluster has (Tune would leave it pending for ever)."""
+    for trial in trials:
+        trial_config = load_config(config, list(trial.overrides))
+        if trial_config.backend == "rllib":
+            from experiments.training.rllib_ppo import check_gpus
+
+            try:
+                check_gpus(trial_config)
+            except ConfigError as exc:
+                raise SweepError(f"trial {trial.name}: {exc}") from None
 
 
 def _report(out: Path, trials: list[Trial], failed: list[str]) -> int:
