@@ -368,15 +368,17 @@ def test_an_rllib_sweep_on_a_two_node_cluster(tmp_path: Path) -> None:
 
 
 def actor_nodes(address: str) -> dict[str, list[str]]:
-    """The node (its id's first 8 digits) of every actor the cluster at ``address`` has run, by class, from its
-    control store's actor table (dead actors stay in it)."""
+    """The node (its id's first 8 digits) of every actor the cluster at ``address`` has run, by class name (the
+    last part: the trial's is ``ImplicitFunc``, sometimes qualified), from its control store's actor table (dead
+    actors stay in it)."""
     import ray
 
     ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         nodes: dict[str, list[str]] = {}
         for actor in ray._private.state.actors().values():
-            nodes.setdefault(actor["ActorClassName"], []).append(actor["Address"]["NodeID"][:8])
+            name = actor["ActorClassName"].rsplit(".", 1)[-1]
+            nodes.setdefault(name, []).append(actor["Address"]["NodeID"][:8])
         return nodes
     finally:
         ray.shutdown()

@@ -21,8 +21,8 @@ folders there. A trial of the rllib backend reserves a placement group: its own 
 CPUs, and the GPUs of a learner in its process), one bundle per env runner (``cpus_per_env_runner``) and one
 per remote learner (``gpus_per_learner``), which RLlib's actors then take; on a cluster the bundles may lie on
 several nodes. Trials whose learners ask for more GPUs than the cluster has are refused once Ray is up (Tune
-would leave them pending). A head started where ``~/.ray/auth_token`` exists requires token authentication: a sweep run
-without ``RAY_AUTH_MODE=token`` is refused, and says so in one line.
+would leave them pending). A head started where ``~/.ray/auth_token`` exists requires token authentication: a
+sweep run without ``RAY_AUTH_MODE=token`` is refused, and says so in one line.
 
 The folder ``--out`` holds:
 
