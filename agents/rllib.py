@@ -8,7 +8,8 @@ Checkpoints
 RLlib's own checkpoints hold pickled objects, so the trainer exports its own: a zip of ``quarto.json`` (format,
 ``algorithm: rllib-ppo``, ``backend: rllib``, variant, observation, ``env_kwargs``, learner steps, the
 training config, library versions) and ``network.pth``, the network's ``state_dict``; ``latest.zip`` and
-``final.zip`` add ``snapshots.pth`` (the frozen past selves, for ``--resume``). Everything is read as data:
+``final.zip`` add ``pool.pt`` (the frozen past selves) and ``optimizer.pth`` (``main``'s Adam state), for
+``--resume``. Everything is read as data:
 :func:`load_network` rebuilds the network from ``quarto.json`` and reads the weights with
 ``torch.load(weights_only=True)`` (:func:`agents.checkpoints.read_weights`). A missing, damaged or foreign file is a
 :class:`agents.checkpoints.CheckpointError` naming the file and the problem; a checkpoint of MaskablePPO or AlphaZero
@@ -45,6 +46,9 @@ ALGORITHM = "rllib-ppo"
 NETWORK_ENTRY = "network.pth"
 SNAPSHOTS_ENTRY = "snapshots.pth"
 """The frozen past selves (``{"steps": [...], "weights": [state_dict, ...]}``), in ``latest.zip`` and ``final.zip``."""
+OPTIMIZER_ENTRY = "optimizer.pth"
+"""``main``'s optimizer state (per optimizer, the per-parameter buffers of its ``state_dict``: Adam's ``step``,
+``exp_avg``, ``exp_avg_sq``), in ``latest.zip`` and ``final.zip``, for ``--resume``."""
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,11 +1,15 @@
 """Command-line pieces every ``quarto`` command shares: the rule-variant flags (one spelling for all), seeds,
-agent specs and output folders checked with a one-line message, warnings, and the markdown tables of reports.
+agent specs and output folders checked with a one-line message, warnings (and libraries' loggers quieted), and
+the markdown tables of reports.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from agents.base import Agent, SpecError, make_agent, parse_spec
@@ -113,6 +117,19 @@ def output_folder_or_exit(parser: argparse.ArgumentParser, path: Path, option: s
 def warn(parser: argparse.ArgumentParser, message: str) -> None:
     """Print ``PROG: warning: message`` on stderr: something the user should know, that does not stop the run."""
     print(f"{parser.prog}: warning: {message}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def quiet_logger(name: str, level: int = logging.ERROR) -> Iterator[None]:
+    """Within the block, the library logger ``name`` shows only messages of ``level`` and above: for a library's
+    advice that the command already gives in its own words, or that does not apply to it."""
+    logger = logging.getLogger(name)
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

@@ -1,8 +1,8 @@
 """Ctrl-C during a long compiled search: ``quarto tournament``, ``quarto grade`` and ``quarto play`` run as real
 processes, get SIGINT while their search runs for a minute or more, and stop with status 130 and a message
-(:mod:`agents.interrupts` stops the search within milliseconds). Each test prints the seconds from the signal
-to the message and to the exit (run with ``-s`` to see them; the exit adds the interpreter's shutdown, about
-0.3 s once numba is loaded); only a hang guard bounds them."""
+(:mod:`agents.interrupts` stops the search within milliseconds); and ``quarto sweep`` while its trial trains. Each
+test prints the seconds from the signal to the message and to the exit (run with ``-s`` to see them; the exit adds
+the interpreter's shutdown, about 0.3 s once numba is loaded); only a hang guard bounds them."""
 
 from __future__ import annotations
 
@@ -175,3 +175,21 @@ def test_play_stops_while_the_agent_thinks(tmp_path: Path, opponent: str) -> Non
     args = ["play", "--opponent", opponent, "--first", "agent", "--declaration"]
     stdout, _ = interrupt(args, "the agent gives first", said="stdout")
     assert "interrupted -- game abandoned." in stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("group", [False, True])
+def test_an_interrupted_sweep_says_one_line_and_writes_no_empty_results(tmp_path: Path, group: bool) -> None:
+    """Ctrl-C while the only trial trains (to the sweep, or with ``group`` to Ray's processes too, as a terminal
+    does): one line of ours, how to resume, none of Tune's hints, and no results files (no trial finished)."""
+    pytest.importorskip("ray")
+    out = tmp_path / "sweep"
+    args = ["sweep", "configs/rllib.yaml", "--seeds", "0", "--out", str(out), "--set", "total_steps=10000000"]
+    _, stderr = interrupt(args, marker="Trial seed=0 started", group=group)
+    ours = [line for line in stderr.splitlines() if line.startswith("quarto sweep")]
+    assert ours == [
+        f"quarto sweep: interrupted with 1 trial(s) unfinished; `quarto sweep --resume {out}` finishes them"
+    ]
+    assert "Tuner.restore" not in stderr and "Error" not in stderr, stderr
+    assert (out / "sweep.json").exists()
+    assert not [name for name in ("results.csv", "results.md", "curves.csv", "curves.png") if (out / name).exists()]

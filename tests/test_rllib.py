@@ -421,6 +421,97 @@ def test_resume_continues_with_the_weights_snapshots_and_steps_also_in_an_env_ru
     load_network(run_dir)  # the final checkpoint plays
 
 
+@pytest.mark.slow
+def test_resume_restores_mains_optimizer_state(rllib_run: tuple[Path, str], tmp_path: Path) -> None:
+    from agents.checkpoints import read_weights
+    from agents.rllib import OPTIMIZER_ENTRY
+    from experiments.training.config import load_config
+    from experiments.training.rllib_ppo import Trainer, start
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(rllib_run[0], run_dir)
+    latest = run_dir / "checkpoints" / "latest.zip"
+    saved = read_weights(latest, OPTIMIZER_ENTRY)  # read as data (weights_only)
+    (buffers,) = saved.values()  # one optimizer, main's
+    assert {"step", "exp_avg", "exp_avg_sq"} <= set(buffers[0]) and float(buffers[0]["step"]) > 0
+    assert any(float(b["exp_avg"].abs().sum()) > 0 for b in buffers.values())
+    config = load_config(run_dir / "config.yaml", ["learning_rate=1e-3"])
+    trainer = Trainer(config, run_dir, start(config, run_dir, resume=True))
+    try:
+        restored = trainer.optimizer_state()
+        groups = trainer._optimizers()[next(iter(saved))]["state"]["param_groups"]
+    finally:
+        trainer.writer.close()
+        trainer.algorithm.stop()
+    assert_same_optimizer_state(restored, saved)
+    assert {group["lr"] for group in groups} == {1e-3}  # the resumed config's learning rate, not the checkpoint's
+    # A checkpoint written before the optimizer state was saved resumes with Adam from zero.
+    shutil.copy(latest, tmp_path / "old.zip")
+    with zipfile.ZipFile(tmp_path / "old.zip") as source, zipfile.ZipFile(latest, "w") as target:
+        for name in source.namelist():
+            if name != OPTIMIZER_ENTRY:
+                target.writestr(name, source.read(name))
+    assert start(config, run_dir, resume=True).optimizer is None
+
+
+def assert_same_optimizer_state(restored: dict[str, Any], saved: dict[str, Any]) -> None:
+    """Every optimizer, parameter and buffer (Adam's step, exp_avg, exp_avg_sq) of ``saved`` equal in ``restored``."""
+    import torch as th
+
+    assert restored.keys() == saved.keys()
+    for name, by_parameter in saved.items():
+        assert restored[name].keys() == by_parameter.keys()
+        for index, tensors in by_parameter.items():
+            for key, tensor in tensors.items():
+                assert th.equal(restored[name][index][key].to(tensor.dtype), tensor), (name, index, key)
+
+
+@pytest.mark.slow
+def test_a_remote_learner_trains_and_gets_its_optimizer_state_back(local_ray: Any, tmp_path: Path) -> None:
+    from agents.checkpoints import read_weights
+    from agents.rllib import OPTIMIZER_ENTRY
+    from experiments.training.config import load_config
+    from experiments.training.rllib_ppo import Trainer, start
+
+    run_dir = tmp_path / "run"
+    status, _ = train([*TINY_RLLIB, "num_learners=1", "--run-dir", str(run_dir)])
+    assert status == 0
+    config = load_config(run_dir / "config.yaml")
+    trainer = Trainer(config, run_dir, start(config, run_dir, resume=True))
+    try:
+        assert not trainer.algorithm.learner_group.is_local  # a Learner actor, not this process
+        restored = trainer.optimizer_state()
+    finally:
+        trainer.writer.close()
+        trainer.algorithm.stop()
+    assert_same_optimizer_state(restored, read_weights(run_dir / "checkpoints" / "latest.zip", OPTIMIZER_ENTRY))
+
+
+@pytest.mark.slow
+def test_more_gpus_than_the_cluster_has_are_refused_in_one_line(
+    local_ray: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _ = train([*TINY_RLLIB, "num_learners=2", "gpus_per_learner=1", "--run-dir", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1, err
+    assert "gpus_per_learner must fit the Ray cluster: 2 learner(s) x 1 GPU(s) = 2, and the cluster has 0" in err
+    assert not (tmp_path / "run" / "config.yaml").exists()  # refused before anything is written
+
+
+def test_the_resource_bundles_are_rllibs_own_layout() -> None:
+    pytest.importorskip("ray")
+    from experiments.training.config import load_config
+    from experiments.training.rllib_ppo import resource_bundles
+
+    assert resource_bundles(load_config(CONFIG)) == [{"CPU": 1.0}]
+    runners = load_config(CONFIG, ["num_env_runners=2", "cpus_per_env_runner=0.5", "num_learners=1"])
+    assert resource_bundles(runners) == [{"CPU": 1.0}, {"CPU": 0.5}, {"CPU": 0.5}, {"CPU": 1.0}]
+    gpus = load_config(CONFIG, ["num_learners=2", "gpus_per_learner=0.5"])
+    assert resource_bundles(gpus) == [{"CPU": 1.0}, {"GPU": 0.5}, {"GPU": 0.5}]
+    local_gpu = load_config(CONFIG, ["gpus_per_learner=1"])  # the learner in the training process: its bundle
+    assert resource_bundles(local_gpu) == [{"CPU": 1.0, "GPU": 1.0}]
+
+
 def test_the_backend_field_is_checked() -> None:
     from experiments.training.config import ConfigError, load_config
 
@@ -430,6 +521,12 @@ def test_the_backend_field_is_checked() -> None:
         load_config(CONFIG, ["algorithm=alphazero"])
     with pytest.raises(ConfigError, match="num_env_runners must be an integer >= 0"):
         load_config(CONFIG, ["num_env_runners=-1"])
+    with pytest.raises(ConfigError, match=r"cpus_per_env_runner must be a finite number > 0 and <= 1024, got 0"):
+        load_config(CONFIG, ["cpus_per_env_runner=0"])
+    with pytest.raises(ConfigError, match=r"num_learners must be int, got 1.5 \(float\)"):
+        load_config(CONFIG, ["num_learners=1.5"])
+    with pytest.raises(ConfigError, match="gpus_per_learner must be a finite number >= 0"):
+        load_config(CONFIG, ["gpus_per_learner=-1"])
     assert load_config(None).backend == "sb3" and load_config(CONFIG).backend == "rllib"
 
 

@@ -9,13 +9,14 @@ import importlib.util
 import io
 import itertools
 import json
+import os
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from experiments.training import sweep
+from experiments.training import ray_runtime, sweep
 from experiments.training.ray_runtime import RayStartError, check_address
 from experiments.training.sweep import SweepError, parse_sets, plan_trials, split_values, summarize
 
@@ -120,6 +121,64 @@ def test_missing_config_is_refused(tmp_path: Path) -> None:
     status, _, err = run_main([str(tmp_path / "nope.yaml"), "--seeds", "0"])
     assert status == 2
     assert "does not exist" in err
+
+
+def test_a_sweep_that_ray_refuses_leaves_no_sweep_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ray")
+    import ray
+
+    def refuse(**_: object) -> None:
+        raise ConnectionError("no head")
+
+    monkeypatch.setattr(ray, "init", refuse)
+    out = tmp_path / "sweep"
+    for _ in range(2):  # the same command again is not refused as a second sweep in the folder
+        status, _, err = run_main(["configs/default.yaml", "--seeds", "0", "--out", str(out)])
+        assert status == 2 and err == "quarto sweep: cannot start or reach Ray at a local Ray: no head\n"
+        assert not (out / "sweep.json").exists() and not (out / "command.txt").exists()
+
+
+def test_a_refused_token_names_ray_auth_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ray")
+    import ray
+
+    def refuse(**_: object) -> None:  # what Ray 2.60 does where the head requires a token: its core logs, then
+        for _ in range(3):  # a bare ConnectionError
+            os.write(
+                2,
+                b"gcs_client.cc:210: Failed to get cluster ID from GCS server: Unauthenticated: RPC error: "
+                b"InvalidAuthToken: Authentication token is missing or incorrect\n",
+            )
+        raise ConnectionError("Failed to connect to Ray cluster at 192.0.2.2:6390")
+
+    monkeypatch.setattr(ray, "init", refuse)
+    monkeypatch.setattr(sweep, "check_reachable", lambda address: None)
+    monkeypatch.setattr(ray_runtime, "check_reachable", lambda address: None)
+    status, _, err = run_main(["configs/default.yaml", "--seeds", "0", "--out", str(tmp_path), "--address", "h:6390"])
+    assert status == 2 and err.count("\n") == 1, err  # Ray's own lines on fd 2 held back
+    assert "refused this process (InvalidAuthToken)" in err and "RAY_AUTH_MODE=token" in err
+    assert not (tmp_path / "sweep.json").exists()
+
+
+@pytest.mark.slow
+def test_trials_that_want_more_gpus_than_the_cluster_are_refused_once_ray_is_up(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    out = tmp_path / "sweep"
+    argv = ["configs/rllib.yaml", "--seeds", "0", "--out", str(out), "--set", "gpus_per_learner=0,1"]
+    status, _, err = run_main(argv)
+    (ours,) = [line for line in err.splitlines() if line.startswith("quarto sweep")]  # besides Ray's token note
+    assert status == 2 and "trial gpus_per_learner=1__seed=0: config field gpus_per_learner must fit the Ray" in ours
+    assert not (out / "sweep.json").exists()
+
+
+def test_rllib_trials_reserve_their_env_runners_and_learners(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    config = Path(__file__).resolve().parent.parent / "configs"
+    rllib = {"config": str(config / "rllib.yaml"), "overrides": ["num_env_runners=2", "num_learners=1", "seed=0"]}
+    factory = sweep.trial_resources({"trial": rllib}, cpus_per_trial=1.5)
+    assert factory.bundles == [{"CPU": 1.5}, {"CPU": 1.0}, {"CPU": 1.0}, {"CPU": 1.0}]
+    sb3 = {"config": str(config / "default.yaml"), "overrides": ["num_env_runners=2", "seed=0"]}  # ignored by sb3
+    assert sweep.trial_resources({"trial": sb3}, cpus_per_trial=2).bundles == [{"CPU": 2}]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -266,3 +325,62 @@ def test_reusing_out_names_resume(finished_sweep: FinishedSweep) -> None:
     status, _, err = run_main(["configs/default.yaml", "--seeds", "0", "--out", str(out)])
     assert status == 2
     assert f"quarto sweep --resume {out}" in err
+
+
+@pytest.mark.slow
+def test_an_rllib_sweep_with_an_env_runner(tmp_path: Path) -> None:
+    """Each trial's placement group holds its env runner's bundle (else: placement group bundle index 1 is
+    invalid)."""
+    pytest.importorskip("ray")
+    from test_rllib import TINY_RLLIB
+
+    out = tmp_path / "rllib"
+    sets = [arg for item in [*TINY_RLLIB[2:], "num_env_runners=1"] for arg in ("--set", item)]
+    status, printed, err = run_main([TINY_RLLIB[1], "--seeds", "0", "--out", str(out), *sets])
+    assert status == 0, err + (out / "trials" / "seed=0" / "train.log").read_text()
+    assert json.loads((out / "trials" / "seed=0" / "final_eval.json").read_text())["num_timesteps"] >= 600
+    assert "random" in (out / "results.md").read_text() and "(wall clock)" in printed
+
+
+@pytest.mark.slow
+def test_an_rllib_sweep_on_a_two_node_cluster(tmp_path: Path) -> None:
+    """A head and a second node of 2 CPUs each (ray.cluster_utils, one machine): the trial's placement group of
+    three bundles (the trial, two env runners) cannot fit on one node, so it spans both."""
+    pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+    from test_rllib import TINY_RLLIB
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=2)
+        cluster.wait_for_nodes()
+        out = tmp_path / "cluster"
+        sets = [arg for item in [*TINY_RLLIB[2:], "num_env_runners=2"] for arg in ("--set", item)]
+        argv = [TINY_RLLIB[1], "--seeds", "0", "--out", str(out), "--address", cluster.address, *sets]
+        status, _, err = run_main(argv)
+        placed = actor_nodes(cluster.address)
+    finally:
+        cluster.shutdown()
+    assert status == 0, err + (out / "trials" / "seed=0" / "train.log").read_text()
+    assert (out / "trials" / "seed=0" / "final_eval.json").exists()
+    print(f"\nnodes of the trial and its env runners: {placed}", end=" ")  # -s shows them
+    assert (
+        len(placed["MultiAgentEnvRunner"]) == 2 and len({*placed["ImplicitFunc"], *placed["MultiAgentEnvRunner"]}) == 2
+    )
+
+
+def actor_nodes(address: str) -> dict[str, list[str]]:
+    """The node (its id's first 8 digits) of every actor the cluster at ``address`` has run, by class name (the
+    last part: the trial's is ``ImplicitFunc``, sometimes qualified), from its control store's actor table (dead
+    actors stay in it)."""
+    import ray
+
+    ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        nodes: dict[str, list[str]] = {}
+        for actor in ray._private.state.actors().values():
+            name = actor["ActorClassName"].rsplit(".", 1)[-1]
+            nodes.setdefault(name, []).append(actor["Address"]["NodeID"][:8])
+        return nodes
+    finally:
+        ray.shutdown()

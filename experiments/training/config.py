@@ -62,6 +62,10 @@ MAX_ENV_RUNNERS = 1024
 """The most RLlib env runners a config may ask for (each is a process, on this machine or a Ray cluster)."""
 MAX_WORKERS = 1024
 """The most AlphaZero self-play workers a config may ask for (each is a Ray actor with one CPU)."""
+MAX_LEARNERS = 256
+"""The most remote RLlib Learner actors a config may ask for."""
+MAX_RESOURCES_PER_ACTOR = 1024
+"""The most CPUs or GPUs one RLlib actor (env runner, learner) may reserve."""
 
 SEED_LIMIT = 2**32
 """Seeds are below this: numpy's global generator takes no other (``train`` folds ``seed + step`` below it)."""
@@ -117,6 +121,9 @@ RANGES: dict[str, dict[str, float]] = {
     "num_env_runners": {"minimum": 0, "maximum": MAX_ENV_RUNNERS},
     "workers": {"minimum": 0, "maximum": MAX_WORKERS},
     "broadcast_every": {"minimum": 1},
+    "cpus_per_env_runner": {"above": 0, "maximum": MAX_RESOURCES_PER_ACTOR},
+    "num_learners": {"minimum": 0, "maximum": MAX_LEARNERS},
+    "gpus_per_learner": {"minimum": 0, "maximum": MAX_RESOURCES_PER_ACTOR},
 }
 """The allowed range of every number field (each is also finite): the bounds of ``checked_number``."""
 FIXED_ON_RESUME = ("algorithm", "backend", "name", "seed", "variant", "observation", "policy", "net_arch")
@@ -299,9 +306,22 @@ class TrainConfig:
     """(alphazero) With ``workers``: the learner's gradient steps between two sends of its weights to the workers
     (each worker loads them before its next round of moves)."""
     num_env_runners: int = 0
-    """(rllib) RLlib env runner processes that play the training games, each on one CPU; 0: the games are played
-    in the training process itself (on 2 cores no slower than one runner). On a Ray cluster, as many as it has CPUs
-    to spare; each runner plays ``num_games`` games."""
+    """(rllib) RLlib env runner processes that play the training games, each on ``cpus_per_env_runner`` CPUs; 0:
+    the games are played in the training process itself (on 2 cores no slower than one runner). On a Ray cluster,
+    as many as it has CPUs to spare; each runner plays ``num_games`` games."""
+    cpus_per_env_runner: float = 1.0
+    """(rllib) CPUs Ray reserves for each env runner (> 0; fractions share a core): what it schedules by, not a
+    limit on the process (torch still uses ``torch_threads``)."""
+    num_learners: int = 0
+    """(rllib) RLlib Learner actors that compute the PPO updates: 0, one learner inside the training process (on
+    its CPU, or one GPU with ``gpus_per_learner``); 1 or more, remote Learner actors, each on its own CPU or
+    ``gpus_per_learner`` GPUs, possibly on other nodes of a Ray cluster. Several learners split each rollout and
+    minibatch between them (``num_games * n_steps`` and ``batch_size`` stay the totals) and average their
+    gradients."""
+    gpus_per_learner: float = 0.0
+    """(rllib) GPUs Ray reserves for each learner (0: it trains on CPU; fractions share a GPU). Checked when Ray
+    is up, against the GPUs of the whole Ray cluster (the GPU may be on another node than the training
+    process): a run that asks for more than the cluster has is refused."""
 
     def __post_init__(self) -> None:
         _check_types(self)

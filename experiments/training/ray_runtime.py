@@ -13,8 +13,13 @@ then needs that variable set.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import socket
+import sys
+import tempfile
+from collections.abc import Iterator
 
 from experiments.training.config import ConfigError
 from quarto_env.checks import one_line
@@ -59,16 +64,56 @@ def check_reachable(address: str | None, seconds: float = 5.0) -> None:
 
 def start_ray(address: str | None = None) -> bool:
     """Start Ray, or join the cluster at ``address`` (``None``: the one ``RAY_ADDRESS`` names, else a local Ray),
-    unless this process already has; whether it did. :class:`RayStartError` in one line if Ray cannot start."""
+    unless this process already has; whether it did. :class:`RayStartError` in one line if Ray cannot start.
+
+    A head that requires token authentication refuses a process without ``RAY_AUTH_MODE=token``: Ray's core then
+    only logs ``InvalidAuthToken`` on the process's standard error, once a second for the whole timeout, and
+    raises a bare ``ConnectionError``. So what Ray writes there while it joins a cluster is held back, passed on
+    once it has joined, and read for that refusal if it has not."""
     import ray
 
     if ray.is_initialized():
         return False
     check_address(address)
     check_reachable(address)
-    try:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    except Exception as exc:  # Ray raises many kinds here (ConnectionError, RuntimeError, AuthenticationError, ...)
-        where = address or "a local Ray"
-        raise RayStartError(f"cannot start or reach Ray at {where}: {one_line(exc)}; {AUTH_HINT}") from None
-    return True
+    joining = address is not None or bool(os.environ.get("RAY_ADDRESS"))
+    with _native_stderr_held(joining) as held:
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            failure: Exception | None = None
+        except Exception as exc:  # Ray raises many kinds here (ConnectionError, RuntimeError, ValueError, ...)
+            failure = exc
+    if failure is None:
+        sys.stderr.write("".join(held))
+        return True
+    where = address or os.environ.get("RAY_ADDRESS") or "a local Ray"
+    if "InvalidAuthToken" in "".join(held) + str(failure) or isinstance(failure, ray.exceptions.AuthenticationError):
+        raise RayStartError(
+            f"the Ray cluster at {where} refused this process (InvalidAuthToken): its head requires token "
+            "authentication; run with RAY_AUTH_MODE=token, and the head's token in ~/.ray/auth_token or "
+            "RAY_AUTH_TOKEN"
+        )
+    hint = f"; {AUTH_HINT}" if joining else ""  # only a cluster's head can require a token
+    raise RayStartError(f"cannot start or reach Ray at {where}: {one_line(failure)}{hint}")
+
+
+@contextlib.contextmanager
+def _native_stderr_held(hold: bool) -> Iterator[list[str]]:
+    """Within the block (if ``hold``), what this process writes to file descriptor 2 -- Ray's C++ core too --
+    goes to a temporary file; after it, the list holds that text. Not for a block that starts processes, which
+    would inherit the file."""
+    held: list[str] = []
+    if not hold:
+        yield held
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield held
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            held.append(capture.read().decode("utf-8", errors="replace"))

@@ -33,13 +33,18 @@ The run folder is the sb3 backend's, and the run's schedule, checkpoints, evalua
 checkpoint read back from disk, :func:`experiments.training.run.finish_run`). ``rllib:RUN_FOLDER`` plays the
 result.
 
-Resuming rebuilds the algorithm from the config and restores ``main``'s weights, the snapshots and the step
-count from ``latest.zip``; the Adam moments start again from zero (RLlib's optimizer state is not exported), as
-after a learning-rate change, and the games in progress when the run stopped are lost.
+Resuming rebuilds the algorithm from the config and restores ``main``'s weights, its optimizer state (Adam's
+moments and step counts; the learning rate is the config's), the snapshots and the step count from
+``latest.zip`` (one written before the optimizer state was saved resumes with Adam from zero); the games in
+progress when the run stopped are lost.
 
 Ray: if this process has not started Ray yet, ``ray.init()`` starts a local instance, or joins the cluster
 that ``RAY_ADDRESS`` names (``ray start --head`` on the head node, ``ray start --address=HEAD:6379`` on the
-others). Every process sets torch to ``torch_threads`` threads.
+others). Every process sets torch to ``torch_threads`` threads. The learner trains in this process
+(``num_learners: 0``) or in ``num_learners`` Learner actors, on ``gpus_per_learner`` GPUs each (refused when
+the cluster has fewer); Ray reserves ``cpus_per_env_runner`` CPUs for each env runner. In a Tune trial
+(``quarto sweep``), the env runners and learners take the bundles of the trial's placement group, which
+:func:`resource_bundles` lays out.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+import zipfile
 import zlib
 from collections.abc import Hashable
 from pathlib import Path
@@ -58,8 +64,9 @@ import torch as th
 from agents.base import make_agent
 from agents.checkpoints import CheckpointError, read_weights
 from agents.networks import ActorCritic, network_actions, network_for
-from agents.rllib import NETWORK_ENTRY, load_network, save_checkpoint
-from experiments.training.config import TrainConfig
+from agents.rllib import NETWORK_ENTRY, OPTIMIZER_ENTRY, load_network, save_checkpoint
+from experiments.options import quiet_logger
+from experiments.training.config import ConfigError, TrainConfig
 from experiments.training.ray_runtime import start_ray
 from experiments.training.run import (
     POOL_ENTRY,
@@ -197,27 +204,63 @@ def _outcome_callback() -> type:
 
 def build_algorithm(config: TrainConfig, variant: Variant, seed: int) -> Any:
     """RLlib's PPO for ``config``: ``main`` to train, the baseline modules, no snapshots yet."""
-    from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
-    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
     from ray.tune.registry import register_env
 
     register_env(ENV_NAME, lambda env_kwargs: PettingZooEnv(flat_env(**env_kwargs)))
+    return algorithm_config(config, variant, seed).build_algo()
+
+
+def resource_bundles(config: TrainConfig) -> list[dict[str, float]]:
+    """The Ray resources a run of ``config`` takes, as RLlib requests them (``PPO.default_resource_request``):
+    the training process's bundle (with the local learner's GPUs), then one per env runner and one per remote
+    learner. Inside a placement group, env runner ``i`` takes bundle ``i``: a Tune trial must reserve them all."""
+    from ray.rllib.algorithms.ppo import PPO
+    from ray.tune import PlacementGroupFactory
+
+    with quiet_logger("ray.rllib.algorithms.algorithm_config"):  # its note that PPO runs on the new API stack
+        request = PPO.default_resource_request(algorithm_config(config, config.resolved_variant(), config.seed))
+    assert isinstance(request, PlacementGroupFactory)  # the new API stack's request
+    return [{kind: float(amount) for kind, amount in bundle.items() if amount} for bundle in request.bundles]
+
+
+def check_gpus(config: TrainConfig) -> None:
+    """Refuse a config whose learners ask for more GPUs than the Ray cluster this process is connected to has (the
+    GPUs may be on other nodes than this one, so torch's view of this machine does not decide)."""
+    import ray
+
+    wanted = config.gpus_per_learner * max(1, config.num_learners)
+    available = float(ray.cluster_resources().get("GPU", 0))
+    if wanted > available:
+        raise ConfigError(
+            f"config field gpus_per_learner must fit the Ray cluster: {max(1, config.num_learners)} learner(s) "
+            f"x {config.gpus_per_learner:g} GPU(s) = {wanted:g}, and the cluster has {available:g}; give "
+            "gpus_per_learner=0 (train on CPU), or join a cluster with GPUs (quarto train --address HEAD:PORT, "
+            "or quarto sweep --address)"
+        )
+
+
+def algorithm_config(config: TrainConfig, variant: Variant, seed: int) -> Any:
+    """The ``PPOConfig`` of :func:`build_algorithm` (the env must be registered before it builds)."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
     network_module, baseline_module = _module_classes()
     specs = {MAIN: RLModuleSpec(module_class=network_module, model_config=network_model_config(config))}
     for spec, module_id in baseline_ids(config).items():
         options = {"spec": spec, "variant": variant.to_dict(), "seed": seed}
         specs[module_id] = RLModuleSpec(module_class=baseline_module, model_config=options)
-    algorithm_config = (
+    learners = max(1, config.num_learners)  # RLlib's batch sizes are per learner; the config's are totals
+    return (
         PPOConfig()
         .environment(ENV_NAME, env_config={**variant.to_dict(), "observation": config.observation})
         .env_runners(
             num_env_runners=config.num_env_runners,
             num_envs_per_env_runner=config.num_games,
-            num_cpus_per_env_runner=1,
+            num_cpus_per_env_runner=config.cpus_per_env_runner,  # type: ignore[arg-type]  # Ray takes fractions
         )
-        .learners(num_learners=0)
+        .learners(num_learners=config.num_learners, num_gpus_per_learner=config.gpus_per_learner)
         .multi_agent(
             policies=set(specs),
             policy_mapping_fn=opponent_mapping(config, seed, ()),
@@ -233,14 +276,13 @@ def build_algorithm(config: TrainConfig, variant: Variant, seed: int) -> Any:
             vf_loss_coeff=config.vf_coef,
             grad_clip=config.max_grad_norm,
             num_epochs=config.n_epochs,
-            minibatch_size=config.batch_size,
-            train_batch_size_per_learner=config.num_games * config.n_steps,
+            minibatch_size=-(-config.batch_size // learners),
+            train_batch_size_per_learner=-(-config.num_games * config.n_steps // learners),
             use_kl_loss=False,  # clipping alone, as stable-baselines3's PPO
         )
         .callbacks(_outcome_callback())
         .debugging(seed=seed, log_level="ERROR")
     )
-    return algorithm_config.build_algo()
 
 
 def network_model_config(config: TrainConfig) -> dict[str, Any]:
@@ -264,11 +306,14 @@ def opponent_mapping(config: TrainConfig, seed: int, snapshot_ids: tuple[str, ..
 # ---------------------------------------------------------------------------------------------------------
 @dataclasses.dataclass
 class Begin:
-    """Where a run starts: from scratch, or ``main``'s weights, the snapshots and the step count of a checkpoint."""
+    """Where a run starts: from scratch, or ``main``'s weights, optimizer state, the snapshots and the step count of
+    a checkpoint."""
 
     steps: int = 0
     weights: dict[str, th.Tensor] | None = None
     snapshots: list[tuple[int, dict[str, th.Tensor]]] = dataclasses.field(default_factory=list)
+    optimizer: dict[str, Any] | None = None
+    """``main``'s optimizer state (:meth:`Trainer.optimizer_state`); ``None``: Adam starts from zero."""
 
 
 def start(config: TrainConfig, run_dir: Path, resume: bool) -> Begin:
@@ -288,7 +333,10 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Begin:
             f"checkpoint {str(latest)!r}: {POOL_ENTRY} holds snapshots of another network ({one_line(exc)})"
         ) from exc
     snapshots = list(zip(resumed.pool["steps"], resumed.pool["weights"], strict=True))
-    return Begin(resumed.steps, read_weights(latest, NETWORK_ENTRY), snapshots)
+    with zipfile.ZipFile(latest) as archive:  # checkpoints of older versions have no optimizer state
+        saved_optimizer = OPTIMIZER_ENTRY in archive.namelist()
+    optimizer = read_weights(latest, OPTIMIZER_ENTRY) if saved_optimizer else None
+    return Begin(resumed.steps, read_weights(latest, NETWORK_ENTRY), snapshots, optimizer)
 
 
 class Trainer:
@@ -304,6 +352,8 @@ class Trainer:
         self.snapshot_steps: list[int] = []
         if begin.weights is not None:
             self.set_weights(MAIN, begin.weights)
+        if begin.optimizer is not None:
+            self.set_optimizer_state(begin.optimizer)
         for step, weights in begin.snapshots or [(0, self.main_weights())]:
             self.add_snapshot(weights, step)
         self.writer = open_tensorboard(run_dir, config, self.steps)
@@ -339,6 +389,45 @@ class Trainer:
             self.algorithm.remove_module(
                 _snapshot_id(oldest), new_agent_to_module_mapping_fn=self.mapping(), new_should_module_be_updated=[MAIN]
             )
+
+    def optimizer_state(self) -> dict[str, Any]:
+        """``main``'s optimizer state as its learner holds it: per optimizer, the per-parameter buffers of its
+        ``state_dict()`` (Adam's ``step``, ``exp_avg``, ``exp_avg_sq``) as tensors, which a checkpoint holds as
+        data. The param groups (learning rate, betas) are left out: they are the config's."""
+        return {
+            name: {
+                index: {key: th.as_tensor(value) for key, value in buffers.items()}
+                for index, buffers in entry["state"]["state"].items()
+            }
+            for name, entry in self._optimizers().items()
+            if entry["module_id"] == MAIN
+        }
+
+    def set_optimizer_state(self, saved: dict[str, Any]) -> None:
+        """Give ``main``'s learner(s) the optimizer state ``saved`` (:meth:`optimizer_state`), keeping the param
+        groups the config gave them (a resume may change the learning rate)."""
+        from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_OPTIMIZER
+
+        current = self._optimizers()
+        try:
+            if set(saved) != {name for name, entry in current.items() if entry["module_id"] == MAIN}:
+                raise ValueError(f"it holds optimizers {sorted(saved)}, the learner has {sorted(current)}")
+            restored = {
+                name: {**current[name], "state": {**current[name]["state"], "state": saved[name]}} for name in saved
+            }
+            self.algorithm.learner_group.set_state({COMPONENT_LEARNER: {COMPONENT_OPTIMIZER: restored}})
+        except (ValueError, RuntimeError, KeyError, TypeError) as exc:
+            raise CheckpointError(
+                f"checkpoint {str(self.run_dir / 'checkpoints' / 'latest.zip')!r}: {OPTIMIZER_ENTRY} does not fit "
+                f"main's optimizer ({one_line(exc)})"
+            ) from exc
+
+    def _optimizers(self) -> dict[str, Any]:
+        """The learner's optimizers, as RLlib gives them: name -> ``module_id`` and ``state`` (a ``state_dict``)."""
+        from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_OPTIMIZER
+
+        state = self.algorithm.learner_group.get_state(components=f"{COMPONENT_LEARNER}/{COMPONENT_OPTIMIZER}")
+        return state[COMPONENT_LEARNER][COMPONENT_OPTIMIZER]
 
     def mapping(self) -> OpponentMapping:
         return opponent_mapping(self.config, self.seed, tuple(map(_snapshot_id, self.snapshot_steps)))
@@ -388,7 +477,7 @@ class Trainer:
         """Checkpoint ``main`` (with the snapshots when ``resumable``) atomically at ``path``."""
         # No best_score: this backend keeps no best.zip.
         metadata = {"config": self.config.to_dict(), "latest_eval": self.evaluations.latest}
-        extras = {POOL_ENTRY: self.snapshot_weights()} if resumable else {}
+        extras = {POOL_ENTRY: self.snapshot_weights(), OPTIMIZER_ENTRY: self.optimizer_state()} if resumable else {}
         save_checkpoint(path, self.main_weights(), self.variant, self.config.observation, self.steps, metadata, extras)
 
 

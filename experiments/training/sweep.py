@@ -17,7 +17,12 @@ brackets belongs to the value (``--set net_arch=[32],[64,64]`` is two values).
 Ray runs locally by default (one trial per free core, ``--cpus-per-trial``), or on an existing cluster given
 by ``--address`` (``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``; start one with ``ray start --head``). On a
 cluster, ``--out`` must be on a filesystem every node sees (NFS, for instance): the trials write their run
-folders there.
+folders there. A trial of the rllib backend reserves a placement group: its own bundle (``--cpus-per-trial``
+CPUs, and the GPUs of a learner in its process), one bundle per env runner (``cpus_per_env_runner``) and one
+per remote learner (``gpus_per_learner``), which RLlib's actors then take; on a cluster the bundles may lie on
+several nodes. Trials whose learners ask for more GPUs than the cluster has are refused once Ray is up (Tune
+would leave them pending). A head started where ``~/.ray/auth_token`` exists requires token authentication: a
+sweep run without ``RAY_AUTH_MODE=token`` is refused, and says so in one line.
 
 The folder ``--out`` holds:
 
@@ -36,12 +41,15 @@ The folder ``--out`` holds:
     the same statistics for every ``eval/`` and ``eval_sampled/`` score curve and ``eval/grade/value_lost``, step
     by step, drawn with the interval as a band.
 
-An interrupted sweep resumes with ``--resume DIR``: Ray Tune restores its trials, and each unfinished trial
-continues its run folder with ``quarto train --resume``, so a trial loses at most ``checkpoint_every`` steps. A
-finished sweep given ``--resume`` aggregates again. Everything is checked before Ray starts: that the ``ray``
-extra is installed (first: without it, one line naming ``pip install -e ".[dev,ray]"``, and no folder is made),
-the config with every setting and seed, the address, the folder; a bad one prints one line and exits with
-status 2.
+The results files are written once at least one trial has finished. An interrupted sweep (Ctrl-C) prints one
+line, the command that resumes it, and exits with status 130; it resumes with ``--resume DIR``: Ray Tune
+restores its trials, and each unfinished trial continues its run folder with ``quarto train --resume``, so a
+trial loses at most ``checkpoint_every`` steps. A finished sweep given ``--resume`` aggregates again.
+Everything is checked before Ray starts: that the ``ray`` extra is installed (first: without it, one line naming
+``pip install -e ".[dev,ray]"``, and no folder is made), the config with every setting and seed, the address,
+the folder; a bad one prints one line and exits with status 2. ``sweep.json`` and ``command.txt`` are written
+once Ray is up, so a sweep that Ray refused (or that was interrupted while Ray started) can be run again with
+the same command.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ import argparse
 import contextlib
 import csv
 import dataclasses
+import functools
 import io
 import itertools
 import json
@@ -61,7 +70,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.options import markdown_table
+from experiments.options import markdown_table, quiet_logger
 from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents, load_config
 from experiments.training.ray_runtime import check_address, check_reachable, start_ray
@@ -224,7 +233,8 @@ def check_ray(address: str | None) -> None:
 
 
 def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str, Any]]:
-    """The folder and settings of a new sweep, everything checked; writes ``sweep.json`` and the config copy."""
+    """The folder and settings of a new sweep, everything checked; writes nothing (:func:`write_sweep` does, once
+    Ray is up, so that a sweep that could not start leaves no ``sweep.json`` to refuse the same command again)."""
     if args.config is None or not args.seeds:
         raise SweepError(
             "give a config and --seeds (e.g. quarto sweep configs/default.yaml --seeds 0 1 2), or --resume"
@@ -233,7 +243,6 @@ def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str
         raise SweepError(f"config file {str(args.config)!r} does not exist or is not a file")
     seeds, sets = parse_seeds(args.seeds), parse_sets(args.sets)
     check_trials(args.config, plan_trials(sets, seeds))
-    config_text = args.config.read_text(encoding="utf-8")
     name = load_config(args.config).name
     check_ray(args.address)
     out = output_folder(args.out or default_run_folder(name, parent=RUNS_DIR / "sweeps"), "--out")
@@ -245,9 +254,13 @@ def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str
         "sets": sets,
         "command": command_line("sweep", argv),
     }
-    atomic_write_bytes(out / CONFIG_COPY, config_text.encode())
-    atomic_write_bytes(out / SWEEP_FILE, json.dumps(settings, indent=2).encode())
     return out, settings
+
+
+def write_sweep(out: Path, settings: dict[str, Any]) -> None:
+    """Write a new sweep's ``sweep.json`` and the copy of its config file, which the trials train on."""
+    atomic_write_bytes(out / CONFIG_COPY, Path(settings["config"]).read_bytes())
+    atomic_write_bytes(out / SWEEP_FILE, json.dumps(settings, indent=2).encode())
 
 
 def resumed_sweep(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
@@ -304,15 +317,32 @@ def trial_trainable(params: dict[str, Any]) -> None:
     run_trial(params["trial"])
 
 
+def trial_resources(params: dict[str, Any], cpus_per_trial: float) -> Any:
+    """The placement group of a trial: its own bundle (``--cpus-per-trial`` CPUs), and for the rllib backend the
+    bundles of its env runners and learners, as RLlib lays them out (env runner ``i`` takes bundle ``i`` of the
+    placement group it runs in: without them, a trial with env runners fails)."""
+    from ray import tune
+
+    config = load_config(params["trial"]["config"], params["trial"]["overrides"])
+    if config.backend != "rllib":
+        return tune.PlacementGroupFactory([{"CPU": cpus_per_trial}])
+    from experiments.training.rllib_ppo import resource_bundles
+
+    driver, *actors = resource_bundles(config)
+    return tune.PlacementGroupFactory([{**driver, "CPU": max(cpus_per_trial, driver.get("CPU", 0))}, *actors])
+
+
 def run_sweep(out: Path, settings: dict[str, Any], args: argparse.Namespace) -> list[str]:
-    """Run (or finish) every trial on Ray Tune; the names of the trials that failed."""
-    import ray
+    """Run (or finish) every trial on Ray Tune, which this process is connected to; the names of the trials that
+    failed. Tune's own messages on an interruption (its ``Tuner.restore`` hint) are silenced: ``main`` says how to
+    resume."""
     from ray import tune
 
     trials = plan_trials(settings["sets"], settings["seeds"])
     storage = (out / "tune").resolve()
-    start_ray(args.address)
-    trainable = tune.with_resources(trial_trainable, {"cpu": args.cpus_per_trial})
+    trainable = tune.with_resources(
+        trial_trainable, functools.partial(trial_resources, cpus_per_trial=args.cpus_per_trial)
+    )
     if tune.Tuner.can_restore(storage / "sweep"):
         tuner = tune.Tuner.restore(str(storage / "sweep"), trainable, resume_errored=True)
     else:
@@ -339,10 +369,8 @@ def run_sweep(out: Path, settings: dict[str, Any], args: argparse.Namespace) -> 
             ),
             run_config=tune.RunConfig(name="sweep", storage_path=str(storage), verbose=1),
         )
-    try:
+    with quiet_logger("ray.tune.tune"):  # its warnings on an interruption: a Tuner.restore hint, not our command
         results = tuner.fit()
-    finally:
-        ray.shutdown()
     outcomes = [results[i] for i in range(len(results))]  # a ResultGrid is indexed, not iterated
     return sorted((r.config or {})["trial"]["name"] for r in outcomes if r.error is not None)
 
@@ -551,21 +579,64 @@ def main(argv: list[str]) -> int:
     try:
         check_address(args.address)
         out, settings = resumed_sweep(args) if args.resume is not None else new_sweep(args, argv)
-        record_command(out, command_line("sweep", argv), history=True)
-        failed = run_sweep(out, settings, args)
+        failed = _run_on_ray(out, settings, args, argv)
     except (SweepError, ConfigError, OutputPathError) as exc:
         print(f"quarto sweep: {exc}", file=sys.stderr)
         return 2
-    trials = plan_trials(settings["sets"], settings["seeds"])
-    rows, _ = aggregate(out, trials)
-    print(markdown(rows))
-    print(f"sweep folder: {out}   (results.csv, results.md, curves.csv, curves.png; trials/ holds the run folders)")
-    print(f"TensorBoard: tensorboard --logdir {out / TRIALS}")
+    except KeyboardInterrupt:  # a second Ctrl-C, or one outside Tune's run (which catches the first)
+        failed = []
+    if not (out / SWEEP_FILE).exists():
+        print("quarto sweep: interrupted before the sweep started; nothing was run", file=sys.stderr)
+        return 130
+    return _report(out, plan_trials(settings["sets"], settings["seeds"]), failed)
+
+
+def _run_on_ray(out: Path, settings: dict[str, Any], args: argparse.Namespace, argv: list[str]) -> list[str]:
+    """Connect to Ray, then write the sweep's files (a new sweep's ``sweep.json`` only now that Ray is up) and run
+    the trials; the names of those that failed."""
+    import ray
+
+    try:
+        start_ray(args.address)
+        config = Path(settings["config"]) if args.resume is None else out / CONFIG_COPY
+        check_trial_gpus(config, plan_trials(settings["sets"], settings["seeds"]))
+        if args.resume is None:
+            write_sweep(out, settings)
+        record_command(out, command_line("sweep", argv), history=True)
+        return run_sweep(out, settings, args)
+    finally:
+        ray.shutdown()  # also after a Ctrl-C inside ray.init: a process that exits with Ray half up can crash
+
+
+def check_trial_gpus(config: Path, trials: list[Trial]) -> None:
+    """Once Ray is up: :class:`SweepError` naming the first rllib trial whose learners ask for more GPUs than the
+    cluster has (Tune would leave it pending for ever)."""
+    for trial in trials:
+        trial_config = load_config(config, list(trial.overrides))
+        if trial_config.backend == "rllib":
+            from experiments.training.rllib_ppo import check_gpus
+
+            try:
+                check_gpus(trial_config)
+            except ConfigError as exc:
+                raise SweepError(f"trial {trial.name}: {exc}") from None
+
+
+def _report(out: Path, trials: list[Trial], failed: list[str]) -> int:
+    """Aggregate the finished trials (no results files while none has finished), print the table and one line on
+    what failed or is unfinished; the exit status."""
     unfinished = [t.name for t in trials if not (out / TRIALS / t.name / "final_eval.json").exists()]
+    if len(unfinished) < len(trials):
+        rows, _ = aggregate(out, trials)
+        print(markdown(rows))
+        print(f"sweep folder: {out}   (results.csv, results.md, curves.csv, curves.png; trials/ holds the run folders)")
+        print(f"TensorBoard: tensorboard --logdir {out / TRIALS}")
+    resume = f"`quarto sweep --resume {out}` finishes them"
     if failed:
-        print(f"quarto sweep: {len(failed)} trial(s) failed: {', '.join(failed)}; see their train.log", file=sys.stderr)
+        print(
+            f"quarto sweep: {len(failed)} trial(s) failed: {', '.join(failed)}; see their train.log; {resume}",
+            file=sys.stderr,
+        )
     elif unfinished:
-        print(f"quarto sweep: interrupted with {len(unfinished)} trial(s) unfinished", file=sys.stderr)
-    if unfinished:
-        print(f"`quarto sweep --resume {out}` finishes them", file=sys.stderr)
+        print(f"quarto sweep: interrupted with {len(unfinished)} trial(s) unfinished; {resume}", file=sys.stderr)
     return 1 if failed else 130 if unfinished else 0

@@ -254,6 +254,10 @@ def train(
         state = backend.start(config, run_dir, resume)
         started_ray = needs_ray is not None and start_ray(address)
         try:
+            if config.backend == "rllib":  # once Ray is up (the GPUs may be on other nodes), before any file
+                from experiments.training.rllib_ppo import check_gpus
+
+                check_gpus(config)
             prepare_run_dir(config, run_dir, command)
             return backend.run(config, run_dir, state)
         finally:
