@@ -8,8 +8,6 @@ the cluster test, last in the module, shuts it down first and its own cluster af
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -30,6 +28,7 @@ from experiments.bench import az as bench_az
 from experiments.training import train as train_module
 from experiments.training.az_selfplay import new_network
 from experiments.training.config import config_from_dict
+from tests.test_train_alphazero import train
 
 CONFIG = str(Path(__file__).resolve().parent.parent / "configs" / "alphazero.yaml")
 TINY = [
@@ -50,13 +49,6 @@ TINY = [
     "grade_positions=0",
     "checkpoint_every=128",
 ]
-
-
-def train(argv: list[str]) -> tuple[int, str]:
-    output = io.StringIO()
-    with contextlib.redirect_stdout(output):
-        status = train_module.main(argv)
-    return status, output.getvalue()
 
 
 def scalars(run_dir: Path, tag: str) -> list[tuple[int, float]]:

@@ -5,7 +5,6 @@ errors of bad configs and checkpoints. The adapter tests need no ray; the others
 
 from __future__ import annotations
 
-import contextlib
 import io
 import itertools
 import json
@@ -23,6 +22,7 @@ from pettingzoo.test import api_test
 from quarto_env.core import STANDARD, Variant, legal_actions, step
 from quarto_env.flat import ACTION_MASK, OBSERVATIONS, decode, flat_env, flatten
 from quarto_env.notation import parse_position
+from tests.test_train_alphazero import train
 
 CONFIG = str(Path(__file__).resolve().parent.parent / "configs" / "rllib.yaml")
 TINY_RLLIB = [
@@ -281,15 +281,6 @@ def local_ray() -> Any:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
-
-
-def train(argv: list[str]) -> tuple[int, str]:
-    from experiments.training import train as train_module
-
-    output = io.StringIO()
-    with contextlib.redirect_stdout(output):
-        status = train_module.main(argv)
-    return status, output.getvalue()
 
 
 @pytest.fixture(scope="module")
