@@ -178,14 +178,14 @@ def test_play_stops_while_the_agent_thinks(tmp_path: Path, opponent: str) -> Non
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("group", [False, True])
-def test_an_interrupted_sweep_says_one_line_and_writes_no_empty_results(tmp_path: Path, group: bool) -> None:
-    """Ctrl-C while the only trial trains (to the sweep, or with ``group`` to Ray's processes too, as a terminal
-    does): one line of ours, how to resume, none of Tune's hints, and no results files (no trial finished)."""
+def test_an_interrupted_sweep_says_one_line_and_writes_no_empty_results(tmp_path: Path) -> None:
+    """Ctrl-C while the only trial trains, to the sweep's whole process group as a terminal sends it (Ray's
+    processes too): one line of ours, how to resume, none of Tune's hints, and no results files (no trial
+    finished). (Sent to the sweep alone it gave the same; that case left the suite for time.)"""
     pytest.importorskip("ray")
     out = tmp_path / "sweep"
     args = ["sweep", "configs/rllib.yaml", "--seeds", "0", "--out", str(out), "--set", "total_steps=10000000"]
-    _, stderr = interrupt(args, marker="Trial seed=0 started", group=group)
+    _, stderr = interrupt(args, marker="Trial seed=0 started", group=True)
     ours = [line for line in stderr.splitlines() if line.startswith("quarto sweep")]
     assert ours == [
         f"quarto sweep: interrupted with 1 trial(s) unfinished; `quarto sweep --resume {out}` finishes them"
