@@ -216,13 +216,16 @@ def _read_metadata_entry(path: Path) -> Any:
         raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated ({one_line(exc)})") from exc
 
 
-def read_weights(path: str | Path, entry: str) -> Any:
+def read_weights(path: str | Path, entry: str, missing_ok: bool = False) -> Any:
     """The ``torch.save`` entry ``entry`` of the checkpoint at ``path``, read with ``weights_only=True``: tensors,
-    numbers, strings and containers of them, never code. :class:`CheckpointError` if it is missing, damaged,
-    or holds anything else (it is refused unread)."""
+    numbers, strings and containers of them, never code. :class:`CheckpointError` if it is missing (``None``
+    instead with ``missing_ok``: an entry that older checkpoints lack), damaged, or holds anything else (it is
+    refused unread)."""
     try:
         with zipfile.ZipFile(path) as archive:
             if entry not in archive.namelist():
+                if missing_ok:
+                    return None
                 raise CheckpointError(f"checkpoint {str(path)!r} has no {entry} entry")
             data = archive.read(entry)
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:

@@ -146,21 +146,18 @@ def self_play_rates(network: PolicyValueNetwork, games: int, sims: int, seconds:
     search = BatchedSearch(STANDARD, network.kind, network.evaluate, games, sims)
     selfplay = SelfPlay(search, SelfPlaySettings(sims, temperature_plies=8, noise=(0.3, 0.25)))
     rng = np.random.default_rng(seed)
-    selfplay.play_move(rng)  # loads the kernels
-    search.simulations, search.tree_seconds, search.network_seconds = 0, 0.0, 0.0
-    selfplay.lengths = []
-    moves = 0
+    play_rounds(selfplay, rng, 1)  # loads the kernels; the counters start again from zero
+    reports = []
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
-        selfplay.play_move(rng)
-        moves += 1
+        reports.append(play_rounds(selfplay, rng, 1))
     elapsed = time.perf_counter() - start
-    searching = search.tree_seconds + search.network_seconds
+    tree, network_seconds = sum(r.tree_seconds for r in reports), sum(r.network_seconds for r in reports)
     return {
-        "positions/s": moves * games / elapsed,
-        "games/s": len(selfplay.lengths) / elapsed,
-        "sims/s": search.simulations / elapsed,
-        "tree share": search.tree_seconds / max(searching, 1e-9),
+        "positions/s": sum(r.searched for r in reports) / elapsed,
+        "games/s": sum(len(r.lengths) for r in reports) / elapsed,
+        "sims/s": sum(r.simulations for r in reports) / elapsed,
+        "tree share": tree / max(tree + network_seconds, 1e-9),
     }
 
 

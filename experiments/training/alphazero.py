@@ -278,26 +278,18 @@ class _InProcess:
 def _self_play_source(
     trainer: Trainer, rng: np.random.Generator, log: Callable[[str], None]
 ) -> Iterator[_SelfPlaySource]:
-    """The run's self-play: in this process, or ``workers`` Ray actors (Ray started if this process has not,
-    and shut down after), each seeded from the run's seed at this step."""
+    """The run's self-play: in this process, or ``workers`` Ray actors on the Ray that ``quarto train`` started or
+    joined, each seeded from the run's seed at this step."""
     if not trainer.config.workers:
         yield _InProcess(trainer, rng)
         return
     from experiments.training.az_workers import WorkerPool  # imports ray: only runs with workers need it
-    from experiments.training.ray_runtime import start_ray
 
-    started_ray = start_ray()
-    pool = None
+    pool = WorkerPool(trainer.config, run_seed(trainer.config, trainer.steps), trainer.network, log)
     try:
-        pool = WorkerPool(trainer.config, run_seed(trainer.config, trainer.steps), trainer.network, log)
         yield pool
     finally:
-        if pool is not None:
-            pool.close()
-        if started_ray:
-            import ray
-
-            ray.shutdown()
+        pool.close()
 
 
 def _record_workers(source: _SelfPlaySource, run_dir: Path) -> None:

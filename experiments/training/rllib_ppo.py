@@ -38,13 +38,13 @@ moments and step counts; the learning rate is the config's), the snapshots and t
 ``latest.zip`` (one written before the optimizer state was saved resumes with Adam from zero); the games in
 progress when the run stopped are lost.
 
-Ray: if this process has not started Ray yet, ``ray.init()`` starts a local instance, or joins the cluster
-that ``RAY_ADDRESS`` names (``ray start --head`` on the head node, ``ray start --address=HEAD:6379`` on the
-others). Every process sets torch to ``torch_threads`` threads. The learner trains in this process
-(``num_learners: 0``) or in ``num_learners`` Learner actors, on ``gpus_per_learner`` GPUs each (refused when
-the cluster has fewer); Ray reserves ``cpus_per_env_runner`` CPUs for each env runner. In a Tune trial
-(``quarto sweep``), the env runners and learners take the bundles of the trial's placement group, which
-:func:`resource_bundles` lays out.
+Ray: ``quarto train`` starts a local instance before the run, or joins the cluster of ``--address`` or
+``RAY_ADDRESS`` (``ray start --head`` on the head node, ``ray start --address=HEAD:6379`` on the others;
+:mod:`experiments.training.ray_runtime`). Every process sets torch to ``torch_threads`` threads. The learner
+trains in this process (``num_learners: 0``) or in ``num_learners`` Learner actors, on ``gpus_per_learner`` GPUs
+each (refused when the cluster has fewer); Ray reserves ``cpus_per_env_runner`` CPUs for each env runner. In a
+Tune trial (``quarto sweep``), the env runners and learners take the bundles of the trial's placement group,
+which :func:`resource_bundles` lays out.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-import zipfile
 import zlib
 from collections.abc import Hashable
 from pathlib import Path
@@ -67,7 +66,6 @@ from agents.networks import ActorCritic, network_actions, network_for
 from agents.rllib import NETWORK_ENTRY, OPTIMIZER_ENTRY, load_network, save_checkpoint
 from experiments.options import quiet_logger
 from experiments.training.config import ConfigError, TrainConfig
-from experiments.training.ray_runtime import start_ray
 from experiments.training.run import (
     POOL_ENTRY,
     Checkpoints,
@@ -333,9 +331,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Begin:
             f"checkpoint {str(latest)!r}: {POOL_ENTRY} holds snapshots of another network ({one_line(exc)})"
         ) from exc
     snapshots = list(zip(resumed.pool["steps"], resumed.pool["weights"], strict=True))
-    with zipfile.ZipFile(latest) as archive:  # checkpoints of older versions have no optimizer state
-        saved_optimizer = OPTIMIZER_ENTRY in archive.namelist()
-    optimizer = read_weights(latest, OPTIMIZER_ENTRY) if saved_optimizer else None
+    optimizer = read_weights(latest, OPTIMIZER_ENTRY, missing_ok=True)  # older checkpoints have none
     return Begin(resumed.steps, read_weights(latest, NETWORK_ENTRY), snapshots, optimizer)
 
 
@@ -504,22 +500,15 @@ def network_players(network: ActorCritic, config: TrainConfig) -> list[NetworkOp
 # The run
 # ---------------------------------------------------------------------------------------------------------
 def run(config: TrainConfig, run_dir: Path, begin: Begin) -> Path:
-    """Train up to ``total_steps`` on Ray, then end the run (:func:`experiments.training.run.finish_run`); returns
-    the final checkpoint's path."""
+    """Train up to ``total_steps`` on the Ray that ``quarto train`` started or joined, then end the run
+    (:func:`experiments.training.run.finish_run`); returns the final checkpoint's path."""
     th.set_num_threads(config.torch_threads)
-    started_ray = start_ray()
+    trainer = Trainer(config, run_dir, begin)
     try:
-        trainer = Trainer(config, run_dir, begin)
-        try:
-            return _train(trainer)
-        finally:
-            trainer.writer.close()
-            trainer.algorithm.stop()
+        return _train(trainer)
     finally:
-        if started_ray:
-            import ray
-
-            ray.shutdown()
+        trainer.writer.close()
+        trainer.algorithm.stop()
 
 
 def _train(trainer: Trainer) -> Path:
