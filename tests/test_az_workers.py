@@ -12,8 +12,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from experiments.bench import az as bench_az
 from experiments.training import train as train_module
 from experiments.training.az_selfplay import new_network
 from experiments.training.config import config_from_dict
+from tests.test_train import kill_once_checkpointed
 from tests.test_train_alphazero import train
 
 CONFIG = str(Path(__file__).resolve().parent.parent / "configs" / "alphazero.yaml")
@@ -215,19 +214,10 @@ def test_bench_az_takes_one_games_number_with_workers(capsys: pytest.CaptureFixt
 def test_a_killed_driver_resumes_with_workers(local_ray: Any, tmp_path: Path) -> None:
     """The driver joins the module's Ray (``--address``), so that its SIGKILL leaves no Ray of its own behind: Ray
     ends the actors of a driver that is gone."""
-    run_dir, latest = tmp_path / "killed", tmp_path / "killed" / "checkpoints" / "latest.zip"
+    run_dir = tmp_path / "killed"
     address = local_ray.get_runtime_context().gcs_address
-    overrides = [*TINY, "total_steps=1000000", "workers=2", "--address", address, "--run-dir", str(run_dir)]
-    command = [sys.executable, "-m", "experiments.cli", "train", *overrides]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline and not (latest.is_file() and read_metadata(latest)["num_timesteps"] >= 256):
-            time.sleep(0.2)
-    finally:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait()
-    killed_at = read_metadata(latest)["num_timesteps"]  # whole: written atomically
+    overrides = [*TINY, "total_steps=1000000", "workers=2", "--address", address]
+    killed_at = kill_once_checkpointed(overrides, run_dir, 256, seconds=120)
     assert killed_at >= 256
     status, printed = train(["--resume", str(run_dir), f"total_steps={killed_at + 128}", "final_eval_games=2"])
     assert status == 0 and f"at step {killed_at:,}" in printed

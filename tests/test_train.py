@@ -400,21 +400,28 @@ def test_the_quick_config_learns_to_beat_random(tmp_path: Path) -> None:
     assert tensorboard_steps(run_dir, "eval/score")[0] == 0 and "final evaluation after 131,072" in output.getvalue()
 
 
-@pytest.mark.slow
-def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tiny: list[str], tmp_path: Path) -> None:
-    run_dir = tmp_path / "killed"
-    overrides = [*tiny[1:], "total_steps=1000000", "checkpoint_every=256", "eval_every=1000000"]
-    command = [sys.executable, "-m", "experiments.cli", "train", *overrides, "--run-dir", str(run_dir)]
+def kill_once_checkpointed(argv: list[str], run_dir: Path, steps: int, seconds: float = 60) -> int:
+    """Run ``quarto train ARGV --run-dir RUN_DIR`` in a process and SIGKILL it once its ``latest.zip`` holds at
+    least ``steps`` learner steps (or after ``seconds``); the steps of that checkpoint, which is whole: written
+    atomically."""
+    command = [sys.executable, "-m", "experiments.cli", "train", *argv, "--run-dir", str(run_dir)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     latest = run_dir / "checkpoints" / "latest.zip"
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline and not (latest.is_file() and read_metadata(latest)["num_timesteps"] >= 768):
+        deadline = time.time() + seconds
+        while time.time() < deadline and not (latest.is_file() and read_metadata(latest)["num_timesteps"] >= steps):
             time.sleep(0.2)
     finally:
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
-    killed_at = read_metadata(latest)["num_timesteps"]  # the file is whole: written atomically
+    return int(read_metadata(latest)["num_timesteps"])
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tiny: list[str], tmp_path: Path) -> None:
+    run_dir = tmp_path / "killed"
+    overrides = [*tiny[1:], "total_steps=1000000", "checkpoint_every=256", "eval_every=1000000"]
+    killed_at = kill_once_checkpointed(overrides, run_dir, 768)
     assert killed_at >= 768
     assert train_module.main(["--resume", str(run_dir), f"total_steps={killed_at + 256}", "final_eval_games=2"]) == 0
     final = read_metadata(run_dir / "checkpoints" / "final.zip")["num_timesteps"]

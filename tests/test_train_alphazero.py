@@ -6,12 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +20,7 @@ from experiments.training import train as train_module
 from experiments.training.alphazero import untrained_network
 from experiments.training.config import ConfigError, load_config
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant
+from tests.test_train import kill_once_checkpointed
 
 CONFIG = str(Path(__file__).resolve().parent.parent / "configs" / "alphazero.yaml")
 TINY_ALPHAZERO = [
@@ -267,17 +263,7 @@ def test_bad_alphazero_fields_are_refused(override: str, message: str) -> None:
 def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
     run_dir = tmp_path / "killed"
     overrides = [*TINY_ALPHAZERO, "total_steps=1000000", "checkpoint_every=128", "eval_every=1000000"]
-    command = [sys.executable, "-m", "experiments.cli", "train", *overrides, "--run-dir", str(run_dir)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    latest = run_dir / "checkpoints" / "latest.zip"
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline and not (latest.is_file() and read_metadata(latest)["num_timesteps"] >= 384):
-            time.sleep(0.2)
-    finally:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait()
-    killed_at = read_metadata(latest)["num_timesteps"]  # whole: written atomically
+    killed_at = kill_once_checkpointed(overrides, run_dir, 384, seconds=120)
     assert killed_at >= 384
     status, _ = train(["--resume", str(run_dir), f"total_steps={killed_at + 128}", "final_eval_games=2"])
     assert status == 0
