@@ -56,6 +56,9 @@ from quarto_env.checks import number_argument
 from quarto_env.core import STANDARD
 from quarto_env.observation import observation_kind
 
+DEFAULT_GAMES = (1, 16, 128)
+"""The rows of games searched side by side; the last is also each process's games with ``--workers``."""
+
 
 def main(argv: list[str]) -> int:
     """Run the benchmark; one row per number of games."""
@@ -65,8 +68,8 @@ def main(argv: list[str]) -> int:
         type=number_argument("games", minimum=1, maximum=4096, integer=True),
         nargs="+",
         default=None,
-        help="numbers of games searched side by side (default 1 16 128; the first is the reference); with "
-        "--workers, one number: the games of each process (default 128)",
+        help=f"numbers of games searched side by side (default {' '.join(map(str, DEFAULT_GAMES))}; the first is the "
+        f"reference); with --workers, one number: the games of each process (default {DEFAULT_GAMES[-1]})",
     )
     parser.add_argument(
         "--workers",
@@ -113,7 +116,7 @@ def main(argv: list[str]) -> int:
         network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), args.width)
     network.eval()
     if args.workers:
-        games = args.games[0] if args.games else 128
+        games = args.games[0] if args.games else DEFAULT_GAMES[-1]
         config = bench_config(metadata.get("config"), network, games, args.sims, max(args.workers))
         try:
             rows = compare_workers(config, network, args.workers, args.rounds, args.seconds, args.seed)
@@ -122,7 +125,7 @@ def main(argv: list[str]) -> int:
             return 2
         Console(width=160).print(workers_table(rows, config, args.rounds, args.seconds))
         return 0
-    args.games = args.games or [1, 16, 128]
+    args.games = args.games or list(DEFAULT_GAMES)
     print(
         f"AlphaZero self-play, standard rules, {args.sims} simulations per searched move, network width "
         f"{network.width}, about {args.seconds:g} s per row, one thread"
