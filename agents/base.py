@@ -29,6 +29,7 @@ import numpy as np
 
 from quarto_env.checks import number_parser
 from quarto_env.core import STANDARD, State, Variant, legal_actions
+from quarto_env.extras import as_missing_extra
 
 
 class Agent(ABC):
@@ -158,7 +159,13 @@ def make_agent(spec: str, variant: Variant = STANDARD, seed: int | None = None) 
     """Build the agent named by ``spec`` for ``variant``, seeded with ``seed``."""
     kind, values = parse_spec(spec)
     module_name, class_name = kind.target.split(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except ModuleNotFoundError as exc:  # ppo:, az:, rllib: without the train (or ray) extra
+        missing = as_missing_extra(exc, f"agent kind {kind.name!r}")
+        if missing is None:
+            raise
+        raise SpecError(str(missing)) from None
     agent = cls(variant=variant, seed=seed, **values)
     agent.spec = spec
     return agent

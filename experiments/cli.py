@@ -19,6 +19,8 @@ import importlib
 import os
 import sys
 
+from quarto_env.extras import as_missing_extra
+
 Table = dict[str, tuple[str | None, str]]
 """A subcommand's name -> the module whose ``main(argv)`` runs it (``None``: a table of its own), and its help."""
 
@@ -75,8 +77,15 @@ def dispatch(argv: list[str], table: Table, prog: str, noun: str, kind: str) -> 
     module_name = table[name][0]
     if module_name is None:  # a table of its own: quarto bench WHAT
         return dispatch(rest, BENCHMARKS, f"{prog} {name}", "WHAT", "benchmark")
-    module = importlib.import_module(module_name)  # may compile the search: Ctrl-C may come here too
-    return int(module.main(rest) or 0)
+    try:
+        module = importlib.import_module(module_name)  # may compile the search: Ctrl-C may come here too
+        return int(module.main(rest) or 0)
+    except ModuleNotFoundError as exc:  # a command, or a part of it, whose extra is not installed
+        missing = as_missing_extra(exc, f"{prog} {name}")
+        if missing is None:
+            raise
+        print(missing, file=sys.stderr)
+        return 2
 
 
 def _suggestion(name: str, table: Table) -> str:

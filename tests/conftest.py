@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from quarto_env.extras import EXTRA_MODULES, missing_module
+
 # The "human" render mode opens a window when matplotlib has an interactive backend: never in the tests.
 os.environ.setdefault("MPLBACKEND", "Agg")
 # The solver's value cache lives in a folder of this test session, not in the user's home.
@@ -32,6 +34,30 @@ FLAG_COMBINATIONS = [
 def flag_id(flags: dict) -> str:
     """A short test id, e.g. ``attributes=colour,squares=True``."""
     return ",".join(f"{k}={v}" for k, v in flags.items() if v not in (None, False, "random")) or "default"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a test marked with an extra (``@pytest.mark.ray``, ``clients``) where that extra is not installed,
+    in one line naming it: the README's install runs the suite without them, CI's second pass with them."""
+    for marker in item.iter_markers():
+        if marker.name in EXTRA_MODULES and (module := missing_module(marker.name)) is not None:
+            pytest.skip(f"needs the {marker.name} extra ({module} is not installed)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """A test that skips because a module of an extra is missing (``pytest.importorskip``) without the extra's
+    marker fails instead: CI's second pass, with the extras, selects the tests by marker, so an unmarked one
+    would never run anywhere."""
+    report = yield
+    if report.skipped and call.excinfo is not None:
+        reason = str(call.excinfo.value)
+        for extra, modules in EXTRA_MODULES.items():
+            needs_extra = any(f"could not import '{module}'" in reason for module in modules)
+            if needs_extra and item.get_closest_marker(extra) is None:
+                report.outcome = "failed"
+                report.longrepr = f"{item.nodeid} needs the {extra} extra: mark it @pytest.mark.{extra}"
+    return report
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -76,6 +76,7 @@ def test_a_run_without_pgx_loads_no_jax() -> None:
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, timeout=300)
 
 
+@pytest.mark.bench
 @pytest.mark.slow
 def test_with_pgx_every_path_is_a_ratio_to_pgx_connect_four(tmp_path: Path) -> None:
     pytest.importorskip("pgx")  # the optional extra: pip install -e ".[bench]"

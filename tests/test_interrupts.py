@@ -177,6 +177,7 @@ def test_play_stops_while_the_agent_thinks(tmp_path: Path, opponent: str) -> Non
     assert "interrupted -- game abandoned." in stdout
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_an_interrupted_sweep_says_one_line_and_writes_no_empty_results(tmp_path: Path) -> None:
     """Ctrl-C while the only trial trains, to the sweep's whole process group as a terminal sends it (Ray's

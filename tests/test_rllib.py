@@ -154,6 +154,7 @@ def pettingzoo_env(**flags: Any) -> Any:
     return PettingZooEnv(flat_env(**flags))
 
 
+@pytest.mark.ray
 def test_a_give_that_hands_over_a_win_costs_the_giver_minus_one() -> None:
     env = pettingzoo_env()
     # Pieces 0, 1, 2 on the top row are all solid (bit 3 clear), as piece 4 is; nothing in hand: the mover gives.
@@ -166,6 +167,7 @@ def test_a_give_that_hands_over_a_win_costs_the_giver_minus_one() -> None:
     assert rewards == {giver: -1, winner: 1} and terminateds["__all__"]
 
 
+@pytest.mark.ray
 def test_a_placement_that_leaves_a_win_to_claim_costs_the_placer_minus_one() -> None:
     env = pettingzoo_env(declaration=True)
     observations, _ = env.reset(options={"position": "012............. 4"})
@@ -178,6 +180,7 @@ def test_a_placement_that_leaves_a_win_to_claim_costs_the_placer_minus_one() -> 
     assert rewards == {placer: -1, claimer: 1} and terminateds["__all__"]
 
 
+@pytest.mark.ray
 def test_pettingzoo_env_passes_rllib_checks_and_plays_whole_games() -> None:
     env = pettingzoo_env(observation="parity")
     from ray.rllib.utils.pre_checks.env import check_multiagent_environments
@@ -211,6 +214,7 @@ def _modules() -> tuple[type, type]:
     return _module_classes()
 
 
+@pytest.mark.ray
 def test_the_network_module_only_picks_legal_actions_over_whole_games() -> None:
     import torch as th
 
@@ -238,6 +242,7 @@ def test_the_network_module_only_picks_legal_actions_over_whole_games() -> None:
     play_games(env, 20, sample_legal)
 
 
+@pytest.mark.ray
 def test_a_baseline_module_plays_its_agent_from_the_planes() -> None:
     pytest.importorskip("ray")
     from ray.rllib.core.columns import Columns
@@ -299,6 +304,7 @@ def scalars(run_dir: Path) -> dict[str, list[int]]:
     return {tag: [e.step for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_a_run_writes_the_sb3_backends_folder_tags_and_final_table(rllib_run: tuple[Path, str]) -> None:
     run_dir, printed = rllib_run
@@ -319,6 +325,7 @@ def test_a_run_writes_the_sb3_backends_folder_tags_and_final_table(rllib_run: tu
     assert f"agent spec: rllib:{run_dir}" in printed
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_the_rllib_spec_plays_legal_games_and_checkpoints_are_data(rllib_run: tuple[Path, str]) -> None:
     import quarto_env
@@ -343,6 +350,7 @@ def test_the_rllib_spec_plays_legal_games_and_checkpoints_are_data(rllib_run: tu
                 env.step(action)
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_bad_rllib_checkpoints_get_one_line_errors(rllib_run: tuple[Path, str], tmp_path: Path) -> None:
     from agents.base import make_agent
@@ -389,6 +397,7 @@ def _pickled_object() -> bytes:
     return buffer.getvalue()
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_resume_continues_with_the_weights_snapshots_and_steps_also_in_an_env_runner(
     rllib_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -412,6 +421,7 @@ def test_resume_continues_with_the_weights_snapshots_and_steps_also_in_an_env_ru
     load_network(run_dir)  # the final checkpoint plays
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_resume_restores_mains_optimizer_state(rllib_run: tuple[Path, str], tmp_path: Path) -> None:
     from agents.checkpoints import read_weights
@@ -457,6 +467,7 @@ def assert_same_optimizer_state(restored: dict[str, Any], saved: dict[str, Any])
                 assert th.equal(restored[name][index][key].to(tensor.dtype), tensor), (name, index, key)
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_a_remote_learner_trains_and_gets_its_optimizer_state_back(local_ray: Any, tmp_path: Path) -> None:
     from agents.checkpoints import read_weights
@@ -478,6 +489,7 @@ def test_a_remote_learner_trains_and_gets_its_optimizer_state_back(local_ray: An
     assert_same_optimizer_state(restored, read_weights(run_dir / "checkpoints" / "latest.zip", OPTIMIZER_ENTRY))
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_more_gpus_than_the_cluster_has_are_refused_in_one_line(
     local_ray: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -489,6 +501,7 @@ def test_more_gpus_than_the_cluster_has_are_refused_in_one_line(
     assert not (tmp_path / "run" / "config.yaml").exists()  # refused before anything is written
 
 
+@pytest.mark.ray
 def test_the_resource_bundles_are_rllibs_own_layout() -> None:
     pytest.importorskip("ray")
     from experiments.training.config import load_config

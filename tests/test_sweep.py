@@ -123,6 +123,7 @@ def test_missing_config_is_refused(tmp_path: Path) -> None:
     assert "does not exist" in err
 
 
+@pytest.mark.ray
 def test_a_sweep_that_ray_refuses_leaves_no_sweep_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("ray")
     import ray
@@ -138,6 +139,7 @@ def test_a_sweep_that_ray_refuses_leaves_no_sweep_json(tmp_path: Path, monkeypat
         assert not (out / "sweep.json").exists() and not (out / "command.txt").exists()
 
 
+@pytest.mark.ray
 def test_a_refused_token_names_ray_auth_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("ray")
     import ray
@@ -160,6 +162,7 @@ def test_a_refused_token_names_ray_auth_mode(tmp_path: Path, monkeypatch: pytest
     assert not (tmp_path / "sweep.json").exists()
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_trials_that_want_more_gpus_than_the_cluster_are_refused_once_ray_is_up(tmp_path: Path) -> None:
     pytest.importorskip("ray")
@@ -171,6 +174,7 @@ def test_trials_that_want_more_gpus_than_the_cluster_are_refused_once_ray_is_up(
     assert not (out / "sweep.json").exists()
 
 
+@pytest.mark.ray
 def test_rllib_trials_reserve_their_env_runners_and_learners(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     config = Path(__file__).resolve().parent.parent / "configs"
@@ -191,6 +195,7 @@ def exact_bootstrap_interval(values: list[float]) -> tuple[float, float]:
     return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
 
 
+@pytest.mark.ray
 def test_summary_against_hand_computed_values() -> None:
     pytest.importorskip("scipy")  # the statistics come with the ray extra
     values = [0.2, 0.4, 0.9, 1.0]
@@ -203,6 +208,7 @@ def test_summary_against_hand_computed_values() -> None:
     assert summary.low < summary.mean < summary.high
 
 
+@pytest.mark.ray
 def test_two_seeds_give_their_range_and_one_seed_a_point() -> None:
     pytest.importorskip("scipy")  # the statistics come with the ray extra
     # Resamples of (a, b): a, (a+b)/2, b with chances 1/4, 1/2, 1/4, so the 2.5% and 97.5% quantiles are a and b.
@@ -231,6 +237,7 @@ def test_early_evaluation_steps_snap_to_their_own_points_not_to_the_interval() -
     assert len({sweep.snapped(step, 250_000, EARLY_EVALS) for step in (0, *EARLY_EVALS)}) == len({0, *EARLY_EVALS})
 
 
+@pytest.mark.ray
 def test_iqm_of_eight_seeds_drops_two_at_each_end() -> None:
     pytest.importorskip("scipy")  # the statistics come with the ray extra
     values = [0.0, 0.1, 0.5, 0.5, 0.6, 0.6, 0.9, 1.0]
@@ -257,6 +264,7 @@ def finished_sweep(tmp_path_factory: pytest.TempPathFactory, tiny: list[str]) ->
     return out, [first, second]
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_failed_trial_is_reported_and_resume_finishes_it(
     finished_sweep: FinishedSweep,
@@ -275,6 +283,7 @@ def test_failed_trial_is_reported_and_resume_finishes_it(
     assert json.loads((out / "sweep.json").read_text())["seeds"] == [0, 1]
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_aggregate_equals_the_trials_own_results(finished_sweep: FinishedSweep) -> None:
     out, (_, (_, printed, _)) = finished_sweep
@@ -301,6 +310,7 @@ def test_aggregate_equals_the_trials_own_results(finished_sweep: FinishedSweep) 
     assert len(table.splitlines()) == 2 + 4 + 1
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_curves_over_seeds(finished_sweep: FinishedSweep) -> None:
     from experiments.training.sweep import read_curves
@@ -319,6 +329,7 @@ def test_curves_over_seeds(finished_sweep: FinishedSweep) -> None:
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_reusing_out_names_resume(finished_sweep: FinishedSweep) -> None:
     out, _ = finished_sweep
@@ -327,6 +338,7 @@ def test_reusing_out_names_resume(finished_sweep: FinishedSweep) -> None:
     assert f"quarto sweep --resume {out}" in err
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_an_rllib_sweep_on_a_two_node_cluster(tmp_path: Path) -> None:
     """A head and a second node of 2 CPUs each (ray.cluster_utils, one machine): the trial's placement group of

@@ -1,0 +1,66 @@
+"""The optional extras of the package, and the one line that says which is missing.
+
+``pip install quarto-env`` gives the rules, the environments, the vector API, the solver with its books and
+suites, and the baseline agents: numpy, numba, gymnasium, pettingzoo, wrapt, tqdm and pillow. Everything else is
+an extra (``pyproject.toml``)::
+
+    train    torch, stable-baselines3, sb3-contrib, tensorboard, pyyaml, rich, matplotlib: quarto train,
+             evaluate, plot, the trained agents (ppo:, az:), tournament --tensorboard, the "human" render mode
+    ray      Ray Tune and RLlib (with train): quarto sweep, backend: rllib, alphazero's workers
+    bench    pgx and pygame: the peers that quarto bench vector and quarto bench env compare against
+    clients  TorchRL and Tianshou: the tests that drive the env through them
+
+A feature whose extra is missing stops with :class:`MissingExtra`, whose message is one line naming the extra
+and the command that installs it; the command line prints it and exits with status 2 before writing anything.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "train": ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "yaml", "rich", "matplotlib"),
+    "ray": ("ray", "scipy"),
+    "bench": ("pgx", "pygame"),
+    "clients": ("torchrl", "tianshou"),
+}
+"""Each extra and the top-level modules it brings (import names, not distribution names)."""
+
+EXTRA_OF_MODULE = {module: extra for extra, modules in EXTRA_MODULES.items() for module in modules}
+"""Which extra brings a top-level module."""
+
+
+class MissingExtra(ImportError):
+    """A feature needs an extra that is not installed; ``str(error)`` is the one line to print."""
+
+    def __init__(self, purpose: str, extra: str, module: str) -> None:
+        self.extra = extra
+        super().__init__(
+            f"{purpose} needs the '{extra}' extra ({module} is not installed): "
+            f"pip install 'quarto-env[{extra}]' (from a checkout: pip install -e '.[{extra}]')",
+            name=module,
+        )
+
+
+def missing_module(extra: str) -> str | None:
+    """The first module of ``extra`` that cannot be imported here, or ``None`` when the extra is installed."""
+    for module in EXTRA_MODULES[extra]:
+        if importlib.util.find_spec(module) is None:
+            return module
+    return None
+
+
+def require(extra: str, purpose: str) -> None:
+    """Raise :class:`MissingExtra` naming ``purpose`` unless every module of ``extra`` can be imported. Only
+    looks the modules up (no import), so it costs nothing where the extra is installed."""
+    module = missing_module(extra)
+    if module is not None:
+        raise MissingExtra(purpose, extra, module)
+
+
+def as_missing_extra(error: ModuleNotFoundError, purpose: str) -> MissingExtra | None:
+    """The :class:`MissingExtra` that ``error`` means, when the module it failed to find belongs to an extra
+    (``None`` for any other module: a real bug, to be raised as it is)."""
+    top = (error.name or "").partition(".")[0]
+    extra = EXTRA_OF_MODULE.get(top)
+    return MissingExtra(purpose, extra, top) if extra else None
