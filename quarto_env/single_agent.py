@@ -90,25 +90,24 @@ seat (under ``learner_seat="random"``) and the seed of the opponent's generator:
 episode for the same learner actions, and the episodes after a seeded reset follow from it. (A player object
 is reseeded when it has an ``rng`` attribute, as the agents of :mod:`agents` do.) (A ``ppo``
 opponent with ``deterministic=false`` samples from torch's global generator, which the env does not reseed.)
-``reset(options={"position": ...})`` starts
-from a position in the notation of :mod:`quarto_env.notation`, as ``quarto_v1`` does; when the opponent is
-to move there, it moves first, and a position the opponent wins before the learner's first decision raises
-``ValueError``.
+``reset(options={"position": ...})`` starts from a position in the notation of :mod:`quarto_env.notation`, as
+``quarto_v1`` does; when the opponent is to move there, it moves first, and a position the opponent wins
+before the learner's first decision raises ``ValueError``.
 
 ## Infos
 
 Every ``reset`` and ``step`` info holds the same keys, with numbers, booleans and ``int8`` arrays only -- no
 string, no ``None`` -- so that any library can turn it into tensors:
 
-| key                  | value                                                                                 |
-|----------------------|---------------------------------------------------------------------------------------|
+| key                  | value                                                                                  |
+|----------------------|----------------------------------------------------------------------------------------|
 | ``"action_mask"``    | ``int8`` ``(num_actions,)``: the learner's legal actions (all zeros once it has ended) |
-| ``"seat"``           | the learner's seat: 0 when it gives first, 1 otherwise                                |
-| ``"outcome"``        | ``Outcome.IN_PLAY`` (0) during the game; then ``WIN`` (1), ``DRAW`` (2),              |
-|                      | ``FALSE_DECLARATION`` (3) or ``ILLEGAL_ACTION`` (5): :class:`quarto_env.Outcome` codes  |
-| ``"winner"``         | the winner's seat, numbered as ``"seat"``: the learner won when                       |
-|                      | ``info["winner"] == info["seat"]``; ``NO_WINNER`` (-1) during the game and after a draw|
-| ``"illegal_action"`` | ``True`` only when the learner's illegal action ended the episode                     |
+| ``"seat"``           | the learner's seat: 0 when it gives first, 1 otherwise                                 |
+| ``"outcome"``        | a :class:`quarto_env.Outcome` code: ``IN_PLAY`` (0) during the game; then ``WIN`` (1), |
+|                      | ``DRAW`` (2), ``FALSE_DECLARATION`` (3) or ``ILLEGAL_ACTION`` (5)                      |
+| ``"winner"``         | the winner's seat, numbered as ``"seat"``: the learner won when                        |
+|                      | ``info["winner"] == info["seat"]``; ``NO_WINNER`` (-1) during the game, after a draw   |
+| ``"illegal_action"`` | ``True`` only when the learner's illegal action ended the episode (the opponent wins)  |
 
 ## Creating it without importing ``quarto_env``
 
