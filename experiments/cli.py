@@ -45,7 +45,7 @@ COMMANDS: Table = {
 """``quarto NAME``: the module whose ``main(argv)`` runs it, and its line of help."""
 
 BENCHMARKS: Table = {
-    "env": ("experiments.bench.env", "turns/s of the wrapped quarto_v0 vs connect_four_v3; rules core states/s"),
+    "env": ("experiments.bench.env", "turns/s of the wrapped quarto_v1 vs connect_four_v3; rules core states/s"),
     "solver": ("experiments.bench.solver", "exact solver and minimax times on a seeded sample of positions"),
     "train": ("experiments.bench.train", "learner steps/s of a short training run"),
     "mcts": ("experiments.bench.mcts", "MCTS simulations/s, compiled playouts vs Python ones"),

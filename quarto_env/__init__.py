@@ -1,14 +1,18 @@
-"""Quarto for reinforcement learning: a fast rules core, the PettingZoo AEC environment ``quarto_v0`` and a
+"""Quarto for reinforcement learning: a fast rules core, the PettingZoo AEC environment ``quarto_v1`` and a
 Gymnasium single-agent environment against a fixed opponent.
 
 - ``quarto_env.env(**flags)`` is the AEC environment wrapped like PettingZoo's classic games, ``quarto_env.raw_env``
-  the bare one; ``pettingzoo.make("aec", "quarto_v0", **flags)`` works too, where the installed PettingZoo has a
-  registry.
+  the bare one; ``pettingzoo.make("aec", "quarto_v1", **flags)`` works too, where the installed PettingZoo has a
+  registry; ``pettingzoo.make("aec", "quarto_v0")`` raises PettingZoo's ``DeprecatedEnv``, pointing to
+  ``quarto_v1``.
 - ``gymnasium.make("quarto_env/QuartoVsAgent-v0", opponent="greedy", **flags)`` is the single-agent env
   (:mod:`quarto_env.single_agent`); ``gymnasium.make_vec`` of the same id, with ``num_envs=``, its batched
-  ``VectorEnv`` (:mod:`quarto_env.vector_env`).
-- ``quarto_env.VectorQuarto(num_envs, **flags)`` steps thousands of ``quarto_v0`` games at once, both seats
+  ``VectorEnv`` (:mod:`quarto_env.vector_env`). ``"quarto_env:quarto_env/QuartoVsAgent-v0"`` works without
+  importing this package first: Gymnasium imports it.
+- ``quarto_env.VectorQuarto(num_envs, **flags)`` steps thousands of ``quarto_v1`` games at once, both seats
   exposed, for one's own self-play algorithm (:mod:`quarto_env.vector`).
+- ``Outcome`` and ``NO_WINNER`` are the codes of ``info["outcome"]`` and ``info["winner"]``
+  (:mod:`quarto_env.outcome`).
 
 The ground floor -- :mod:`quarto_env.core` (the rules), :mod:`quarto_env.notation` and
 :mod:`quarto_env.symmetry` -- imports no RL framework, no torch and no plotting library, so importing this
@@ -26,13 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 import wrapt
 
+from quarto_env.outcome import NO_WINNER, Outcome
+
 if TYPE_CHECKING:
     from quarto_env.env import env, raw_env
     from quarto_env.vector import VectorQuarto
 
-__all__ = ["GYMNASIUM_ENV_ID", "PETTINGZOO_ENV_ID", "VectorQuarto", "env", "raw_env"]
+__all__ = ["GYMNASIUM_ENV_ID", "NO_WINNER", "PETTINGZOO_ENV_ID", "Outcome", "VectorQuarto", "env", "raw_env"]
 
-PETTINGZOO_ENV_ID = "quarto_v0"
+_PETTINGZOO_NAME, _PETTINGZOO_VERSION = "quarto", 1  # PettingZoo's convention: a version per API change
+PETTINGZOO_ENV_ID = f"{_PETTINGZOO_NAME}_v{_PETTINGZOO_VERSION}"
 GYMNASIUM_ENV_ID = "quarto_env/QuartoVsAgent-v0"
 ENV_ID = PETTINGZOO_ENV_ID  # the name earlier releases exported
 
@@ -76,8 +83,16 @@ def _register_with_gymnasium(gymnasium: Any) -> None:
 def _register_with_pettingzoo(pettingzoo: Any) -> None:
     if not hasattr(pettingzoo, "aec_registry"):  # PettingZoo before 1.27: quarto_env.env() is the way in
         return
-    if not any(spec.name == "quarto" and spec.version == 0 for spec in pettingzoo.aec_registry.values()):
+    from pettingzoo.utils.deprecated_module import DeprecatedModule
+
+    name, version = _PETTINGZOO_NAME, _PETTINGZOO_VERSION
+    registered = {(spec.name, spec.version) for spec in pettingzoo.aec_registry.values()}
+    if (name, version) not in registered:
         pettingzoo.register("aec", PETTINGZOO_ENV_ID, entry_point="quarto_env.env:env")
+    for old in range(version):
+        if (name, old) not in registered:  # PettingZoo's own retired-version stub: its env() raises DeprecatedEnv,
+            # "quarto_v0 is now deprecated, use quarto_v1 instead", whatever the arguments
+            pettingzoo.register("aec", f"{name}_v{old}", entry_point=DeprecatedModule(name, old, version).env)
 
 
 wrapt.register_post_import_hook(_register_with_gymnasium, "gymnasium")

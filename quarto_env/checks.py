@@ -11,7 +11,7 @@
 - :func:`shortened`: the user's input quoted back in a message, cut to its first 80 characters.
 - :func:`atomic_write` (and ``_bytes``, ``_text``): a reader never sees half a file; a run killed mid-write
   leaves at most an orphan temporary file, which :func:`remove_orphan_temporaries` clears.
-- :func:`checked_first_player` and :func:`checked_penalty`: the flags that ``quarto_v0`` and
+- :func:`checked_first_player` and :func:`checked_penalty`: the flags that ``quarto_v1`` and
   :class:`quarto_env.vector.VectorQuarto` take beside the rules (which :meth:`quarto_env.core.Variant.make` checks).
 
 Standard library only, like the rules core.

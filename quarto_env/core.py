@@ -58,6 +58,8 @@ import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic, overload, register_jitable
 
+from quarto_env.outcome import NO_WINNER
+
 # ---------------------------------------------------------------------------------------------------------
 # Game facts
 # ---------------------------------------------------------------------------------------------------------
@@ -73,7 +75,6 @@ ALL_PIECES = (1 << NUM_PIECES) - 1
 ALL_ATTRIBUTES = (1 << NUM_ATTRIBUTES) - 1
 NO_PIECE = -1
 """``State.hand`` when no piece is in hand: the next action is a give."""
-NO_WINNER = -1
 DECLARE = 16
 """The action that declares "Quarto!" (only in the declaration variant)."""
 NUM_ACTIONS = 16

@@ -1,7 +1,7 @@
 """
-# Quarto (``quarto_v0``)
+# Quarto (``quarto_v1``)
 
-| Creation            | ``quarto_env.env(**flags)`` or ``pettingzoo.make("aec", "quarto_v0", **flags)``        |
+| Creation            | ``quarto_env.env(**flags)`` or ``pettingzoo.make("aec", "quarto_v1", **flags)``        |
 |---------------------|----------------------------------------------------------------------------------------|
 | Actions             | Discrete                                                                               |
 | Parallel API        | No                                                                                     |
@@ -36,7 +36,8 @@ One ``Discrete`` space serves both phases:
   ``5`` is tall, light, square, solid);
 - with ``declaration=True`` only: action ``16`` declares "Quarto!".
 
-The phase is in the observation (channel 16) and in ``info["phase"]``.
+The phase is in the observation: channel 16 (:data:`quarto_env.observation.PLACING`) is all ones when the next
+action places, all zeros when it gives.
 
 ## Observation space
 
@@ -145,15 +146,43 @@ dead step); any other action then raises ``ValueError``.
 
 ## Infos
 
-``info["phase"]`` is ``"place"`` or ``"give"`` for the agent to act. When the game ends both agents get
-``info["outcome"]`` -- ``"win"``, ``"draw"``, ``"false_declaration"`` or ``"time_limit"`` -- and
-``info["winner"]`` (an agent name, or ``None`` for a draw); an illegal action, which the wrapper handles
-before the env sees it, leaves the infos as they were. ``env.unwrapped.game_state`` is the position as a
-:class:`quarto_env.core.State` and ``env.unwrapped.position`` in the position notation.
+Every info holds the same two keys, for both agents, from ``reset`` on, and only Python ``int`` values -- no
+string, no ``None`` -- so that clients that turn infos into tensors (TorchRL's ``PettingZooWrapper``, Tianshou's
+``Batch``) take them unchanged:
+
+| key           | during the game                | once the game has ended                                       |
+|---------------|--------------------------------|---------------------------------------------------------------|
+| ``"outcome"`` | ``Outcome.IN_PLAY`` (0)        | ``Outcome.WIN`` (1), ``DRAW`` (2), ``FALSE_DECLARATION`` (3)  |
+|               |                                | or ``TIME_LIMIT`` (4)                                         |
+| ``"winner"``  | ``NO_WINNER`` (-1)             | ``i`` when ``player_i`` won (its index in                     |
+|               |                                | ``possible_agents``); ``NO_WINNER`` (-1) after a draw         |
+
+``Outcome`` (an ``IntEnum``: ``Outcome(info["outcome"]).name`` names a code) and ``NO_WINNER`` are exported by
+``quarto_env`` (:mod:`quarto_env.outcome`). An illegal action, which the wrapper handles before the env sees it,
+leaves the infos as they were (the game's end is then in the terminations and the -1 reward). The phase is
+the observation's channel 16. ``env.unwrapped.game_state`` is the position as a :class:`quarto_env.core.State`
+and ``env.unwrapped.position`` in the position notation.
+
+## Creating it without importing ``quarto_env``
+
+``import quarto_env`` registers ``quarto_v1`` with PettingZoo's registry (PettingZoo 1.27 and later), so
+``pettingzoo.make("aec", "quarto_v1", **flags)`` works after it. PettingZoo has no module prefix like
+Gymnasium's ``"module:id"``: in a program that never imports ``quarto_env``, pass an ``EnvSpec`` with the entry
+point, which PettingZoo imports itself::
+
+    import pettingzoo
+
+    env = pettingzoo.make("aec", pettingzoo.EnvSpec("quarto_v1", entry_point="quarto_env:env"), squares=True)
 
 ## Version history
 
-* v0 (this release): ``observation`` takes every kind the trainer trains on (``lookahead``, ``parity``); under
+* v1: infos hold numbers only, for both agents at every step: ``info["outcome"]`` is an :class:`Outcome`
+  code (0 while the game goes on) and ``info["winner"]`` an agent index or ``NO_WINNER`` (-1), instead of the
+  strings ``"win"``/``"draw"``/... and an agent name or ``None``; ``info["phase"]`` is gone (observation
+  channel 16 holds it). TorchRL's ``PettingZooWrapper`` failed on the strings. ``quarto_v0`` now raises
+  PettingZoo's ``DeprecatedEnv``, "quarto_v0 is now deprecated, use quarto_v1 instead"; games, records and
+  checkpoints are unchanged (none of them names the env).
+* v0: ``observation`` takes every kind the trainer trains on (``lookahead``, ``parity``); under
   ``false_declaration="penalty"`` a false declaration cannot be repeated before the next placement or give, so
   every game ends; non-integer actions are refused; all masks are zero after any termination.
 * v0: initial release -- every rule variant of the sheets, declaration policies, the tournament time limit,
@@ -174,6 +203,7 @@ from gymnasium.utils import EzPickle, seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
+from quarto_env import PETTINGZOO_ENV_ID
 from quarto_env.checks import AGENTS, checked_first_player, checked_number, checked_penalty
 from quarto_env.core import (
     DECLARE,
@@ -189,13 +219,14 @@ from quarto_env.core import (
 from quarto_env.fast import write_observation
 from quarto_env.notation import EXAMPLE, format_position, parse_position
 from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
+from quarto_env.outcome import Outcome
 from quarto_env.render import render_image, render_text
 
 RESET_OPTIONS = ("position",)
 
 
 def env(**kwargs: Any) -> AECEnv:
-    """``quarto_v0`` wrapped like PettingZoo's classic environments (illegal action: -1 and the game ends)."""
+    """``quarto_v1`` wrapped like PettingZoo's classic environments (illegal action: -1 and the game ends)."""
     return wrap_like_classic(raw_env(**kwargs))
 
 
@@ -266,11 +297,11 @@ class _OrderEnforcing(_OneHop, wrappers.OrderEnforcingWrapper):
 
 
 class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
-    """The unwrapped ``quarto_v0`` AEC environment; see the module docstring for the whole specification."""
+    """The unwrapped ``quarto_v1`` AEC environment; see the module docstring for the whole specification."""
 
     metadata: dict[str, Any] = {  # noqa: RUF012 -- PettingZoo reads it from the class
         "render_modes": ["ansi", "rgb_array", "human"],
-        "name": "quarto_v0",
+        "name": PETTINGZOO_ENV_ID,
         "is_parallelizable": False,
         "render_fps": 2,
     }
@@ -372,7 +403,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         self._cumulative_rewards = dict.fromkeys(AGENTS, 0.0)
         self.terminations = dict.fromkeys(AGENTS, False)
         self.truncations = dict.fromkeys(AGENTS, False)
-        self.infos: dict[str, dict[str, Any]] = {agent: {} for agent in AGENTS}
+        self.infos: dict[str, dict[str, int]] = _infos(Outcome.IN_PLAY, NO_WINNER)
         self._skip_agent_selection = None
         self._hand_over()
         if self.render_mode == "human":
@@ -462,7 +493,8 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
     def _starting_state(self, options: dict[str, Any]) -> State:
         unknown = sorted(set(options) - set(RESET_OPTIONS))
         if unknown:
-            warnings.warn(f"quarto_v0 ignores reset options {unknown}; it knows {list(RESET_OPTIONS)}", stacklevel=3)
+            name = self.metadata["name"]
+            warnings.warn(f"{name} ignores reset options {unknown}; it knows {list(RESET_OPTIONS)}", stacklevel=3)
         if "position" not in options:
             return INITIAL_STATE
         position = options["position"]
@@ -489,34 +521,31 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         before, self.game_state = self.game_state, state
         self._declared_falsely = False
         if state.over:
-            outcome = "false_declaration" if declared and not before.claimable else "win"
-            self._finish(NO_WINNER if state.winner == NO_WINNER else state.winner, outcome)
+            outcome = Outcome.FALSE_DECLARATION if declared and not before.claimable else Outcome.WIN
+            self._finish(state.winner, outcome)
         elif declared:  # a false declaration under the penalty policy: nothing else changed
             self.rewards[agent] = self.false_declaration_penalty
             self._declared_falsely = True
 
     def _forfeit(self, agent: str) -> None:
         self._forfeited_by = agent
-        self._finish(1 - self.seats.index(agent), "time_limit")
+        self._finish(1 - self.seats.index(agent), Outcome.TIME_LIMIT)
 
-    def _finish(self, winner: int, outcome: str) -> None:
+    def _finish(self, winner: int, outcome: Outcome) -> None:
         """End the game: ``winner`` is a core player or ``NO_WINNER``."""
         if winner == NO_WINNER:
-            outcome = "draw"
+            self.infos = _infos(Outcome.DRAW, NO_WINNER)
         else:
+            self.infos = _infos(outcome, AGENTS.index(self.seats[winner]))
             self.rewards[self.seats[winner]] = 1.0
             self.rewards[self.seats[1 - winner]] = -1.0
         self._ended = True
         self.terminations = dict.fromkeys(self.agents, True)
-        winner_name = None if winner == NO_WINNER else self.seats[winner]
-        self.infos = {agent: {"outcome": outcome, "winner": winner_name} for agent in self.agents}
 
     def _hand_over(self) -> None:
-        """Select the agent to act next, tell it the phase and start its clock."""
-        state = self.game_state
-        mover = self.seats[state.to_move]
-        self.agent_selection = mover
-        self.infos = {mover: {"phase": "place" if state.placing else "give"}, self.seats[1 - state.to_move]: {}}
+        """Select the agent to act next and start its clock."""
+        self.agent_selection = self.seats[self.game_state.to_move]
+        self.infos = _infos(Outcome.IN_PLAY, NO_WINNER)
         if self.time_limit is not None:
             self._handed_over_at = self.clock()
 
@@ -536,7 +565,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
             return
         if self._figure is None:
             height, width = image.shape[:2]
-            self._figure = plt.figure("quarto_v0", figsize=(width / 100, height / 100), dpi=100)
+            self._figure = plt.figure(self.metadata["name"], figsize=(width / 100, height / 100), dpi=100)
             self._axes_image = self._figure.add_axes((0, 0, 1, 1)).imshow(image)
             self._figure.axes[0].set_axis_off()
         else:
@@ -545,6 +574,11 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
 
 
 _NON_INTERACTIVE_BACKENDS = {"agg", "cairo", "pdf", "pgf", "ps", "svg", "template"}
+
+
+def _infos(outcome: Outcome, winner: int) -> dict[str, dict[str, int]]:
+    """Both agents' infos, the same numbers for each: ``winner`` is an index into ``AGENTS`` or ``NO_WINNER``."""
+    return {agent: {"outcome": int(outcome), "winner": winner} for agent in AGENTS}
 
 
 def _check_time_limit(value: float | None) -> float | None:

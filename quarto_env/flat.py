@@ -1,9 +1,9 @@
-"""``quarto_v0`` with flat ``float32`` planes, the observation RLlib's action-masking modules read.
+"""``quarto_v1`` with flat ``float32`` planes, the observation RLlib's action-masking modules read.
 
 :func:`flat_env` wraps :func:`quarto_env.env` (every flag and ``reset(options={"position": ...})`` unchanged) in
 :class:`FlatObservation`, a thin PettingZoo wrapper that changes only the observation::
 
-    {"observation": int8 (channels, 16), "action_mask": int8 (num_actions,)}         # quarto_v0
+    {"observation": int8 (channels, 16), "action_mask": int8 (num_actions,)}         # quarto_v1
     {"observations": float32 (channels * 16,), "action_mask": int8 (num_actions,)}    # flat_env
 
 The planes are laid out channel by channel (``planes.reshape(-1)``), so ``observations.reshape(channels, 16)``
@@ -11,7 +11,7 @@ gives them back; the key is ``observations`` and the board flat because RLlib's 
 that key and its default encoders refuse a 2-D ``Box``. The mask stays ``int8``: PettingZoo's convention, which
 ``Discrete.sample(mask)`` and its ``api_test`` require (a ``float32`` mask fails them); the masking module
 reads either. Turns, rewards (the loser sees -1 whether its placement
-or its give lost), infos and the illegal-move policy are quarto_v0's. RLlib's ``PettingZooEnv`` steps it
+or its give lost), infos and the illegal-move policy are quarto_v1's. RLlib's ``PettingZooEnv`` steps it
 unchanged: the same agent acts twice in a row (place, then give) and the first action is a give.
 
 :func:`decode` goes the other way: the position a set of planes shows, as a :class:`quarto_env.core.State`, so
@@ -42,7 +42,7 @@ RAW_CHANNELS = OBSERVATION_KINDS["raw"].num_channels
 
 
 class FlatObservation(BaseWrapper):
-    """``quarto_v0`` seen through flat ``float32`` observations (see the module docstring)."""
+    """``quarto_v1`` seen through flat ``float32`` observations (see the module docstring)."""
 
     def __init__(self, env: AECEnv) -> None:
         super().__init__(env)
@@ -68,7 +68,7 @@ def flat_env(**kwargs: Any) -> FlatObservation:
 
 
 def flatten(observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """A ``quarto_v0`` observation as :class:`FlatObservation` shows it."""
+    """A ``quarto_v1`` observation as :class:`FlatObservation` shows it."""
     return {
         OBSERVATIONS: observation["observation"].reshape(-1).astype(np.float32),
         ACTION_MASK: observation[ACTION_MASK],

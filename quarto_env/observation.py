@@ -152,7 +152,7 @@ OBSERVATION_KINDS: dict[str, ObservationKind] = {
 
 
 DEFAULT_OBSERVATION = "tactical"
-"""The kind of ``quarto_v0``, its single-agent and batched views and ``quarto dataset`` when none is named."""
+"""The kind of ``quarto_v1``, its single-agent and batched views and ``quarto dataset`` when none is named."""
 
 
 def observation_kind(name: str) -> ObservationKind:

@@ -11,13 +11,13 @@
 | Truncation        | never (``truncated`` is always ``False``)                                                        |
 | Render modes      | ``"ansi"``, ``"rgb_array"``, ``"human"``                                                         |
 
-A single-agent Gymnasium view of the PettingZoo game ``quarto_v0`` (:mod:`quarto_env.env`): the learner
+A single-agent Gymnasium view of the PettingZoo game ``quarto_v1`` (:mod:`quarto_env.env`): the learner
 plays one seat, a fixed opponent plays the other: through ``gymnasium.make``, any agent spec of
 :mod:`agents.base` (``random``, ``greedy``, ``minimax:depth=2``, ``ppo:PATH``...), built by the registered
 entry point :func:`agents.vs_agent.make_vs_agent`; constructed directly, any player object -- anything with
 ``act(state) -> action`` and ``reset()``, as the agents of :mod:`agents` have. It is a thin layer over
 :class:`quarto_env.env.raw_env`, so every rule, variant flag, observation kind and reset option of
-``quarto_v0`` holds here unchanged; ``env.unwrapped.raw`` is that AEC env (``game_state``, ``position``,
+``quarto_v1`` holds here unchanged; ``env.unwrapped.raw`` is that AEC env (``game_state``, ``position``,
 ``seats``, ``infos``) and ``env.unwrapped.opponent`` the opponent agent.
 
 ## Turns
@@ -25,8 +25,8 @@ entry point :func:`agents.vs_agent.make_vs_agent`; constructed directly, any pla
 The learner makes every decision of its seat: it **places** the piece it was given, then **gives** one --
 two ``step`` calls in a row -- and, in the declaration variant, declares. Each ``step`` plays the learner's
 action, then all the opponent's decisions up to the learner's next one; when the opponent acts first, its
-first give is played inside ``reset``. ``info["phase"]`` says what the next action is (``"place"`` or
-``"give"``), and the observation's phase channel says it too.
+first give is played inside ``reset``. The observation's phase channel (16,
+:data:`quarto_env.observation.PLACING`) says what the next action is: all ones to place, all zeros to give.
 
 ## Observation and action spaces
 
@@ -51,7 +51,8 @@ declaration costs the learner nothing.
 ## Illegal actions
 
 An action outside the mask, with ``illegal_action="lose"`` (the default), ends the episode at once: reward
--1, ``terminated=True``, ``info["illegal_action"] = True`` (the position is left as it was). With
+-1, ``terminated=True``, ``info["illegal_action"] = True`` and ``info["outcome"] = Outcome.ILLEGAL_ACTION`` (the
+position is left as it was). With
 ``illegal_action="raise"`` it raises :class:`quarto_env.core.IllegalActionError`, naming the legal actions,
 and nothing changes. An action must be an integer -- a Python or numpy integer, or a 0-d integer array as
 ``model.predict`` returns; anything else (a float, a ``bool``, a string) raises ``TypeError`` under either
@@ -71,11 +72,11 @@ raises :class:`~quarto_env.core.IllegalActionError`.
 | ``learner_seat``              | ``"random"`` (drawn from the reset seed each episode), ``0``    | ``"random"`` |
 |                               | (the learner gives first) or ``1``                              |              |
 | ``illegal_action``            | ``"lose"`` or ``"raise"`` (see above)                           | ``"lose"``   |
-| ``attributes``, ``squares``,  | the rule variant, as in ``quarto_v0``                           | standard     |
+| ``attributes``, ``squares``,  | the rule variant, as in ``quarto_v1``                           | standard     |
 | ``declaration``,              |                                                                 |              |
 | ``false_declaration``,        |                                                                 |              |
 | ``false_declaration_penalty`` |                                                                 |              |
-| ``observation``               | an observation kind of ``quarto_v0``                            | tactical     |
+| ``observation``               | an observation kind of ``quarto_v1``                            | tactical     |
 | ``render_mode``               | ``None``, ``"ansi"``, ``"rgb_array"``, ``"human"``              | ``None``     |
 
 A bad value raises ``ValueError`` naming the allowed values (a bad agent spec raises
@@ -89,13 +90,34 @@ seat (under ``learner_seat="random"``) and the seed of the opponent's generator:
 episode for the same learner actions, and the episodes after a seeded reset follow from it. (A player object
 is reseeded when it has an ``rng`` attribute, as the agents of :mod:`agents` do.) (A ``ppo``
 opponent with ``deterministic=false`` samples from torch's global generator, which the env does not reseed.)
-``info["seat"]`` is the learner's seat, 0 when it gives first. ``reset(options={"position": ...})`` starts
-from a position in the notation of :mod:`quarto_env.notation`, as ``quarto_v0`` does; when the opponent is
-to move there, it moves first, and a position the opponent wins before the learner's first decision raises
-``ValueError``.
+``reset(options={"position": ...})`` starts from a position in the notation of :mod:`quarto_env.notation`, as
+``quarto_v1`` does; when the opponent is to move there, it moves first, and a position the opponent wins
+before the learner's first decision raises ``ValueError``.
 
-At the end of a game ``info["outcome"]`` is ``"win"``, ``"draw"``, ``"false_declaration"`` or
-``"illegal_action"``, and ``info["winner"]`` is ``"learner"``, ``"opponent"`` or ``None`` (a draw).
+## Infos
+
+Every ``reset`` and ``step`` info holds the same keys, with numbers, booleans and ``int8`` arrays only -- no
+string, no ``None`` -- so that any library can turn it into tensors:
+
+| key                  | value                                                                                  |
+|----------------------|----------------------------------------------------------------------------------------|
+| ``"action_mask"``    | ``int8`` ``(num_actions,)``: the learner's legal actions (all zeros once it has ended) |
+| ``"seat"``           | the learner's seat: 0 when it gives first, 1 otherwise                                 |
+| ``"outcome"``        | a :class:`quarto_env.Outcome` code: ``IN_PLAY`` (0) during the game; then ``WIN`` (1), |
+|                      | ``DRAW`` (2), ``FALSE_DECLARATION`` (3) or ``ILLEGAL_ACTION`` (5)                      |
+| ``"winner"``         | the winner's seat, numbered as ``"seat"``: the learner won when                        |
+|                      | ``info["winner"] == info["seat"]``; ``NO_WINNER`` (-1) during the game, after a draw   |
+| ``"illegal_action"`` | ``True`` only when the learner's illegal action ended the episode (the opponent wins)  |
+
+## Creating it without importing ``quarto_env``
+
+``import quarto_env`` registers the id with Gymnasium. Gymnasium's module prefix does that import itself, so a
+program or a config file that only names the env needs nothing else::
+
+    import gymnasium
+
+    env = gymnasium.make("quarto_env:quarto_env/QuartoVsAgent-v0", opponent="greedy")
+    envs = gymnasium.make_vec("quarto_env:quarto_env/QuartoVsAgent-v0", num_envs=8, opponent="greedy")
 
 ## Training with Stable-Baselines3
 
@@ -115,6 +137,9 @@ PPO("MlpPolicy", env, seed=0).learn(100_000)  # no masks: an illegal action lose
 
 ## Version history
 
+* v0 (this release): infos hold numbers only, with the same keys at every step (``outcome`` an
+  :class:`~quarto_env.outcome.Outcome` code, ``winner`` a seat or ``NO_WINNER``, ``illegal_action`` always
+  there); ``info["phase"]`` is gone (the observation's channel 16 holds it).
 * v0: initial release.
 """
 
@@ -129,6 +154,7 @@ from gymnasium import spaces
 from quarto_env.core import DECLARE, IllegalActionError, State, checked_action
 from quarto_env.env import AGENTS, raw_env
 from quarto_env.observation import DEFAULT_OBSERVATION
+from quarto_env.outcome import NO_WINNER, Outcome
 
 LEARNER, OPPONENT = AGENTS
 """The learner plays ``raw_env``'s ``player_0``; its seat follows from ``raw_env``'s ``first_player``."""
@@ -269,14 +295,8 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
         self._episode_over = True
         observation = self._observe()
         self._mask = np.zeros_like(self._mask)
-        info = {
-            "action_mask": self._mask.copy(),
-            "seat": self.seat,
-            "outcome": "illegal_action",
-            "winner": "opponent",
-            "illegal_action": True,
-        }
-        return observation, -1.0, True, False, info
+        info = self._info_with(Outcome.ILLEGAL_ACTION, winner=1 - self.seat)
+        return observation, -1.0, True, False, {**info, "illegal_action": True}
 
     def _observe(self) -> np.ndarray:
         """The learner's planes, keeping its action mask for ``action_masks`` and the next legality check."""
@@ -285,15 +305,20 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
         return observed["observation"].astype(np.float32)
 
     def _info(self) -> dict[str, Any]:
+        """The info of the position now, from ``raw_env``'s (whose winner is an index into ``AGENTS``)."""
         raw_info = self.raw.infos[LEARNER]
-        info: dict[str, Any] = {"action_mask": self._mask.copy(), "seat": self.seat}
-        if "phase" in raw_info:
-            info["phase"] = raw_info["phase"]
-        if "outcome" in raw_info:
-            winner = raw_info["winner"]
-            info["outcome"] = raw_info["outcome"]
-            info["winner"] = None if winner is None else ("learner" if winner == LEARNER else "opponent")
-        return info
+        winner = raw_info["winner"]
+        seat = NO_WINNER if winner == NO_WINNER else self.raw.seats.index(AGENTS[winner])
+        return self._info_with(Outcome(raw_info["outcome"]), seat)
+
+    def _info_with(self, outcome: Outcome, winner: int) -> dict[str, Any]:
+        return {
+            "action_mask": self._mask.copy(),
+            "seat": self.seat,
+            "outcome": int(outcome),
+            "winner": winner,
+            "illegal_action": False,
+        }
 
 
 def _unboxed(action: object) -> object:

@@ -1,13 +1,13 @@
 """Many Quarto games side by side: :class:`VectorQuarto`, the batched self-play API, and :class:`GameBatch`,
 the engine of ``quarto train``.
 
-# ``VectorQuarto``: ``quarto_v0`` for thousands of games at once
+# ``VectorQuarto``: ``quarto_v1`` for thousands of games at once
 
 | Creation     | ``quarto_env.VectorQuarto(num_envs, observation="tactical", seed=None, **flags)``        |
 |--------------|------------------------------------------------------------------------------------------|
 | Seats        | ``0`` (``player_0``) and ``1`` (``player_1``), both exposed: the caller plays both       |
 | Actions      | ``int`` array ``(num_envs,)``: 0-15, and 16 ("Quarto!") with ``declaration=True``        |
-| Observations | ``int8`` ``(num_envs, channels, 16)``: quarto_v0's planes (``None``: no planes)          |
+| Observations | ``int8`` ``(num_envs, channels, 16)``: quarto_v1's planes (``None``: no planes)          |
 | Masks        | ``info["action_mask"]``: ``int8`` ``(num_envs, num_actions)``, of the seat to act        |
 | Seat to act  | ``info["current_player"]``: ``int8`` ``(num_envs,)``, 0 or 1                             |
 | Rewards      | ``float32`` ``(num_envs, 2)``: column ``s`` is seat ``s``'s                              |
@@ -23,7 +23,7 @@ networks can play each other, each acting where ``info["current_player"]`` is it
 
 ## Turns and actions
 
-As in ``quarto_v0``: the first action of a game is a give; then each player **places** the piece it was given
+As in ``quarto_v1``: the first action of a game is a give; then each player **places** the piece it was given
 (action = a square, ``4 * row + col``) and **gives** one (action = a piece), so the same seat acts twice in a
 row -- read ``info["current_player"]``, never assume alternation. ``actions[i]`` must be legal in env ``i``:
 ``info["action_mask"][i]`` shows which are (the empty squares, the pieces left, and the declaration at every
@@ -42,7 +42,7 @@ every row; two networks (or a learner and a frozen opponent) act each on its own
 
 ## Observations
 
-``observation=`` takes every kind of ``quarto_v0`` -- ``raw`` (17 channels), ``tactical`` (19, the default),
+``observation=`` takes every kind of ``quarto_v1`` -- ``raw`` (17 channels), ``tactical`` (19, the default),
 ``lookahead`` (21), ``parity`` (23); see :mod:`quarto_env.observation` -- and the planes are exactly the env's
 for the same position (the same kernel writes them). ``observation=None`` writes no planes at all, for an
 agent that reads the positions themselves (:meth:`~VectorQuarto.state`, :attr:`VectorQuarto.games`): the
@@ -68,7 +68,7 @@ absent with ``observation=None``). So a learner never steps a finished game: it 
 
 ## Seeding and who gives first
 
-Each env draws who gives first in each of its games (``first_player="random"``, as ``quarto_v0`` draws it at
+Each env draws who gives first in each of its games (``first_player="random"``, as ``quarto_v1`` draws it at
 each reset) from its own random stream; ``seed`` seeds all the streams (``numpy.random.SeedSequence``), so the
 same seed and the same actions give the same games, and a different seed other first players. ``reset(seed)``
 restarts the streams; ``reset()`` goes on drawing from where they are, and ``VectorQuarto(n, seed=s).reset()``
@@ -78,7 +78,7 @@ seat that gives first in every game instead. In the rules core's terms (:meth:`~
 
 ## Variant flags and errors
 
-Every rules flag of ``quarto_v0`` -- ``attributes``, ``squares``, ``declaration``, ``false_declaration``,
+Every rules flag of ``quarto_v1`` -- ``attributes``, ``squares``, ``declaration``, ``false_declaration``,
 ``false_declaration_penalty``, ``first_player`` -- with the same values, defaults and checks; ``time_limit``,
 ``render_mode`` and ``clock`` belong to the single-game env. A bad value, an unknown flag or observation kind
 raises an error that names the allowed values. :meth:`~VectorQuarto.step` refuses actions of another shape
@@ -176,7 +176,7 @@ DEFAULT_FLAGS: dict[str, Any] = {
     "false_declaration_penalty": -0.1,
     "first_player": "random",
 }
-"""The flags of ``quarto_v0`` that :class:`VectorQuarto` takes, with their defaults (the env's)."""
+"""The flags of ``quarto_v1`` that :class:`VectorQuarto` takes, with their defaults (the env's)."""
 NO_OBSERVATION = -1
 """The observation level the kernels take for ``observation=None``: no planes."""
 MAX_ENVS_NAMED = 8
@@ -186,7 +186,7 @@ MAX_SAMPLED_ACTIONS = 64
 
 
 class VectorQuarto:
-    """``num_envs`` games of ``quarto_v0`` stepped together by one compiled call, both seats exposed; see the
+    """``num_envs`` games of ``quarto_v1`` stepped together by one compiled call, both seats exposed; see the
     module docstring for the whole page."""
 
     def __init__(

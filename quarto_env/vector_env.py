@@ -11,7 +11,7 @@
 | Auto-reset        | in the same step: ``metadata["autoreset_mode"]`` is ``AutoresetMode.SAME_STEP``                 |
 
 The vector counterpart of :mod:`quarto_env.single_agent` (``QuartoVsAgent``): ``num_envs`` games of
-``quarto_v0`` played by :class:`quarto_env.vector.VectorQuarto`, seen from the learner's seat, with the same
+``quarto_v1`` played by :class:`quarto_env.vector.VectorQuarto`, seen from the learner's seat, with the same
 rules, variant flags, observation planes, rewards and illegal-action policy as ``QuartoVsAgent``. The learner
 makes every decision of its seat -- it places the piece it was given, then gives one, two ``step`` calls in a
 row -- and each ``step`` plays the learner's actions in every game, then the opponent's decisions up to the
@@ -42,7 +42,7 @@ opponent action raises :class:`~quarto_env.core.IllegalActionError`.
 
 ## Observations, masks and info
 
-``observations[i]`` are the learner's planes in game ``i`` (``quarto_v0``'s, as ``float32``; any kind of
+``observations[i]`` are the learner's planes in game ``i`` (``quarto_v1``'s, as ``float32``; any kind of
 :mod:`quarto_env.observation`). ``action_masks()`` is the learner's legal actions, ``bool`` of shape
 ``(num_envs, num_actions)``, the method MaskablePPO looks for; every info holds the same as ``int8`` under
 ``"action_mask"``, and ``"seat"``, the learner's seat in each game (0 when it gives first).
@@ -83,8 +83,8 @@ every game. A network opponent that samples draws from torch's generator, which 
 ## Arguments
 
 ``num_envs``; ``opponent`` (above, default ``"random"``); ``learner_seat`` (``"random"``, ``0``, ``1``);
-``illegal_action`` (``"lose"``, ``"raise"``); ``observation`` (a kind of ``quarto_v0``, default
-``"tactical"``); and the variant flags of ``quarto_v0`` (``attributes``, ``squares``, ``declaration``,
+``illegal_action`` (``"lose"``, ``"raise"``); ``observation`` (a kind of ``quarto_v1``, default
+``"tactical"``); and the variant flags of ``quarto_v1`` (``attributes``, ``squares``, ``declaration``,
 ``false_declaration``, ``false_declaration_penalty``). A bad value raises an error naming the allowed ones.
 
 ## Training with MaskablePPO (sb3-contrib)

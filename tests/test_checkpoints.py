@@ -216,7 +216,7 @@ def test_bad_checkpoints_are_checkpoint_errors_naming_the_file(
 
 
 # ---------------------------------------------------------------------------------------------------------
-# env_kwargs: the checkpoint plays in quarto_v0 from predict alone
+# env_kwargs: the checkpoint plays in quarto_v1 from predict alone
 # ---------------------------------------------------------------------------------------------------------
 def test_metadata_holds_the_env_kwargs_of_its_rules_and_observation(tiny_run: tuple[Path, str]) -> None:
     metadata = read_metadata(tiny_run[0] / "checkpoints" / "final.zip")

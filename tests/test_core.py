@@ -486,6 +486,37 @@ def test_importing_the_package_registers_both_envs_whatever_is_imported_first() 
         subprocess.run([sys.executable, "-c", first + code], check=True)
 
 
+def fresh_output(code: str) -> list[str]:
+    """What a fresh interpreter running ``code`` prints, word by word."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+
+
+def test_gymnasium_imports_the_package_itself_from_the_module_prefix() -> None:
+    code = (
+        "import sys, gymnasium\n"
+        "env = gymnasium.make('quarto_env:quarto_env/QuartoVsAgent-v0', opponent='greedy', squares=True)\n"
+        "envs = gymnasium.make_vec('quarto_env:quarto_env/QuartoVsAgent-v0', num_envs=2, opponent='greedy')\n"
+        "_, info = env.reset(seed=0)\n"
+        "print(type(env.unwrapped).__name__, env.unwrapped.raw.variant.squares, info['outcome'], envs.num_envs)\n"
+    )
+    assert fresh_output(code) == ["QuartoVsAgent", "True", "0", "2"]
+
+
+def test_pettingzoo_makes_quarto_v1_from_an_env_spec_without_the_import() -> None:
+    code = (
+        "import sys, pettingzoo\n"
+        "from pettingzoo.env_registry.exceptions import NameNotFound\n"
+        "try:\n"
+        "    pettingzoo.make('aec', 'quarto_v1')\n"
+        "except NameNotFound:\n"
+        "    print('unknown')\n"  # PettingZoo has no module prefix: its registry knows only what was imported
+        "spec = pettingzoo.EnvSpec('quarto_v1', entry_point='quarto_env:env')\n"
+        "env = pettingzoo.make('aec', spec, squares=True)\n"
+        "print(env, env.unwrapped.variant.squares, pettingzoo.make('aec', 'quarto_v1'))\n"
+    )
+    assert fresh_output(code) == ["unknown", "quarto_v1", "True", "quarto_v1"]  # the import registered it
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Shared helpers
 # ---------------------------------------------------------------------------------------------------------

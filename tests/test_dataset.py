@@ -1,5 +1,5 @@
 """``quarto dataset`` (experiments/training/dataset.py) and the example that trains on its files: the arrays hold
-the suite's exact values and exactly what ``quarto_v0`` shows for each position, symmetric images keep the
+the suite's exact values and exactly what ``quarto_v1`` shows for each position, symmetric images keep the
 solver's values, a damaged file is refused, bad input is a one-line usage error, and the example learns."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def write(tmp_path: Path, *argv: str) -> tuple[dict[str, np.ndarray], dict]:
 
 
 def env_view(variant: Variant, kind: str, position: str) -> dict[str, np.ndarray]:
-    """What ``quarto_v0`` shows the player to move in ``position``."""
+    """What ``quarto_v1`` shows the player to move in ``position``."""
     env = quarto_env.env(**variant.to_dict(), observation=kind)
     env.reset(options={"position": position})
     return env.observe(env.agent_selection)

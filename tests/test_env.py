@@ -1,4 +1,4 @@
-"""The PettingZoo environment ``quarto_v0``: PettingZoo's own conformance tests on every variant flag
+"""The PettingZoo environment ``quarto_v1``: PettingZoo's own conformance tests on every variant flag
 combination, then turns, rewards, declarations, the time limit, illegal actions, observations and errors."""
 
 from __future__ import annotations
@@ -26,31 +26,59 @@ from quarto_env.core import (
 )
 from quarto_env.env import raw_env
 from quarto_env.notation import format_position
-from quarto_env.observation import OBSERVATION_KINDS, channel_table
+from quarto_env.observation import OBSERVATION_KINDS, PLACING, channel_table
+from quarto_env.outcome import NO_WINNER, Outcome
 from quarto_env.vector import GameBatch
 
 
-@pytest.mark.filterwarnings("ignore:quarto_v0 ignores reset options")  # api_test passes options={"options": 1}
+@pytest.mark.filterwarnings("ignore:quarto_v1 ignores reset options")  # api_test passes options={"options": 1}
 def test_pettingzoo_api_and_seed_tests(variant_flags: dict) -> None:
     api_test(quarto_env.env(**variant_flags), num_cycles=100)
     seed_test(lambda: quarto_env.env(**variant_flags), num_cycles=100)
 
 
-@pytest.mark.filterwarnings("ignore:quarto_v0 ignores reset options")
+@pytest.mark.filterwarnings("ignore:quarto_v1 ignores reset options")
 def test_pettingzoo_api_and_seed_tests_with_raw_observations() -> None:
     api_test(quarto_env.env(observation="raw"), num_cycles=100)
     seed_test(lambda: quarto_env.env(observation="raw"), num_cycles=100)
 
 
-@pytest.mark.filterwarnings("ignore:quarto_v0 ignores reset options")
+@pytest.mark.filterwarnings("ignore:quarto_v1 ignores reset options")
 def test_pettingzoo_api_test_on_the_raw_env() -> None:
     api_test(raw_env(declaration=True), num_cycles=100)
 
 
 def test_registered_with_pettingzoo() -> None:
-    env = pettingzoo.make("aec", "quarto_v0", squares=True)
+    env = pettingzoo.make("aec", "quarto_v1", squares=True)
     assert env.unwrapped.variant == Variant.make(squares=True)
-    assert str(env) == "quarto_v0"
+    assert str(env) == "quarto_v1"
+    assert pettingzoo.make("aec", "quarto").unwrapped.metadata["name"] == "quarto_v1"  # no version: the newest
+
+
+def test_quarto_v0_is_deprecated_in_favour_of_quarto_v1() -> None:
+    from pettingzoo.utils.deprecated_module import DeprecatedEnv
+
+    with pytest.raises(DeprecatedEnv, match=r"^quarto_v0 is now deprecated, use quarto_v1 instead$"):
+        pettingzoo.make("aec", "quarto_v0", squares=True)
+
+
+def test_infos_are_numbers_with_the_same_keys_for_both_agents_throughout() -> None:
+    env = quarto_env.env(declaration=True, false_declaration="penalty")
+    rng = np.random.default_rng(4)
+    for seed in range(5):
+        env.reset(seed=seed)
+        for _ in env.agent_iter():
+            observation, _, terminated, truncated, _ = env.last()
+            for info in env.infos.values():
+                assert set(info) == {"outcome", "winner"}
+                assert all(type(value) is int for value in info.values())
+            if terminated or truncated:
+                env.step(None)
+                continue
+            in_play = {"outcome": Outcome.IN_PLAY, "winner": NO_WINNER}
+            assert env.infos == {"player_0": in_play, "player_1": in_play}
+            env.step(int(rng.choice(np.flatnonzero(observation["action_mask"]))))
+        assert env.infos == {}  # both dead steps taken
 
 
 def test_pickles() -> None:
@@ -87,7 +115,9 @@ def test_the_same_agent_places_then_gives() -> None:
     env.reset(seed=3)
     order = []
     for _ in range(5):
-        order.append((env.agent_selection, env.last()[4]["phase"]))
+        planes = env.last()[0]["observation"]
+        order.append((env.agent_selection, "place" if planes[PLACING].all() else "give"))
+        assert planes[PLACING].all() or not planes[PLACING].any()  # the phase channel is constant
         env.step(int(np.flatnonzero(env.last()[0]["action_mask"])[0]))
     assert order == [
         ("player_1", "give"),
@@ -130,7 +160,7 @@ def test_a_win_rewards_both_players_and_ends_the_game() -> None:
     assert all(env.terminations.values())
     seen = finish(env)
     assert seen["player_0"][:2] == (1.0, True) and seen["player_1"][:2] == (-1.0, True)
-    assert seen["player_1"][2] == {"outcome": "win", "winner": "player_0"}
+    assert seen["player_1"][2] == seen["player_0"][2] == {"outcome": Outcome.WIN, "winner": 0}
     assert env.agents == []
 
 
@@ -146,7 +176,7 @@ def test_a_full_board_without_a_win_is_a_draw() -> None:
     env.step(15)
     seen = finish(env)
     assert {agent: reward for agent, (reward, _, _) in seen.items()} == {"player_0": 0.0, "player_1": 0.0}
-    assert seen["player_0"][2] == {"outcome": "draw", "winner": None}
+    assert seen["player_0"][2] == {"outcome": Outcome.DRAW, "winner": NO_WINNER}
 
 
 def test_stepping_after_the_end_follows_pettingzoo() -> None:
@@ -197,7 +227,7 @@ def test_a_false_declaration_loses_by_default() -> None:
     env.reset(seed=0)
     env.step(DECLARE)
     seen = finish(env)
-    assert seen["player_0"] == (-1.0, True, {"outcome": "false_declaration", "winner": "player_1"})
+    assert seen["player_0"] == (-1.0, True, {"outcome": Outcome.FALSE_DECLARATION, "winner": 1})
     assert seen["player_1"][0] == 1.0
 
 
@@ -274,7 +304,7 @@ def test_an_agent_over_the_time_limit_loses() -> None:
     assert env.unwrapped.game_state.hand == NO_PIECE  # the late action was not played
     assert "player_1 exceeded the time limit of 1 s: player_0 wins" in env.render()
     seen = finish(env)
-    assert seen["player_1"] == (-1.0, True, {"outcome": "time_limit", "winner": "player_0"})
+    assert seen["player_1"] == (-1.0, True, {"outcome": Outcome.TIME_LIMIT, "winner": 0})
     assert seen["player_0"][0] == 1.0
 
 
@@ -491,7 +521,8 @@ def test_reset_from_a_position() -> None:
     env = started("f9.......0..3... 5")
     assert env.unwrapped.position == "f9.......0..3... 5"
     assert env.agent_selection == "player_1"  # the core's player 1 places the fifth piece
-    assert env.last()[4] == {"phase": "place"}
+    assert env.last()[0]["observation"][PLACING].all()
+    assert env.last()[4] == {"outcome": Outcome.IN_PLAY, "winner": NO_WINNER}
 
 
 def test_reset_rejects_a_finished_position_and_warns_about_unknown_options() -> None:
@@ -521,17 +552,17 @@ def test_quarto_bench_env_prints_and_writes_its_figures(tmp_path: Path, capsys: 
     output = tmp_path / "bench.json"
     assert main(["--seconds", "0.05", "--rounds", "1", "--seed", "3", "--output", str(output)]) == 0
     printed = capsys.readouterr().out
-    assert "quarto_v0 / connect_four_v3, both fully wrapped:" in printed
+    assert "quarto_v1 / connect_four_v3, both fully wrapped:" in printed
     record = json.loads(output.read_text())
     assert record["command"] == "quarto bench env --seconds 0.05 --rounds 1 --seed 3 --output " + str(output)
     assert record["config"]["seed"] == 3 and record["config"]["observation"] == "tactical"
     turns = record["results"]["median_turns_per_second"]
     assert set(turns) == {
         "connect_four_v3",
-        "quarto_v0",
+        "quarto_v1",
         "connect_four_v3 raw",
-        "quarto_v0 raw",
-        "quarto_v0 stock",
+        "quarto_v1 raw",
+        "quarto_v1 stock",
         "do-nothing env",
     }
     assert all(value > 0 for value in turns.values())

@@ -72,7 +72,7 @@ def test_the_rllib_agent_plays_a_run_folders_latest_checkpoint_on_the_device_ask
 # ---------------------------------------------------------------------------------------------------------
 # The adapter (no ray)
 # ---------------------------------------------------------------------------------------------------------
-@pytest.mark.filterwarnings("ignore:quarto_v0 ignores reset options")  # api_test passes options={"options": 1}
+@pytest.mark.filterwarnings("ignore:quarto_v1 ignores reset options")  # api_test passes options={"options": 1}
 @pytest.mark.filterwarnings("ignore::UserWarning:pettingzoo.test.api_test")  # its advice on dict spaces and masks
 @pytest.mark.parametrize("flags", VARIANTS, ids=str)
 def test_the_adapter_passes_pettingzoo_api_test(flags: dict[str, Any]) -> None:

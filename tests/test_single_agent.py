@@ -15,7 +15,8 @@ from agents.base import SpecError
 from agents.simple import GreedyAgent
 from agents.vs_agent import make_vs_agent
 from quarto_env.core import DECLARE, NO_PIECE, NO_WINNER, STANDARD, IllegalActionError, State, legal_actions
-from quarto_env.observation import OBSERVATION_KINDS
+from quarto_env.observation import OBSERVATION_KINDS, PLACING
+from quarto_env.outcome import Outcome
 from quarto_env.single_agent import LEARNER, QuartoVsAgent
 
 ENV_ID = "quarto_env/QuartoVsAgent-v0"
@@ -38,6 +39,15 @@ def test_importing_quarto_env_registers_the_spec_entry_point() -> None:
 
 def random_action(info: dict[str, Any], rng: np.random.Generator) -> int:
     return int(rng.choice(np.flatnonzero(info["action_mask"])))
+
+
+def placing(observation: np.ndarray) -> bool:
+    """Whether the observation's phase channel says the next action places (it is all ones or all zeros)."""
+    assert observation[PLACING].all() or not observation[PLACING].any()
+    return bool(observation[PLACING, 0])
+
+
+INFO_KEYS = {"action_mask", "seat", "outcome", "winner", "illegal_action"}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -101,7 +111,8 @@ def test_random_games_end_with_the_reward_of_the_winner(flags: dict, learner_sea
         seats.add(env.seat)
         terminated = False
         while not terminated:
-            assert info["phase"] == ("place" if env.raw.game_state.placing else "give")
+            assert placing(observation) == env.raw.game_state.placing
+            assert set(info) == INFO_KEYS and (info["outcome"], info["winner"]) == (Outcome.IN_PLAY, NO_WINNER)
             action = random_action(info, rng)
             false_declaration = action == DECLARE and not env.raw.game_state.claimable
             observation, reward, terminated, truncated, info = env.step(action)
@@ -113,8 +124,11 @@ def test_random_games_end_with_the_reward_of_the_winner(flags: dict, learner_sea
         winner = env.raw.game_state.winner
         expected = 0.0 if winner == NO_WINNER else (1.0 if winner == env.seat else -1.0)
         assert reward == expected
-        assert info["winner"] == {0.0: None, 1.0: "learner", -1.0: "opponent"}[expected]
-        assert not info["action_mask"].any()
+        assert info["winner"] == {0.0: NO_WINNER, 1.0: env.seat, -1.0: 1 - env.seat}[expected]
+        assert info["outcome"] == (Outcome.DRAW if winner == NO_WINNER else Outcome.WIN) or (
+            info["outcome"] == Outcome.FALSE_DECLARATION and "declaration" in flags
+        )
+        assert set(info) == INFO_KEYS and not info["illegal_action"] and not info["action_mask"].any()
         outcomes.add(reward)
     assert seats == ({0, 1} if learner_seat == "random" else {learner_seat})
     assert {-1.0, 1.0} <= outcomes
@@ -126,10 +140,10 @@ def test_random_games_end_with_the_reward_of_the_winner(flags: dict, learner_sea
 @pytest.mark.parametrize("flags", [{}, {"declaration": True}], ids=["standard", "declaration"])
 def test_a_give_that_lets_the_opponent_win_loses(flags: dict) -> None:
     env = make_vs_agent(opponent="greedy", learner_seat=0, **flags)
-    _, info = env.reset(seed=0, options={"position": GIVE_ANY_PIECE_LOSES})
-    assert info["phase"] == "give"
+    observation, info = env.reset(seed=0, options={"position": GIVE_ANY_PIECE_LOSES})
+    assert not placing(observation)
     _, reward, terminated, _, info = env.step(7)  # greedy places it and wins (declaring, where it must)
-    assert (reward, terminated, info["winner"]) == (-1.0, True, "opponent")
+    assert (reward, terminated, info["outcome"], info["winner"]) == (-1.0, True, Outcome.WIN, 1)  # the opponent
     assert env.raw.game_state.winner == 1
 
 
@@ -137,13 +151,13 @@ def test_a_winning_placement_wins() -> None:
     env = make_vs_agent(learner_seat=0)
     env.reset(seed=0, options={"position": PLACE_TO_WIN})
     _, reward, terminated, _, info = env.step(3)
-    assert (reward, terminated, info["outcome"], info["winner"]) == (1.0, True, "win", "learner")
+    assert (reward, terminated, info["outcome"], info["winner"]) == (1.0, True, Outcome.WIN, info["seat"])
 
 
 def test_the_opponent_gives_first_inside_reset() -> None:
     env = make_vs_agent(learner_seat=1)
-    _, info = env.reset(seed=0)
-    assert env.seat == 1 and info["phase"] == "place" and env.raw.game_state.placing
+    observation, info = env.reset(seed=0)
+    assert env.seat == info["seat"] == 1 and placing(observation) and env.raw.game_state.placing
     assert env.raw.game_state.occupied == 0
 
 
@@ -163,8 +177,8 @@ def test_an_opponent_repeating_a_false_declaration_plays_a_random_action_of_the_
     # The rules core allows a repeated false declaration; the env masks it (the penalty rule).
     env = make_vs_agent(declaration=True, false_declaration="penalty", learner_seat=1)
     env.opponent.act = lambda state: DECLARE  # type: ignore[method-assign]  # always declares
-    _, info = env.reset(seed=0)  # the opponent declares falsely, then must give: a random piece
-    assert info["phase"] == "place" and env.raw.game_state.hand != NO_PIECE
+    observation, _ = env.reset(seed=0)  # the opponent declares falsely, then must give: a random piece
+    assert placing(observation) and env.raw.game_state.hand != NO_PIECE
 
 
 def test_an_opponent_that_plays_an_illegal_action_is_not_covered_up() -> None:
@@ -178,9 +192,9 @@ def test_an_opponent_that_plays_an_illegal_action_is_not_covered_up() -> None:
 
 def test_a_false_declaration_costs_the_learner_the_penalty() -> None:
     env = make_vs_agent(declaration=True, false_declaration="penalty", false_declaration_penalty=-0.25)
-    _, info = env.reset(seed=0)
-    _, reward, terminated, _, after = env.step(DECLARE)
-    assert (reward, terminated, after["phase"]) == (-0.25, False, info["phase"])
+    before, _ = env.reset(seed=0)
+    after, reward, terminated, _, info = env.step(DECLARE)
+    assert (reward, terminated, placing(after), info["outcome"]) == (-0.25, False, placing(before), Outcome.IN_PLAY)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -192,7 +206,7 @@ def test_an_illegal_action_loses_by_default(action: int) -> None:
     env.reset(seed=0, options={"position": PLACE_TO_WIN})
     _, reward, terminated, truncated, info = env.step(0 if action == 3 else action)  # square 0 is occupied
     assert (reward, terminated, truncated) == (-1.0, True, False)
-    assert info["illegal_action"] and info["winner"] == "opponent"
+    assert info["illegal_action"] and (info["outcome"], info["winner"]) == (Outcome.ILLEGAL_ACTION, 1 - info["seat"])
     assert not env.action_masks().any() and env.raw.position == PLACE_TO_WIN  # the position is unchanged
     with pytest.raises(RuntimeError, match="call reset"):
         env.step(3)

@@ -1,4 +1,4 @@
-"""``quarto_env.VectorQuarto``, the batched self-play API: every env's games against ``quarto_v0`` and the rules
+"""``quarto_env.VectorQuarto``, the batched self-play API: every env's games against ``quarto_v1`` and the rules
 core (states, masks, rewards, terminations, the seat to act, the planes of every observation kind) on seeded
 random games for every variant flag combination; auto-reset in the same step; seeding; illegal actions and bad
 input refused with their one-line errors."""
@@ -31,7 +31,7 @@ def random_legal(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
 
 
 class Mirror:
-    """One env's game replayed one action at a time: by the rules core, and by a ``quarto_v0`` per kind."""
+    """One env's game replayed one action at a time: by the rules core, and by a ``quarto_v1`` per kind."""
 
     def __init__(self, flags: dict, first_seat: int) -> None:
         rules = {k: v for k, v in flags.items() if k != "first_player"}
@@ -60,7 +60,7 @@ def seed_of(flags: dict) -> int:
     return zlib.crc32(repr(sorted(flags.items())).encode())
 
 
-def test_games_follow_quarto_v0_and_the_core(variant_flags: dict) -> None:
+def test_games_follow_quarto_v1_and_the_core(variant_flags: dict) -> None:
     seed = seed_of(variant_flags)
     envs = {kind: VectorQuarto(NUM_ENVS, observation=kind, seed=seed, **variant_flags) for kind in KINDS}
     answers = {kind: env.reset() for kind, env in envs.items()}

@@ -1,13 +1,13 @@
 """``quarto bench env``: how fast the environment and the rules core play random games.
 
-1. The fully wrapped ``quarto_v0`` (``quarto_env.env()``, PettingZoo's three standard wrappers, subclassed
+1. The fully wrapped ``quarto_v1`` (``quarto_env.env()``, PettingZoo's three standard wrappers, subclassed
    only to read the per-turn attributes in one hop) against PettingZoo's own ``connect_four_v3`` (``env()``,
    the stock wrappers), in the same process, by the very same
    loop: ``agent_iter`` / ``last()`` / a uniformly random action among those the ``action_mask`` allows /
    ``step``. A *turn* is one ``env.step(action)``, a single placement or give in Quarto, a single drop in
    Connect Four; the dead steps after each game and the resets are timed but not counted. The two are
    measured in alternation for several rounds; the medians and their ratio are printed. The same two games
-   unwrapped (``raw_env``), ``quarto_v0`` under the stock wrappers, and an env that does no work at all under
+   unwrapped (``raw_env``), ``quarto_v1`` under the stock wrappers, and an env that does no work at all under
    the stock wrappers show how much of a turn is the environment's own work and how much the wrappers' and
    the loop's.
 2. The rules core alone: random games played by one compiled, single-threaded call
@@ -54,7 +54,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line of ``quarto bench env``."""
     parser = argparse.ArgumentParser(
         prog="quarto bench env",
-        description="Turns/s of the wrapped quarto_v0 against connect_four_v3 (same loop, same run), and the "
+        description="Turns/s of the wrapped quarto_v1 against connect_four_v3 (same loop, same run), and the "
         "rules core's random-play actions/s.",
     )
     parser.add_argument(
@@ -79,7 +79,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--observation",
         choices=tuple(OBSERVATION_KINDS),
         default=DEFAULT_OBSERVATION,
-        help=f"quarto_v0's observation option (default {DEFAULT_OBSERVATION}, the env's default)",
+        help=f"quarto_v1's observation option (default {DEFAULT_OBSERVATION}, the env's default)",
     )
     parser.add_argument(
         "--output",
@@ -95,17 +95,17 @@ def main(argv: list[str]) -> int:
     print(_header(args))
     rounds = measure_envs(_env_makers(args.observation), args)
     medians = {name: statistics.median(values) for name, values in rounds.items()}
-    wrapped_ratio = medians["quarto_v0"] / medians["connect_four_v3"]
-    raw_ratio = medians["quarto_v0 raw"] / medians["connect_four_v3 raw"]
+    wrapped_ratio = medians["quarto_v1"] / medians["connect_four_v3"]
+    raw_ratio = medians["quarto_v1 raw"] / medians["connect_four_v3 raw"]
     print(_row("median", medians))
-    print(f"\nquarto_v0 / connect_four_v3, both fully wrapped: {wrapped_ratio:.2f}x")
-    print(f"quarto_v0 / connect_four_v3, raw_env against raw_env: {raw_ratio:.2f}x")
-    stock_ratio = medians["quarto_v0 stock"] / medians["connect_four_v3"]
-    print(f"quarto_v0 under the stock wrappers / connect_four_v3: {stock_ratio:.2f}x")
+    print(f"\nquarto_v1 / connect_four_v3, both fully wrapped: {wrapped_ratio:.2f}x")
+    print(f"quarto_v1 / connect_four_v3, raw_env against raw_env: {raw_ratio:.2f}x")
+    stock_ratio = medians["quarto_v1 stock"] / medians["connect_four_v3"]
+    print(f"quarto_v1 under the stock wrappers / connect_four_v3: {stock_ratio:.2f}x")
     ceiling = medians["do-nothing env"] / medians["connect_four_v3"]
     print(f"do-nothing env / connect_four_v3, both under the stock wrappers: {ceiling:.2f}x (their ceiling)")
     print("time per turn (medians): raw_env and the loop itself + the three wrappers on top")
-    for game in ("connect_four_v3", "quarto_v0", "quarto_v0 stock"):
+    for game in ("connect_four_v3", "quarto_v1", "quarto_v1 stock"):
         raw = game.removesuffix(" stock")
         raw_us, wrapped_us = 1e6 / medians[f"{raw} raw"], 1e6 / medians[game]
         print(f"  {game:<16} {raw_us:6.1f} us + {wrapped_us - raw_us:6.1f} us = {wrapped_us:6.1f} us")
@@ -150,10 +150,10 @@ def _env_makers(observation: str) -> dict[str, Callable[[], Any]]:
 
     return {
         "connect_four_v3": connect_four.env,
-        "quarto_v0": lambda: quarto_env.env(observation=observation),
+        "quarto_v1": lambda: quarto_env.env(observation=observation),
         "connect_four_v3 raw": connect_four.raw_env,
-        "quarto_v0 raw": lambda: quarto_env.raw_env(observation=observation),
-        "quarto_v0 stock": lambda: _stock_wrappers(quarto_env.raw_env(observation=observation)),
+        "quarto_v1 raw": lambda: quarto_env.raw_env(observation=observation),
+        "quarto_v1 stock": lambda: _stock_wrappers(quarto_env.raw_env(observation=observation)),
         "do-nothing env": lambda: _stock_wrappers(DoNothingEnv()),
     }
 
@@ -287,7 +287,7 @@ def _header(args: argparse.Namespace) -> str:
         f"pettingzoo {machine['pettingzoo']}, seed {args.seed}\n"
         f"fully wrapped env() of each game, uniformly random legal actions from the action mask, "
         f"{args.rounds} round(s) of {args.seconds:g} s each;\n"
-        f"a turn = one env.step() with an action (a placement or a give in Quarto); quarto_v0 observation: "
+        f"a turn = one env.step() with an action (a placement or a give in Quarto); quarto_v1 observation: "
         f"{args.observation}\n"
     )
 

@@ -64,7 +64,7 @@ from quarto_env.observation import OBSERVATION_KINDS
 from quarto_env.vector import GameBatch, RandomLegalActions, VectorQuarto
 
 KINDS = ("none", *OBSERVATION_KINDS)
-"""The observation choices: ``none`` (``observation=None``) and every kind of ``quarto_v0``."""
+"""The observation choices: ``none`` (``observation=None``) and every kind of ``quarto_v1``."""
 DEFAULT_BATCHES = (1, 64, 1024, 4096)
 MAX_BATCH = 65_536
 MAX_SECONDS = 3600.0

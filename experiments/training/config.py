@@ -146,7 +146,7 @@ class TrainConfig:
     ``net_arch`` and the evaluations, and ignores the other PPO fields."""
     backend: str = "sb3"
     """With ``algorithm: ppo``: ``sb3``, sb3-contrib's MaskablePPO on games stepped side by side in one process
-    (``experiments.training.sb3_ppo``), or ``rllib``, RLlib's PPO on ``quarto_v0`` through PettingZoo, sampled by
+    (``experiments.training.sb3_ppo``), or ``rllib``, RLlib's PPO on ``quarto_v1`` through PettingZoo, sampled by
     ``num_env_runners`` processes, on one machine or a Ray cluster (``experiments.training.rllib_ppo``). The rllib
     backend reads the fields marked (rllib) and also ``seed``, ``variant``, ``observation``, ``policy``,
     ``net_arch``, ``total_steps``, ``learning_rate``, ``gamma``, ``gae_lambda``, ``clip_range``, ``ent_coef``,

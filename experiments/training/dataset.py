@@ -20,8 +20,8 @@ which checks its hash); ``n`` rows, ``A`` the variant's actions (16: suites and 
 declaration variant, whose notation cannot say what is claimable):
 
 =================  =====================  ===================================================================
-``observations``   ``(n, channels, 16)``  int8: the planes of ``--observation``, as ``quarto_v0`` shows them
-``action_mask``    ``(n, A)``             int8: 1 for the legal actions, as ``quarto_v0``'s ``action_mask``
+``observations``   ``(n, channels, 16)``  int8: the planes of ``--observation``, as ``quarto_v1`` shows them
+``action_mask``    ``(n, A)``             int8: 1 for the legal actions, as ``quarto_v1``'s ``action_mask``
 ``value``          ``(n,)``               int8: the exact value for the player to move, +1 win, 0 draw, -1 loss
 ``action_values``  ``(n, A)``             int8: each legal action's exact value; :data:`ILLEGAL` (-2) elsewhere
 ``empty``          ``(n,)``               int8: empty squares
@@ -143,7 +143,7 @@ def dataset_arrays(
 
 
 def _observe(variant: Variant, state: State, kind: str, planes: np.ndarray, mask: np.ndarray) -> None:
-    """Fill ``planes`` and ``mask`` as ``quarto_v0`` does for the player to move (the env's own kernel)."""
+    """Fill ``planes`` and ``mask`` as ``quarto_v1`` does for the player to move (the env's own kernel)."""
     level = observation_kind(kind).level
     fields = compiled_fields(state)
     write_observation(planes, mask, level, fields, variant.groups, variant.counted, variant.declaration, True)
@@ -269,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--observation",
         choices=list(OBSERVATION_KINDS),
         default=DEFAULT_OBSERVATION,
-        help=f"observation planes (default {DEFAULT_OBSERVATION}, as quarto_v0)",
+        help=f"observation planes (default {DEFAULT_OBSERVATION}, as quarto_v1)",
     )
     parser.add_argument(
         "--symmetries",

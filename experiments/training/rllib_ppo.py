@@ -1,6 +1,6 @@
-"""``quarto train`` with ``backend: rllib``: RLlib's PPO on ``quarto_v0``, the same self-play (``configs/rllib.yaml``).
+"""``quarto train`` with ``backend: rllib``: RLlib's PPO on ``quarto_v1``, the same self-play (``configs/rllib.yaml``).
 
-The environment is ``quarto_v0`` itself, one game per env, through :func:`quarto_env.flat.flat_env` (flat
+The environment is ``quarto_v1`` itself, one game per env, through :func:`quarto_env.flat.flat_env` (flat
 ``float32`` planes under ``observations``, the ``action_mask``) and RLlib's ``PettingZooEnv``; each env runner
 steps ``num_games`` of them side by side (one batched forward pass per module and step), and
 ``num_env_runners`` runners play at once (0: in this process). RLlib's PPO (the new API stack: RLModules,
@@ -15,7 +15,7 @@ oldest leaves), each an RLModule that is never trained -- or a baseline agent of
 planes (:func:`quarto_env.flat.decode`) and asks the agent. When a full pool drops its oldest snapshot, RLlib
 restarts the games in progress (that is how it removes a module; the sb3 backend lets them finish against the
 newest one). The draw is a function of the episode's id, so both
-seats of a game agree on it whatever process maps them. quarto_v0 already gives the loser -1 whichever phase
+seats of a game agree on it whatever process maps them. quarto_v1 already gives the loser -1 whichever phase
 lost (a placement that let the opponent... or a give that handed over a win); only ``main``'s own experience
 trains it.
 
@@ -85,7 +85,7 @@ from quarto_env.flat import ACTION_MASK, OBSERVATIONS, decode, flat_env
 from quarto_env.observation import observation_kind
 
 ENV_NAME = "quarto_flat"
-"""The name the flat ``quarto_v0`` is registered under with Ray (``env_config``: the ``quarto_env.env`` flags)."""
+"""The name the flat ``quarto_v1`` is registered under with Ray (``env_config``: the ``quarto_env.env`` flags)."""
 MAIN = "main"
 """The module that trains."""
 MASKED_LOGIT = -1e9

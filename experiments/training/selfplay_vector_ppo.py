@@ -58,7 +58,7 @@ class Config:
     seed: int = 1
     """seed of numpy, torch and the games"""
     observation: str = "parity"
-    """observation kind of quarto_v0: raw, tactical, lookahead or parity (parity learns the greedy rule fastest)"""
+    """observation kind of quarto_v1: raw, tactical, lookahead or parity (parity learns the greedy rule fastest)"""
     num_envs: int = 128
     """games played side by side"""
     num_steps: int = 32
