@@ -1,4 +1,4 @@
-"""The vector entry point of ``quarto_env/QuartoVsAgent-v0``: ``gymnasium.make_vec(..., num_envs=N, opponent=SPEC)``
+"""The vector entry point of ``quarto_env/QuartoVsAgent-v1``: ``gymnasium.make_vec(..., num_envs=N, opponent=SPEC)``
 builds :class:`quarto_env.vector_env.QuartoVectorVsAgent` against an opponent named by an agent spec.
 
 ``random`` and ``greedy`` play compiled; an agent with a batched form (``act_batch`` and ``kind``, as

@@ -1,4 +1,4 @@
-"""The entry point of ``gymnasium.make("quarto_env/QuartoVsAgent-v0", opponent=SPEC, ...)``: the single-agent env
+"""The entry point of ``gymnasium.make("quarto_env/QuartoVsAgent-v1", opponent=SPEC, ...)``: the single-agent env
 of :mod:`quarto_env.single_agent` against an opponent named by an agent spec.
 
 The env itself takes a player object and knows nothing of agent specs, so ``quarto_env`` imports nothing from

@@ -5,9 +5,9 @@ Gymnasium single-agent environment against a fixed opponent.
   the bare one; ``pettingzoo.make("aec", "quarto_v1", **flags)`` works too, where the installed PettingZoo has a
   registry; ``pettingzoo.make("aec", "quarto_v0")`` raises PettingZoo's ``DeprecatedEnv``, pointing to
   ``quarto_v1``.
-- ``gymnasium.make("quarto_env/QuartoVsAgent-v0", opponent="greedy", **flags)`` is the single-agent env
+- ``gymnasium.make("quarto_env/QuartoVsAgent-v1", opponent="greedy", **flags)`` is the single-agent env
   (:mod:`quarto_env.single_agent`); ``gymnasium.make_vec`` of the same id, with ``num_envs=``, its batched
-  ``VectorEnv`` (:mod:`quarto_env.vector_env`). ``"quarto_env:quarto_env/QuartoVsAgent-v0"`` works without
+  ``VectorEnv`` (:mod:`quarto_env.vector_env`). ``"quarto_env:quarto_env/QuartoVsAgent-v1"`` works without
   importing this package first: Gymnasium imports it.
 - ``quarto_env.VectorQuarto(num_envs, **flags)`` steps thousands of ``quarto_v1`` games at once, both seats
   exposed, for one's own self-play algorithm (:mod:`quarto_env.vector`).
@@ -40,7 +40,7 @@ __all__ = ["GYMNASIUM_ENV_ID", "NO_WINNER", "PETTINGZOO_ENV_ID", "Outcome", "Vec
 
 _PETTINGZOO_NAME, _PETTINGZOO_VERSION = "quarto", 1  # PettingZoo's convention: a version per API change
 PETTINGZOO_ENV_ID = f"{_PETTINGZOO_NAME}_v{_PETTINGZOO_VERSION}"
-GYMNASIUM_ENV_ID = "quarto_env/QuartoVsAgent-v0"
+GYMNASIUM_ENV_ID = "quarto_env/QuartoVsAgent-v1"
 ENV_ID = PETTINGZOO_ENV_ID  # the name earlier releases exported
 
 

@@ -1,7 +1,7 @@
 """
-# Quarto against a fixed opponent (``quarto_env/QuartoVsAgent-v0``)
+# Quarto against a fixed opponent (``quarto_env/QuartoVsAgent-v1``)
 
-| Creation          | ``gymnasium.make("quarto_env/QuartoVsAgent-v0", **kwargs)``, ``QuartoVsAgent(player, **kwargs)`` |
+| Creation          | ``gymnasium.make("quarto_env/QuartoVsAgent-v1", **kwargs)``, ``QuartoVsAgent(player, **kwargs)`` |
 |-------------------|--------------------------------------------------------------------------------------------------|
 | Agents            | one learner; the opponent's moves are played inside ``reset`` and ``step``                       |
 | Action space      | ``Discrete(16)``; ``Discrete(17)`` with ``declaration=True`` (action 16 declares)                |
@@ -116,18 +116,18 @@ program or a config file that only names the env needs nothing else::
 
     import gymnasium
 
-    env = gymnasium.make("quarto_env:quarto_env/QuartoVsAgent-v0", opponent="greedy")
-    envs = gymnasium.make_vec("quarto_env:quarto_env/QuartoVsAgent-v0", num_envs=8, opponent="greedy")
+    env = gymnasium.make("quarto_env:quarto_env/QuartoVsAgent-v1", opponent="greedy")
+    envs = gymnasium.make_vec("quarto_env:quarto_env/QuartoVsAgent-v1", num_envs=8, opponent="greedy")
 
 ## Training with Stable-Baselines3
 
 ```python
 import gymnasium
-import quarto_env  # registers quarto_env/QuartoVsAgent-v0
+import quarto_env  # registers quarto_env/QuartoVsAgent-v1
 from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 
-env = gymnasium.make("quarto_env/QuartoVsAgent-v0", opponent="greedy")
+env = gymnasium.make("quarto_env/QuartoVsAgent-v1", opponent="greedy")
 model = MaskablePPO("MlpPolicy", env, seed=0).learn(100_000)  # reads env.action_masks() by itself
 obs, info = env.reset(seed=1)
 action, _ = model.predict(obs, action_masks=info["action_mask"].astype(bool))
@@ -137,9 +137,10 @@ PPO("MlpPolicy", env, seed=0).learn(100_000)  # no masks: an illegal action lose
 
 ## Version history
 
-* v0 (this release): infos hold numbers only, with the same keys at every step (``outcome`` an
+* v1 (this release): infos hold numbers only, with the same keys at every step (``outcome`` an
   :class:`~quarto_env.outcome.Outcome` code, ``winner`` a seat or ``NO_WINNER``, ``illegal_action`` always
-  there); ``info["phase"]`` is gone (the observation's channel 16 holds it).
+  there); ``info["phase"]`` is gone (the observation's channel 16 holds it). Gymnasium answers the old id,
+  ``quarto_env/QuartoVsAgent-v0``, with its ``DeprecatedEnv`` naming v1.
 * v0: initial release.
 """
 

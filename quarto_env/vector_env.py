@@ -1,7 +1,7 @@
 """
 # Many games against a batched opponent: ``QuartoVectorVsAgent``, a Gymnasium ``VectorEnv``
 
-| Creation          | ``gymnasium.make_vec("quarto_env/QuartoVsAgent-v0", num_envs=N, opponent=..., **kwargs)``       |
+| Creation          | ``gymnasium.make_vec("quarto_env/QuartoVsAgent-v1", num_envs=N, opponent=..., **kwargs)``       |
 |                   | (its ``vector_entry_point``), or ``QuartoVectorVsAgent(N, opponent, **kwargs)``                 |
 | Agents            | one learner per game; the opponent's moves are played inside ``reset`` and ``step``, batched    |
 | Action space      | ``MultiDiscrete([16] * N)``; 17 actions with ``declaration=True`` (action 16 declares)          |
@@ -93,11 +93,11 @@ Stable-Baselines3 takes its own ``VecEnv``; :class:`agents.sb3_vector.SB3VectorE
 (``terminal_observation`` from ``final_obs``, ``action_masks`` passed through)::
 
     import gymnasium
-    import quarto_env  # registers quarto_env/QuartoVsAgent-v0 and its vector entry point
+    import quarto_env  # registers quarto_env/QuartoVsAgent-v1 and its vector entry point
     from agents.sb3_vector import SB3VectorEnv
     from sb3_contrib import MaskablePPO
 
-    envs = gymnasium.make_vec("quarto_env/QuartoVsAgent-v0", num_envs=64, opponent="greedy")
+    envs = gymnasium.make_vec("quarto_env/QuartoVsAgent-v1", num_envs=64, opponent="greedy")
     MaskablePPO("MlpPolicy", SB3VectorEnv(envs), seed=0).learn(100_000)
 """
 

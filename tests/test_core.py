@@ -494,8 +494,8 @@ def fresh_output(code: str) -> list[str]:
 def test_gymnasium_imports_the_package_itself_from_the_module_prefix() -> None:
     code = (
         "import sys, gymnasium\n"
-        "env = gymnasium.make('quarto_env:quarto_env/QuartoVsAgent-v0', opponent='greedy', squares=True)\n"
-        "envs = gymnasium.make_vec('quarto_env:quarto_env/QuartoVsAgent-v0', num_envs=2, opponent='greedy')\n"
+        "env = gymnasium.make('quarto_env:quarto_env/QuartoVsAgent-v1', opponent='greedy', squares=True)\n"
+        "envs = gymnasium.make_vec('quarto_env:quarto_env/QuartoVsAgent-v1', num_envs=2, opponent='greedy')\n"
         "_, info = env.reset(seed=0)\n"
         "print(type(env.unwrapped).__name__, env.unwrapped.raw.variant.squares, info['outcome'], envs.num_envs)\n"
     )

@@ -1,4 +1,4 @@
-"""The single-agent Gymnasium env ``quarto_env/QuartoVsAgent-v0``: the Gymnasium and SB3 checkers, rewards
+"""The single-agent Gymnasium env ``quarto_env/QuartoVsAgent-v1``: the Gymnasium and SB3 checkers, rewards
 against the rules over many seeded games, scripted wins and losses, illegal actions, seeds, arguments, and
 short PPO and MaskablePPO runs."""
 
@@ -19,7 +19,7 @@ from quarto_env.observation import OBSERVATION_KINDS, PLACING
 from quarto_env.outcome import Outcome
 from quarto_env.single_agent import LEARNER, QuartoVsAgent
 
-ENV_ID = "quarto_env/QuartoVsAgent-v0"
+ENV_ID = "quarto_env/QuartoVsAgent-v1"
 VARIANTS = {
     "standard": {},
     "declaration,penalty": {"declaration": True, "false_declaration": "penalty"},
@@ -379,3 +379,8 @@ def test_the_env_takes_any_player_object() -> None:
 def test_the_env_refuses_what_is_not_a_player(opponent: object) -> None:
     with pytest.raises(TypeError, match="opponent must be a player"):
         QuartoVsAgent(opponent)  # type: ignore[arg-type]
+
+
+def test_the_v0_id_is_deprecated_in_favour_of_v1() -> None:
+    with pytest.raises(gymnasium.error.DeprecatedEnv, match=r"quarto_env/QuartoVsAgent-v1"):
+        gymnasium.make("quarto_env/QuartoVsAgent-v0")

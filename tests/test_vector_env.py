@@ -1,4 +1,4 @@
-"""The Gymnasium ``VectorEnv`` of ``quarto_env/QuartoVsAgent-v0`` (:mod:`quarto_env.vector_env`): registration,
+"""The Gymnasium ``VectorEnv`` of ``quarto_env/QuartoVsAgent-v1`` (:mod:`quarto_env.vector_env`): registration,
 spaces, shapes and dtypes, seeding, same-step auto-reset, rewards against ``QuartoVsAgent``'s on scripted
 positions, the compiled greedy opponent against ``GreedyAgent``, batched network opponents, and a short
 MaskablePPO run.
@@ -25,7 +25,7 @@ from quarto_env.observation import OBSERVATION_KINDS
 from quarto_env.vector import VectorQuarto
 from quarto_env.vector_env import CompiledOpponent, PlayerOpponent, QuartoVectorVsAgent
 
-ENV_ID = "quarto_env/QuartoVsAgent-v0"
+ENV_ID = "quarto_env/QuartoVsAgent-v1"
 VARIANTS = {
     "standard": {},
     "declaration,penalty": {"declaration": True, "false_declaration": "penalty"},

@@ -9,6 +9,7 @@ installed once for the module; pip finds the core's dependencies in its cache or
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -19,6 +20,10 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
+
+NOT_SOURCES = (".git", ".venv", "build", "runs", "*.egg-info", "__pycache__", ".*_cache")
+"""What the copy of the checkout leaves out: a stale build/ would put files the checkout no longer has in the
+wheel."""
 
 CHECKS = """
 import numpy as np
@@ -54,8 +59,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``bin`` folder of a fresh virtual environment holding the wheel of this checkout and the core's
     dependencies, nothing else."""
     root = tmp_path_factory.mktemp("wheel")
+    source = root / "source"  # a copy: setuptools builds in a build/ folder beside the sources
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*NOT_SOURCES))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(root), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(root), str(source)],
         check=True,
         capture_output=True,
         timeout=300,
