@@ -184,13 +184,13 @@ class LoadedPolicy:
 
 
 def load_policy(path: str | Path, variant: Variant | None = None, device: str = DEFAULT_DEVICE) -> LoadedPolicy:
-    """The policy of the checkpoint at ``path`` (or of a run folder's ``checkpoints/best.zip``, as ``ppo:RUN``
-    plays), rebuilt from its metadata and loaded with ``policy.pth`` read as weights: nothing in the file is
-    unpickled, so nothing in it runs. With ``variant``, a checkpoint trained for another rule variant is refused.
+    """The policy of the checkpoint at ``path`` (or of a run folder's ``checkpoints/final.zip``, as ``ppo:RUN``
+    plays: :func:`agents.checkpoints.checkpoint_path`), rebuilt from its metadata and loaded with ``policy.pth``
+    read as weights: nothing in the file is unpickled, so nothing in it runs. With ``variant``, a checkpoint trained for another rule variant is refused.
     The policy runs on ``device`` (``auto``, ``cpu`` or ``cuda``; ``ValueError`` for ``cuda`` without a GPU).
     Every failure of the file is a :class:`CheckpointError` naming it."""
     on_device = resolve_device(device)
-    path = checkpoint_path(path, "ppo")
+    path = checkpoint_path(path)
     metadata = read_metadata(path)
     check_algorithm(path, metadata, "ppo")
     policy = _policy_for(path, metadata, trained_variant(path, metadata, variant))
