@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -26,16 +27,27 @@ USAGE_ERROR = 2
 """The exit status of every refusal, a syntax error or a value the command cannot use (argparse's own)."""
 
 
+def plain_text(text: str) -> str:
+    """``text`` without the reStructuredText of the docstrings it may come from (double backquotes around code,
+    roles such as ``:func:``): ``--help`` prints it as it is."""
+    return _ROLE.sub(r"\1", text).replace("``", "").replace("`", "")
+
+
+_ROLE = re.compile(r":\w+:`~?([^`]+)`")
+"""A reStructuredText role, ``:func:`name```: the name stays."""
+
+
 class DefaultsHelpFormatter(argparse.HelpFormatter):
     """``--help`` with each option's default after its help, ``(default: X)``, where the option has one to show
-    (not ``None`` or a flag's ``False``) and its help does not already say what its default is (a default of
-    ``None`` that means something, "default runs/NAME__TIME", is written out in the help)."""
+    (not ``None``, an empty list or a flag's ``False``) and its help does not already say what its default is
+    (a default of ``None`` that means something, "default runs/NAME__TIME", is written out in the help)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
+        text = plain_text(action.help or "")
         default = action.default
         shown = action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE)
-        if not shown or default in (None, False, argparse.SUPPRESS) or "default" in text.lower():
+        nothing = default is None or default is False or default == argparse.SUPPRESS or default in ([], ())
+        if not shown or nothing or "default" in text.lower():
             return text
         if isinstance(default, (list, tuple)):
             default = " ".join(map(str, default))
@@ -43,7 +55,8 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
 
 
 class CommandParser(argparse.ArgumentParser):
-    """The parser of every ``quarto`` command. Its ``--help`` shows the defaults (:class:`DefaultsHelpFormatter`).
+    """The parser of every ``quarto`` command. Its ``--help`` shows the defaults (:class:`DefaultsHelpFormatter`),
+    and no markup (:func:`plain_text`).
     A syntax error that argparse finds while it parses (an unknown option, a missing or malformed value) prints
     the usage and the problem, as argparse does; a refusal after parsing -- ``parser.error(...)`` for a value the
     command cannot use: a bad agent spec, a missing file, an odd ``--games`` -- prints one line, ``PROG:
@@ -51,6 +64,9 @@ class CommandParser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        for text in ("description", "epilog"):  # often a module docstring's first paragraph
+            if kwargs.get(text):
+                kwargs[text] = plain_text(kwargs[text])
         super().__init__(*args, **kwargs)
         self._parsing = False
 

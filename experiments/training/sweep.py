@@ -119,7 +119,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = CommandParser(
         prog="quarto sweep",
         description="Train one config over seeds (and a grid of --set values) on Ray Tune; aggregate the results.",
-        epilog="Every trial is `quarto train --config CONFIG --out OUT/trials/NAME KEY=VALUE... seed=S`.",
+        epilog="Every trial is: quarto train --config CONFIG --out OUT/trials/NAME KEY=VALUE... seed=S",
     )
     parser.add_argument("config", nargs="?", type=Path, help="the YAML config of quarto train")
     parser.add_argument("--seeds", nargs="+", type=str, metavar="SEED", help="training seeds, e.g. 0 1 2")
