@@ -286,6 +286,8 @@ CHECKPOINT = Option(
 )
 """The ``checkpoint`` option of every kind that plays a checkpoint of ``quarto train``: :func:`make_agent`
 resolves it, with the ``path``, for all of them alike (:func:`agents.checkpoints.checkpoint_path`)."""
+RESOLVED_BY_MAKE_AGENT = frozenset({"checkpoint"})
+"""The options :func:`make_agent` uses itself, not passed on to the agent's class."""
 
 
 register(

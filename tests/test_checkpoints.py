@@ -286,9 +286,9 @@ def test_a_run_folder_means_its_final_checkpoint(
     assert capsys.readouterr().err == said
     assert checkpoint_path(kept) == kept / "final.zip"  # RUN/checkpoints/ means the run: no checkpoints/checkpoints/
     assert checkpoint_path(run_dir, "best") == checkpoint_path(kept, "best") == kept / "best.zip"
-    assert checkpoint_path(run_dir, "step_000000512") == kept / "step_000000512.zip"
-    assert checkpoint_path(kept / "best.zip") == kept / "best.zip"  # a file is itself
+    assert checkpoint_path(kept / "best.zip") == kept / "best.zip"  # a file is itself, and says nothing
     assert capsys.readouterr().err == f"{run_dir}: playing {kept / 'best.zip'}\n"  # once per file
+    assert checkpoint_path(run_dir, "step_000000512") == kept / "step_000000512.zip"
     training = tmp_path / "training"  # a run still training: no final.zip yet
     (training / "checkpoints").mkdir(parents=True)
     shutil.copy(kept / "latest.zip", training / "checkpoints" / "latest.zip")
@@ -343,9 +343,11 @@ def test_evaluate_takes_a_run_folder_and_the_tournaments_openings(
     monkeypatch.setattr(evaluate, "load_policy", spy_load)
     monkeypatch.setattr(evaluate, "evaluate_all", spy_games)
     assert evaluate.main([str(tiny_run[0]), "--games", "2", "--opponents", "random"]) == 0
-    assert loaded == [tiny_run[0] / "checkpoints" / "best.zip"]  # what ppo:RUN plays
+    assert loaded == [tiny_run[0] / "checkpoints" / "final.zip"]  # what ppo:RUN plays
+    assert evaluate.main([str(tiny_run[0]), "--checkpoint", "best", "--games", "2", "--opponents", "random"]) == 0
+    assert loaded[-1] == tiny_run[0] / "checkpoints" / "best.zip"
     assert evaluate.DEFAULT_OPENING_PLIES == tournament.DEFAULT_OPENING_PLIES == 4
-    assert played == [tournament.DEFAULT_OPENING_PLIES]
+    assert played == [tournament.DEFAULT_OPENING_PLIES] * 2
     assert evaluate.main([str(tiny_run[0]), "--games", "2", "--opponents", "random", "--opening-plies", "0"]) == 0
     assert played[-1] == 0
 
@@ -356,4 +358,5 @@ def test_evaluate_refuses_a_folder_without_checkpoints_in_one_line(
     assert evaluate.main([str(tmp_path), "--games", "2"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
-    assert captured.err.startswith(f"quarto evaluate: folder {str(tmp_path)!r} is no run folder of quarto train")
+    assert captured.err.startswith(f"quarto evaluate: folder {str(tmp_path)!r} has no checkpoints/final.zip")
+    assert "it holds no checkpoints of quarto train" in captured.err
