@@ -88,7 +88,7 @@ def load_network(
     latest) on ``device``, and its metadata; :class:`CheckpointError` for a missing or damaged file, another
     algorithm's checkpoint, or one trained for another rule variant (``ValueError`` for ``cuda`` without a GPU)."""
     on_device = resolve_device(device)
-    path = checkpoint_path(path, "az")
+    path = checkpoint_path(path)
     metadata = read_metadata(path)
     check_algorithm(path, metadata, ALGORITHM)
     trained = trained_variant(path, metadata, variant)

@@ -158,6 +158,12 @@ _NAMED_ITEM = re.compile(r"\w+=")
 def make_agent(spec: str, variant: Variant = STANDARD, seed: int | None = None) -> Agent:
     """Build the agent named by ``spec`` for ``variant``, seeded with ``seed``."""
     kind, values = parse_spec(spec)
+    if "checkpoint" in kind.options:  # a run folder becomes the file it stands for, here for every such kind
+        name = values.pop("checkpoint") or None
+        if values["path"]:  # no path: the agent's own error names it
+            from agents.checkpoints import checkpoint_path
+
+            values["path"] = str(checkpoint_path(values["path"], name))
     module_name, class_name = kind.target.split(":")
     try:
         cls = getattr(importlib.import_module(module_name), class_name)
@@ -273,14 +279,34 @@ DEVICE = Option(_device, "cpu", "where the network runs: auto (cuda if torch see
 """The ``device`` option of every kind that runs a network."""
 
 
+def _checkpoint_name(text: str) -> str:
+    from agents.checkpoints import checkpoint_name  # here: that module loads torch
+
+    return checkpoint_name(text)
+
+
+CHECKPOINT = Option(
+    _checkpoint_name,
+    "",
+    "with a run folder, its checkpoint: final (none given: final.zip, else latest.zip while it trains), best (the "
+    "best evaluation score), latest or step_N",
+)
+"""The ``checkpoint`` option of every kind that plays a checkpoint of ``quarto train``: :func:`make_agent`
+resolves it, with the ``path``, for all of them alike (:func:`agents.checkpoints.checkpoint_path`)."""
+RESOLVED_BY_MAKE_AGENT = frozenset({"checkpoint"})
+"""The options :func:`make_agent` uses itself, not passed on to the agent's class."""
+
+
 register(
     AgentKind(
         "ppo",
         "agents.ppo:PPOAgent",
-        "a MaskablePPO checkpoint written by quarto train (ppo:PATH, a .zip or a run folder for its best.zip; "
-        "ppo:PATH,deterministic=false samples; a path may hold a comma unless one is followed by NAME=)",
+        "a MaskablePPO checkpoint written by quarto train (ppo:PATH, a .zip or a run folder for its final.zip; "
+        "ppo:PATH,checkpoint=best its best.zip; ppo:PATH,deterministic=false samples; a path may hold a comma "
+        "unless one is followed by NAME=)",
         {
             "path": Option(str, "", "checkpoint .zip or run folder"),
+            "checkpoint": CHECKPOINT,
             "deterministic": Option(_boolean, True, "true: the most likely action; false: sample the policy"),
             "device": DEVICE,
         },
@@ -292,10 +318,11 @@ register(
         "az",
         "agents.alphazero:AlphaZeroAgent",
         "a network trained by quarto train with algorithm alphazero, playing with its search (az:PATH, a .zip or "
-        "a run folder for its final.zip, else latest.zip; az:PATH,sims=0 plays the network's policy alone; "
-        "az:PATH,root=gumbel,k=16 searches with the Gumbel root)",
+        "a run folder for its final.zip, else latest.zip; az:PATH,checkpoint=best its best.zip; az:PATH,sims=0 "
+        "plays the network's policy alone; az:PATH,root=gumbel,k=16 searches with the Gumbel root)",
         {
             "path": Option(str, "", "checkpoint .zip or run folder"),
+            "checkpoint": CHECKPOINT,
             "sims": Option(
                 number_parser("sims", minimum=0, maximum=MAX_SEARCH_SIMULATIONS, integer=True),
                 DEFAULT_SEARCH_SIMULATIONS,
@@ -330,9 +357,11 @@ register(
         "rllib",
         "agents.rllib:RLlibAgent",
         "a network trained by quarto train with backend rllib (rllib:PATH, a .zip or a run folder for its "
-        "final.zip, else latest.zip; rllib:PATH,deterministic=false samples)",
+        "final.zip, else latest.zip; rllib:PATH,checkpoint=best its best.zip; rllib:PATH,deterministic=false "
+        "samples)",
         {
             "path": Option(str, "", "checkpoint .zip or run folder"),
+            "checkpoint": CHECKPOINT,
             "deterministic": Option(_boolean, True, "true: the most likely action; false: sample the policy"),
             "device": DEVICE,
         },

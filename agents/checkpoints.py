@@ -14,9 +14,10 @@ Checkpoints are device-free: their tensors are saved from CPU copies (:func:`sav
 whatever device the network trained on; the loaders then move the network to the device asked for
 (:func:`agents.networks.resolve_device`).
 
-A run folder stands for the checkpoint its agent kind plays (:func:`checkpoint_path`,
-:data:`RUN_FOLDER_CHECKPOINTS`): ``ppo`` its ``checkpoints/best.zip``, ``az`` and ``rllib`` its ``final.zip``, or
-``latest.zip`` while it trains.
+A run folder (or its ``checkpoints/`` folder) stands for one of its checkpoints, the same for every agent kind
+(:func:`checkpoint_path`): its ``final.zip``, or ``latest.zip`` while it trains; another by name
+(``checkpoint=best``: the network of the best evaluation score, ``latest``, ``step_N``). The file taken is said
+in one line on stderr.
 
 Checkpoints are read as data by every command of this project, never unpickled. Every failure is a
 :class:`CheckpointError` naming the file and the problem: missing, corrupt or truncated, an entry that is not
@@ -33,8 +34,11 @@ import contextlib
 import importlib.metadata
 import io
 import json
+import multiprocessing
 import pickle
 import platform
+import re
+import sys
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -264,31 +268,56 @@ def _refusal(exc: pickle.UnpicklingError) -> str:
     return "not a torch weights file"
 
 
-RUN_FOLDER_CHECKPOINTS = {"ppo": ("best.zip",), "az": ("final.zip", "latest.zip"), "rllib": ("final.zip", "latest.zip")}
-"""The checkpoint of a run folder each agent kind plays: the first of these in its ``checkpoints/`` that exists
-(the last one named when none does, for the error to name)."""
+DEFAULT_RUN_CHECKPOINTS = ("final", "latest")
+"""The checkpoint a run folder means when none is named: the first of these in its ``checkpoints/`` that exists
+-- the run's last network (``final.zip``; ``latest.zip`` while it still trains). It is the network whose table
+``quarto train`` printed last, for every agent kind alike; ``best.zip`` is taken only by name."""
+CHECKPOINT_NAME = re.compile(r"best|final|latest|step_\d+")
+"""The names ``checkpoint=`` takes: the stems of the files of a run's ``checkpoints/``."""
 
 
-def checkpoint_path(path: str | Path, kind: str | None = None) -> Path:
-    """``path`` itself, or for a run folder the checkpoint the agent ``kind`` plays (:data:`RUN_FOLDER_CHECKPOINTS`);
-    without ``kind``, the kind that plays the run's algorithm (read from one of its checkpoints).
-    :class:`CheckpointError` for a folder without checkpoints."""
+def checkpoint_name(text: str) -> str:
+    """A checkpoint's name in a run folder (:data:`CHECKPOINT_NAME`), for the ``checkpoint`` option of the agent
+    specs; ``ValueError`` naming the allowed names otherwise."""
+    name = text.strip().removesuffix(".zip")
+    if not CHECKPOINT_NAME.fullmatch(name):
+        raise ValueError(f"must be best, final, latest or step_N, got {text!r}")
+    return name
+
+
+def checkpoint_path(path: str | Path, name: str | None = None) -> Path:
+    """``path`` itself if it is not a folder; for a run folder, or its ``checkpoints/`` folder, the checkpoint
+    ``NAME.zip`` there, or without ``name`` the first of :data:`DEFAULT_RUN_CHECKPOINTS` that exists. The file
+    taken from a folder is said once on stderr (:func:`_say_taken`). :class:`CheckpointError` for a folder
+    without that checkpoint, naming the ones it has."""
     path = Path(path)
     if not path.is_dir():
+        if name is not None:
+            raise CheckpointError(f"checkpoint={name} chooses within a run folder; {str(path)!r} is a file")
         return path
-    folder = path / "checkpoints"
-    names = RUN_FOLDER_CHECKPOINTS[kind or _kind_of_run(path)]
-    return next((folder / name for name in names if (folder / name).exists()), folder / names[-1])
+    # A run's checkpoints/ folder means the same as the run folder (not RUN/checkpoints/checkpoints/).
+    folder = path if path.name == "checkpoints" and not (path / "checkpoints").is_dir() else path / "checkpoints"
+    names = (name,) if name is not None else DEFAULT_RUN_CHECKPOINTS
+    taken = next((folder / f"{stem}.zip" for stem in names if (folder / f"{stem}.zip").is_file()), None)
+    if taken is None:
+        kept = sorted(file.stem for file in folder.glob("*.zip")) if folder.is_dir() else []
+        wanted = " or ".join(f"checkpoints/{stem}.zip" for stem in names)
+        has = f"it has {', '.join(kept)}" if kept else "it holds no checkpoints of quarto train"
+        raise CheckpointError(f"folder {str(path)!r} has no {wanted}: {has}")
+    _say_taken(path, taken, name is None)
+    return taken
 
 
-def _kind_of_run(run_dir: Path) -> str:
-    """The agent kind that plays the checkpoints of the run folder ``run_dir`` (``ppo`` for an unknown algorithm,
-    whose loader then names it)."""
-    kept = ("latest.zip", "final.zip", "best.zip")
-    found = next((run_dir / "checkpoints" / name for name in kept if (run_dir / "checkpoints" / name).is_file()), None)
-    if found is None:
-        raise CheckpointError(
-            f"folder {str(run_dir)!r} is no run folder of quarto train with a checkpoint: it has no "
-            f"checkpoints/{', checkpoints/'.join(kept)}"
-        )
-    return AGENT_KINDS_OF_ALGORITHMS.get(str(read_metadata(found).get("algorithm", "ppo")), "ppo")
+_said: set[Path] = set()
+"""The checkpoints :func:`_say_taken` has named in this process."""
+
+
+def _say_taken(folder: Path, taken: Path, by_default: bool) -> None:
+    """One line on stderr naming the checkpoint a folder stood for, so that a table or a game says whose it is;
+    once per file and process, and only in the main process (the workers of a tournament build the same agent
+    again)."""
+    if taken in _said or multiprocessing.parent_process() is not None:
+        return
+    _said.add(taken)
+    other = "; checkpoint=best takes the best evaluation's" if by_default and taken.stem != "best" else ""
+    print(f"{folder}: playing {taken}{other}", file=sys.stderr)

@@ -184,13 +184,14 @@ class LoadedPolicy:
 
 
 def load_policy(path: str | Path, variant: Variant | None = None, device: str = DEFAULT_DEVICE) -> LoadedPolicy:
-    """The policy of the checkpoint at ``path`` (or of a run folder's ``checkpoints/best.zip``, as ``ppo:RUN``
-    plays), rebuilt from its metadata and loaded with ``policy.pth`` read as weights: nothing in the file is
-    unpickled, so nothing in it runs. With ``variant``, a checkpoint trained for another rule variant is refused.
-    The policy runs on ``device`` (``auto``, ``cpu`` or ``cuda``; ``ValueError`` for ``cuda`` without a GPU).
-    Every failure of the file is a :class:`CheckpointError` naming it."""
+    """The policy of the checkpoint at ``path`` (or of a run folder's ``checkpoints/final.zip``, as ``ppo:RUN``
+    plays: :func:`agents.checkpoints.checkpoint_path`), rebuilt from its metadata and loaded with ``policy.pth``
+    read as weights: nothing in the file is unpickled, so nothing in it runs. With ``variant``, a checkpoint
+    trained for another rule variant is refused. The policy runs on ``device`` (``auto``, ``cpu`` or ``cuda``;
+    ``ValueError`` for ``cuda`` without a GPU). Every failure of the file is a :class:`CheckpointError` naming
+    it."""
     on_device = resolve_device(device)
-    path = checkpoint_path(path, "ppo")
+    path = checkpoint_path(path)
     metadata = read_metadata(path)
     check_algorithm(path, metadata, "ppo")
     policy = _policy_for(path, metadata, trained_variant(path, metadata, variant))
@@ -290,9 +291,9 @@ def _saved_update_count(path: str | Path) -> int:
 class PPOAgent(Agent):
     """Plays the policy of a checkpoint: ``ppo:PATH`` (``ppo:path=PATH,deterministic=false`` to sample).
 
-    ``PATH`` may also be a run folder, meaning its ``checkpoints/best.zip``. The network runs on ``device``
-    (``ppo:PATH,device=auto``; :func:`agents.networks.resolve_device`). Loading sets torch to one thread
-    (:func:`use_one_thread`).
+    ``PATH`` may also be a run folder, meaning its ``checkpoints/final.zip`` (``checkpoint=best``: its
+    ``best.zip``). The network runs on ``device`` (``ppo:PATH,device=auto``;
+    :func:`agents.networks.resolve_device`). Loading sets torch to one thread (:func:`use_one_thread`).
     """
 
     def __init__(

@@ -77,7 +77,7 @@ def load_network(
     rule variant is refused. Every failure of the file is a :class:`CheckpointError` naming it (``ValueError`` for
     ``cuda`` without a GPU)."""
     on_device = resolve_device(device)
-    path = checkpoint_path(path, "rllib")
+    path = checkpoint_path(path)
     metadata = read_metadata(path)
     check_algorithm(path, metadata, ALGORITHM)
     trained = trained_variant(path, metadata, variant)

@@ -7,10 +7,10 @@ Example usage::
     quarto bench env                  # environment speed against connect_four_v3
     quarto solve "f9.......0..3... 5"
 
-An unknown command prints the usage and, last, the problem with the nearest name (``quarto trian``: ``did
-you mean 'train'?``), exit status 2. A command whose reader goes away (``quarto solve - < positions.txt | head
--1``) stops quietly with exit status 141, as a Unix tool killed by ``SIGPIPE`` does; Ctrl-C stops any command
-with status 130 and one line, not a traceback.
+``quarto --version`` (or ``-V``) prints ``quarto-env X.Y.Z``. An unknown command prints the usage and, last, the
+problem with the nearest name (``quarto trian``: ``did you mean 'train'?``), exit status 2. A command whose
+reader goes away (``quarto solve - < positions.txt | head -1``) stops quietly with exit status 141, as a Unix
+tool killed by ``SIGPIPE`` does; Ctrl-C stops any command with status 130 and one line, not a traceback.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ COMMANDS: Table = {
     "dataset": ("experiments.training.dataset", "solved positions as arrays for supervised learning"),
     "play": ("experiments.arena.play", "play a game in the terminal against an agent"),
     "replay": ("experiments.arena.replay", "step through a recorded game, or write it as a GIF"),
-    "bench": (None, "speed benchmarks: env, solver, train, mcts, az, network"),
+    "bench": (None, "speed benchmarks: "),  # its list of names is added below, from BENCHMARKS
 }
 """``quarto NAME``: the module whose ``main(argv)`` runs it, and its line of help."""
 
@@ -54,13 +54,24 @@ BENCHMARKS: Table = {
     "vector": ("experiments.bench.vector", "VectorQuarto steps/s per batch and observation kind; vs pgx if installed"),
 }
 """``quarto bench NAME``: the same, one level down."""
+COMMANDS["bench"] = (None, COMMANDS["bench"][1] + ", ".join(BENCHMARKS))  # cannot miss a benchmark
+
+
+def version_line() -> str:
+    """``quarto-env X.Y.Z``: what ``quarto --version`` prints (the installed package's version)."""
+    import quarto_env
+
+    return f"{quarto_env.DISTRIBUTION} {quarto_env.__version__}"
 
 
 def usage(table: Table = COMMANDS, prog: str = "quarto", noun: str = "COMMAND", kind: str = "command") -> str:
     """The help text of ``prog`` and its ``table`` of subcommands (each a ``kind``, named by ``noun``)."""
     width = max(map(len, table))
     rows = "\n".join(f"  {name:<{width}}  {text}" for name, (_, text) in table.items())
-    return f"usage: {prog} {noun} [ARGS...]\n\n{kind}s:\n{rows}\n\n{prog} {noun} --help shows a {kind}'s options."
+    version = "\n\n--version (-V) prints the version." if prog == "quarto" else ""
+    return (
+        f"usage: {prog} {noun} [ARGS...]\n\n{kind}s:\n{rows}\n\n{prog} {noun} --help shows a {kind}'s options.{version}"
+    )
 
 
 def dispatch(argv: list[str], table: Table, prog: str, noun: str, kind: str) -> int:
@@ -100,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
         print(usage())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        print(version_line())
         return 0
     try:
         return dispatch(argv, COMMANDS, "quarto", "COMMAND", "command")

@@ -1,6 +1,7 @@
-"""Command-line pieces every ``quarto`` command shares: the rule-variant flags (one spelling for all), seeds,
-agent specs and output folders checked with a one-line message, warnings (and libraries' loggers quieted), and
-the markdown tables of reports.
+"""Command-line pieces every ``quarto`` command shares: the parser (:class:`CommandParser`: defaults shown in
+``--help``, the usage only for syntax errors), the output flag (``--out``), ``--no-progress``, the rule-variant
+flags (one spelling for all), seeds, agent specs and output folders checked with a one-line message, warnings
+(and libraries' loggers quieted), and the markdown tables of reports.
 """
 
 from __future__ import annotations
@@ -8,9 +9,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any, NoReturn
 
 from agents.base import Agent, SpecError, make_agent, parse_spec
 from quarto_env.checks import (
@@ -19,6 +22,97 @@ from quarto_env.checks import (
     output_folder,
 )
 from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, RulesError, Variant
+
+USAGE_ERROR = 2
+"""The exit status of every refusal, a syntax error or a value the command cannot use (argparse's own)."""
+
+
+def plain_text(text: str) -> str:
+    """``text`` without the reStructuredText of the docstrings it may come from (double backquotes around code,
+    roles such as ``:func:``): ``--help`` prints it as it is."""
+    return _ROLE.sub(r"\1", text).replace("``", "").replace("`", "")
+
+
+_ROLE = re.compile(r":\w+:`~?([^`]+)`")
+"""A reStructuredText role, ``:func:`name```: the name stays."""
+
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """``--help`` with each option's default after its help, ``(default: X)``, where the option has one to show
+    (not ``None``, an empty list or a flag's ``False``) and its help does not already say what its default is
+    (a default of ``None`` that means something, "default runs/NAME__TIME", is written out in the help)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = plain_text(action.help or "")
+        default = action.default
+        shown = action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE)
+        nothing = default is None or default is False or default == argparse.SUPPRESS or default in ([], ())
+        if not shown or nothing or "default" in text.lower():
+            return text
+        if isinstance(default, (list, tuple)):
+            default = " ".join(map(str, default))
+        return f"{text} (default: {str(default).replace('%', '%%')})".lstrip()
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of every ``quarto`` command. Its ``--help`` shows the defaults (:class:`DefaultsHelpFormatter`),
+    and no markup (:func:`plain_text`).
+    A syntax error that argparse finds while it parses (an unknown option, a missing or malformed value) prints
+    the usage and the problem, as argparse does; a refusal after parsing -- ``parser.error(...)`` for a value the
+    command cannot use: a bad agent spec, a missing file, an odd ``--games`` -- prints one line, ``PROG:
+    problem``, without the usage, which would only bury it. Both exit with status :data:`USAGE_ERROR`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        for text in ("description", "epilog"):  # often a module docstring's first paragraph
+            if kwargs.get(text):
+                kwargs[text] = plain_text(kwargs[text])
+        super().__init__(*args, **kwargs)
+        self._parsing = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # parse_args calls this and then reports unknown arguments itself: both count as parsing.
+        parsing, self._parsing = self._parsing, True
+        try:
+            return super().parse_known_args(args, namespace)
+        finally:
+            self._parsing = parsing
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsing, self._parsing = self._parsing, True
+        try:
+            return super().parse_args(args, namespace)
+        finally:
+            self._parsing = parsing
+
+    def error(self, message: str) -> NoReturn:
+        if self._parsing:
+            super().error(message)
+        refuse(self.prog, message)
+
+
+def refuse(prog: str, message: str) -> NoReturn:
+    """Print ``PROG: message`` (one line) on stderr and exit with status :data:`USAGE_ERROR`: the one form of a
+    command's refusal of a value it cannot use."""
+    print(f"{prog}: {message}", file=sys.stderr)
+    raise SystemExit(USAGE_ERROR)
+
+
+def add_out_argument(parser: argparse.ArgumentParser, *old_spellings: str, **kwargs: Any) -> None:
+    """Add ``--out``, the one name of the output file or folder of every command that writes one (``dest``
+    ``out``); ``old_spellings`` (``-o``, ``--output``, ``--run-dir``) are still accepted, and the help lists
+    them after ``--out``."""
+    parser.add_argument("--out", *old_spellings, dest="out", **kwargs)
+
+
+def add_progress_argument(parser: argparse.ArgumentParser, what: str = "progress bar") -> None:
+    """Add ``--no-progress`` (``dest`` ``no_progress``): every command that shows its progress on stderr (a bar,
+    or the ``what`` it shows) takes it, also those that show it only with some options."""
+    parser.add_argument("--no-progress", action="store_true", help=f"show no {what} on stderr")
 
 
 def add_variant_arguments(parser: argparse.ArgumentParser, several_words: bool = False) -> None:

@@ -36,12 +36,27 @@ if TYPE_CHECKING:
     from quarto_env.env import env, raw_env
     from quarto_env.vector import VectorQuarto
 
-__all__ = ["GYMNASIUM_ENV_ID", "NO_WINNER", "PETTINGZOO_ENV_ID", "Outcome", "VectorQuarto", "env", "raw_env"]
+    __version__: str
+
+__all__ = [
+    "GYMNASIUM_ENV_ID",
+    "NO_WINNER",
+    "PETTINGZOO_ENV_ID",
+    "Outcome",
+    "VectorQuarto",
+    "__version__",
+    "env",
+    "raw_env",
+]
 
 _PETTINGZOO_NAME, _PETTINGZOO_VERSION = "quarto", 1  # PettingZoo's convention: a version per API change
 PETTINGZOO_ENV_ID = f"{_PETTINGZOO_NAME}_v{_PETTINGZOO_VERSION}"
 GYMNASIUM_ENV_ID = "quarto_env/QuartoVsAgent-v1"
 ENV_ID = PETTINGZOO_ENV_ID  # the name earlier releases exported
+DISTRIBUTION = "quarto-env"
+"""The name this project is installed under (pyproject.toml's ``name``)."""
+UNKNOWN_VERSION = "0+unknown"
+"""``__version__`` of a checkout imported without being installed: no metadata says its version."""
 
 
 class _Package(types.ModuleType):
@@ -66,6 +81,17 @@ class _Package(types.ModuleType):
     @property
     def VectorQuarto(self) -> Any:
         return importlib.import_module("quarto_env.vector").VectorQuarto
+
+    @property
+    def __version__(self) -> str:
+        """The installed version, read from the package metadata: pyproject.toml's ``version`` is the one source
+        (no second copy here to forget); :data:`UNKNOWN_VERSION` where the package is not installed."""
+        import importlib.metadata  # here: most imports of the package never ask
+
+        try:
+            return importlib.metadata.version(DISTRIBUTION)
+        except importlib.metadata.PackageNotFoundError:
+            return UNKNOWN_VERSION
 
 
 sys.modules[__name__].__class__ = _Package

@@ -32,7 +32,8 @@ from experiments.run_folder import code_version
 )
 def test_a_main_value_can_be_followed_by_options(spec: str, path: str, deterministic: bool) -> None:
     kind, values = parse_spec(spec)
-    assert kind.name == "ppo" and values == {"path": path, "deterministic": deterministic, "device": "cpu"}
+    expected = {"path": path, "checkpoint": "", "deterministic": deterministic, "device": "cpu"}
+    assert kind.name == "ppo" and values == expected
 
 
 @pytest.mark.parametrize(

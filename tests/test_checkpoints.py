@@ -271,21 +271,48 @@ def test_format_1_checkpoints_still_load_with_derived_env_kwargs(tiny_run: tuple
 
 
 # ---------------------------------------------------------------------------------------------------------
-# A run folder means the checkpoint its agent kind plays, wherever a checkpoint is named
+# A run folder means its final checkpoint, for every agent kind; another by name; the choice said on stderr
 # ---------------------------------------------------------------------------------------------------------
-def test_a_run_folder_means_the_checkpoint_its_agent_kind_plays(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
+def test_a_run_folder_means_its_final_checkpoint(
+    tiny_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agents.checkpoints
+
+    monkeypatch.setattr(agents.checkpoints, "_said", set())
     run_dir = tiny_run[0]
     kept = run_dir / "checkpoints"
-    assert checkpoint_path(run_dir, "ppo") == kept / "best.zip"
-    assert checkpoint_path(run_dir, "az") == checkpoint_path(run_dir, "rllib") == kept / "final.zip"
-    assert checkpoint_path(run_dir) == kept / "best.zip"  # read from the run: its checkpoints are MaskablePPO's
-    assert checkpoint_path(kept / "final.zip", "ppo") == kept / "final.zip"  # a file is itself
+    assert checkpoint_path(run_dir) == kept / "final.zip"
+    said = f"{run_dir}: playing {kept / 'final.zip'}; checkpoint=best takes the best evaluation's\n"
+    assert capsys.readouterr().err == said
+    assert checkpoint_path(kept) == kept / "final.zip"  # RUN/checkpoints/ means the run: no checkpoints/checkpoints/
+    assert checkpoint_path(run_dir, "best") == checkpoint_path(kept, "best") == kept / "best.zip"
+    assert checkpoint_path(kept / "best.zip") == kept / "best.zip"  # a file is itself, and says nothing
+    assert capsys.readouterr().err == f"{run_dir}: playing {kept / 'best.zip'}\n"  # once per file
+    assert checkpoint_path(run_dir, "step_000000512") == kept / "step_000000512.zip"
     training = tmp_path / "training"  # a run still training: no final.zip yet
     (training / "checkpoints").mkdir(parents=True)
     shutil.copy(kept / "latest.zip", training / "checkpoints" / "latest.zip")
-    assert checkpoint_path(training, "az") == training / "checkpoints" / "latest.zip"
-    with pytest.raises(CheckpointError, match=r"no run folder of quarto train with a checkpoint: it has no "):
-        checkpoint_path(tmp_path / "training" / "checkpoints")
+    assert checkpoint_path(training) == training / "checkpoints" / "latest.zip"
+    with pytest.raises(CheckpointError, match=r"has no checkpoints/best.zip: it has latest$"):
+        checkpoint_path(training, "best")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match=r"has no checkpoints/final.zip or checkpoints/latest.zip: it holds no"):
+        checkpoint_path(tmp_path / "empty")
+    with pytest.raises(CheckpointError, match=r"chooses within a run folder"):
+        checkpoint_path(kept / "final.zip", "best")
+
+
+def test_the_checkpoint_option_names_one_in_a_run_folder_for_every_kind(tiny_run: tuple[Path, str]) -> None:
+    from agents.base import SpecError, make_agent, parse_spec
+
+    run_dir = tiny_run[0]
+    best = load_policy(run_dir / "checkpoints" / "best.zip").policy.state_dict()
+    agent = make_agent(f"ppo:{run_dir},checkpoint=best")
+    assert all(th.equal(tensor, best[name]) for name, tensor in agent.policy.state_dict().items())
+    for kind in ("ppo", "az", "rllib"):
+        assert parse_spec(f"{kind}:RUN,checkpoint=step_5")[1]["checkpoint"] == "step_5"
+        with pytest.raises(SpecError, match="must be best, final, latest or step_N"):
+            parse_spec(f"{kind}:RUN,checkpoint=top")
 
 
 def test_load_policy_takes_a_run_folder_as_ppo_run_does(tiny_run: tuple[Path, str]) -> None:
@@ -293,8 +320,8 @@ def test_load_policy_takes_a_run_folder_as_ppo_run_does(tiny_run: tuple[Path, st
     from_folder = load_policy(run_dir).policy.state_dict()
     best = load_policy(run_dir / "checkpoints" / "best.zip").policy.state_dict()
     final = load_policy(run_dir / "checkpoints" / "final.zip").policy.state_dict()
-    assert all(th.equal(tensor, best[name]) for name, tensor in from_folder.items())
-    assert not all(th.equal(tensor, final[name]) for name, tensor in from_folder.items())  # best.zip, not final
+    assert all(th.equal(tensor, final[name]) for name, tensor in from_folder.items())
+    assert not all(th.equal(tensor, best[name]) for name, tensor in from_folder.items())  # final.zip, not best
 
 
 def test_evaluate_takes_a_run_folder_and_the_tournaments_openings(
@@ -316,9 +343,11 @@ def test_evaluate_takes_a_run_folder_and_the_tournaments_openings(
     monkeypatch.setattr(evaluate, "load_policy", spy_load)
     monkeypatch.setattr(evaluate, "evaluate_all", spy_games)
     assert evaluate.main([str(tiny_run[0]), "--games", "2", "--opponents", "random"]) == 0
-    assert loaded == [tiny_run[0] / "checkpoints" / "best.zip"]  # what ppo:RUN plays
+    assert loaded == [tiny_run[0] / "checkpoints" / "final.zip"]  # what ppo:RUN plays
+    assert evaluate.main([str(tiny_run[0]), "--checkpoint", "best", "--games", "2", "--opponents", "random"]) == 0
+    assert loaded[-1] == tiny_run[0] / "checkpoints" / "best.zip"
     assert evaluate.DEFAULT_OPENING_PLIES == tournament.DEFAULT_OPENING_PLIES == 4
-    assert played == [tournament.DEFAULT_OPENING_PLIES]
+    assert played == [tournament.DEFAULT_OPENING_PLIES] * 2
     assert evaluate.main([str(tiny_run[0]), "--games", "2", "--opponents", "random", "--opening-plies", "0"]) == 0
     assert played[-1] == 0
 
@@ -329,4 +358,5 @@ def test_evaluate_refuses_a_folder_without_checkpoints_in_one_line(
     assert evaluate.main([str(tmp_path), "--games", "2"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
-    assert captured.err.startswith(f"quarto evaluate: folder {str(tmp_path)!r} is no run folder of quarto train")
+    assert captured.err.startswith(f"quarto evaluate: folder {str(tmp_path)!r} has no checkpoints/final.zip")
+    assert "it holds no checkpoints of quarto train" in captured.err

@@ -62,9 +62,9 @@ def test_a_bad_number_is_a_one_line_usage_error(
 BAD_OUTPUTS = [
     (["bench", "solver", "--out", "<tmp>"], "argument --out: --out '<tmp>' is a folder; name a file"),
     (["bench", "solver", "--out", "/dev/null"], "--out '/dev/null' is not a regular file"),
-    (["bench", "env", "--output", "/proc/quarto-test/env.json"], "argument --output: --output '/proc/quarto-test"),
+    (["bench", "env", "--out", "/proc/quarto-test/env.json"], "argument --out/--output: --out '/proc/quarto-test"),
     (["bench", "train", "--profile", "<tmp>"], "argument --profile: --profile '<tmp>' is a folder"),
-    (["bench", "env", "--output", "/proc/env.json"], "--output '/proc/env.json' cannot be written"),
+    (["bench", "env", "--output", "/proc/env.json"], "--out '/proc/env.json' cannot be written"),  # the old name
     (["bench", "solver", "--out", "/sys/solver.json"], "--out '/sys/solver.json' cannot be written"),
     (["bench", "train", "--profile", "/proc/train.prof"], "--profile '/proc/train.prof' cannot be written"),
     (["bench", "solver", "--out", f"<tmp>/{'a' * 300}.json"], "is too long for the file system"),

@@ -227,7 +227,7 @@ def test_bad_input_is_a_one_line_usage_error(
         main([*argv, "--out", str(tmp_path / "data.npz"), "--no-progress"])
     assert exited.value.code == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert line.startswith("quarto dataset: error:") and all(name in line for name in names), line
+    assert line.startswith("quarto dataset: ") and all(name in line for name in names), line
     assert not (tmp_path / "data.npz").exists()
 
 

@@ -229,8 +229,8 @@ TINY_TRAINING = (
 SWEEP = ("sweep", "configs/default.yaml", "--seeds", "0", "--out", "<out>/s")  # refused before Ray starts
 SWEEP_REPO_CONFIG = ("sweep", str(REPO / "configs" / "default.yaml"), "--seeds", "0")  # past the config check
 BENCH_TRAIN = ("bench", "train", "--steps", "64", "--no-reference", *TINY_TRAINING[1:4], "max_snapshots=2")
-TRAIN = ("train", "--run-dir", "<out>/run", *TINY_TRAINING)
-PLOT = ("plot", "<run>", "-o", "<out>/curves.png")
+TRAIN = ("train", "--out", "<out>/run", *TINY_TRAINING)
+PLOT = ("plot", "<run>", "--out", "<out>/curves.png")
 TRAIN_TIMEOUT = 60.0
 BENCH_TIMEOUT = 40.0
 
@@ -462,7 +462,7 @@ def train_override_cases() -> Iterator[Case]:
         ("variant.bogus=1", ("variant", "bogus")),
     ]:
         yield case(override, (override,), names)
-    # a NUL byte reaches the run name through YAML's escapes; no --run-dir: the default folder is named after it
+    # a NUL byte reaches the run name through YAML's escapes; no --out: the default folder is named after it
     nul = ("train", *TINY_TRAINING, 'name="a\\0b"')
     yield Case("train name='a\\0b' (a NUL byte)", nul, ("name",), timeout=TRAIN_TIMEOUT)
 
@@ -637,10 +637,10 @@ def path_cases() -> Iterator[Case]:
     for name in ["binary", "cache-list", "cache-shape", "cache-key", "cache-values", "cache-other"]:
         argv = (*GRADE, "--cache", f"<copy:{name}>")
         yield Case(f"grade --cache <{name}>", argv, ("cache", f"<copy:{name}>"), "message", 30)
-    yield from cases("play", PLAY, "--save", [*files, "<out>/existing.jsonl"])
+    yield from cases("play", PLAY, "--out", [*files, "<out>/existing.jsonl"])
     yield from cases("replay", REPLAY, "--gif", [p.replace(".json", ".gif") for p in files])
     yield from cases("replay", REPLAY, "--frames", folders)
-    yield from cases("bench env", BENCH_ENV, "--output", files, BENCH_TIMEOUT)
+    yield from cases("bench env", BENCH_ENV, "--out", files, BENCH_TIMEOUT)
     solver_outs = ["<folder>", "<file>/sub.json", "/proc/quarto-fuzz.json", "<long>.json"]
     yield from cases("bench solver", BENCH_SOLVER, "--out", solver_outs, BENCH_TIMEOUT)
     yield from cases("bench vector", BENCH_VECTOR, "--out", solver_outs, BENCH_TIMEOUT)
@@ -657,14 +657,14 @@ def path_cases() -> Iterator[Case]:
     yield Case("dataset --observation pixels", (*DATASET, "--observation", "pixels"), ("pixels",), status=2)
     if importlib.util.find_spec("ray") is not None:  # without Ray a sweep stops at that, before its folder
         yield from cases("sweep", SWEEP_REPO_CONFIG, "--out", ["/sys/quarto-fuzz", "<long>"], 30)
-    yield from cases("plot", PLOT[:2], "--output", ["<folder>", "/proc/quarto-fuzz.png", "<long>.png"])
+    yield from cases("plot", PLOT[:2], "--out", ["<folder>", "/proc/quarto-fuzz.png", "<long>.png"])
     for path in ["<missing>", "<folder>", "<binary>", "<yaml-list>", "<yaml-bad>", "<yaml-unknown>", "<yaml-nan>"]:
         argv = (*BENCH_TRAIN, "--config", path)
         yield Case(f"bench train --config {path}", argv, ("config", path), timeout=TRAIN_TIMEOUT)
         yield Case(f"train --config {path}", (*TRAIN, "--config", path), ("config", path), timeout=TRAIN_TIMEOUT)
     profiles = ["<folder>", "<file>/sub.prof", "/proc/quarto-fuzz.prof", "<long>.prof"]
     yield from cases("bench train", BENCH_TRAIN, "--profile", profiles, TRAIN_TIMEOUT)
-    yield from cases("train", TRAIN, "--run-dir", folders, TRAIN_TIMEOUT)
+    yield from cases("train", TRAIN, "--out", folders, TRAIN_TIMEOUT)
     for path in ["<missing>", "<file>", "<folder>", "/dev/null", "<copy:run-junk>", "<copy:run-list>"]:
         argv = ("train", "--resume", path)
         yield Case(f"train --resume {path}", argv, ("resume", "run", path), timeout=TRAIN_TIMEOUT)

@@ -224,7 +224,7 @@ def test_bad_input_is_refused(argv: list[str], message: str, capsys: pytest.Capt
         grade.main(argv)
     error = capsys.readouterr().err
     assert exit_info.value.code == 2 and message in error and "Traceback" not in error
-    assert error.splitlines()[-1].startswith("quarto grade: error: ")  # the message is one line, after the usage
+    assert error.splitlines()[-1].startswith("quarto grade: ")  # one line (after the usage for a syntax error)
 
 
 def test_out_that_is_a_file_is_refused_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -461,7 +461,7 @@ def test_a_suite_and_a_sampling_option_are_refused_together(
     error = capsys.readouterr().err
     assert exit_info.value.code == 2
     assert error.splitlines()[-1] == (
-        f"quarto grade: error: --suite grades on a suite's positions and {sampling[0]} samples positions: give one "
+        f"quarto grade: --suite grades on a suite's positions and {sampling[0]} samples positions: give one "
         "or the other"
     )
 
@@ -474,7 +474,7 @@ def test_an_unknown_or_foreign_suite_is_a_usage_error(
     shipped = ", ".join(shipped_suite_names()) or "none"
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"quarto grade: error: unknown suite 'nosuch'; shipped suites: {shipped} (or a .jsonl path)"
+        f"quarto grade: unknown suite 'nosuch'; shipped suites: {shipped} (or a .jsonl path)"
     )
     with pytest.raises(SystemExit) as exit_info:
         grade.main(["random", "--suite", str(tiny_suite_file), "--squares"])

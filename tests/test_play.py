@@ -206,7 +206,7 @@ def test_a_bad_save_path_is_refused_before_the_game(
     assert exit_info.value.code == 2
     captured = capsys.readouterr()
     assert "You play" not in captured.out
-    assert captured.err.splitlines()[-1].startswith("quarto play: error: --save ") and message in captured.err
+    assert captured.err.splitlines()[-1].startswith("quarto play: --out ") and message in captured.err
     assert earlier.read_text() == "an earlier game\n"
 
 

@@ -309,7 +309,7 @@ def test_output_paths_are_checked_before_rendering(
         replay.main([str(games_file), option, str(target(tmp_path))])
     assert exit_info.value.code == 2
     last = capsys.readouterr().err.splitlines()[-1]
-    assert last.startswith("quarto replay: error: ") and option in last and message in last
+    assert last.startswith("quarto replay: ") and option in last and message in last
 
 
 def _must_not_render(*args: object) -> None:

@@ -25,14 +25,14 @@ from agents.book import BookError, OpeningBook, book_levels, default_book_path, 
 from agents.minimax import Solver
 from agents.search import table_bits_for
 from experiments.arena.solve import MAX_JOBS, MAX_TABLE_MB, default_table_mb
-from experiments.options import add_variant_arguments, variant_from_args
+from experiments.options import CommandParser, add_progress_argument, add_variant_arguments, variant_from_args
 from quarto_env.checks import number_argument, output_file_argument
 from quarto_env.core import NUM_SQUARES, State, Variant
 from quarto_env.notation import PositionError, format_position, parse_position
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="quarto book",
         description="Build the opening book: the exact value of every early give node, for the solver.",
     )
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the book's deepest boards have this many empty squares (default 12)",
     )
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="the book file to write")
+    add_progress_argument(parser, "progress lines")
     parser.add_argument("--jobs", type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True), default=1)
     parser.add_argument("--table-mb", type=number_argument("table-mb", minimum=1, maximum=MAX_TABLE_MB), default=None)
     parser.add_argument(
@@ -107,9 +108,11 @@ def main(argv: list[str]) -> int:
                 last_save = now
                 rate = done / (now - start)
                 left = (len(todo) - done) / rate
-                print(
-                    f"{len(values):,}/{len(bottom):,} solved, {rate:.2f}/s, {left / 60:.0f} min left", file=sys.stderr
-                )
+                if not args.no_progress:
+                    print(
+                        f"{len(values):,}/{len(bottom):,} solved, {rate:.2f}/s, {left / 60:.0f} min left",
+                        file=sys.stderr,
+                    )
     except KeyboardInterrupt:
         _save_partial(partial_path, variant, args.min_empty, values, root)
         print(f"\ninterrupted: {len(values):,} boards saved to {partial_path}; run again to continue", file=sys.stderr)

@@ -70,6 +70,8 @@ from experiments.arena.perfect import PerfectPlayReport, add_perfect_games_argum
 from experiments.options import (
     MAX_SEED,
     SEED,
+    CommandParser,
+    add_progress_argument,
     add_variant_arguments,
     agent_or_exit,
     check_specs,
@@ -98,7 +100,7 @@ selects that mode."""
 # ---------------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser of ``quarto grade``."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="quarto grade",
         description="Share of an agent's decisions that lose value under perfect play, on a suite of solved "
         "positions or on sampled positions valued by the exact solver.",
@@ -152,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out", type=Path, default=None, metavar="DIR", help="output folder (default runs/grade__SEED__TIME)"
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_progress_argument(parser, "progress bars")
     add_variant_arguments(parser)
     return parser
 

@@ -34,7 +34,16 @@ import numpy as np
 from agents.base import Agent
 from agents.match import GameRecord
 from experiments.arena.records import record_line
-from experiments.options import SEED, add_variant_arguments, agent_or_exit, check_specs, variant_from_args
+from experiments.options import (
+    SEED,
+    CommandParser,
+    add_out_argument,
+    add_progress_argument,
+    add_variant_arguments,
+    agent_or_exit,
+    check_specs,
+    variant_from_args,
+)
 from quarto_env.checks import OutputPathError, atomic_write_text, output_file
 from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
@@ -50,7 +59,7 @@ class QuitGame(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser of ``quarto play``."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="quarto play",
         description="Play Quarto in the terminal against an agent.",
         epilog="Type 'help' during the game for the move syntax.",
@@ -65,10 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="seed of the agent and of --first random",
     )
-    parser.add_argument(
-        "--save", type=Path, default=None, metavar="FILE", help="write the game as a games.jsonl line here"
+    add_out_argument(
+        parser, "--save", type=Path, default=None, metavar="FILE", help="write the game as a games.jsonl line here"
     )
-    parser.add_argument("--overwrite", action="store_true", help="let --save replace an existing file")
+    parser.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
+    # play draws no bar; the flag is taken all the same, so that one command line serves every command
+    add_progress_argument(parser, "progress bar (play draws none)")
     add_variant_arguments(parser)
     return parser
 
@@ -79,12 +90,12 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     variant = variant_from_args(parser, args)
     check_specs(parser, [args.opponent])
-    if args.save:
+    if args.out:
         try:
-            output_file(args.save, "--save", overwrite=args.overwrite)
+            output_file(args.out, "--out", overwrite=args.overwrite)
         except OutputPathError as error:
             # os.path.isfile, not Path.is_file: that raises for a name too long to look up
-            hint = " (or give --overwrite)" if not args.overwrite and os.path.isfile(args.save) else ""
+            hint = " (or give --overwrite)" if not args.overwrite and os.path.isfile(args.out) else ""
             parser.error(f"{error}{hint}")
     rng = np.random.default_rng(args.seed)
     human_first = args.first == "you" or (args.first == "random" and bool(rng.integers(2)))
@@ -98,8 +109,8 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted -- game abandoned.")
         return 130
-    if args.save:
-        return save_game(args.save, record_line(record, variant))
+    if args.out:
+        return save_game(args.out, record_line(record, variant))
     return 0
 
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from experiments.arena.play import describe_action
 from experiments.arena.records import RecordError, check_record, record_variant
+from experiments.options import CommandParser
 from quarto_env.checks import OutputPathError, atomic_write, number_argument, output_file, output_folder, shortened
 from quarto_env.core import INITIAL_STATE, NO_WINNER, RulesError, State, Variant, step
 from quarto_env.notation import format_position
@@ -48,7 +49,7 @@ Frame = tuple[State, str | None]
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser of ``quarto replay``."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="quarto replay", description="Step through a recorded game, or write it as a GIF or PNG frames."
     )
     parser.add_argument("file", type=Path, help="a games.jsonl file")

@@ -42,7 +42,7 @@ from collections.abc import Iterable
 
 from agents.minimax import Solver
 from agents.search import TableFileError, load_table, save_table, table_bits_for
-from experiments.options import add_variant_arguments, variant_from_args
+from experiments.options import CommandParser, add_progress_argument, add_variant_arguments, variant_from_args
 from quarto_env.checks import number_argument, output_file_argument, shortened
 from quarto_env.core import RulesError
 from quarto_env.notation import parse_position
@@ -85,7 +85,7 @@ def add_search_arguments(parser: argparse.ArgumentParser, table_mb: float, why: 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="quarto solve",
         description="Exact value and best actions of Quarto positions under perfect play, as JSON lines.",
     )
@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=60.0,
         help="seconds between saves of the table with --resume (default 60)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="print no progress lines on stderr")
+    add_progress_argument(parser, "progress lines")
     add_variant_arguments(parser, several_words=True)
     return parser
 

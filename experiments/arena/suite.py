@@ -35,14 +35,21 @@ from agents.suites import (
     suite_path,
 )
 from experiments.arena.solve import MAX_JOBS
-from experiments.options import SEED, add_variant_arguments, check_specs, variant_from_args
+from experiments.options import (
+    SEED,
+    CommandParser,
+    add_progress_argument,
+    add_variant_arguments,
+    check_specs,
+    variant_from_args,
+)
 from quarto_env.checks import number_argument, output_file_argument
 
 DEFAULT_PER_STAGE = 300
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="quarto suite",
         description="Show, check or build the versioned suites of solved positions that quarto grade uses.",
     )
@@ -75,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="solver threads (default 1); the values do not depend on it",
     )
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="file to write")
+    add_progress_argument(parser, "progress bars (of --build)")
     add_variant_arguments(parser)
     return parser
 
@@ -125,7 +133,16 @@ def _build(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list
     command = shlex.join(["quarto", "suite", *argv])
     start = time.perf_counter()
     suite = build_suite(
-        args.name, variant, args.per_stage, args.seed, args.sources, SUITE_STAGES, args.games, True, command, args.jobs
+        args.name,
+        variant,
+        args.per_stage,
+        args.seed,
+        args.sources,
+        SUITE_STAGES,
+        args.games,
+        not args.no_progress,
+        command,
+        args.jobs,
     )
     save_suite(suite, out)
     print(suite_table(suite))

@@ -77,6 +77,8 @@ from experiments.arena.records import check_record, record_line
 from experiments.options import (
     MAX_SEED,
     SEED,
+    CommandParser,
+    add_progress_argument,
     add_variant_arguments,
     agent_or_exit,
     check_specs,
@@ -137,7 +139,7 @@ class PlayedGame:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser of ``quarto tournament``."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="quarto tournament",
         description="Play agents against each other and rate them (Elo with 95% intervals).",
         epilog="Agent specs: random, greedy, minimax:depth=3, minimax:time=1, mcts:sims=2000, solver, ppo:PATH, "
@@ -203,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="virtual draws per pair (keeps ratings finite; default 1)",
     )
     parser.add_argument("--tensorboard", action="store_true", help="also log ratings and tables to DIR/tensorboard")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_argument(parser)
     add_variant_arguments(parser)
     return parser
 

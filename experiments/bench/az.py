@@ -30,7 +30,6 @@ number there (default 128)::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import statistics
@@ -48,7 +47,7 @@ from agents.alphazero import load_network
 from agents.checkpoints import CheckpointError
 from agents.networks import PolicyValueNetwork
 from agents.puct import BatchedSearch
-from experiments.options import SEED
+from experiments.options import SEED, CommandParser
 from experiments.training.az_selfplay import SelfPlay, SelfPlayReport, SelfPlaySettings, play_rounds, self_play
 from experiments.training.config import MAX_WORKERS, TrainConfig, config_from_dict
 from experiments.training.ray_runtime import RayStartError
@@ -62,7 +61,7 @@ DEFAULT_GAMES = (1, 16, 128)
 
 def main(argv: list[str]) -> int:
     """Run the benchmark; one row per number of games."""
-    parser = argparse.ArgumentParser(prog="quarto bench az", description=__doc__.split("\n")[0])
+    parser = CommandParser(prog="quarto bench az", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--games",
         type=number_argument("games", minimum=1, maximum=4096, integer=True),

@@ -20,7 +20,7 @@ Example usage::
 
     quarto bench env                          # 6 envs x 3 rounds x 2 s, then the rules core
     quarto bench env --seconds 1 --rounds 1   # a quick look
-    quarto bench env --output runs/bench_env.json
+    quarto bench env --out runs/bench_env.json
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 
 from experiments.bench import exit_if_unwritten
-from experiments.options import SEED
+from experiments.options import SEED, CommandParser, add_out_argument
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
 from quarto_env.fast import random_games
@@ -52,7 +52,7 @@ MAX_SECONDS = 3600.0
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line of ``quarto bench env``."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="quarto bench env",
         description="Turns/s of the wrapped quarto_v1 against connect_four_v3 (same loop, same run), and the "
         "rules core's random-play actions/s.",
@@ -81,9 +81,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=DEFAULT_OBSERVATION,
         help=f"quarto_v1's observation option (default {DEFAULT_OBSERVATION}, the env's default)",
     )
-    parser.add_argument(
+    add_out_argument(
+        parser,
         "--output",
-        type=output_file_argument("--output"),
+        type=output_file_argument("--out"),
+        metavar="FILE",
         help="also write the figures, config and command to this JSON file",
     )
     return parser.parse_args(argv)
@@ -116,7 +118,7 @@ def main(argv: list[str]) -> int:
     print(f"  compiled, single thread, {CORE_GAMES:,} games in one call (quarto_env.fast): {compiled:>12,.0f}")
     print(f"  core.step from Python, one state at a time:{'':>28}{python:>12,.0f}")
 
-    if args.output:
+    if args.out:
         results = {
             "turns_per_second": rounds,
             "median_turns_per_second": medians,
@@ -127,9 +129,9 @@ def main(argv: list[str]) -> int:
             "core_actions_per_second": {"compiled_single_thread": compiled, "python_core_step": python},
         }
         record = {"command": _command(argv), "config": vars(args) | _machine(), "results": results}
-        with exit_if_unwritten("quarto bench env", "--output", args.output):
-            atomic_write_text(args.output, json.dumps(record, indent=2, default=str) + "\n")
-        print(f"\nwrote {args.output}")
+        with exit_if_unwritten("quarto bench env", "--out", args.out):
+            atomic_write_text(args.out, json.dumps(record, indent=2, default=str) + "\n")
+        print(f"\nwrote {args.out}")
     return 0
 
 

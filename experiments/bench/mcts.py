@@ -11,12 +11,11 @@ and its load. The compiled playout's compilation (or cache load) happens before 
 
 from __future__ import annotations
 
-import argparse
 import time
 
 from agents.mcts import MCTSAgent
 from agents.positions import sample_positions
-from experiments.options import SEED
+from experiments.options import SEED, CommandParser
 from quarto_env.checks import number_argument
 from quarto_env.core import INITIAL_STATE, STANDARD, State
 
@@ -25,7 +24,7 @@ EMPTY_SQUARES = (12, 8, 4)
 
 def main(argv: list[str]) -> int:
     """Run the benchmark and print one row per position set."""
-    parser = argparse.ArgumentParser(prog="quarto bench mcts", description=__doc__.split("\n")[0])
+    parser = CommandParser(prog="quarto bench mcts", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--sims",
         type=number_argument("sims", minimum=1, integer=True),

@@ -45,7 +45,7 @@ from agents.puct import encode_positions, forced_action
 from experiments.arena.grade import check_empty_range, values_or_exit
 from experiments.arena.grading import MAX_POSITIONS, SOLVER_COMFORT_EMPTY, PositionValues, sample_positions
 from experiments.bench import exit_if_unwritten
-from experiments.options import SEED, add_variant_arguments, markdown_table, variant_from_args
+from experiments.options import SEED, CommandParser, add_variant_arguments, markdown_table, variant_from_args
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, State, Variant, compiled_fields, position_array
 from quarto_env.observation import ObservationKind, observation_kind
@@ -346,7 +346,7 @@ def report_markdown(results: Sequence[dict[str, Any]]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
-    parser = argparse.ArgumentParser(prog="quarto bench network", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="quarto bench network", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--positions",
         type=number_argument("positions", minimum=MIN_POSITIONS, maximum=MAX_POSITIONS, integer=True),

@@ -46,7 +46,7 @@ from agents.search import table_bits_for
 from agents.simple import GreedyAgent
 from experiments.arena.solve import add_search_arguments
 from experiments.bench import exit_if_unwritten
-from experiments.options import SEED, add_variant_arguments, variant_from_args
+from experiments.options import SEED, CommandParser, add_variant_arguments, variant_from_args
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, MAX_GAME_LENGTH, NUM_SQUARES, State, Variant, step
 from quarto_env.notation import format_position
@@ -61,7 +61,7 @@ BUDGET_EMPTIES = range(14, 8, -1)
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
-    parser = argparse.ArgumentParser(prog="quarto bench solver", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="quarto bench solver", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--empties",
         type=number_argument("empties", minimum=1, maximum=NUM_SQUARES, integer=True),

@@ -16,7 +16,6 @@ planes, with the same games and opponents. Timings on a shared machine are noisy
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ from rich.table import Table
 from stable_baselines3.common.callbacks import BaseCallback
 
 from experiments.bench import exit_if_unwritten
+from experiments.options import CommandParser
 from experiments.training.config import DEFAULT_CONFIG, ConfigError, TrainConfig, load_config
 from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv
@@ -87,7 +87,7 @@ def measure(config: TrainConfig, steps: int, profile: Path | None = None) -> dic
 
 def main(argv: list[str]) -> int:
     """Run ``quarto bench train``."""
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config (default: configs/default.yaml)")
     parser.add_argument(

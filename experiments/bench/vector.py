@@ -57,7 +57,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from experiments.bench import exit_if_unwritten
-from experiments.options import SEED
+from experiments.options import SEED, CommandParser
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import Variant
 from quarto_env.observation import OBSERVATION_KINDS
@@ -81,7 +81,7 @@ INSTALL_HINT = 'pgx is not installed: the ratios to pgx connect_four need `pip i
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line of ``quarto bench vector``."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="quarto bench vector",
         description="Steps/s of random self-play on VectorQuarto per batch size and observation kind, the older "
         "GameBatch loop, and pgx's connect_four and tic_tac_toe when pgx is installed (ratios to connect_four).",

@@ -194,7 +194,8 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
             checkpoints.save_best()
         writer.flush()
 
-    with _self_play_source(trainer, rng, progress.write) as source:
+    # The bar closes as the block ends, also on Ctrl-C: it must not redraw under quarto train's message.
+    with progress, _self_play_source(trainer, rng, progress.write) as source:
         if schedule.due(trainer.steps):  # a fresh run's evaluation at step 0, before it trains
             evaluate()
         while trainer.steps < config.total_steps:
@@ -223,7 +224,6 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
                 evaluate()
             if "checkpoint" in due:
                 checkpoints.save_step(trainer.steps)
-    progress.close()
 
     final = finish_run(
         config,

@@ -66,7 +66,14 @@ from agents.suites import (
     solve_positions,
 )
 from experiments.arena.grading import SOLVER_COMFORT_EMPTY
-from experiments.options import SEED, add_variant_arguments, variant_from_args, warn
+from experiments.options import (
+    SEED,
+    CommandParser,
+    add_progress_argument,
+    add_variant_arguments,
+    variant_from_args,
+    warn,
+)
 from experiments.run_folder import code_version
 from quarto_env.checks import OutputPathError, atomic_write_bytes, number_argument, output_file
 from quarto_env.core import (
@@ -241,7 +248,7 @@ def _first_line(error: BaseException) -> str:
 # ---------------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser of ``quarto dataset``."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="quarto dataset",
         description="Solved positions as arrays (.npz) for supervised learning: observations, masks, exact values.",
     )
@@ -280,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the .npz file to write")
     parser.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_progress_argument(parser, "progress bars")
     add_variant_arguments(parser)
     return parser
 

@@ -3,12 +3,12 @@
 Example usage::
 
     quarto evaluate runs/long_parity/checkpoints/final.zip --games 4000
-    quarto evaluate runs/x --opponents greedy minimax:depth=3 --seed 7     # a run folder: its best.zip
+    quarto evaluate runs/x --opponents greedy minimax:depth=3 --seed 7     # a run folder: its final.zip
     quarto evaluate runs/az --opponents minimax:depth=4 --games 400 --sims 200 0
 
-The checkpoint is a ``.zip`` or a run folder, which means the checkpoint its agent kind plays, as ``ppo:RUN`` and
-``az:RUN`` do (:func:`agents.checkpoints.checkpoint_path`): a PPO run's ``best.zip``, an alphazero run's
-``final.zip`` (``latest.zip`` while it trains).
+The checkpoint is a ``.zip`` or a run folder, which means its ``final.zip`` (``latest.zip`` while it trains), as
+``ppo:RUN``, ``az:RUN`` and ``rllib:RUN`` do (:func:`agents.checkpoints.checkpoint_path`); the file taken is said on
+stderr. ``--checkpoint best`` (or the path of ``best.zip``) takes the network of the best evaluation score.
 
 The games are played side by side as in training (the learner's moves in one batched call per turn), half with
 the learner giving first. A PPO learner plays its most likely action (argmax) and, separately, samples its
@@ -38,12 +38,13 @@ from rich.table import Table
 
 from agents.alphazero import load_network
 from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS, make_agent
-from agents.checkpoints import check_algorithm, checkpoint_path, read_metadata
+from agents.checkpoints import check_algorithm, checkpoint_name, checkpoint_path, read_metadata
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.networks import DEFAULT_DEVICE, DEVICES
 from agents.ppo import load_policy
 from agents.puct import DEFAULT_C_PUCT
 from experiments.arena.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
+from experiments.options import CommandParser, add_progress_argument
 from experiments.training.az_selfplay import SearchOpponent
 from experiments.training.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
 from experiments.training.selfplay import EvalResult, Opponent, evaluate_all, policy_players
@@ -61,9 +62,19 @@ def confidence_95(result: EvalResult) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="quarto evaluate", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="quarto evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "checkpoint", help="a checkpoint .zip written by quarto train, or a run folder (ppo: best.zip; az: final.zip)"
+        "checkpoint",
+        help="a checkpoint .zip written by quarto train, or a run folder (its final.zip, see --checkpoint)",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        dest="checkpoint_name",
+        type=checkpoint_name,
+        default=None,
+        metavar="NAME",
+        help="with a run folder, its checkpoint: best, final, latest or step_N (default: final.zip, else latest.zip "
+        "while it trains)",
     )
     parser.add_argument("--opponents", nargs="+", default=["random", "greedy", "minimax:depth=2"], help="agent specs")
     parser.add_argument(
@@ -100,12 +111,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"where the checkpoint's network runs (auto: cuda if torch sees a GPU; default {DEFAULT_DEVICE})",
     )
     add_perfect_games_argument(parser)
+    add_progress_argument(parser, "progress bar (of the games against perfect play)")
     args = parser.parse_args(argv)
 
     th.set_num_threads(1)
     th.manual_seed(args.seed)
     try:
-        checkpoint = checkpoint_path(args.checkpoint)  # a run folder: the checkpoint its agent kind plays
+        checkpoint = checkpoint_path(args.checkpoint, args.checkpoint_name)  # a run folder: the file it stands for
         learners, steps, variant = _learners(checkpoint, args)
         check_agent_specs([("--opponents", spec) for spec in args.opponents], variant, args.seed)
     except ValueError as exc:  # CheckpointError, a device this machine lacks, an opponent that cannot play
@@ -146,7 +158,9 @@ def _perfect_play(checkpoint: Path, learner: Opponent, variant: Variant, args: a
     """The points lost against perfect play by ``learner`` (one way of playing ``checkpoint``), named by how it
     plays."""
     agent = make_agent(_learner_spec(checkpoint, learner, args.device), variant, args.seed)
-    report = points_lost(agent, variant, args.perfect_games, args.seed, args.opening_plies)
+    report = points_lost(
+        agent, variant, args.perfect_games, args.seed, args.opening_plies, progress=not args.no_progress
+    )
     report.agent = learner.playing
     return report
 

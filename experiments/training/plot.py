@@ -2,9 +2,9 @@
 
 Example usage::
 
-    quarto plot runs/compare/* -o docs/compare.png
-    quarto plot runs/default__0__20260101-120000 -o docs/curves.png --x time
-    quarto plot runs/default__0__20260101-120000 -o docs/curves.png --argmax   # also the most likely action
+    quarto plot runs/compare/* --out docs/compare.png
+    quarto plot runs/default__0__20260101-120000 --out docs/curves.png --x time
+    quarto plot runs/default__0__20260101-120000 --out docs/curves.png --argmax   # also the most likely action
 
 By default, the curves that show learning: one panel per evaluation opponent with the score of the learner
 sampling its policy (``eval_sampled/<opponent>/score``: wins plus half the draws, both seats), and for runs graded
@@ -17,7 +17,6 @@ moves in steps of 0.25 (``eval_opening_plies: 0``). ``--sampled``, the default n
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import io
 from pathlib import Path
@@ -29,6 +28,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from experiments.options import CommandParser, add_out_argument
 from quarto_env.checks import atomic_write_bytes, output_file_argument, shortened
 
 GRADE_TAG = "eval/grade/value_lost"
@@ -101,10 +101,16 @@ def panels(runs: dict[str, dict[str, list[tuple[int, float, float]]]], argmax: b
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="quarto plot", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="quarto plot", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with a tb/ folder)")
-    parser.add_argument(
-        "-o", "--output", type=output_file_argument("--output"), required=True, help="PNG file to write"
+    add_out_argument(
+        parser,
+        "-o",
+        "--output",
+        type=output_file_argument("--out"),
+        required=True,
+        metavar="FILE",
+        help="PNG file to write",
     )
     parser.add_argument("--x", choices=("steps", "time"), default="steps", help="horizontal axis")
     parser.add_argument(
@@ -132,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
-    atomic_write_bytes(args.output, buffer.getvalue())
-    print(f"wrote {args.output}")
+    atomic_write_bytes(args.out, buffer.getvalue())
+    print(f"wrote {args.out}")
     return 0
 
 

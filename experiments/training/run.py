@@ -5,11 +5,12 @@ A backend (:mod:`experiments.training.sb3_ppo`, :mod:`experiments.training.rllib
 :mod:`experiments.training.alphazero`) owns its learner and its loop; around them every run reads alike, in
 the order a run meets these pieces:
 
-:func:`announce_run`
-    the first lines, before anything slow: the run folder and the command that opens TensorBoard on it; then, the
-    first time numba compiles a function in the process, a line that says so (:class:`CompileNotice`): the game
-    kernels compile on their first call after a fresh clone or an edit and are cached on disk after, so only such
-    a run waits for them, before its progress bar.
+:func:`watch_compiles`, :func:`announce_run`
+    from the start of the checks, the first time numba compiles a function in the process, a line that says so
+    (:class:`CompileNotice`): the game kernels compile on their first call after a fresh clone or an edit and are
+    cached on disk after, so only such a run waits for them, before its progress bar; once every check has
+    passed (a refused run prints nothing but its one line), the run folder and the command that opens
+    TensorBoard on it.
 :func:`read_resume_point`
     a resumed run's ``checkpoints/latest.zip``, checked before anything is written: saved by ``quarto train``
     (its ``quarto.json`` records the training config), no field of ``FIXED_ON_RESUME`` changed, a valid best
@@ -234,11 +235,29 @@ def learning_layout(config: TrainConfig, graded: Sequence[str] = ()) -> dict[str
     return {"learning": charts}
 
 
+_progress_hidden = False
+"""Set by :func:`hidden_progress` (``quarto train --no-progress``): the run's bar is created disabled."""
+
+
 def progress_bar(step: int, stop: int, unit: str) -> tqdm:
     """The run's progress bar on stderr, from ``step`` to ``stop`` (:func:`stopping_step`). Its rate is the
     average since the start, on a clock that stops for evaluations (:func:`paused`): the ETA counts training
-    alone, and holds."""
-    return tqdm(total=stop, initial=step, unit=unit, unit_scale=True, smoothing=0)
+    alone, and holds. A backend closes it also when the run stops on an exception (Ctrl-C), so that nothing
+    redraws it after the message that follows."""
+    return tqdm(total=stop, initial=step, unit=unit, unit_scale=True, smoothing=0, disable=_progress_hidden)
+
+
+@contextlib.contextmanager
+def hidden_progress(hidden: bool = True) -> Iterator[None]:
+    """Within the block, the runs' progress bars are not drawn (``hidden``). A switch of the module, not an
+    argument, because each backend creates its bar deep inside its loop; restored after, for the next caller in
+    the same process (the tests)."""
+    global _progress_hidden
+    before, _progress_hidden = _progress_hidden, hidden
+    try:
+        yield
+    finally:
+        _progress_hidden = before
 
 
 @contextlib.contextmanager
@@ -290,10 +309,9 @@ def watch_compiles() -> CompileNotice:
 
 
 def announce_run(run_dir: Path) -> None:
-    """The first lines of a run, before anything slow: its folder and the command that opens its curves; from
-    now on numba's first compilation is announced too (:func:`watch_compiles`)."""
+    """The first lines of a run that every check has let start: its folder and the command that opens its
+    curves."""
     print(f"run folder: {run_dir}\n{tensorboard_command(run_dir)}", flush=True)
-    watch_compiles()
 
 
 def tensorboard_command(run_dir: Path) -> str:

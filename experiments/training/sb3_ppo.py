@@ -135,9 +135,11 @@ def run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
     model.set_logger(configure(str(run_dir / "tb"), ["tensorboard"]))
     callback = TrainingCallback(config, run_dir, learner)
     remaining = max(config.total_steps - model.num_timesteps, 0)
-    if remaining:
-        model.learn(remaining, callback=callback, reset_num_timesteps=False, log_interval=1)
-    callback.close()
+    try:
+        if remaining:
+            model.learn(remaining, callback=callback, reset_num_timesteps=False, log_interval=1)
+    finally:  # also on Ctrl-C: the bar must not redraw under quarto train's message
+        callback.close()
     final = finish_run(
         config,
         callback.checkpoints,

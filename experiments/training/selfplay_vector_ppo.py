@@ -33,7 +33,6 @@ bootstrap stood for them.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import dataclasses
 import inspect
@@ -49,6 +48,7 @@ import torch
 from torch import nn
 from torch.utils.tensorboard import SummaryWriter
 
+from experiments.options import CommandParser
 from quarto_env import VectorQuarto
 from quarto_env.vector_env import QuartoVectorVsAgent
 
@@ -108,7 +108,7 @@ def field_docs() -> dict[str, str]:
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = CommandParser(description=(__doc__ or "").split("\n\n")[0])
     docs = field_docs()
     for field in dataclasses.fields(Config):
         default = field.default

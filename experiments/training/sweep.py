@@ -7,7 +7,7 @@ Example usage::
     quarto sweep configs/default.yaml --seeds 0 1 2 3 --address auto    # on a running Ray cluster
     quarto sweep --resume runs/sweeps/default__20261201-040000           # finish an interrupted sweep
 
-Each trial is one ``quarto train --config CONFIG --run-dir DIR KEY=VALUE... seed=S`` run in a Ray worker, with
+Each trial is one ``quarto train --config CONFIG --out DIR KEY=VALUE... seed=S`` run in a Ray worker, with
 its own ordinary run folder (``trials/<setting>__seed=S/``: config, command, TensorBoard curves, checkpoints,
 ``final_eval.json``; its console output goes to ``train.log`` there). ``--set KEY=V1,V2`` may be repeated, once
 per config field (the ``KEY=VALUE`` syntax of ``quarto train``): a single value overrides the field for every
@@ -70,7 +70,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.options import markdown_table, quiet_logger
+from experiments.options import CommandParser, markdown_table, quiet_logger
 from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents, load_config
 from experiments.training.ray_runtime import check_address, check_reachable, start_ray
@@ -116,10 +116,10 @@ class Trial:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line of ``quarto sweep``."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="quarto sweep",
         description="Train one config over seeds (and a grid of --set values) on Ray Tune; aggregate the results.",
-        epilog="Every trial is `quarto train --config CONFIG --run-dir OUT/trials/NAME KEY=VALUE... seed=S`.",
+        epilog="Every trial is: quarto train --config CONFIG --out OUT/trials/NAME KEY=VALUE... seed=S",
     )
     parser.add_argument("config", nargs="?", type=Path, help="the YAML config of quarto train")
     parser.add_argument("--seeds", nargs="+", type=str, metavar="SEED", help="training seeds, e.g. 0 1 2")
@@ -302,7 +302,7 @@ def run_trial(params: dict[str, Any]) -> None:
         if resume and not (run_dir / "checkpoints" / "latest.zip").exists():
             (run_dir / "config.yaml").unlink()  # stopped before its first checkpoint: nothing to resume, start again
             resume = False
-        argv = ["--resume", str(run_dir)] if resume else ["--config", config, "--run-dir", str(run_dir)]
+        argv = ["--resume", str(run_dir)] if resume else ["--config", config, "--out", str(run_dir)]
         run_dir.mkdir(parents=True, exist_ok=True)
         with open(run_dir / "train.log", "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             status = train.main(argv + ([] if resume else params["overrides"]))

@@ -4,7 +4,7 @@ Example usage::
 
     quarto train                                       # configs/default.yaml
     quarto train --config configs/long.yaml seed=3     # another config, one field overridden
-    quarto train total_steps=20000 --run-dir /tmp/run  # a tiny run in a chosen folder
+    quarto train total_steps=20000 --out /tmp/run      # a tiny run in a chosen folder (also: --run-dir)
     quarto train --device auto                         # the network on the GPU where torch sees one
     quarto train --resume runs/default__0__20260101-120000   # continue a stopped or killed run
     quarto train --config configs/alphazero.yaml workers=2   # self-play in 2 Ray actors (a local Ray)
@@ -22,8 +22,10 @@ table -- is :mod:`experiments.training.run`.
 A run folder holds ``config.yaml`` (the resolved config), ``command.txt`` (every command that ran in it),
 ``tb/`` (TensorBoard events), ``checkpoints/`` (``latest.zip``, ``step_<N>.zip``, ``best.zip`` by evaluation
 score, ``final.zip``), ``final_eval.json`` (the final table) and ``.lock``. A run prints the folder and the
-command that opens TensorBoard on it first, before the checks below, which may compile the game kernels
-(:func:`experiments.training.run.announce_run`).
+command that opens TensorBoard on it once the checks below have passed, so that a refused run prints only its
+one line (:func:`experiments.training.run.announce_run`); a check that compiles the game kernels says so first.
+Ctrl-C closes the progress bar, then prints the command that continues the run (``quarto train --resume
+RUN_FOLDER``) and exits with status 130.
 
 The code's version -- its git commit and whether tracked files differed from it
 (:func:`experiments.run_folder.code_version`) -- is recorded twice: at the end of each command's line in
@@ -50,12 +52,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Protocol, cast
 
 from agents.checkpoints import CheckpointError, recording_code_version
 from agents.networks import DEVICES
+from experiments.options import CommandParser, add_out_argument, add_progress_argument
 from experiments.run_folder import (
     RunInUseError,
     code_version,
@@ -116,7 +120,7 @@ class Backend(Protocol):
 # ---------------------------------------------------------------------------------------------------------
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line of ``quarto train``."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="quarto train",
         description="Self-play training (MaskablePPO; algorithm: alphazero; backend: rllib); KEY=VALUE arguments "
         "override config fields.",
@@ -124,9 +128,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. total_steps=1e5")
     parser.add_argument("--config", type=Path, default=None, help="YAML config (default configs/default.yaml)")
-    parser.add_argument("--run-dir", type=Path, default=None, help="run folder (default runs/<name>__<seed>__<time>)")
+    add_out_argument(
+        parser,
+        "--run-dir",
+        type=Path,
+        default=None,
+        metavar="RUN_FOLDER",
+        help="run folder (default runs/NAME__SEED__TIME)",
+    )
     parser.add_argument(
-        "--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR (overrides: see below)"
+        "--resume", type=Path, metavar="RUN_FOLDER", help="continue the run in RUN_FOLDER (overrides: see below)"
     )
     parser.add_argument(
         "--device",
@@ -140,6 +151,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="the Ray cluster of a run on Ray (backend rllib, or alphazero with workers >= 1): auto, HOST:PORT or "
         "ray://HOST:PORT (default: RAY_ADDRESS, else a local Ray)",
     )
+    add_progress_argument(parser)
     parser.add_argument("--help-config", action="store_true", help="list every config field and exit")
     args = parser.parse_args(argv)
     if args.device is not None:  # the flag is the override device=..., given last so that it wins
@@ -158,23 +170,48 @@ def main(argv: list[str]) -> int:
         check_address(args.address)
         config, run_dir = resumed_run(args) if args.resume is not None else new_run(args)
         resume = args.resume is not None
-        train(config, run_dir, resume=resume, command=command_line("train", argv), address=args.address)
+        from experiments.training.run import hidden_progress  # here: the run machinery loads TensorBoard
+
+        with hidden_progress(args.no_progress):
+            train(config, run_dir, resume=resume, command=command_line("train", argv), address=args.address)
     except (ConfigError, CheckpointError, OutputPathError, RunInUseError) as exc:
         print(f"quarto train: {exc}", file=sys.stderr)
         return 2
+    except TrainingInterrupted as stop:
+        print(f"\nquarto train: interrupted; {stop.next_step()}", file=sys.stderr)
+        return STATUS_INTERRUPTED
     return 0
+
+
+STATUS_INTERRUPTED = 128 + 2
+"""The exit status of a process stopped by ``SIGINT`` (2), Ctrl-C: as the ``quarto`` entry point's."""
+
+
+class TrainingInterrupted(Exception):
+    """Ctrl-C while the run trained (its folder written): :meth:`next_step` says how to continue it."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__(str(run_dir))
+        self.run_dir = run_dir
+
+    def next_step(self) -> str:
+        """The command that continues the run from its ``latest.zip``; or, stopped before its first checkpoint,
+        that there is nothing to continue."""
+        if (self.run_dir / "checkpoints" / "latest.zip").is_file():
+            return f"continue it with: quarto train --resume {shlex.quote(str(self.run_dir))}"
+        return f"it stopped before its first checkpoint: nothing to resume; remove {str(self.run_dir)!r} to start over"
 
 
 def new_run(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
     """The config and the run folder of a new run (nothing written yet)."""
     config = load_config(args.config or DEFAULT_CONFIG, args.overrides)
-    return config, args.run_dir or default_run_folder(config.name, config.seed)
+    return config, args.out or default_run_folder(config.name, config.seed)
 
 
 def resumed_run(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
     """The config (the run's ``config.yaml`` with the overrides) and the folder of a resumed run."""
-    if args.config is not None or args.run_dir is not None:
-        raise ConfigError("--resume takes the run's own config and folder: drop --config and --run-dir")
+    if args.config is not None or args.out is not None:
+        raise ConfigError("--resume takes the run's own config and folder: drop --config and --out")
     run_dir = args.resume
     if not (run_dir / "config.yaml").is_file():
         raise ConfigError(f"{str(run_dir)!r} is not a run folder: it has no config.yaml")
@@ -230,8 +267,9 @@ def train(
     Everything is checked before anything is written: the libraries the backend needs (:func:`ray_module`), the
     Ray cluster at ``address`` (reachable, and joined before anything is written), the agents the config names,
     the folder (created if need be), and on ``resume`` the checkpoint and the overrides (the backend's
-    ``start``). The folder is held for the whole run (:func:`experiments.run_folder.run_lock`), and every
-    checkpoint records the code's version of the run's start."""
+    ``start``). The run folder and the TensorBoard line are printed once all of these have passed. The folder
+    is held for the whole run (:func:`experiments.run_folder.run_lock`), and every checkpoint records the code's
+    version of the run's start. Ctrl-C while it trains raises :class:`TrainingInterrupted`."""
     needs_ray = ray_module(config)
     if needs_ray is not None:
         require_ray("backend rllib" if config.backend == "rllib" else "workers", needs_ray)
@@ -240,9 +278,9 @@ def train(
             f"--address {address} is for a run on Ray: backend rllib, or algorithm alphazero with workers >= 1"
         )
     check_reachable(address)
-    from experiments.training.run import announce_run  # here: the run machinery loads TensorBoard
+    from experiments.training.run import announce_run, watch_compiles  # here: the run machinery loads TensorBoard
 
-    announce_run(run_dir)  # first: the checks below may compile the game kernels, which takes a while
+    watch_compiles()  # first: the checks below may compile the game kernels, which takes a while: say so
     check_agents(config)
     checked_run_dir(run_dir)
     with run_lock(run_dir), recording_code_version(code_version()):
@@ -258,8 +296,12 @@ def train(
                 from experiments.training.rllib_ppo import check_gpus
 
                 check_gpus(config)
+            announce_run(run_dir)  # every check has passed: from here on, the run is on
             prepare_run_dir(config, run_dir, command)
-            return backend.run(config, run_dir, state)
+            try:
+                return backend.run(config, run_dir, state)
+            except KeyboardInterrupt:  # the backend has closed its progress bar on the way out
+                raise TrainingInterrupted(run_dir) from None
         finally:
             if started_ray:
                 import ray

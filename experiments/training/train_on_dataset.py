@@ -11,13 +11,13 @@ out with all their symmetric images (the ``origin`` array), so the held-out accu
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 import numpy as np
 import torch
 from torch import nn
 
+from experiments.options import CommandParser
 from experiments.training.dataset import load_dataset
 
 
@@ -33,7 +33,7 @@ class Config:
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = CommandParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset")
     for field in dataclasses.fields(Config)[1:]:
         parser.add_argument(f"--{field.name.replace('_', '-')}", type=type(field.default), default=field.default)
