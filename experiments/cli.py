@@ -19,7 +19,7 @@ import importlib
 import os
 import sys
 
-from quarto_env.extras import as_missing_extra
+from quarto_env.extras import MissingExtra, as_missing_extra
 
 Table = dict[str, tuple[str | None, str]]
 """A subcommand's name -> the module whose ``main(argv)`` runs it (``None``: a table of its own), and its help."""
@@ -91,11 +91,14 @@ def dispatch(argv: list[str], table: Table, prog: str, noun: str, kind: str) -> 
     try:
         module = importlib.import_module(module_name)  # may compile the search: Ctrl-C may come here too
         return int(module.main(rest) or 0)
+    except MissingExtra as refusal:  # a feature that checked for its extra before doing anything
+        print(f"{prog} {name}: {refusal}", file=sys.stderr)
+        return 2
     except ModuleNotFoundError as exc:  # a command, or a part of it, whose extra is not installed
-        missing = as_missing_extra(exc, f"{prog} {name}")
+        missing = as_missing_extra(exc, "this command")
         if missing is None:
             raise
-        print(missing, file=sys.stderr)
+        print(f"{prog} {name}: {missing}", file=sys.stderr)
         return 2
 
 

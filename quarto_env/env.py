@@ -216,6 +216,7 @@ from quarto_env.core import (
     compiled_fields,
     step,
 )
+from quarto_env.extras import require
 from quarto_env.fast import write_observation
 from quarto_env.notation import EXAMPLE, format_position, parse_position
 from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
@@ -590,4 +591,6 @@ def _check_time_limit(value: float | None) -> float | None:
 def _check_render_mode(value: str | None, modes: list[str]) -> str | None:
     if value is not None and value not in modes:
         raise ValueError(f"render_mode must be None or one of {', '.join(map(repr, modes))}; got {value!r}")
+    if value == "human":  # its window is matplotlib's, which comes with the train extra
+        require("train", 'render_mode="human"', "matplotlib")
     return value

@@ -42,18 +42,18 @@ class MissingExtra(ImportError):
         )
 
 
-def missing_module(extra: str) -> str | None:
-    """The first module of ``extra`` that cannot be imported here, or ``None`` when the extra is installed."""
-    for module in EXTRA_MODULES[extra]:
+def missing_module(extra: str, modules: tuple[str, ...] = ()) -> str | None:
+    """The first of ``modules`` (default: all of ``extra``'s) that cannot be imported here, or ``None``."""
+    for module in modules or EXTRA_MODULES[extra]:
         if importlib.util.find_spec(module) is None:
             return module
     return None
 
 
-def require(extra: str, purpose: str) -> None:
-    """Raise :class:`MissingExtra` naming ``purpose`` unless every module of ``extra`` can be imported. Only
-    looks the modules up (no import), so it costs nothing where the extra is installed."""
-    module = missing_module(extra)
+def require(extra: str, purpose: str, *modules: str) -> None:
+    """Raise :class:`MissingExtra` naming ``purpose`` unless ``modules`` of ``extra`` (default: all of them) can
+    be imported. Only looks the modules up (no import), so it costs nothing where they are installed."""
+    module = missing_module(extra, modules)
     if module is not None:
         raise MissingExtra(purpose, extra, module)
 

@@ -47,6 +47,10 @@ print("BOOK", len(book), book.value(State()))
 print("SOLVER", make_agent("solver", seed=0).act(State()))
 print("SUITES", *shipped_suite_names())
 try:
+    quarto_env.env(render_mode="human")
+except ImportError as exc:
+    print("HUMAN", exc)
+try:
     import torch  # noqa: F401
     print("TORCH present")
 except ModuleNotFoundError:
@@ -88,6 +92,7 @@ def test_the_core_works_from_the_wheel_without_torch(installed: Path, tmp_path: 
     result = run(installed / "python", "-c", CHECKS, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "TORCH absent" in result.stdout
+    assert "HUMAN render_mode=\"human\" needs the 'train' extra (matplotlib is not installed)" in result.stdout
     assert "SUITES squares-v1 standard-v1" in result.stdout
     assert "BOOK 10843 0" in result.stdout  # every canonical give node down to 12 empty; Quarto is a draw
     solver_line = next(line for line in result.stdout.splitlines() if line.startswith("SOLVER"))
@@ -107,6 +112,8 @@ def test_grade_grades_the_shipped_suite(installed: Path, tmp_path: Path) -> None
         (["train", "--config", "configs/quick.yaml"], "train"),
         (["plot", "runs"], "train"),
         (["tournament", "ppo:nowhere", "random", "--games", "2"], "train"),
+        (["tournament", "random", "greedy", "--games", "2", "--tensorboard"], "train"),
+        (["bench", "env"], "bench"),
     ],
 )
 def test_a_feature_without_its_extra_is_one_line(installed: Path, tmp_path: Path, argv: list[str], extra: str) -> None:

@@ -96,6 +96,7 @@ from quarto_env.checks import (
     shortened,
 )
 from quarto_env.core import STANDARD, RulesError, State, Variant, step
+from quarto_env.extras import require
 from quarto_env.notation import format_position, parse_position
 
 if TYPE_CHECKING:
@@ -217,6 +218,8 @@ def main(argv: list[str]) -> int:
     if args.resume is not None:
         args = _resumed_args(parser, args, argv)
     config, variant = tournament_config(parser, args)
+    if args.tensorboard:
+        require("train", "--tensorboard", "torch", "tensorboard")
     names = config["agents"]
     for name in names:  # fail here, with a clear message, rather than in a worker halfway through
         agent_or_exit(parser, name, variant, seed=0)

@@ -42,6 +42,7 @@ from experiments.bench import exit_if_unwritten
 from experiments.options import SEED, CommandParser, add_out_argument
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
+from quarto_env.extras import require
 from quarto_env.fast import random_games
 from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS
 
@@ -144,10 +145,9 @@ machine's load falls on all of them alike."""
 
 
 def _env_makers(observation: str) -> dict[str, Callable[[], Any]]:
-    try:
-        from pettingzoo.classic.connect_four import connect_four
-    except ImportError as exc:  # connect_four needs pygame
-        raise SystemExit(f"quarto bench env: connect_four_v3 cannot be imported ({exc}); pip install pygame") from exc
+    require("bench", "connect_four_v3, the reference", "pygame")
+    from pettingzoo.classic.connect_four import connect_four
+
     import quarto_env
 
     return {
