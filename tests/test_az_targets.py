@@ -238,3 +238,41 @@ def test_the_root_fields_are_validated_with_their_allowed_values() -> None:
         load_config(None, ["root=sequential"])
     with pytest.raises(ConfigError, match="gumbel_actions"):
         load_config(None, ["gumbel_actions=17"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Exact outcomes near the end (exact_outcome_empties)
+# ---------------------------------------------------------------------------------------------------------
+WIN_IN_HAND = "012............. 4"
+"""Pieces 0, 1 and 2 on the top row share "solid" with piece 4 in hand: the player to move places 4 on square 3
+and wins, so its exact value is +1 whatever the self-play game's outcome was."""
+
+
+def test_exact_outcomes_replace_the_outcome_near_the_end_and_leave_the_rest() -> None:
+    from experiments.training.az_selfplay import ExactOutcomes
+    from quarto_env.notation import parse_position
+
+    near_end = parse_position(WIN_IN_HAND)  # 13 empty squares: rescored with max_empty 13
+    positions = position_array([near_end, endgame(STANDARD, 0, 14)])
+    outcome = np.array([-1.0, -1.0], np.float32)  # self-play lost both (a later mistake, say)
+    exact = ExactOutcomes(STANDARD, max_empty=13)
+    rescored = exact.rescore(positions, outcome)
+    assert rescored.tolist() == [1.0, -1.0]  # the 14-empty row keeps its outcome
+    assert outcome.tolist() == [-1.0, -1.0]  # the input is left alone
+    assert (exact.rescored, exact.changed) == (1, 1)
+    assert ExactOutcomes(STANDARD, max_empty=12).rescore(positions, outcome).tolist() == [-1.0, -1.0]
+
+
+def test_exact_outcomes_agree_with_the_solver_on_late_positions() -> None:
+    from agents.minimax import solve
+    from experiments.training.az_selfplay import ExactOutcomes
+
+    states = [endgame(STANDARD, seed, 8) for seed in range(6)]
+    exact = ExactOutcomes(STANDARD, max_empty=8).rescore(position_array(states), np.zeros(6, np.float32))
+    assert exact.tolist() == [float(solve(state, STANDARD).value) for state in states]
+
+
+def test_exact_outcome_empties_is_validated() -> None:
+    assert load_config(None, ["algorithm=alphazero", "exact_outcome_empties=10"]).exact_outcome_empties == 10
+    with pytest.raises(ConfigError, match=r"exact_outcome_empties must be an integer >= 0 and <= 12, got 13"):
+        load_config(None, ["exact_outcome_empties=13"])

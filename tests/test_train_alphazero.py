@@ -39,6 +39,7 @@ TINY_ALPHAZERO = [
     "eval_opponents=[random]",
     "grade_positions=4",
     "checkpoint_every=256",
+    "exact_outcome_empties=6",  # the late outcomes rescored by the solver: charts/exact_outcome_changed
 ]
 
 
@@ -90,6 +91,7 @@ def test_the_run_logs_search_losses_and_evaluations(az_run: tuple[Path, str]) ->
         "eval/random/first/win",
         "eval/grade/value_lost",
         "eval/score",
+        "charts/exact_outcome_changed",
     ):
         assert scalar_steps(run_dir, tag), tag
 

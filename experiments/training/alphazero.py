@@ -70,6 +70,7 @@ from agents.checkpoints import CheckpointError, read_weights, saved_bytes
 from agents.networks import PolicyValueNetwork, device_of, resolve_device
 from agents.puct import encode_positions
 from experiments.training.az_selfplay import (
+    ExactOutcomes,
     ReplayBuffer,
     SearchOpponent,
     SelfPlayReport,
@@ -173,6 +174,7 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
         print(f"resuming {run_dir} at step {trainer.steps:,} with {trainer.buffer.size:,} positions in the buffer")
     symmetries = Symmetries(variant) if config.augment else None
     stats = _Stats(steps_at_start=trainer.steps)
+    exact = ExactOutcomes(variant, config.exact_outcome_empties) if config.exact_outcome_empties else None
 
     def record(key: str, value: float) -> None:
         writer.add_scalar(key, value, trainer.steps)
@@ -201,7 +203,8 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
         while trainer.steps < config.total_steps:
             # 1. Self-play: a round of moves in every game (here or a worker's); finished games go to the buffer.
             report = source.next_report()
-            trainer.buffer.add(report.positions, report.policy, report.outcome, report.root_value)
+            outcome = report.outcome if exact is None else exact.rescore(report.positions, report.outcome)
+            trainer.buffer.add(report.positions, report.policy, outcome, report.root_value)
             trainer.steps += report.searched
             trainer.games_played += len(report.lengths)
             stats.add(report, updates)
@@ -220,6 +223,8 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
             due = schedule.due(trainer.steps)
             if "evaluation" in due or trainer.steps >= config.total_steps:
                 stats = stats.log(writer, trainer)
+                if exact is not None and exact.rescored:  # how often self-play's outcome was not the exact value
+                    record("charts/exact_outcome_changed", exact.changed / exact.rescored)
                 _record_workers(source, run_dir)
                 evaluate()
             if "checkpoint" in due:

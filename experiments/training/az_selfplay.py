@@ -15,7 +15,17 @@ from agents.networks import PolicyValueNetwork
 from agents.puct import BatchedSearch, GumbelRoot, SearchResult, forced_actions
 from experiments.training.config import TrainConfig
 from experiments.training.selfplay import Opponent
-from quarto_env.core import FIELD_TO_MOVE, FIELD_WINNER, NO_WINNER, NUM_ACTIONS, NUM_FIELDS, Variant
+from quarto_env.core import (
+    FIELD_OCCUPIED,
+    FIELD_TO_MOVE,
+    FIELD_WINNER,
+    NO_WINNER,
+    NUM_ACTIONS,
+    NUM_FIELDS,
+    NUM_SQUARES,
+    Variant,
+    state_of_row,
+)
 from quarto_env.vector import GameBatch
 
 STORED_FIELDS = FIELD_TO_MOVE + 1
@@ -80,6 +90,37 @@ class ReplayBuffer:
         self.size = self.next = 0
         targets = (policy[keep], outcome[keep], root_value[keep])
         self.add(positions[keep], *(target.astype(np.float32) for target in targets))
+
+
+class ExactOutcomes:
+    """Rescores the outcomes of stored positions with at most ``max_empty`` empty squares by their exact values
+    under perfect play (``exact_outcome_empties``), with one solver whose transposition table is kept from call
+    to call: the positions of one game, and of games that went the same way, share their subtrees."""
+
+    def __init__(self, variant: Variant, max_empty: int) -> None:
+        from agents.minimax import Solver  # here: a run without rescoring never compiles the exact search
+
+        self.max_empty = max_empty
+        self.solver = Solver(variant, book=None)
+        self.rescored = self.changed = 0
+        """Outcomes replaced so far, and how many of them the exact value changed."""
+
+    def rescore(self, positions: np.ndarray, outcome: np.ndarray) -> np.ndarray:
+        """``outcome`` (for the player to move at each row of ``positions``) with the rows at ``max_empty`` or
+        fewer empty squares replaced by their exact values (+1, 0, -1); a copy, the input is left alone."""
+        rescored = outcome.copy()
+        for row in np.flatnonzero(NUM_SQUARES - _occupied_count(positions) <= self.max_empty):
+            exact = self.solver.value(state_of_row(positions[row]))
+            self.changed += int(exact != outcome[row])
+            rescored[row] = exact
+            self.rescored += 1
+        return rescored
+
+
+def _occupied_count(positions: np.ndarray) -> np.ndarray:
+    """The number of occupied squares of each row of ``positions``."""
+    occupied = positions[:, FIELD_OCCUPIED]
+    return np.array([int(mask).bit_count() for mask in occupied], dtype=np.int64)
 
 
 class SearchOpponent(Opponent):

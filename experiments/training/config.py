@@ -76,6 +76,9 @@ MAX_ROLLOUT = 2**20
 MAX_LOSS_WEIGHT = 1000.0
 """The largest weight of the entropy and value losses: far larger ones overflow float32 gradients into NaN
 (``vf_coef=1e38`` did, in the first update)."""
+MAX_EXACT_OUTCOME_EMPTIES = 12
+"""The most empty squares at which ``exact_outcome_empties`` solves positions: the solver's comfort (about a
+second a position at 12, milliseconds at 8; docs/solver.md)."""
 EARLY_EVALS = (0, 16_384, 32_768, 65_536, 131_072)
 """The default ``early_evals``: the untrained network, then doubling steps (4, 8, 16 and 32 rollouts of the
 default config) up to the first periodic evaluation."""
@@ -116,6 +119,7 @@ RANGES: dict[str, dict[str, float]] = {
     "gumbel_actions": {"minimum": 1, "maximum": NUM_ACTIONS},
     "completed_q_beta": {"above": 0, "maximum": 1000},
     "value_mix": {"minimum": 0, "maximum": 1},
+    "exact_outcome_empties": {"minimum": 0, "maximum": MAX_EXACT_OUTCOME_EMPTIES},
     "full_search_share": {"above": 0, "maximum": 1},
     "cheap_sims": {"minimum": 1, "maximum": MAX_SEARCH_SIMULATIONS},
     "num_env_runners": {"minimum": 0, "maximum": MAX_ENV_RUNNERS},
@@ -290,6 +294,12 @@ class TrainConfig:
     1; 0: the outcome alone, AlphaZero's; 1: the root value alone). The outcome of a self-play game carries every
     later mistake of the exploring self-play; the root value, the search's own estimate, has less noise and some
     bias. Applied when a sample is drawn, so it may change on ``--resume``."""
+    exact_outcome_empties: int = 0
+    """(alphazero) Rescore the outcome of every stored position with at most this many empty squares by its
+    exact value under perfect play (the solver's), as Leela Chess rescores its games with endgame tablebases: the
+    value target there carries no later mistake of self-play (0: off; at most 12, where a position still solves
+    in about a second). A training target only: the ``az`` agent never calls the solver, so its grade still
+    measures what the network learned."""
     full_search_share: float = 1.0
     """(alphazero) Playout-cap randomisation (KataGo): each round of self-play moves is searched with ``sims``
     simulations and its positions stored with this probability, else with ``cheap_sims`` simulations, without
