@@ -198,8 +198,8 @@ register(
         "takes a win at once; never gives a piece that wins at once if a safe one exists; else random",
     )
 )
-# Each kind below is registered by the module that implements it (its entry stays here so that specs
-# resolve without importing torch or compiling the search).
+# Each kind below is implemented in a module of its own, imported only when an agent of the kind is built: its
+# entry stays here so that specs resolve without importing torch or compiling the search.
 register(
     AgentKind(
         "minimax",

@@ -52,7 +52,6 @@ __all__ = [
 _PETTINGZOO_NAME, _PETTINGZOO_VERSION = "quarto", 1  # PettingZoo's convention: a version per API change
 PETTINGZOO_ENV_ID = f"{_PETTINGZOO_NAME}_v{_PETTINGZOO_VERSION}"
 GYMNASIUM_ENV_ID = "quarto_env/QuartoVsAgent-v1"
-ENV_ID = PETTINGZOO_ENV_ID  # the name earlier releases exported
 DISTRIBUTION = "quarto-env"
 """The name this project is installed under (pyproject.toml's ``name``)."""
 UNKNOWN_VERSION = "0+unknown"
@@ -64,7 +63,7 @@ class _Package(types.ModuleType):
 
     ``quarto_env.env`` is always the function: once the submodule of the same name is loaded, the import system
     binds it here, and the setter below leaves the function in place (``sys.modules["quarto_env.env"]`` is the
-    module)."""
+    module); any other assignment is refused."""
 
     @property
     def env(self) -> Any:
@@ -72,7 +71,8 @@ class _Package(types.ModuleType):
 
     @env.setter
     def env(self, value: Any) -> None:
-        pass
+        if value is not sys.modules.get("quarto_env.env"):  # the import system binding the submodule is ignored
+            raise AttributeError("quarto_env.env is the environment's factory; it cannot be reassigned")
 
     @property
     def raw_env(self) -> Any:

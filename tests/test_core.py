@@ -8,6 +8,7 @@ out by hand, the win test exactly as docs/rules.md states it, and the declaratio
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import subprocess
 import sys
@@ -553,3 +554,13 @@ def test_step_takes_only_integer_actions(action: object) -> None:
     with pytest.raises(TypeError, match="must be a Python or numpy integer"):
         step(STANDARD, INITIAL_STATE, action)  # type: ignore[arg-type]
     assert step(STANDARD, INITIAL_STATE, np.int8(3)).hand == 3
+
+
+def test_the_packages_env_factory_cannot_be_reassigned() -> None:
+    import quarto_env
+
+    module = importlib.import_module("quarto_env.env")  # the import system binds the submodule: ignored
+    assert quarto_env.env is module.env
+    with pytest.raises(AttributeError, match="cannot be reassigned"):
+        quarto_env.env = lambda: None  # type: ignore[assignment]
+    assert quarto_env.env is module.env

@@ -1,4 +1,4 @@
-"""Fuzz test of the ``quarto`` command line (issue 9, "Done when"): generated bad values for every subcommand's
+"""Fuzz test of the ``quarto`` command line: generated bad values for every subcommand's
 options, agent specs, rule-variant flags, paths, game records and ``quarto train`` overrides. Each case must
 end with
 

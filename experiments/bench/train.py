@@ -2,7 +2,7 @@
 
 Example usage::
 
-    quarto bench train                       # the default config, against the issue's reference setup
+    quarto bench train                       # the default config, against the reference setup
     quarto bench train --steps 200000 policy=mlp net_arch=[256,256]
     quarto bench train --profile prof.out    # cProfile of the measured run, for snakeviz or pstats
 
@@ -10,7 +10,7 @@ It trains the default config (plus any ``KEY=VALUE`` overrides) for ``--steps`` 
 warm-up rollout (compilation, allocation), with a full pool of snapshots and no evaluation or checkpoint, and
 prints the learner steps
 per second split into collecting rollouts (games, opponents, inference) and PPO updates. The *reference*,
-measured in the same run, is the issue's baseline setup: an MLP with layers [128, 128] on the tactical
+measured in the same run, is the baseline setup the slots network was first measured against: an MLP with layers [128, 128] on the tactical
 planes, with the same games and opponents. Timings on a shared machine are noisy: compare within a run.
 """
 

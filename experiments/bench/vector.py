@@ -10,8 +10,8 @@ The paths, each played with uniformly random legal actions for whole games, rese
 - ``VectorQuarto none, numpy sampler``: the same without planes, the actions drawn by numpy's
   ``argmax(rng.random(shape) * mask)``: what the sampler saves.
 - ``GameBatch loop, none``: the older engine of ``quarto train`` driven from Python as training drove it
-  (masks, sample, step, the rewards of the games that ended, their reset), no planes: the reference of
-  issue 25.
+  (masks, sample, step, the rewards of the games that ended, their reset), no planes: the reference the
+  vector API was first measured against.
 - ``pgx connect_four`` / ``pgx tic_tac_toe`` (only with pgx): ``jax.vmap`` of ``env.step`` under pgx's
   auto-reset wrapper, the random legal actions drawn on the device (pgx's ``act_randomly``), in ``jax.jit``; pgx
   computes observations, masks and rewards in every step. As pgx's own speed benchmark plays them
