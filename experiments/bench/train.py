@@ -8,10 +8,10 @@ Example usage::
 
 It trains the default config (plus any ``KEY=VALUE`` overrides) for ``--steps`` learner steps after one
 warm-up rollout (compilation, allocation), with a full pool of snapshots and no evaluation or checkpoint, and
-prints the learner steps
-per second split into collecting rollouts (games, opponents, inference) and PPO updates. The *reference*,
-measured in the same run, is the baseline setup the slots network was first measured against: an MLP with layers [128, 128] on the tactical
-planes, with the same games and opponents. Timings on a shared machine are noisy: compare within a run.
+prints the learner steps per second split into collecting rollouts (games, opponents, inference) and PPO
+updates. The *reference*, measured in the same run, is the baseline setup the slots network was first measured
+against: an MLP with layers [128, 128] on the tactical planes, with the same games and opponents. Timings on a
+shared machine are noisy: compare within a run.
 """
 
 from __future__ import annotations
