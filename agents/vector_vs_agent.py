@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from agents.base import make_agent
-from agents.vs_agent import VARIANT_FLAGS
 from quarto_env.core import Variant
+from quarto_env.flags import RuleFlags
 from quarto_env.observation import ObservationKind
 from quarto_env.vector_env import (
     COMPILED_OPPONENTS,
@@ -31,7 +31,7 @@ def make_vector_vs_agent(
     takes itself (``"random"``, ``"greedy"``, a network callable, a batched opponent). The other keyword arguments
     are the env's."""
     if isinstance(opponent, str) and opponent.strip() not in COMPILED_OPPONENTS:
-        variant = Variant.make(**{flag: env_kwargs[flag] for flag in VARIANT_FLAGS if flag in env_kwargs})
+        variant = RuleFlags.among(env_kwargs).variant
         opponent = spec_opponent(opponent, variant, int(num_envs))
     return QuartoVectorVsAgent(num_envs, opponent, **env_kwargs)
 

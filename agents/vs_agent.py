@@ -10,11 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from agents.base import make_agent
-from quarto_env.core import Variant
+from quarto_env.flags import RuleFlags
 from quarto_env.single_agent import Player, QuartoVsAgent
-
-VARIANT_FLAGS = ("attributes", "squares", "declaration", "false_declaration")
-"""The env's keyword arguments that make its rule variant (those of :meth:`Variant.make`)."""
 
 
 def make_vs_agent(opponent: str | Player = "random", **env_kwargs: Any) -> QuartoVsAgent:
@@ -22,8 +19,7 @@ def make_vs_agent(opponent: str | Player = "random", **env_kwargs: Any) -> Quart
     once with :func:`agents.base.make_agent` for the env's rule variant, or a player object as it is. The other
     keyword arguments are the env's."""
     if isinstance(opponent, str):
-        variant = Variant.make(**{flag: env_kwargs[flag] for flag in VARIANT_FLAGS if flag in env_kwargs})
-        opponent = make_agent(opponent, variant)
+        opponent = make_agent(opponent, RuleFlags.among(env_kwargs).variant)
     elif not hasattr(opponent, "act"):
         raise ValueError(
             f"opponent must be an agent spec string such as 'random', 'greedy' or 'minimax:depth=2', or a player; "

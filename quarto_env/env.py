@@ -204,20 +204,20 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from quarto_env import PETTINGZOO_ENV_ID
-from quarto_env.checks import AGENTS, checked_first_player, checked_number, checked_penalty
+from quarto_env.checks import AGENTS, checked_number
 from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
     NO_WINNER,
     IllegalActionError,
     State,
-    Variant,
     checked_action,
     compiled_fields,
     step,
 )
 from quarto_env.extras import require
 from quarto_env.fast import write_observation
+from quarto_env.flags import RuleFlags
 from quarto_env.notation import EXAMPLE, format_position, parse_position
 from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
 from quarto_env.outcome import Outcome
@@ -334,9 +334,12 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
             render_mode=render_mode,
         )
         super().__init__()
-        self.variant = Variant.make(attributes, squares, declaration, false_declaration)
-        self.false_declaration_penalty = checked_penalty(false_declaration_penalty)
-        self.first_seat = checked_first_player(first_player)
+        self.flags = RuleFlags(
+            attributes, squares, declaration, false_declaration, false_declaration_penalty, first_player
+        )
+        self.variant = self.flags.variant
+        self.false_declaration_penalty = self.flags.penalty
+        self.first_seat = self.flags.first_seat
         self.observation_kind = observation_kind(observation)
         self.time_limit = _check_time_limit(time_limit)
         if not callable(clock):

@@ -35,6 +35,7 @@ each empty square threatens, and reads every plane off that with table lookups, 
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal, overload
 
 import numba
 import numpy as np
@@ -155,11 +156,19 @@ DEFAULT_OBSERVATION = "tactical"
 """The kind of ``quarto_v1``, its single-agent and batched views and ``quarto dataset`` when none is named."""
 
 
-def observation_kind(name: str) -> ObservationKind:
-    """The kind called ``name``; ``ValueError`` naming the allowed kinds if there is none."""
+@overload
+def observation_kind(name: str | ObservationKind, optional: Literal[False] = False) -> ObservationKind: ...
+@overload
+def observation_kind(name: str | ObservationKind | None, optional: bool) -> ObservationKind | None: ...
+def observation_kind(name: str | ObservationKind | None, optional: bool = False) -> ObservationKind | None:
+    """The kind called ``name`` (or ``name`` itself, a kind already); with ``optional``, ``None`` stands for no
+    observation. The one check of an observation argument: ``ValueError`` naming the allowed kinds otherwise."""
+    if isinstance(name, ObservationKind) or (optional and name is None):
+        return name
     kind = OBSERVATION_KINDS.get(name) if isinstance(name, str) else None
     if kind is None:
-        raise ValueError(f"unknown observation kind {name!r}; allowed: {', '.join(OBSERVATION_KINDS)}")
+        allowed = ", ".join(["None", *OBSERVATION_KINDS] if optional else OBSERVATION_KINDS)
+        raise ValueError(f"unknown observation kind {name!r}; allowed: {allowed}")
     return kind
 
 

@@ -154,6 +154,7 @@ from gymnasium import spaces
 
 from quarto_env.core import DECLARE, IllegalActionError, State, checked_action
 from quarto_env.env import AGENTS, raw_env
+from quarto_env.flags import RuleFlags
 from quarto_env.observation import DEFAULT_OBSERVATION
 from quarto_env.outcome import NO_WINNER, Outcome
 
@@ -182,29 +183,20 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
     def __init__(
         self,
         opponent: Player,
-        attributes: int | str | list[str] | tuple[str, ...] | None = None,
-        squares: bool = False,
-        declaration: bool = False,
-        false_declaration: str = "lose",
-        false_declaration_penalty: float = -0.1,
         observation: str = DEFAULT_OBSERVATION,
         learner_seat: int | str = "random",
         illegal_action: str = "lose",
         render_mode: str | None = None,
+        **rule_flags: Any,
     ) -> None:
-        self.raw = raw_env(
-            attributes=attributes,
-            squares=squares,
-            declaration=declaration,
-            false_declaration=false_declaration,
-            false_declaration_penalty=false_declaration_penalty,
-            # The learner is player_0, so the seat that gives first is the learner's seat.
-            first_player=_check_learner_seat(learner_seat),
-            observation=observation,
-            render_mode=render_mode,
-        )
+        """``rule_flags``: those of :class:`quarto_env.flags.RuleFlags` but ``first_player``, which
+        ``learner_seat`` sets (the learner is player_0, so its seat is the seat that gives first)."""
+        if "first_player" in rule_flags:
+            raise TypeError("QuartoVsAgent takes learner_seat ('random', 0 or 1), not first_player")
+        flags = RuleFlags.of({**rule_flags, "first_player": check_learner_seat(learner_seat)}, "QuartoVsAgent")
+        self.raw = raw_env(**flags.as_kwargs(), observation=observation, render_mode=render_mode)
         """The AEC env underneath: the position (``game_state``, ``position``), ``seats`` and ``infos``."""
-        self.illegal_action = _check_illegal_action(illegal_action)
+        self.illegal_action = check_illegal_action(illegal_action)
         self.opponent = _check_player(opponent)
         """The opponent, reseeded at every ``reset`` (where it has an ``rng``)."""
         self._fallback_rng = np.random.default_rng()
@@ -327,13 +319,15 @@ def _unboxed(action: object) -> object:
     return action.item() if isinstance(action, np.ndarray) and action.ndim == 0 else action
 
 
-def _check_learner_seat(value: int | str) -> int | str:
+def check_learner_seat(value: int | str) -> int | str:
+    """``learner_seat``, checked: ``"random"``, 0 or 1 (the learner's seat is who gives first)."""
     if isinstance(value, bool) or value not in LEARNER_SEATS:
         raise ValueError(f"learner_seat must be one of {', '.join(map(repr, LEARNER_SEATS))}; got {value!r}")
     return value
 
 
-def _check_illegal_action(value: str) -> str:
+def check_illegal_action(value: str) -> str:
+    """``illegal_action``, checked: ``"lose"`` or ``"raise"``."""
     if value not in ILLEGAL_ACTION_POLICIES:
         allowed = ", ".join(map(repr, ILLEGAL_ACTION_POLICIES))
         raise ValueError(f"illegal_action must be one of {allowed}; got {value!r}")

@@ -137,7 +137,7 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
-from quarto_env.checks import checked_first_player, checked_number, checked_penalty
+from quarto_env.checks import checked_number
 from quarto_env.core import (
     DECLARE,
     FIELD_AVAILABLE,
@@ -161,22 +161,14 @@ from quarto_env.core import (
     step_position,
     useful_mask,
 )
-from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS, ObservationKind, write_planes
+from quarto_env.flags import RuleFlags
+from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind, write_planes
 
 batched_kernel = numba.njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # an option the stubs omit
 """How the kernels below are compiled: numba's ``njit(cache=True)`` without its reference counting (``_nrt``),
 which they do not need -- they allocate nothing -- and which cost more than a whole step of the games: every
 row they read (a view of an array) was counted in and out (the figures: ``quarto bench vector``)."""
 
-DEFAULT_FLAGS: dict[str, Any] = {
-    "attributes": None,
-    "squares": False,
-    "declaration": False,
-    "false_declaration": "lose",
-    "false_declaration_penalty": -0.1,
-    "first_player": "random",
-}
-"""The flags of ``quarto_v1`` that :class:`VectorQuarto` takes, with their defaults (the env's)."""
 NO_OBSERVATION = -1
 """The observation level the kernels take for ``observation=None``: no planes."""
 MAX_ENVS_NAMED = 8
@@ -193,19 +185,17 @@ class VectorQuarto:
         self,
         num_envs: int,
         *,
-        observation: str | None = DEFAULT_OBSERVATION,
+        observation: str | ObservationKind | None = DEFAULT_OBSERVATION,
         seed: int | None = None,
         **variant_flags: Any,
     ) -> None:
         self.num_envs = int(checked_number(num_envs, "num_envs", minimum=1, integer=True))
-        flags = _checked_flags(variant_flags)
-        self.variant = Variant.make(
-            flags["attributes"], flags["squares"], flags["declaration"], flags["false_declaration"]
-        )
-        self.false_declaration_penalty = checked_penalty(flags["false_declaration_penalty"])
-        self.first_seat = checked_first_player(flags["first_player"])
+        self.flags = RuleFlags.of(variant_flags, "VectorQuarto")
+        self.variant = self.flags.variant
+        self.false_declaration_penalty = self.flags.penalty
+        self.first_seat = self.flags.first_seat
         """The seat that gives first in every game, or ``None``: drawn for each game from the seed."""
-        self.observation_kind = _checked_observation(observation)
+        self.observation_kind = observation_kind(observation, optional=True)
         self.num_actions = self.variant.num_actions
         self.games = GameBatch(self.variant, self.num_envs)
         """The positions, a row per env (:attr:`GameBatch.positions`); read them, never write them."""
@@ -238,7 +228,7 @@ class VectorQuarto:
         planes = self._planes()
         masks = np.empty((self.num_envs, self.num_actions), dtype=np.int8)
         current_player = np.empty(self.num_envs, dtype=np.int8)
-        _reset_games(self._game_arrays(), self._settings, self.variant.compiled, (planes, masks, current_player))
+        _reset_games(self.game_arrays(), self._settings, self.variant.compiled, (planes, masks, current_player))
         self._started = True
         observations = None if self.observation_kind is None else planes
         return observations, {"action_mask": masks, "current_player": current_player}
@@ -251,7 +241,7 @@ class VectorQuarto:
         :class:`~quarto_env.core.IllegalActionError` naming the envs, and no game changes."""
         if not self._started:
             raise RuntimeError("VectorQuarto.step() before reset(): call reset() first")
-        actions = self._checked_actions(actions)
+        actions = self.checked_actions(actions)
         planes, final_planes = self._planes(), self._planes()
         rewards = np.empty((self.num_envs, 2), dtype=np.float32)
         terminated = np.empty(self.num_envs, dtype=np.bool_)
@@ -260,7 +250,7 @@ class VectorQuarto:
         illegal = np.empty(self.num_envs, dtype=np.bool_)
         outputs = (planes, final_planes, rewards, terminated, masks, current_player, illegal)
         # As int64, an unsigned action of 2**63 or more turns negative: out of range, as it should be.
-        if _step_games(actions.astype(np.int64), self._game_arrays(), self._settings, self.variant.compiled, outputs):
+        if _step_games(actions.astype(np.int64), self.game_arrays(), self._settings, self.variant.compiled, outputs):
             raise IllegalActionError(self._illegal_message(actions, illegal))
         info = {"action_mask": masks, "current_player": current_player}
         truncated = np.zeros(self.num_envs, dtype=np.bool_)
@@ -274,7 +264,10 @@ class VectorQuarto:
             seed = int(checked_number(seed, "seed (None or an integer >= 0)", minimum=0, integer=True))
         self._streams[:] = np.random.SeedSequence(seed).generate_state(self.num_envs, dtype=np.uint64)
 
-    def _game_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def game_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The arrays the compiled kernels play on, a row per env: the positions, the seat that gave first, the
+        false-declaration marks and the random streams. Kernels over a subset of the games (the batched
+        single-agent env's) read and write them; nothing else should."""
         return self.games.positions, self.first_seats, self.declared_falsely, self._streams
 
     def _planes(self) -> np.ndarray:
@@ -282,7 +275,8 @@ class VectorQuarto:
             return self._no_planes
         return np.empty((self.num_envs, *self.observation_kind.shape), dtype=np.int8)
 
-    def _checked_actions(self, actions: object) -> np.ndarray:
+    def checked_actions(self, actions: object) -> np.ndarray:
+        """``actions`` as an integer array of one action per env; ``TypeError``/``ValueError`` otherwise."""
         array = np.asarray(actions)
         if array.dtype.kind not in "iu":
             raise TypeError(f"actions must be integers, one per env (a numpy integer array); got dtype {array.dtype}")
@@ -302,21 +296,6 @@ class VectorQuarto:
             f"illegal actions in envs {named.tolist()}{more}: actions {actions[named].tolist()}; "
             f"env {first} allows {legal} (info['action_mask']); no game was played"
         )
-
-
-def _checked_flags(variant_flags: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(variant_flags) - set(DEFAULT_FLAGS))
-    if unknown:
-        raise TypeError(f"VectorQuarto has no flag {', '.join(unknown)}; its flags: {', '.join(DEFAULT_FLAGS)}")
-    return {**DEFAULT_FLAGS, **variant_flags}
-
-
-def _checked_observation(observation: str | None) -> ObservationKind | None:
-    if observation is None:
-        return None
-    if not isinstance(observation, str) or observation not in OBSERVATION_KINDS:
-        raise ValueError(f"unknown observation kind {observation!r}; allowed: None, {', '.join(OBSERVATION_KINDS)}")
-    return OBSERVATION_KINDS[observation]
 
 
 class RandomLegalActions:

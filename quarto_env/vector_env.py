@@ -125,8 +125,8 @@ from quarto_env.core import (
     winning_squares,
 )
 from quarto_env.notation import parse_position
-from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS, ObservationKind
-from quarto_env.single_agent import Player, _check_illegal_action, _check_learner_seat
+from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind
+from quarto_env.single_agent import Player, check_illegal_action, check_learner_seat
 from quarto_env.vector import (
     MAX_ENVS_NAMED,
     VectorQuarto,
@@ -165,16 +165,16 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         num_envs: int,
         opponent: str | BatchedOpponent | NetworkActions = "random",
         *,
-        observation: str = DEFAULT_OBSERVATION,
+        observation: str | ObservationKind = DEFAULT_OBSERVATION,
         learner_seat: int | str = "random",
         illegal_action: str = "lose",
         **variant_flags: Any,
     ) -> None:
-        kind = _checked_kind(observation)
-        first_player = _check_learner_seat(learner_seat)  # the learner is seat 0: its seat is who gives first
-        self.vector = VectorQuarto(num_envs, observation=observation, first_player=first_player, **variant_flags)
+        kind = observation_kind(observation)
+        first_player = check_learner_seat(learner_seat)  # the learner is seat 0: its seat is who gives first
+        self.vector = VectorQuarto(num_envs, observation=kind, first_player=first_player, **variant_flags)
         """The games underneath (:class:`~quarto_env.vector.VectorQuarto`); read them, never step them."""
-        self.illegal_action = _check_illegal_action(illegal_action)
+        self.illegal_action = check_illegal_action(illegal_action)
         self.opponent = batched_opponent(opponent, kind)
         self.num_envs = self.vector.num_envs
         self._plane_shape = kind.shape
@@ -207,7 +207,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         """The learner's ``actions``, then the opponent's decisions up to the learner's next ones, in every game."""
         if not self._started:
             raise RuntimeError("QuartoVectorVsAgent.step() before reset(): call reset() first")
-        actions = self.vector._checked_actions(actions).astype(np.int64)
+        actions = self.vector.checked_actions(actions).astype(np.int64)
         rewards = np.zeros(self.num_envs, dtype=np.float32)
         terminated = np.zeros(self.num_envs, dtype=np.bool_)
         illegal = self._illegal(actions)
@@ -250,7 +250,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         vector = self.vector
         penalty, rules = vector.false_declaration_penalty, vector.variant.compiled
         scratch = (np.zeros((self.num_envs, 2), dtype=np.float32), np.zeros(self.num_envs, dtype=np.bool_))
-        _play_rows(rows, actions, vector._game_arrays(), penalty, rules, (rewards, terminated), scratch)
+        _play_rows(rows, actions, vector.game_arrays(), penalty, rules, (rewards, terminated), scratch)
 
     def _play_opponent(self, rewards: np.ndarray, terminated: np.ndarray) -> None:
         """The opponent's decisions, a batch per round, until the learner is to act or the game is over everywhere."""
@@ -274,7 +274,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
 
     def _legal_masks(self, rows: np.ndarray) -> np.ndarray:
         masks = np.zeros((len(rows), self.vector.num_actions), dtype=np.bool_)
-        _masks_of(rows, self.vector._game_arrays(), self.vector.variant.declaration, masks)
+        _masks_of(rows, self.vector.game_arrays(), self.vector.variant.declaration, masks)
         return masks
 
     def _restart(self, rows: np.ndarray) -> np.ndarray:
@@ -282,7 +282,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         vector = self.vector
         final_planes = np.zeros((self.num_envs, *self._plane_shape), dtype=np.int8)
         level, _, fixed_first_seat = vector._settings
-        _start_rows(rows, vector._game_arrays(), fixed_first_seat, level, vector.variant.compiled, final_planes)
+        _start_rows(rows, vector.game_arrays(), fixed_first_seat, level, vector.variant.compiled, final_planes)
         if rows.size:
             self.opponent.start(vector, rows)
             self._play_openings()
@@ -303,7 +303,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         planes = np.empty((self.num_envs, *self._plane_shape), dtype=np.int8)
         current_player = np.empty(self.num_envs, dtype=np.int8)
         level = vector._settings[0]
-        _observe_all(vector._game_arrays(), level, vector.variant.compiled, planes, self._masks, current_player)
+        _observe_all(vector.game_arrays(), level, vector.variant.compiled, planes, self._masks, current_player)
         return planes.astype(np.float32)
 
     def _info(self) -> dict[str, Any]:
@@ -358,7 +358,7 @@ class CompiledOpponent:
         """The bit mask of the actions it draws from in each of ``rows`` (uniformly)."""
         allowed = np.empty(len(rows), dtype=np.int64)
         greedy = self.name == "greedy"
-        _allowed_actions(rows, envs._game_arrays(), envs.variant.compiled, greedy, allowed)
+        _allowed_actions(rows, envs.game_arrays(), envs.variant.compiled, greedy, allowed)
         return allowed
 
 
@@ -420,12 +420,6 @@ def _starting_state(options: dict[str, Any], variant: Variant) -> State | None:
     if state.over:
         raise ValueError(f"position {position!r} is a finished game; start from one still in play")
     return state
-
-
-def _checked_kind(observation: str) -> ObservationKind:
-    if not isinstance(observation, str) or observation not in OBSERVATION_KINDS:
-        raise ValueError(f"unknown observation kind {observation!r}; allowed: {', '.join(OBSERVATION_KINDS)}")
-    return OBSERVATION_KINDS[observation]
 
 
 # ---------------------------------------------------------------------------------------------------------
