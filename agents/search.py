@@ -180,7 +180,7 @@ def table_bits_for(megabytes: float) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class SearchResult:
+class AlphaBetaResult:
     """What one call of :meth:`Search.run` found."""
 
     score: int
@@ -279,7 +279,7 @@ class Search:
         alpha: int = -INFINITY,
         beta: int = INFINITY,
         deadline: float = math.inf,
-    ) -> SearchResult:
+    ) -> AlphaBetaResult:
         """Search ``state`` (not over, nothing claimable) ``depth`` plies deep within ``(alpha, beta)``, stopping
         when ``time.perf_counter()`` passes ``deadline`` (a watcher thread sets the stop flag then: see
         :func:`agents.interrupts.deadline`); raises :class:`SearchInterrupted` on Ctrl-C."""
@@ -312,7 +312,7 @@ class Search:
         if self.shared[0] == interrupts.STOPPED_BY_CTRL_C and not any(finished):
             raise SearchInterrupted
         answer = finished.index(True) if any(finished) else 0
-        return SearchResult(
+        return AlphaBetaResult(
             int(scores[answer]),
             int(self.stats[answer, BEST_ACTION]),
             int(self.stats[:, NODES].sum()),

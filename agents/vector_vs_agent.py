@@ -16,9 +16,9 @@ from quarto_env.flags import RuleFlags
 from quarto_env.observation import ObservationKind
 from quarto_env.vector_env import (
     COMPILED_OPPONENTS,
+    BatchedNetworkOpponent,
     BatchedOpponent,
     NetworkActions,
-    NetworkOpponent,
     PlayerOpponent,
     QuartoVectorVsAgent,
 )
@@ -42,5 +42,5 @@ def spec_opponent(spec: str, variant: Variant, num_envs: int) -> BatchedOpponent
     agent = make_agent(spec, variant)
     act_batch, kind = getattr(agent, "act_batch", None), getattr(agent, "kind", None)
     if callable(act_batch) and isinstance(kind, ObservationKind):
-        return NetworkOpponent(act_batch, kind)
+        return BatchedNetworkOpponent(act_batch, kind)
     return PlayerOpponent([agent, *(make_agent(spec, variant) for _ in range(num_envs - 1))])

@@ -326,7 +326,7 @@ def batched_opponent(opponent: str | BatchedOpponent | NetworkActions, kind: Obs
     if all(callable(getattr(opponent, name, None)) for name in ("seed", "start", "act")):
         return opponent  # type: ignore[return-value]  # a BatchedOpponent
     if callable(opponent):
-        return NetworkOpponent(opponent, kind)
+        return BatchedNetworkOpponent(opponent, kind)
     raise TypeError(
         f"opponent must be 'random', 'greedy', a callable (observations, masks) -> actions or a BatchedOpponent; "
         f"got {opponent!r}"
@@ -362,7 +362,7 @@ class CompiledOpponent:
         return allowed
 
 
-class NetworkOpponent:
+class BatchedNetworkOpponent:
     """A network (a callable ``(observations, masks) -> actions``): one call for all the games it moves in, with
     the planes of its own observation kind."""
 

@@ -327,11 +327,11 @@ def test_maskable_ppo_trains_on_it_with_the_masks() -> None:
 
 @pytest.mark.usefixtures("one_torch_thread")
 def test_a_checkpoint_opponent_plays_its_network_in_one_pass(tiny_run: tuple[Any, str]) -> None:
-    from quarto_env.vector_env import NetworkOpponent
+    from quarto_env.vector_env import BatchedNetworkOpponent
 
     run_dir, _ = tiny_run
     envs = gymnasium.make_vec(ENV_ID, num_envs=8, opponent=f"ppo:{run_dir}", observation="raw")
-    assert isinstance(envs.opponent, NetworkOpponent)  # the checkpoint's own planes, whatever the env's
+    assert isinstance(envs.opponent, BatchedNetworkOpponent)  # the checkpoint's own planes, whatever the env's
     envs.reset(seed=0)
     rng = np.random.default_rng(0)
     for _ in range(20):
