@@ -607,7 +607,15 @@ def _results(tasks: list, workers: int) -> Iterator[tuple[int, GameRecord]]:
         return
     # spawn, not fork: workers start clean (no inherited threads of torch, numba or the progress bar).
     context = multiprocessing.get_context("spawn")
-    with context.Pool(min(workers, len(tasks)), initializer=_init_worker) as pool:
+    # Ctrl-C is the parent's to handle: it stops the pool, which ends the workers wherever they are. A worker
+    # that took SIGINT itself would print a traceback from wherever it was -- while still importing, too, before
+    # any initializer runs -- so the workers are started with SIGINT ignored, which a new Python process keeps.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        pool = context.Pool(min(workers, len(tasks)), initializer=_init_worker)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    with pool:
         yield from pool.imap_unordered(_play_task, tasks)
 
 
@@ -615,9 +623,6 @@ def _init_worker() -> None:
     # One thread per worker process: the workers already fill the cores.
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ[name] = "1"
-    # Ctrl-C is the parent's to handle: it stops the pool, which ends the workers wherever they are. A worker
-    # that took SIGINT itself would print a traceback from wherever it was, starting up included.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _play_task(task: tuple[GameJob, tuple[str, str], Variant, float | None]) -> tuple[int, GameRecord]:
