@@ -5,12 +5,17 @@ Example usage::
     quarto dataset --out data.npz                                   # the variant's default suite, tactical planes
     quarto dataset --suite standard-v1 --observation parity --symmetries 7 --out data.npz
     quarto dataset --sample 200 --seed 1 --min-empty 4 --max-empty 10 --squares --out squares.npz
+    quarto dataset --sample 2000 --min-empty 6 --max-empty 10 --jobs 2 --out big.npz   # Ctrl-C, then again: resumes
 
 The positions come from a suite of solved positions (:mod:`agents.suites`: ``--suite`` names a shipped one or a
 ``.jsonl`` file; the default is the variant's newest shipped suite), or are sampled afresh: ``--sample N`` keeps up
 to ``N`` positions at each number of empty squares from ``--max-empty`` down to ``--min-empty``, no two related by
 a symmetry, from ``--games`` seeded games (:func:`agents.suites.collect_positions`), and values every legal action
-of each with the exact solver (:func:`agents.suites.solve_positions`). With a suite, ``--min-empty`` and
+of each with the exact solver (the labeller of :mod:`agents.labels`). ``--jobs N`` plays the games and labels the
+positions in ``N`` worker processes; the file is the same for every ``N``. Until the file is written, a sample's
+positions and its finished shards of labels are kept in ``OUT.parts/`` (:func:`parts_folder`): after Ctrl-C or a
+kill, the same command continues from them, and the file is the one an uninterrupted run writes. With a suite,
+``--min-empty`` and
 ``--max-empty`` keep the positions within those bounds. ``--symmetries K`` adds up to ``K`` images of each position
 under random symmetries of the game (a board symmetry with a relabelling of the pieces' attributes), their action
 values moved with them; images equal to the position or to each other are dropped.
