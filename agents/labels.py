@@ -49,9 +49,10 @@ from quarto_env.core import State, Variant, position_array
 ILLEGAL = -2
 """The label of an illegal action (values are -1, 0, +1)."""
 
-SHARD_POSITIONS = 256
-"""Positions per shard: a few seconds of labelling at 6-10 empty squares, so that an interruption loses little
-and a progress bar over shards still moves."""
+SHARD_POSITIONS = 64
+"""Positions per shard: under a second of labelling at 4-9 empty squares, a minute or so at 12 -- small, so that
+an interruption loses little, the progress bar over shards moves, and the workers share the slow shards of the
+stages with the most empty squares (shards of 256 left one worker alone with a 12-empty shard for minutes)."""
 
 LABELS_FILE = "labels.json"
 """The file of a shard folder that names the positions its shards label."""
