@@ -78,12 +78,17 @@ def play_game(
     return record
 
 
-def game_states(variant: Variant, players: Sequence[Agent], state: State = INITIAL_STATE) -> list[State]:
+def game_states(
+    variant: Variant, players: Sequence[Agent], state: State = INITIAL_STATE, min_empty: int = 0
+) -> list[State]:
     """Every position of one game between ``players`` (``players[i]`` is player ``i``) from ``state`` to its end,
     the end excluded. Positions, not a :class:`GameRecord`: the record keeps them in the notation, which drops the
-    claimable groups of the declaration variant."""
+    claimable groups of the declaration variant. With ``min_empty``, the game stops before its first position
+    with fewer empty squares: a caller that wants no later position saves playing them, and the positions it gets
+    are those of the whole game up to there (an agent's choice depends on the positions it has seen, not on
+    those to come)."""
     states = []
-    while not state.over:
+    while not state.over and state.num_empty >= min_empty:
         states.append(state)
         state = step(variant, state, players[state.to_move].act(state))
     return states

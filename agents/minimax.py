@@ -238,14 +238,23 @@ class Solver:
         return result.score >= bound
 
     def _action_value(self, state: State, action: int, value: int) -> int:
-        """The exact value of ``action`` for the side to move of ``state`` (whose value is ``value``)."""
+        """The exact value of ``action`` for the side to move of ``state`` (whose value is ``value``).
+
+        No action is worth more than its position, so only the null-window searches that tell apart the values
+        up to ``value`` run: none when the position is lost, one when it is drawn (where the child's own
+        :meth:`value` would first ask whether it is a win, in vain), at most two when it is won."""
         child = step(self.variant, state, action)
         if child == state:  # a false declaration ignored under the "penalty" policy: nothing changed
             return value
         if child.over:
             return 0 if child.winner == NO_WINNER else (1 if child.winner == state.to_move else -1)
-        child_value = self.value(child)
-        return child_value if child.to_move == state.to_move else -child_value
+        if child.claimable or self._book_knows(child):  # answered without search
+            child_value = self.value(child)
+            return child_value if child.to_move == state.to_move else -child_value
+        for candidate in range(value, -1, -1):  # value, then lower values but a loss; below them all: a loss
+            if self._keeps(state, action, candidate):
+                return candidate
+        return -1
 
     def _keeps(self, state: State, action: int, value: int) -> bool:
         """Whether ``action`` keeps ``value``: one null-window search instead of an exact value."""

@@ -38,10 +38,13 @@ shipped one. :func:`build_suite` makes one (``quarto suite build``, whose comman
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from multiprocessing.pool import Pool
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +52,12 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.book import BOOK_FOLDER, rules_name
+from agents.labels import label_positions, values_of_row, worker_pool
 from agents.match import game_states
 from quarto_env.checks import atomic_write_text, shortened
 from quarto_env.core import State, Variant, legal_actions, position_array
 from quarto_env.notation import PositionError, format_position, parse_position
+from quarto_env.symmetry import Symmetries
 
 SUITE_FORMAT = 1
 """The version of the suite file's layout."""
@@ -286,11 +291,13 @@ def build_suite(
     jobs: int = 1,
 ) -> Suite:
     """A suite of up to ``per_stage`` positions per stage from ``games`` games (:func:`collect_positions`),
-    solved (:func:`solve_positions`, with ``jobs`` threads). ``command`` is recorded in the header, to rebuild
-    it."""
-    states = collect_positions(variant, per_stage, seed, sources, stages, games, progress)
+    solved (:func:`solve_positions`); ``jobs`` worker processes play the games and label the positions.
+    ``command`` is recorded in the header, to rebuild it."""
+    with worker_pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
+        states = collect_positions(variant, per_stage, seed, sources, stages, games, progress, pool=pool)
+        solved = solve_positions(variant, states, progress, pool=pool)
     generator = {"command": command, "seed": seed, "sources": list(sources), "per_stage": per_stage, "games": games}
-    return Suite(name, variant, solve_positions(variant, states, progress, jobs), generator)
+    return Suite(name, variant, solved, generator)
 
 
 def collect_positions(
@@ -301,25 +308,40 @@ def collect_positions(
     stages: Sequence[int] = SUITE_STAGES,
     games: int = DEFAULT_GAMES,
     progress: bool = False,
+    jobs: int = 1,
+    pool: Pool | None = None,
 ) -> list[State]:
     """Up to ``per_stage`` decision positions (two or more legal actions) for each number of empty squares in
     ``stages``, no two related by a symmetry, from ``games`` seeded games between agents drawn from ``sources``:
     stage by stage from the most empty squares, each drawn at random among the distinct positions the games
-    reached (all of them when there are fewer: the earliest stages have few distinct positions at all)."""
-    from agents.base import make_agent
-    from quarto_env.symmetry import Symmetries
+    reached (all of them when there are fewer: the earliest stages have few distinct positions at all).
 
+    ``jobs`` above 1 (or a ``pool`` of :func:`agents.labels.worker_pool`) plays the games in worker processes;
+    the positions are the same for every ``jobs``."""
     if variant.declaration:
         raise ValueError("suites hold no declaration-variant positions: the notation cannot say what is claimable")
-    symmetries = Symmetries(variant)
     rng = np.random.default_rng(seed)
+    # Every game's players are drawn first, in the order a game-by-game loop draws them (spec, then seed, for
+    # each seat), so that the games can be played anywhere in any order and the picks below draw from the same
+    # stream of numbers.
+    players = [tuple((str(rng.choice(sources)), int(rng.integers(2**32))) for _ in range(2)) for _ in range(games)]
+    batches = [players[start : start + GAMES_PER_TASK] for start in range(0, games, GAMES_PER_TASK)]
+    tasks = [(variant, tuple(stages), batch) for batch in batches]
     found: dict[int, dict[tuple[int, int, int], State]] = {stage: {} for stage in stages}
-    for _ in tqdm(range(games), desc="games", unit="game", disable=not progress, leave=False):
-        players = [make_agent(str(rng.choice(sources)), variant, seed=int(rng.integers(2**32))) for _ in range(2)]
-        for state in game_states(variant, players):
-            if state.num_empty in found and len(legal_actions(variant, state)) > 1:
-                key = symmetries.position_key(_row(state))
-                found[state.num_empty].setdefault(key, state)
+    with (
+        contextlib.ExitStack() as stack,
+        tqdm(total=games, desc="games", unit="game", disable=not progress, leave=False) as bar,
+    ):
+        if jobs > 1 or pool is not None:
+            workers = pool if pool is not None else stack.enter_context(worker_pool(min(jobs, len(tasks))))
+            played: Iterable[list[list[tuple[State, tuple[int, int, int]]]]] = workers.imap(_distinct_positions, tasks)
+        else:
+            played = map(_distinct_positions, tasks)
+        for batch in played:  # in the order of the games, whoever played them
+            for game in batch:
+                for state, key in game:
+                    found[state.num_empty].setdefault(key, state)
+            bar.update(len(batch))
     chosen: list[State] = []
     for stage in stages:
         candidates = [found[stage][key] for key in sorted(found[stage])]
@@ -328,25 +350,42 @@ def collect_positions(
     return chosen
 
 
-def _row(state: State) -> np.ndarray:
-    return position_array([state])[0]
+GAMES_PER_TASK = 20
+"""Games a worker plays per task of :func:`collect_positions`: enough that sending the task costs little beside
+the games."""
+
+
+def _distinct_positions(
+    task: tuple[Variant, tuple[int, ...], list[tuple[tuple[str, int], ...]]],
+) -> list[list[tuple[State, tuple[int, int, int]]]]:
+    """For each game of the task (a pair of ``(spec, seed)``), its decision positions (two or more legal actions)
+    with a number of empty squares in ``stages``, each with its symmetry key
+    (:meth:`quarto_env.symmetry.Symmetries.position_key`). A game stops once it is below the smallest stage."""
+    from agents.base import make_agent
+
+    variant, stages, games = task
+    out = []
+    for seats in games:
+        players = [make_agent(spec, variant, seed=seed) for spec, seed in seats]
+        states = [
+            state
+            for state in game_states(variant, players, min_empty=min(stages))
+            if state.num_empty in stages and len(legal_actions(variant, state)) > 1
+        ]
+        keys = _symmetries(variant).position_keys(position_array(states)) if states else np.zeros((0, 3), np.int64)
+        out.append([(state, (k[0], k[1], k[2])) for state, k in zip(states, keys.tolist(), strict=True)])
+    return out
+
+
+@functools.cache
+def _symmetries(variant: Variant) -> Symmetries:
+    return Symmetries(variant)
 
 
 def solve_positions(
-    variant: Variant, states: Sequence[State], progress: bool = False, jobs: int = 1
+    variant: Variant, states: Sequence[State], progress: bool = False, jobs: int = 1, pool: Pool | None = None
 ) -> list[SolvedPosition]:
-    """Every legal action's exact value in each of ``states``, by the variant's default solver (its opening
-    book and value cache), or with ``jobs`` threads a solver like it that shares its table among them."""
-    from agents.book import shipped_book
-    from agents.minimax import Solver, default_solver
-    from agents.value_cache import default_cache
-
-    solver = default_solver(variant)
-    if jobs > 1:
-        solver = Solver(variant, cache=default_cache(variant), book=shipped_book(variant), jobs=jobs)
-    solved = []
-    for state in tqdm(states, desc="solving", unit="pos", disable=not progress, leave=False):
-        values = solver.solve(state, all_moves=True).action_values
-        assert values is not None  # always filled in with all_moves
-        solved.append(SolvedPosition(state, {int(a): int(v) for a, v in values.items()}))
-    return solved
+    """Every legal action's exact value in each of ``states``, by the labeller of :mod:`agents.labels` (the
+    variant's default solver, its opening book and value cache; ``jobs`` worker processes, or ``pool``'s)."""
+    labels = label_positions(variant, states, jobs, progress, pool=pool)
+    return [SolvedPosition(state, values_of_row(row)) for state, row in zip(states, labels, strict=True)]

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from agents import labels
 from agents.base import Agent, make_agent
 from agents.match import game_states
 from agents.suites import SOLVER_VERSION, Suite
@@ -142,6 +143,20 @@ class PositionValues:
             self.solved += 1
         return self._values[state]
 
+    def label_missing(self, states: Iterable[State], jobs: int = 1, progress: bool = False) -> None:
+        """Solve every position of ``states`` whose values are not known yet, in one batch: by the labeller
+        (:func:`agents.labels.label_positions`, ``jobs`` worker processes) with the default solver, one by one
+        with another (``solver`` is a plain function of one position)."""
+        missing = [state for state in dict.fromkeys(states) if state not in self._values]
+        if self.solver is not exact_action_values:
+            for state in missing:
+                self.action_values(state)
+            return
+        rows = labels.label_positions(self.variant, missing, jobs, progress)
+        for state, row in zip(missing, rows, strict=True):
+            self._values[state] = labels.values_of_row(row)
+        self.solved += len(missing)
+
     def __contains__(self, state: object) -> bool:
         """Whether the action values of ``state`` are known (cached or solved)."""
         return state in self._values
@@ -223,12 +238,9 @@ def _cache_hash(variant: object, entries: object) -> str:
 
 
 def exact_action_values(variant: Variant, state: State) -> dict[int, int]:
-    """``{action: value}`` of every legal action of ``state`` by the exact solver (:func:`agents.minimax.solve`)."""
-    from agents.minimax import solve  # the compiled solver loads only when a position needs it
-
-    action_values = solve(state, variant, all_moves=True).action_values
-    assert action_values is not None  # always filled in with all_moves
-    return {int(a): int(v) for a, v in action_values.items()}
+    """``{action: value}`` of every legal action of ``state`` by the exact solver, as the labeller values it
+    (:func:`agents.labels.action_values`)."""
+    return labels.action_values(variant, state)
 
 
 def _key(state: State) -> str:

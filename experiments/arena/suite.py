@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs",
         type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True),
         default=1,
-        help="solver threads (default 1); the values do not depend on it",
+        help="worker processes that play the games and solve the positions (default 1); the suite is the same",
     )
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="file to write")
     add_progress_argument(parser, "progress bars (of --build)")

@@ -44,6 +44,7 @@ from agents.networks import NETWORK_DESIGNS, PolicyValueNetwork
 from agents.puct import encode_positions, forced_action
 from experiments.arena.grade import check_empty_range, values_or_exit
 from experiments.arena.grading import MAX_POSITIONS, SOLVER_COMFORT_EMPTY, PositionValues, sample_positions
+from experiments.arena.solve import MAX_JOBS
 from experiments.bench import exit_if_unwritten
 from experiments.options import SEED, CommandParser, add_variant_arguments, markdown_table, variant_from_args
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
@@ -104,10 +105,13 @@ def label_positions(
     min_empty: int,
     max_empty: int,
     values: PositionValues,
+    jobs: int = 1,
 ) -> LabelledPositions:
     """``count`` distinct seeded positions with ``min_empty`` to ``max_empty`` empty squares that the search asks
-    the network about, each labelled by ``values`` (the exact solver, cached). Sampled in rounds of ``count``
-    games (seeds ``seed``, ``seed + 1``, ...) until enough are found; ``RuntimeError`` if ten rounds find too few."""
+    the network about, each labelled by ``values`` (the exact solver, cached; those it lacks are solved in one
+    batch by the labeller of :mod:`agents.labels`, with ``jobs`` worker processes). Sampled in rounds of
+    ``count`` games (seeds ``seed``, ``seed + 1``, ...) until enough are found; ``RuntimeError`` if ten rounds
+    find too few."""
     found: dict[State, None] = {}
     for round_ in range(10):
         for state in sample_positions(variant, count, seed + round_, max_empty, min_empty):
@@ -118,6 +122,7 @@ def label_positions(
     else:
         raise RuntimeError(f"only {len(found)} of {count} searched positions found in {10 * count} games")
     states = list(found)
+    values.label_missing(states, jobs)
     positions = position_array(states)
     candidates = encode_positions(positions, kind, variant)[1]
     keeps = np.zeros_like(candidates)
@@ -406,6 +411,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="move each minibatch by random symmetries (default: on)",
     )
     parser.add_argument(
+        "--jobs",
+        type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True),
+        default=1,
+        help="worker processes that label the positions (default 1); the labels do not depend on it",
+    )
+    parser.add_argument(
         "--cache", type=Path, default=None, metavar="FILE", help="JSON file of solved values to reuse and update"
     )
     parser.add_argument(
@@ -429,7 +440,14 @@ def main(argv: list[str]) -> int:
     start = time.perf_counter()
     try:
         data = label_positions(
-            variant, observation_kind(OBSERVATION), args.positions, args.seed, args.min_empty, args.max_empty, values
+            variant,
+            observation_kind(OBSERVATION),
+            args.positions,
+            args.seed,
+            args.min_empty,
+            args.max_empty,
+            values,
+            args.jobs,
         )
     except RuntimeError as error:
         parser.error(f"{error}: widen --min-empty / --max-empty")

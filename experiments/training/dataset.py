@@ -5,12 +5,17 @@ Example usage::
     quarto dataset --out data.npz                                   # the variant's default suite, tactical planes
     quarto dataset --suite standard-v1 --observation parity --symmetries 7 --out data.npz
     quarto dataset --sample 200 --seed 1 --min-empty 4 --max-empty 10 --squares --out squares.npz
+    quarto dataset --sample 2000 --min-empty 6 --max-empty 10 --jobs 2 --out big.npz   # Ctrl-C, then again: resumes
 
 The positions come from a suite of solved positions (:mod:`agents.suites`: ``--suite`` names a shipped one or a
 ``.jsonl`` file; the default is the variant's newest shipped suite), or are sampled afresh: ``--sample N`` keeps up
 to ``N`` positions at each number of empty squares from ``--max-empty`` down to ``--min-empty``, no two related by
 a symmetry, from ``--games`` seeded games (:func:`agents.suites.collect_positions`), and values every legal action
-of each with the exact solver (:func:`agents.suites.solve_positions`). With a suite, ``--min-empty`` and
+of each with the exact solver (the labeller of :mod:`agents.labels`). ``--jobs N`` plays the games and labels the
+positions in ``N`` worker processes; the file is the same for every ``N``. Until the file is written, a sample's
+positions and its finished shards of labels are kept in ``OUT.parts/`` (:func:`parts_folder`): after Ctrl-C or a
+kill, the same command continues from them, and the file is the one an uninterrupted run writes. With a suite,
+``--min-empty`` and
 ``--max-empty`` keep the positions within those bounds. ``--symmetries K`` adds up to ``K`` images of each position
 under random symmetries of the game (a board symmetry with a relabelling of the pieces' attributes), their action
 values moved with them; images equal to the position or to each other are dropped.
@@ -40,10 +45,12 @@ version and the SHA-256 of every array. docs/dataset.md has a worked example tha
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import io
 import json
 import os
+import sys
 import zipfile
 import zlib
 from collections.abc import Sequence
@@ -53,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from agents.book import shipped_book
+from agents.labels import ILLEGAL, label_positions, remove_shard_folder, values_of_row, worker_pool
 from agents.suites import (
     DEFAULT_GAMES,
     DEFAULT_SOURCES,
@@ -63,9 +71,9 @@ from agents.suites import (
     default_suite_name,
     load_suite,
     shipped_suite_names,
-    solve_positions,
 )
 from experiments.arena.grading import SOLVER_COMFORT_EMPTY
+from experiments.arena.solve import MAX_JOBS
 from experiments.options import (
     SEED,
     CommandParser,
@@ -75,7 +83,7 @@ from experiments.options import (
     warn,
 )
 from experiments.run_folder import code_version
-from quarto_env.checks import OutputPathError, atomic_write_bytes, number_argument, output_file
+from quarto_env.checks import OutputPathError, atomic_write_bytes, atomic_write_text, number_argument, output_file
 from quarto_env.core import (
     NUM_ACTIONS,
     NUM_SQUARES,
@@ -86,14 +94,12 @@ from quarto_env.core import (
     state_of_row,
 )
 from quarto_env.fast import write_observation
+from quarto_env.notation import PositionError, format_position, parse_position
 from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS, observation_kind
 from quarto_env.symmetry import Symmetries
 
 DATASET_FORMAT = 1
 """The version of the file's layout."""
-
-ILLEGAL = -2
-"""The entry of ``action_values`` for an illegal action (values are -1, 0, +1)."""
 
 ARRAYS = (
     "observations",
@@ -285,6 +291,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="add up to K images of each position under random symmetries (default 0)",
     )
+    parser.add_argument(
+        "--jobs",
+        type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True),
+        default=1,
+        help="with --sample: worker processes that play the games and label the positions (default 1); "
+        "the file does not depend on it",
+    )
     parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the .npz file to write")
     parser.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
     add_progress_argument(parser, "progress bars")
@@ -310,6 +323,8 @@ def main(argv: list[str]) -> int:
         solved, origin = with_symmetric_images(variant, solved, int(args.symmetries), args.seed)
     arrays = dataset_arrays(variant, solved, args.observation, origin)
     header = save_dataset(args.out, arrays, _header(variant, args, source))
+    if args.sample is not None:
+        remove_parts(parts_folder(args.out))
     origin_text = f"suite {source['suite']}" if "suite" in source else f"sampled with seed {args.seed}"
     print(
         f"{args.out}: {header['count']:,} positions ({origin_text}), {args.observation} planes "
@@ -366,7 +381,9 @@ def _suite_positions(
 def _sampled_positions(
     parser: argparse.ArgumentParser, variant: Variant, args: argparse.Namespace
 ) -> tuple[list[SolvedPosition], dict[str, Any]]:
-    """``--sample`` positions per stage, collected from seeded games and solved."""
+    """``--sample`` positions per stage, collected from seeded games and labelled (:mod:`agents.labels`), with
+    ``--jobs`` worker processes; resumed from :func:`parts_folder` when an earlier run of the same settings
+    stopped."""
     if variant.declaration:
         parser.error("--sample takes no --declaration: the notation cannot say what is claimable")
     bounds = _empty_bounds(parser, args, SAMPLE_EMPTY)
@@ -379,9 +396,77 @@ def _sampled_positions(
     games = args.games or DEFAULT_GAMES
     stages = tuple(reversed(bounds))
     progress = not args.no_progress
-    states = collect_positions(variant, args.sample, args.seed, DEFAULT_SOURCES, stages, games, progress)
     source = {"sample": args.sample, "seed": args.seed, "games": games, "sources": list(DEFAULT_SOURCES)}
-    return solve_positions(variant, states, progress), {**source, "min_empty": bounds[0], "max_empty": bounds[-1]}
+    source |= {"min_empty": bounds[0], "max_empty": bounds[-1]}
+    folder = parts_folder(args.out)
+    try:
+        with worker_pool(args.jobs) if args.jobs > 1 else contextlib.nullcontext() as pool:
+            states = _planned_positions(folder, variant, source)
+            if states is None:
+                states = collect_positions(
+                    variant, args.sample, args.seed, DEFAULT_SOURCES, stages, games, progress, pool=pool
+                )
+                if not states:
+                    parser.error("no positions within --min-empty and --max-empty")
+                _save_plan(folder, variant, source, states)
+            labels = label_positions(variant, states, args.jobs, progress, folder=folder, pool=pool)
+    except KeyboardInterrupt:
+        _say_what_is_kept(folder)
+        raise
+    return [SolvedPosition(state, values_of_row(row)) for state, row in zip(states, labels, strict=True)], source
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Resuming a sample
+# ---------------------------------------------------------------------------------------------------------
+PARTS_SUFFIX = ".parts"
+"""The suffix of :func:`parts_folder`."""
+
+PLAN_FILE = "positions.json"
+"""The file of the parts folder that holds the sample's positions and the settings that drew them."""
+
+
+def parts_folder(out: Path) -> Path:
+    """Where a ``--sample`` run for ``out`` keeps its work until the file is written: ``OUT.parts/``, with the
+    positions (:data:`PLAN_FILE`) and the finished shards of labels (:mod:`agents.labels`). The same command
+    continues from it; the finished file's run removes it."""
+    return out.with_name(out.name + PARTS_SUFFIX)
+
+
+def _planned_positions(folder: Path, variant: Variant, source: dict[str, Any]) -> list[State] | None:
+    """The positions an earlier run with the same variant and ``source`` settings drew, or ``None`` (no such
+    run, or one of other settings: its plan is then replaced, and its shards with it)."""
+    try:
+        plan = json.loads((folder / PLAN_FILE).read_text(encoding="utf-8"))
+        if plan["variant"] != variant.to_dict() or plan["source"] != source:
+            return None
+        return [parse_position(position) for position in plan["positions"]]
+    except (OSError, ValueError, KeyError, TypeError, PositionError):
+        return None
+
+
+def _save_plan(folder: Path, variant: Variant, source: dict[str, Any], states: Sequence[State]) -> None:
+    plan = {"variant": variant.to_dict(), "source": source, "positions": [format_position(s) for s in states]}
+    atomic_write_text(folder / PLAN_FILE, json.dumps(plan) + "\n")
+
+
+def _say_what_is_kept(folder: Path) -> None:
+    """Tell an interrupted run's user what a second run of the same command starts from."""
+    if not (folder / PLAN_FILE).is_file():
+        return
+    shards = len(list(folder.glob("shard-*.npy")))
+    print(
+        f"quarto dataset: the positions and {shards} finished shard(s) of labels are kept in {folder}; "
+        "the same command continues from them",
+        file=sys.stderr,
+    )
+
+
+def remove_parts(folder: Path) -> None:
+    """Delete a finished run's :func:`parts_folder` (its plan and shards; anything else stays, and the folder
+    then too)."""
+    (folder / PLAN_FILE).unlink(missing_ok=True)
+    remove_shard_folder(folder)
 
 
 def _header(variant: Variant, args: argparse.Namespace, source: dict[str, Any]) -> dict[str, Any]:

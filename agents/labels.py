@@ -1,0 +1,253 @@
+"""Exact labels at scale: the exact value of every legal action of many positions.
+
+The one labeller behind ``quarto dataset --sample``, the suites' builds (:func:`agents.suites.solve_positions`),
+grading's values (:func:`experiments.arena.grading.exact_action_values`) and ``quarto bench network``: each
+position's legal actions valued for the player to move, +1 win, 0 draw, -1 loss under perfect play, by the exact
+solver (:class:`agents.minimax.Solver`, ``solve(state, all_moves=True)``).
+
+Why it is fast
+--------------
+* **One solver per process, for all of its positions** (:func:`agents.minimax.default_solver`): its
+  transposition table is kept from one position to the next, so positions that share subtrees (those of one
+  stage, of one game) find them proven already; it starts from the value cache (:mod:`agents.value_cache`) and
+  answers from the opening book where the book covers a position.
+* **Processes**: with ``jobs`` above 1, worker processes (spawned, as the tournament's) label shards of
+  positions side by side, each with its own solver. The values are exact, so they do not depend on ``jobs``
+  nor on which worker labels which shard: the output is the same for any ``jobs``.
+* The same pool plays the games that supply the positions (:func:`agents.suites.collect_positions`).
+
+Shards and resuming
+-------------------
+With a ``folder``, the positions are labelled in shards of :data:`SHARD_POSITIONS` consecutive positions, and each
+shard is written to ``folder/shard-NNNNN.npy`` (atomically) as soon as it is done. ``folder/labels.json`` names
+what the shards are of: the SHA-256 of the positions, the variant and the solver's version. A later call for the
+same positions with the same folder reads the finished shards and labels only the others -- after Ctrl-C or a
+kill, the same command continues where it stopped. A folder whose ``labels.json`` names other positions is
+emptied of its shards first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import multiprocessing
+import os
+import signal
+from collections.abc import Iterator, Sequence
+from multiprocessing.pool import Pool
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from quarto_env.checks import atomic_write_bytes, atomic_write_text
+from quarto_env.core import State, Variant, position_array
+
+ILLEGAL = -2
+"""The label of an illegal action (values are -1, 0, +1)."""
+
+SHARD_POSITIONS = 64
+"""Positions per shard: under a second of labelling at 4-9 empty squares, a minute or so at 12 -- small, so that
+an interruption loses little, the progress bar over shards moves, and the workers share the slow shards of the
+stages with the most empty squares (shards of 256 left one worker alone with a 12-empty shard for minutes)."""
+
+LABELS_FILE = "labels.json"
+"""The file of a shard folder that names the positions its shards label."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One position
+# ---------------------------------------------------------------------------------------------------------
+def action_values(variant: Variant, state: State) -> dict[int, int]:
+    """``{action: value}`` for every legal action of ``state`` (not over), values for the player to move, by the
+    process's solver for ``variant`` (:func:`agents.minimax.default_solver`: its table, the value cache and the
+    opening book are shared with every other position this process labels)."""
+    from agents.minimax import default_solver  # the compiled solver loads only when a position needs it
+
+    values = default_solver(variant).solve(state, all_moves=True).action_values
+    assert values is not None  # always filled in with all_moves
+    return {int(action): int(value) for action, value in values.items()}
+
+
+def labels_row(variant: Variant, values: dict[int, int]) -> np.ndarray:
+    """``(num_actions,)`` int8: ``values`` by action, :data:`ILLEGAL` for the actions it lacks."""
+    row = np.full(variant.num_actions, ILLEGAL, dtype=np.int8)
+    for action, value in values.items():
+        row[action] = value
+    return row
+
+
+def values_of_row(row: np.ndarray) -> dict[int, int]:
+    """The inverse of :func:`labels_row`: ``{action: value}`` of the legal actions of a row of labels."""
+    return {int(action): int(row[action]) for action in np.flatnonzero(row != ILLEGAL)}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Many positions
+# ---------------------------------------------------------------------------------------------------------
+def label_positions(
+    variant: Variant,
+    states: Sequence[State],
+    jobs: int = 1,
+    progress: bool = False,
+    folder: Path | None = None,
+    pool: Pool | None = None,
+) -> np.ndarray:
+    """``(len(states), num_actions)`` int8: row ``i`` holds the exact value of each legal action of ``states[i]``
+    (:func:`action_values`) and :data:`ILLEGAL` elsewhere; the same for every ``jobs``.
+
+    ``jobs`` above 1 labels shards in that many worker processes (``pool``, when given, is used instead of
+    starting one: :func:`worker_pool`). ``folder`` keeps each finished shard there and reads back those an
+    earlier call for the same positions finished (module docstring). ``progress``: a bar on stderr, counting
+    positions. ``KeyboardInterrupt`` stops the workers; the shards written so far stay in ``folder``."""
+    labels = np.full((len(states), variant.num_actions), ILLEGAL, dtype=np.int8)
+    starts = range(0, len(states), SHARD_POSITIONS)
+    shards = [range(start, min(start + SHARD_POSITIONS, len(states))) for start in starts]
+    done = _finished_shards(variant, states, folder, labels) if folder is not None else set()
+    pending = [(index, shard) for index, shard in enumerate(shards) if index not in done]
+    finished = len(states) - sum(len(shard) for _, shard in pending)
+    with tqdm(
+        total=len(states), initial=finished, desc="labelling", unit="pos", disable=not progress, leave=False
+    ) as bar:
+        for index, shard_labels in _labelled_shards(variant, states, pending, jobs, pool, bar):
+            labels[shards[index].start : shards[index].stop] = shard_labels
+            if folder is not None:
+                _save_shard(folder, index, shard_labels)
+    return labels
+
+
+def _labelled_shards(
+    variant: Variant,
+    states: Sequence[State],
+    pending: list[tuple[int, range]],
+    jobs: int,
+    pool: Pool | None,
+    bar: tqdm,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """``(shard index, its labels)`` for each shard of ``pending``: in this process for one job (the bar moves
+    position by position), else in worker processes in the order they finish (the bar moves shard by shard)."""
+    if jobs <= 1 and pool is None:
+        for index, shard in pending:
+            rows = []
+            for i in shard:
+                rows.append(labels_row(variant, action_values(variant, states[i])))
+                bar.update(1)
+            yield index, np.array(rows, dtype=np.int8).reshape(len(shard), variant.num_actions)
+        return
+    tasks = [(index, variant, [states[i] for i in shard]) for index, shard in pending]
+    with contextlib.ExitStack() as stack:
+        workers = pool if pool is not None else stack.enter_context(worker_pool(min(jobs, max(len(tasks), 1))))
+        for index, shard_labels in workers.imap_unordered(_label_shard, tasks):
+            bar.update(len(shard_labels))
+            yield index, shard_labels
+
+
+def _label_shard(task: tuple[int, Variant, list[State]]) -> tuple[int, np.ndarray]:
+    """A worker's job: the labels of one shard."""
+    index, variant, states = task
+    rows = [labels_row(variant, action_values(variant, state)) for state in states]
+    return index, np.array(rows, dtype=np.int8).reshape(len(states), variant.num_actions)
+
+
+@contextlib.contextmanager
+def worker_pool(jobs: int) -> Iterator[Pool]:
+    """A pool of ``jobs`` spawned worker processes that ignore Ctrl-C (the parent's to handle: leaving the block
+    by an exception terminates them wherever they are). Spawned, not forked, as the tournament's: workers start
+    clean, with no inherited threads (the progress bar's, :mod:`agents.interrupts`')."""
+    context = multiprocessing.get_context("spawn")
+    pool = context.Pool(jobs, initializer=_init_worker)
+    try:
+        yield pool
+    except BaseException:
+        pool.terminate()
+        raise
+    else:
+        pool.close()
+    finally:
+        pool.join()
+
+
+def _init_worker() -> None:
+    # One thread per worker process: the workers already fill the cores.
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[name] = "1"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Shard folders
+# ---------------------------------------------------------------------------------------------------------
+def positions_digest(states: Sequence[State]) -> str:
+    """SHA-256 of the positions, in order (their rows of :func:`quarto_env.core.position_array`)."""
+    rows = np.ascontiguousarray(position_array(states), dtype=np.int64)
+    return hashlib.sha256(rows.tobytes()).hexdigest()
+
+
+def _labels_manifest(variant: Variant, states: Sequence[State]) -> dict[str, Any]:
+    from agents.suites import SOLVER_VERSION  # here: agents.suites imports this module
+
+    return {
+        "solver": SOLVER_VERSION,
+        "variant": variant.to_dict(),
+        "positions": len(states),
+        "positions_sha256": positions_digest(states),
+        "shard_positions": SHARD_POSITIONS,
+    }
+
+
+def shard_path(folder: Path, index: int) -> Path:
+    """The file of shard ``index`` in ``folder``."""
+    return folder / f"shard-{index:05d}.npy"
+
+
+def _finished_shards(variant: Variant, states: Sequence[State], folder: Path, labels: np.ndarray) -> set[int]:
+    """The indices of the shards of ``folder`` that label ``states``, their rows copied into ``labels``. A folder
+    made for other positions (or none yet) gets this call's ``labels.json`` and loses its shards."""
+    manifest = _labels_manifest(variant, states)
+    manifest_path = folder / LABELS_FILE
+    try:
+        same = json.loads(manifest_path.read_text(encoding="utf-8")) == manifest
+    except (OSError, ValueError):
+        same = False
+    if not same:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("shard-*.npy"):
+            old.unlink()
+        atomic_write_text(manifest_path, json.dumps(manifest) + "\n")
+        return set()
+    done = set()
+    for index, start in enumerate(range(0, len(states), SHARD_POSITIONS)):
+        rows = _read_shard(shard_path(folder, index), (min(SHARD_POSITIONS, len(states) - start), labels.shape[1]))
+        if rows is not None:
+            labels[start : start + len(rows)] = rows
+            done.add(index)
+    return done
+
+
+def _read_shard(path: Path, shape: tuple[int, int]) -> np.ndarray | None:
+    """The labels in ``path``, or ``None`` when it is missing or not a shard of ``shape`` (then it is labelled
+    again: shards are written atomically, so only a foreign or damaged file gets here)."""
+    try:
+        rows = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return None
+    valid = rows.dtype == np.int8 and rows.shape == shape and np.isin(rows, (ILLEGAL, -1, 0, 1)).all()
+    return rows if valid else None
+
+
+def _save_shard(folder: Path, index: int, rows: np.ndarray) -> None:
+    buffer = io.BytesIO()
+    np.save(buffer, rows, allow_pickle=False)
+    atomic_write_bytes(shard_path(folder, index), buffer.getvalue())
+
+
+def remove_shard_folder(folder: Path) -> None:
+    """Delete what :func:`label_positions` wrote to ``folder`` (its shards and ``labels.json``), and the folder
+    itself once it is empty; files of anyone else stay, and so does the folder then."""
+    for path in [*folder.glob("shard-*.npy"), folder / LABELS_FILE]:
+        path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
