@@ -72,6 +72,11 @@ def action_values(variant: Variant, state: State) -> dict[int, int]:
     return {int(action): int(value) for action, value in values.items()}
 
 
+SOLVER_VERSION = "agents.minimax.solve 1"
+"""The solver whose values labels, suites and grading caches hold: change it whenever the solver could value a
+position differently, and files written before are refused or solved again."""
+
+
 def labels_row(variant: Variant, values: dict[int, int]) -> np.ndarray:
     """``(num_actions,)`` int8: ``values`` by action, :data:`ILLEGAL` for the actions it lacks."""
     row = np.full(variant.num_actions, ILLEGAL, dtype=np.int8)
@@ -187,8 +192,6 @@ def positions_digest(states: Sequence[State]) -> str:
 
 
 def _labels_manifest(variant: Variant, states: Sequence[State]) -> dict[str, Any]:
-    from agents.suites import SOLVER_VERSION  # here: agents.suites imports this module
-
     return {
         "solver": SOLVER_VERSION,
         "variant": variant.to_dict(),

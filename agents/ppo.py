@@ -50,10 +50,10 @@ from agents.networks import (
     check_network,
     choose_actions,
     resolve_device,
-    use_one_thread,
 )
+from agents.trained import TrainedAgent
 from quarto_env.checks import atomic_write_bytes, one_line
-from quarto_env.core import INITIAL_STATE, STANDARD, State, Variant
+from quarto_env.core import State, Variant
 from quarto_env.observation import ObservationKind, observation_kind
 from quarto_env.vector import GameBatch
 
@@ -288,7 +288,7 @@ def _saved_update_count(path: str | Path) -> int:
 # ---------------------------------------------------------------------------------------------------------
 
 
-class PPOAgent(Agent):
+class PPOAgent(TrainedAgent):
     """Plays the policy of a checkpoint: ``ppo:PATH`` (``ppo:path=PATH,deterministic=false`` to sample).
 
     ``PATH`` may also be a run folder, meaning its ``checkpoints/final.zip`` (``checkpoint=best``: its
@@ -296,27 +296,12 @@ class PPOAgent(Agent):
     :func:`agents.networks.resolve_device`). Loading sets torch to one thread (:func:`use_one_thread`).
     """
 
-    def __init__(
-        self,
-        variant: Variant = STANDARD,
-        seed: int | None = None,
-        path: str = "",
-        deterministic: bool = True,
-        device: str = DEFAULT_DEVICE,
-    ) -> None:
-        super().__init__(variant, seed)
-        if not path:
-            raise CheckpointError("the ppo agent needs a checkpoint: ppo:PATH (a .zip, or a run folder)")
-        loaded = load_policy(path, variant, device)
-        use_one_thread()
+    kind_name = "ppo"
+
+    def load(self, path: str, device: str) -> str:
+        loaded = load_policy(path, self.variant, device)
         self.policy = loaded.policy
-        self.kind = observation_kind(loaded.observation)
-        self.deterministic = deterministic
-        if seed is not None:
-            th.manual_seed(seed)
-        # The first move loads the compiled kernels and warms torch up: do it here, so that it
-        # is not charged to a timed move.
-        self.act(INITIAL_STATE)
+        return loaded.observation
 
     @classmethod
     def from_policy(

@@ -24,7 +24,6 @@ from typing import Any
 
 import torch as th
 
-from agents.base import Agent
 from agents.checkpoints import (
     METADATA_ENTRY,
     CheckpointError,
@@ -35,9 +34,10 @@ from agents.checkpoints import (
     trained_variant,
     write_checkpoint,
 )
-from agents.networks import DEFAULT_DEVICE, ActorCritic, network_actions, network_for, resolve_device, use_one_thread
+from agents.networks import DEFAULT_DEVICE, ActorCritic, network_actions, network_for, resolve_device
+from agents.trained import TrainedAgent
 from quarto_env.checks import one_line
-from quarto_env.core import INITIAL_STATE, STANDARD, State, Variant
+from quarto_env.core import State, Variant
 from quarto_env.observation import observation_kind
 from quarto_env.vector import GameBatch
 
@@ -99,29 +99,16 @@ def load_network(
 # ---------------------------------------------------------------------------------------------------------
 # The agent
 # ---------------------------------------------------------------------------------------------------------
-class RLlibAgent(Agent):
+class RLlibAgent(TrainedAgent):
     """Plays the network of an rllib checkpoint: ``rllib:PATH`` (a ``.zip``, or a run folder for its
     ``checkpoints/final.zip``; ``deterministic=false`` samples; ``device=auto`` or ``cuda`` runs it on a GPU).
     Loading sets torch to one thread."""
 
-    def __init__(
-        self,
-        variant: Variant = STANDARD,
-        seed: int | None = None,
-        path: str = "",
-        deterministic: bool = True,
-        device: str = DEFAULT_DEVICE,
-    ) -> None:
-        super().__init__(variant, seed)
-        if not path:
-            raise CheckpointError("the rllib agent needs a checkpoint: rllib:PATH (a .zip, or a run folder)")
-        self.network, metadata = load_network(path, variant, device)
-        use_one_thread()
-        self.kind = observation_kind(metadata["observation"])
-        self.deterministic = deterministic
-        if seed is not None:
-            th.manual_seed(seed)
-        self.act(INITIAL_STATE)  # warm torch and the compiled kernels up before any timed move
+    kind_name = "rllib"
+
+    def load(self, path: str, device: str) -> str:
+        self.network, metadata = load_network(path, self.variant, device)
+        return str(metadata["observation"])
 
     def act(self, state: State) -> int:
         batch = GameBatch.from_states(self.variant, [state])

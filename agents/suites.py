@@ -52,7 +52,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.book import BOOK_FOLDER, rules_name
-from agents.labels import label_positions, values_of_row, worker_pool
+from agents.labels import SOLVER_VERSION, label_positions, values_of_row, worker_pool
 from agents.match import game_states
 from quarto_env.checks import atomic_write_text, shortened
 from quarto_env.core import State, Variant, legal_actions, position_array
@@ -62,9 +62,6 @@ from quarto_env.symmetry import Symmetries
 SUITE_FORMAT = 1
 """The version of the suite file's layout."""
 
-SOLVER_VERSION = "agents.minimax.solve 1"
-"""The solver whose values a suite (and a grading cache) holds: change it whenever the solver could value a
-position differently, and files written before are refused or solved again."""
 
 SUITE_FOLDER = BOOK_FOLDER
 """Where the shipped suites live, beside the opening books: ``suite-NAME.jsonl``."""
