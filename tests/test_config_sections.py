@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -214,3 +216,11 @@ def test_every_field_has_its_documentation_and_the_sections_are_the_dataclasses(
     assert [key for key in defaults if key not in SECTIONS] == list(COMMON_FIELDS)
     for section, fields in SECTION_FIELDS.items():
         assert list(defaults[section]) == list(fields)
+
+
+def test_the_config_module_loads_without_stable_baselines3() -> None:
+    code = (
+        "import sys, experiments.training.config; print(sorted({'stable_baselines3', 'sb3_contrib'} & {*sys.modules}))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"  # SNAPSHOTS lives in the config: it no longer imports selfplay for it

@@ -426,8 +426,8 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
     """The config in the YAML file ``path`` (``None``: the defaults) with ``KEY=VALUE`` ``overrides`` applied."""
     data = _read_config_file(Path(path)) if path is not None else {}
     assignments = [(override, *_parse_override(override)) for override in overrides]
-    algorithm = next((value for _, key, value in reversed(assignments) if key == "algorithm"), None)
-    algorithm = data.get("algorithm", TrainConfig.algorithm) if algorithm is None else algorithm
+    given = [value for _, key, value in assignments if key == "algorithm"]  # the last one counts
+    algorithm = given[-1] if given else data.get("algorithm", TrainConfig.algorithm)  # where shared fields go
     nested = nested_data(data, algorithm)
     for override, key, value in assignments:
         _apply_override(nested, override, key, value, algorithm)
@@ -566,25 +566,21 @@ def describe_fields() -> str:
     each section's."""
     defaults = TrainConfig().to_dict()
     common = {name: defaults[name] for name in COMMON_FIELDS}
-    parts = [_describe("Common fields (the top level of a config)", TrainConfig, "", common)]
+    parts = [_describe("Common fields (the top level of a config)", "", TrainConfig, "", common)]
     for section, kind in SECTIONS.items():
-        title = f"Section {section} ({section}: {{FIELD: VALUE}} in a config, {section}.FIELD=VALUE to override)"
-        parts.append(_describe(f"{title}: {_summary(kind)}", kind, f"{section}.", defaults[section]))
+        title = f"Section {section}: {' '.join((kind.__doc__ or '').split())}"
+        spelling = f"In a config {section}: {{FIELD: VALUE, ...}}; on the command line {section}.FIELD=VALUE."
+        parts.append(_describe(title, spelling, kind, f"{section}.", defaults[section]))
     return "\n\n".join(parts)
 
 
-def _describe(title: str, kind: type, prefix: str, defaults: dict[str, Any]) -> str:
+def _describe(title: str, spelling: str, kind: type, prefix: str, defaults: dict[str, Any]) -> str:
     """A titled list of the fields of the dataclass ``kind``, named with ``prefix``."""
     hints, docs = typing.get_type_hints(kind), field_docs(kind)
     fields = [
         f"{_heading(prefix + name, hints[name], default)}:\n    {docs[name]}" for name, default in defaults.items()
     ]
-    return "\n".join([title, "=" * min(len(title), 110), *fields])
-
-
-def _summary(kind: type) -> str:
-    """The first line of the docstring of ``kind``, joined."""
-    return " ".join((kind.__doc__ or "").split())
+    return "\n".join([title, *([spelling] if spelling else []), "=" * min(len(title), 110), *fields])
 
 
 def _heading(name: str, hint: Any, default: Any) -> str:
