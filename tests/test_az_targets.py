@@ -127,7 +127,7 @@ def test_every_round_is_full_by_default_and_draws_nothing_for_it() -> None:
 
 def test_the_target_fields_are_validated_with_their_allowed_values() -> None:
     config = load_config(None, ["algorithm=alphazero", "policy=slots", "policy_target=completed_q", "value_mix=0.5"])
-    assert config.policy_target == "completed_q" and config.value_mix == 0.5
+    assert config.alphazero.policy_target == "completed_q" and config.alphazero.value_mix == 0.5
     with pytest.raises(ConfigError, match=r"policy_target must be one of \('visits', 'completed_q'\)"):
         load_config(None, ["policy_target=counts"])
     with pytest.raises(ConfigError, match="value_mix"):
@@ -232,8 +232,8 @@ def test_gumbel_self_play_plays_the_roots_choice_at_every_action_and_draws_no_di
 
 def test_the_root_fields_are_validated_with_their_allowed_values() -> None:
     config = load_config(None, ["algorithm=alphazero", "policy=slots", "root=gumbel", "gumbel_actions=8"])
-    assert SelfPlaySettings.of(config).gumbel_actions == 8
-    assert SelfPlaySettings.of(load_config(None, ["gumbel_actions=8"])).gumbel_actions is None  # root puct
+    assert SelfPlaySettings.of(config.alphazero).gumbel_actions == 8
+    assert SelfPlaySettings.of(load_config(None, ["gumbel_actions=8"]).alphazero).gumbel_actions is None  # root puct
     with pytest.raises(ConfigError, match=r"root must be one of \('puct', 'gumbel'\)"):
         load_config(None, ["root=sequential"])
     with pytest.raises(ConfigError, match="gumbel_actions"):
@@ -273,6 +273,6 @@ def test_exact_outcomes_agree_with_the_solver_on_late_positions() -> None:
 
 
 def test_exact_outcome_empties_is_validated() -> None:
-    assert load_config(None, ["algorithm=alphazero", "exact_outcome_empties=10"]).exact_outcome_empties == 10
+    assert load_config(None, ["algorithm=alphazero", "exact_outcome_empties=10"]).alphazero.exact_outcome_empties == 10
     with pytest.raises(ConfigError, match=r"exact_outcome_empties must be an integer >= 0 and <= 12, got 13"):
         load_config(None, ["exact_outcome_empties=13"])

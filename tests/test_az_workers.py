@@ -80,10 +80,10 @@ def test_workers_0_runs_are_bit_reproducible(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["workers=-1"], "config field workers must be an integer >= 0 and <= 1024, got -1"),
-        (["workers=two"], "config field workers must be int, got 'two'"),
-        (["workers=1", "algorithm=ppo"], "config field workers must be 0 with algorithm ppo"),
-        (["broadcast_every=0"], "config field broadcast_every must be an integer >= 1"),
+        (["workers=-1"], "config field alphazero.workers must be an integer >= 0 and <= 1024, got -1"),
+        (["workers=two"], "config field alphazero.workers must be int, got 'two'"),
+        (["workers=1", "algorithm=ppo"], "config field alphazero.workers must be 0 with algorithm ppo"),
+        (["broadcast_every=0"], "config field alphazero.broadcast_every must be an integer >= 1"),
         (["workers=1", "--address", "localhost"], "--address 'localhost' is not a Ray address: give auto"),
         (["workers=1", "--address", "http://h:1"], "is not a Ray address"),
         (["workers=0", "--address", "auto"], "--address auto is for a run on Ray"),
@@ -186,7 +186,7 @@ def test_a_killed_worker_is_restarted(local_ray: Any) -> None:
 
     config = config_from_dict({"algorithm": "alphazero", "num_games": 4, "sims": 2, "net_arch": [8], "workers": 2})
     lines: list[str] = []
-    pool = WorkerPool(config, seed=0, network=new_network(config, config.resolved_variant()), log=lines.append)
+    pool = WorkerPool(config, seed=0, network=new_network(config, config.variant), log=lines.append)
     try:
         assert pool.next_report().searched == 4
         killed = pool.places[0]["pid"]

@@ -142,9 +142,9 @@ def test_resume_restores_weights_optimizer_and_counters(tiny_run: tuple[Path, st
     run_dir = tiny_run[0]
     latest = run_dir / "checkpoints" / "latest.zip"
     config = load_config(run_dir / "config.yaml")
-    variant = config.resolved_variant()
-    pool = OpponentPool(variant, config.observation_kind, config.opponents, config.max_snapshots, config.seed)
-    model = build_model(config, variant, SelfPlayVecEnv(variant, 2, config.observation_kind, pool, 0))
+    variant = config.variant
+    pool = OpponentPool(variant, config.observation, config.ppo.opponents, config.ppo.max_snapshots, config.seed)
+    model = build_model(config, variant, SelfPlayVecEnv(variant, 2, config.observation, pool, 0))
     metadata = load_training_state(model, latest, variant)
     assert model.num_timesteps == metadata["num_timesteps"] >= 1024
     with zipfile.ZipFile(latest) as archive:

@@ -79,10 +79,10 @@ def rllib_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from experiments.training.config import load_config
 
     config = load_config(REPO / "configs" / "rllib.yaml")
-    network = network_for(config.to_dict(), config.observation_kind, config.resolved_variant())
+    network = network_for(config.to_dict(), config.observation, config.variant)
     path = tmp_path_factory.mktemp("rllib") / "final.zip"
     metadata = {"config": config.to_dict()}
-    save_checkpoint(path, network.state_dict(), config.resolved_variant(), config.observation, 0, metadata)
+    save_checkpoint(path, network.state_dict(), config.variant, config.observation.name, 0, metadata)
     return path
 
 

@@ -170,7 +170,8 @@ def test_trials_that_want_more_gpus_than_the_cluster_are_refused_once_ray_is_up(
     argv = ["configs/rllib.yaml", "--seeds", "0", "--out", str(out), "--set", "gpus_per_learner=0,1"]
     status, _, err = run_main(argv)
     (ours,) = [line for line in err.splitlines() if line.startswith("quarto sweep")]  # besides Ray's token note
-    assert status == 2 and "trial gpus_per_learner=1__seed=0: config field gpus_per_learner must fit the Ray" in ours
+    assert status == 2
+    assert "trial gpus_per_learner=1__seed=0: config field rllib.gpus_per_learner must fit the Ray" in ours
     assert not (out / "sweep.json").exists()
 
 

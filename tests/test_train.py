@@ -24,7 +24,14 @@ from agents.checkpoints import CheckpointError, read_metadata
 from agents.match import play_game
 from agents.ppo import load_policy
 from experiments.training import train as train_module
-from experiments.training.config import ConfigError, TrainConfig, config_from_dict, describe_fields, load_config
+from experiments.training.config import (
+    SECTIONS,
+    ConfigError,
+    TrainConfig,
+    config_from_dict,
+    describe_fields,
+    load_config,
+)
 from experiments.training.run import Schedule, stopping_step
 from experiments.training.selfplay import EvalResult
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant
@@ -41,13 +48,14 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.mark.parametrize("path", sorted(CONFIGS.rglob("*.yaml")), ids=lambda p: p.name)
 def test_every_shipped_config_is_valid(path: Path) -> None:
     config = load_config(path)
-    assert config.total_steps > 0 and config.resolved_variant() is not None
+    assert config.total_steps > 0 and config.variant is not None
 
 
 def test_field_documentation_covers_every_field() -> None:
     text = describe_fields()
-    for name in TrainConfig().to_dict():
-        assert f"\n{name} (" in "\n" + text
+    for name, value in TrainConfig().to_dict().items():
+        for shown in [f"{name}.{field}" for field in value] if name in SECTIONS else [name]:
+            assert f"\n{shown} (" in "\n" + text
     assert "Learner decisions to train for" in text
 
 
@@ -63,7 +71,7 @@ def test_field_documentation_covers_every_field() -> None:
         ("gamma=1.5", r"gamma must be a finite number > 0 and <= 1, got 1.5"),
         ("observation=pixels", r"observation must be one of \('raw', 'tactical', 'lookahead', 'parity'\)"),
         ("policy=cnn", r"policy must be one of \('mlp', 'slots'\)"),
-        ("batch_size=100000", r"batch_size must be <= num_games \* n_steps = 4096"),
+        ("batch_size=100000", r"ppo.batch_size must be <= num_games \* ppo.n_steps = 4096"),
         ("variant.attributes=size", r"variant is not a valid rule variant .*unknown attribute"),
         ("opponents.alphazero=1", r"unknown agent kind 'alphazero'"),
         ("opponents={random: -1}", r"opponents.random must be a finite number >= 0, got -1"),
@@ -74,7 +82,7 @@ def test_field_documentation_covers_every_field() -> None:
         ("early_evals=[8, 8]", r"early_evals must list learner steps >= 0 in increasing order"),
         ("early_evals=16384", r"early_evals must be list\[int\], got 16384"),
         ("seed", r"override 'seed' must be KEY=VALUE"),
-        ("seed.x=1", r"only variant.KEY and opponents.SPEC take a dotted key"),
+        ("seed.x=1", r"only variant.KEY and ppo.opponents.SPEC take a dotted key"),
     ],
 )
 def test_bad_config_values_are_errors_naming_the_field(override: str, message: str) -> None:
@@ -85,9 +93,9 @@ def test_bad_config_values_are_errors_naming_the_field(override: str, message: s
 def test_overrides_reach_nested_fields_and_keep_the_rest() -> None:
     overrides = ["variant.squares=true", "opponents.greedy=0.7", "learning_rate=1e-3", "total_steps=2e6"]
     config = load_config(None, overrides)
-    assert config.resolved_variant() == Variant.make(squares=True)
-    assert config.opponents == {"snapshots": 0.4, "minimax:depth=2": 0.3, "greedy": 0.7, "random": 0.1}
-    assert config.learning_rate == 1e-3 and isinstance(config.learning_rate, float)
+    assert config.variant == Variant.make(squares=True)
+    assert config.ppo.opponents == {"snapshots": 0.4, "minimax:depth=2": 0.3, "greedy": 0.7, "random": 0.1}
+    assert config.ppo.learning_rate == 1e-3 and isinstance(config.ppo.learning_rate, float)
     assert config.total_steps == 2_000_000 and isinstance(config.total_steps, int)
 
 
@@ -211,7 +219,7 @@ def test_checkpoint_loads_as_an_agent_and_plays_legally(tiny_run: tuple[Path, st
     final = run_dir / "checkpoints" / "final.zip"
     metadata = read_metadata(final)
     assert metadata["variant"] == Variant.make().to_dict()
-    assert metadata["num_timesteps"] >= 1024 and metadata["observation"] == TrainConfig().observation
+    assert metadata["num_timesteps"] >= 1024 and metadata["observation"] == TrainConfig().observation.name
     assert {"torch", "stable_baselines3", "sb3_contrib"} <= set(metadata["versions"])
     variant = Variant.make()
     for spec in (f"ppo:{final}", f"ppo:path={run_dir},deterministic=false"):
@@ -383,7 +391,7 @@ def test_same_seed_same_weights(tmp_path: Path) -> None:
 def test_any_rule_variant_trains(variant: list[str], tiny: list[str], tmp_path: Path) -> None:
     config = load_config(None, [*tiny[1:5], "total_steps=256", "early_evals=[]", "final_eval_games=4", *variant])
     final = train_module.train(config, tmp_path / "run")
-    assert Variant.make(**read_metadata(final)["variant"]) == config.resolved_variant()
+    assert Variant.make(**read_metadata(final)["variant"]) == config.variant
 
 
 @pytest.mark.slow

@@ -156,7 +156,7 @@ def test_the_untrained_reference_is_a_checkpoint_of_step_0(az_run: tuple[Path, s
     run_dir, _ = az_run
     config = load_config(run_dir / "config.yaml")
     untrained, metadata = load_network(run_dir / "checkpoints" / "untrained.zip")
-    expected = untrained_network(config, config.resolved_variant()).state_dict()
+    expected = untrained_network(config, config.variant).state_dict()
     final = load_network(run_dir)[0].state_dict()
     assert metadata["num_timesteps"] == 0 and metadata["reference"] == "untrained"
     assert all(th.equal(untrained.state_dict()[key], expected[key]) for key in expected)
@@ -230,7 +230,7 @@ def test_a_gumbel_run_trains_and_evaluates_with_its_root(tmp_path: Path) -> None
     final = json.loads((tmp_path / "run" / "final_eval.json").read_text())
     assert final["grades"] and final["results"][0]["games"] == 4
     config = load_config(tmp_path / "run" / "config.yaml")
-    assert (config.root, config.gumbel_actions) == ("gumbel", 4)
+    assert (config.alphazero.root, config.alphazero.gumbel_actions) == ("gumbel", 4)
 
 
 def test_a_hand_network_run_checkpoints_its_design(tmp_path: Path) -> None:
@@ -250,7 +250,7 @@ def test_a_hand_network_run_checkpoints_its_design(tmp_path: Path) -> None:
         ("policy=mlp", "must be slots with algorithm alphazero"),
         ("sims=0", "sims"),
         ("dirichlet_fraction=1.5", "dirichlet_fraction"),
-        ("batch_size=300000", "batch_size must be <= buffer_size"),
+        ("batch_size=300000", "alphazero.batch_size must be <= alphazero.buffer_size"),
         ("eval_opening_plies=8", "eval_opening_plies"),
         ("network_design=wide", r"network_design must be one of \('slots', 'hand'\)"),
         ("root=halving", r"root must be one of \('puct', 'gumbel'\)"),

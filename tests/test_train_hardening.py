@@ -364,7 +364,7 @@ def test_deeply_nested_metadata_is_a_checkpoint_error(tiny_run: tuple[Path, str]
         ("net_arch=[100000]", r"net_arch of a slots network must be \[width\], each 1 to 4096"),
         ("torch_threads=1000000", r"torch_threads must be an integer >= 1 and <= 256"),
         ("num_games=10000000", r"num_games must be an integer >= 1 and <= 1"),
-        ("n_steps=100000", r"n_steps must keep num_games \* n_steps <= 1048576"),
+        ("n_steps=100000", r"ppo.n_steps must keep num_games \* ppo.n_steps <= 1048576"),
         ("eval_games=1e12", r"eval_games must be an integer >= 1 and <= 1"),
         ("variant=5", r"variant must be dict"),
         ("eval_opponents=[minimax:time=nan]", r"config field eval_opponents: bad value 'nan' for time"),
@@ -399,8 +399,8 @@ def test_numbers_in_every_notation_are_numbers() -> None:
         None,
         ["opponents.greedy=5e-1", "opponents.minimax:depth=2=0.25", "opponents.minimax:depth=3=1E-1", "gamma=.5"],
     )
-    assert config.opponents["greedy"] == 0.5 and config.opponents["minimax:depth=2"] == 0.25
-    assert config.opponents["minimax:depth=3"] == 0.1 and config.gamma == 0.5
+    assert config.ppo.opponents["greedy"] == 0.5 and config.ppo.opponents["minimax:depth=2"] == 0.25
+    assert config.ppo.opponents["minimax:depth=3"] == 0.1 and config.ppo.gamma == 0.5
     assert load_config(None, ["total_steps=1e3", "learning_rate=5e-4"]).total_steps == 1000
 
 
@@ -409,7 +409,7 @@ def test_a_missing_ppo_opponent_fails_before_the_run_starts(
 ) -> None:
     missing = tmp_path / "missing.zip"
     for field in ("eval_opponents=[random, ppo:{}]", "opponents.ppo:{}=0.5"):
-        with pytest.raises(ConfigError, match=r"config field \w+: agent 'ppo:.*missing\.zip' cannot play: .*exist"):
+        with pytest.raises(ConfigError, match=r"config field [\w.]+: agent 'ppo:.*missing\.zip' cannot play: .*exist"):
             check_agents(load_config(None, [field.format(missing)]))
         run_dir = tmp_path / "run"
         message = refused([*tiny, field.format(missing), "--run-dir", str(run_dir)], capsys)
@@ -496,7 +496,7 @@ def test_a_mistyped_config_key_gets_the_nearest_field(
 def test_a_folder_or_missing_config_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     for path in (tmp_path, tmp_path / "missing.yaml"):
         assert "does not exist or is not a file" in refused(["--config", str(path)], capsys)
-    with pytest.raises(ConfigError, match=r"config field opponents must be a mapping"):
+    with pytest.raises(ConfigError, match=r"config field ppo.opponents must be a mapping"):
         (tmp_path / "scalar.yaml").write_text("opponents: 5\n")
         load_config(tmp_path / "scalar.yaml", ["opponents.greedy=1"])
 

@@ -173,6 +173,11 @@ def bench_config(
     return config_from_dict(fields)
 
 
+def with_workers(config: TrainConfig, count: int) -> TrainConfig:
+    """``config`` with ``count`` self-play workers."""
+    return dataclasses.replace(config, alphazero=dataclasses.replace(config.alphazero, workers=count))
+
+
 def compare_workers(
     config: TrainConfig, network: PolicyValueNetwork, workers: list[int], rounds: int, seconds: float, seed: int
 ) -> dict[int, list[tuple[float, float]]]:
@@ -184,10 +189,10 @@ def compare_workers(
     started_ray = start_ray()
     pools: dict[int, WorkerPool] = {}
     try:
-        selfplay, rng = self_play(config, network, config.resolved_variant()), np.random.default_rng(seed)
+        selfplay, rng = self_play(config, network, config.variant), np.random.default_rng(seed)
         play_rounds(selfplay, rng, 1)  # loads the kernels
         for count in workers:
-            pools[count] = pool = WorkerPool(dataclasses.replace(config, workers=count), seed, network)
+            pools[count] = pool = WorkerPool(with_workers(config, count), seed, network)
             for _ in range(count):  # each worker's first round: its kernels load
                 pool.next_report()
             pool.drain()
@@ -225,9 +230,9 @@ def workers_table(
     """The workers comparison: each setting's median, lowest and highest positions/s, its median over 0's, and the
     CPUs its self-play processes had (median), with the positions per CPU second."""
     table = Table(
-        title=f"AlphaZero self-play positions/s, {config.num_games} games per process, {config.sims} simulations, "
-        f"network width {config.net_arch[0]}, {rounds} rounds of about {seconds:g} s per setting "
-        f"({os.cpu_count()} CPUs)"
+        title=f"AlphaZero self-play positions/s, {config.num_games} games per process, "
+        f"{config.alphazero.sims} simulations, network width {config.net_arch[0]}, {rounds} rounds of about "
+        f"{seconds:g} s per setting ({os.cpu_count()} CPUs)"
     )
     columns = ("workers", "positions/s (median)", "lowest", "highest", "ratio to 0 workers", "CPUs had", "pos/CPU-s")
     for column in columns:

@@ -57,13 +57,13 @@ class RolloutTimer(BaseCallback):
 def measure(config: TrainConfig, steps: int, profile: Path | None = None) -> dict[str, float]:
     """Steps per second of ``steps`` learner steps with ``config`` (after a warm-up rollout)."""
     th.set_num_threads(config.torch_threads)
-    variant = config.resolved_variant()
-    pool = OpponentPool(variant, config.observation_kind, config.opponents, config.max_snapshots, config.seed)
-    env = SelfPlayVecEnv(variant, config.num_games, config.observation_kind, pool, config.seed)
+    variant = config.variant
+    pool = OpponentPool(variant, config.observation, config.ppo.opponents, config.ppo.max_snapshots, config.seed)
+    env = SelfPlayVecEnv(variant, config.num_games, config.observation, pool, config.seed)
     model = build_model(config, variant, env)
-    for _ in range(config.max_snapshots):  # a full pool, as after the first max_snapshots snapshots of a run
+    for _ in range(config.ppo.max_snapshots):  # a full pool, as after the first max_snapshots snapshots of a run
         pool.add_snapshot(model.policy, 0)
-    rollout = config.num_games * config.n_steps
+    rollout = config.num_games * config.ppo.n_steps
     model.learn(rollout)
     timer = RolloutTimer()
     profiler = cProfile.Profile() if profile else None

@@ -128,11 +128,12 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Trainer:
     """A fresh trainer, or the one saved in the run's ``latest.zip``. Reads only."""
     th.set_num_threads(config.torch_threads)
     th.manual_seed(config.seed)  # the network's initial weights
-    variant = config.resolved_variant()
+    variant = config.variant
     network = new_network(config, variant)
     network.to(resolve_device(config.device))  # before the optimizer: it keeps its state beside the weights
-    optimizer = th.optim.AdamW(network.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    trainer = Trainer(config, variant, network, optimizer, ReplayBuffer(config.buffer_size))
+    settings = config.alphazero
+    optimizer = th.optim.AdamW(network.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
+    trainer = Trainer(config, variant, network, optimizer, ReplayBuffer(settings.buffer_size))
     if resume:
         _restore(trainer, run_dir)
     return trainer
@@ -141,6 +142,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Trainer:
 def _restore(trainer: Trainer, run_dir: Path) -> None:
     """Give ``trainer`` the network, optimizer, buffer and counters of the run's ``latest.zip``, checked first."""
     resumed = read_resume_point(trainer.config, run_dir, with_pool=False)
+    settings = trainer.config.alphazero
     checkpoint = resumed.checkpoint
     network, _ = load_network(checkpoint, trainer.variant)
     trainer.network.load_state_dict(network.state_dict())
@@ -148,7 +150,7 @@ def _restore(trainer: Trainer, run_dir: Path) -> None:
     try:
         trainer.optimizer.load_state_dict(read_weights(checkpoint, OPTIMIZER_ENTRY))
         for group in trainer.optimizer.param_groups:  # the config's values apply from the resumed step on
-            group["lr"], group["weight_decay"] = trainer.config.learning_rate, trainer.config.weight_decay
+            group["lr"], group["weight_decay"] = settings.learning_rate, settings.weight_decay
         trainer.buffer.load_bytes(_entry_bytes(checkpoint, BUFFER_ENTRY))
         trainer.games_played = int(resumed.metadata.get("games_played", 0))
     except CheckpointError:
@@ -172,9 +174,10 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
     writer = open_tensorboard(run_dir, config, trainer.steps, graded=GRADED_BESIDES)
     if trainer.steps:
         print(f"resuming {run_dir} at step {trainer.steps:,} with {trainer.buffer.size:,} positions in the buffer")
-    symmetries = Symmetries(variant) if config.augment else None
+    settings = config.alphazero
+    symmetries = Symmetries(variant) if settings.augment else None
     stats = _Stats(steps_at_start=trainer.steps)
-    exact = ExactOutcomes(variant, config.exact_outcome_empties) if config.exact_outcome_empties else None
+    exact = ExactOutcomes(variant, settings.exact_outcome_empties) if settings.exact_outcome_empties else None
 
     def record(key: str, value: float) -> None:
         writer.add_scalar(key, value, trainer.steps)
@@ -210,14 +213,14 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
             stats.add(report, updates)
             progress.update(report.searched)
             # 2. Learn: sample_reuse samples per new stored position (a cheap round stores none).
-            samples_owed += config.sample_reuse * report.games * report.stored_rounds
+            samples_owed += settings.sample_reuse * report.games * report.stored_rounds
             tick = time.perf_counter()
-            while samples_owed >= config.batch_size and trainer.buffer.size >= config.batch_size:
+            while samples_owed >= settings.batch_size and trainer.buffer.size >= settings.batch_size:
                 stats.losses.append(_train_step(trainer, symmetries, rng))
-                samples_owed -= config.batch_size
+                samples_owed -= settings.batch_size
                 updates += 1
             stats.train_seconds += time.perf_counter() - tick
-            if updates - source.version >= config.broadcast_every:
+            if updates - source.version >= settings.broadcast_every:
                 source.broadcast(network, updates)
             # 3. Evaluate (also at the last step: the curves end with the final network), log, checkpoint.
             due = schedule.due(trainer.steps)
@@ -285,7 +288,7 @@ def _self_play_source(
 ) -> Iterator[_SelfPlaySource]:
     """The run's self-play: in this process, or ``workers`` Ray actors on the Ray that ``quarto train`` started or
     joined, each seeded from the run's seed at this step."""
-    if not trainer.config.workers:
+    if not trainer.config.alphazero.workers:
         yield _InProcess(trainer, rng)
         return
     from experiments.training.az_workers import WorkerPool  # imports ray: only runs with workers need it
@@ -306,17 +309,17 @@ def _record_workers(source: _SelfPlaySource, run_dir: Path) -> None:
 
 def _train_step(trainer: Trainer, symmetries: Symmetries | None, rng: np.random.Generator) -> tuple[float, float]:
     """One gradient step on a minibatch from the buffer; returns (policy loss, value loss)."""
-    config, variant = trainer.config, trainer.variant
-    positions, policy, value_target = trainer.buffer.sample(config.batch_size, rng, config.value_mix)
+    settings, variant = trainer.config.alphazero, trainer.variant
+    positions, policy, value_target = trainer.buffer.sample(settings.batch_size, rng, settings.value_mix)
     if symmetries is not None:
         positions, policy = symmetries.apply(positions, policy, rng)
     planes, masks = encode_positions(positions, trainer.network.kind, variant)
     trainer.network.train()
     policy_loss, value_loss = trainer.network.losses(planes, masks, policy, value_target)
-    loss = policy_loss + config.vf_coef * value_loss
+    loss = policy_loss + settings.vf_coef * value_loss
     trainer.optimizer.zero_grad()
     loss.backward()
-    th.nn.utils.clip_grad_norm_(trainer.network.parameters(), config.max_grad_norm)
+    th.nn.utils.clip_grad_norm_(trainer.network.parameters(), settings.max_grad_norm)
     trainer.optimizer.step()
     trainer.network.eval()
     return policy_loss.item(), value_loss.item()
@@ -393,21 +396,22 @@ class _Stats:
 def _search_player(network: PolicyValueNetwork, variant: Variant, config: TrainConfig, games: int) -> SearchOpponent:
     """The network with its search (``eval_sims`` simulations, the config's ``root`` without noise), in ``games``
     games at once: the learner of the evaluations."""
-    gumbel_actions = config.gumbel_actions if config.root == "gumbel" else None
-    return SearchOpponent(network, variant, games, config.eval_sims, config.c_puct, gumbel_actions)
+    settings = config.alphazero
+    gumbel_actions = settings.gumbel_actions if settings.root == "gumbel" else None
+    return SearchOpponent(network, variant, games, settings.eval_sims, settings.c_puct, gumbel_actions)
 
 
 def _graded(trainer: Trainer, network: PolicyValueNetwork | None = None) -> dict[str, Agent]:
     """What every evaluation grades: the network with its search (``eval_sims``; the curves ``eval/grade/``), its
     policy alone (``eval/grade/policy/``), and, where ``sims`` differs, the search of self-play
     (``eval/grade/search<sims>/``). ``network``: another than the trainer's (the final checkpoint's)."""
-    config, network = trainer.config, network or trainer.network
+    settings, network = trainer.config.alphazero, network or trainer.network
     graded: dict[str, Agent] = {
-        "": _search_agent(trainer, network, config.eval_sims),
+        "": _search_agent(trainer, network, settings.eval_sims),
         "policy": _search_agent(trainer, network, 0),
     }
-    if config.sims != config.eval_sims:
-        graded[f"search{config.sims}"] = _search_agent(trainer, network, config.sims)
+    if settings.sims != settings.eval_sims:
+        graded[f"search{settings.sims}"] = _search_agent(trainer, network, settings.sims)
     return graded
 
 
@@ -425,8 +429,8 @@ def write_untrained_checkpoint(config: TrainConfig, run_dir: Path) -> Path:
     without learning at any budget. Returns its path."""
     path = run_dir / "checkpoints" / UNTRAINED_CHECKPOINT
     if not path.is_file():
-        variant = config.resolved_variant()
-        metadata = {"config": config.to_dict(), "games_played": 0, "reference": "untrained"}
+        variant = config.variant
+        metadata = {"config": config.to_flat_dict(), "games_played": 0, "reference": "untrained"}
         save_checkpoint(path, untrained_network(config, variant), variant, 0, metadata)
     return path
 
@@ -435,7 +439,7 @@ def _untrained_reference(trainer: Trainer) -> dict[str, Agent]:
     """The same search (``eval_sims``) with the untrained reference network (:func:`untrained_network`), graded
     once per run (``eval/grade/untrained/``): the grade the search reaches without learning."""
     untrained = untrained_network(trainer.config, trainer.variant).to(device_of(trainer.network))
-    return {"untrained": _search_agent(trainer, untrained, trainer.config.eval_sims)}
+    return {"untrained": _search_agent(trainer, untrained, trainer.config.alphazero.eval_sims)}
 
 
 def _search_agent(trainer: Trainer, network: PolicyValueNetwork, sims: int) -> AlphaZeroAgent:
@@ -446,9 +450,9 @@ def _search_agent(trainer: Trainer, network: PolicyValueNetwork, sims: int) -> A
         config.seed,
         network=network,
         sims=sims,
-        c=config.c_puct,
-        root=config.root,
-        k=config.gumbel_actions,
+        c=config.alphazero.c_puct,
+        root=config.alphazero.root,
+        k=config.alphazero.gumbel_actions,
     )
     agent.spec = "learner"
     return agent
@@ -460,7 +464,7 @@ def _save(trainer: Trainer, evaluations: EvaluationLog, path: Path, resumable: b
     if resumable:  # the optimizer's state is saved from CPU copies, as the network's (agents.checkpoints)
         extras = {OPTIMIZER_ENTRY: saved_bytes(trainer.optimizer.state_dict()), BUFFER_ENTRY: trainer.buffer.to_bytes()}
     metadata = {
-        "config": trainer.config.to_dict(),
+        "config": trainer.config.to_flat_dict(),
         "games_played": trainer.games_played,
         **evaluations.checkpoint_fields(),
     }

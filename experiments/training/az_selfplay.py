@@ -13,7 +13,7 @@ import numpy as np
 
 from agents.networks import PolicyValueNetwork
 from agents.puct import BatchedSearch, GumbelRoot, SearchResult, forced_actions
-from experiments.training.config import TrainConfig
+from experiments.training.config import AlphaZeroConfig, TrainConfig
 from experiments.training.selfplay import Opponent
 from quarto_env.core import (
     FIELD_OCCUPIED,
@@ -158,7 +158,7 @@ class SearchOpponent(Opponent):
 
 @dataclasses.dataclass(frozen=True)
 class SelfPlaySettings:
-    """How self-play searches, moves and labels its positions: the ``(alphazero)`` fields of the config."""
+    """How self-play searches, moves and labels its positions: the ``alphazero`` section of the config."""
 
     sims: int
     """Simulations of a full search, whose positions are stored."""
@@ -166,12 +166,12 @@ class SelfPlaySettings:
     """The first this many actions of a game are sampled in proportion to the visits."""
     noise: tuple[float, float] | None
     """Dirichlet ``(alpha, fraction)`` mixed into the root priors of full searches; ``None``: none."""
-    policy_target: str = TrainConfig.policy_target  # the config's defaults: one home
+    policy_target: str = AlphaZeroConfig.policy_target  # the config's defaults: one home
     """``visits`` or ``completed_q`` (:func:`policy_target`)."""
-    completed_q_beta: float = TrainConfig.completed_q_beta
-    full_search_share: float = TrainConfig.full_search_share
+    completed_q_beta: float = AlphaZeroConfig.completed_q_beta
+    full_search_share: float = AlphaZeroConfig.full_search_share
     """The chance that a round of moves is searched fully and stored (playout-cap randomisation)."""
-    cheap_sims: int = TrainConfig.cheap_sims
+    cheap_sims: int = AlphaZeroConfig.cheap_sims
     """Simulations of the other rounds' searches, without noise; their positions are not stored."""
     gumbel_actions: int | None = None
     """``None``: PUCT roots. Else every search has a Gumbel root that considers this many candidates, draws its
@@ -179,12 +179,12 @@ class SelfPlaySettings:
     ``temperature_plies`` do not apply."""
 
     @classmethod
-    def of(cls, config: TrainConfig) -> SelfPlaySettings:
-        noise = (config.dirichlet_alpha, config.dirichlet_fraction)
+    def of(cls, config: AlphaZeroConfig) -> SelfPlaySettings:
+        """The settings of a config's ``alphazero`` section."""
         return cls(
             config.sims,
             config.temperature_plies,
-            noise,
+            (config.dirichlet_alpha, config.dirichlet_fraction),
             config.policy_target,
             config.completed_q_beta,
             config.full_search_share,
@@ -203,14 +203,16 @@ def policy_target(result: SearchResult, settings: SelfPlaySettings) -> np.ndarra
 
 def new_network(config: TrainConfig, variant: Variant) -> PolicyValueNetwork:
     """A freshly initialised network of the config's observation, width and design, drawn from torch's generator."""
-    return PolicyValueNetwork(config.observation_kind, list(variant.groups), config.net_arch[0], config.network_design)
+    design = config.alphazero.network_design
+    return PolicyValueNetwork(config.observation, list(variant.groups), config.net_arch[0], design)
 
 
 def self_play(config: TrainConfig, network: PolicyValueNetwork, variant: Variant) -> SelfPlay:
     """The config's ``num_games`` self-play games, searched with ``network`` (in the training process or a worker)."""
-    most_sims = max(config.sims, config.cheap_sims if config.full_search_share < 1 else 0)
-    search = BatchedSearch(variant, network.kind, network.evaluate, config.num_games, most_sims, config.c_puct)
-    return SelfPlay(search, SelfPlaySettings.of(config))
+    settings = config.alphazero
+    most_sims = max(settings.sims, settings.cheap_sims if settings.full_search_share < 1 else 0)
+    search = BatchedSearch(variant, network.kind, network.evaluate, config.num_games, most_sims, settings.c_puct)
+    return SelfPlay(search, SelfPlaySettings.of(settings))
 
 
 class SelfPlay:

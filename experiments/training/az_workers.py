@@ -50,7 +50,7 @@ class SelfPlayWorker:
         # self-play workers are the run's main work: they take the learner's niceness where the OS allows it.
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, 0, niceness)
-        variant = config.resolved_variant()
+        variant = config.variant
         self.network = new_network(config, variant).eval()
         self.selfplay = self_play(config, self.network, variant)
         self.rng = np.random.default_rng(seed)
@@ -74,23 +74,23 @@ class SelfPlayWorker:
 
 
 class WorkerPool:
-    """The learner's handle on ``config.workers`` self-play workers; :meth:`next_report` takes their reports."""
+    """The learner's handle on ``alphazero.workers`` self-play workers; :meth:`next_report` takes their reports."""
 
     def __init__(
         self, config: TrainConfig, seed: int, network: PolicyValueNetwork, log: Callable[[str], None] = print
     ) -> None:
-        check_cpus(config.workers)
+        check_cpus(config.alphazero.workers)
         self.config, self.seed, self.log = config, seed, log
         self.actor_class = ray.remote(num_cpus=1, max_restarts=0)(SelfPlayWorker)
-        self.restarts = [0] * config.workers
-        self.positions = [0] * config.workers
+        self.restarts = [0] * config.alphazero.workers
+        self.positions = [0] * config.alphazero.workers
         """Searched positions each worker (whichever process held its index) reported."""
         self.broadcast(network, 0)
-        self.workers = [self._start(index) for index in range(config.workers)]
-        self.places = [self._place(index) for index in range(config.workers)]
+        self.workers = [self._start(index) for index in range(config.alphazero.workers)]
+        self.places = [self._place(index) for index in range(config.alphazero.workers)]
         """Each worker's node id, process id and niceness (as :meth:`SelfPlayWorker.where` gives them)."""
         self.pending: dict[ray.ObjectRef, int] = {}
-        for index in range(config.workers):
+        for index in range(config.alphazero.workers):
             self._submit(index, IN_FLIGHT)
 
     def broadcast(self, network: PolicyValueNetwork, version: int) -> None:

@@ -65,7 +65,7 @@ from agents.checkpoints import CheckpointError, read_weights
 from agents.networks import ActorCritic, network_actions, network_for
 from agents.rllib import NETWORK_ENTRY, OPTIMIZER_ENTRY, load_network, save_checkpoint
 from experiments.options import quiet_logger
-from experiments.training.config import ConfigError, TrainConfig
+from experiments.training.config import SNAPSHOTS, ConfigError, TrainConfig
 from experiments.training.run import (
     POOL_ENTRY,
     Checkpoints,
@@ -77,7 +77,7 @@ from experiments.training.run import (
     read_resume_point,
     run_seed,
 )
-from experiments.training.selfplay import SNAPSHOTS, NetworkOpponent, learner_players
+from experiments.training.selfplay import NetworkOpponent, learner_players
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.env import AGENTS
@@ -178,7 +178,7 @@ class OpponentMapping:
 
 def baseline_ids(config: TrainConfig) -> dict[str, str]:
     """The module id of each baseline agent spec of the opponent mix (a spec is not a valid module id)."""
-    return {spec: f"baseline_{i}" for i, spec in enumerate(s for s in config.opponents if s != SNAPSHOTS)}
+    return {spec: f"baseline_{i}" for i, spec in enumerate(s for s in config.ppo.opponents if s != SNAPSHOTS)}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -217,7 +217,7 @@ def resource_bundles(config: TrainConfig) -> list[dict[str, float]]:
     from ray.tune import PlacementGroupFactory
 
     with quiet_logger("ray.rllib.algorithms.algorithm_config"):  # its note that PPO runs on the new API stack
-        request = PPO.default_resource_request(algorithm_config(config, config.resolved_variant(), config.seed))
+        request = PPO.default_resource_request(algorithm_config(config, config.variant, config.seed))
     assert isinstance(request, PlacementGroupFactory)  # the new API stack's request
     return [{kind: float(amount) for kind, amount in bundle.items() if amount} for bundle in request.bundles]
 
@@ -227,13 +227,14 @@ def check_gpus(config: TrainConfig) -> None:
     GPUs may be on other nodes than this one, so torch's view of this machine does not decide)."""
     import ray
 
-    wanted = config.gpus_per_learner * max(1, config.num_learners)
+    resources, learners = config.rllib, max(1, config.rllib.num_learners)
+    wanted = resources.gpus_per_learner * learners
     available = float(ray.cluster_resources().get("GPU", 0))
     if wanted > available:
         raise ConfigError(
-            f"config field gpus_per_learner must fit the Ray cluster: {max(1, config.num_learners)} learner(s) "
-            f"x {config.gpus_per_learner:g} GPU(s) = {wanted:g}, and the cluster has {available:g}; give "
-            "gpus_per_learner=0 (train on CPU), or join a cluster with GPUs (quarto train --address HEAD:PORT, "
+            f"config field rllib.gpus_per_learner must fit the Ray cluster: {learners} learner(s) "
+            f"x {resources.gpus_per_learner:g} GPU(s) = {wanted:g}, and the cluster has {available:g}; give "
+            "rllib.gpus_per_learner=0 (train on CPU), or join a cluster with GPUs (quarto train --address HEAD:PORT, "
             "or quarto sweep --address)"
         )
 
@@ -249,16 +250,16 @@ def algorithm_config(config: TrainConfig, variant: Variant, seed: int) -> Any:
     for spec, module_id in baseline_ids(config).items():
         options = {"spec": spec, "variant": variant.to_dict(), "seed": seed}
         specs[module_id] = RLModuleSpec(module_class=baseline_module, model_config=options)
-    learners = max(1, config.num_learners)  # RLlib's batch sizes are per learner; the config's are totals
+    learners = max(1, config.rllib.num_learners)  # RLlib's batch sizes are per learner; the config's are totals
     return (
         PPOConfig()
-        .environment(ENV_NAME, env_config={**variant.to_dict(), "observation": config.observation})
+        .environment(ENV_NAME, env_config={**variant.to_dict(), "observation": config.observation.name})
         .env_runners(
-            num_env_runners=config.num_env_runners,
+            num_env_runners=config.rllib.num_env_runners,
             num_envs_per_env_runner=config.num_games,
-            num_cpus_per_env_runner=config.cpus_per_env_runner,  # type: ignore[arg-type]  # Ray takes fractions
+            num_cpus_per_env_runner=config.rllib.cpus_per_env_runner,  # type: ignore[arg-type]  # Ray takes fractions
         )
-        .learners(num_learners=config.num_learners, num_gpus_per_learner=config.gpus_per_learner)
+        .learners(num_learners=config.rllib.num_learners, num_gpus_per_learner=config.rllib.gpus_per_learner)
         .multi_agent(
             policies=set(specs),
             policy_mapping_fn=opponent_mapping(config, seed, ()),
@@ -266,16 +267,16 @@ def algorithm_config(config: TrainConfig, variant: Variant, seed: int) -> Any:
         )
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
         .training(
-            lr=config.learning_rate,
-            gamma=config.gamma,
-            lambda_=config.gae_lambda,
-            clip_param=config.clip_range,
-            entropy_coeff=config.ent_coef,
-            vf_loss_coeff=config.vf_coef,
-            grad_clip=config.max_grad_norm,
-            num_epochs=config.n_epochs,
-            minibatch_size=-(-config.batch_size // learners),
-            train_batch_size_per_learner=-(-config.num_games * config.n_steps // learners),
+            lr=config.ppo.learning_rate,
+            gamma=config.ppo.gamma,
+            lambda_=config.ppo.gae_lambda,
+            clip_param=config.ppo.clip_range,
+            entropy_coeff=config.ppo.ent_coef,
+            vf_loss_coeff=config.ppo.vf_coef,
+            grad_clip=config.ppo.max_grad_norm,
+            num_epochs=config.ppo.n_epochs,
+            minibatch_size=-(-config.ppo.batch_size // learners),
+            train_batch_size_per_learner=-(-config.num_games * config.ppo.n_steps // learners),
             use_kl_loss=False,  # clipping alone, as stable-baselines3's PPO
         )
         .callbacks(_outcome_callback())
@@ -287,16 +288,16 @@ def network_model_config(config: TrainConfig) -> dict[str, Any]:
     """The ``model_config`` of ``main`` and of its snapshots."""
     return {
         "network": {"policy": config.policy, "net_arch": list(config.net_arch)},
-        "observation": config.observation,
-        "variant": config.resolved_variant().to_dict(),
+        "observation": config.observation.name,
+        "variant": config.variant.to_dict(),
         "torch_threads": config.torch_threads,
     }
 
 
 def opponent_mapping(config: TrainConfig, seed: int, snapshot_ids: tuple[str, ...]) -> OpponentMapping:
     """The mapping of ``config``'s opponent mix with these snapshots in the pool."""
-    baselines = tuple((module_id, config.opponents[spec]) for spec, module_id in baseline_ids(config).items())
-    return OpponentMapping(seed, baselines, float(config.opponents.get(SNAPSHOTS, 0.0)), snapshot_ids)
+    baselines = tuple((module_id, config.ppo.opponents[spec]) for spec, module_id in baseline_ids(config).items())
+    return OpponentMapping(seed, baselines, float(config.ppo.opponents.get(SNAPSHOTS, 0.0)), snapshot_ids)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -319,10 +320,10 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Begin:
     if not resume:
         return Begin()
     latest = run_dir / "checkpoints" / "latest.zip"
-    load_network(latest, config.resolved_variant())  # the kind of checkpoint, its variant and its network
+    load_network(latest, config.variant)  # the kind of checkpoint, its variant and its network
     resumed = read_resume_point(config, run_dir, with_pool=True)
     assert resumed.pool is not None  # read_resume_point read it
-    fresh = network_for(config.to_dict(), config.observation_kind, config.resolved_variant())
+    fresh = network_for(config.to_dict(), config.observation, config.variant)
     try:
         for weights in resumed.pool["weights"]:
             fresh.load_state_dict(weights)
@@ -340,7 +341,7 @@ class Trainer:
 
     def __init__(self, config: TrainConfig, run_dir: Path, begin: Begin) -> None:
         self.config = config
-        self.variant = config.resolved_variant()
+        self.variant = config.variant
         self.run_dir = run_dir
         self.seed = run_seed(config, begin.steps)
         self.algorithm = build_algorithm(config, self.variant, self.seed)
@@ -380,7 +381,7 @@ class Trainer:
             _snapshot_id(step), spec, new_agent_to_module_mapping_fn=self.mapping(), new_should_module_be_updated=[MAIN]
         )
         self.set_weights(_snapshot_id(step), weights)
-        if len(self.snapshot_steps) > self.config.max_snapshots:
+        if len(self.snapshot_steps) > self.config.ppo.max_snapshots:
             oldest = self.snapshot_steps.pop(0)
             self.algorithm.remove_module(
                 _snapshot_id(oldest), new_agent_to_module_mapping_fn=self.mapping(), new_should_module_be_updated=[MAIN]
@@ -465,16 +466,18 @@ class Trainer:
 
     def players(self) -> list[NetworkOpponent]:
         """``main``'s network, as the learner holds it now, in its ways of playing for the evaluations."""
-        network = network_for(self.config.to_dict(), self.config.observation_kind, self.variant)
+        network = network_for(self.config.to_dict(), self.config.observation, self.variant)
         network.load_state_dict(self.main_weights())
         return network_players(network, self.config)
 
     def save(self, path: Path, resumable: bool) -> None:
         """Checkpoint ``main`` (with the snapshots when ``resumable``) atomically at ``path``."""
         # No best_score: this backend keeps no best.zip.
-        metadata = {"config": self.config.to_dict(), "latest_eval": self.evaluations.latest}
+        metadata = {"config": self.config.to_flat_dict(), "latest_eval": self.evaluations.latest}
         extras = {POOL_ENTRY: self.snapshot_weights(), OPTIMIZER_ENTRY: self.optimizer_state()} if resumable else {}
-        save_checkpoint(path, self.main_weights(), self.variant, self.config.observation, self.steps, metadata, extras)
+        save_checkpoint(
+            path, self.main_weights(), self.variant, self.config.observation.name, self.steps, metadata, extras
+        )
 
 
 LOSS_TAGS = {
@@ -493,7 +496,7 @@ def _snapshot_id(step: int) -> str:
 
 def network_players(network: ActorCritic, config: TrainConfig) -> list[NetworkOpponent]:
     """An :class:`ActorCritic`'s ways of playing in the evaluations: its most likely action, then sampled."""
-    return learner_players(functools.partial(network_actions, network), config.observation_kind)
+    return learner_players(functools.partial(network_actions, network), config.observation)
 
 
 # ---------------------------------------------------------------------------------------------------------

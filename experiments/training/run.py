@@ -187,7 +187,7 @@ class Schedule:
     def __init__(self, config: TrainConfig, step: int, *, snapshots: bool = True) -> None:
         self.intervals = {"evaluation": config.eval_every, "checkpoint": config.checkpoint_every}
         if snapshots:
-            self.intervals["snapshot"] = config.snapshot_every
+            self.intervals["snapshot"] = config.ppo.snapshot_every
         self.early = {"evaluation": tuple(config.early_evals)}
         self.next_due = {task: self._next_point(task, step, fresh=step == 0) for task in self.intervals}
 
@@ -526,7 +526,7 @@ def finish_run(
     to ``final_eval.json``, record it as the last point of the eval curves and print it, then the closing lines
     (the checkpoint, ``agent_spec`` that plays it, TensorBoard); returns its path."""
     final = checkpoints.save_final()
-    results = evaluate_learner(players_of(final), config, config.resolved_variant(), final=True)
+    results = evaluate_learner(players_of(final), config, config.variant, final=True)
     grades = grades_of(final) if grades_of is not None and config.grade_positions else {}
     write_final_eval(checkpoints.run_dir, final, steps, results, grades)
     for result in results:

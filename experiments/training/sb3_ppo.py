@@ -73,12 +73,12 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Learner:
     """The learner, fresh, or restored from the run's ``latest.zip`` (checked first). Reads only: a refused start
     leaves the run folder as it was."""
     th.set_num_threads(config.torch_threads)
-    variant = config.resolved_variant()
+    variant = config.variant
     resumed = read_resume_point(config, run_dir, with_pool=True) if resume else None
     seed = run_seed(config, resumed.steps if resumed else 0)
     set_random_seed(seed)
-    pool = OpponentPool(variant, config.observation_kind, config.opponents, config.max_snapshots, config.seed)
-    env = SelfPlayVecEnv(variant, config.num_games, config.observation_kind, pool, seed)
+    pool = OpponentPool(variant, config.observation, config.ppo.opponents, config.ppo.max_snapshots, config.seed)
+    env = SelfPlayVecEnv(variant, config.num_games, config.observation, pool, seed)
     model = build_model(config, variant, env)
     if resumed is None:
         pool.add_snapshot(model.policy, 0)
@@ -98,26 +98,27 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Learner:
 
 def build_model(config: TrainConfig, variant: Variant, env: SelfPlayVecEnv) -> MaskablePPO:
     """A fresh MaskablePPO learner as the config describes."""
-    policy_class, policy_kwargs = policy_setup(config.policy, variant, config.net_arch, config.observation)
-    learning_rate: Any = config.learning_rate
-    if config.lr_schedule == "linear":
+    ppo = config.ppo
+    policy_class, policy_kwargs = policy_setup(config.policy, variant, config.net_arch, config.observation.name)
+    learning_rate: Any = ppo.learning_rate
+    if ppo.lr_schedule == "linear":
 
         def learning_rate(progress_remaining: float) -> float:
-            return config.learning_rate * progress_remaining
+            return ppo.learning_rate * progress_remaining
 
     return MaskablePPO(
         policy_class,
         env,
         learning_rate=learning_rate,
-        n_steps=config.n_steps,
-        batch_size=config.batch_size,
-        n_epochs=config.n_epochs,
-        gamma=config.gamma,
-        gae_lambda=config.gae_lambda,
-        clip_range=config.clip_range,
-        ent_coef=config.ent_coef,
-        vf_coef=config.vf_coef,
-        max_grad_norm=config.max_grad_norm,
+        n_steps=ppo.n_steps,
+        batch_size=ppo.batch_size,
+        n_epochs=ppo.n_epochs,
+        gamma=ppo.gamma,
+        gae_lambda=ppo.gae_lambda,
+        clip_range=ppo.clip_range,
+        ent_coef=ppo.ent_coef,
+        vf_coef=ppo.vf_coef,
+        max_grad_norm=ppo.max_grad_norm,
         policy_kwargs=policy_kwargs,
         seed=config.seed,
         device=resolve_device(config.device),
@@ -159,8 +160,8 @@ class TrainingCallback(BaseCallback):
     def __init__(self, config: TrainConfig, run_dir: Path, learner: Learner) -> None:
         super().__init__()
         self.config = config
-        self.variant = config.resolved_variant()
-        self.kind = config.observation_kind
+        self.variant = config.variant
+        self.kind = config.observation
         self.learner = learner
         self.evaluations = EvaluationLog(
             config, self.variant, self.record, learner.best_score, lambda: {"": self.learner_agent()}
@@ -175,7 +176,7 @@ class TrainingCallback(BaseCallback):
         step = self.learner.model.num_timesteps
         self._last_time = time.perf_counter()
         describe_run(self.writer(), self.config, step)
-        rollout = self.config.num_games * self.config.n_steps
+        rollout = self.config.num_games * self.config.ppo.n_steps
         stop = stopping_step(self.config, step, rollout, "PPO trains whole rollouts of num_games * n_steps = {leap}")
         self.progress = progress_bar(step, stop, "step")
 
@@ -244,9 +245,9 @@ class TrainingCallback(BaseCallback):
         """Checkpoint the model (with the opponent pool when ``resumable``) atomically at ``path``."""
         metadata = {
             "variant": self.variant.to_dict(),
-            "observation": self.config.observation,
+            "observation": self.config.observation.name,
             "policy": self.config.policy,
-            "config": self.config.to_dict(),
+            "config": self.config.to_flat_dict(),
             **self.evaluations.checkpoint_fields(),
         }
         extras = {POOL_ENTRY: _pool_bytes(self.learner.pool)} if resumable else {}

@@ -44,12 +44,11 @@ from agents.match import OPENING_STREAM, opening_state, random_opening
 from agents.networks import RowWeights, choose_actions
 from agents.ppo import inference_policy, policy_actions, policy_logits, policy_spaces
 from agents.sb3_vector import InProcessVecEnv
+from experiments.training.config import SNAPSHOTS
 from quarto_env.core import State, Variant
 from quarto_env.observation import ObservationKind
 from quarto_env.vector import GameBatch
 
-SNAPSHOTS = "snapshots"
-"""The key of the opponent mix that stands for the pool of the learner's past selves."""
 SEAT_NAMES = ("first", "second")
 """Seat 0 gives first, seat 1 second."""
 

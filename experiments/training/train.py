@@ -7,8 +7,8 @@ Example usage::
     quarto train total_steps=20000 --out /tmp/run      # a tiny run in a chosen folder (also: --run-dir)
     quarto train --device auto                         # the network on the GPU where torch sees one
     quarto train --resume runs/default__0__20260101-120000   # continue a stopped or killed run
-    quarto train --config configs/alphazero.yaml workers=2   # self-play in 2 Ray actors (a local Ray)
-    quarto train --config configs/alphazero.yaml workers=8 --address auto   # on the Ray cluster of this node
+    quarto train --config configs/alphazero.yaml alphazero.workers=2   # self-play in 2 Ray actors (a local Ray)
+    quarto train --config configs/alphazero.yaml alphazero.workers=8 --address auto   # on the Ray cluster of this node
 
 This module is the command: its arguments, the run folder of a new or resumed run, the checks before anything
 is written, the lock, and :data:`BACKENDS`, the table of the modules that train -- MaskablePPO
@@ -233,7 +233,7 @@ def ray_module(config: TrainConfig) -> str | None:
     """The part of Ray the config's run needs, if any: RLlib for ``backend: rllib``, Ray for alphazero's workers."""
     if (config.algorithm, config.backend) in NEEDS_RAY:
         return NEEDS_RAY[config.algorithm, config.backend]
-    return "ray" if config.workers else None
+    return "ray" if config.alphazero.workers else None
 
 
 def checked_run_dir(run_dir: Path) -> Path:
