@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.arena import replay, tournament
+from experiments.arena import replay, schedule, tournament
 from quarto_env.checks import atomic_write, atomic_write_text
 from quarto_env.core import INITIAL_STATE, Variant, step
 from quarto_env.notation import format_position
@@ -284,10 +284,10 @@ def test_each_game_is_in_games_jsonl_as_soon_as_it_ends(tmp_path: Path) -> None:
     config, variant = tournament.tournament_config(
         tournament.build_parser(), tournament.build_parser().parse_args(argv)
     )
-    jobs = tournament.schedule(2, "round-robin", 4, 0, variant, 4)
+    jobs = schedule.schedule(2, "round-robin", 4, 0, variant, 4)
     seen = []
 
-    def check_saved(game: tournament.PlayedGame) -> None:
+    def check_saved(game: schedule.PlayedGame) -> None:
         tournament.save_game(log, variant, game)
         seen.append(len((tmp_path / "games.jsonl").read_text().splitlines()))  # read back by another handle
 
@@ -380,10 +380,10 @@ def test_a_kill_9_loses_at_most_the_game_in_progress(tmp_path: Path) -> None:
 
 
 def test_schedule_seeds_games_from_seed_pair_and_round_only() -> None:
-    jobs = tournament.schedule(3, "round-robin", 4, seed=1)
+    jobs = schedule.schedule(3, "round-robin", 4, seed=1)
     assert len(jobs) == 12 and len({j.seed for j in jobs}) == 12
     assert [j.seats for j in jobs[:4]] == [(0, 1), (1, 0), (0, 1), (1, 0)]
-    bigger = tournament.schedule(3, "round-robin", 6, seed=1)
+    bigger = schedule.schedule(3, "round-robin", 6, seed=1)
     assert [j.seed for j in bigger if j.round < 4] == [j.seed for j in jobs]
 
 

@@ -57,11 +57,9 @@ from agents.base import make_agent
 from agents.match import (
     DEFAULT_OPENING_PLIES,
     MAX_OPENING_PLIES,
-    OPENING_STREAM,
     GameRecord,
     opening_state,
     play_game,
-    random_opening,
 )
 from experiments.arena.perfect import (
     PerfectGame,
@@ -73,7 +71,14 @@ from experiments.arena.perfect import (
     solver_agent,
 )
 from experiments.arena.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
-from experiments.arena.records import check_record, record_line
+from experiments.arena.records import record_line
+from experiments.arena.schedule import GameJob, PlayedGame, playing_pairs, schedule
+from experiments.arena.tournament_resume import (
+    GAMES_FILE,
+    games_already_played,
+    new_run_folder,
+    resumed_args,
+)
 from experiments.options import (
     MAX_SEED,
     SEED,
@@ -83,21 +88,18 @@ from experiments.options import (
     agent_or_exit,
     check_specs,
     markdown_table,
-    output_folder_or_exit,
     variant_from_args,
     warn,
 )
-from experiments.run_folder import code_version, default_run_folder, save_run_config
+from experiments.run_folder import save_run_config
 from quarto_env.checks import (
     atomic_write,
     atomic_write_text,
     number_argument,
-    remove_orphan_temporaries,
-    shortened,
 )
-from quarto_env.core import STANDARD, RulesError, State, Variant, step
+from quarto_env.core import Variant
 from quarto_env.extras import require
-from quarto_env.notation import format_position, parse_position
+from quarto_env.notation import parse_position
 
 if TYPE_CHECKING:
     from agents.minimax import SolverAgent
@@ -106,36 +108,6 @@ MODES = ("round-robin", "vs-field")
 MAX_GAMES_PER_PAIR = 100_000
 MAX_BOOTSTRAP = 100_000
 MAX_SECONDS_PER_MOVE = 24 * 3600
-
-
-@dataclasses.dataclass(frozen=True)
-class GameJob:
-    """One scheduled game: agents ``pair = (i, j)`` (indices into the agent list), round ``round`` of that
-    pair, with ``seats`` giving the agent index of player 0 and player 1."""
-
-    index: int
-    pair: tuple[int, int]
-    round: int
-    seats: tuple[int, int]
-    seed: int
-    opening: tuple[int, ...] = ()
-    """Actions played at random before the agents take over; both seatings of a pair share each opening."""
-
-
-@dataclasses.dataclass
-class PlayedGame:
-    """A finished game and the job that scheduled it."""
-
-    job: GameJob
-    record: GameRecord
-
-    def score(self, agent: int) -> float:
-        """The score (1, 0.5, 0) of agent index ``agent``, which played this game."""
-        return self.record.score(self.job.seats.index(agent))
-
-    def forfeited_by(self, agent: int) -> bool:
-        """Whether ``agent`` lost this game on time."""
-        return self.record.end == "forfeit" and self.score(agent) == 0.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -216,7 +188,7 @@ def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.resume is not None:
-        args = _resumed_args(parser, args, argv)
+        args = resumed_args(parser, args, argv, lambda given: tournament_config(parser, given)[0])
     config, variant = tournament_config(parser, args)
     if args.tensorboard:
         require("train", "--tensorboard", "torch", "tensorboard")
@@ -226,10 +198,10 @@ def main(argv: list[str]) -> int:
     jobs = schedule(len(names), args.mode, args.games, args.seed, variant, args.opening_plies)
     if args.resume is not None:
         out = args.resume
-        played = _games_already_played(parser, out, names, variant, jobs)
+        played = games_already_played(parser, out, names, variant, jobs)
         print(f"resuming {out}: {len(played)} of {len(jobs)} games already played")
     else:
-        out = _new_run_folder(parser, args)
+        out = new_run_folder(parser, args)
         save_run_config(out, "tournament", argv, {**config, "argv": argv})
         played = []
     workers = _capped_jobs(parser, args.jobs)
@@ -292,7 +264,7 @@ def tournament_config(parser: argparse.ArgumentParser, args: argparse.Namespace)
         "bootstrap": args.bootstrap,
         "prior_draws": args.prior_draws,
         "variant": variant.to_dict(),
-        "total_games": len(_pairs(len(names), args.mode)) * args.games,
+        "total_games": len(playing_pairs(len(names), args.mode)) * args.games,
     }
     return config, variant
 
@@ -326,241 +298,6 @@ def _capped_jobs(parser: argparse.ArgumentParser | None, jobs: int) -> int:
     if parser is not None:
         warn(parser, f"--jobs {jobs} is more than the {cores} cores of this machine; using {cores}")
     return cores
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The run folder: a fresh one, or an interrupted one to finish
-# ---------------------------------------------------------------------------------------------------------
-GAMES_FILE = "games.jsonl"
-SETTINGS_FLAGS = {
-    "agents": "the agents",
-    "mode": "--mode",
-    "games_per_pair": "--games",
-    "opening_plies": "--opening-plies",
-    "seed": "--seed",
-    "time_limit": "--time-limit",
-    "anchor": "--anchor",
-    "intervals": "--intervals",
-    "bootstrap": "--bootstrap",
-    "prior_draws": "--prior-draws",
-    "variant": "the rule variant",
-}
-"""The settings that decide a tournament's games and results (``config.json`` keys), and the flag that sets each:
-a resumed run must keep them."""
-FREE_OPTIONS = ("resume", "out", "jobs", "no_progress", "tensorboard")
-"""Options that a resumed run may change: they decide how the games are played, not which."""
-
-
-def _new_run_folder(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
-    """``--out`` (or the default folder), checked writable and free of another run before any game."""
-    out = output_folder_or_exit(parser, args.out or default_run_folder("tournament", args.seed), "--out")
-    if (out / "config.json").exists() or (out / GAMES_FILE).exists():
-        parser.error(
-            f"--out {out} already holds a run (its config.json or {GAMES_FILE}): `--resume {out}` finishes it "
-            "(or rewrites its results), or name another folder"
-        )
-    return out
-
-
-def _resumed_args(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> argparse.Namespace:
-    """The settings of the run in ``args.resume`` (read from its ``config.json``), with this command's free
-    options; a setting given here that would change the run's games or results exits naming it."""
-    folder = args.resume
-    if not os.path.isdir(folder):  # not Path.is_dir, which raises for a name too long to look up
-        parser.error(f"--resume {folder}: no such folder, so no tournament to finish")
-    output_folder_or_exit(parser, folder, "--resume")  # a folder that can be written into
-    if args.out is not None and args.out.resolve() != folder.resolve():
-        parser.error(f"--resume {folder} writes into that folder; drop --out {args.out}")
-    stored = _stored_config(parser, folder)
-    run_args = parser.parse_args(stored["argv"])
-    run_config, _ = tournament_config(parser, run_args)
-    edited = _differences(stored, run_config)
-    if edited:
-        parser.error(f"--resume {folder}: its config.json does not match its own command line ({edited})")
-    _refuse_changed_settings(parser, args, argv, run_args, run_config)
-    for dest in FREE_OPTIONS:
-        setattr(run_args, dest, getattr(args, dest))
-    _warn_if_other_code(parser, stored)
-    remove_orphan_temporaries(folder)  # results being written when the run was killed
-    return run_args
-
-
-def _refuse_changed_settings(
-    parser: argparse.ArgumentParser,
-    args: argparse.Namespace,
-    argv: list[str],
-    run_args: argparse.Namespace,
-    run_config: dict[str, Any],
-) -> None:
-    """Exit naming each setting that ``argv`` gives and that would change the run's games or results."""
-    given = _given_options(parser, argv) - set(FREE_OPTIONS)
-    if not given:
-        return
-    asked = argparse.Namespace(**{**vars(run_args), **{dest: getattr(args, dest) for dest in given}})
-    changed = _differences(run_config, tournament_config(parser, asked)[0])
-    if changed:
-        parser.error(
-            f"--resume {args.resume}: this command changes settings of the run: {changed}. Drop those options to "
-            "finish the run as it started, or start a new run in another folder"
-        )
-
-
-def _warn_if_other_code(parser: argparse.ArgumentParser, stored: dict[str, Any]) -> None:
-    """Warn when the run was started by another commit: its remaining games may not be those it would have played."""
-    code = stored.get("code")
-    started = code.get("commit") if isinstance(code, dict) else None
-    now = code_version()["commit"]
-    if started is not None and started != now:
-        warn(
-            parser,
-            f"the run started at commit {started}, this code is {now}: the games left may differ from "
-            "those of an uninterrupted run",
-        )
-
-
-def _stored_config(parser: argparse.ArgumentParser, folder: Path) -> dict[str, Any]:
-    """The ``config.json`` of the tournament in ``folder``; exits if there is none or it is not a tournament's."""
-    path = folder / "config.json"
-    try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        parser.error(f"--resume {folder}: no config.json there, so no tournament to finish")
-    except (OSError, ValueError) as error:  # unreadable, not UTF-8, not JSON
-        parser.error(f"--resume {folder}: config.json cannot be read: {shortened(str(error))}")
-    keys = ["argv", *SETTINGS_FLAGS]
-    if not isinstance(stored, dict) or not all(key in stored for key in keys) or not _is_text_list(stored["argv"]):
-        parser.error(f"--resume {folder}: its config.json is not that of a tournament started by this version")
-    return stored
-
-
-def _is_text_list(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _differences(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """The settings that differ between two configurations, as ``--seed 7 -> 8; ...``; empty if none."""
-    changed = [key for key in SETTINGS_FLAGS if before.get(key) != after.get(key)]
-    return "; ".join(
-        f"{SETTINGS_FLAGS[key]} {_setting_text(key, before.get(key))} -> {_setting_text(key, after.get(key))}"
-        for key in changed
-    )
-
-
-def _setting_text(key: str, value: Any) -> str:
-    """A setting as a message shows it: the variant by its rules, the agents by their specs."""
-    if key == "agents" and _is_text_list(value):
-        return " ".join(value)
-    if key == "variant" and isinstance(value, dict):
-        try:
-            return f"({Variant.make(**value).describe()})"
-        except (TypeError, ValueError):  # RulesError is a ValueError
-            pass
-    return shortened(json.dumps(value))
-
-
-def _given_options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
-    """The options (argparse destinations) that ``argv`` sets, as opposed to those left at their defaults."""
-    unset = object()
-    namespace = argparse.Namespace(**{dest: unset for dest in vars(parser.parse_args([]))})
-    parser.parse_args(argv, namespace=namespace)
-    given = {dest for dest, value in vars(namespace).items() if value is not unset}
-    return given - {"agents"} if not namespace.agents else given
-
-
-def _games_already_played(
-    parser: argparse.ArgumentParser, folder: Path, names: list[str], variant: Variant, jobs: list[GameJob]
-) -> list[PlayedGame]:
-    """The games of ``folder``'s ``games.jsonl``, checked against the schedule. A torn last line (the run was
-    killed while writing it) is dropped with a warning; any other bad line exits naming it."""
-    path = folder / GAMES_FILE
-    try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-    except (OSError, UnicodeDecodeError) as error:
-        parser.error(f"--resume {folder}: {GAMES_FILE} cannot be read: {error}")
-    lines = text.split("\n")  # the last item is "" when the file ends with its newline
-    played: dict[int, PlayedGame] = {}
-    for number, line in enumerate(lines[:-1], 1):
-        try:
-            game = _played_game(json.loads(line), names, variant, jobs)
-        except ValueError as error:  # JSONDecodeError is one
-            parser.error(f"--resume {folder}: {GAMES_FILE} line {number}: {shortened(str(error))}")
-        if game.job.index in played:
-            parser.error(f"--resume {folder}: {GAMES_FILE} line {number} repeats game {game.job.index}")
-        played[game.job.index] = game
-    if lines[-1]:
-        warn(parser, f"{path}: dropped its last line, cut short when the run was stopped; that game is played again")
-        atomic_write_text(path, "".join(f"{line}\n" for line in lines[:-1]))
-    return list(played.values())
-
-
-def _played_game(data: object, names: list[str], variant: Variant, jobs: list[GameJob]) -> PlayedGame:
-    """The game of one ``games.jsonl`` record, once its schedule fields match ``jobs`` and its moves replay
-    through the rules to its result; ``ValueError`` says what does not match."""
-    check_record(data)
-    assert isinstance(data, dict)  # check_record made sure
-    index = data.get("game")
-    if type(index) is not int or not 0 <= index < len(jobs):
-        raise ValueError(f"game must be an index 0-{len(jobs) - 1} of this tournament's schedule, got {index!r}")
-    job = jobs[index]
-    scheduled = {
-        "pair": list(job.pair),
-        "round": job.round,
-        "seed": job.seed,
-        "opening": list(job.opening),
-        "seats": [names[s] for s in job.seats],
-        "variant": variant.to_dict(),
-    }
-    wrong = [key for key, value in scheduled.items() if data.get(key) != value]
-    if wrong:
-        raise ValueError(f"game {index} is not the one this tournament schedules: its {', '.join(wrong)} differ")
-    fields = {f.name: data[f.name] for f in dataclasses.fields(GameRecord) if f.name in data}
-    record = GameRecord(**{**fields, "seats": tuple(fields["seats"])})
-    _check_replay(record, variant, opening_state(variant, job.opening))
-    return PlayedGame(job, record)
-
-
-def _check_replay(record: GameRecord, variant: Variant, state: State) -> None:
-    """``ValueError`` unless ``record``'s actions, played from ``state``, pass its positions and end as it says."""
-    if len(record.move_seconds) != len(record.positions):
-        raise ValueError("it has not one move time per position")
-    for move, action in enumerate(record.actions):
-        if move >= len(record.positions) or record.positions[move] != format_position(state):
-            raise ValueError(f"move {move} does not start from its recorded position")
-        try:
-            state = step(variant, state, action)
-        except RulesError as error:
-            raise ValueError(f"move {move}: {error}") from None
-    forfeit = record.end == "forfeit" and len(record.positions) == len(record.actions) + 1
-    if forfeit and record.positions[-1] == format_position(state) and record.winner == 1 - state.to_move:
-        return
-    ended = record.end in ("win", "draw") and len(record.positions) == len(record.actions)
-    if ended and state.over and record.winner == state.winner:
-        return
-    raise ValueError("its moves do not lead to its recorded end and winner")
-
-
-def schedule(
-    num_agents: int, mode: str, games_per_pair: int, seed: int, variant: Variant = STANDARD, opening_plies: int = 0
-) -> list[GameJob]:
-    """Every game to play. In vs-field mode the field is the last agent. Seats alternate within each pair, and
-    games ``2k`` and ``2k + 1`` of a pair start from the same random opening of ``opening_plies`` actions."""
-    jobs: list[GameJob] = []
-    for i, j in _pairs(num_agents, mode):
-        for game in range(games_per_pair):
-            seats = (i, j) if game % 2 == 0 else (j, i)
-            game_seed = int(np.random.SeedSequence([seed, i, j, game]).generate_state(1)[0])
-            opening_rng = np.random.default_rng([seed, i, j, game // 2, OPENING_STREAM])
-            opening = random_opening(variant, opening_plies, opening_rng)
-            jobs.append(GameJob(len(jobs), (i, j), game, seats, game_seed, opening))
-    return jobs
-
-
-def _pairs(num_agents: int, mode: str) -> list[tuple[int, int]]:
-    """The pairs of agent indices that play: all of them, or each agent with the field (the last) in vs-field."""
-    if mode == "round-robin":
-        return [(i, j) for i in range(num_agents) for j in range(i + 1, num_agents)]
-    field = num_agents - 1
-    return [(i, field) for i in range(field)]
 
 
 def play_all(
