@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments.training import ray_runtime, sweep
+from experiments.training import ray_runtime, sweep, sweep_stats
 from experiments.training.ray_runtime import RayStartError, check_address
-from experiments.training.sweep import SweepError, parse_sets, plan_trials, split_values, summarize
+from experiments.training.sweep import SweepError, parse_sets, plan_trials, split_values
+from experiments.training.sweep_stats import summarize
 
 FinishedSweep = tuple[Path, list[tuple[int, str, str]]]
 
@@ -213,20 +214,20 @@ def test_summary_against_hand_computed_values() -> None:
 def test_two_seeds_give_their_range_and_one_seed_a_point() -> None:
     pytest.importorskip("scipy")  # the statistics come with the ray extra
     # Resamples of (a, b): a, (a+b)/2, b with chances 1/4, 1/2, 1/4, so the 2.5% and 97.5% quantiles are a and b.
-    assert summarize([0.9, 1.0]) == sweep.Summary(0.95, 0.9, 1.0, 0.95)
-    assert summarize([0.5]) == sweep.Summary(0.5, 0.5, 0.5, 0.5)
-    assert summarize([1.0, 1.0, 1.0]) == sweep.Summary(1.0, 1.0, 1.0, 1.0)
+    assert summarize([0.9, 1.0]) == sweep_stats.Summary(0.95, 0.9, 1.0, 0.95)
+    assert summarize([0.5]) == sweep_stats.Summary(0.5, 0.5, 0.5, 0.5)
+    assert summarize([1.0, 1.0, 1.0]) == sweep_stats.Summary(1.0, 1.0, 1.0, 1.0)
 
 
 def test_evaluation_steps_snap_to_their_interval() -> None:
-    assert [sweep.snapped(step, 250_000) for step in (250_048, 1_000_064, 1_003_520, 1_500_160, 1_503_680)] == [
+    assert [sweep_stats.snapped(step, 250_000) for step in (250_048, 1_000_064, 1_003_520, 1_500_160, 1_503_680)] == [
         250_000,
         1_000_000,
         1_000_000,
         1_500_000,
         1_500_000,
     ]
-    assert sweep.snapped(7, 512) == 0 and sweep.snapped(300, 512) == 512
+    assert sweep_stats.snapped(7, 512) == 0 and sweep_stats.snapped(300, 512) == 512
 
 
 def test_early_evaluation_steps_snap_to_their_own_points_not_to_the_interval() -> None:
@@ -234,8 +235,10 @@ def test_early_evaluation_steps_snap_to_their_own_points_not_to_the_interval() -
 
     early = (0, 16_000, 32_000, 64_000, 128_000)
     logged = (0, 16_384, 32_768, 65_536, 131_072, 250_880, 501_760)
-    assert [sweep.snapped(step, 250_000, early) for step in logged] == [*early, 250_000, 500_000]
-    assert len({sweep.snapped(step, 250_000, EARLY_EVALS) for step in (0, *EARLY_EVALS)}) == len({0, *EARLY_EVALS})
+    assert [sweep_stats.snapped(step, 250_000, early) for step in logged] == [*early, 250_000, 500_000]
+    assert len({sweep_stats.snapped(step, 250_000, EARLY_EVALS) for step in (0, *EARLY_EVALS)}) == len(
+        {0, *EARLY_EVALS}
+    )
 
 
 @pytest.mark.ray
@@ -295,8 +298,8 @@ def test_aggregate_equals_the_trials_own_results(finished_sweep: FinishedSweep) 
             scores.setdefault((result["opponent"], result["policy"]), []).append(result["score"])
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
-    (wall_clock,) = [r for r in rows if r["opponent"] == sweep.WALL_CLOCK]
-    minutes = [sweep.training_minutes(out / "trials" / f"seed={seed}") for seed in (0, 1)]
+    (wall_clock,) = [r for r in rows if r["opponent"] == sweep_stats.WALL_CLOCK]
+    minutes = [sweep_stats.training_minutes(out / "trials" / f"seed={seed}") for seed in (0, 1)]
     assert float(wall_clock["mean"]) == pytest.approx(np.mean(minutes)) and 0 < min(minutes) < 10
     rows.remove(wall_clock)
     assert {(r["opponent"], r["policy"]) for r in rows} == set(scores) and len(rows) == len(scores) == 4
@@ -314,7 +317,7 @@ def test_aggregate_equals_the_trials_own_results(finished_sweep: FinishedSweep) 
 @pytest.mark.ray
 @pytest.mark.slow
 def test_curves_over_seeds(finished_sweep: FinishedSweep) -> None:
-    from experiments.training.sweep import read_curves
+    from experiments.training.sweep_stats import read_curves
 
     out, _ = finished_sweep
     curves = [read_curves(out / "trials" / f"seed={seed}") for seed in (0, 1)]
