@@ -7,49 +7,11 @@ Example usage::
     quarto sweep configs/default.yaml --seeds 0 1 2 3 --address auto    # on a running Ray cluster
     quarto sweep --resume runs/sweeps/default__20261201-040000           # finish an interrupted sweep
 
-Each trial is one ``quarto train --config CONFIG --out DIR KEY=VALUE... seed=S`` run in a Ray worker, with
-its own ordinary run folder (``trials/<setting>__seed=S/``: config, command, TensorBoard curves, checkpoints,
-``final_eval.json``; its console output goes to ``train.log`` there). ``--set KEY=V1,V2`` may be repeated, once
-per config field (the ``KEY=VALUE`` syntax of ``quarto train``): a single value overrides the field for every
-trial, a comma list makes a grid, and every point of the grid is trained with every seed. A comma inside
-brackets belongs to the value (``--set net_arch=[32],[64,64]`` is two values).
-
-Ray runs locally by default (one trial per free core, ``--cpus-per-trial``), or on an existing cluster given
-by ``--address`` (``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``; start one with ``ray start --head``). On a
-cluster, ``--out`` must be on a filesystem every node sees (NFS, for instance): the trials write their run
-folders there. A trial of the rllib backend reserves a placement group: its own bundle (``--cpus-per-trial``
-CPUs, and the GPUs of a learner in its process), one bundle per env runner (``cpus_per_env_runner``) and one
-per remote learner (``gpus_per_learner``), which RLlib's actors then take; on a cluster the bundles may lie on
-several nodes. Trials whose learners ask for more GPUs than the cluster has are refused once Ray is up (Tune
-would leave them pending). A head started where ``~/.ray/auth_token`` exists requires token authentication: a
-sweep run without ``RAY_AUTH_MODE=token`` is refused, and says so in one line.
-
-The folder ``--out`` holds:
-
-``sweep.json``
-    the settings (config, seeds, sets) and ``config.yaml``, a copy of the config file the trials train on;
-``command.txt``
-    every command that ran in it, each with the code's version;
-``trials/``
-    the run folders; ``tune/`` Ray Tune's own state;
-``results.csv``, ``results.md``
-    the final evaluations over seeds: per setting, opponent and learner policy, the mean score, a 95%
-    percentile-bootstrap interval of the mean over seeds, the interquartile mean (the practice of rliable:
-    Agarwal et al. 2021, "Deep RL at the edge of the statistical precipice") and every seed's score; a row
-    ``(wall clock)`` gives the same for each trial's training minutes;
-``curves.csv``, ``curves.png``
-    the same statistics for every ``eval/`` and ``eval_sampled/`` score curve and ``eval/grade/value_lost``, step
-    by step, drawn with the interval as a band.
-
-The results files are written once at least one trial has finished. An interrupted sweep (Ctrl-C) prints one
-line, the command that resumes it, and exits with status 130; it resumes with ``--resume DIR``: Ray Tune
-restores its trials, and each unfinished trial continues its run folder with ``quarto train --resume``, so a
-trial loses at most ``checkpoint_every`` steps. A finished sweep given ``--resume`` aggregates again.
-Everything is checked before Ray starts: that the ``ray`` extra is installed (first: without it, one line naming
-``pip install -e ".[dev,ray]"``, and no folder is made), the config with every setting and seed, the address,
-the folder; a bad one prints one line and exits with status 2. ``sweep.json`` and ``command.txt`` are written
-once Ray is up, so a sweep that Ray refused (or that was interrupted while Ray started) can be run again with
-the same command.
+Each trial is an ordinary ``quarto train`` run folder under ``OUT/trials/``; ``--set KEY=V1,V2`` makes a grid
+that every seed trains; the statistics over seeds (:mod:`experiments.training.sweep_stats`) go to
+``results.md``/``.csv`` and ``curves.png``/``.csv``. Everything is checked before Ray starts (one line, exit 2);
+Ctrl-C prints the command that resumes. The manual -- the folder, the statistics, interruptions, clusters and
+placement groups -- is docs/scaling.md.
 """
 
 from __future__ import annotations

@@ -10,42 +10,11 @@ Example usage::
     quarto train --config configs/alphazero.yaml alphazero.workers=2   # self-play in 2 Ray actors (a local Ray)
     quarto train --config configs/alphazero.yaml alphazero.workers=8 --address auto   # on the Ray cluster of this node
 
-This module is the command: its arguments, the run folder of a new or resumed run, the checks before anything
-is written, the lock, and :data:`BACKENDS`, the table of the modules that train -- MaskablePPO
-(:mod:`experiments.training.sb3_ppo`), RLlib's PPO (:mod:`experiments.training.rllib_ppo`) and AlphaZero
-(:mod:`experiments.training.alphazero`). Each is imported when its run starts, and has the same two functions:
-``start(config, run_dir, resume)``, the learner fresh or read from ``latest.zip`` (it reads only, so a refused
-start writes nothing), and ``run(config, run_dir, state)``, which trains and returns the final checkpoint. What
-their runs share -- the schedule, the checkpoint set, the resume checks, the evaluation logging, the final
-table -- is :mod:`experiments.training.run`.
-
-A run folder holds ``config.yaml`` (the resolved config), ``command.txt`` (every command that ran in it),
-``tb/`` (TensorBoard events), ``checkpoints/`` (``latest.zip``, ``step_<N>.zip``, ``best.zip`` by evaluation
-score, ``final.zip``), ``final_eval.json`` (the final table) and ``.lock``. A run prints the folder and the
-command that opens TensorBoard on it once the checks below have passed, so that a refused run prints only its
-one line (:func:`experiments.training.run.announce_run`); a check that compiles the game kernels says so first.
-Ctrl-C closes the progress bar, then prints the command that continues the run (``quarto train --resume
-RUN_FOLDER``) and exits with status 130.
-
-The code's version -- its git commit and whether tracked files differed from it
-(:func:`experiments.run_folder.code_version`) -- is recorded twice: at the end of each command's line in
-``command.txt`` (``# code commit 9fc64e9..., uncommitted changes``; a comment, so the line still reads as the
-command, and ``config.yaml``, which ``--resume`` reads back, holds only config fields), and as
-``versions["code"]`` in the ``quarto.json`` of every checkpoint the command writes. A resumed run adds its own
-line, and its checkpoints carry the version it resumed with.
-
-Nothing is written before everything is checked: the config (``experiments.training.config``), the libraries the
-backend needs (``backend: rllib`` and alphazero's ``workers`` need the ``ray`` extra: without it, one line
-naming ``pip install -e ".[dev,ray]"``), the Ray cluster of ``--address`` (:mod:`experiments.training.ray_runtime`:
-a malformed or unreachable address is one line within seconds, as is a Ray that cannot start), the run folder
-(a folder that can be written), every agent the config names, and on ``--resume`` the checkpoint -- its
-metadata, its rules, observation and network against the config, its opponent pool -- and the overrides. A field
-of ``experiments.training.config.FIXED_ON_RESUME`` (``name``, ``seed``, ``variant``, ``observation``, ``policy``,
-``net_arch``) cannot change on ``--resume``; every other override is applied. One process at a time trains in
-a run folder: it holds an exclusive lock on ``.lock`` for the run's life (:func:`experiments.run_folder.run_lock`;
-the kernel releases it when the process ends, also by ``kill -9``), and a second one is refused. Starting, it
-removes the temporary files that a process killed mid-write left. A bad config, folder or checkpoint prints one
-line and exits with status 2.
+This module is the command -- its arguments, the run folder of a new or resumed run, the checks before anything
+is written, the lock -- and :data:`BACKENDS`, the table of the modules that train (MaskablePPO, RLlib's PPO,
+AlphaZero), each with ``start(config, run_dir, resume)`` (reads only: a refused start writes nothing) and ``run(config,
+run_dir, state)``; what their runs share is :mod:`experiments.training.run`. The manual -- the run folder, the
+checks, resuming, the lock, Ctrl-C -- is docs/training.md.
 """
 
 from __future__ import annotations
