@@ -40,7 +40,7 @@ from agents.alphazero import load_network
 from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS, make_agent
 from agents.checkpoints import check_algorithm, checkpoint_name, checkpoint_path, read_metadata
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
-from agents.networks import DEFAULT_DEVICE, DEVICES
+from agents.networks import DEFAULT_DEVICE, DEVICES, resolve_device
 from agents.ppo import load_policy
 from agents.puct import DEFAULT_C_PUCT
 from experiments.arena.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
@@ -117,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     th.set_num_threads(1)
     th.manual_seed(args.seed)
     try:
+        resolve_device(args.device)  # first: a refusal prints nothing before its line, not even the file taken
         checkpoint = checkpoint_path(args.checkpoint, args.checkpoint_name)  # a run folder: the file it stands for
         learners, steps, variant = _learners(checkpoint, args)
         check_agent_specs([("--opponents", spec) for spec in args.opponents], variant, args.seed)
