@@ -4,7 +4,8 @@ solver's values, and how fast its forward pass is.
 Example usage::
 
     quarto bench network                                  # slots and hand, 3000 positions with 6-10 empty squares
-    quarto bench network --network hand --width 96 --epochs 60 --json runs/bench/network.json
+    quarto bench network --network transformer looped --positions 6000 --epochs 20 --json runs/bench/network.json
+    quarto bench network --network slots --target policy --value-head scalar     # the probe before issue 35
 
 What it does:
 
@@ -12,18 +13,28 @@ What it does:
    only the distinct ones the search asks the network about (no rules shortcut decides them:
    :func:`agents.puct.forced_action`), until there are ``--positions``. The exact solver values the position and
    each of its actions (:class:`experiments.arena.grading.PositionValues`, saved to ``--cache`` for later runs).
+   From those labels the probe derives every candidate's exact value and, for each *critical* position (where
+   some candidate loses value), its *mistake depth*: the shallowest minimax depth, 1 to 4 plies, whose choice keeps
+   the value (:func:`mistake_depths`; "beyond" when none does).
 2. **Split** them at random (``--seed``) into a training and a test set (``--test-share``).
-3. **Train** each ``--network`` design (:data:`agents.networks.NETWORK_DESIGNS`, seeded, Adam) supervised on the
-   training set: the policy target is uniform over the *value-keeping candidates* (the search's candidates whose
-   value equals the position's), the value target is the exact value (squared error). With ``--augment`` (the
-   default, as AlphaZero's training) each minibatch is moved by random symmetries of the game.
+3. **Train** each ``--network`` design (:data:`agents.networks.NETWORK_DESIGNS`, seeded by ``--network-seed``,
+   Adam, ``--epochs``) supervised on the training set (:func:`probe_loss`). ``--target policy``: the policy
+   target is uniform over the *value-keeping candidates*; ``action-values``: every candidate's exact W/D/L, on a
+   per-action head; ``both`` (the default). ``--value-head wdl`` (the default): the value is three classes
+   trained with class-balanced cross-entropy (each of W, D and L weighs the same in total, so "always draw" is not
+   a minimum); ``scalar``: tanh and squared error, as AlphaZero. With ``--augment`` (the default, as AlphaZero's
+   training) each minibatch is moved by random symmetries of the game, its per-action labels with it.
 4. **Report**, per number of empty squares and overall, on the training and the test set: the *value accuracy*
-   (the predicted value rounded to the nearest of -1, 0, 1 equals the exact value), and among the *critical*
-   positions (where some candidate loses value) the share where the network's most likely candidate loses value,
-   beside the share for a uniformly random candidate (its exact expectation). Last, one forward pass of a batch
-   of 128 positions on one thread, per design, and its ratio to the first design's.
+   (the predicted class equals the exact value), its *balanced* form (the mean over W, D and L of the share of
+   each predicted right: 33% for "always draw"), and among the critical positions the share where the network's
+   pick loses value (its most likely candidate; with ``--target action-values`` the candidate with the best
+   expected action value), beside the share for a uniformly random candidate (its exact expectation). Then the
+   test set's critical positions by mistake depth ("tactics": 1-3 plies, "deeper": the rest). A looped design is
+   scored again with twice its iterations (in the JSON). Last, one forward pass of a batch of 128 positions on
+   one thread, per design, and its ratio to the first design's.
 
-The table goes to stdout; ``--json FILE`` also writes the figures, the configuration and the command.
+The table goes to stdout; ``--json FILE`` also writes the figures, the configuration, the command and the protocol:
+the seeds, the code version, the date and the load (:func:`protocol`). docs/learnability.md has the measurements.
 """
 
 from __future__ import annotations
@@ -650,6 +661,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=SEED, default=0, help="seed of the positions, the split and the networks")
     parser.add_argument(
+        "--network-seed",
+        type=SEED,
+        default=None,
+        help="seed of the networks' weights and minibatches alone (default: --seed), to repeat a row on the same "
+        "labels and split",
+    )
+    parser.add_argument(
         "--test-share",
         type=number_argument("test-share", above=0, maximum=0.9),
         default=0.25,
@@ -768,7 +786,8 @@ def main(argv: list[str]) -> int:
         f"{len(train)} to train on, {len(test)} to test"
     )
     settings = TrainSettings(
-        args.epochs, args.batch_size, args.lr, augment=args.augment, seed=args.seed, target=args.target,
+        args.epochs, args.batch_size, args.lr, augment=args.augment, target=args.target,
+        seed=args.seed if args.network_seed is None else args.network_seed,
         value_head=args.value_head,
     )  # fmt: skip
     choices = [DesignChoice(design, args.width, args.iterations) for design in args.network]
