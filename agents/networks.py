@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 import torch as th
+import torch.nn.functional as F
 from torch import nn
 
 from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, Variant
@@ -303,10 +304,7 @@ class TransformerNetwork(nn.Module):
         self.hand_token = nn.Parameter(th.zeros(width))
         self.relation_bias = nn.Embedding(NUM_RELATIONS, heads)
         nn.init.zeros_(self.relation_bias.weight)
-        self.layers = nn.ModuleList(
-            nn.TransformerEncoderLayer(width, heads, 2 * width, dropout=0.0, batch_first=True, norm_first=True)
-            for _ in range(layers)
-        )
+        self.layers = nn.ModuleList(BiasedAttentionLayer(width, heads) for _ in range(layers))
         self.norm = nn.LayerNorm(width)
         self.context = nn.Sequential(nn.Linear(2 * width, width), nn.ReLU())
         self.score_square = SlotHead(width, outputs)
@@ -319,15 +317,37 @@ class TransformerNetwork(nn.Module):
         pieces = _masked_linear(self.embed_piece, slots, self.piece_channels)
         hand = planes[:, IN_HAND].unsqueeze(1) @ pieces + self.hand_token  # (B, 1, W)
         tokens = th.cat([squares, pieces, hand], dim=1)  # (B, 33, W)
-        # (heads, 33, 33) -> (B * heads, 33, 33): the float mask is added to the attention scores.
-        bias = self.relation_bias(self.relations).permute(2, 0, 1).repeat(len(tokens), 1, 1)
+        bias = self.relation_bias(self.relations).permute(2, 0, 1)  # (heads, 33, 33), added to the scores
         for layer in self.layers:
-            tokens = layer(tokens, src_mask=bias)
+            tokens = layer(tokens, bias)
         tokens = self.norm(tokens)
         squares, pieces, hand = tokens[:, :NUM_SQUARES], tokens[:, NUM_SQUARES:-1], tokens[:, -1]
         context = self.context(th.cat([tokens.mean(1), hand], dim=1))
         placing = planes[:, PLACING, 0:1]
         return phase_logits(placing, self.score_square(squares, context), self.score_piece(pieces, context)), context
+
+
+class BiasedAttentionLayer(nn.Module):
+    """One pre-norm transformer layer whose attention scores get an additive bias per head: ``x + attention(norm(x))``
+    then ``x + feed-forward(norm(x))``. Written out rather than ``nn.TransformerEncoderLayer``, whose inference fast
+    path returned NaN here with a per-head float mask."""
+
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm_attention = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.mix = nn.Linear(width, width)
+        self.norm_feed = nn.LayerNorm(width)
+        self.feed = nn.Sequential(nn.Linear(width, 2 * width), nn.ReLU(), nn.Linear(2 * width, width))
+
+    def forward(self, tokens: th.Tensor, bias: th.Tensor) -> th.Tensor:
+        """``tokens`` ``(B, T, W)`` with the attention ``bias`` ``(heads, T, T)``: the tokens after the layer."""
+        batch, count, width = tokens.shape
+        q, k, v = self.qkv(self.norm_attention(tokens)).view(batch, count, 3, self.heads, -1).unbind(2)
+        attended = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), bias)
+        tokens = tokens + self.mix(attended.transpose(1, 2).reshape(batch, count, width))
+        return tokens + self.feed(self.norm_feed(tokens))
 
 
 NUM_RELATIONS = 14

@@ -292,6 +292,23 @@ def test_every_design_runs_on_tiny_inputs(design: str, heads: dict[str, bool]) -
         assert out.value_logits is None and out.action_value_logits is None
 
 
+def test_the_transformer_scores_the_same_in_training_and_at_inference() -> None:
+    # nn.TransformerEncoderLayer's inference fast path gave NaN with a per-head bias once the bias was not zero.
+    network = _network("transformer", wdl=True)
+    with th.no_grad():
+        network.body.relation_bias.weight.normal_(0, 3)
+    planes = th.from_numpy(
+        encode_positions(position_array([State(), step(STANDARD, State(), 3)]), network.kind, STANDARD)[0]
+    )
+    network.train()
+    trained = network.outputs(planes.float()).value_logits
+    network.eval()
+    with th.inference_mode():
+        inferred = network.outputs(planes.float()).value_logits
+    assert trained is not None and inferred is not None and th.isfinite(inferred).all()
+    th.testing.assert_close(trained.detach(), inferred)
+
+
 def test_the_looped_design_takes_its_iterations_at_play_time() -> None:
     network = _network("looped", iterations=2)
     planes = th.from_numpy(encode_positions(position_array([State()]), network.kind, STANDARD)[0]).float()
