@@ -295,6 +295,7 @@ def test_every_design_runs_on_tiny_inputs(design: str, heads: dict[str, bool]) -
 def test_the_transformer_scores_the_same_in_training_and_at_inference() -> None:
     # nn.TransformerEncoderLayer's inference fast path gave NaN with a per-head bias once the bias was not zero.
     network = _network("transformer", wdl=True)
+    assert isinstance(network.body, TransformerNetwork)
     with th.no_grad():
         network.body.relation_bias.weight.normal_(0, 3)
     planes = th.from_numpy(
