@@ -79,6 +79,10 @@ DEFAULT_ITERATIONS = 4
 """The iterations of a ``looped`` network unless told otherwise."""
 
 
+TRANSFORMER_HEADS = 4
+"""The attention heads of a ``transformer`` network: its width must be a multiple of them."""
+
+
 DEVICES = ("auto", "cpu", "cuda")
 """The devices a network may run on: ``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``."""
 
@@ -290,7 +294,13 @@ class TransformerNetwork(nn.Module):
     relations: th.Tensor
 
     def __init__(
-        self, kind: ObservationKind, groups: list[int], width: int, layers: int = 3, heads: int = 4, outputs: int = 1
+        self,
+        kind: ObservationKind,
+        groups: list[int],
+        width: int,
+        layers: int = 3,
+        heads: int = TRANSFORMER_HEADS,
+        outputs: int = 1,
     ) -> None:
         super().__init__()
         if width % heads:

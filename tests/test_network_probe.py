@@ -154,6 +154,7 @@ def _recomputed_rows(network: PolicyValueNetwork, states: list[State]) -> list[d
         (["--width", "0"], "width must be"),
         (["--target", "value"], "invalid choice: 'value'"),
         (["--iterations", "0"], "iterations must be"),
+        (["--network", "transformer", "--width", "6"], "--width 6: the transformer needs a multiple of its 4 heads"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

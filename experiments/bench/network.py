@@ -59,6 +59,7 @@ from agents.networks import (
     DEFAULT_ITERATIONS,
     MAX_ITERATIONS,
     NETWORK_DESIGNS,
+    TRANSFORMER_HEADS,
     WDL_CLASSES,
     LoopedNetwork,
     PolicyValueNetwork,
@@ -764,6 +765,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     variant = variant_from_args(parser, args)
     check_empty_range(parser, args.min_empty, args.max_empty)
+    if "transformer" in args.network and args.width % TRANSFORMER_HEADS:
+        parser.error(f"--width {args.width}: the transformer needs a multiple of its {TRANSFORMER_HEADS} heads")
     values = values_or_exit(parser, variant, args.cache)
     th.set_num_threads(1)
     command = "quarto bench network " + " ".join(argv)
