@@ -479,3 +479,23 @@ def test_augmentation_moves_the_per_action_labels_with_the_positions(
         for action in np.flatnonzero(batch.labels.candidates[row]):
             assert batch.action_values[row, action] == exact[int(action)]
             assert batch.labels.keeps[row, action] == (exact[int(action)] == max(exact.values()))
+
+
+@pytest.mark.parametrize("random_iterations", [False, True])
+def test_random_iterations_vary_the_loop_while_training_only(
+    random_iterations: bool, labelled: tuple[list[State], probe.LabelledPositions]
+) -> None:
+    _, data = labelled
+    full = probe.probe_set(data, STANDARD, PositionValues(STANDARD))
+    settings = probe.TrainSettings(epochs=1, batch_size=4, random_iterations=random_iterations)
+    network = probe.new_network(probe.DesignChoice("looped", width=8, iterations=2), STANDARD, settings)
+    body = network.body
+    assert isinstance(body, LoopedNetwork)
+    seen: list[int] = []
+    body.register_forward_pre_hook(lambda module, _args: seen.append(module.iterations))
+    probe.train_supervised(network, full, STANDARD, settings)
+    assert len(seen) == 10 and body.iterations == 2
+    if random_iterations:
+        assert set(seen) <= {1, 2, 3, 4} and len(set(seen)) > 1
+    else:
+        assert set(seen) == {2}

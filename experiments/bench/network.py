@@ -40,13 +40,14 @@ the seeds, the code version, the date and the load (:func:`protocol`). docs/lear
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import json
 import os
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -283,6 +284,9 @@ class TrainSettings:
     """One of :data:`TARGETS`."""
     value_head: str = "wdl"
     """One of :data:`VALUE_HEADS`."""
+    random_iterations: bool = False
+    """Run a looped network's block a random number of times per minibatch, 1 to twice its iterations, so that it
+    learns a step it can repeat rather than a fixed count (others ignore it)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,6 +333,7 @@ def train_supervised(
     symmetries = Symmetries(variant) if settings.augment else None
     weights = class_weights(data)
     optimizer = th.optim.Adam(network.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+    loop_counts = _loop_counts(network, settings)
     network.train()
     losses = []
     for _ in range(settings.epochs):
@@ -336,7 +341,8 @@ def train_supervised(
         order = rng.permutation(len(data))
         for start in range(0, len(data), settings.batch_size):
             batch = _moved(data.subset(order[start : start + settings.batch_size]), symmetries, rng)
-            loss = probe_loss(network, batch, variant, settings.target, weights)
+            with loop_counts():
+                loss = probe_loss(network, batch, variant, settings.target, weights)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -344,6 +350,31 @@ def train_supervised(
         losses.append(float(np.mean(epoch)))
     network.eval()
     return losses
+
+
+LoopCounts = Callable[[], contextlib.AbstractContextManager[None]]
+"""A factory of contexts that set a looped network's iteration count for one minibatch."""
+
+
+def _loop_counts(network: PolicyValueNetwork, settings: TrainSettings) -> LoopCounts:
+    """A context manager factory: for a looped network trained with ``settings.random_iterations``, each context
+    runs the block a random number of times (1 to twice its iterations; its own generator, so the minibatches
+    are those of a fixed count) and restores the count on leaving; otherwise nothing."""
+    body = network.body
+    if not (settings.random_iterations and isinstance(body, LoopedNetwork)):
+        return contextlib.nullcontext
+    rng = np.random.default_rng(settings.seed + 1)
+    trained = body.iterations
+
+    @contextlib.contextmanager
+    def random_count() -> Iterator[None]:
+        body.iterations = int(rng.integers(1, 2 * trained + 1))
+        try:
+            yield
+        finally:
+            body.iterations = trained
+
+    return random_count
 
 
 def _moved(batch: ProbeSet, symmetries: Symmetries | None, rng: np.random.Generator) -> ProbeSet:
@@ -705,6 +736,11 @@ def build_parser() -> argparse.ArgumentParser:
         f"{defaults.value_head})",
     )
     parser.add_argument(
+        "--random-iterations",
+        action="store_true",
+        help="train a looped design with a random number of iterations per minibatch (1 to twice --iterations)",
+    )
+    parser.add_argument(
         "--epochs",
         type=number_argument("epochs", minimum=1, maximum=10_000, integer=True),
         default=defaults.epochs,
@@ -791,7 +827,7 @@ def main(argv: list[str]) -> int:
     settings = TrainSettings(
         args.epochs, args.batch_size, args.lr, augment=args.augment, target=args.target,
         seed=args.seed if args.network_seed is None else args.network_seed,
-        value_head=args.value_head,
+        value_head=args.value_head, random_iterations=args.random_iterations,
     )  # fmt: skip
     choices = [DesignChoice(design, args.width, args.iterations) for design in args.network]
     results = [probe_design(choice, train, test, variant, settings) for choice in choices]
