@@ -22,7 +22,13 @@ from agents.checkpoints import (
     trained_variant,
     write_checkpoint,
 )
-from agents.networks import DEFAULT_DESIGN, DEFAULT_DEVICE, PolicyValueNetwork, resolve_device, use_one_thread
+from agents.networks import (
+    DEFAULT_DEVICE,
+    PolicyValueNetwork,
+    network_from_description,
+    resolve_device,
+    use_one_thread,
+)
 from agents.puct import (
     DEFAULT_C_PUCT,
     DEFAULT_GUMBEL_ACTIONS,
@@ -96,13 +102,9 @@ def load_network(
     try:
         if not isinstance(shape, dict):
             raise ValueError(f"its network entry is {shape!r}, not a mapping with a width")
-        width = int(shape["width"])
-        if not 1 <= width <= 4096:
-            raise ValueError(f"width {width} is outside 1..4096")
         kind = observation_kind(metadata["observation"])
-        # Checkpoints written before the network had designs name none: they are today's default, slots.
-        design = shape.get("design", DEFAULT_DESIGN)
-        network = PolicyValueNetwork(kind, list(trained.groups), width, design)
+        # Checkpoints written before a field of the description existed lack it: it means the old default.
+        network = network_from_description(shape, kind, list(trained.groups))
         network.load_state_dict(read_weights(path, NETWORK_ENTRY))
     except CheckpointError:
         raise

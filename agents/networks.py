@@ -38,11 +38,13 @@ against each other.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch as th
+import torch.nn.functional as F
 from torch import nn
 
 from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, Variant
@@ -52,9 +54,10 @@ POLICY_KINDS = ("mlp", "slots")
 """``mlp``: stable-baselines3's MLP on the flattened planes; ``slots``: :class:`SlotPolicy`."""
 
 
-NETWORK_DESIGNS = ("slots", "hand")
+NETWORK_DESIGNS = ("slots", "hand", "transformer", "looped")
 """The bodies of :class:`PolicyValueNetwork`: ``slots`` (:class:`SlotNetwork`, the default and the design of every
-checkpoint whose metadata names none) and ``hand`` (:class:`HandSlotNetwork`)."""
+checkpoint whose metadata names none), ``hand`` (:class:`HandSlotNetwork`), ``transformer``
+(:class:`TransformerNetwork`) and ``looped`` (:class:`LoopedNetwork`)."""
 
 
 DEFAULT_DESIGN = "slots"
@@ -66,6 +69,18 @@ MAX_WIDTH = 4096
 
 MAX_LAYERS = 8
 """The most hidden layers of an ``mlp`` network."""
+
+
+MAX_ITERATIONS = 64
+"""The most iterations a ``looped`` network may run."""
+
+
+DEFAULT_ITERATIONS = 4
+"""The iterations of a ``looped`` network unless told otherwise."""
+
+
+TRANSFORMER_HEADS = 4
+"""The attention heads of a ``transformer`` network: its width must be a multiple of them."""
 
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -105,7 +120,9 @@ class SlotNetwork(nn.Module):
     piece_channels: th.Tensor
     incidence: th.Tensor
 
-    def __init__(self, kind: ObservationKind, groups: list[int], num_actions: int, width: int) -> None:
+    def __init__(
+        self, kind: ObservationKind, groups: list[int], num_actions: int, width: int, outputs: int = 1
+    ) -> None:
         super().__init__()
         num_channels = kind.num_channels
         _register_slot_buffers(self, kind, groups)
@@ -118,8 +135,8 @@ class SlotNetwork(nn.Module):
         self.embed_piece = nn.Linear(num_channels, width)
         self.group_update = nn.Sequential(nn.Linear(width, width), nn.ReLU())
         self.context = nn.Sequential(nn.Linear(3 * width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU())
-        self.score_square = SlotHead(width)
-        self.score_piece = SlotHead(width)
+        self.score_square = SlotHead(width, outputs)
+        self.score_piece = SlotHead(width, outputs)
         self.score_declare = nn.Linear(width, 1)
 
     def _encode(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor, th.Tensor]:
@@ -146,26 +163,36 @@ class SlotNetwork(nn.Module):
         return self._encode(features)[2]
 
     def _logits(self, squares: th.Tensor, pieces: th.Tensor, context: th.Tensor, placing: th.Tensor) -> th.Tensor:
-        # Actions 0-15 name a square when placing and a piece when giving; masking removes the other kind.
-        logits = placing * self.score_square(squares, context) + (1 - placing) * self.score_piece(pieces, context)
+        logits = phase_logits(placing, self.score_square(squares, context), self.score_piece(pieces, context))
         if self.has_declare:
             logits = th.cat([logits, self.score_declare(context)], dim=1)
         return logits
 
 
 class SlotHead(nn.Module):
-    """One logit per slot from the slot's embedding and the shared context (one hidden layer)."""
+    """One logit per slot from the slot's embedding and the shared context (one hidden layer): ``(B, slots)``; or,
+    with ``outputs`` above 1, that many per slot: ``(B, slots, outputs)``."""
 
-    def __init__(self, width: int) -> None:
+    def __init__(self, width: int, outputs: int = 1) -> None:
         super().__init__()
         self.slot = nn.Linear(width, width)
         self.context = nn.Linear(width, width, bias=False)
-        self.out = nn.Linear(width, 1)
+        self.out = nn.Linear(width, outputs)
 
     def forward(self, slots: th.Tensor, context: th.Tensor) -> th.Tensor:
         # Same as a linear layer over [slot, context], without copying the context to every slot.
         hidden = th.relu(self.slot(slots) + self.context(context).unsqueeze(1))
-        return self.out(hidden).squeeze(2)
+        out = self.out(hidden)
+        return out.squeeze(2) if out.shape[2] == 1 else out
+
+
+def phase_logits(placing: th.Tensor, square_logits: th.Tensor, piece_logits: th.Tensor) -> th.Tensor:
+    """The action outputs of a position: actions 0-15 name a square when placing and a piece when giving, so the
+    square head's outputs count when ``placing`` (``(B, 1)``, 0 or 1) and the piece head's otherwise (masking
+    removes the other kind). The heads' outputs are ``(B, 16)`` or ``(B, 16, K)``."""
+    if square_logits.dim() == 3:
+        placing = placing.unsqueeze(2)
+    return placing * square_logits + (1 - placing) * piece_logits
 
 
 class HandSlotNetwork(nn.Module):
@@ -181,8 +208,9 @@ class HandSlotNetwork(nn.Module):
     piece_channels: th.Tensor
     incidence: th.Tensor
 
-    def __init__(self, kind: ObservationKind, groups: list[int], width: int, rounds: int = 2) -> None:
+    def __init__(self, kind: ObservationKind, groups: list[int], width: int, rounds: int = 2, outputs: int = 1) -> None:
         super().__init__()
+        # The layers' names are those of the checkpoints written before the looped design shared them: keep them.
         _register_slot_buffers(self, kind, groups)
         self.num_channels = kind.num_channels
         self.embed_square = nn.Linear(kind.num_channels, width)
@@ -191,24 +219,167 @@ class HandSlotNetwork(nn.Module):
         self.rounds = nn.ModuleList(GroupRound(width) for _ in range(rounds))
         self.relate_pieces = PieceGroupRelation(width)
         self.context = nn.Sequential(nn.Linear(6 * width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU())
-        self.score_square = SlotHead(width)
-        self.score_piece = SlotHead(width)
+        self.score_square = SlotHead(width, outputs)
+        self.score_piece = SlotHead(width, outputs)
 
     def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        planes, squares, pieces, hand = self._embed(features)
+        groups = self.incidence @ squares
+        for round_ in self.rounds:
+            squares, groups = round_(squares, hand, self.incidence)
+        return self._readout(planes, squares, pieces, groups, hand)
+
+    def _embed(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor, th.Tensor]:
+        """``(planes (B, C, 16), squares (B, 16, W), pieces (B, 16, W), hand (B, 1, W))``: every slot embedded from
+        its own channels, the piece in hand (zeros when giving) added to every square."""
         planes = features.view(-1, self.num_channels, NUM_SQUARES)
         slots = planes.transpose(1, 2)  # (B, 16, C): row i describes square i and piece i
         pieces = th.relu(_masked_linear(self.embed_piece, slots, self.piece_channels))  # (B, 16, W)
         hand = planes[:, IN_HAND].unsqueeze(1) @ pieces  # (B, 1, W): the piece in hand's slot, zeros when giving
         squares = th.relu(_masked_linear(self.embed_square, slots, self.square_channels) + self.hand_to_squares(hand))
-        groups = self.incidence @ squares
-        for round_ in self.rounds:
-            squares, groups = round_(squares, hand, self.incidence)
+        return planes, squares, pieces, hand
+
+    def _readout(
+        self, planes: th.Tensor, squares: th.Tensor, pieces: th.Tensor, groups: th.Tensor, hand: th.Tensor
+    ) -> tuple[th.Tensor, th.Tensor]:
+        """``(action outputs, context)``: every piece related to every group, a context pooled from all the slots,
+        and the outputs from the square slots (placing) or the piece slots (giving)."""
         pieces = self.relate_pieces(pieces, groups)
         pooled = [squares.mean(1), squares.amax(1), pieces.mean(1), groups.mean(1), groups.amax(1), hand.squeeze(1)]
         context = self.context(th.cat(pooled, dim=1))
         placing = planes[:, PLACING, 0:1]
-        logits = placing * self.score_square(squares, context) + (1 - placing) * self.score_piece(pieces, context)
-        return logits, context
+        return phase_logits(placing, self.score_square(squares, context), self.score_piece(pieces, context)), context
+
+
+class LoopedNetwork(HandSlotNetwork):
+    """The ``looped`` body: the ``hand`` body with one weight-tied :class:`GroupRound` run ``iterations`` times, the
+    embedded input recalled before every iteration (each square reads its current state beside its input
+    embedding), as the recurrent networks of Bansal, Schwarzschild et al. (NeurIPS 2022). ``iterations`` is a
+    constructor default that ``forward`` can override, or that can be raised on a trained network
+    (``body.iterations = 8``) to let it think longer at play time. Returns what :class:`HandSlotNetwork` returns.
+    """
+
+    def __init__(
+        self, kind: ObservationKind, groups: list[int], width: int, iterations: int = 4, outputs: int = 1
+    ) -> None:
+        super().__init__(kind, groups, width, rounds=1, outputs=outputs)
+        if not 1 <= iterations <= MAX_ITERATIONS:
+            raise ValueError(f"looped iterations must be 1 to {MAX_ITERATIONS}, got {iterations}")
+        self.iterations = iterations
+        self.recall = nn.Linear(2 * width, width)
+
+    def forward(self, features: th.Tensor, iterations: int | None = None) -> tuple[th.Tensor, th.Tensor]:
+        planes, embedded, pieces, hand = self._embed(features)
+        squares, groups = embedded, self.incidence @ embedded
+        block = self.rounds[0]
+        for _ in range(iterations or self.iterations):
+            squares = th.relu(self.recall(th.cat([squares, embedded], dim=2)))
+            squares, groups = block(squares, hand, self.incidence)
+        return self._readout(planes, squares, pieces, groups, hand)
+
+
+class TransformerNetwork(nn.Module):
+    """The ``transformer`` body: attention over 33 tokens -- the 16 squares, the 16 pieces (each embedded from its
+    own channels with weights shared across slots, as the slots bodies) and the piece in hand -- with no position
+    embedding. What a token knows of where it is comes from a learned attention bias per head and per *relation*
+    of the two tokens (:func:`token_relations`: for two squares, how many groups they share), as Leela Chess's
+    learned square bias but tied to the groups, so the body is equivariant under the board symmetries by
+    construction. The square tokens score the placements, the piece tokens the gives. Returns ``(action outputs,
+    context)`` as :class:`HandSlotNetwork`.
+    """
+
+    square_channels: th.Tensor
+    piece_channels: th.Tensor
+    incidence: th.Tensor
+    relations: th.Tensor
+
+    def __init__(
+        self,
+        kind: ObservationKind,
+        groups: list[int],
+        width: int,
+        layers: int = 3,
+        heads: int = TRANSFORMER_HEADS,
+        outputs: int = 1,
+    ) -> None:
+        super().__init__()
+        if width % heads:
+            raise ValueError(f"a transformer's width must be a multiple of its {heads} heads, got {width}")
+        _register_slot_buffers(self, kind, groups)
+        self.register_buffer("relations", token_relations(self.incidence), persistent=False)
+        self.num_channels = kind.num_channels
+        self.heads = heads
+        self.embed_square = nn.Linear(kind.num_channels, width)
+        self.embed_piece = nn.Linear(kind.num_channels, width)
+        self.hand_token = nn.Parameter(th.zeros(width))
+        self.relation_bias = nn.Embedding(NUM_RELATIONS, heads)
+        nn.init.zeros_(self.relation_bias.weight)
+        self.layers = nn.ModuleList(BiasedAttentionLayer(width, heads) for _ in range(layers))
+        self.norm = nn.LayerNorm(width)
+        self.context = nn.Sequential(nn.Linear(2 * width, width), nn.ReLU())
+        self.score_square = SlotHead(width, outputs)
+        self.score_piece = SlotHead(width, outputs)
+
+    def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        planes = features.view(-1, self.num_channels, NUM_SQUARES)
+        slots = planes.transpose(1, 2)  # (B, 16, C): row i describes square i and piece i
+        squares = _masked_linear(self.embed_square, slots, self.square_channels)
+        pieces = _masked_linear(self.embed_piece, slots, self.piece_channels)
+        hand = planes[:, IN_HAND].unsqueeze(1) @ pieces + self.hand_token  # (B, 1, W)
+        tokens = th.cat([squares, pieces, hand], dim=1)  # (B, 33, W)
+        bias = self.relation_bias(self.relations).permute(2, 0, 1)  # (heads, 33, 33), added to the scores
+        for layer in self.layers:
+            tokens = layer(tokens, bias)
+        tokens = self.norm(tokens)
+        squares, pieces, hand = tokens[:, :NUM_SQUARES], tokens[:, NUM_SQUARES:-1], tokens[:, -1]
+        context = self.context(th.cat([tokens.mean(1), hand], dim=1))
+        placing = planes[:, PLACING, 0:1]
+        return phase_logits(placing, self.score_square(squares, context), self.score_piece(pieces, context)), context
+
+
+class BiasedAttentionLayer(nn.Module):
+    """One pre-norm transformer layer whose attention scores get an additive bias per head: ``x + attention(norm(x))``
+    then ``x + feed-forward(norm(x))``. Written out rather than ``nn.TransformerEncoderLayer``, whose inference fast
+    path returned NaN here with a per-head float mask."""
+
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm_attention = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.mix = nn.Linear(width, width)
+        self.norm_feed = nn.LayerNorm(width)
+        self.feed = nn.Sequential(nn.Linear(width, 2 * width), nn.ReLU(), nn.Linear(2 * width, width))
+
+    def forward(self, tokens: th.Tensor, bias: th.Tensor) -> th.Tensor:
+        """``tokens`` ``(B, T, W)`` with the attention ``bias`` ``(heads, T, T)``: the tokens after the layer."""
+        batch, count, width = tokens.shape
+        q, k, v = self.qkv(self.norm_attention(tokens)).view(batch, count, 3, self.heads, -1).unbind(2)
+        attended = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), bias)
+        tokens = tokens + self.mix(attended.transpose(1, 2).reshape(batch, count, width))
+        return tokens + self.feed(self.norm_feed(tokens))
+
+
+NUM_RELATIONS = 14
+"""The relations :func:`token_relations` tells apart."""
+
+
+def token_relations(incidence: th.Tensor) -> th.Tensor:
+    """``(33, 33)`` long: the relation of token ``i`` to token ``j`` (squares 0-15, pieces 16-31, the hand 32).
+    Two squares: 0 for the same square, else 1 + the groups they share (at most 3). Then one relation per ordered
+    pair of kinds (square-piece 5, piece-square 6, ...), the same piece 7, two pieces 8. Built from the groups
+    alone, so a board symmetry (which maps groups onto groups) keeps every relation between the squares."""
+    shared = (incidence.T @ incidence).long()  # (16, 16): groups through both squares
+    square_pairs = th.where(th.eye(NUM_SQUARES, dtype=th.bool), 0, 1 + shared.clamp(max=3))
+    kinds = th.tensor([0] * NUM_SQUARES + [1] * NUM_SQUARES + [2])
+    # Ordered pairs of different kinds: (square, piece) 5, (piece, square) 6, (hand, square) 9, (square, hand) 10,
+    # (hand, piece) 11, (piece, hand) 12; the hand with itself 13.
+    by_kinds = th.tensor([[0, 5, 10], [6, 8, 12], [9, 11, 13]])
+    relations = by_kinds[kinds.unsqueeze(1), kinds.unsqueeze(0)]
+    relations[:NUM_SQUARES, :NUM_SQUARES] = square_pairs
+    pieces = slice(NUM_SQUARES, 2 * NUM_SQUARES)
+    relations[pieces, pieces] = th.where(th.eye(NUM_SQUARES, dtype=th.bool), 7, 8)
+    return relations
 
 
 class GroupRound(nn.Module):
@@ -344,16 +515,46 @@ def choose_actions(logits: th.Tensor, masks: np.ndarray, deterministic: bool) ->
     return masked.argmax(dim=-1).cpu().numpy()
 
 
+WDL_CLASSES = 3
+"""The classes of a W/D/L head: 0 loss, 1 draw, 2 win (the exact value plus one)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkOutputs:
+    """Everything a :class:`PolicyValueNetwork` computes for a batch of ``B`` positions."""
+
+    logits: th.Tensor
+    """``(B, 16)``: the policy's action logits (before masking)."""
+    value: th.Tensor
+    """``(B,)`` in [-1, 1]: the value for the player to move (with a W/D/L head, P(win) - P(loss))."""
+    value_logits: th.Tensor | None
+    """``(B, 3)``: the W/D/L head's logits (loss, draw, win), or ``None`` without one."""
+    action_value_logits: th.Tensor | None
+    """``(B, 16, 3)``: per action, W/D/L logits of its exact value for the player to move, or ``None``."""
+
+
 class PolicyValueNetwork(nn.Module):
     """Action logits and a value in [-1, 1] for the player to move, from observation planes.
 
     The body is ``design`` (:data:`NETWORK_DESIGNS`): the slots network (:class:`SlotNetwork`, shared weights over
-    square and piece slots, one logit per slot) or the same with the piece in hand reaching every slot
-    (:class:`HandSlotNetwork`). Its context vector feeds a small value head. ``ValueError`` in one line for an
-    unknown design.
+    square and piece slots, one logit per slot), the same with the piece in hand reaching every slot
+    (:class:`HandSlotNetwork`), attention over square, piece and hand tokens (:class:`TransformerNetwork`), or a
+    weight-tied loop of the hand body's group round (:class:`LoopedNetwork`, ``iterations`` of it). Its context
+    vector feeds a small value head: one tanh output, or with ``wdl`` three W/D/L logits (the value is then
+    P(win) - P(loss)). With ``action_values`` the body also scores every action's W/D/L (ChessBench's action-value
+    target). ``ValueError`` in one line for an unknown design.
     """
 
-    def __init__(self, kind: ObservationKind, groups: list[int], width: int, design: str = DEFAULT_DESIGN) -> None:
+    def __init__(
+        self,
+        kind: ObservationKind,
+        groups: list[int],
+        width: int,
+        design: str = DEFAULT_DESIGN,
+        wdl: bool = False,
+        action_values: bool = False,
+        iterations: int = DEFAULT_ITERATIONS,
+    ) -> None:
         super().__init__()
         if design not in NETWORK_DESIGNS:
             raise ValueError(f"unknown network design {design!r}; allowed: {', '.join(NETWORK_DESIGNS)}")
@@ -361,17 +562,26 @@ class PolicyValueNetwork(nn.Module):
         self.groups = list(groups)
         self.width = width
         self.design = design
-        self.body: nn.Module = (
-            SlotNetwork(kind, self.groups, NUM_ACTIONS, width)
-            if design == "slots"
-            else HandSlotNetwork(kind, self.groups, width)
-        )
-        self.value_head = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 1))
+        self.wdl = wdl
+        self.action_values = action_values
+        outputs = 1 + WDL_CLASSES if action_values else 1
+        self.body = _body(design, kind, self.groups, width, outputs, iterations)
+        self.value_head = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, WDL_CLASSES if wdl else 1))
+
+    def outputs(self, planes: th.Tensor) -> NetworkOutputs:
+        """Every head's outputs for float planes of shape ``(B, channels, 16)``."""
+        actions, context = self.body(planes)
+        logits, action_value_logits = (actions[..., 0], actions[..., 1:]) if self.action_values else (actions, None)
+        head = self.value_head(context)
+        if self.wdl:
+            probabilities = th.softmax(head, dim=1)
+            return NetworkOutputs(logits, probabilities[:, 2] - probabilities[:, 0], head, action_value_logits)
+        return NetworkOutputs(logits, th.tanh(head.squeeze(1)), None, action_value_logits)
 
     def forward(self, planes: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         """``(logits, value)`` for float planes of shape ``(B, channels, 16)``: logits ``(B, 16)``, value ``(B,)``."""
-        logits, context = self.body(planes)
-        return logits, th.tanh(self.value_head(context).squeeze(1))
+        out = self.outputs(planes)
+        return out.logits, out.value
 
     def evaluate(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Logits and values of ``int8`` planes, as float32 arrays: the evaluator :class:`BatchedSearch` calls
@@ -385,18 +595,57 @@ class PolicyValueNetwork(nn.Module):
     ) -> tuple[th.Tensor, th.Tensor]:
         """``(policy loss, value loss)`` of a minibatch (numpy arrays, moved to the network's device): the
         cross-entropy of the masked policy to the ``policy`` targets (rows summing to 1 over ``masks``) and the
-        squared error of the value to ``value``, each a batch mean -- what training and the capacity probe
-        minimise."""
+        squared error of the value to ``value``, each a batch mean -- what AlphaZero's training minimises."""
         device = device_of(self)
         logits, predicted = self(th.from_numpy(planes).to(device).float())
-        log_probs = th.log_softmax(logits.masked_fill(~th.from_numpy(masks).to(device), -1e9), dim=1)
-        policy_loss = -(th.from_numpy(policy).to(device).float() * log_probs).sum(1).mean()
+        policy_loss = masked_policy_cross_entropy(
+            logits, th.from_numpy(masks).to(device), th.from_numpy(policy).to(device)
+        )
         value_loss = ((predicted - th.from_numpy(value).to(device).float()) ** 2).mean()
         return policy_loss, value_loss
 
     def describe(self) -> dict[str, Any]:
-        """What rebuilds this network: stored in checkpoints."""
-        return {"observation": self.kind.name, "groups": self.groups, "width": self.width, "design": self.design}
+        """What rebuilds this network (:func:`network_from_description`): stored in checkpoints."""
+        shape = {"observation": self.kind.name, "groups": self.groups, "width": self.width, "design": self.design}
+        shape.update(wdl=self.wdl, action_values=self.action_values)
+        if isinstance(self.body, LoopedNetwork):
+            shape["iterations"] = self.body.iterations
+        return shape
+
+
+def masked_policy_cross_entropy(logits: th.Tensor, masks: th.Tensor, target: th.Tensor) -> th.Tensor:
+    """The batch mean of the cross-entropy of the softmax of ``logits`` over the actions ``masks`` allows (bool
+    ``(B, A)``) to the ``target`` distributions (rows summing to 1 over ``masks``)."""
+    log_probs = th.log_softmax(logits.masked_fill(~masks, -1e9), dim=1)
+    return -(target.float() * log_probs).sum(1).mean()
+
+
+def network_from_description(shape: dict[str, Any], kind: ObservationKind, groups: list[int]) -> PolicyValueNetwork:
+    """The untrained network that :meth:`PolicyValueNetwork.describe` described as ``shape``. Descriptions written
+    before a field existed lack it and mean its old default: no ``design`` is ``slots``, no ``wdl`` or
+    ``action_values`` is off, no ``iterations`` is :data:`DEFAULT_ITERATIONS`. ``ValueError`` or ``KeyError`` for
+    one that no network matches."""
+    width = int(shape["width"])
+    if not 1 <= width <= MAX_WIDTH:
+        raise ValueError(f"width {width} is outside 1..{MAX_WIDTH}")
+    flags = {name: shape.get(name, False) for name in ("wdl", "action_values")}
+    if not all(isinstance(flag, bool) for flag in flags.values()):
+        raise ValueError(f"wdl and action_values must be true or false, got {flags}")
+    iterations = int(shape.get("iterations", DEFAULT_ITERATIONS))
+    return PolicyValueNetwork(kind, groups, width, shape.get("design", DEFAULT_DESIGN), iterations=iterations, **flags)
+
+
+def _body(
+    design: str, kind: ObservationKind, groups: list[int], width: int, outputs: int, iterations: int
+) -> nn.Module:
+    """The body of a :class:`PolicyValueNetwork` of ``design``, with ``outputs`` per action."""
+    if design == "slots":
+        return SlotNetwork(kind, groups, NUM_ACTIONS, width, outputs)
+    if design == "hand":
+        return HandSlotNetwork(kind, groups, width, outputs=outputs)
+    if design == "transformer":
+        return TransformerNetwork(kind, groups, width, outputs=outputs)
+    return LoopedNetwork(kind, groups, width, iterations, outputs)
 
 
 class ActorCritic(nn.Module):

@@ -1,19 +1,24 @@
-"""``quarto bench network`` (experiments/bench/network.py) and the ``hand`` design of agents/networks.py: the probe's
-labels against the solver, its shares against a recomputation by brute force, and the hand piece's pathway."""
+"""``quarto bench network`` (experiments/bench/network.py) and the designs of agents/networks.py: the probe's labels
+against the solver, its shares against a recomputation by brute force, the W/D/L loss weights, the mistake depths,
+the augmentation of the per-action labels; every design's forward pass, symmetry and checkpoint, and the hand
+piece's pathway."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch as th
+import torch.nn.functional as F
 
 from agents.alphazero import load_network, save_checkpoint
 from agents.checkpoints import CheckpointError
-from agents.minimax import solve
-from agents.networks import NETWORK_DESIGNS, PolicyValueNetwork
+from agents.minimax import MinimaxAgent, solve
+from agents.networks import NETWORK_DESIGNS, LoopedNetwork, PolicyValueNetwork, TransformerNetwork
 from agents.puct import encode_positions
 from experiments.arena.grading import PositionValues, exact_action_values
 from experiments.bench import network as probe
@@ -72,20 +77,27 @@ def test_the_probes_shares_equal_a_recomputation_from_the_labels(
     labelled: tuple[list[State], probe.LabelledPositions], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "probe.json"
-    assert probe.main([*PROBE_ARGS, "--network", "hand", "slots", "--json", str(out)]) == 0
+    args = [*PROBE_ARGS, "--network", "hand", "slots", "--target", "policy", "--value-head", "scalar"]
+    assert probe.main([*args, "--json", str(out)]) == 0
     assert "| `hand` w64 | test | all |" in capsys.readouterr().out
-    results = json.loads(out.read_text())["results"]
+    record = json.loads(out.read_text())
+    assert record["protocol"]["label_seed"] == record["protocol"]["network_seed"] == 3
+    assert record["protocol"]["code"]["commit"]
     _, data = labelled
-    train, test = probe.split(data, 0.25, 3)
+    values = PositionValues(STANDARD)
+    full = probe.probe_set(data, STANDARD, values)
+    train_rows, test_rows = probe.split_rows(len(data), 0.25, 3)
+    train, test = full.subset(train_rows), full.subset(test_rows)
     assert (len(train), len(test)) == (30, 10)
-    settings = probe.TrainSettings(epochs=2, seed=3)
-    for result, design in zip(results, ("hand", "slots"), strict=True):
-        network = probe.trained_network(design, 64, train, STANDARD, settings)[0]
+    settings = probe.TrainSettings(epochs=2, seed=3, target="policy", value_head="scalar")
+    for result, design in zip(record["results"], ("hand", "slots"), strict=True):
+        network = probe.trained_network(probe.DesignChoice(design), train, STANDARD, settings)[0]
         for part, rows in (("train", train), ("test", test)):
-            expected = _recomputed_rows(network, [_state(r) for r in rows.positions])
-            assert [row["empty"] for row in result[part]] == [row["empty"] for row in expected]
-            for reported, recomputed in zip(result[part], expected, strict=True):
-                assert reported == pytest.approx(recomputed)
+            expected = _recomputed_rows(network, [_state(r) for r in rows.labels.positions])
+            reported = result[part]["empty"]
+            assert [row["empty"] for row in reported] == [row["empty"] for row in expected]
+            for row, recomputed in zip(reported, expected, strict=True):
+                assert row == pytest.approx(recomputed)
 
 
 def _recomputed_rows(network: PolicyValueNetwork, states: list[State]) -> list[dict]:
@@ -107,17 +119,23 @@ def _recomputed_rows(network: PolicyValueNetwork, states: list[State]) -> list[d
                 bool(losing),
                 action_values[pick] < best,
                 len(losing) / len(candidates),
+                best,
+                rounded,
             )
         )
     rows = []
     for empty in [*sorted({f[0] for f in facts}), "all"]:
         chosen = [f for f in facts if empty in ("all", f[0])]
         critical = [f for f in chosen if f[2]]
+        recalls = [
+            sum(f[6] == c for f in chosen if f[5] == c) / sum(f[5] == c for f in chosen) for c in {f[5] for f in chosen}
+        ]
         rows.append(
             {
                 "empty": empty,
                 "positions": len(chosen),
                 "value_accuracy": sum(f[1] for f in chosen) / len(chosen),
+                "value_balanced_accuracy": sum(recalls) / len(recalls),
                 "critical": len(critical),
                 "network_lost": sum(f[3] for f in critical) / len(critical) if critical else 0.0,
                 "random_lost": sum(f[4] for f in critical) / len(critical) if critical else 0.0,
@@ -134,6 +152,9 @@ def _recomputed_rows(network: PolicyValueNetwork, states: list[State]) -> list[d
         (["--min-empty", "9", "--max-empty", "7"], "--min-empty 9 is above --max-empty 7"),
         (["--positions", "2"], "positions must be"),
         (["--width", "0"], "width must be"),
+        (["--target", "value"], "invalid choice: 'value'"),
+        (["--iterations", "0"], "iterations must be"),
+        (["--network", "transformer", "--width", "6"], "--width 6: the transformer needs a multiple of its 4 heads"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -147,13 +168,13 @@ def test_bad_arguments_are_one_line_errors(args: list[str], message: str, capsys
 # ---------------------------------------------------------------------------------------------------------
 # The hand design
 # ---------------------------------------------------------------------------------------------------------
-def _network(design: str, kind: str = "parity", seed: int = 0) -> PolicyValueNetwork:
+def _network(design: str, kind: str = "parity", seed: int = 0, **heads: Any) -> PolicyValueNetwork:
     th.manual_seed(seed)
-    return PolicyValueNetwork(observation_kind(kind), list(STANDARD.groups), 32, design).eval()
+    return PolicyValueNetwork(observation_kind(kind), list(STANDARD.groups), 32, design, **heads).eval()
 
 
 def test_unknown_designs_are_refused() -> None:
-    with pytest.raises(ValueError, match="unknown network design 'wide'; allowed: slots, hand"):
+    with pytest.raises(ValueError, match="unknown network design 'wide'; allowed: slots, hand, transformer, looped"):
         PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 8, "wide")
 
 
@@ -188,7 +209,7 @@ def _square_features(network: PolicyValueNetwork, planes: np.ndarray) -> th.Tens
 
 
 @pytest.mark.parametrize("design", NETWORK_DESIGNS)
-def test_only_the_hand_design_lets_the_piece_in_hand_reach_every_square(
+def test_every_design_but_slots_lets_the_piece_in_hand_reach_every_square(
     design: str, labelled: tuple[list[State], probe.LabelledPositions]
 ) -> None:
     states, _ = labelled
@@ -202,30 +223,107 @@ def test_only_the_hand_design_lets_the_piece_in_hand_reach_every_square(
     changed = (features[0] - features[1]).abs().amax(dim=1) > 1e-6  # per square slot
     logits = network.evaluate(planes)[0]
     assert np.all(np.abs(logits[0] - logits[1]) > 1e-7)  # every square logit (the slots design: via the context)
-    if design == "hand":
+    if design != "slots":
         assert changed.all()
     else:
         assert not changed.any()  # the slots design's squares never see the hand itself
 
 
+@pytest.mark.parametrize("design", NETWORK_DESIGNS)
 @pytest.mark.parametrize("placing", [True, False])
-def test_hand_design_is_equivariant_under_board_symmetries(
-    placing: bool, labelled: tuple[list[State], probe.LabelledPositions]
+def test_designs_are_equivariant_under_board_symmetries(
+    design: str, placing: bool, labelled: tuple[list[State], probe.LabelledPositions]
 ) -> None:
+    # Built in: no design gives a square an identity of its own, only its groups (the transformer's attention bias
+    # is per relation of two squares, and a board symmetry keeps every relation).
     states, _ = labelled
     state = next(s for s in states if (s.hand != NO_PIECE) == placing)
-    network = _network("hand")
+    network = _network(design, wdl=True, action_values=True)
     symmetries = Symmetries(STANDARD)
     rows = np.repeat(position_array([state]), len(symmetries.images), axis=0)
     boards = np.arange(len(symmetries.images))
     identity = np.zeros(len(boards), dtype=np.int64)  # relabelling 0 keeps every attribute
     assert list(symmetries.pieces[0]) == list(range(16))
     moved, _ = symmetries.apply_chosen(rows, np.zeros((len(rows), NUM_ACTIONS), np.float32), boards, identity)
-    logits, values = network.evaluate(encode_positions(moved, network.kind, STANDARD)[0])
-    np.testing.assert_allclose(values, values[0], atol=1e-5)
+    with th.inference_mode():
+        out = network.outputs(th.from_numpy(encode_positions(moved, network.kind, STANDARD)[0]).float())
+    assert out.value_logits is not None and out.action_value_logits is not None
+    np.testing.assert_allclose(out.value_logits, out.value_logits[0].expand(len(boards), -1), atol=1e-4)
     for board, image in enumerate(symmetries.images):
         targets = image if placing else np.arange(NUM_ACTIONS)  # squares move, pieces keep their numbers
-        np.testing.assert_allclose(logits[board, targets], logits[0], atol=1e-4)
+        np.testing.assert_allclose(out.logits[board, targets], out.logits[0], atol=1e-4)
+        np.testing.assert_allclose(out.action_value_logits[board, targets], out.action_value_logits[0], atol=1e-4)
+    assert out.logits[0].std() > 1e-4  # not equivariant by being constant
+
+
+def test_a_square_identity_breaks_the_equivariance_test(
+    labelled: tuple[list[State], probe.LabelledPositions], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The test above can fail: a transformer whose squares are told apart (one bias per square pair) is not
+    # equivariant.
+    states, _ = labelled
+    state = next(s for s in states if s.hand != NO_PIECE)
+    network = _network("transformer")
+    body = network.body
+    assert isinstance(body, TransformerNetwork)
+    body.relation_bias = th.nn.Embedding(33 * 33, 4)
+    body.relations = th.arange(33 * 33).view(33, 33)
+    symmetries = Symmetries(STANDARD)
+    rows = np.repeat(position_array([state]), 2, axis=0)
+    moved, _ = symmetries.apply_chosen(rows, np.zeros((2, NUM_ACTIONS), np.float32), np.array([0, 1]), np.zeros(2, int))
+    logits = network.evaluate(encode_positions(moved, network.kind, STANDARD)[0])[0]
+    assert not np.allclose(logits[1, symmetries.images[1]], logits[0], atol=1e-4)
+
+
+@pytest.mark.parametrize("design", NETWORK_DESIGNS)
+@pytest.mark.parametrize("heads", [{}, {"wdl": True, "action_values": True}])
+def test_every_design_runs_on_tiny_inputs(design: str, heads: dict[str, bool]) -> None:
+    network = _network(design, kind="raw", **heads)
+    planes = encode_positions(position_array([State(), step(STANDARD, State(), 5)]), network.kind, STANDARD)[0]
+    with th.inference_mode():
+        out = network.outputs(th.from_numpy(planes).float())
+    assert out.logits.shape == (2, NUM_ACTIONS) and out.value.shape == (2,)
+    assert th.all(out.value.abs() <= 1) and th.isfinite(out.logits).all()
+    if heads:
+        assert out.value_logits is not None and out.value_logits.shape == (2, 3)
+        assert out.action_value_logits is not None and out.action_value_logits.shape == (2, NUM_ACTIONS, 3)
+        probabilities = th.softmax(out.value_logits, dim=1)
+        th.testing.assert_close(out.value, probabilities[:, 2] - probabilities[:, 0])
+    else:
+        assert out.value_logits is None and out.action_value_logits is None
+
+
+def test_the_transformer_scores_the_same_in_training_and_at_inference() -> None:
+    # nn.TransformerEncoderLayer's inference fast path gave NaN with a per-head bias once the bias was not zero.
+    network = _network("transformer", wdl=True)
+    assert isinstance(network.body, TransformerNetwork)
+    with th.no_grad():
+        network.body.relation_bias.weight.normal_(0, 3)
+    planes = th.from_numpy(
+        encode_positions(position_array([State(), step(STANDARD, State(), 3)]), network.kind, STANDARD)[0]
+    )
+    network.train()
+    trained = network.outputs(planes.float()).value_logits
+    network.eval()
+    with th.inference_mode():
+        inferred = network.outputs(planes.float()).value_logits
+    assert trained is not None and inferred is not None and th.isfinite(inferred).all()
+    th.testing.assert_close(trained.detach(), inferred)
+
+
+def test_the_looped_design_takes_its_iterations_at_play_time() -> None:
+    network = _network("looped", iterations=2)
+    planes = th.from_numpy(encode_positions(position_array([State()]), network.kind, STANDARD)[0]).float()
+    body = network.body
+    assert isinstance(body, LoopedNetwork)
+    with th.inference_mode():
+        two, six = body(planes)[0], body(planes, iterations=6)[0]
+        body.iterations = 6
+        assert th.equal(body(planes)[0], six)
+    assert not th.allclose(two, six)
+    assert network.describe()["iterations"] == 6
+    with pytest.raises(ValueError, match="iterations must be 1 to 64"):
+        _network("looped", iterations=0)
 
 
 def test_checkpoints_rebuild_the_design_and_old_ones_load_as_slots(tmp_path: Path) -> None:
@@ -244,3 +342,160 @@ def test_checkpoints_rebuild_the_design_and_old_ones_load_as_slots(tmp_path: Pat
     save_checkpoint(tmp_path / "mixed.zip", slots, STANDARD, 0, {"network": {**old_metadata, "design": "hand"}})
     with pytest.raises(CheckpointError, match="does not match its metadata"):
         load_network(tmp_path / "mixed.zip", STANDARD)
+
+
+@pytest.mark.parametrize("design", ["transformer", "looped"])
+def test_checkpoints_rebuild_the_new_designs_with_their_heads(design: str, tmp_path: Path) -> None:
+    network = _network(design, wdl=True, action_values=True, iterations=3)  # the looped design's, ignored elsewhere
+    save_checkpoint(tmp_path / "net.zip", network, STANDARD, 0, {})
+    loaded, metadata = load_network(tmp_path / "net.zip", STANDARD)
+    assert (loaded.design, loaded.wdl, loaded.action_values) == (design, True, True)
+    assert metadata["network"] == network.describe()
+    planes = encode_positions(position_array([State()]), network.kind, STANDARD)[0]
+    np.testing.assert_allclose(loaded.evaluate(planes)[1], network.evaluate(planes)[1], atol=1e-6)
+    # A description that says no W/D/L head does not fit the weights of one.
+    save_checkpoint(tmp_path / "bad.zip", network, STANDARD, 0, {"network": {**network.describe(), "wdl": False}})
+    with pytest.raises(CheckpointError, match="does not match its metadata"):
+        load_network(tmp_path / "bad.zip", STANDARD)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The W/D/L losses
+# ---------------------------------------------------------------------------------------------------------
+def test_balanced_class_weights_by_hand() -> None:
+    # 6 labels, 3 classes: n / (3 n_c) = 6/3, 6/9, 6/6
+    np.testing.assert_allclose(probe.balanced_class_weights(np.array([0, 1, 1, 1, 2, 2])), [2, 2 / 3, 1], rtol=1e-6)
+    # a class that never occurs weighs nothing; the two that do: 4 / (2 * 1), 4 / (2 * 3)
+    np.testing.assert_allclose(probe.balanced_class_weights(np.array([1, 1, 1, 2])), [0, 2 / 3, 2], rtol=1e-6)
+
+
+def test_weighted_cross_entropy_by_hand() -> None:
+    logits = th.tensor([[0.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
+    classes = th.tensor([1, 0])
+    weights = th.tensor([2.0, 0.5, 1.0])
+    # row 0: -log(1/3) weighted 0.5; row 1: -log(e^2 / (e^2 + 2)) weighted 2; divided by 2.5
+    row0, row1 = math.log(3), -math.log(math.exp(2) / (math.exp(2) + 2))
+    expected = (0.5 * row0 + 2 * row1) / 2.5
+    assert probe.weighted_cross_entropy(logits, classes, weights).item() == pytest.approx(expected, rel=1e-6)
+    # "always draw" is no longer the cheapest constant answer: with balanced weights, a constant draw prediction
+    # costs more than a uniform one when draws are the majority.
+    labels = np.array([1] * 8 + [0, 2])
+    balanced = th.from_numpy(probe.balanced_class_weights(labels))
+    targets = th.from_numpy(labels)
+    always_draw = th.tensor([[0.0, 3.0, 0.0]]).repeat(10, 1)
+    uniform = th.zeros(10, 3)
+    assert probe.weighted_cross_entropy(always_draw, targets, balanced) > probe.weighted_cross_entropy(
+        uniform, targets, balanced
+    )
+    assert F.cross_entropy(always_draw, targets) < F.cross_entropy(uniform, targets)
+
+
+def test_class_weights_come_from_the_training_set(labelled: tuple[list[State], probe.LabelledPositions]) -> None:
+    _, data = labelled
+    full = probe.probe_set(data, STANDARD, PositionValues(STANDARD))
+    weights = probe.class_weights(full)
+    counts = np.bincount(data.values + 1, minlength=3)
+    assert np.allclose(weights.value[counts > 0] * counts[counts > 0], len(data) / (counts > 0).sum())
+    candidate_values = full.action_values[data.candidates]
+    assert set(np.unique(candidate_values)) <= {-1, 0, 1}
+    assert (full.action_values[~data.candidates] == probe.NO_ACTION_VALUE).all()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Mistake depths
+# ---------------------------------------------------------------------------------------------------------
+class ScriptedSearcher:
+    """Stands in for the minimax agent: at depths below ``sees_at`` it plays ``bad``, from it on ``good``."""
+
+    sees_at = 3
+    bad = 0
+    good = 0
+
+    def __init__(self, variant: object, depth: int) -> None:
+        self.depth = depth
+
+    def act(self, state: State) -> int:
+        return self.good if self.depth >= self.sees_at else self.bad
+
+
+@pytest.mark.parametrize(
+    ("sees_at", "depth", "bucket"), [(1, 1, "tactics"), (3, 3, "tactics"), (4, 4, "deeper"), (9, 5, "deeper")]
+)
+def test_mistake_depth_is_the_shallowest_search_that_keeps_the_value(
+    sees_at: int,
+    depth: int,
+    bucket: str,
+    labelled: tuple[list[State], probe.LabelledPositions],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    states, data = labelled
+    row = int(np.flatnonzero(data.critical)[0])
+    values = PositionValues(STANDARD)
+    action_values = values.action_values(states[row])
+    best = max(action_values.values())
+    monkeypatch.setattr(ScriptedSearcher, "sees_at", sees_at)
+    monkeypatch.setattr(ScriptedSearcher, "bad", min(action_values, key=lambda a: action_values[a]))
+    monkeypatch.setattr(ScriptedSearcher, "good", next(a for a, v in action_values.items() if v == best))
+    monkeypatch.setattr(probe, "MinimaxAgent", ScriptedSearcher)
+    one = data.subset(np.array([row]))
+    depths = probe.mistake_depths(one, STANDARD, values)
+    assert list(depths) == [depth]
+    scores = probe.Scores(np.zeros(1, int), np.zeros(1, bool), np.ones(1, bool), np.ones(1))
+    rows = {r["depth"]: r for r in probe.depth_rows(probe.ProbeSet(one, np.zeros((1, 16), np.int8), depths), scores)}
+    assert rows[bucket]["critical"] == 1 and rows[bucket]["network_lost"] == 1.0
+    assert sum(rows[d]["critical"] for d in ("tactics", "deeper")) == 1
+
+
+def test_mistake_depths_of_real_positions_agree_with_the_minimax_agent(
+    labelled: tuple[list[State], probe.LabelledPositions],
+) -> None:
+    states, data = labelled
+    values = PositionValues(STANDARD)
+    depths = probe.mistake_depths(data, STANDARD, values)
+    assert (depths[~data.critical] == 0).all() and (depths[data.critical] >= 1).all()
+    for row in np.flatnonzero(data.critical)[:6]:
+        action_values = values.action_values(states[row])
+        best = max(action_values.values())
+        keeps = [action_values[MinimaxAgent(STANDARD, depth=d).act(states[row])] == best for d in range(1, 5)]
+        assert depths[row] == (keeps.index(True) + 1 if any(keeps) else probe.BEYOND_DEPTHS)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Augmentation
+# ---------------------------------------------------------------------------------------------------------
+def test_augmentation_moves_the_per_action_labels_with_the_positions(
+    labelled: tuple[list[State], probe.LabelledPositions],
+) -> None:
+    _, data = labelled
+    values = PositionValues(STANDARD)
+    full = probe.probe_set(data, STANDARD, values)
+    batch = probe._moved(full.subset(np.arange(8)), Symmetries(STANDARD), np.random.default_rng(1))
+    assert not np.array_equal(batch.labels.positions, full.labels.positions[:8])
+    assert np.array_equal(
+        batch.labels.candidates, encode_positions(batch.labels.positions, observation_kind("parity"), STANDARD)[1]
+    )
+    for row, position in enumerate(batch.labels.positions):
+        exact = exact_action_values(STANDARD, _state(position))
+        for action in np.flatnonzero(batch.labels.candidates[row]):
+            assert batch.action_values[row, action] == exact[int(action)]
+            assert batch.labels.keeps[row, action] == (exact[int(action)] == max(exact.values()))
+
+
+@pytest.mark.parametrize("random_iterations", [False, True])
+def test_random_iterations_vary_the_loop_while_training_only(
+    random_iterations: bool, labelled: tuple[list[State], probe.LabelledPositions]
+) -> None:
+    _, data = labelled
+    full = probe.probe_set(data, STANDARD, PositionValues(STANDARD))
+    settings = probe.TrainSettings(epochs=1, batch_size=4, random_iterations=random_iterations)
+    network = probe.new_network(probe.DesignChoice("looped", width=8, iterations=2), STANDARD, settings)
+    body = network.body
+    assert isinstance(body, LoopedNetwork)
+    seen: list[int] = []
+    body.register_forward_pre_hook(lambda module, _args: seen.append(module.iterations))
+    probe.train_supervised(network, full, STANDARD, settings)
+    assert len(seen) == 10 and body.iterations == 2
+    if random_iterations:
+        assert set(seen) <= {1, 2, 3, 4} and len(set(seen)) > 1
+    else:
+        assert set(seen) == {2}

@@ -252,7 +252,7 @@ def test_a_hand_network_run_checkpoints_its_design(tmp_path: Path) -> None:
         ("dirichlet_fraction=1.5", "dirichlet_fraction"),
         ("batch_size=300000", "alphazero.batch_size must be <= alphazero.buffer_size"),
         ("eval_opening_plies=8", "eval_opening_plies"),
-        ("network_design=wide", r"network_design must be one of \('slots', 'hand'\)"),
+        ("network_design=wide", r"network_design must be one of \('slots', 'hand', 'transformer', 'looped'\)"),
         ("root=halving", r"root must be one of \('puct', 'gumbel'\)"),
     ],
 )

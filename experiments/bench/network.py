@@ -4,7 +4,8 @@ solver's values, and how fast its forward pass is.
 Example usage::
 
     quarto bench network                                  # slots and hand, 3000 positions with 6-10 empty squares
-    quarto bench network --network hand --width 96 --epochs 60 --json runs/bench/network.json
+    quarto bench network --network transformer looped --positions 6000 --epochs 20 --json runs/bench/network.json
+    quarto bench network --network slots --target policy --value-head scalar     # the probe before issue 35
 
 What it does:
 
@@ -12,43 +13,77 @@ What it does:
    only the distinct ones the search asks the network about (no rules shortcut decides them:
    :func:`agents.puct.forced_action`), until there are ``--positions``. The exact solver values the position and
    each of its actions (:class:`experiments.arena.grading.PositionValues`, saved to ``--cache`` for later runs).
+   From those labels the probe derives every candidate's exact value and, for each *critical* position (where
+   some candidate loses value), its *mistake depth*: the shallowest minimax depth, 1 to 4 plies, whose choice keeps
+   the value (:func:`mistake_depths`; "beyond" when none does).
 2. **Split** them at random (``--seed``) into a training and a test set (``--test-share``).
-3. **Train** each ``--network`` design (:data:`agents.networks.NETWORK_DESIGNS`, seeded, Adam) supervised on the
-   training set: the policy target is uniform over the *value-keeping candidates* (the search's candidates whose
-   value equals the position's), the value target is the exact value (squared error). With ``--augment`` (the
-   default, as AlphaZero's training) each minibatch is moved by random symmetries of the game.
+3. **Train** each ``--network`` design (:data:`agents.networks.NETWORK_DESIGNS`, seeded by ``--network-seed``,
+   Adam, ``--epochs``) supervised on the training set (:func:`probe_loss`). ``--target policy``: the policy
+   target is uniform over the *value-keeping candidates*; ``action-values``: every candidate's exact W/D/L, on a
+   per-action head; ``both`` (the default). ``--value-head wdl`` (the default): the value is three classes
+   trained with class-balanced cross-entropy (each of W, D and L weighs the same in total, so "always draw" is not
+   a minimum); ``scalar``: tanh and squared error, as AlphaZero. With ``--augment`` (the default, as AlphaZero's
+   training) each minibatch is moved by random symmetries of the game, its per-action labels with it.
 4. **Report**, per number of empty squares and overall, on the training and the test set: the *value accuracy*
-   (the predicted value rounded to the nearest of -1, 0, 1 equals the exact value), and among the *critical*
-   positions (where some candidate loses value) the share where the network's most likely candidate loses value,
-   beside the share for a uniformly random candidate (its exact expectation). Last, one forward pass of a batch
-   of 128 positions on one thread, per design, and its ratio to the first design's.
+   (the predicted class equals the exact value), its *balanced* form (the mean over W, D and L of the share of
+   each predicted right: 33% for "always draw"), and among the critical positions the share where the network's
+   pick loses value (its most likely candidate; with ``--target action-values`` the candidate with the best
+   expected action value), beside the share for a uniformly random candidate (its exact expectation). Then the
+   test set's critical positions by mistake depth ("tactics": 1-3 plies, "deeper": the rest). A looped design is
+   scored again with twice its iterations (in the JSON). Last, one forward pass of a batch of 128 positions on
+   one thread, per design, and its ratio to the first design's.
 
-The table goes to stdout; ``--json FILE`` also writes the figures, the configuration and the command.
+The table goes to stdout; ``--json FILE`` also writes the figures, the configuration, the command and the protocol:
+the seeds, the code version, the date and the load (:func:`protocol`). docs/learnability.md has the measurements.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import datetime
 import json
+import os
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch as th
+import torch.nn.functional as F
 
-from agents.networks import NETWORK_DESIGNS, PolicyValueNetwork
+from agents.minimax import MinimaxAgent
+from agents.networks import (
+    DEFAULT_ITERATIONS,
+    MAX_ITERATIONS,
+    NETWORK_DESIGNS,
+    TRANSFORMER_HEADS,
+    WDL_CLASSES,
+    LoopedNetwork,
+    PolicyValueNetwork,
+    device_of,
+    masked_policy_cross_entropy,
+)
 from agents.puct import encode_positions, forced_action
 from experiments.arena.grade import check_empty_range, values_or_exit
 from experiments.arena.grading import MAX_POSITIONS, SOLVER_COMFORT_EMPTY, PositionValues, sample_positions
 from experiments.arena.solve import MAX_JOBS
 from experiments.bench import exit_if_unwritten
 from experiments.options import SEED, CommandParser, add_variant_arguments, markdown_table, variant_from_args
+from experiments.run_folder import code_version
 from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
-from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, State, Variant, compiled_fields, position_array
+from quarto_env.core import (
+    NUM_ACTIONS,
+    NUM_SQUARES,
+    State,
+    Variant,
+    compiled_fields,
+    position_array,
+    state_of_row,
+)
 from quarto_env.observation import ObservationKind, observation_kind
 from quarto_env.symmetry import Symmetries
 
@@ -145,14 +180,99 @@ def _searched(variant: Variant, state: State) -> bool:
 def split(data: LabelledPositions, test_share: float, seed: int) -> tuple[LabelledPositions, LabelledPositions]:
     """``(train, test)``: a seeded random split with ``test_share`` of the positions (at least one in each) in
     the test set."""
-    order = np.random.default_rng(seed).permutation(len(data))
-    tests = min(max(round(test_share * len(data)), 1), len(data) - 1)
-    return data.subset(order[tests:]), data.subset(order[:tests])
+    train_rows, test_rows = split_rows(len(data), test_share, seed)
+    return data.subset(train_rows), data.subset(test_rows)
+
+
+def split_rows(count: int, test_share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of :func:`split`'s training and test sets among ``count`` positions."""
+    order = np.random.default_rng(seed).permutation(count)
+    tests = min(max(round(test_share * count), 1), count - 1)
+    return order[tests:], order[:tests]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What the probe derives from the labels
+# ---------------------------------------------------------------------------------------------------------
+NO_ACTION_VALUE = -2
+"""The action value of an action that is not a candidate (no target)."""
+
+MINIMAX_DEPTHS = (1, 2, 3, 4)
+"""The minimax depths (plies) tried on each critical position to find its mistake depth."""
+
+BEYOND_DEPTHS = MINIMAX_DEPTHS[-1] + 1
+"""The mistake depth of a critical position that no depth of :data:`MINIMAX_DEPTHS` gets right."""
+
+TACTICS_DEPTH = 3
+"""Mistakes that a minimax of at most this many plies avoids are *tactics*; the rest are *deeper*."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeSet:
+    """Labelled positions with what the probe derives from their labels; row ``i`` is position ``i``."""
+
+    labels: LabelledPositions
+    action_values: np.ndarray
+    """``(n, 16)`` int: each candidate's exact value for the player to move; :data:`NO_ACTION_VALUE` elsewhere."""
+    mistake_depths: np.ndarray
+    """``(n,)`` int: :func:`mistake_depths` (0 for a position that is not critical)."""
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def subset(self, rows: np.ndarray) -> ProbeSet:
+        """The positions of ``rows`` (indices), in that order."""
+        return ProbeSet(self.labels.subset(rows), self.action_values[rows], self.mistake_depths[rows])
+
+
+def action_value_labels(labels: LabelledPositions, values: PositionValues) -> np.ndarray:
+    """``(n, 16)`` int8: the exact value of each candidate of each position (looked up in ``values``, which
+    labelled them), :data:`NO_ACTION_VALUE` for the other actions."""
+    out = np.full(labels.candidates.shape, NO_ACTION_VALUE, dtype=np.int8)
+    for row, position in enumerate(labels.positions):
+        action_values = values.action_values(state_of_row(position))
+        for action in np.flatnonzero(labels.candidates[row]):
+            out[row, action] = action_values[int(action)]
+    return out
+
+
+def mistake_depths(labels: LabelledPositions, variant: Variant, values: PositionValues) -> np.ndarray:
+    """``(n,)`` int: for each critical position the shallowest depth of :data:`MINIMAX_DEPTHS` at which the
+    project's minimax (:class:`agents.minimax.MinimaxAgent`, deterministic) plays an action that keeps the exact
+    value -- how deep a search must look not to make the mistake; :data:`BEYOND_DEPTHS` when none does, 0 for a
+    position where no candidate loses value."""
+    searchers = [MinimaxAgent(variant, depth=depth) for depth in MINIMAX_DEPTHS]
+    depths = np.zeros(len(labels), dtype=np.int64)
+    for row in np.flatnonzero(labels.critical):
+        state = state_of_row(labels.positions[row])
+        action_values = values.action_values(state)
+        best = max(action_values.values())
+        keeping = (
+            depth
+            for depth, agent in zip(MINIMAX_DEPTHS, searchers, strict=True)
+            if action_values[agent.act(state)] == best
+        )
+        depths[row] = next(keeping, BEYOND_DEPTHS)
+    return depths
+
+
+def probe_set(labels: LabelledPositions, variant: Variant, values: PositionValues) -> ProbeSet:
+    """``labels`` with their action values and mistake depths."""
+    return ProbeSet(labels, action_value_labels(labels, values), mistake_depths(labels, variant, values))
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------------------
+TARGETS = ("policy", "action-values", "both")
+"""What the policy side trains on: ``policy`` -- uniform over the value-keeping candidates; ``action-values`` --
+every candidate's exact W/D/L (a per-action head, ChessBench's target); ``both``."""
+
+VALUE_HEADS = ("wdl", "scalar")
+"""The value head: ``wdl`` -- three classes with class-balanced cross-entropy; ``scalar`` -- tanh, squared error
+(AlphaZero's)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainSettings:
     """How a probed network is trained."""
@@ -165,30 +285,69 @@ class TrainSettings:
     augment: bool = True
     """Move each minibatch by random symmetries of the game."""
     seed: int = 0
+    target: str = "both"
+    """One of :data:`TARGETS`."""
+    value_head: str = "wdl"
+    """One of :data:`VALUE_HEADS`."""
+    random_iterations: bool = False
+    """Run a looped network's block a random number of times per minibatch, 1 to twice its iterations, so that it
+    learns a step it can repeat rather than a fixed count (others ignore it)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassWeights:
+    """The class-balanced weights of the W/D/L losses, from the training set (index: value + 1)."""
+
+    value: np.ndarray
+    """``(3,)``: of the positions' values."""
+    action_value: np.ndarray
+    """``(3,)``: of the candidates' action values."""
+
+
+def balanced_class_weights(classes: np.ndarray, count: int = WDL_CLASSES) -> np.ndarray:
+    """``(count,)`` float32: ``n / (k * n_c)`` for each class ``c`` that occurs ``n_c`` times among the ``n``
+    labels ``classes`` (``k`` classes occur), 0 for a class that does not occur -- so each occurring class weighs
+    the same in total and "always the commonest class" is no longer a minimum of the loss."""
+    counts = np.bincount(classes, minlength=count).astype(np.float64)
+    present = counts > 0
+    weights = np.zeros(count)
+    weights[present] = len(classes) / (present.sum() * counts[present])
+    return weights.astype(np.float32)
+
+
+def class_weights(train: ProbeSet) -> ClassWeights:
+    """The :class:`ClassWeights` of ``train``."""
+    candidate_values = train.action_values[train.labels.candidates]
+    return ClassWeights(
+        balanced_class_weights(train.labels.values + 1), balanced_class_weights(candidate_values.astype(np.int64) + 1)
+    )
+
+
+def weighted_cross_entropy(logits: th.Tensor, classes: th.Tensor, weights: th.Tensor) -> th.Tensor:
+    """``sum_i w[y_i] * CE_i / sum_i w[y_i]`` over the rows of ``logits`` ``(N, 3)`` with classes ``classes``."""
+    return F.cross_entropy(logits, classes, weight=weights)
 
 
 def train_supervised(
-    network: PolicyValueNetwork, data: LabelledPositions, variant: Variant, settings: TrainSettings
+    network: PolicyValueNetwork, data: ProbeSet, variant: Variant, settings: TrainSettings
 ) -> list[float]:
-    """Train ``network`` in place on ``data``: cross-entropy to the uniform distribution over the value-keeping
-    candidates (softmax over the candidates) plus the squared error of the value. Returns the mean loss of each
-    epoch."""
+    """Train ``network`` in place on ``data`` (:func:`probe_loss`, Adam, minibatches moved by random symmetries
+    with ``settings.augment``). Returns the mean loss of each epoch."""
     th.manual_seed(settings.seed)
     rng = np.random.default_rng(settings.seed)
     symmetries = Symmetries(variant) if settings.augment else None
+    weights = class_weights(data)
     optimizer = th.optim.Adam(network.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+    loop_counts = _loop_counts(network, settings)
     network.train()
     losses = []
     for _ in range(settings.epochs):
         epoch = []
         order = rng.permutation(len(data))
         for start in range(0, len(data), settings.batch_size):
-            batch = data.subset(order[start : start + settings.batch_size])
-            positions, keeps = batch.positions, batch.keeps.astype(np.float32)
-            if symmetries is not None:
-                positions, keeps = symmetries.apply(positions, keeps, rng)
-            planes, candidates = encode_positions(positions, network.kind, variant)
-            loss = _loss(network, planes, candidates, keeps, batch.values)
+            batch = _moved(data.subset(order[start : start + settings.batch_size]), symmetries, rng)
+            with loop_counts():
+                loss = probe_loss(network, batch, variant, settings.target, weights)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -198,13 +357,75 @@ def train_supervised(
     return losses
 
 
-def _loss(
-    network: PolicyValueNetwork, planes: np.ndarray, candidates: np.ndarray, keeps: np.ndarray, values: np.ndarray
+LoopCounts = Callable[[], contextlib.AbstractContextManager[None]]
+"""A factory of contexts that set a looped network's iteration count for one minibatch."""
+
+
+def _loop_counts(network: PolicyValueNetwork, settings: TrainSettings) -> LoopCounts:
+    """A context manager factory: for a looped network trained with ``settings.random_iterations``, each context
+    runs the block a random number of times (1 to twice its iterations; its own generator, so the minibatches
+    are those of a fixed count) and restores the count on leaving; otherwise nothing."""
+    body = network.body
+    if not (settings.random_iterations and isinstance(body, LoopedNetwork)):
+        return contextlib.nullcontext
+    rng = np.random.default_rng(settings.seed + 1)
+    trained = body.iterations
+
+    @contextlib.contextmanager
+    def random_count() -> Iterator[None]:
+        body.iterations = int(rng.integers(1, 2 * trained + 1))
+        try:
+            yield
+        finally:
+            body.iterations = trained
+
+    return random_count
+
+
+def _moved(batch: ProbeSet, symmetries: Symmetries | None, rng: np.random.Generator) -> ProbeSet:
+    """``batch`` with each position and its per-action labels moved by one random symmetry (unchanged without
+    ``symmetries``)."""
+    if symmetries is None:
+        return batch
+    labels = batch.labels
+    boards = rng.integers(len(symmetries.images), size=len(batch))
+    relabellings = rng.integers(len(symmetries.sources), size=len(batch))
+    per_action = np.stack([labels.keeps, labels.candidates, batch.action_values], axis=2).astype(np.float32)
+    moved = [symmetries.apply_chosen(labels.positions, per_action[:, :, k], boards, relabellings) for k in range(3)]
+    positions = moved[0][0]
+    keeps, candidates, action_values = (moved[k][1] for k in range(3))
+    moved_labels = dataclasses.replace(labels, positions=positions, keeps=keeps > 0.5, candidates=candidates > 0.5)
+    return ProbeSet(moved_labels, action_values.astype(np.int8), batch.mistake_depths)
+
+
+def probe_loss(
+    network: PolicyValueNetwork, batch: ProbeSet, variant: Variant, target: str, weights: ClassWeights
 ) -> th.Tensor:
-    """The supervised loss of one minibatch: policy cross-entropy to uniform over ``keeps``, plus value MSE."""
-    target = keeps / keeps.sum(1, keepdims=True)
-    policy_loss, value_loss = network.losses(planes, candidates, target, values)
-    return policy_loss + value_loss
+    """The supervised loss of one minibatch: the value loss (class-balanced W/D/L cross-entropy, or the squared
+    error of a scalar head), plus for ``target`` ``policy`` or ``both`` the cross-entropy to uniform over the
+    value-keeping candidates, plus for ``action-values`` or ``both`` the class-balanced W/D/L cross-entropy of
+    every candidate's action value."""
+    labels = batch.labels
+    planes, candidates = encode_positions(labels.positions, network.kind, variant)
+    device = device_of(network)
+    out = network.outputs(th.from_numpy(planes).to(device).float())
+    values = th.from_numpy(labels.values).to(device)
+    if out.value_logits is not None:
+        loss = weighted_cross_entropy(out.value_logits, values + 1, th.from_numpy(weights.value).to(device))
+    else:
+        loss = ((out.value - values.float()) ** 2).mean()
+    masks = th.from_numpy(candidates).to(device)
+    if target in ("policy", "both"):
+        keeps = th.from_numpy(labels.keeps).to(device).float()
+        loss = loss + masked_policy_cross_entropy(out.logits, masks, keeps / keeps.sum(1, keepdim=True))
+    if target in ("action-values", "both"):
+        if out.action_value_logits is None:
+            raise ValueError("an action-value target needs a network with action_values=True")
+        classes = th.from_numpy(batch.action_values).to(device).long()[masks] + 1
+        loss = loss + weighted_cross_entropy(
+            out.action_value_logits[masks], classes, th.from_numpy(weights.action_value).to(device)
+        )
+    return loss
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -214,47 +435,83 @@ def _loss(
 class Scores:
     """Per position: what the network got right, and what a random candidate would lose."""
 
+    predicted_value: np.ndarray
+    """``(n,)`` int: the predicted value class -- the W/D/L head's most likely, or a scalar rounded to -1, 0, 1."""
     value_correct: np.ndarray
-    """``(n,)`` bool: the predicted value rounded to the nearest of -1, 0, 1 equals the exact value."""
+    """``(n,)`` bool: the predicted value equals the exact value."""
     network_lost: np.ndarray
-    """``(n,)`` bool: the network's most likely candidate loses value."""
+    """``(n,)`` bool: the network's pick (:func:`score`) loses value."""
     random_lost: np.ndarray
     """``(n,)`` float: the share of the candidates that lose value (what a uniformly random candidate loses)."""
 
 
-def score(network: PolicyValueNetwork, data: LabelledPositions, variant: Variant) -> Scores:
-    """The :class:`Scores` of ``network`` on ``data``."""
+def score(network: PolicyValueNetwork, data: LabelledPositions, variant: Variant, target: str = "policy") -> Scores:
+    """The :class:`Scores` of ``network`` on ``data``. The network's pick among the candidates is its most likely
+    action under the policy head, or for ``target`` ``action-values`` the one with the highest expected action
+    value (P(win) - P(loss) of its action-value head)."""
     planes, candidates = encode_positions(data.positions, network.kind, variant)
-    logits, value = network.evaluate(planes)
-    choice = np.where(candidates, logits[:, :NUM_ACTIONS], -np.inf).argmax(axis=1)
+    with th.inference_mode():
+        out = network.outputs(th.from_numpy(planes).to(device_of(network)).float())
+    if target == "action-values":
+        assert out.action_value_logits is not None
+        probabilities = th.softmax(out.action_value_logits, dim=2)
+        preference = (probabilities[..., 2] - probabilities[..., 0]).cpu().numpy()
+    else:
+        preference = out.logits.cpu().numpy()
+    choice = np.where(candidates, preference[:, :NUM_ACTIONS], -np.inf).argmax(axis=1)
+    if out.value_logits is not None:
+        predicted = out.value_logits.argmax(1).cpu().numpy() - 1
+    else:
+        predicted = np.clip(np.rint(out.value.cpu().numpy()), -1, 1).astype(np.int64)
     losing = data.candidates & ~data.keeps
     return Scores(
-        value_correct=np.clip(np.rint(value), -1, 1) == data.values,
+        predicted_value=predicted,
+        value_correct=predicted == data.values,
         network_lost=losing[np.arange(len(data)), choice],
         random_lost=losing.sum(1) / data.candidates.sum(1),
     )
 
 
+def balanced_accuracy(exact: np.ndarray, predicted: np.ndarray) -> float:
+    """The mean over the classes present in ``exact`` of the share of their positions predicted right (0 for none):
+    0.33 for "always draw" when wins, draws and losses all occur, whatever their shares."""
+    recalls = [float((predicted[exact == c] == c).mean()) for c in np.unique(exact)]
+    return float(np.mean(recalls)) if recalls else 0.0
+
+
+def _summary_row(data: LabelledPositions, scores: Scores, rows_in: np.ndarray) -> dict[str, Any]:
+    """The figures of the positions ``rows_in`` (bool mask): see :func:`summary_rows`."""
+    critical = rows_in & data.critical
+    count = int(critical.sum())
+    return {
+        "positions": int(rows_in.sum()),
+        "value_accuracy": float(scores.value_correct[rows_in].mean()) if rows_in.any() else 0.0,
+        "value_balanced_accuracy": balanced_accuracy(data.values[rows_in], scores.predicted_value[rows_in]),
+        "critical": count,
+        "network_lost": float(scores.network_lost[critical].mean()) if count else 0.0,
+        "random_lost": float(scores.random_lost[critical].mean()) if count else 0.0,
+    }
+
+
 def summary_rows(data: LabelledPositions, scores: Scores) -> list[dict[str, Any]]:
     """One row per number of empty squares, then one for all: ``empty`` (a count, or ``"all"``), ``positions``,
-    ``value_accuracy``, ``critical`` (how many), ``network_lost`` and ``random_lost`` (shares of the critical
-    positions; 0 where there are none)."""
+    ``value_accuracy``, ``value_balanced_accuracy`` (:func:`balanced_accuracy`), ``critical`` (how many),
+    ``network_lost`` and ``random_lost`` (shares of the critical positions; 0 where there are none)."""
     buckets: list[tuple[int | str, np.ndarray]] = [(int(e), data.empties == e) for e in np.unique(data.empties)]
-    rows = []
-    for empty, rows_in in [*buckets, ("all", np.ones(len(data), dtype=bool))]:
-        critical = rows_in & data.critical
-        count = int(critical.sum())
-        rows.append(
-            {
-                "empty": empty,
-                "positions": int(rows_in.sum()),
-                "value_accuracy": float(scores.value_correct[rows_in].mean()),
-                "critical": count,
-                "network_lost": float(scores.network_lost[critical].mean()) if count else 0.0,
-                "random_lost": float(scores.random_lost[critical].mean()) if count else 0.0,
-            }
-        )
-    return rows
+    buckets.append(("all", np.ones(len(data), dtype=bool)))
+    return [{"empty": empty, **_summary_row(data, scores, rows_in)} for empty, rows_in in buckets]
+
+
+def depth_rows(data: ProbeSet, scores: Scores) -> list[dict[str, Any]]:
+    """The figures of :func:`summary_rows` over the critical positions by mistake depth: one row per depth of
+    :data:`MINIMAX_DEPTHS` and beyond (``depth`` 1, 2, ..., ``"beyond"``), then ``"tactics"`` (a minimax of at most
+    :data:`TACTICS_DEPTH` plies avoids the mistake) and ``"deeper"`` (the rest)."""
+    depths = data.mistake_depths
+    buckets: list[tuple[int | str, np.ndarray]] = [(d, depths == d) for d in MINIMAX_DEPTHS]
+    buckets.append(("beyond", depths == BEYOND_DEPTHS))
+    buckets.append(("tactics", (depths >= 1) & (depths <= TACTICS_DEPTH)))
+    buckets.append(("deeper", depths > TACTICS_DEPTH))
+    return [{"depth": depth, **_summary_row(data.labels, scores, rows_in)} for depth, rows_in in buckets]
 
 
 def forward_seconds(network: PolicyValueNetwork, planes: np.ndarray) -> float:
@@ -273,80 +530,149 @@ def forward_seconds(network: PolicyValueNetwork, planes: np.ndarray) -> float:
 # ---------------------------------------------------------------------------------------------------------
 # The probe
 # ---------------------------------------------------------------------------------------------------------
-def trained_network(
-    design: str, width: int, train: LabelledPositions, variant: Variant, settings: TrainSettings
-) -> tuple[PolicyValueNetwork, list[float], float]:
-    """A fresh ``design`` network of ``width`` (seeded by ``settings.seed``) trained on ``train``: the network, its
-    mean loss per epoch and the training time in seconds."""
+@dataclasses.dataclass(frozen=True)
+class DesignChoice:
+    """A network design as the probe builds it."""
+
+    design: str
+    width: int = 64
+    iterations: int = DEFAULT_ITERATIONS
+    """Of a ``looped`` design (the others ignore it)."""
+
+
+def new_network(choice: DesignChoice, variant: Variant, settings: TrainSettings) -> PolicyValueNetwork:
+    """A fresh network of ``choice`` with the heads ``settings`` trains (seeded by ``settings.seed``)."""
     th.manual_seed(settings.seed)
-    network = PolicyValueNetwork(observation_kind(OBSERVATION), list(variant.groups), width, design)
+    return PolicyValueNetwork(
+        observation_kind(OBSERVATION),
+        list(variant.groups),
+        choice.width,
+        choice.design,
+        wdl=settings.value_head == "wdl",
+        action_values=settings.target != "policy",
+        iterations=choice.iterations,
+    )
+
+
+def trained_network(
+    choice: DesignChoice, train: ProbeSet, variant: Variant, settings: TrainSettings
+) -> tuple[PolicyValueNetwork, list[float], float]:
+    """A fresh ``choice`` network (:func:`new_network`) trained on ``train``: the network, its mean loss per epoch
+    and the training time in seconds."""
+    network = new_network(choice, variant, settings)
     start = time.perf_counter()
     losses = train_supervised(network, train, variant, settings)
     return network, losses, time.perf_counter() - start
 
 
+def _part_figures(
+    network: PolicyValueNetwork, data: ProbeSet, variant: Variant, target: str
+) -> dict[str, list[dict[str, Any]]]:
+    """The rows by empty squares and by mistake depth of ``network`` on ``data``, for the pick of ``target`` and,
+    where the network has an action-value head and the target is ``both``, for that head's pick too."""
+    picks = {"": target} | ({"action_value_": "action-values"} if target == "both" else {})
+    figures: dict[str, list[dict[str, Any]]] = {}
+    for prefix, pick in picks.items():
+        scores = score(network, data.labels, variant, pick)
+        figures[f"{prefix}empty"] = summary_rows(data.labels, scores)
+        figures[f"{prefix}depth"] = depth_rows(data, scores)
+    return figures
+
+
 def probe_design(
-    design: str,
-    width: int,
-    train: LabelledPositions,
-    test: LabelledPositions,
-    variant: Variant,
-    settings: TrainSettings,
+    choice: DesignChoice, train: ProbeSet, test: ProbeSet, variant: Variant, settings: TrainSettings
 ) -> dict[str, Any]:
-    """Train a fresh ``design`` network of ``width`` on ``train`` (:func:`trained_network`) and return its
-    figures: ``design``, ``width``, ``parameters``, ``losses`` (per epoch), ``train_seconds``, ``forward_seconds``
-    (a batch of :data:`TIMED_BATCH` test positions, repeated when there are fewer) and ``train``/``test``
-    (:func:`summary_rows`)."""
-    network, losses, train_seconds = trained_network(design, width, train, variant, settings)
+    """Train a fresh ``choice`` network on ``train`` (:func:`trained_network`) and return its figures:
+    ``design``, ``width``, ``iterations`` (looped only), ``parameters``, ``losses`` (per epoch), ``train_seconds``,
+    ``forward_seconds`` (a batch of :data:`TIMED_BATCH` test positions, repeated when there are fewer) and
+    ``train``/``test``: ``{"empty": summary_rows, "depth": depth_rows}`` (:func:`_part_figures`); a looped design
+    also gets ``test_twice_the_iterations``, its test figures run with twice the iterations it trained with."""
+    network, losses, train_seconds = trained_network(choice, train, variant, settings)
     timed = np.resize(np.arange(len(test)), TIMED_BATCH)
-    planes = encode_positions(test.positions[timed], network.kind, variant)[0]
-    return {
-        "design": design,
-        "width": width,
+    planes = encode_positions(test.labels.positions[timed], network.kind, variant)[0]
+    result: dict[str, Any] = {
+        "design": choice.design,
+        "width": choice.width,
         "parameters": sum(p.numel() for p in network.parameters()),
         "losses": losses,
         "train_seconds": train_seconds,
         "forward_seconds": forward_seconds(network, planes),
-        "train": summary_rows(train, score(network, train, variant)),
-        "test": summary_rows(test, score(network, test, variant)),
+        "train": _part_figures(network, train, variant, settings.target),
+        "test": _part_figures(network, test, variant, settings.target),
     }
+    if isinstance(network.body, LoopedNetwork):
+        result["iterations"] = choice.iterations
+        network.body.iterations = 2 * choice.iterations  # thinking longer at play time
+        result["test_twice_the_iterations"] = _part_figures(network, test, variant, settings.target)
+        network.body.iterations = choice.iterations
+    return result
+
+
+def _percent(share: float | None) -> str:
+    return "-" if share is None else f"{share:.1%}"
 
 
 def report_markdown(results: Sequence[dict[str, Any]]) -> str:
-    """The probe's tables: fit per design, set and number of empty squares; then the forward-pass times."""
-    header = ["design", "set", "empty", "positions", "value acc.", "critical", "net loses", "random loses"]
-    rows = [
-        [
-            f"`{r['design']}` w{r['width']}",
-            part,
-            str(row["empty"]),
-            str(row["positions"]),
-            f"{row['value_accuracy']:.1%}",
-            str(row["critical"]),
-            f"{row['network_lost']:.1%}",
-            f"{row['random_lost']:.1%}",
-        ]
-        for r in results
-        for part in ("train", "test")
-        for row in r[part]
-    ]
+    """The probe's tables: fit per design, set and number of empty squares; the test set's critical positions by
+    mistake depth; then the forward-pass times."""
+    header = ["design", "set", "empty", "positions", "value acc.", "balanced", "critical", "net loses", "random loses"]
+    rows = [_fit_cells(r, part, row) for r in results for part in ("train", "test") for row in r[part]["empty"]]
+    depth_header = ["design", "mistake depth", "critical", "net loses", "action-value head loses", "random loses"]
+    by_depth = [_depth_cells(r, index, row) for r in results for index, row in enumerate(r["test"]["depth"])]
     reference = results[0]["forward_seconds"]
-    timing = [
-        [
-            f"`{r['design']}` w{r['width']}",
-            f"{r['parameters']:,}",
-            f"{1000 * r['forward_seconds']:.2f}",
-            f"{r['forward_seconds'] / reference:.2f}",
-            f"{r['train_seconds']:.0f}",
-        ]
-        for r in results
-    ]
+    timing = [_timing_cells(r, reference) for r in results]
     return (
-        "Supervised fit (critical: some candidate loses value; the shares lost are among the critical positions)\n\n"
+        "Supervised fit (critical: some candidate loses value; the shares lost are among the critical positions; "
+        "balanced: the value accuracy averaged over W, D and L)\n\n"
         + markdown_table(header, rows)
+        + f"\nTest set, critical positions by the shallowest minimax depth (plies) that avoids the mistake "
+        f"(tactics: 1-{TACTICS_DEPTH}; deeper: beyond)\n\n"
+        + markdown_table(depth_header, by_depth)
         + f"\nForward pass, batch {TIMED_BATCH}, one thread (ratio to the first design)\n\n"
         + markdown_table(["design", "parameters", "ms", "ratio", "train s"], timing)
     )
+
+
+def _fit_cells(result: dict[str, Any], part: str, row: dict[str, Any]) -> list[str]:
+    shares = ("value_accuracy", "value_balanced_accuracy")
+    return [
+        _label(result),
+        part,
+        str(row["empty"]),
+        str(row["positions"]),
+        *(_percent(row[key]) for key in shares),
+        str(row["critical"]),
+        _percent(row["network_lost"]),
+        _percent(row["random_lost"]),
+    ]
+
+
+def _depth_cells(result: dict[str, Any], index: int, row: dict[str, Any]) -> list[str]:
+    lost = (row["network_lost"], _action_value_lost(result, index), row["random_lost"])
+    return [_label(result), str(row["depth"]), str(row["critical"]), *(_percent(share) for share in lost)]
+
+
+def _timing_cells(result: dict[str, Any], reference: float) -> list[str]:
+    seconds = result["forward_seconds"]
+    ratio = seconds / reference
+    return [
+        _label(result),
+        f"{result['parameters']:,}",
+        f"{1000 * seconds:.2f}",
+        f"{ratio:.2f}",
+        f"{result['train_seconds']:.0f}",
+    ]
+
+
+def _label(result: dict[str, Any]) -> str:
+    iterations = f" x{result['iterations']}" if "iterations" in result else ""
+    return f"`{result['design']}` w{result['width']}{iterations}"
+
+
+def _action_value_lost(result: dict[str, Any], index: int) -> float | None:
+    """The test share lost by the action-value head's pick in depth row ``index``, where it was scored."""
+    rows = result["test"].get("action_value_depth")
+    return rows[index]["network_lost"] if rows else None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -372,6 +698,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=SEED, default=0, help="seed of the positions, the split and the networks")
     parser.add_argument(
+        "--network-seed",
+        type=SEED,
+        default=None,
+        help="seed of the networks' weights and minibatches alone (default: --seed), to repeat a row on the same "
+        "labels and split",
+    )
+    parser.add_argument(
         "--test-share",
         type=number_argument("test-share", above=0, maximum=0.9),
         default=0.25,
@@ -381,11 +714,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--network",
         nargs="+",
         choices=NETWORK_DESIGNS,
-        default=list(NETWORK_DESIGNS),
-        help=f"designs to train, the first is the time reference (default: {' '.join(NETWORK_DESIGNS)})",
+        default=["slots", "hand"],
+        help=f"designs to train, the first is the time reference (of {', '.join(NETWORK_DESIGNS)}; "
+        "default: slots hand)",
     )
     parser.add_argument("--width", type=number_argument("width", minimum=1, maximum=1024, integer=True), default=64)
+    parser.add_argument(
+        "--iterations",
+        type=number_argument("iterations", minimum=1, maximum=MAX_ITERATIONS, integer=True),
+        default=DEFAULT_ITERATIONS,
+        help=f"iterations of the looped design's weight-tied block (default {DEFAULT_ITERATIONS})",
+    )
     defaults = TrainSettings()
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        default=defaults.target,
+        help=f"policy: uniform over the value-keeping candidates; action-values: every candidate's W/D/L; "
+        f"both (default {defaults.target})",
+    )
+    parser.add_argument(
+        "--value-head",
+        choices=VALUE_HEADS,
+        default=defaults.value_head,
+        help=f"wdl: three classes, class-balanced cross-entropy; scalar: tanh, squared error (default "
+        f"{defaults.value_head})",
+    )
+    parser.add_argument(
+        "--random-iterations",
+        action="store_true",
+        help="train a looped design with a random number of iterations per minibatch (1 to twice --iterations)",
+    )
     parser.add_argument(
         "--epochs",
         type=number_argument("epochs", minimum=1, maximum=10_000, integer=True),
@@ -426,12 +785,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def protocol(args: argparse.Namespace, settings: TrainSettings, train: ProbeSet, test: ProbeSet) -> dict[str, Any]:
+    """What must match for two probe rows to compare: the labels (their seed, count and empty squares), the split,
+    the training and the seeds -- and when and where it ran (the code version, the date, the load)."""
+    return {
+        "label_seed": args.seed,
+        "split_seed": args.seed,
+        "network_seed": settings.seed,
+        "augment_seed": settings.seed,
+        "positions": args.positions,
+        "empty": [args.min_empty, args.max_empty],
+        "train_positions": len(train),
+        "test_positions": len(test),
+        "settings": dataclasses.asdict(settings),
+        "observation": OBSERVATION,
+        "code": code_version(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "load_average": list(os.getloadavg()),
+        "torch_threads": th.get_num_threads(),
+    }
+
+
 def main(argv: list[str]) -> int:
     """Run ``quarto bench network``."""
     parser = build_parser()
     args = parser.parse_args(argv)
     variant = variant_from_args(parser, args)
     check_empty_range(parser, args.min_empty, args.max_empty)
+    if "transformer" in args.network and args.width % TRANSFORMER_HEADS:
+        parser.error(f"--width {args.width}: the transformer needs a multiple of its {TRANSFORMER_HEADS} heads")
     values = values_or_exit(parser, variant, args.cache)
     th.set_num_threads(1)
     command = "quarto bench network " + " ".join(argv)
@@ -439,7 +821,7 @@ def main(argv: list[str]) -> int:
 
     start = time.perf_counter()
     try:
-        data = label_positions(
+        labels = label_positions(
             variant,
             observation_kind(OBSERVATION),
             args.positions,
@@ -453,17 +835,29 @@ def main(argv: list[str]) -> int:
         parser.error(f"{error}: widen --min-empty / --max-empty")
     if args.cache:
         values.save()
-    train, test = split(data, args.test_share, args.seed)
+    data = probe_set(labels, variant, values)
+    train_rows, test_rows = split_rows(len(data), args.test_share, args.seed)
+    train, test = data.subset(train_rows), data.subset(test_rows)
     print(
         f"{len(data)} positions labelled in {time.perf_counter() - start:.1f} s ({values.solved} solved); "
         f"{len(train)} to train on, {len(test)} to test"
     )
-    settings = TrainSettings(args.epochs, args.batch_size, args.lr, augment=args.augment, seed=args.seed)
-    results = [probe_design(design, args.width, train, test, variant, settings) for design in args.network]
+    settings = TrainSettings(
+        args.epochs, args.batch_size, args.lr, augment=args.augment, target=args.target,
+        seed=args.seed if args.network_seed is None else args.network_seed,
+        value_head=args.value_head, random_iterations=args.random_iterations,
+    )  # fmt: skip
+    choices = [DesignChoice(design, args.width, args.iterations) for design in args.network]
+    results = [probe_design(choice, train, test, variant, settings) for choice in choices]
     print("\n" + report_markdown(results))
     if args.json:
         config = {**vars(args), "json": str(args.json), "cache": args.cache and str(args.cache)}
-        record = {"command": command, "config": {**config, "variant": variant.to_dict()}, "results": results}
+        record = {
+            "command": command,
+            "config": {**config, "variant": variant.to_dict()},
+            "protocol": protocol(args, settings, train, test),
+            "results": results,
+        }
         with exit_if_unwritten(parser.prog, "--json", args.json):
             atomic_write_text(args.json, json.dumps(record, indent=2) + "\n")
         print(f"wrote {args.json}")
