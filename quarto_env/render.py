@@ -12,7 +12,20 @@ columns are labelled ``a``-``d`` from the left and the rows ``1``-``4`` from the
 ``column a``).
 
 Image: a big piece is tall and a small one short; the fill is light (cream) or dark (brown); the outline is a
-circle (round) or a square (square); a hollow piece has a hole drawn in its middle, a solid one none.
+circle (round) or a square (square); a hollow piece has a hole drawn in its middle, a solid one none. Winning
+groups are struck through in red (a 2x2 block framed), groups that can be declared in orange, and an optional
+``last_move`` square is outlined in blue. The picture exists twice: a PIL image (:func:`render_image`, the
+``rgb_array`` mode) and SVG text (:func:`svg_board`, how the env shows itself in a Jupyter notebook through
+``_repr_svg_``). Both draw one description, :func:`drawing`: rectangles, ellipses, lines and texts with their
+positions, sizes and colours, from the layout below (``square_center``, ``hand_center``, ``left_center``,
+``CELL``, ``SLOT``, the colours), so the two cannot differ. In the SVG each piece is a ``<g>`` carrying
+``data-piece``, ``data-place`` (``board``, ``hand``, ``left``) and ``data-square``; a marked group carries
+``data-mark`` (``win``, ``claim``) and ``data-squares``. The SVG embeds no font or file: its text asks for
+common sans-serif fonts, so its letters may differ slightly from the PNG's.
+
+``State`` has no ``_repr_svg_``: a position does not know its variant, and drawn under the standard rules a
+2x2 block or a reduced attribute set would be highlighted wrongly. Pass the variant: ``svg_board(variant,
+state)``, shown in a notebook with ``IPython.display.SVG(...)``.
 """
 
 from __future__ import annotations
