@@ -221,7 +221,7 @@ from quarto_env.flags import RuleFlags
 from quarto_env.notation import EXAMPLE, format_position, parse_position
 from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
 from quarto_env.outcome import Outcome
-from quarto_env.render import render_image, render_text
+from quarto_env.render import render_image, render_text, svg_board
 
 RESET_OPTIONS = ("position",)
 
@@ -295,6 +295,10 @@ class _OrderEnforcing(_OneHop, wrappers.OrderEnforcingWrapper):
 
     def __str__(self) -> str:
         return str(self.env)  # the stock wrapper prints the bare env name, unless subclassed
+
+    def _repr_svg_(self) -> str:
+        """The position as SVG, for notebooks (the stock wrappers refuse to forward underscore names)."""
+        return self._raw._repr_svg_()
 
 
 class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
@@ -377,6 +381,8 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         """A false declaration was ignored (penalty policy) and the same agent is still to act: it may not
         declare again before its placement or give."""
         self._handed_over_at = 0.0
+        self._last_placed: int | None = None
+        """The square of the last placement of this game, outlined in the SVG; ``None`` before the first."""
         self._figure: Any = None
 
     # -----------------------------------------------------------------------------------------------------
@@ -402,6 +408,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         self._forfeited_by = None
         self._ended = False
         self._declared_falsely = False
+        self._last_placed = None
         self.agents = list(AGENTS)
         self.rewards = dict.fromkeys(AGENTS, 0.0)
         self._cumulative_rewards = dict.fromkeys(AGENTS, 0.0)
@@ -486,6 +493,11 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
     # -----------------------------------------------------------------------------------------------------
     # Extras
     # -----------------------------------------------------------------------------------------------------
+    def _repr_svg_(self) -> str:
+        """The current position as SVG, the picture of ``rgb_array`` with the last placement outlined: how
+        Jupyter shows the env (whatever its ``render_mode``). See :func:`quarto_env.render.svg_board`."""
+        return svg_board(self.variant, self.game_state, self.seats, self._forfeit_status(), self._last_placed)
+
     @property
     def position(self) -> str:
         """The current position in the notation of :mod:`quarto_env.notation`."""
@@ -524,6 +536,8 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
     def _play(self, agent: str, state: State, declared: bool) -> None:
         before, self.game_state = self.game_state, state
         self._declared_falsely = False
+        if state.occupied != before.occupied:
+            self._last_placed = (state.occupied ^ before.occupied).bit_length() - 1
         if state.over:
             outcome = Outcome.FALSE_DECLARATION if declared and not before.claimable else Outcome.WIN
             self._finish(state.winner, outcome)

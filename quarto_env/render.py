@@ -12,12 +12,28 @@ columns are labelled ``a``-``d`` from the left and the rows ``1``-``4`` from the
 ``column a``).
 
 Image: a big piece is tall and a small one short; the fill is light (cream) or dark (brown); the outline is a
-circle (round) or a square (square); a hollow piece has a hole drawn in its middle, a solid one none.
+circle (round) or a square (square); a hollow piece has a hole drawn in its middle, a solid one none. Winning
+groups are struck through in red (a 2x2 block framed), groups that can be declared in orange, and an optional
+``last_move`` square is outlined in blue. The picture exists twice: a PIL image (:func:`render_image`, the
+``rgb_array`` mode) and SVG text (:func:`svg_board`, how the env shows itself in a Jupyter notebook through
+``_repr_svg_``). Both draw one description, :func:`drawing`: rectangles, ellipses, lines and texts with their
+positions, sizes and colours, from the layout below (``square_center``, ``hand_center``, ``left_center``,
+``CELL``, ``SLOT``, the colours), so the two cannot differ. In the SVG each piece is a ``<g>`` carrying
+``data-piece``, ``data-place`` (``board``, ``hand``, ``left``) and ``data-square``; a marked group carries
+``data-mark`` (``win``, ``claim``) and ``data-squares``. The SVG embeds no font or file: its text asks for
+common sans-serif fonts, so its letters may differ slightly from the PNG's.
+
+``State`` has no ``_repr_svg_``: a position does not know its variant, and drawn under the standard rules a
+2x2 block or a reduced attribute set would be highlighted wrongly. Pass the variant: ``svg_board(variant,
+state)``, shown in a notebook with ``IPython.display.SVG(...)``.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
+from typing import NamedTuple
+from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -37,6 +53,7 @@ from quarto_env.core import (
     bits,
     is_winning_group,
 )
+from quarto_env.notation import format_position
 
 DEFAULT_NAMES = ("player 0", "player 1")
 """Names of the core's players 0 (who gives first) and 1, unless the caller passes its own."""
@@ -170,7 +187,7 @@ def _text_cell(state: State, square: int, marked: bool) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Image
+# Image: the layout
 # ---------------------------------------------------------------------------------------------------------
 CELL = 100
 """Side of a board square, in pixels."""
@@ -206,6 +223,7 @@ HOLE_IN_DARK = (24, 12, 6)
 HOLE_RIM_IN_DARK = (236, 214, 180)
 WIN_MARK = (214, 38, 38)
 CLAIM_MARK = (236, 140, 0)
+LAST_MOVE_MARK = (40, 96, 200)
 
 
 def square_center(square: int) -> tuple[int, int]:
@@ -224,114 +242,223 @@ def left_center(piece: int) -> tuple[int, int]:
     return LEFT_ORIGIN[0] + (piece % 4) * SLOT + SLOT // 2, LEFT_ORIGIN[1] + (piece // 4) * SLOT + SLOT // 2
 
 
-def render_image(
-    variant: Variant, state: State, names: tuple[str, str] = DEFAULT_NAMES, status: str | None = None
-) -> np.ndarray:
-    """The position as an ``(H, W, 3)`` ``uint8`` RGB picture; ``names`` and ``status`` as in :func:`render_text`.
+# ---------------------------------------------------------------------------------------------------------
+# Image: what to draw, for both back ends
+# ---------------------------------------------------------------------------------------------------------
+Colour = tuple[int, int, int]
+Box = tuple[float, float, float, float]
+"""``(x0, y0, x1, y1)``: the pixels from ``(x0, y0)`` to ``(x1, y1)``, both included, as PIL counts them."""
 
-    Winning groups are struck through in red, groups that can be declared in orange.
-    """
-    image = Image.new("RGB", (WIDTH, HEIGHT), PAGE)
-    draw = ImageDraw.Draw(image)
-    _fit_text(draw, (MARGIN, 14), f"Quarto - {describe_variant(variant)}", 18)
-    _fit_text(draw, (MARGIN, 42), status or describe_status(variant, state, names), 18)
-    _draw_board(draw, state)
+
+class Rect(NamedTuple):
+    """A rectangle filling ``box``; its outline, if any, ``width`` pixels wide inside the box."""
+
+    box: Box
+    fill: Colour | None
+    outline: Colour | None = None
+    width: int = 1
+
+
+class Ellipse(NamedTuple):
+    """An ellipse inscribed in ``box``; its outline, if any, ``width`` pixels wide inside the box."""
+
+    box: Box
+    fill: Colour | None
+    outline: Colour | None = None
+    width: int = 1
+
+
+class Line(NamedTuple):
+    """A straight line ``width`` pixels wide, centred on the segment ``ends``: ``(x1, y1, x2, y2)``."""
+
+    ends: Box
+    colour: Colour
+    width: int
+
+
+class Text(NamedTuple):
+    """``text`` at ``xy``, in the default sans-serif font of ``size`` pixels. ``anchor`` is PIL's: ``la`` (the
+    top-left corner), ``mm`` (the centre) or ``lm`` (the middle of the left edge)."""
+
+    xy: tuple[float, float]
+    text: str
+    colour: Colour
+    size: int
+    anchor: str = "la"
+
+
+Shape = Rect | Ellipse | Line | Text
+
+
+class Group(NamedTuple):
+    """Shapes drawn together, with what they stand for: ``data`` names a piece (``piece``: its number,
+    ``place``: ``board``/``hand``/``left``, ``square`` on the board), a marked group (``mark``: ``win`` or
+    ``claim``, ``squares``), or the ``last-move`` square. The SVG keeps them as ``data-*`` attributes."""
+
+    data: tuple[tuple[str, str], ...]
+    shapes: tuple[Shape, ...]
+
+
+Item = Shape | Group
+
+
+def drawing(
+    variant: Variant,
+    state: State,
+    names: tuple[str, str] = DEFAULT_NAMES,
+    status: str | None = None,
+    last_move: int | None = None,
+) -> list[Item]:
+    """What the picture of the position shows, back to front: the description both :func:`render_image` and
+    :func:`svg_board` draw, so that the PNG and the SVG cannot differ. Arguments as in :func:`render_image`."""
+    items: list[Item] = [Rect((0, 0, WIDTH - 1, HEIGHT - 1), PAGE)]
+    items.append(_fitted_text((MARGIN, 14), f"Quarto - {describe_variant(variant)}", 18))
+    items.append(_fitted_text((MARGIN, 42), status or describe_status(variant, state, names), 18))
+    items += _board(state, last_move)
     if state.over and state.winner != NO_WINNER:
-        for group in winning_groups(variant, state):
-            _mark_group(draw, group, WIN_MARK)
-    for group in claimable_groups(variant, state):
-        _mark_group(draw, group, CLAIM_MARK)
-    _label_board(draw, state)
-    _draw_panel(draw, state)
-    draw.text((MARGIN, HEIGHT - 30), _IMAGE_LEGEND, fill=FAINT, font=_font(14))
-    return np.asarray(image, dtype=np.uint8).copy()
+        items += [_group_mark(group, "win", WIN_MARK) for group in winning_groups(variant, state)]
+    items += [_group_mark(group, "claim", CLAIM_MARK) for group in claimable_groups(variant, state)]
+    items += _board_labels(state)
+    items += _panel(state)
+    items.append(Text((MARGIN, HEIGHT - 30), _IMAGE_LEGEND, FAINT, 14))
+    return items
 
 
 _IMAGE_LEGEND = "big = tall, small = short   cream = light, brown = dark   circle = round   hole = hollow"
 
 
-def _draw_board(draw: ImageDraw.ImageDraw, state: State) -> None:
+def _board(state: State, last_move: int | None) -> list[Item]:
     x0, y0 = BOARD_ORIGIN
-    draw.rectangle((x0, y0, x0 + BOARD_SIDE, y0 + BOARD_SIDE), fill=BOARD, outline=GRID, width=3)
+    items: list[Item] = [Rect((x0, y0, x0 + BOARD_SIDE, y0 + BOARD_SIDE), BOARD, GRID, 3)]
     for i in range(1, 4):
-        draw.line((x0 + i * CELL, y0, x0 + i * CELL, y0 + BOARD_SIDE), fill=GRID, width=2)
-        draw.line((x0, y0 + i * CELL, x0 + BOARD_SIDE, y0 + i * CELL), fill=GRID, width=2)
+        items.append(Line((x0 + i * CELL, y0, x0 + i * CELL, y0 + BOARD_SIDE), GRID, 2))
+        items.append(Line((x0, y0 + i * CELL, x0 + BOARD_SIDE, y0 + i * CELL), GRID, 2))
+    if last_move is not None:  # an outline inside the square, clear of the grid and of any piece
+        if not 0 <= last_move < NUM_SQUARES:
+            raise ValueError(f"last_move must be a square 0-15; got {last_move!r}")
+        cx, cy = square_center(last_move)
+        inset = CELL // 2 - 4
+        frame = Rect((cx - inset, cy - inset, cx + inset, cy + inset), None, LAST_MOVE_MARK, 4)
+        items.append(Group((("last-move", str(last_move)),), (frame,)))
     for square in range(NUM_SQUARES):
-        cx, cy = square_center(square)
         piece = state.piece_at(square)
         if piece != NO_PIECE:
-            _draw_piece(draw, piece, cx, cy, CELL)
+            items.append(_piece(piece, *square_center(square), CELL, ("place", "board"), ("square", str(square))))
+    return items
 
 
-def _label_board(draw: ImageDraw.ImageDraw, state: State) -> None:
+def _board_labels(state: State) -> list[Item]:
     """Number the empty squares (the action that places there) and name each piece by its hex digit."""
+    items: list[Item] = []
     for square in range(NUM_SQUARES):
         cx, cy = square_center(square)
         piece = state.piece_at(square)
         if piece == NO_PIECE:
-            draw.text((cx, cy), str(square), fill=FAINT, font=_font(22), anchor="mm")
+            items.append(Text((cx, cy), str(square), FAINT, 22, "mm"))
         else:
-            draw.text((cx - CELL // 2 + 4, cy - CELL // 2 + 2), HEX[piece], fill=INK, font=_font(14))
+            items.append(Text((cx - CELL // 2 + 4, cy - CELL // 2 + 2), HEX[piece], INK, 14))
+    return items
 
 
-def _draw_panel(draw: ImageDraw.ImageDraw, state: State) -> None:
+def _panel(state: State) -> list[Item]:
     hx, hy = HAND_ORIGIN
-    draw.text((hx, hy - 24), "in hand", fill=INK, font=_font(18))
-    draw.rectangle((hx, hy, hx + CELL, hy + CELL), fill=BOARD, outline=GRID, width=2)
+    items: list[Item] = [Text((hx, hy - 24), "in hand", INK, 18)]
+    items.append(Rect((hx, hy, hx + CELL, hy + CELL), BOARD, GRID, 2))
     if state.hand == NO_PIECE:
-        draw.text(hand_center(), "none", fill=FAINT, font=_font(16), anchor="mm")
+        items.append(Text(hand_center(), "none", FAINT, 16, "mm"))
     else:
-        _draw_piece(draw, state.hand, *hand_center(), CELL)
-        draw.text((hx + CELL + 10, hy + CELL // 2), f"piece {HEX[state.hand]}", fill=INK, font=_font(16), anchor="lm")
+        items.append(_piece(state.hand, *hand_center(), CELL, ("place", "hand")))
+        items.append(Text((hx + CELL + 10, hy + CELL // 2), f"piece {HEX[state.hand]}", INK, 16, "lm"))
     lx, ly = LEFT_ORIGIN
-    draw.text((lx, ly - 24), "pieces left", fill=INK, font=_font(18))
+    items.append(Text((lx, ly - 24), "pieces left", INK, 18))
     for piece in range(NUM_PIECES):
         cx, cy = left_center(piece)
-        draw.rectangle(
-            (cx - SLOT // 2, cy - SLOT // 2, cx + SLOT // 2, cy + SLOT // 2), fill=PAGE, outline=FAINT, width=1
-        )
+        items.append(Rect((cx - SLOT // 2, cy - SLOT // 2, cx + SLOT // 2, cy + SLOT // 2), PAGE, FAINT, 1))
         if state.available >> piece & 1:  # drawn a little smaller and lower-right, clear of the label
-            _draw_piece(draw, piece, cx + 3, cy + 3, SLOT - 12)
-        draw.text((cx - SLOT // 2 + 3, cy - SLOT // 2 + 1), HEX[piece], fill=FAINT, font=_font(11))
+            items.append(_piece(piece, cx + 3, cy + 3, SLOT - 12, ("place", "left")))
+        items.append(Text((cx - SLOT // 2 + 3, cy - SLOT // 2 + 1), HEX[piece], FAINT, 11))
+    return items
 
 
-def _draw_piece(draw: ImageDraw.ImageDraw, piece: int, cx: int, cy: int, cell: int) -> None:
-    """Piece ``piece`` centred on ``(cx, cy)`` in a cell of side ``cell``."""
+def _piece(piece: int, cx: int, cy: int, cell: int, *data: tuple[str, str]) -> Group:
+    """Piece ``piece`` centred on ``(cx, cy)`` in a cell of side ``cell``: big if tall, cream or brown, a
+    circle or a square, with a hole if hollow."""
     tall, dark, square, hollow = (bool(piece >> k & 1) for k in range(NUM_ATTRIBUTES))
     half = cell * (TALL_RADIUS if tall else SHORT_RADIUS)
     box = (cx - half, cy - half, cx + half, cy + half)
     fill = DARK_PIECE if dark else LIGHT_PIECE
-    outline_width = max(2, cell // 30)
-    if square:
-        draw.rectangle(box, fill=fill, outline=INK, width=outline_width)
-    else:
-        draw.ellipse(box, fill=fill, outline=INK, width=outline_width)
+    body = (Rect if square else Ellipse)(box, fill, INK, max(2, cell // 30))
+    shapes: tuple[Shape, ...] = (body,)
     if hollow:
         hole = half * HOLE_RADIUS
-        draw.ellipse(
-            (cx - hole, cy - hole, cx + hole, cy + hole),
-            fill=HOLE_IN_DARK if dark else HOLE_IN_LIGHT,
-            outline=HOLE_RIM_IN_DARK if dark else INK,
-            width=max(2, cell // 40),
+        shapes += (
+            Ellipse(
+                (cx - hole, cy - hole, cx + hole, cy + hole),
+                HOLE_IN_DARK if dark else HOLE_IN_LIGHT,
+                HOLE_RIM_IN_DARK if dark else INK,
+                max(2, cell // 40),
+            ),
         )
+    return Group((("piece", str(piece)), *data), shapes)
 
 
-def _mark_group(draw: ImageDraw.ImageDraw, group: int, colour: tuple[int, int, int]) -> None:
+def _group_mark(group: int, kind: str, colour: Colour) -> Group:
+    """A line struck through a winning or declarable line of the board, or a frame around a 2x2 block."""
     squares = [s for s in range(NUM_SQUARES) if group >> s & 1]
+    (x1, y1), (x2, y2) = square_center(squares[0]), square_center(squares[-1])
+    shape: Shape
     if group in LINES:  # strike the line through its end squares
-        (x1, y1), (x2, y2) = square_center(squares[0]), square_center(squares[-1])
-        draw.line((x1, y1, x2, y2), fill=colour, width=7)
+        shape = Line((x1, y1, x2, y2), colour, 7)
     else:  # a 2x2 block: frame it
-        (x1, y1), (x2, y2) = square_center(squares[0]), square_center(squares[-1])
         inset = CELL // 2 - 6
-        draw.rectangle((x1 - inset, y1 - inset, x2 + inset, y2 + inset), outline=colour, width=6)
+        shape = Rect((x1 - inset, y1 - inset, x2 + inset, y2 + inset), None, colour, 6)
+    data = (("mark", kind), ("squares", " ".join(map(str, squares))), ("group", describe_group(group)))
+    return Group(data, (shape,))
 
 
-def _fit_text(draw: ImageDraw.ImageDraw, xy: tuple[int, int], text: str, size: int) -> None:
-    """Draw ``text`` at ``xy`` in the largest font up to ``size`` that keeps it inside the picture."""
-    while size > 10 and draw.textlength(text, font=_font(size)) > WIDTH - xy[0] - MARGIN // 2:
+def _fitted_text(xy: tuple[int, int], text: str, size: int) -> Text:
+    """``text`` at ``xy`` in the largest font up to ``size`` that keeps it inside the picture."""
+    while size > 10 and _font(size).getlength(text) > WIDTH - xy[0] - MARGIN // 2:
         size -= 1
-    draw.text(xy, text, fill=INK, font=_font(size))
+    return Text(xy, text, INK, size)
+
+
+def shapes_of(items: list[Item]) -> Iterator[Shape]:
+    """Every shape of ``items``, groups opened, in drawing order."""
+    for item in items:
+        if isinstance(item, Group):
+            yield from item.shapes
+        else:
+            yield item
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Image: the PIL back end
+# ---------------------------------------------------------------------------------------------------------
+def render_image(
+    variant: Variant,
+    state: State,
+    names: tuple[str, str] = DEFAULT_NAMES,
+    status: str | None = None,
+    last_move: int | None = None,
+) -> np.ndarray:
+    """The position as an ``(H, W, 3)`` ``uint8`` RGB picture; ``names`` and ``status`` as in :func:`render_text`.
+
+    Winning groups are struck through in red, groups that can be declared in orange; ``last_move``, a square,
+    is outlined in blue.
+    """
+    image = Image.new("RGB", (WIDTH, HEIGHT), PAGE)
+    draw = ImageDraw.Draw(image)
+    for shape in shapes_of(drawing(variant, state, names, status, last_move)):
+        if isinstance(shape, Rect):
+            draw.rectangle(shape.box, fill=shape.fill, outline=shape.outline, width=shape.width)
+        elif isinstance(shape, Ellipse):
+            draw.ellipse(shape.box, fill=shape.fill, outline=shape.outline, width=shape.width)
+        elif isinstance(shape, Line):
+            draw.line(shape.ends, fill=shape.colour, width=shape.width)
+        else:
+            draw.text(shape.xy, shape.text, fill=shape.colour, font=_font(shape.size), anchor=shape.anchor)
+    return np.asarray(image, dtype=np.uint8).copy()
 
 
 @functools.cache
@@ -340,3 +467,76 @@ def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
         return ImageFont.load_default(size=size)
     except TypeError:  # Pillow < 10.1 has only the fixed-size bitmap font
         return ImageFont.load_default()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Image: the SVG back end
+# ---------------------------------------------------------------------------------------------------------
+SVG_FONT = "DejaVu Sans, Verdana, Arial, Helvetica, sans-serif"
+"""The SVG's font: whichever of these the viewer has (the last is always there); nothing is embedded."""
+_SVG_ANCHORS = {"la": ("start", "hanging"), "mm": ("middle", "central"), "lm": ("start", "central")}
+
+
+def svg_board(
+    variant: Variant,
+    state: State,
+    names: tuple[str, str] = DEFAULT_NAMES,
+    status: str | None = None,
+    last_move: int | None = None,
+) -> str:
+    """The picture of :func:`render_image` as a self-contained SVG document (text), drawn from the same
+    :func:`drawing`. Each piece is a ``<g>`` with ``data-piece``, ``data-place`` and, on the board,
+    ``data-square``; each marked group a ``<g>`` with ``data-mark`` and ``data-squares``; ``last_move`` a
+    ``<g data-last-move>``. Shows inline in Jupyter: ``IPython.display.SVG(svg_board(...))``."""
+    body = "\n".join(_svg_item(item) for item in drawing(variant, state, names, status, last_move))
+    title = escape(f"Quarto - {describe_variant(variant)}: {format_position(state)}")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="{SVG_FONT}" data-position={quoteattr(format_position(state))}>\n'
+        f"<title>{title}</title>\n{body}\n</svg>\n"
+    )
+
+
+def _svg_item(item: Item) -> str:
+    if not isinstance(item, Group):
+        return _svg_shape(item)
+    data = "".join(f" data-{key}={quoteattr(value)}" for key, value in item.data)
+    return f"<g{data}>" + "".join(_svg_shape(shape) for shape in item.shapes) + "</g>"
+
+
+def _svg_shape(shape: Shape) -> str:
+    if isinstance(shape, Text):
+        horizontal, vertical = _SVG_ANCHORS[shape.anchor]
+        x, y = shape.xy
+        return (
+            f'<text x="{_n(x)}" y="{_n(y)}" font-size="{shape.size}" fill="{_rgb(shape.colour)}" '
+            f'text-anchor="{horizontal}" dominant-baseline="{vertical}">{escape(shape.text)}</text>'
+        )
+    if isinstance(shape, Line):
+        x1, y1, x2, y2 = shape.ends
+        return (
+            f'<line x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(x2)}" y2="{_n(y2)}" stroke="{_rgb(shape.colour)}" '
+            f'stroke-width="{shape.width}"/>'
+        )
+    # PIL fills the pixels x0..x1 inclusive with the outline inside; an SVG stroke is centred on the path.
+    x0, y0, x1, y1 = shape.box
+    inner = shape.width / 2 if shape.outline is not None else 0
+    left, top, right, bottom = x0 + inner, y0 + inner, x1 + 1 - inner, y1 + 1 - inner
+    paint = f'fill="{_rgb(shape.fill) if shape.fill is not None else "none"}"'
+    if shape.outline is not None:
+        paint += f' stroke="{_rgb(shape.outline)}" stroke-width="{shape.width}"'
+    if isinstance(shape, Rect):
+        return f'<rect x="{_n(left)}" y="{_n(top)}" width="{_n(right - left)}" height="{_n(bottom - top)}" {paint}/>'
+    return (
+        f'<ellipse cx="{_n((left + right) / 2)}" cy="{_n((top + bottom) / 2)}" rx="{_n((right - left) / 2)}" '
+        f'ry="{_n((bottom - top) / 2)}" {paint}/>'
+    )
+
+
+def _rgb(colour: Colour) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*colour)
+
+
+def _n(value: float) -> str:
+    """A coordinate, without trailing zeros."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")

@@ -1,22 +1,28 @@
 """Rendering: PettingZoo's render test on every variant flag combination, the text board read back into the
-position, and the picture decoded pixel by pixel into the attributes of every piece."""
+position, the picture decoded pixel by pixel into the attributes of every piece, and the SVG decoded shape by
+shape and checked against the position and against the picture."""
 
 from __future__ import annotations
 
+import random
 import re
 import sys
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 from pettingzoo.test import render_test
 
 import quarto_env
-from quarto_env.core import NO_PIECE, Variant, from_board, step
+from quarto_env.core import INITIAL_STATE, NO_PIECE, State, Variant, from_board, legal_actions, step
 from quarto_env.notation import parse_position
 from quarto_env.render import (
     BOARD,
     CELL,
     CLAIM_MARK,
+    DARK_PIECE,
+    LAST_MOVE_MARK,
+    LIGHT_PIECE,
     PAGE,
     SHORT_RADIUS,
     SLOT,
@@ -28,6 +34,7 @@ from quarto_env.render import (
     render_image,
     render_text,
     square_center,
+    svg_board,
 )
 
 
@@ -207,3 +214,177 @@ def test_human_mode_draws_into_a_matplotlib_window_where_there_is_a_display(monk
     assert np.array_equal(shown, render_image(raw.variant, raw.game_state, raw.seats))
     env.close()
     assert raw._figure is None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# SVG
+# ---------------------------------------------------------------------------------------------------------
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def hex_colour(colour: tuple[int, int, int]) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*colour)
+
+
+def read_svg_piece(group: ET.Element, cell: int) -> tuple[int, tuple[float, float]]:
+    """A piece decoded from its SVG shapes alone (not its data attributes), and the centre of its body: a
+    rect is square, an ellipse round; the outer size says tall or short; the fill light or dark; a second
+    shape, a hole."""
+    body, *hole = list(group)
+    stroke = float(body.get("stroke-width", "0"))
+    if body.tag == SVG + "rect":
+        square = True
+        x, y, width = float(body.get("x", "")), float(body.get("y", "")), float(body.get("width", ""))
+        assert body.get("height") == body.get("width")
+        centre = (x + width / 2, y + width / 2)
+    else:
+        assert body.tag == SVG + "ellipse" and body.get("rx") == body.get("ry")
+        square = False
+        width = 2 * float(body.get("rx", ""))
+        centre = (float(body.get("cx", "")), float(body.get("cy", "")))
+    half = (width + stroke) / 2
+    tall = half > (TALL_RADIUS + SHORT_RADIUS) / 2 * cell
+    assert body.get("fill") in (hex_colour(LIGHT_PIECE), hex_colour(DARK_PIECE))
+    dark = body.get("fill") == hex_colour(DARK_PIECE)
+    assert len(hole) <= 1 and all(shape.tag == SVG + "ellipse" for shape in hole)
+    return int(tall) | int(dark) << 1 | int(square) << 2 | int(bool(hole)) << 3, centre
+
+
+def read_svg(svg: str) -> tuple[ET.Element, dict[str, list[tuple[int, int | None, tuple[float, float]]]]]:
+    """The parsed SVG and its pieces by place: ``(piece, square or None, centre)``, each piece's data
+    attribute checked against its shapes."""
+    root = ET.fromstring(svg)  # raises on anything that is not well-formed XML
+    assert root.tag == SVG + "svg"
+    pieces: dict[str, list[tuple[int, int | None, tuple[float, float]]]] = {"board": [], "hand": [], "left": []}
+    for group in root.iter(SVG + "g"):
+        if "data-piece" not in group.attrib:
+            continue
+        place = group.get("data-place", "")
+        piece, centre = read_svg_piece(group, SLOT - 12 if place == "left" else CELL)
+        assert piece == int(group.get("data-piece", ""))
+        square = group.get("data-square")
+        pieces[place].append((piece, None if square is None else int(square), centre))
+    return root, pieces
+
+
+def random_positions(variant: Variant, seed: int) -> list[State]:
+    """Every position of a seeded random game, the end included."""
+    rng = random.Random(seed)
+    states = [INITIAL_STATE]
+    while not states[-1].over:
+        states.append(step(variant, states[-1], rng.choice(legal_actions(variant, states[-1]))))
+    return states
+
+
+VARIANTS = [
+    Variant(),
+    Variant.make(squares=True),
+    Variant.make(attributes=("colour", "top"), declaration=True),
+    Variant.make(squares=True, declaration=True, false_declaration="penalty"),
+]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda variant: str(VARIANTS.index(variant)))
+def test_the_svg_shows_every_piece_where_the_picture_does(variant: Variant) -> None:
+    states = random_positions(variant, seed=VARIANTS.index(variant))
+    for state in [*states[::2], states[-1]]:  # every other position and the end
+        svg = svg_board(variant, state)
+        _, pieces = read_svg(svg)
+        image = render_image(variant, state)
+        struck = {
+            int(s)
+            for kind in ("win", "claim")
+            for squares, shape in marks(svg, kind)
+            for s in squares.split()
+            if shape.tag == SVG + "line"
+        }  # a line struck through the pieces hides what the pixels show
+        board = [NO_PIECE] * 16
+        for piece, square, centre in pieces["board"]:
+            assert square is not None and board[square] == NO_PIECE
+            board[square] = piece
+            assert centre == pytest.approx(square_center(square), abs=1)
+            if square not in struck:
+                assert read_piece(image, *square_center(square), CELL) == piece
+        assert board == list(state.board)
+        assert [piece for piece, _, _ in pieces["hand"]] == ([] if state.hand == NO_PIECE else [state.hand])
+        for piece, _, centre in pieces["hand"]:
+            assert centre == pytest.approx(hand_center(), abs=1)
+            assert read_piece(image, *hand_center(), CELL) == piece
+        assert sorted(piece for piece, _, _ in pieces["left"]) == [p for p in range(16) if state.available >> p & 1]
+        for piece, _, centre in pieces["left"]:
+            cx, cy = left_center(piece)
+            assert centre == pytest.approx((cx + 3, cy + 3), abs=1)
+            assert read_piece(image, cx + 3, cy + 3, SLOT - 12) == piece
+
+
+def marks(svg: str, kind: str) -> list[tuple[str, ET.Element]]:
+    """The groups marked ``kind`` (``win``, ``claim``): their squares and their one shape."""
+    root = ET.fromstring(svg)
+    found = []
+    for group in root.iter(SVG + "g"):
+        if group.get("data-mark") == kind:
+            (shape,) = list(group)
+            found.append((group.get("data-squares", ""), shape))
+    return found
+
+
+def test_the_svg_strikes_the_winning_line_and_frames_what_can_be_declared() -> None:
+    playing = parse_position("135............. 7")
+    won = step(Variant(), playing, 3)  # completes row 1 with four tall pieces
+    assert marks(svg_board(Variant(), playing), "win") == []
+    ((squares, line),) = marks(svg_board(Variant(), won), "win")
+    assert squares == "0 1 2 3" and line.tag == SVG + "line"
+    assert line.get("stroke") == hex_colour(WIN_MARK)
+    ends = [float(line.get(key, "")) for key in ("x1", "y1", "x2", "y2")]
+    assert ends == [*square_center(0), *square_center(3)]
+    assert "player 0 wins: completed row 1" in svg_board(Variant(), won)
+    variant = Variant.make(squares=True, declaration=True)
+    claimable = step(variant, parse_position(".....37..b...... f", variant), 10)
+    assert marks(svg_board(variant, claimable), "win") == []
+    ((squares, frame),) = marks(svg_board(variant, claimable), "claim")
+    assert squares == "5 6 9 10" and frame.tag == SVG + "rect"
+    assert frame.get("stroke") == hex_colour(CLAIM_MARK) and frame.get("fill") == "none"
+
+
+def test_the_last_move_is_outlined_in_both_pictures() -> None:
+    state = parse_position("f9.......0..3... 5")
+    root = ET.fromstring(svg_board(Variant(), state, last_move=9))
+    (group,) = [g for g in root.iter(SVG + "g") if "data-last-move" in g.attrib]
+    assert group.get("data-last-move") == "9"
+    (frame,) = list(group)
+    assert frame.get("stroke") == hex_colour(LAST_MOVE_MARK)
+    x, width = float(frame.get("x", "")), float(frame.get("width", ""))
+    assert x + width / 2 == pytest.approx(square_center(9)[0], abs=1)
+    assert not [g for g in ET.fromstring(svg_board(Variant(), state)).iter(SVG + "g") if "data-last-move" in g.attrib]
+    assert not has_colour(render_image(Variant(), state), LAST_MOVE_MARK)
+    outlined = render_image(Variant(), state, last_move=9)
+    cx, cy = square_center(9)
+    assert tuple(outlined[cy, cx - CELL // 2 + 5]) == LAST_MOVE_MARK
+    with pytest.raises(ValueError, match="last_move"):
+        svg_board(Variant(), state, last_move=16)
+
+
+def test_the_svg_escapes_its_text() -> None:
+    names = ("alice", '<bob> & "co"')  # bob is to move: his name is on the status line
+    svg = svg_board(Variant(), parse_position("f9.......0..3... 5"), names)
+    texts = [element.text or "" for element in ET.fromstring(svg).iter(SVG + "text")]
+    assert any('<bob> & "co" to place piece 5' in text for text in texts)
+    assert "<bob>" not in svg
+
+
+def test_the_env_shows_itself_as_svg_in_a_notebook() -> None:
+    env = quarto_env.env(render_mode="rgb_array", first_player=0)
+    env.reset(seed=0)
+    env.step(5)  # player_0 gives piece 5
+    env.step(3)  # player_1 places it on square 3
+    raw = env.unwrapped
+    svg = env._repr_svg_()  # what Jupyter calls on the wrapped env
+    assert svg == raw._repr_svg_() == svg_board(raw.variant, raw.game_state, raw.seats, last_move=3)
+    root, pieces = read_svg(svg)
+    assert [(piece, square) for piece, square, _ in pieces["board"]] == [(5, 3)]
+    assert [g.get("data-last-move") for g in root.iter(SVG + "g") if "data-last-move" in g.attrib] == ["3"]
+    assert np.array_equal(env.render(), render_image(raw.variant, raw.game_state, raw.seats))  # rgb_array as before
+    env.step(0)  # a give: the last placement stays outlined
+    assert 'data-last-move="3"' in env._repr_svg_()
+    env.reset(seed=0)
+    assert "data-last-move" not in env._repr_svg_()
