@@ -16,7 +16,7 @@ from quarto_env.core import INITIAL_STATE, NUM_SQUARES, STANDARD, State, Variant
 MAX_ATTEMPTS_PER_POSITION = 1000
 
 
-def sample_positions(
+def greedy_game_positions(
     empty_squares: int,
     count: int,
     seed: int,

@@ -12,7 +12,7 @@ import pytest
 from agents.base import Agent, make_agent
 from agents.suites import Suite, build_suite, save_suite, shipped_suite_names
 from experiments.arena import grade, grading
-from experiments.arena.grading import PositionValues, exact_action_values, grade_agent, sample_positions
+from experiments.arena.grading import PositionValues, exact_action_values, grade_agent, sample_decisions
 from experiments.arena.ratings import wilson_interval
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, State, Variant, legal_actions, step
 from quarto_env.notation import parse_position
@@ -64,7 +64,7 @@ class FixedChoice(Agent):
 # ---------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("variant", SMALL_VARIANTS, ids=[v.describe() for v in SMALL_VARIANTS])
 def test_exact_action_values_match_the_brute_force(variant: Variant) -> None:
-    positions = sample_positions(variant, 12, seed=5, max_empty=5, min_empty=2)
+    positions = sample_decisions(variant, 12, seed=5, max_empty=5, min_empty=2)
     for state in positions:
         assert exact_action_values(variant, state) == reference_action_values(variant, state), state
 
@@ -84,7 +84,7 @@ def test_known_position_values(solver: grading.Solver) -> None:
 # Grading logic, with the reference values
 # ---------------------------------------------------------------------------------------------------------
 def test_perfect_play_loses_nothing_and_worst_play_loses_every_critical_decision() -> None:
-    positions = sample_positions(STANDARD, 40, seed=1, max_empty=5, min_empty=2)
+    positions = sample_decisions(STANDARD, 40, seed=1, max_empty=5, min_empty=2)
     values = PositionValues(STANDARD, solver=reference_solver)
     perfect = grade_agent(FixedChoice(STANDARD, worst=False), STANDARD, positions, values)
     worst = grade_agent(FixedChoice(STANDARD, worst=True), STANDARD, positions, values)
@@ -97,7 +97,7 @@ def test_perfect_play_loses_nothing_and_worst_play_loses_every_critical_decision
 
 
 def test_report_splits_and_transitions_add_up() -> None:
-    positions = sample_positions(STANDARD, 40, seed=2, max_empty=5, min_empty=1)
+    positions = sample_decisions(STANDARD, 40, seed=2, max_empty=5, min_empty=1)
     report = grade_agent(
         FixedChoice(STANDARD, worst=True), STANDARD, positions, PositionValues(STANDARD, solver=reference_solver)
     )
@@ -134,7 +134,7 @@ def test_grading_refuses_mismatched_variants_and_illegal_actions() -> None:
 
 
 def test_value_cache_round_trips_through_disk(tmp_path: Path) -> None:
-    positions = sample_positions(STANDARD, 10, seed=3, max_empty=4)
+    positions = sample_decisions(STANDARD, 10, seed=3, max_empty=4)
     path = tmp_path / "values.json"
     first = PositionValues(STANDARD, path, solver=reference_solver)
     expected = {s: first.action_values(s) for s in positions}
@@ -146,9 +146,9 @@ def test_value_cache_round_trips_through_disk(tmp_path: Path) -> None:
 
 
 def test_sampled_positions_are_seeded_decisions_within_bounds() -> None:
-    first = sample_positions(STANDARD, 30, seed=9, max_empty=8, min_empty=3)
-    assert first == sample_positions(STANDARD, 30, seed=9, max_empty=8, min_empty=3)
-    assert first != sample_positions(STANDARD, 30, seed=10, max_empty=8, min_empty=3)
+    first = sample_decisions(STANDARD, 30, seed=9, max_empty=8, min_empty=3)
+    assert first == sample_decisions(STANDARD, 30, seed=9, max_empty=8, min_empty=3)
+    assert first != sample_decisions(STANDARD, 30, seed=10, max_empty=8, min_empty=3)
     assert all(3 <= s.num_empty <= 8 and len(legal_actions(STANDARD, s)) > 1 and not s.over for s in first)
     assert {s.placing for s in first} == {True, False}
 
@@ -156,14 +156,14 @@ def test_sampled_positions_are_seeded_decisions_within_bounds() -> None:
 @pytest.mark.parametrize("sources", [[], ["random", ""], "random"])
 def test_sampling_refuses_sources_that_name_no_agent(sources: object) -> None:
     with pytest.raises(ValueError, match="sources must be a list of one or more agent specs"):
-        sample_positions(STANDARD, 1, seed=0, sources=sources)  # type: ignore[arg-type]
+        sample_decisions(STANDARD, 1, seed=0, sources=sources)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------------------
 # The exact solver as judge, and the command
 # ---------------------------------------------------------------------------------------------------------
 def test_solver_grades_zero_and_random_and_greedy_clearly_more(tmp_path: Path) -> None:
-    positions = sample_positions(STANDARD, 100, seed=0, max_empty=8)
+    positions = sample_decisions(STANDARD, 100, seed=0, max_empty=8)
     values = PositionValues(STANDARD)
     shares = {
         spec: grade_agent(make_agent(spec, STANDARD, seed=1), STANDARD, positions, values).share_lost()
@@ -298,7 +298,7 @@ def test_a_cache_path_that_cannot_be_a_file_is_refused(
 def test_a_tampered_or_stale_cache_is_solved_again_with_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    positions = sample_positions(STANDARD, 6, seed=3, max_empty=4)
+    positions = sample_decisions(STANDARD, 6, seed=3, max_empty=4)
     path = tmp_path / "values.json"
     honest = PositionValues(STANDARD, path, solver=reference_solver)
     expected = {s: honest.action_values(s) for s in positions}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.arena.grading import PositionValues, sample_positions
+from experiments.arena.grading import PositionValues, sample_decisions
 from quarto_env.core import STANDARD, Variant
 
 BOOKLESS = Variant.make(declaration=True)
@@ -138,7 +138,7 @@ def slow_second_position(max_seed: int = 200) -> int:
     """A seed whose two sampled positions (:data:`BOOKLESS` rules) are a quick one (at most 8 empty squares) and
     then one the solver needs minutes or more for (at least 15)."""
     for seed in range(max_seed):
-        first, second = sample_positions(BOOKLESS, 2, seed, max_empty=16)
+        first, second = sample_decisions(BOOKLESS, 2, seed, max_empty=16)
         if first.num_empty <= 8 and second.num_empty >= 15:
             return seed
     raise AssertionError(f"no such seed below {max_seed}")
@@ -157,7 +157,7 @@ def test_grade_keeps_the_values_solved_before_ctrl_c(tmp_path: Path) -> None:
     assert len(json.loads(cache.read_text())["positions"]) == 1
     values = PositionValues(BOOKLESS, cache)
     assert values.discarded is None
-    first, second = sample_positions(BOOKLESS, 2, seed, max_empty=16)
+    first, second = sample_decisions(BOOKLESS, 2, seed, max_empty=16)
     assert first in values and second not in values
 
 

@@ -22,7 +22,7 @@ import pytest
 
 from agents import interrupts
 from agents.minimax import Solver
-from agents.positions import sample_positions
+from agents.positions import greedy_game_positions
 from agents.search import (
     EXACT_DEPTH,
     WIN,
@@ -66,7 +66,7 @@ def test_two_threads_agree_with_one_on_every_best_action(variant: Variant) -> No
     """Positions with 9-10 empty squares: the threads share the table and defer each other's subtrees there."""
     one, two = Solver(variant, table_bits=18), Solver(variant, table_bits=18, jobs=2)
     for empties in (9, 10):
-        for state in sample_positions(empties, 4, seed=empties, variant=variant):
+        for state in greedy_game_positions(empties, 4, seed=empties, variant=variant):
             expected = one.solve(state)
             assert two.solve(state).best_actions == expected.best_actions, format_position(state)
 
@@ -94,7 +94,7 @@ def test_a_search_stopped_from_another_thread_raises_search_interrupted() -> Non
 # The saved table
 # ---------------------------------------------------------------------------------------------------------
 def test_a_saved_table_seeds_a_table_of_another_size(tmp_path: Path) -> None:
-    state = sample_positions(11, 1, seed=5)[0]
+    state = greedy_game_positions(11, 1, seed=5)[0]
     first = Solver(STANDARD, table_bits=16)
     value = first.value(state)
     path = tmp_path / "proof.npz"
@@ -137,7 +137,7 @@ def test_table_sizes_in_megabytes() -> None:
 # quarto solve: JSON, progress, Ctrl-C, --resume
 # ---------------------------------------------------------------------------------------------------------
 def test_the_answer_has_nodes_hit_rate_and_seconds(capsys: pytest.CaptureFixture[str]) -> None:
-    position = format_position(sample_positions(11, 1, seed=8)[0])
+    position = format_position(greedy_game_positions(11, 1, seed=8)[0])
     assert solve_command.main([position, "--value-only", "--table-mb", "4", "--no-progress"]) == 0
     line = json.loads(capsys.readouterr().out)
     assert line["best_actions"] is None and line["value"] in (1, 0, -1)
@@ -165,7 +165,7 @@ def test_bad_options_are_named(flags: list[str], message: str, capsys: pytest.Ca
 
 def test_progress_lines_name_nodes_speed_and_the_path() -> None:
     solver = Solver(STANDARD, table_bits=16)
-    solver.value(sample_positions(11, 1, seed=2)[0])
+    solver.value(greedy_game_positions(11, 1, seed=2)[0])
     line = solve_command.counts_line(solver, 2.0)
     assert f"{solver.nodes:,} nodes" in line and "M/s" in line and "table hits" in line
 
@@ -230,7 +230,7 @@ def test_the_squares_variant_is_a_draw() -> None:
 # ---------------------------------------------------------------------------------------------------------
 def test_the_cache_keeps_proven_values_across_solvers(tmp_path: Path) -> None:
     cache = ValueCache(STANDARD, tmp_path / "values.sqlite")
-    states = sample_positions(12, 2, seed=21)
+    states = greedy_game_positions(12, 2, seed=21)
     first = Solver(STANDARD, cache=cache, table_bits=18)
     results = [first.solve(state) for state in states]
     assert len(cache) > 0
@@ -256,7 +256,7 @@ def test_every_cached_bound_holds_for_its_position(tmp_path: Path) -> None:
     """The cache's rows, decoded back to positions and solved afresh: each exact value lies within its bounds."""
     cache = ValueCache(STANDARD, tmp_path / "values.sqlite")
     solver = Solver(STANDARD, cache=cache, table_bits=18)
-    for state in sample_positions(12, 2, seed=4):
+    for state in greedy_game_positions(12, 2, seed=4):
         solver.solve(state)
     with sqlite3.connect(cache.path) as connection:
         rows = connection.execute(

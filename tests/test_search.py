@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from agents import SpecError, make_agent
 from agents.minimax import MinimaxAgent, SolverAgent, solve
-from agents.positions import sample_positions
+from agents.positions import greedy_game_positions
 from agents.search import EXACT_DEPTH, WIN, Search
 from quarto_env.core import (
     ATTRIBUTES,
@@ -126,7 +126,7 @@ def test_uncounted_attributes_are_ignored() -> None:
 
 
 def test_solver_value_is_invariant_under_symmetries() -> None:
-    for state in sample_positions(9, 4, seed=5):
+    for state in greedy_game_positions(9, 4, seed=5):
         board = state.board
         image = symmetries_for(False)[7]
         moved = transformed(board, image, (2, 0, 3, 1), 0b0101)
@@ -147,7 +147,7 @@ def test_signed_lanes_keep_the_bits() -> None:
 def test_proven_scores_of_a_shallow_search_are_exact() -> None:
     """A depth-limited search scores +-WIN only when the position is won or lost under perfect play."""
     search = Search(STANDARD, table_bits=16)
-    for state in sample_positions(8, 8, seed=3):
+    for state in greedy_game_positions(8, 8, seed=3):
         value = solve(state).value
         for depth in range(1, 7):
             score = search.run(state, depth).score
@@ -158,7 +158,7 @@ def test_proven_scores_of_a_shallow_search_are_exact() -> None:
 
 
 def test_minimax_to_the_end_is_the_solver() -> None:
-    for state in sample_positions(8, 6, seed=17):
+    for state in greedy_game_positions(8, 6, seed=17):
         result = solve(state)
         agent = MinimaxAgent(STANDARD, seed=0, depth=EXACT_DEPTH)
         action = agent.act(state)
@@ -211,7 +211,7 @@ def test_time_budget_always_answers_with_a_legal_action() -> None:
 
 
 def test_deepening_goes_deeper_with_more_time() -> None:
-    state = sample_positions(12, 1, seed=2)[0]
+    state = greedy_game_positions(12, 1, seed=2)[0]
     shallow, deep = MinimaxAgent(STANDARD, 0, time=0.002), MinimaxAgent(STANDARD, 0, time=0.3)
     shallow.act(state)
     deep.act(state)

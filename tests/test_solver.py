@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from agents.minimax import Solver, solve
-from agents.positions import sample_positions
+from agents.positions import greedy_game_positions
 from experiments.arena import solve as solve_command
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, RulesError, State, Variant, legal_actions, step
 from quarto_env.notation import format_position, parse_position
@@ -68,7 +68,7 @@ def sample(variant: Variant, seed: int) -> list[State]:
         state
         for empties in range(1, 7)
         for placing in (True, False)
-        for state in sample_positions(empties, 1 if empties == 1 else 2, seed + empties, variant, placing)
+        for state in greedy_game_positions(empties, 1 if empties == 1 else 2, seed + empties, variant, placing)
     ]
 
 
@@ -279,7 +279,7 @@ def test_random_best_action_draws_every_best_action_and_nothing_else(name: str) 
     variant = VARIANTS[name]
     solver = Solver(variant, table_bits=16)
     rng = np.random.default_rng(0)
-    for state in sample_positions(7, 3, seed=5, variant=variant):
+    for state in greedy_game_positions(7, 3, seed=5, variant=variant):
         result = solver.solve(state)
         drawn = [solver.random_best_action(state, rng) for _ in range(40 * len(result.best_actions))]
         assert {value for value, _ in drawn} == {result.value}

@@ -14,7 +14,7 @@ import pytest
 from agents import make_agent
 from agents.match import play_game
 from agents.minimax import solve
-from agents.positions import sample_positions
+from agents.positions import greedy_game_positions
 from quarto_env.core import INITIAL_STATE, STANDARD, State, Variant, legal_actions, step
 
 
@@ -60,7 +60,7 @@ def test_deeper_minimax_beats_shallower(deeper: int, shallower: int) -> None:
 
 
 def test_solver_never_loses_a_position_it_valued_as_a_win_or_draw() -> None:
-    positions = sample_positions(10, 12, seed=4)
+    positions = greedy_game_positions(10, 12, seed=4)
     for opponent in ("greedy", "minimax:depth=4"):
         for index, start in enumerate(positions):
             value = solve(start).value

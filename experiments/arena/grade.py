@@ -63,7 +63,7 @@ from experiments.arena.grading import (
     GradeReport,
     PositionValues,
     grade_agent,
-    sample_positions,
+    sample_decisions,
     suite_states,
 )
 from experiments.arena.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
@@ -216,7 +216,7 @@ def _sampled_positions(
 ) -> list[State]:
     """The positions of the sampling options; too few within the bounds exits with a usage error."""
     try:
-        return sample_positions(variant, args.positions, args.seed, args.max_empty, args.min_empty, sources)
+        return sample_decisions(variant, args.positions, args.seed, args.max_empty, args.min_empty, sources)
     except RuntimeError as error:  # too few decisions within the bounds
         parser.error(f"{error}: widen --min-empty / --max-empty")
 

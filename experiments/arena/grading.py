@@ -7,7 +7,7 @@ value; a *critical* decision is one where some legal action loses value.
 
 :func:`grade_agent` is the library entry point, for the training run's evaluation::
 
-    positions = sample_positions(variant, 200, seed=0, max_empty=10)
+    positions = sample_decisions(variant, 200, seed=0, max_empty=10)
     values = PositionValues(variant)
     report = grade_agent(agent, variant, positions, values)
     report.share_lost()  # (share, low, high)
@@ -61,7 +61,7 @@ CACHE_FORMAT = 2
 """Version of the ``--cache`` file layout."""
 
 
-def sample_positions(
+def sample_decisions(
     variant: Variant,
     count: int,
     seed: int,

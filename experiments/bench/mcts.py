@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from agents.mcts import MCTSAgent
-from agents.positions import sample_positions
+from agents.positions import greedy_game_positions
 from experiments.options import SEED, CommandParser
 from quarto_env.checks import number_argument
 from quarto_env.core import INITIAL_STATE, STANDARD, State
@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     position_sets: dict[str, list[State]] = {"16 empty (opening give)": [INITIAL_STATE]}
     for empty in EMPTY_SQUARES:
-        position_sets[f"{empty} empty"] = sample_positions(empty, args.positions, args.seed, STANDARD)
+        position_sets[f"{empty} empty"] = greedy_game_positions(empty, args.positions, args.seed, STANDARD)
     print(f"MCTS, {args.sims} simulations per search, standard rules")
     print(f"{'positions':<26}{'compiled sims/s':>16}{'python sims/s':>16}{'ratio':>8}")
     for name, positions in position_sets.items():

@@ -9,7 +9,7 @@ Example usage::
 
 What it does:
 
-1. **Label.** Positions are sampled from seeded games (:func:`experiments.arena.grading.sample_positions`), keeping
+1. **Label.** Positions are sampled from seeded games (:func:`experiments.arena.grading.sample_decisions`), keeping
    only the distinct ones the search asks the network about (no rules shortcut decides them:
    :func:`agents.puct.forced_action`), until there are ``--positions``. The exact solver values the position and
    each of its actions (:class:`experiments.arena.grading.PositionValues`, saved to ``--cache`` for later runs).
@@ -69,7 +69,7 @@ from agents.networks import (
 )
 from agents.puct import encode_positions, forced_action
 from experiments.arena.grade import check_empty_range, values_or_exit
-from experiments.arena.grading import MAX_POSITIONS, SOLVER_COMFORT_EMPTY, PositionValues, sample_positions
+from experiments.arena.grading import MAX_POSITIONS, SOLVER_COMFORT_EMPTY, PositionValues, sample_decisions
 from experiments.arena.solve import MAX_JOBS
 from experiments.bench import exit_if_unwritten
 from experiments.options import SEED, CommandParser, add_variant_arguments, markdown_table, variant_from_args
@@ -149,7 +149,7 @@ def label_positions(
     find too few."""
     found: dict[State, None] = {}
     for round_ in range(10):
-        for state in sample_positions(variant, count, seed + round_, max_empty, min_empty):
+        for state in sample_decisions(variant, count, seed + round_, max_empty, min_empty):
             if len(found) < count and _searched(variant, state):
                 found[state] = None
         if len(found) == count:

@@ -9,7 +9,7 @@ What it measures, each on a fresh transposition table:
 
 * **solver** -- positions with 8, 10 and 12 empty squares (standard rules unless flags say otherwise), half with
   a piece in hand and half with a piece to give, reached by seeded greedy-vs-greedy play
-  (:func:`agents.positions.sample_positions`: greedy takes wins and never hands over a winning piece when a safe
+  (:func:`agents.positions.greedy_game_positions`: greedy takes wins and never hands over a winning piece when a safe
   one exists, so the positions are not decided by the next action). For each group: median seconds and nodes
   of the exact value, nodes per second, the slowest position, and the median extra seconds to list every best
   action as ``solve()`` does, also as a ratio: (value + best actions) / value. ``--jobs`` and ``--table-mb``
@@ -41,7 +41,7 @@ import tempfile
 import time
 
 from agents.minimax import MinimaxAgent, Solver
-from agents.positions import sample_positions
+from agents.positions import greedy_game_positions
 from agents.search import table_bits_for
 from agents.simple import GreedyAgent
 from experiments.arena.solve import add_search_arguments
@@ -141,9 +141,9 @@ class SolvedPosition:
 def bench_solver(variant: Variant, empties: int, count: int, seed: int, jobs: int = 1, table_mb: float = 64) -> dict:
     """Solve ``count`` seeded positions with ``empties`` empty squares; print and return the group's figures."""
     solver = Solver(variant, table_bits=table_bits_for(table_mb), jobs=jobs)
-    solver.value(sample_positions(6, 1, seed=seed, variant=variant)[0])  # untimed: first-call costs
+    solver.value(greedy_game_positions(6, 1, seed=seed, variant=variant)[0])  # untimed: first-call costs
     rows = []
-    for state in sample_positions(empties, count, seed=seed + empties, variant=variant):
+    for state in greedy_game_positions(empties, count, seed=seed + empties, variant=variant):
         solver.clear()
         start, nodes_before = time.perf_counter(), solver.nodes
         value = solver.value(state)
@@ -220,7 +220,7 @@ def bench_minimax(variant: Variant, depths: list[int], openings: list[State]) ->
 def bench_budgets(variant: Variant, budgets: list[float], moves: int, seed: int) -> list[dict]:
     """Wall time per move of ``minimax:time=T`` over the first ``moves`` moves of a seeded greedy game's
     positions with 14 down to 9 empty squares, as a ratio to ``T``."""
-    positions = [sample_positions(empties, 1, seed=seed, variant=variant)[0] for empties in BUDGET_EMPTIES]
+    positions = [greedy_game_positions(empties, 1, seed=seed, variant=variant)[0] for empties in BUDGET_EMPTIES]
     results = []
     for budget in budgets:
         agent = MinimaxAgent(variant, seed=0, time=budget)

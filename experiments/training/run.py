@@ -70,7 +70,7 @@ from tqdm import tqdm
 
 from agents.base import Agent
 from agents.checkpoints import CheckpointError, read_metadata, read_weights
-from experiments.arena.grading import GradeReport, PositionValues, grade_agent, sample_positions
+from experiments.arena.grading import GradeReport, PositionValues, grade_agent, sample_decisions
 from experiments.training.config import SEED_LIMIT, TrainConfig, check_unchanged_on_resume, config_table
 from experiments.training.selfplay import SEAT_NAMES, EvalResult, Opponent, evaluate_all
 from quarto_env.checks import atomic_write_bytes, checked_number, one_line
@@ -480,7 +480,7 @@ class EvaluationLog:
         """The exact solver's grade of each of ``agents`` and of the ``references`` (graded at the first call,
         then reused), by name, on the run's positions (sampled and solved once per run)."""
         if self._positions is None:
-            positions = sample_positions(self.variant, self.config.grade_positions, self.config.seed)
+            positions = sample_decisions(self.variant, self.config.grade_positions, self.config.seed)
             self._positions = (positions, PositionValues(self.variant))
         positions, values = self._positions
         if self.references is not None and self._reference_grades is None:
