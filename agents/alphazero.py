@@ -15,6 +15,7 @@ import numpy as np
 from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS, Agent
 from agents.checkpoints import (
     CheckpointError,
+    CheckpointHeader,
     check_algorithm,
     checkpoint_path,
     read_metadata,
@@ -76,15 +77,14 @@ OPTIMIZER_ENTRY = "optimizer.pth"
 def save_checkpoint(
     path: Path,
     network: PolicyValueNetwork,
-    variant: Variant,
-    num_timesteps: int,
+    header: CheckpointHeader,
     metadata: dict[str, Any],
     extras: dict[str, bytes] | None = None,
 ) -> None:
     """Write the network (and ``extras``: the optimizer, the replay buffer) atomically to the zip ``path``."""
     metadata = {"network": network.describe(), **metadata}
     entries = {NETWORK_ENTRY: network.state_dict(), **(extras or {})}
-    write_checkpoint(path, ALGORITHM, variant, network.kind.name, num_timesteps, metadata, entries)
+    write_checkpoint(path, ALGORITHM, header, metadata, entries)
 
 
 def load_network(

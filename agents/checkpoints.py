@@ -31,6 +31,7 @@ not import stable-baselines3 or ray.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.metadata
 import io
 import json
@@ -114,14 +115,27 @@ def env_kwargs_for(variant: Variant, observation: str) -> dict[str, Any]:
     return {**variant.to_dict(), "observation": observation}
 
 
+@dataclasses.dataclass(frozen=True)
+class CheckpointHeader:
+    """What the metadata of every checkpoint begins with, whatever wrote it: the rules the network was trained
+    for, the observation kind it reads and the learner steps it has."""
+
+    variant: Variant
+    observation: str
+    steps: int
+
+    def fields(self) -> dict[str, Any]:
+        """The header as metadata entries: ``num_timesteps``, ``variant``, ``observation`` and ``env_kwargs``."""
+        return {
+            "num_timesteps": int(self.steps),
+            "variant": self.variant.to_dict(),
+            "observation": self.observation,
+            "env_kwargs": env_kwargs_for(self.variant, self.observation),
+        }
+
+
 def write_checkpoint(
-    path: str | Path,
-    algorithm: str,
-    variant: Variant,
-    observation: str,
-    num_timesteps: int,
-    metadata: dict[str, Any],
-    entries: dict[str, Any],
+    path: str | Path, algorithm: str, header: CheckpointHeader, metadata: dict[str, Any], entries: dict[str, Any]
 ) -> None:
     """Write a checkpoint of the project's own format (the ``az`` and ``rllib`` ones) atomically to the zip
     ``path``: :data:`METADATA_ENTRY` (format, ``algorithm``, steps, rules, observation, ``env_kwargs``, library
@@ -130,10 +144,7 @@ def write_checkpoint(
     full = {
         "format": CHECKPOINT_FORMAT,
         "algorithm": algorithm,
-        "num_timesteps": int(num_timesteps),
-        "variant": variant.to_dict(),
-        "observation": observation,
-        "env_kwargs": env_kwargs_for(variant, observation),
+        **header.fields(),
         "versions": library_versions(),
         **metadata,
     }

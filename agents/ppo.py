@@ -34,9 +34,9 @@ from agents.checkpoints import (
     CHECKPOINT_FORMAT,
     METADATA_ENTRY,
     CheckpointError,
+    CheckpointHeader,
     check_algorithm,
     checkpoint_path,
-    env_kwargs_for,
     library_versions,
     read_metadata,
     read_weights,
@@ -123,24 +123,18 @@ def policy_setup(policy: str, variant: Variant, net_arch: list[int], observation
 
 
 def save_checkpoint(
-    model: BaseAlgorithm, path: str | Path, metadata: dict[str, Any], extras: dict[str, bytes] | None = None
+    path: str | Path,
+    model: BaseAlgorithm,
+    header: CheckpointHeader,
+    metadata: dict[str, Any],
+    extras: dict[str, bytes] | None = None,
 ) -> None:
-    """Write ``model`` with ``metadata`` (which must hold ``variant`` and ``observation``) to ``path``;
-    ``extras`` are more zip entries (the trainer stores its opponent pool there). The metadata gains
-    ``env_kwargs``, derived from those two. The weights are saved from CPU copies, wherever the model runs."""
-    for key in ("variant", "observation"):
-        if key not in metadata:
-            raise ValueError(f"checkpoint metadata needs {key!r}")
+    """Write ``model`` with ``header`` and ``metadata`` to ``path``; ``extras`` are more zip entries (the trainer
+    stores its opponent pool there). The weights are saved from CPU copies, wherever the model runs."""
     saved = io.BytesIO()
     model.save(saved)
     weights = {f"{name}.pth": saved_bytes(state) for name, state in model.get_parameters().items()}
-    full = {
-        "format": CHECKPOINT_FORMAT,
-        "num_timesteps": int(model.num_timesteps),
-        "env_kwargs": env_kwargs_for(Variant.make(**metadata["variant"]), metadata["observation"]),
-        "versions": library_versions(),
-        **metadata,
-    }
+    full = {"format": CHECKPOINT_FORMAT, **header.fields(), "versions": library_versions(), **metadata}
     with zipfile.ZipFile(saved) as archive:
         entries = {name: weights.get(name) or archive.read(name) for name in archive.namelist()}
     entries[METADATA_ENTRY] = json.dumps(full, indent=2, default=str).encode()

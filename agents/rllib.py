@@ -27,6 +27,7 @@ import torch as th
 from agents.checkpoints import (
     METADATA_ENTRY,
     CheckpointError,
+    CheckpointHeader,
     check_algorithm,
     checkpoint_path,
     read_metadata,
@@ -57,16 +58,14 @@ OPTIMIZER_ENTRY = "optimizer.pth"
 def save_checkpoint(
     path: Path,
     weights: dict[str, th.Tensor],
-    variant: Variant,
-    observation: str,
-    num_timesteps: int,
+    header: CheckpointHeader,
     metadata: dict[str, Any],
     extras: dict[str, Any] | None = None,
 ) -> None:
     """Write the network's ``weights`` (and ``extras``, each a ``torch.save``-able entry of tensors and plain
     data) with their metadata, atomically, to the zip ``path``."""
     entries = {NETWORK_ENTRY: weights, **(extras or {})}
-    write_checkpoint(path, ALGORITHM, variant, observation, num_timesteps, {"backend": "rllib", **metadata}, entries)
+    write_checkpoint(path, ALGORITHM, header, {"backend": "rllib", **metadata}, entries)
 
 
 def load_network(

@@ -13,7 +13,7 @@ import torch as th
 
 from agents.alphazero import AlphaZeroAgent, load_network, save_checkpoint
 from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, make_agent
-from agents.checkpoints import CheckpointError
+from agents.checkpoints import CheckpointError, CheckpointHeader
 from agents.match import play_game
 from agents.networks import PolicyValueNetwork, device_of, resolve_device
 from agents.puct import BatchedSearch, candidates, encode_positions, forced_action
@@ -277,7 +277,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     th.manual_seed(0)
     network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 16)
     path = tmp_path_factory.mktemp("az") / "net.zip"
-    save_checkpoint(path, network, STANDARD, 1234, {"config": {"name": "test"}})
+    save_checkpoint(path, network, CheckpointHeader(STANDARD, network.kind.name, 1234), {"config": {"name": "test"}})
     return path
 
 
@@ -297,7 +297,8 @@ def test_az_plays_legal_games_in_every_variant(checkpoint: Path, tmp_path: Path,
     path = checkpoint
     if variant != STANDARD:
         path = tmp_path / "variant.zip"
-        save_checkpoint(path, PolicyValueNetwork(observation_kind("parity"), list(variant.groups), 8), variant, 0, {})
+        network = PolicyValueNetwork(observation_kind("parity"), list(variant.groups), 8)
+        save_checkpoint(path, network, CheckpointHeader(variant, "parity", 0), {})
     for spec in (f"az:{path},sims=16", f"az:{path},sims=0", f"az:{path},sims=8,temperature=1"):
         agent = make_agent(spec, variant, seed=0)
         record = play_game(variant, [agent, make_agent("random", variant, 1)])

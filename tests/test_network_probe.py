@@ -16,7 +16,7 @@ import torch as th
 import torch.nn.functional as F
 
 from agents.alphazero import load_network, save_checkpoint
-from agents.checkpoints import CheckpointError
+from agents.checkpoints import CheckpointError, CheckpointHeader
 from agents.minimax import MinimaxAgent, solve
 from agents.networks import NETWORK_DESIGNS, LoopedNetwork, PolicyValueNetwork, TransformerNetwork
 from agents.puct import encode_positions
@@ -329,7 +329,7 @@ def test_the_looped_design_takes_its_iterations_at_play_time() -> None:
 def test_checkpoints_rebuild_the_design_and_old_ones_load_as_slots(tmp_path: Path) -> None:
     hand = _network("hand")
     assert hand.describe()["design"] == "hand"
-    save_checkpoint(tmp_path / "hand.zip", hand, STANDARD, 0, {})
+    save_checkpoint(tmp_path / "hand.zip", hand, CheckpointHeader(STANDARD, hand.kind.name, 0), {})
     loaded, metadata = load_network(tmp_path / "hand.zip", STANDARD)
     assert loaded.design == "hand" and metadata["network"]["design"] == "hand"
     planes = encode_positions(position_array([State()]), hand.kind, STANDARD)[0]
@@ -337,9 +337,16 @@ def test_checkpoints_rebuild_the_design_and_old_ones_load_as_slots(tmp_path: Pat
 
     slots = _network("slots")
     old_metadata = {k: v for k, v in slots.describe().items() if k != "design"}
-    save_checkpoint(tmp_path / "old.zip", slots, STANDARD, 0, {"network": old_metadata})
+    save_checkpoint(
+        tmp_path / "old.zip", slots, CheckpointHeader(STANDARD, slots.kind.name, 0), {"network": old_metadata}
+    )
     assert load_network(tmp_path / "old.zip", STANDARD)[0].design == "slots"
-    save_checkpoint(tmp_path / "mixed.zip", slots, STANDARD, 0, {"network": {**old_metadata, "design": "hand"}})
+    save_checkpoint(
+        tmp_path / "mixed.zip",
+        slots,
+        CheckpointHeader(STANDARD, slots.kind.name, 0),
+        {"network": {**old_metadata, "design": "hand"}},
+    )
     with pytest.raises(CheckpointError, match="does not match its metadata"):
         load_network(tmp_path / "mixed.zip", STANDARD)
 
@@ -347,14 +354,19 @@ def test_checkpoints_rebuild_the_design_and_old_ones_load_as_slots(tmp_path: Pat
 @pytest.mark.parametrize("design", ["transformer", "looped"])
 def test_checkpoints_rebuild_the_new_designs_with_their_heads(design: str, tmp_path: Path) -> None:
     network = _network(design, wdl=True, action_values=True, iterations=3)  # the looped design's, ignored elsewhere
-    save_checkpoint(tmp_path / "net.zip", network, STANDARD, 0, {})
+    save_checkpoint(tmp_path / "net.zip", network, CheckpointHeader(STANDARD, network.kind.name, 0), {})
     loaded, metadata = load_network(tmp_path / "net.zip", STANDARD)
     assert (loaded.design, loaded.wdl, loaded.action_values) == (design, True, True)
     assert metadata["network"] == network.describe()
     planes = encode_positions(position_array([State()]), network.kind, STANDARD)[0]
     np.testing.assert_allclose(loaded.evaluate(planes)[1], network.evaluate(planes)[1], atol=1e-6)
     # A description that says no W/D/L head does not fit the weights of one.
-    save_checkpoint(tmp_path / "bad.zip", network, STANDARD, 0, {"network": {**network.describe(), "wdl": False}})
+    save_checkpoint(
+        tmp_path / "bad.zip",
+        network,
+        CheckpointHeader(STANDARD, network.kind.name, 0),
+        {"network": {**network.describe(), "wdl": False}},
+    )
     with pytest.raises(CheckpointError, match="does not match its metadata"):
         load_network(tmp_path / "bad.zip", STANDARD)
 

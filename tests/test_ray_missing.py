@@ -74,6 +74,7 @@ def test_the_finder_hides_ray() -> None:
 @pytest.fixture(scope="module")
 def rllib_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An untrained ``rllib:`` checkpoint, written without Ray (the format is the project's own)."""
+    from agents.checkpoints import CheckpointHeader
     from agents.networks import network_for
     from agents.rllib import save_checkpoint
     from experiments.training.config import load_config
@@ -82,7 +83,7 @@ def rllib_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     network = network_for(config.to_dict(), config.observation, config.variant)
     path = tmp_path_factory.mktemp("rllib") / "final.zip"
     metadata = {"config": config.to_dict()}
-    save_checkpoint(path, network.state_dict(), config.variant, config.observation.name, 0, metadata)
+    save_checkpoint(path, network.state_dict(), CheckpointHeader(config.variant, config.observation.name, 0), metadata)
     return path
 
 

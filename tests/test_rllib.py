@@ -53,6 +53,7 @@ def test_the_rllib_agent_plays_a_run_folders_latest_checkpoint_on_the_device_ask
     import torch as th
 
     from agents.base import make_agent
+    from agents.checkpoints import CheckpointHeader
     from agents.networks import device_of, network_for
     from agents.rllib import load_network, save_checkpoint
     from quarto_env.core import INITIAL_STATE
@@ -62,7 +63,7 @@ def test_the_rllib_agent_plays_a_run_folders_latest_checkpoint_on_the_device_ask
     network = network_for(config, observation_kind("parity"), STANDARD)
     latest = tmp_path / "checkpoints" / "latest.zip"  # a run still training: no final.zip yet
     latest.parent.mkdir()
-    save_checkpoint(latest, network.state_dict(), STANDARD, "parity", 64, {"config": config})
+    save_checkpoint(latest, network.state_dict(), CheckpointHeader(STANDARD, "parity", 64), {"config": config})
     loaded, metadata = load_network(tmp_path, device="cpu")
     assert metadata["num_timesteps"] == 64 and device_of(loaded) == th.device("cpu")
     agent = make_agent(f"rllib:{tmp_path},device=auto", STANDARD, seed=0)

@@ -66,7 +66,7 @@ from torch.utils.tensorboard import SummaryWriter
 
 from agents.alphazero import OPTIMIZER_ENTRY, AlphaZeroAgent, load_network, save_checkpoint
 from agents.base import Agent
-from agents.checkpoints import CheckpointError, read_weights, saved_bytes
+from agents.checkpoints import CheckpointError, CheckpointHeader, read_weights, saved_bytes
 from agents.networks import PolicyValueNetwork, device_of, resolve_device
 from agents.puct import encode_positions
 from experiments.training.az_selfplay import (
@@ -431,7 +431,8 @@ def write_untrained_checkpoint(config: TrainConfig, run_dir: Path) -> Path:
     if not path.is_file():
         variant = config.variant
         metadata = {"config": config.to_flat_dict(), "games_played": 0, "reference": "untrained"}
-        save_checkpoint(path, untrained_network(config, variant), variant, 0, metadata)
+        network = untrained_network(config, variant)
+        save_checkpoint(path, network, CheckpointHeader(variant, network.kind.name, 0), metadata)
     return path
 
 
@@ -468,4 +469,5 @@ def _save(trainer: Trainer, evaluations: EvaluationLog, path: Path, resumable: b
         "games_played": trainer.games_played,
         **evaluations.checkpoint_fields(),
     }
-    save_checkpoint(path, trainer.network, trainer.variant, trainer.steps, metadata, extras)
+    header = CheckpointHeader(trainer.variant, trainer.network.kind.name, trainer.steps)
+    save_checkpoint(path, trainer.network, header, metadata, extras)

@@ -61,7 +61,7 @@ import numpy as np
 import torch as th
 
 from agents.base import make_agent
-from agents.checkpoints import CheckpointError, read_weights
+from agents.checkpoints import CheckpointError, CheckpointHeader, read_weights
 from agents.networks import ActorCritic, network_actions, network_for
 from agents.rllib import NETWORK_ENTRY, OPTIMIZER_ENTRY, load_network, save_checkpoint
 from experiments.options import quiet_logger
@@ -475,9 +475,8 @@ class Trainer:
         # No best_score: this backend keeps no best.zip.
         metadata = {"config": self.config.to_flat_dict(), "latest_eval": self.evaluations.latest}
         extras = {POOL_ENTRY: self.snapshot_weights(), OPTIMIZER_ENTRY: self.optimizer_state()} if resumable else {}
-        save_checkpoint(
-            path, self.main_weights(), self.variant, self.config.observation.name, self.steps, metadata, extras
-        )
+        header = CheckpointHeader(self.variant, self.config.observation.name, self.steps)
+        save_checkpoint(path, self.main_weights(), header, metadata, extras)
 
 
 LOSS_TAGS = {

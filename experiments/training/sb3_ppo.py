@@ -37,7 +37,7 @@ from stable_baselines3.common.logger import TensorBoardOutputFormat, configure
 from stable_baselines3.common.utils import set_random_seed
 from tqdm import tqdm
 
-from agents.checkpoints import CheckpointError
+from agents.checkpoints import CheckpointError, CheckpointHeader
 from agents.networks import resolve_device
 from agents.ppo import PPOAgent, load_policy, load_training_state, policy_setup, save_checkpoint
 from experiments.training.config import TrainConfig
@@ -243,15 +243,15 @@ class TrainingCallback(BaseCallback):
 
     def save(self, path: Path, resumable: bool) -> None:
         """Checkpoint the model (with the opponent pool when ``resumable``) atomically at ``path``."""
+        model = self.learner.model
+        header = CheckpointHeader(self.variant, self.config.observation.name, model.num_timesteps)
         metadata = {
-            "variant": self.variant.to_dict(),
-            "observation": self.config.observation.name,
             "policy": self.config.policy,
             "config": self.config.to_flat_dict(),
             **self.evaluations.checkpoint_fields(),
         }
         extras = {POOL_ENTRY: _pool_bytes(self.learner.pool)} if resumable else {}
-        save_checkpoint(self.learner.model, path, metadata, extras)
+        save_checkpoint(path, model, header, metadata, extras)
 
     def close(self) -> None:
         if self.progress is not None:
