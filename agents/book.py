@@ -54,7 +54,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from quarto_env.checks import atomic_write_bytes
+from agents.files import atomic_write_bytes
 from quarto_env.core import (
     ALL_PIECES,
     ALL_SQUARES,

@@ -48,7 +48,8 @@ from typing import Any
 
 import torch as th
 
-from quarto_env.checks import atomic_write_bytes, checked_number, one_line
+from agents.files import atomic_write_bytes
+from quarto_env.checks import checked_number, one_line
 from quarto_env.core import Variant
 from quarto_env.observation import observation_kind
 

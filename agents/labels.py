@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from quarto_env.checks import atomic_write_bytes, atomic_write_text
+from agents.files import atomic_write_bytes, atomic_write_text
 from quarto_env.core import State, Variant, position_array
 
 ILLEGAL = -2

@@ -43,6 +43,7 @@ from agents.checkpoints import (
     saved_bytes,
     trained_variant,
 )
+from agents.files import atomic_write_bytes
 from agents.networks import (
     DEFAULT_DEVICE,
     POLICY_KINDS,
@@ -52,7 +53,7 @@ from agents.networks import (
     resolve_device,
 )
 from agents.trained import TrainedAgent
-from quarto_env.checks import atomic_write_bytes, one_line
+from quarto_env.checks import one_line
 from quarto_env.core import State, Variant
 from quarto_env.observation import ObservationKind, observation_kind
 from quarto_env.vector import GameBatch

@@ -82,7 +82,8 @@ import numba
 import numpy as np
 
 from agents import interrupts
-from quarto_env.checks import atomic_write, one_line
+from agents.files import atomic_write
+from quarto_env.checks import one_line
 from quarto_env.core import (
     ALL_ATTRIBUTES,
     ALL_PIECES,

@@ -52,9 +52,10 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.book import BOOK_FOLDER, rules_name
+from agents.files import atomic_write_text
 from agents.labels import SOLVER_VERSION, label_positions, values_of_row, worker_pool
 from agents.match import game_states
-from quarto_env.checks import atomic_write_text, shortened
+from quarto_env.checks import shortened
 from quarto_env.core import State, Variant, legal_actions, position_array
 from quarto_env.notation import PositionError, format_position, parse_position
 from quarto_env.symmetry import Symmetries

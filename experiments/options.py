@@ -11,20 +11,55 @@ import contextlib
 import logging
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from agents.base import Agent, SpecError, make_agent, parse_spec
-from quarto_env.checks import (
-    OutputPathError,
-    number_argument,
-    output_folder,
-)
+from agents.files import OutputPathError, output_file, output_folder
+from quarto_env.checks import number_parser
 from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, RulesError, Variant
 
 USAGE_ERROR = 2
 """The exit status of every refusal, a syntax error or a value the command cannot use (argparse's own)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# argparse types: a bad value is one line naming the option and what it allows
+# ---------------------------------------------------------------------------------------------------------
+def number_argument(
+    name: str,
+    *,
+    minimum: float | None = None,
+    above: float | None = None,
+    maximum: float | None = None,
+    integer: bool = False,
+) -> Callable[[str], float]:
+    """:func:`number_parser` as an argparse ``type=`` that shows its whole message ("argument --delay: delay must
+    be a finite number > 0, got 'nan'"; for a plain ``ValueError`` argparse prints only "invalid delay value")."""
+    return _argument_type(number_parser(name, minimum=minimum, above=above, maximum=maximum, integer=integer))
+
+
+_Parsed = TypeVar("_Parsed")
+
+
+def _argument_type(parse: Callable[[str], _Parsed]) -> Callable[[str], _Parsed]:
+    """``parse`` raising ``argparse.ArgumentTypeError`` for its ``ValueError``: argparse prints that message as
+    it is, after the option's name."""
+
+    def parse_argument(text: str) -> _Parsed:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse_argument
+
+
+def output_file_argument(what: str) -> Callable[[str], Path]:
+    """:func:`output_file` as an argparse ``type=``: the path is checked as the command line is read, before
+    any work starts, and a bad one is a one-line usage error naming ``what`` (the option)."""
+    return _argument_type(lambda text: output_file(text, what))
 
 
 def plain_text(text: str) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from quarto_env.checks import atomic_write_text
+from agents.files import atomic_write_text
 
 RUNS_DIR = Path("runs")
 """Where the default run folders are made, relative to the working directory."""

@@ -1,40 +1,22 @@
-"""Checks of user input and safe file writing: the one place every command, agent spec and env flag uses.
+"""Checks of the values the environments take, and the messages that quote them back.
 
 - :func:`checked_number` and :func:`number_parser`: a number is finite and within its range, or the error
   names the field, the value and what is allowed. NaN and infinity never pass: a ``time=nan`` budget would
-  never run out. :func:`number_argument` is the argparse ``type=`` of a numeric option.
-- :func:`output_file` and :func:`output_folder`: a path the user named for output is checked before any work
-  starts -- not a folder where a file is wanted (or the reverse), not a device such as ``/dev/null``, in a
-  place where a file can be made (tried: root passes the permission bits in ``/proc`` or on a read-only
-  mount), under a name the file system takes -- so that nothing is computed only to be lost.
-  :func:`output_file_argument` is the argparse ``type=`` of an output-file option.
-- :func:`shortened`: the user's input quoted back in a message, cut to its first 80 characters.
-- :func:`atomic_write` (and ``_bytes``, ``_text``): a reader never sees half a file; a run killed mid-write
-  leaves at most an orphan temporary file, which :func:`remove_orphan_temporaries` clears.
+  never run out. (The argparse ``type=`` built on them is :func:`experiments.options.number_argument`.)
+- :func:`shortened` and :func:`one_line`: the user's input quoted back in a message, cut short.
 - :func:`checked_first_player` and :func:`checked_penalty`: the flags that ``quarto_v1`` and
   :class:`quarto_env.vector.VectorQuarto` take beside the rules (which :meth:`quarto_env.core.Variant.make` checks).
+
+Files written whole or not at all, and output paths checked before any work, are :mod:`agents.files`'.
 
 Standard library only, like the rules core.
 """
 
 from __future__ import annotations
 
-import errno
 import math
 import numbers
-import os
-import re
-import stat
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
-from typing import TypeVar
-
-TEMPORARY_SUFFIX = ".tmp"
-
-
-class OutputPathError(ValueError):
-    """A path named for output that cannot be written as asked."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -101,36 +83,6 @@ def number_parser(
     return parse
 
 
-def number_argument(
-    name: str,
-    *,
-    minimum: float | None = None,
-    above: float | None = None,
-    maximum: float | None = None,
-    integer: bool = False,
-) -> Callable[[str], float]:
-    """:func:`number_parser` as an argparse ``type=`` that shows its whole message ("argument --delay: delay must
-    be a finite number > 0, got 'nan'"; for a plain ``ValueError`` argparse prints only "invalid delay value")."""
-    return _argument_type(number_parser(name, minimum=minimum, above=above, maximum=maximum, integer=integer))
-
-
-_Parsed = TypeVar("_Parsed")
-
-
-def _argument_type(parse: Callable[[str], _Parsed]) -> Callable[[str], _Parsed]:
-    """``parse`` raising ``argparse.ArgumentTypeError`` for its ``ValueError``: argparse prints that message as
-    it is, after the option's name."""
-    import argparse  # here: the rules core and the env import this module, and need no argparse
-
-    def parse_argument(text: str) -> _Parsed:
-        try:
-            return parse(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    return parse_argument
-
-
 ECHO_LIMIT = 80
 """The most characters of the user's input that a message or an answer quotes back."""
 
@@ -161,131 +113,6 @@ def _describe_range(minimum: float | None, above: float | None, maximum: float |
 def _bound(bound: float) -> str:
     """A bound as the user would type it: ``4294967295`` and ``86400``, not ``4.29497e+09``; ``0.5`` and ``1e-06``."""
     return str(int(bound)) if float(bound).is_integer() and abs(bound) < 1e16 else f"{bound:g}"
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Output paths
-# ---------------------------------------------------------------------------------------------------------
-def output_file(path: str | Path, what: str, *, overwrite: bool = True) -> Path:
-    """``path`` as a file this process can write (creating its folder if need be); :class:`OutputPathError`
-    naming ``what`` if it is a folder or a device, already exists while ``overwrite`` is false, or lies where
-    nothing can be written."""
-    path = Path(path)
-    if os.path.exists(path):  # not Path.exists, which raises for a name too long to look up
-        if path.is_dir():
-            raise OutputPathError(f"{what} {str(path)!r} is a folder; name a file")
-        if not stat.S_ISREG(path.stat().st_mode):
-            raise OutputPathError(f"{what} {str(path)!r} is not a regular file (a device or a pipe)")
-        if not overwrite:
-            raise OutputPathError(f"{what} {str(path)!r} already exists; remove it or name another file")
-        if not os.access(path, os.W_OK):
-            raise OutputPathError(f"{what} {str(path)!r} cannot be written (permission denied)")
-    _writable_folder(path.parent, what, path, probe=path)
-    return path
-
-
-def output_file_argument(what: str) -> Callable[[str], Path]:
-    """:func:`output_file` as an argparse ``type=``: the path is checked as the command line is read, before
-    any work starts, and a bad one is a one-line usage error naming ``what`` (the option)."""
-    return _argument_type(lambda text: output_file(text, what))
-
-
-def output_folder(path: str | Path, what: str) -> Path:
-    """``path`` as a folder this process can create or write into; :class:`OutputPathError` naming ``what``
-    if it is a file or a device, or lies where nothing can be written."""
-    path = Path(path)
-    if os.path.exists(path) and not path.is_dir():
-        raise OutputPathError(f"{what} {str(path)!r} is a file, not a folder")
-    _writable_folder(path, what, path, probe=path / "probe")
-    return path
-
-
-def _writable_folder(folder: Path, what: str, named: Path, probe: Path) -> None:
-    """Create ``folder`` if need be and check that files can be made in it: by making, and removing at once, the
-    temporary file that :func:`atomic_write` would make for ``probe``."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise OutputPathError(f"{what} {str(named)!r}: {str(folder)!r} is a file, not a folder") from None
-    except OSError as error:
-        raise OutputPathError(f"{what} {str(named)!r} cannot be created: {error.strerror or error}") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise OutputPathError(f"{what} {str(named)!r} cannot be written: folder {str(folder)!r} is read-only")
-    # The permission bits are not the whole answer: root passes them in /proc, /sys or on a read-only mount,
-    # where no file can be made, and a name may be too long for the file system (the temporary one is longer).
-    try:
-        _temporary_beside(probe).unlink()
-    except OSError as error:
-        if error.errno == errno.ENAMETOOLONG:
-            reason = (
-                f"the file name ({len(probe.name)} characters) is too long for the file system, counting what the "
-                "temporary file written first adds to it"
-            )
-        else:
-            reason = f"no file can be made in folder {str(folder)!r} ({error.strerror or error})"
-        raise OutputPathError(f"{what} {str(named)!r} cannot be written: {reason}") from None
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Atomic writes
-# ---------------------------------------------------------------------------------------------------------
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(temporary)`` on a fresh file beside ``path`` (same file system, so the rename is atomic), then
-    ``os.replace`` it onto ``path``: a reader never sees half a file. The temporary name ends with ``path``'s
-    suffix, so that writers that pick a format from it (Pillow, matplotlib) pick the right one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = _temporary_beside(path)
-    try:
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes the file private; give it the usual permissions
-        write(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically, flushed to disk before the rename."""
-
-    def write(temporary: Path) -> None:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-
-    atomic_write(path, write)
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def _temporary_beside(path: Path) -> Path:
-    """A new empty file in ``path``'s folder, named ``.NAME.RANDOM.tmp`` plus NAME's suffix (``_TEMPORARY_NAME``)."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX + path.suffix, dir=path.parent)
-    os.close(fd)
-    return Path(name)
-
-
-def remove_orphan_temporaries(folder: str | Path) -> list[Path]:
-    """Remove the temporary files that :func:`atomic_write` leaves in ``folder`` when its process is killed
-    mid-write; returns them. Call it only where no other process is writing into ``folder``."""
-    orphans = [p for p in Path(folder).glob(".*") if p.is_file() and _TEMPORARY_NAME.fullmatch(p.name)]
-    for orphan in orphans:
-        orphan.unlink(missing_ok=True)
-    return orphans
-
-
-_TEMPORARY_NAME = re.compile(r"\..+\.[^.]+" + re.escape(TEMPORARY_SUFFIX) + r"(\.\w+)?")
-"""``.NAME.RANDOM.tmp`` plus NAME's suffix: the temporary files of :func:`atomic_write`."""
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""Tests of :mod:`quarto_env.checks`: finite, in-range numbers with messages that name the field and what is
-allowed; output paths checked before any work; atomic writes that never leave half a file, and the clean-up of
-the temporaries a killed writer leaves."""
+"""Tests of :mod:`quarto_env.checks` (finite, in-range numbers with messages that name the field and what is
+allowed), :mod:`agents.files` (output paths checked before any work; atomic writes that never leave half a file,
+and the clean-up of the temporaries a killed writer leaves) and the argparse types of :mod:`experiments.options`."""
 
 from __future__ import annotations
 
@@ -20,23 +20,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quarto_env.checks import (
-    ECHO_LIMIT,
+from agents.files import (
     TEMPORARY_SUFFIX,
     OutputPathError,
     atomic_write,
     atomic_write_bytes,
     atomic_write_text,
-    checked_number,
-    number_argument,
-    number_parser,
-    one_line,
     output_file,
-    output_file_argument,
     output_folder,
     remove_orphan_temporaries,
-    shortened,
 )
+from experiments.options import number_argument, output_file_argument
+from quarto_env.checks import ECHO_LIMIT, checked_number, number_parser, one_line, shortened
 
 REPO = Path(__file__).resolve().parent.parent
 AS_ROOT = os.geteuid() == 0
@@ -566,7 +561,7 @@ def test_a_failing_writer_of_a_new_file_leaves_nothing(tmp_path: Path) -> None:
 
 KILLED_WRITER = """
 import os, signal, sys
-from quarto_env.checks import atomic_write
+from agents.files import atomic_write
 
 def write(temporary):
     temporary.write_bytes(b"half of the new conte")

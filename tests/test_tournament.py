@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from agents.files import atomic_write, atomic_write_text
 from experiments.arena import replay, schedule, tournament
-from quarto_env.checks import atomic_write, atomic_write_text
 from quarto_env.core import INITIAL_STATE, Variant, step
 from quarto_env.notation import format_position
 

@@ -144,13 +144,15 @@ def test_a_resumed_run_records_the_version_it_resumed_with_also_from_an_older_ch
 
 def test_the_project_format_records_the_code_version_only_while_asked(tmp_path: Path) -> None:
     """The az and rllib checkpoints' writer: the version inside the block, none outside (as before)."""
-    from agents.checkpoints import recording_code_version, write_checkpoint
+    from agents.checkpoints import CheckpointHeader, recording_code_version, write_checkpoint
     from quarto_env.core import STANDARD
 
     version = {"commit": "ab" * 20, "uncommitted_changes": False}
     with recording_code_version(version):
-        write_checkpoint(tmp_path / "inside.zip", "alphazero", STANDARD, "parity", 0, {}, {"x.pth": {}})
-    write_checkpoint(tmp_path / "outside.zip", "alphazero", STANDARD, "parity", 0, {}, {"x.pth": {}})
+        write_checkpoint(
+            tmp_path / "inside.zip", "alphazero", CheckpointHeader(STANDARD, "parity", 0), {}, {"x.pth": {}}
+        )
+    write_checkpoint(tmp_path / "outside.zip", "alphazero", CheckpointHeader(STANDARD, "parity", 0), {}, {"x.pth": {}})
     assert read_metadata(tmp_path / "inside.zip")["versions"]["code"] == version
     assert "code" not in read_metadata(tmp_path / "outside.zip")["versions"]
 

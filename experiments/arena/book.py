@@ -25,8 +25,14 @@ from agents.book import BookError, OpeningBook, book_levels, default_book_path, 
 from agents.minimax import Solver
 from agents.search import table_bits_for
 from experiments.arena.solve import MAX_JOBS, MAX_TABLE_MB, default_table_mb
-from experiments.options import CommandParser, add_progress_argument, add_variant_arguments, variant_from_args
-from quarto_env.checks import number_argument, output_file_argument
+from experiments.options import (
+    CommandParser,
+    add_progress_argument,
+    add_variant_arguments,
+    number_argument,
+    output_file_argument,
+    variant_from_args,
+)
 from quarto_env.core import NUM_SQUARES, State, Variant
 from quarto_env.notation import PositionError, format_position, parse_position
 

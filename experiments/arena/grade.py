@@ -54,6 +54,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.base import Agent
+from agents.files import OutputPathError, atomic_write_text, output_file
 from agents.suites import Suite, SuiteError, default_suite_name, load_suite, shipped_suite_names
 from experiments.arena.grading import (
     DEFAULT_MAX_EMPTY,
@@ -76,12 +77,13 @@ from experiments.options import (
     agent_or_exit,
     check_specs,
     markdown_table,
+    number_argument,
     output_folder_or_exit,
     variant_from_args,
     warn,
 )
 from experiments.run_folder import default_run_folder, save_run_config
-from quarto_env.checks import OutputPathError, atomic_write_text, number_argument, output_file, shortened
+from quarto_env.checks import shortened
 from quarto_env.core import NUM_SQUARES, State, Variant
 
 SAMPLING_DEFAULTS: dict[str, Any] = {

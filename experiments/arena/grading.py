@@ -32,11 +32,12 @@ from tqdm import tqdm
 
 from agents import labels
 from agents.base import Agent, make_agent
+from agents.files import atomic_write_text
 from agents.labels import SOLVER_VERSION
 from agents.match import game_states
 from agents.suites import Suite
 from experiments.arena.ratings import wilson_interval
-from quarto_env.checks import atomic_write_text, shortened
+from quarto_env.checks import shortened
 from quarto_env.core import NUM_SQUARES, State, Variant, legal_actions
 from quarto_env.notation import format_position
 

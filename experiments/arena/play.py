@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.base import Agent
+from agents.files import OutputPathError, atomic_write_text, output_file
 from agents.match import GameRecord
 from experiments.arena.records import record_line
 from experiments.options import (
@@ -44,7 +45,6 @@ from experiments.options import (
     check_specs,
     variant_from_args,
 )
-from quarto_env.checks import OutputPathError, atomic_write_text, output_file
 from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
 from quarto_env.render import COLUMN_LABELS, HEX, PIECE_LETTERS, describe_piece, piece_code, render_text, square_name

@@ -12,10 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agents.match import GameRecord
-from quarto_env.checks import (
-    checked_number,
-    shortened,
-)
+from quarto_env.checks import checked_number, shortened
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, Variant
 
 

@@ -29,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from agents.files import OutputPathError, atomic_write, output_file, output_folder
 from experiments.arena.play import describe_action
 from experiments.arena.records import RecordError, check_record, record_variant
-from experiments.options import CommandParser
-from quarto_env.checks import OutputPathError, atomic_write, number_argument, output_file, output_folder, shortened
+from experiments.options import CommandParser, number_argument
+from quarto_env.checks import shortened
 from quarto_env.core import INITIAL_STATE, NO_WINNER, RulesError, State, Variant, step
 from quarto_env.notation import format_position
 from quarto_env.render import render_image, render_text

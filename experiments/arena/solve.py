@@ -42,8 +42,15 @@ from collections.abc import Iterable
 
 from agents.minimax import Solver
 from agents.search import TableFileError, load_table, save_table, table_bits_for
-from experiments.options import CommandParser, add_progress_argument, add_variant_arguments, variant_from_args
-from quarto_env.checks import number_argument, output_file_argument, shortened
+from experiments.options import (
+    CommandParser,
+    add_progress_argument,
+    add_variant_arguments,
+    number_argument,
+    output_file_argument,
+    variant_from_args,
+)
+from quarto_env.checks import shortened
 from quarto_env.core import RulesError
 from quarto_env.notation import parse_position
 

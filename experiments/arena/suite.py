@@ -41,9 +41,10 @@ from experiments.options import (
     add_progress_argument,
     add_variant_arguments,
     check_specs,
+    number_argument,
+    output_file_argument,
     variant_from_args,
 )
-from quarto_env.checks import number_argument, output_file_argument
 
 DEFAULT_PER_STAGE = 300
 

@@ -54,6 +54,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.base import make_agent
+from agents.files import atomic_write, atomic_write_text
 from agents.match import (
     DEFAULT_OPENING_PLIES,
     MAX_OPENING_PLIES,
@@ -88,15 +89,11 @@ from experiments.options import (
     agent_or_exit,
     check_specs,
     markdown_table,
+    number_argument,
     variant_from_args,
     warn,
 )
 from experiments.run_folder import save_run_config
-from quarto_env.checks import (
-    atomic_write,
-    atomic_write_text,
-    number_argument,
-)
 from quarto_env.core import Variant
 from quarto_env.extras import require
 from quarto_env.notation import parse_position

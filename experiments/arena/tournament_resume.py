@@ -13,12 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agents.files import atomic_write_text, remove_orphan_temporaries
 from agents.match import GameRecord, opening_state
 from experiments.arena.records import check_record
 from experiments.arena.schedule import GameJob, PlayedGame
 from experiments.options import output_folder_or_exit, warn
 from experiments.run_folder import code_version, default_run_folder
-from quarto_env.checks import atomic_write_text, remove_orphan_temporaries, shortened
+from quarto_env.checks import shortened
 from quarto_env.core import RulesError, State, Variant, step
 from quarto_env.notation import format_position
 

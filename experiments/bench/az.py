@@ -47,11 +47,10 @@ from agents.alphazero import load_network
 from agents.checkpoints import CheckpointError
 from agents.networks import PolicyValueNetwork
 from agents.puct import BatchedSearch
-from experiments.options import SEED, CommandParser
+from experiments.options import SEED, CommandParser, number_argument
 from experiments.training.az_selfplay import SelfPlay, SelfPlayReport, SelfPlaySettings, play_rounds, self_play
 from experiments.training.config import MAX_WORKERS, TrainConfig, config_from_dict
 from experiments.training.ray_runtime import RayStartError
-from quarto_env.checks import number_argument
 from quarto_env.core import STANDARD
 from quarto_env.observation import observation_kind
 

@@ -38,9 +38,9 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from agents.files import atomic_write_text
 from experiments.bench import exit_if_unwritten
-from experiments.options import SEED, CommandParser, add_out_argument
-from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
+from experiments.options import SEED, CommandParser, add_out_argument, number_argument, output_file_argument
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
 from quarto_env.extras import require
 from quarto_env.fast import random_games

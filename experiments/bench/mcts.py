@@ -15,8 +15,7 @@ import time
 
 from agents.mcts import MCTSAgent
 from agents.positions import greedy_game_positions
-from experiments.options import SEED, CommandParser
-from quarto_env.checks import number_argument
+from experiments.options import SEED, CommandParser, number_argument
 from quarto_env.core import INITIAL_STATE, STANDARD, State
 
 EMPTY_SQUARES = (12, 8, 4)

@@ -55,6 +55,7 @@ import numpy as np
 import torch as th
 import torch.nn.functional as F
 
+from agents.files import atomic_write_text
 from agents.minimax import MinimaxAgent
 from agents.networks import (
     DEFAULT_ITERATIONS,
@@ -72,9 +73,16 @@ from experiments.arena.grade import check_empty_range, values_or_exit
 from experiments.arena.grading import MAX_POSITIONS, SOLVER_COMFORT_EMPTY, PositionValues, sample_decisions
 from experiments.arena.solve import MAX_JOBS
 from experiments.bench import exit_if_unwritten
-from experiments.options import SEED, CommandParser, add_variant_arguments, markdown_table, variant_from_args
+from experiments.options import (
+    SEED,
+    CommandParser,
+    add_variant_arguments,
+    markdown_table,
+    number_argument,
+    output_file_argument,
+    variant_from_args,
+)
 from experiments.run_folder import code_version
-from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
 from quarto_env.core import (
     NUM_ACTIONS,
     NUM_SQUARES,

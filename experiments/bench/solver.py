@@ -40,14 +40,21 @@ import sys
 import tempfile
 import time
 
+from agents.files import atomic_write_text
 from agents.minimax import MinimaxAgent, Solver
 from agents.positions import greedy_game_positions
 from agents.search import table_bits_for
 from agents.simple import GreedyAgent
 from experiments.arena.solve import add_search_arguments
 from experiments.bench import exit_if_unwritten
-from experiments.options import SEED, CommandParser, add_variant_arguments, variant_from_args
-from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
+from experiments.options import (
+    SEED,
+    CommandParser,
+    add_variant_arguments,
+    number_argument,
+    output_file_argument,
+    variant_from_args,
+)
 from quarto_env.core import INITIAL_STATE, MAX_GAME_LENGTH, NUM_SQUARES, State, Variant, step
 from quarto_env.notation import format_position
 

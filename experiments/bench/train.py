@@ -25,12 +25,12 @@ from rich.console import Console
 from rich.table import Table
 from stable_baselines3.common.callbacks import BaseCallback
 
+from agents.files import atomic_write
 from experiments.bench import exit_if_unwritten
-from experiments.options import CommandParser
+from experiments.options import CommandParser, number_argument, output_file_argument
 from experiments.training.config import DEFAULT_CONFIG, ConfigError, TrainConfig, load_config
 from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv
-from quarto_env.checks import atomic_write, number_argument, output_file_argument
 
 PROG = "quarto bench train"
 REFERENCE = ["policy=mlp", "net_arch=[128,128]", "observation=tactical"]

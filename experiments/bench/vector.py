@@ -56,9 +56,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from agents.files import atomic_write_text
 from experiments.bench import exit_if_unwritten
-from experiments.options import SEED, CommandParser
-from quarto_env.checks import atomic_write_text, number_argument, output_file_argument
+from experiments.options import SEED, CommandParser, number_argument, output_file_argument
 from quarto_env.core import Variant
 from quarto_env.observation import OBSERVATION_KINDS
 from quarto_env.vector import GameBatch, RandomLegalActions, VectorQuarto

@@ -67,6 +67,7 @@ from torch.utils.tensorboard import SummaryWriter
 from agents.alphazero import OPTIMIZER_ENTRY, AlphaZeroAgent, load_network, save_checkpoint
 from agents.base import Agent
 from agents.checkpoints import CheckpointError, CheckpointHeader, read_weights, saved_bytes
+from agents.files import atomic_write_bytes
 from agents.networks import PolicyValueNetwork, device_of, resolve_device
 from agents.puct import encode_positions
 from experiments.training.az_selfplay import (
@@ -91,7 +92,7 @@ from experiments.training.run import (
     stopping_step,
 )
 from experiments.training.selfplay import seeded_torch
-from quarto_env.checks import atomic_write_bytes, one_line
+from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.symmetry import Symmetries
 

@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from agents.book import shipped_book
+from agents.files import OutputPathError, atomic_write_bytes, atomic_write_text, output_file
 from agents.labels import ILLEGAL, label_positions, remove_shard_folder, values_of_row, worker_pool
 from agents.suites import (
     DEFAULT_GAMES,
@@ -79,11 +80,11 @@ from experiments.options import (
     CommandParser,
     add_progress_argument,
     add_variant_arguments,
+    number_argument,
     variant_from_args,
     warn,
 )
 from experiments.run_folder import code_version
-from quarto_env.checks import OutputPathError, atomic_write_bytes, atomic_write_text, number_argument, output_file
 from quarto_env.core import (
     NUM_ACTIONS,
     NUM_SQUARES,

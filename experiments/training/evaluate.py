@@ -44,11 +44,11 @@ from agents.networks import DEFAULT_DEVICE, DEVICES, resolve_device
 from agents.ppo import load_policy
 from agents.puct import DEFAULT_C_PUCT
 from experiments.arena.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
-from experiments.options import CommandParser, add_progress_argument
+from experiments.options import CommandParser, add_progress_argument, number_argument
 from experiments.training.az_selfplay import SearchOpponent
 from experiments.training.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
 from experiments.training.selfplay import EvalResult, Opponent, evaluate_all, policy_players
-from quarto_env.checks import number_argument, one_line
+from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.observation import observation_kind
 

@@ -28,8 +28,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from experiments.options import CommandParser, add_out_argument
-from quarto_env.checks import atomic_write_bytes, output_file_argument, shortened
+from agents.files import atomic_write_bytes
+from experiments.options import CommandParser, add_out_argument, output_file_argument
+from quarto_env.checks import shortened
 
 GRADE_TAG = "eval/grade/value_lost"
 VALUE_LOST = "value lost"

@@ -70,10 +70,11 @@ from tqdm import tqdm
 
 from agents.base import Agent
 from agents.checkpoints import CheckpointError, read_metadata, read_weights
+from agents.files import atomic_write_bytes
 from experiments.arena.grading import GradeReport, PositionValues, grade_agent, sample_decisions
 from experiments.training.config import SEED_LIMIT, TrainConfig, check_unchanged_on_resume, config_table
 from experiments.training.selfplay import SEAT_NAMES, EvalResult, Opponent, evaluate_all
-from quarto_env.checks import atomic_write_bytes, checked_number, one_line
+from quarto_env.checks import checked_number, one_line
 from quarto_env.core import State, Variant
 
 POOL_ENTRY = "pool.pt"

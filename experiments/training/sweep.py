@@ -27,13 +27,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from experiments.options import CommandParser, quiet_logger
+from agents.files import OutputPathError, atomic_write_bytes, output_folder
+from experiments.options import CommandParser, number_argument, quiet_logger
 from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents, load_config
 from experiments.training.ray_runtime import check_address, check_reachable, start_ray
 from experiments.training.sweep_stats import SeedRun, aggregate, markdown, read_final_eval
 from experiments.training.train import require_ray
-from quarto_env.checks import OutputPathError, atomic_write_bytes, number_argument, one_line, output_folder
+from quarto_env.checks import one_line
 
 SWEEP_FILE = "sweep.json"
 CONFIG_COPY = "config.yaml"

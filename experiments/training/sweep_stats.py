@@ -16,9 +16,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from agents.files import atomic_write_bytes
 from experiments.options import markdown_table
 from experiments.training.config import load_config
-from quarto_env.checks import atomic_write_bytes
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 10_000

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from agents.checkpoints import CheckpointError, recording_code_version
+from agents.files import OutputPathError, atomic_write_bytes, output_folder, remove_orphan_temporaries
 from agents.networks import DEVICES
 from experiments.options import CommandParser, add_out_argument, add_progress_argument
 from experiments.run_folder import (
@@ -48,13 +49,7 @@ from experiments.training.config import (
     save_config,
 )
 from experiments.training.ray_runtime import check_address, check_reachable, start_ray
-from quarto_env.checks import (
-    OutputPathError,
-    atomic_write_bytes,
-    one_line,
-    output_folder,
-    remove_orphan_temporaries,
-)
+from quarto_env.checks import one_line
 
 BACKENDS = {
     ("ppo", "sb3"): "experiments.training.sb3_ppo",
