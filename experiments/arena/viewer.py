@@ -9,7 +9,7 @@ threw away, ``won->drawn``, ``won->lost`` or ``drawn->lost``.
 
 Kept small: a board's SVG is stored as a list of numbers, each naming one line of SVG in a table of the distinct
 lines of all the pictures (a piece on a square is the same line in every position that has it), and the
-script joins the lines back into the SVG when the position is shown. A 400-game tournament is about 2 MB.
+script joins the lines back into the SVG when the position is shown. A 400-game tournament is about 5 MB.
 
 The page reads ``#game=G&move=M`` from its address on load (and whenever it changes) and keeps it up to date, so
 that a position can be linked to.
@@ -244,10 +244,10 @@ _PAGE = """<!DOCTYPE html>
 <div id="title"></div>
 <div id="board"></div>
 <div id="controls">
-<button id="first" title="first position (Home)">&#x23EE;</button>
+<button id="first" title="first position (Home)">&#x25C0;&#x25C0;</button>
 <button id="prev" title="previous move (left arrow)">&#x25C0;</button>
 <button id="next" title="next move (right arrow)">&#x25B6;</button>
-<button id="last" title="last position (End)">&#x23ED;</button>
+<button id="last" title="last position (End)">&#x25B6;&#x25B6;</button>
 <span id="counter"></span> <small>up/down arrows: other game</small>
 </div>
 </div>
