@@ -4,6 +4,7 @@ Example usage::
 
     quarto replay runs/tournament__0__20260101-120000/games.jsonl --game 3
     quarto replay games.jsonl --game 3 --gif game3.gif --frames frames/
+    quarto replay games.jsonl --html games.html --grade
 
 A record is one line of a ``games.jsonl`` file (written by ``quarto tournament`` and ``quarto play
 --save``; the format is in :mod:`experiments.arena.records`). Before anything is shown, the record is checked: the
@@ -15,7 +16,10 @@ line naming the file's line and the game (exit status 2), instead of being shown
 
 Interactively, each move is shown as the environment's text picture; press Enter for the next move, ``q``
 then Enter to stop. With ``--gif`` or ``--frames`` the pictures (:func:`quarto_env.render.render_image`) are
-written instead, one per position, and nothing waits for the keyboard.
+written instead, one per position, and nothing waits for the keyboard. With ``--html`` every game of the file is
+checked and written into one self-contained HTML page (:mod:`experiments.arena.viewer`), with ``--grade`` the
+exact solver's verdict on each move; rules with no opening book (the declaration variant) are refused for
+``--grade``, whose early positions would take the solver minutes each.
 """
 
 from __future__ import annotations
@@ -25,11 +29,11 @@ import json
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.files import OutputPathError, atomic_write, output_file, output_folder
+from agents.files import OutputPathError, atomic_write, atomic_write_text, output_file, output_folder
 from experiments.arena.play import describe_action
 from experiments.arena.records import RecordError, check_record, record_variant
 from experiments.options import CommandParser, number_argument
@@ -38,7 +42,10 @@ from quarto_env.core import INITIAL_STATE, NO_WINNER, RulesError, State, Variant
 from quarto_env.notation import format_position
 from quarto_env.render import render_image, render_text
 
-__all__ = ["RecordError", "load_game", "main", "read_record", "replay_frames"]
+if TYPE_CHECKING:
+    from experiments.arena.viewer import ViewedGame
+
+__all__ = ["RecordError", "load_game", "load_games", "main", "read_record", "replay_frames"]
 
 MIN_DELAY, MAX_DELAY = 0.01, 60.0
 """Seconds per GIF frame: a GIF counts in hundredths of a second and holds a frame at most 655 s (the last
@@ -51,7 +58,9 @@ Frame = tuple[State, str | None]
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser of ``quarto replay``."""
     parser = CommandParser(
-        prog="quarto replay", description="Step through a recorded game, or write it as a GIF or PNG frames."
+        prog="quarto replay",
+        description="Step through a recorded game, or write it as a GIF or PNG frames, or write every game of the "
+        "file into one HTML page (--html) to step through in a browser, offline.",
     )
     parser.add_argument("file", type=Path, help="a games.jsonl file")
     parser.add_argument(
@@ -69,6 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"seconds per GIF frame, {MIN_DELAY:g}-{MAX_DELAY:g} (default 1)",
     )
     parser.add_argument("--no-pause", action="store_true", help="print every move without waiting for Enter")
+    parser.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        metavar="OUT.html",
+        help="write one self-contained page of every game of the file (game list, board with buttons and arrow "
+        "keys, move list); it opens at --game; #game=G&move=M in its address shows that position",
+    )
+    parser.add_argument(
+        "--grade",
+        action="store_true",
+        help="with --html: the exact solver's verdict on each move (kept, won->drawn, won->lost, drawn->lost); "
+        "needs the rules' opening book (not the declaration variant)",
+    )
     return parser
 
 
@@ -76,6 +99,12 @@ def main(argv: list[str]) -> int:
     """Run ``quarto replay``."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.grade and not args.html:
+        parser.error("--grade grades the moves of the --html page: give --html OUT.html")
+    if args.html and (args.gif or args.frames):
+        parser.error("--html writes a page of every game: use it without --gif and --frames")
+    if args.html:
+        return write_page(parser, args)
     try:
         record, frames = load_game(args.file, args.game)
     except RecordError as error:
@@ -116,22 +145,46 @@ def load_game(path: Path, index: int) -> tuple[dict, list[Frame]]:
         raise RecordError(f"{path} line {line} (game {index}): {error}") from None
 
 
+def load_games(path: Path) -> list[tuple[dict, list[Frame]]]:
+    """Every game of the ``games.jsonl`` file ``path``, checked and replayed as by :func:`load_game`; the first
+    bad one raises :class:`RecordError`."""
+    games = []
+    for index, (number, line) in enumerate(_record_lines(path)):
+        record = _checked_record(path, number, index, line)
+        try:
+            games.append((record, replay_frames(record)))
+        except RecordError as error:
+            raise RecordError(f"{path} line {number} (game {index}): {error}") from None
+    return games
+
+
 def read_record(path: Path, index: int) -> tuple[dict, int]:
     """Game ``index`` (from 0, blank lines skipped) of the ``games.jsonl`` file ``path``, as a dict whose fields
     :func:`experiments.arena.records.check_record` has checked, and the number of its line (from 1);
     :class:`RecordError` names the line and the game of a bad record."""
-    lines = [(number, line) for number, line in enumerate(_read_lines(path), 1) if line.strip()]
-    if not lines:
-        raise RecordError(f"{path} holds no game record: it is empty")
+    lines = _record_lines(path)
     if index >= len(lines):
         raise RecordError(f"{path} has {len(lines)} game(s): --game must be 0-{len(lines) - 1}, got {index}")
     number, line = lines[index]
+    return _checked_record(path, number, index, line), number
+
+
+def _record_lines(path: Path) -> list[tuple[int, bytes]]:
+    """The non-blank lines of ``path`` with their numbers (from 1); :class:`RecordError` if there are none."""
+    lines = [(number, line) for number, line in enumerate(_read_lines(path), 1) if line.strip()]
+    if not lines:
+        raise RecordError(f"{path} holds no game record: it is empty")
+    return lines
+
+
+def _checked_record(path: Path, number: int, index: int, line: bytes) -> dict:
+    """The record on line ``number`` (game ``index``) of ``path``, its fields checked."""
     try:
         record = _parse_json(line)
         check_record(record)
     except RecordError as error:
         raise RecordError(f"{path} line {number} (game {index}): {error}") from None
-    return record, number
+    return record
 
 
 def _read_lines(path: Path) -> list[bytes]:
@@ -275,3 +328,59 @@ def write_gif(pictures: list[np.ndarray], path: Path, delay: float) -> None:
         images[0].save(temporary, "GIF", save_all=True, append_images=images[1:], duration=durations, loop=0)
 
     atomic_write(path, save)
+
+
+def write_page(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``--html``: check every game of the file, the output path and, with ``--grade``, that the solver covers
+    the rules, all before anything is written; then write the page atomically."""
+    from agents.book import shipped_book
+    from experiments.arena.grading import PositionValues
+    from experiments.arena.viewer import viewer_page
+
+    try:
+        games = load_games(args.file)
+        if args.game >= len(games):
+            raise RecordError(
+                f"{args.file} has {len(games)} game(s): --game must be 0-{len(games) - 1}, got {args.game}"
+            )
+    except RecordError as error:
+        print(f"quarto replay: {error}", file=sys.stderr)
+        return 2
+    try:
+        output_file(args.html, "--html")
+    except OutputPathError as error:
+        parser.error(str(error))
+    variants = {record_variant(record) for record, _ in games}
+    if args.grade:
+        for variant in variants:
+            if shipped_book(variant) is None:
+                print(
+                    f"quarto replay: --grade needs an opening book for {variant.describe()}, and there is none: "
+                    "the solver would take minutes on each early position",
+                    file=sys.stderr,
+                )
+                return 2
+    viewed = [_viewed_game(index, record, frames) for index, (record, frames) in enumerate(games)]
+    values = {variant: PositionValues(variant) for variant in variants} if args.grade else None
+    page = viewer_page(viewed, f"quarto replay: {args.file.name}", values, start_game=args.game)
+    atomic_write_text(args.html, page)
+    graded = " with the solver's verdicts" if args.grade else ""
+    print(f"{len(viewed)} game(s) written to {args.html}{graded} ({len(page.encode('utf-8')):,} bytes)")
+    return 0
+
+
+def _viewed_game(index: int, record: dict, frames: list[Frame]) -> ViewedGame:
+    """Game ``index`` of a file, as the viewer page shows it."""
+    from experiments.arena.viewer import ViewedGame
+
+    names = (record["seats"][0], record["seats"][1])
+    return ViewedGame(
+        title=f"game {index}: {names[0]} vs {names[1]}",
+        result=outcome(record, frames[-1][0]),
+        names=names,
+        variant=record_variant(record),
+        states=[state for state, _ in frames],
+        actions=record.get("opening", []) + record["actions"],
+        captions=[caption or "" for _, caption in frames[1:]],
+        first_agent_move=len(record.get("opening", [])),
+    )
