@@ -50,9 +50,9 @@ ILLEGAL = -2
 """The label of an illegal action (values are -1, 0, +1)."""
 
 SHARD_POSITIONS = 64
-"""Positions per shard: under a second of labelling at 4-9 empty squares, a minute or so at 12 -- small, so that
-an interruption loses little, the progress bar over shards moves, and the workers share the slow shards of the
-stages with the most empty squares (shards of 256 left one worker alone with a 12-empty shard for minutes)."""
+"""Positions per shard: small, so that an interruption loses little, the progress bar over shards moves, and the
+workers share the slow shards of the stages with the most empty squares (four times larger shards left one worker
+alone with a 12-empty shard for minutes; docs/dataset.md gives the labelling costs)."""
 
 LABELS_FILE = "labels.json"
 """The file of a shard folder that names the positions its shards label."""

@@ -223,6 +223,10 @@ from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
 from quarto_env.outcome import Outcome
 from quarto_env.render import render_image, render_text, svg_board
 
+DEFAULT_FLAGS = RuleFlags()
+"""The rule flags' defaults, spelled out in the signature of :class:`raw_env` for readers and IDEs: their one
+home is :class:`quarto_env.flags.RuleFlags`."""
+
 RESET_OPTIONS = ("position",)
 
 
@@ -313,12 +317,12 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
 
     def __init__(
         self,
-        attributes: int | str | list[str] | tuple[str, ...] | None = None,
-        squares: bool = False,
-        declaration: bool = False,
-        false_declaration: str = "lose",
-        false_declaration_penalty: float = -0.1,
-        first_player: int | str = "random",
+        attributes: int | str | list[str] | tuple[str, ...] | None = DEFAULT_FLAGS.attributes,
+        squares: bool = DEFAULT_FLAGS.squares,
+        declaration: bool = DEFAULT_FLAGS.declaration,
+        false_declaration: str = DEFAULT_FLAGS.false_declaration,
+        false_declaration_penalty: float = DEFAULT_FLAGS.false_declaration_penalty,
+        first_player: int | str = DEFAULT_FLAGS.first_player,
         observation: str = DEFAULT_OBSERVATION,
         time_limit: float | None = None,
         clock: Callable[[], float] = time.monotonic,

@@ -24,6 +24,7 @@ from quarto_env.core import (
     NUM_FIELDS,
     NUM_SQUARES,
     Variant,
+    popcount,
     state_of_row,
 )
 from quarto_env.vector import GameBatch
@@ -109,18 +110,13 @@ class ExactOutcomes:
         """``outcome`` (for the player to move at each row of ``positions``) with the rows at ``max_empty`` or
         fewer empty squares replaced by their exact values (+1, 0, -1); a copy, the input is left alone."""
         rescored = outcome.copy()
-        for row in np.flatnonzero(NUM_SQUARES - _occupied_count(positions) <= self.max_empty):
+        empty = [NUM_SQUARES - popcount(int(occupied)) for occupied in positions[:, FIELD_OCCUPIED]]
+        for row in np.flatnonzero(np.array(empty) <= self.max_empty):
             exact = self.solver.value(state_of_row(positions[row]))
             self.changed += int(exact != outcome[row])
             rescored[row] = exact
             self.rescored += 1
         return rescored
-
-
-def _occupied_count(positions: np.ndarray) -> np.ndarray:
-    """The number of occupied squares of each row of ``positions``."""
-    occupied = positions[:, FIELD_OCCUPIED]
-    return np.array([int(mask).bit_count() for mask in occupied], dtype=np.int64)
 
 
 class SearchOpponent(Opponent):

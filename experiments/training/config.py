@@ -89,8 +89,8 @@ MAX_LOSS_WEIGHT = 1000.0
 """The largest weight of the entropy and value losses: far larger ones overflow float32 gradients into NaN
 (``vf_coef=1e38`` did, in the first update)."""
 MAX_EXACT_OUTCOME_EMPTIES = 12
-"""The most empty squares at which ``exact_outcome_empties`` solves positions: the solver's comfort (about a
-second a position at 12, milliseconds at 8; docs/solver.md)."""
+"""The most empty squares at which ``exact_outcome_empties`` solves positions: the solver's comfort, where a
+position still solves fast enough to rescore every game (docs/solver.md gives the times)."""
 EARLY_EVALS = (0, 16_384, 32_768, 65_536, 131_072)
 """The default ``early_evals``: the untrained network, then doubling steps (4, 8, 16 and 32 rollouts of the
 default config) up to the first periodic evaluation."""
