@@ -54,10 +54,15 @@ POLICY_KINDS = ("mlp", "slots")
 """``mlp``: stable-baselines3's MLP on the flattened planes; ``slots``: :class:`SlotPolicy`."""
 
 
-NETWORK_DESIGNS = ("slots", "hand", "transformer", "looped")
+NETWORK_DESIGNS = ("slots", "hand", "transformer", "looped", "mlp")
 """The bodies of :class:`PolicyValueNetwork`: ``slots`` (:class:`SlotNetwork`, the default and the design of every
 checkpoint whose metadata names none), ``hand`` (:class:`HandSlotNetwork`), ``transformer``
-(:class:`TransformerNetwork`) and ``looped`` (:class:`LoopedNetwork`)."""
+(:class:`TransformerNetwork`), ``looped`` (:class:`LoopedNetwork`) and ``mlp`` (:class:`FlatNetwork`)."""
+
+
+EQUIVARIANT_DESIGNS = ("slots", "hand", "transformer", "looped")
+"""The designs equivariant under the board symmetries by construction; ``mlp`` sees each square as itself and
+learns the symmetries, if at all, from the augmentation."""
 
 
 DEFAULT_DESIGN = "slots"
@@ -645,7 +650,28 @@ def _body(
         return HandSlotNetwork(kind, groups, width, outputs=outputs)
     if design == "transformer":
         return TransformerNetwork(kind, groups, width, outputs=outputs)
+    if design == "mlp":
+        return FlatNetwork(kind, width, outputs)
     return LoopedNetwork(kind, groups, width, iterations, outputs)
+
+
+class FlatNetwork(nn.Module):
+    """The ``mlp`` body: two ReLU layers over the flattened planes, the context, and every action's outputs from
+    it by one linear layer. No slot shares weights with another: the baseline that shows what the structure of
+    the other designs buys (a network of this kind fits any small training set, see docs/learnability.md)."""
+
+    def __init__(self, kind: ObservationKind, width: int, outputs: int = 1) -> None:
+        super().__init__()
+        self.outputs = outputs
+        inputs = kind.num_channels * NUM_SQUARES
+        self.context = nn.Sequential(nn.Linear(inputs, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU())
+        self.actions = nn.Linear(width, NUM_ACTIONS * outputs)
+
+    def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        context = self.context(features.flatten(1))
+        actions = self.actions(context)
+        shape = (-1, NUM_ACTIONS) if self.outputs == 1 else (-1, NUM_ACTIONS, self.outputs)
+        return actions.view(shape), context
 
 
 class ActorCritic(nn.Module):

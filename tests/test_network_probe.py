@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from agents.alphazero import load_network, save_checkpoint
 from agents.checkpoints import CheckpointError, CheckpointHeader
 from agents.minimax import MinimaxAgent, solve
-from agents.networks import NETWORK_DESIGNS, LoopedNetwork, PolicyValueNetwork, TransformerNetwork
+from agents.networks import EQUIVARIANT_DESIGNS, NETWORK_DESIGNS, LoopedNetwork, PolicyValueNetwork, TransformerNetwork
 from agents.puct import encode_positions
 from experiments.arena.grading import PositionValues, exact_action_values
 from experiments.bench import network as probe
@@ -147,7 +147,7 @@ def _recomputed_rows(network: PolicyValueNetwork, states: list[State]) -> list[d
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--network", "mlp"], "invalid choice: 'mlp'"),
+        (["--network", "cnn"], "invalid choice: 'cnn'"),
         (["--test-share", "1"], "test-share must be"),
         (["--min-empty", "9", "--max-empty", "7"], "--min-empty 9 is above --max-empty 7"),
         (["--positions", "2"], "positions must be"),
@@ -208,7 +208,7 @@ def _square_features(network: PolicyValueNetwork, planes: np.ndarray) -> th.Tens
     return seen[0]
 
 
-@pytest.mark.parametrize("design", NETWORK_DESIGNS)
+@pytest.mark.parametrize("design", EQUIVARIANT_DESIGNS)
 def test_every_design_but_slots_lets_the_piece_in_hand_reach_every_square(
     design: str, labelled: tuple[list[State], probe.LabelledPositions]
 ) -> None:
@@ -229,7 +229,7 @@ def test_every_design_but_slots_lets_the_piece_in_hand_reach_every_square(
         assert not changed.any()  # the slots design's squares never see the hand itself
 
 
-@pytest.mark.parametrize("design", NETWORK_DESIGNS)
+@pytest.mark.parametrize("design", EQUIVARIANT_DESIGNS)
 @pytest.mark.parametrize("placing", [True, False])
 def test_designs_are_equivariant_under_board_symmetries(
     design: str, placing: bool, labelled: tuple[list[State], probe.LabelledPositions]
@@ -311,6 +311,26 @@ def test_the_transformer_scores_the_same_in_training_and_at_inference() -> None:
     th.testing.assert_close(trained.detach(), inferred)
 
 
+def test_the_mlp_design_is_not_equivariant_but_memorises_a_small_training_set(
+    labelled: tuple[list[State], probe.LabelledPositions],
+) -> None:
+    # The baseline of the structured designs: a square is itself (a board symmetry changes its outputs), and it
+    # has the capacity to fit the training set exactly, which the probe's docs use to tell underfitting from a
+    # failure to generalise.
+    _, data = labelled
+    full = probe.probe_set(data, STANDARD, PositionValues(STANDARD))
+    settings = probe.TrainSettings(epochs=150, batch_size=40, lr=3e-3, augment=False, weight_decay=0.0)
+    network = probe.new_network(probe.DesignChoice("mlp", width=64), STANDARD, settings)
+    probe.train_supervised(network, full, STANDARD, settings)
+    scores = probe.score(network, data, STANDARD, settings.target)
+    assert data.critical.sum() >= 10 and not scores.network_lost[data.critical].any()
+    symmetries = Symmetries(STANDARD)
+    rows = np.repeat(data.positions[:1], 2, axis=0)
+    moved, _ = symmetries.apply_chosen(rows, np.zeros((2, NUM_ACTIONS), np.float32), np.array([0, 1]), np.zeros(2, int))
+    value = network.evaluate(encode_positions(moved, network.kind, STANDARD)[0])[1]
+    assert abs(value[0] - value[1]) > 1e-4
+
+
 def test_the_looped_design_takes_its_iterations_at_play_time() -> None:
     network = _network("looped", iterations=2)
     planes = th.from_numpy(encode_positions(position_array([State()]), network.kind, STANDARD)[0]).float()
@@ -351,7 +371,7 @@ def test_checkpoints_rebuild_the_design_and_old_ones_load_as_slots(tmp_path: Pat
         load_network(tmp_path / "mixed.zip", STANDARD)
 
 
-@pytest.mark.parametrize("design", ["transformer", "looped"])
+@pytest.mark.parametrize("design", ["transformer", "looped", "mlp"])
 def test_checkpoints_rebuild_the_new_designs_with_their_heads(design: str, tmp_path: Path) -> None:
     network = _network(design, wdl=True, action_values=True, iterations=3)  # the looped design's, ignored elsewhere
     save_checkpoint(tmp_path / "net.zip", network, CheckpointHeader(STANDARD, network.kind.name, 0), {})

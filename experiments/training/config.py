@@ -199,9 +199,10 @@ class AlphaZeroConfig:
 
     network_design: str = DEFAULT_DESIGN
     """The body of the policy-value network (:data:`agents.networks.NETWORK_DESIGNS`): ``slots``, the slots
-    network (the hand reaches the square slots through the pooled context), or ``hand``, which gives every square
-    slot the piece in hand and the value head the hand and the groups directly (slower; ``quarto bench network``
-    compares them on exact labels, docs/alphazero.md)."""
+    network (the hand reaches the square slots through the pooled context); ``hand``, which gives every square
+    slot the piece in hand and the value head the hand and the groups directly (slower); ``transformer``,
+    ``looped`` or the plain ``mlp``. ``quarto bench network`` compares them on exact labels
+    (docs/learnability.md)."""
     batch_size: int = 1024
     """Positions per gradient step, drawn from the replay buffer (at most ``buffer_size``)."""
     learning_rate: float = 3e-4
