@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from agents.alphazero import load_network
 from agents.base import make_agent
 from agents.checkpoints import read_metadata
+from agents.networks import NETWORK_DESIGNS
 from experiments.training import train as train_module
 from experiments.training.alphazero import untrained_network
 from experiments.training.config import ConfigError, load_config
@@ -252,7 +254,7 @@ def test_a_hand_network_run_checkpoints_its_design(tmp_path: Path) -> None:
         ("dirichlet_fraction=1.5", "dirichlet_fraction"),
         ("batch_size=300000", "alphazero.batch_size must be <= alphazero.buffer_size"),
         ("eval_opening_plies=8", "eval_opening_plies"),
-        ("network_design=wide", r"network_design must be one of \('slots', 'hand', 'transformer', 'looped'\)"),
+        ("network_design=wide", re.escape(f"network_design must be one of {NETWORK_DESIGNS}")),
         ("root=halving", r"root must be one of \('puct', 'gumbel'\)"),
     ],
 )
