@@ -336,7 +336,7 @@ def number_option_cases() -> Iterator[Case]:
         ("suite", SUITE, "--games", {"integer": True, "minimum": 1, "maximum": 100_000}, 30),
         ("suite", SUITE, "--seed", {"integer": True, "minimum": 0}, 30),
         ("dataset", DATASET, "--sample", {"integer": True, "minimum": 1, "maximum": 100_000}, 30),
-        ("dataset", DATASET, "--games", {"integer": True, "minimum": 1, "maximum": 100_000}, 30),
+        ("dataset", DATASET, "--games", {"integer": True, "minimum": 1, "maximum": 200_000}, 30),
         ("dataset", DATASET, "--min-empty", {"integer": True, "minimum": 2, "maximum": 16}, 30),
         ("dataset", DATASET, "--max-empty", {"integer": True, "minimum": 2, "maximum": 16}, 30),
         ("dataset", DATASET, "--symmetries", {"integer": True, "minimum": 0}, 30),

@@ -63,7 +63,6 @@ from agents.book import shipped_book
 from agents.files import OutputPathError, atomic_write_bytes, atomic_write_text, output_file
 from agents.labels import ILLEGAL, label_positions, remove_shard_folder, values_of_row, worker_pool
 from agents.suites import (
-    DEFAULT_GAMES,
     DEFAULT_SOURCES,
     SolvedPosition,
     Suite,
@@ -119,7 +118,13 @@ SAMPLE_EMPTY = (4, 10)
 """The default ``--min-empty`` and ``--max-empty`` of ``--sample``: the suites' last stage, and grading's bound."""
 
 MAX_SAMPLE = 100_000
-MAX_GAMES = 100_000
+MAX_GAMES = 200_000
+
+GAMES_PER_SAMPLED_POSITION = 2
+"""``--games`` when not given: games per position asked for at each number of empty squares. A game passes
+each number of empty squares once, so two games a position leave the draw a choice at 6-10 empty squares (the
+scarcest stage, 4 empty, fills about two thirds); the suites' 2,000 games for any sample made the games, not the
+labels, most of a small sample's time (docs/results.md)."""
 
 
 class DatasetError(ValueError):
@@ -273,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--games",
         type=number_argument("games", minimum=1, maximum=MAX_GAMES, integer=True),
         default=None,
-        help=f"with --sample: games played for positions (default {DEFAULT_GAMES})",
+        help=f"with --sample: games played for positions (default {GAMES_PER_SAMPLED_POSITION} per position "
+        "asked for: twice --sample)",
     )
     empty = number_argument("empty squares", minimum=2, maximum=NUM_SQUARES, integer=True)
     low, high = SAMPLE_EMPTY
@@ -394,7 +400,7 @@ def _sampled_positions(
             f"no opening book ships for {variant.describe()} rules: above {SOLVER_COMFORT_EMPTY} empty squares "
             "each position may take the solver minutes",
         )
-    games = args.games or DEFAULT_GAMES
+    games = args.games or GAMES_PER_SAMPLED_POSITION * args.sample
     stages = tuple(reversed(bounds))
     progress = not args.no_progress
     source = {"sample": args.sample, "seed": args.seed, "games": games, "sources": list(DEFAULT_SOURCES)}
