@@ -70,7 +70,7 @@ from agents.networks import (
 )
 from agents.puct import encode_positions, forced_action
 from experiments.arena.grade import check_empty_range, values_or_exit
-from experiments.arena.grading import MAX_POSITIONS, SOLVER_COMFORT_EMPTY, PositionValues, sample_decisions
+from experiments.arena.grading import SOLVER_COMFORT_EMPTY, PositionValues, sample_decisions
 from experiments.arena.solve import MAX_JOBS
 from experiments.bench import exit_if_unwritten
 from experiments.options import (
@@ -106,6 +106,9 @@ TIMED_PASSES = 50
 
 MIN_POSITIONS = 4
 """The fewest positions a probe takes: enough for a training and a test set."""
+
+MAX_PROBE_POSITIONS = 200_000
+"""The most positions a probe takes: the top of the data-scaling curve (3k, 30k, 200k; docs/learnability.md)."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -688,7 +691,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(prog="quarto bench network", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--positions",
-        type=number_argument("positions", minimum=MIN_POSITIONS, maximum=MAX_POSITIONS, integer=True),
+        type=number_argument("positions", minimum=MIN_POSITIONS, maximum=MAX_PROBE_POSITIONS, integer=True),
         default=3000,
         help="labelled positions, train and test together (default 3000)",
     )
