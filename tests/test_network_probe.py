@@ -22,6 +22,7 @@ from agents.networks import EQUIVARIANT_DESIGNS, NETWORK_DESIGNS, LoopedNetwork,
 from agents.puct import encode_positions
 from experiments.arena.grading import PositionValues, exact_action_values
 from experiments.bench import network as probe
+from experiments.training import plot
 from quarto_env.core import NO_PIECE, NO_WINNER, NUM_ACTIONS, NUM_SQUARES, STANDARD, State, bits, position_array, step
 from quarto_env.observation import observation_kind
 from quarto_env.symmetry import Symmetries
@@ -531,3 +532,33 @@ def test_random_iterations_vary_the_loop_while_training_only(
         assert set(seen) <= {1, 2, 3, 4} and len(set(seen)) > 1
     else:
         assert set(seen) == {2}
+
+
+def test_quarto_plot_draws_the_probes_scaling_curve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tiny = ["--min-empty", "6", "--max-empty", "8", "--epochs", "1", "--width", "8", "--network", "slots"]
+    tiny += ["--cache", str(tmp_path / "labels.json")]
+    records = {}
+    for name, extra in {"a": ["--positions", "12"], "b": ["--positions", "16"], "c": ["--positions", "16",
+                        "--network-seed", "1"]}.items():  # fmt: skip
+        records[name] = tmp_path / f"{name}.json"
+        assert probe.main([*tiny, *extra, "--json", str(records[name])]) == 0
+    shares = {
+        name: next(row for row in json.loads(path.read_text())["results"][0]["test"]["empty"] if row["empty"] == "all")
+        for name, path in records.items()
+    }
+    lines = plot.probe_lines([json.loads(path.read_text()) for path in records.values()])
+    assert list(lines) == ["slots w8, 1 epochs"]
+    (small, large) = lines["slots w8, 1 epochs"]
+    assert small[0] == 12 and small[2] == shares["a"]["network_lost"]
+    assert large[0] == 16 and large[2] == pytest.approx((shares["b"]["network_lost"] + shares["c"]["network_lost"]) / 2)
+
+    png = tmp_path / "scaling.png"
+    assert plot.main(["--probe", *map(str, records.values()), "--out", str(png)]) == 0
+    assert png.read_bytes().startswith(b"\x89PNG")
+    not_a_record = tmp_path / "other.json"
+    not_a_record.write_text('{"command": "quarto train"}')
+    with pytest.raises(SystemExit) as exit_info:
+        plot.main(["--probe", str(not_a_record), "--out", str(tmp_path / "no.png")])
+    assert exit_info.value.code == 2
+    assert "is not a probe record" in capsys.readouterr().err
+    assert not (tmp_path / "no.png").exists()

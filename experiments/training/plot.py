@@ -13,12 +13,18 @@ run without sampled curves (``algorithm: alphazero``, whose evaluations play its
 ``eval/<opponent>/score`` there instead. ``--argmax`` adds a row with the learner playing its most likely action
 (``eval/<opponent>/score``), which against a deterministic opponent from the empty board replays two games and
 moves in steps of 0.25 (``eval_opening_plies: 0``). ``--sampled``, the default now, is still accepted.
+
+``--probe`` draws the supervised probe's data-scaling curve instead, from the JSON records of
+``quarto bench network --json`` (docs/learnability.md): the share of critical positions whose pick loses value,
+held out and on the training set, against the number of labelled positions, one line per design and budget.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import json
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -101,9 +107,78 @@ def panels(runs: dict[str, dict[str, list[tuple[int, float, float]]]], argmax: b
     return rows
 
 
+ProbePoint = tuple[int, float, float, float]
+"""A point of a probe line: labelled positions, and the shares lost on the training set, the test set, and by a
+random candidate of the test set."""
+
+
+def probe_lines(records: list[dict[str, Any]]) -> dict[str, list[ProbePoint]]:
+    """The probe records' points by line label (design, width, epochs, augmentation), ordered by positions;
+    records of one label and size (several network seeds) are averaged."""
+    grouped: dict[str, dict[int, list[tuple[float, float, float]]]] = defaultdict(lambda: defaultdict(list))
+    for record in records:
+        protocol, settings = record["protocol"], record["protocol"]["settings"]
+        for result in record["results"]:
+            label = f"{result['design']} w{result['width']}, {settings['epochs']} epochs"
+            label += "" if settings["augment"] else ", no augmentation"
+            train, test = (_all_row(result[part]) for part in ("train", "test"))
+            shares = (train["network_lost"], test["network_lost"], test["random_lost"])
+            grouped[label][protocol["positions"]].append(shares)
+    return {
+        label: [(size, *(sum(column) / len(column) for column in zip(*points, strict=True))) for size, points in
+                sorted(sizes.items())]
+        for label, sizes in grouped.items()
+    }  # fmt: skip
+
+
+def _all_row(part: dict[str, Any]) -> dict[str, Any]:
+    """The row of a probe record's part (train or test) over every number of empty squares."""
+    return next(row for row in part["empty"] if row["empty"] == "all")
+
+
+def probe_figure(lines: dict[str, list[ProbePoint]]) -> Any:
+    """One panel: each line's test share (solid) and training share (dashed) against the positions (log scale),
+    and a random candidate's test share (dotted)."""
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    for label, points in lines.items():
+        sizes = [p[0] for p in points]
+        (test,) = axis.plot(sizes, [100 * p[2] for p in points], marker="o", label=f"{label}: held out")
+        axis.plot(
+            sizes,
+            [100 * p[1] for p in points],
+            ls="--",
+            marker="x",
+            color=test.get_color(),
+            label=f"{label}: trained on",
+        )
+    randoms = sorted({(p[0], p[3]) for points in lines.values() for p in points})
+    axis.plot([r[0] for r in randoms], [100 * r[1] for r in randoms], ls=":", color="grey", label="a random candidate")
+    axis.set_xscale("log")
+    axis.set_xlabel("labelled positions (75% trained on, 25% held out)")
+    axis.set_ylabel("critical positions whose pick loses value (%)")
+    axis.set_ylim(0, 60)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7, loc="lower left")
+    figure.tight_layout()
+    return figure
+
+
+def _probe_record(parser: CommandParser, path: Path) -> dict[str, Any]:
+    """The JSON record of ``quarto bench network --json`` at ``path``, or one line and exit 2."""
+    try:
+        record = json.loads(path.read_text())
+        if not isinstance(record, dict) or not {"protocol", "results"} <= record.keys():
+            raise ValueError
+        return record
+    except (OSError, ValueError, UnicodeDecodeError):
+        parser.error(f"{shortened(str(path))!r} is not a probe record: the --json file of quarto bench network")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(prog="quarto plot", description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with a tb/ folder)")
+    parser.add_argument(
+        "runs", nargs="+", type=Path, help="run folders (each with a tb/ folder); with --probe, probe records"
+    )
     add_out_argument(
         parser,
         "-o",
@@ -118,8 +193,17 @@ def main(argv: list[str] | None = None) -> int:
         "--argmax", action="store_true", help="a second row with the learner playing its most likely action"
     )
     parser.add_argument("--sampled", action="store_true", help="the sampled policy's curves: the default now")
-    parser.add_argument("--title", default="evaluation score (wins + draws/2, both seats)")
+    parser.add_argument("--title", default=None, help="the figure's title (default: what it shows)")
+    parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="draw the data-scaling curve of quarto bench network's --json records instead of training curves",
+    )
     args = parser.parse_args(argv)
+    if args.probe:
+        figure = probe_figure(probe_lines([_probe_record(parser, path) for path in args.runs]))
+        figure.axes[0].set_title(args.title or "supervised probe: exact labels, 6-10 empty squares")
+        return _save(figure, args.out)
     for run in args.runs:
         if not _has_events(run):
             parser.error(f"{shortened(str(run))!r} is not a training run folder: it has no tb/ with TensorBoard events")
@@ -135,12 +219,17 @@ def main(argv: list[str] | None = None) -> int:
             _draw(axis, row[column], args.x)
         row_axes[0].set_ylabel("score")
     axes[0][len(rows[0]) - 1].legend(fontsize=8, loc="lower right")
-    figure.suptitle(args.title)
+    figure.suptitle(args.title or "evaluation score (wins + draws/2, both seats)")
     figure.tight_layout()
+    return _save(figure, args.out)
+
+
+def _save(figure: Any, out: Path) -> int:
+    """Write ``figure`` as a PNG to ``out``, atomically."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
-    atomic_write_bytes(args.out, buffer.getvalue())
-    print(f"wrote {args.out}")
+    atomic_write_bytes(out, buffer.getvalue())
+    print(f"wrote {out}")
     return 0
 
 
