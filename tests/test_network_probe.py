@@ -562,3 +562,18 @@ def test_quarto_plot_draws_the_probes_scaling_curve(tmp_path: Path, capsys: pyte
     assert exit_info.value.code == 2
     assert "is not a probe record" in capsys.readouterr().err
     assert not (tmp_path / "no.png").exists()
+
+
+def test_the_probe_reads_the_observation_it_is_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "raw.json"
+    args = ["--positions", "12", "--min-empty", "6", "--max-empty", "8", "--epochs", "1", "--width", "8"]
+    assert probe.main([*args, "--network", "slots", "--observation", "raw", "--json", str(out)]) == 0
+    assert "| `slots` w8 (raw planes) | test | all |" in capsys.readouterr().out
+    record = json.loads(out.read_text())
+    assert record["protocol"]["observation"] == record["results"][0]["observation"] == "raw"
+    raw, parity = (
+        probe.new_network(probe.DesignChoice("slots", 8, observation=kind), STANDARD, probe.TrainSettings())
+        for kind in ("raw", "parity")
+    )
+    assert (raw.kind.name, parity.kind.name) == ("raw", "parity")
+    assert raw.kind.num_channels < parity.kind.num_channels

@@ -92,7 +92,7 @@ from quarto_env.core import (
     position_array,
     state_of_row,
 )
-from quarto_env.observation import ObservationKind, observation_kind
+from quarto_env.observation import OBSERVATION_KINDS, ObservationKind, observation_kind
 from quarto_env.symmetry import Symmetries
 
 OBSERVATION = "parity"
@@ -549,13 +549,16 @@ class DesignChoice:
     width: int = 64
     iterations: int = DEFAULT_ITERATIONS
     """Of a ``looped`` design (the others ignore it)."""
+    observation: str = OBSERVATION
+    """The planes the network reads (:data:`quarto_env.observation.OBSERVATION_KINDS`): what the derived planes
+    buy shows against ``raw``."""
 
 
 def new_network(choice: DesignChoice, variant: Variant, settings: TrainSettings) -> PolicyValueNetwork:
     """A fresh network of ``choice`` with the heads ``settings`` trains (seeded by ``settings.seed``)."""
     th.manual_seed(settings.seed)
     return PolicyValueNetwork(
-        observation_kind(OBSERVATION),
+        observation_kind(choice.observation),
         list(variant.groups),
         choice.width,
         choice.design,
@@ -604,6 +607,7 @@ def probe_design(
     result: dict[str, Any] = {
         "design": choice.design,
         "width": choice.width,
+        "observation": choice.observation,
         "parameters": sum(p.numel() for p in network.parameters()),
         "losses": losses,
         "train_seconds": train_seconds,
@@ -677,7 +681,8 @@ def _timing_cells(result: dict[str, Any], reference: float) -> list[str]:
 
 def _label(result: dict[str, Any]) -> str:
     iterations = f" x{result['iterations']}" if "iterations" in result else ""
-    return f"`{result['design']}` w{result['width']}{iterations}"
+    planes = f" ({result['observation']} planes)" if result.get("observation", OBSERVATION) != OBSERVATION else ""
+    return f"`{result['design']}` w{result['width']}{iterations}{planes}"
 
 
 def _action_value_lost(result: dict[str, Any], index: int) -> float | None:
@@ -735,6 +740,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=number_argument("iterations", minimum=1, maximum=MAX_ITERATIONS, integer=True),
         default=DEFAULT_ITERATIONS,
         help=f"iterations of the looped design's weight-tied block (default {DEFAULT_ITERATIONS})",
+    )
+    parser.add_argument(
+        "--observation",
+        choices=list(OBSERVATION_KINDS),
+        default=OBSERVATION,
+        help=f"the planes the networks read (default {OBSERVATION}, AlphaZero's; raw: the position alone)",
     )
     defaults = TrainSettings()
     parser.add_argument(
@@ -809,7 +820,7 @@ def protocol(args: argparse.Namespace, settings: TrainSettings, train: ProbeSet,
         "train_positions": len(train),
         "test_positions": len(test),
         "settings": dataclasses.asdict(settings),
-        "observation": OBSERVATION,
+        "observation": args.observation,
         "code": code_version(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "load_average": list(os.getloadavg()),
@@ -828,7 +839,7 @@ def main(argv: list[str]) -> int:
     values = values_or_exit(parser, variant, args.cache)
     th.set_num_threads(1)
     command = "quarto bench network " + " ".join(argv)
-    print(f"# {command}\n# variant: {variant.describe()}, observation {OBSERVATION}, seed {args.seed}")
+    print(f"# {command}\n# variant: {variant.describe()}, observation {args.observation}, seed {args.seed}")
 
     start = time.perf_counter()
     try:
@@ -858,7 +869,7 @@ def main(argv: list[str]) -> int:
         seed=args.seed if args.network_seed is None else args.network_seed,
         value_head=args.value_head, random_iterations=args.random_iterations,
     )  # fmt: skip
-    choices = [DesignChoice(design, args.width, args.iterations) for design in args.network]
+    choices = [DesignChoice(design, args.width, args.iterations, args.observation) for design in args.network]
     results = [probe_design(choice, train, test, variant, settings) for choice in choices]
     print("\n" + report_markdown(results))
     if args.json:
