@@ -31,7 +31,7 @@ from experiments.options import (
     add_variant_arguments,
     number_argument,
     output_file_argument,
-    variant_from_args,
+    parse_command,
 )
 from quarto_env.core import NUM_SQUARES, State, Variant
 from quarto_env.notation import PositionError, format_position, parse_position
@@ -70,9 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    variant = variant_from_args(parser, args)
+    parser, args, variant = parse_command(build_parser, argv)
     if variant.declaration:
         parser.error("the book covers the rules without --declaration")
     root = None

@@ -44,8 +44,7 @@ from agents.minimax import Solver
 from agents.search import TableFileError, load_table, save_table, table_bits_for
 from experiments.options import (
     CommandParser,
-    add_progress_argument,
-    add_variant_arguments,
+    add_progress_and_variant_arguments,
     number_argument,
     output_file_argument,
     variant_from_args,
@@ -114,8 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=60.0,
         help="seconds between saves of the table with --resume (default 60)",
     )
-    add_progress_argument(parser, "progress lines")
-    add_variant_arguments(parser, several_words=True)
+    add_progress_and_variant_arguments(parser, "progress lines", several_words=True)
     return parser
 
 

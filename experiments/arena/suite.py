@@ -38,8 +38,7 @@ from experiments.arena.solve import MAX_JOBS
 from experiments.options import (
     SEED,
     CommandParser,
-    add_progress_argument,
-    add_variant_arguments,
+    add_progress_and_variant_arguments,
     check_specs,
     number_argument,
     output_file_argument,
@@ -83,8 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes that play the games and solve the positions (default 1); the suite is the same",
     )
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="file to write")
-    add_progress_argument(parser, "progress bars (of --build)")
-    add_variant_arguments(parser)
+    add_progress_and_variant_arguments(parser, "progress bars (of --build)")
     return parser
 
 

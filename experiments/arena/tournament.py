@@ -84,8 +84,7 @@ from experiments.options import (
     MAX_SEED,
     SEED,
     CommandParser,
-    add_progress_argument,
-    add_variant_arguments,
+    add_progress_and_variant_arguments,
     agent_or_exit,
     check_specs,
     markdown_table,
@@ -175,8 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="virtual draws per pair (keeps ratings finite; default 1)",
     )
     parser.add_argument("--tensorboard", action="store_true", help="also log ratings and tables to DIR/tensorboard")
-    add_progress_argument(parser)
-    add_variant_arguments(parser)
+    add_progress_and_variant_arguments(parser)
     return parser
 
 

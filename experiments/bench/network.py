@@ -80,7 +80,7 @@ from experiments.options import (
     markdown_table,
     number_argument,
     output_file_argument,
-    variant_from_args,
+    parse_command,
 )
 from experiments.run_folder import code_version
 from quarto_env.core import (
@@ -816,9 +816,7 @@ def protocol(args: argparse.Namespace, settings: TrainSettings, train: ProbeSet,
 
 def main(argv: list[str]) -> int:
     """Run ``quarto bench network``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    variant = variant_from_args(parser, args)
+    parser, args, variant = parse_command(build_parser, argv)
     check_empty_range(parser, args.min_empty, args.max_empty)
     if "transformer" in args.network and args.width % TRANSFORMER_HEADS:
         parser.error(f"--width {args.width}: the transformer needs a multiple of its {TRANSFORMER_HEADS} heads")

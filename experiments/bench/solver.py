@@ -53,7 +53,7 @@ from experiments.options import (
     add_variant_arguments,
     number_argument,
     output_file_argument,
-    variant_from_args,
+    parse_command,
 )
 from quarto_env.core import INITIAL_STATE, MAX_GAME_LENGTH, NUM_SQUARES, State, Variant, step
 from quarto_env.notation import format_position
@@ -300,9 +300,7 @@ def bench_startup() -> dict:
 
 def main(argv: list[str]) -> int:
     """Run ``quarto bench solver``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    variant = variant_from_args(parser, args)
+    parser, args, variant = parse_command(build_parser, argv)
     command = "quarto bench solver " + " ".join(argv)
     print(f"# {command}\n# variant: {variant.describe()}, seed {args.seed}; wall-clock seconds (noisy)")
 

@@ -77,10 +77,9 @@ from experiments.arena.solve import MAX_JOBS
 from experiments.options import (
     SEED,
     CommandParser,
-    add_progress_argument,
-    add_variant_arguments,
+    add_progress_and_variant_arguments,
     number_argument,
-    variant_from_args,
+    parse_command,
     warn,
 )
 from experiments.run_folder import code_version
@@ -307,16 +306,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the .npz file to write")
     parser.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
-    add_progress_argument(parser, "progress bars")
-    add_variant_arguments(parser)
+    add_progress_and_variant_arguments(parser, "progress bars")
     return parser
 
 
 def main(argv: list[str]) -> int:
     """Run ``quarto dataset``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    variant = variant_from_args(parser, args)
+    parser, args, variant = parse_command(build_parser, argv)
     _check_output(parser, args)
     _check_symmetries(parser, variant, args.symmetries)
     if args.sample is None:
