@@ -187,7 +187,7 @@ def add_variant_arguments(parser: argparse.ArgumentParser, several_words: bool =
         "--false-declaration",
         choices=FALSE_DECLARATION_POLICIES,
         default="lose",
-        help="with --declaration: what a declaration with nothing to claim does (default: lose)",
+        help="with --declaration: what a declaration with nothing to claim does",
     )
 
 

@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--min-empty",
         type=number_argument("min-empty", minimum=1, maximum=NUM_SQUARES, integer=True),
         default=12,
-        help="the book's deepest boards have this many empty squares (default 12)",
+        help="the book's deepest boards have this many empty squares",
     )
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="the book file to write")
     add_progress_argument(parser, "progress lines")
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=number_argument("checkpoint-every", above=0, maximum=86_400),
         default=60.0,
         metavar="S",
-        help="seconds between saves of the solved values (default 60)",
+        help="seconds between saves of the solved values",
     )
     parser.add_argument(
         "--root",

@@ -64,9 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Type 'help' during the game for the move syntax.",
     )
     parser.add_argument("--opponent", required=True, metavar="SPEC", help="the agent to play, e.g. minimax:depth=3")
-    parser.add_argument(
-        "--first", choices=FIRST_CHOICES, default="random", help="who gives the first piece (default: random)"
-    )
+    parser.add_argument("--first", choices=FIRST_CHOICES, default="random", help="who gives the first piece")
     parser.add_argument(
         "--seed",
         type=SEED,

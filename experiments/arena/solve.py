@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--checkpoint-every",
         type=number_argument("--checkpoint-every", minimum=1),
         default=60.0,
-        help="seconds between saves of the table with --resume (default 60)",
+        help="seconds between saves of the table with --resume",
     )
     add_progress_and_variant_arguments(parser, "progress lines", several_words=True)
     return parser

@@ -59,21 +59,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--per-stage",
         type=number_argument("per-stage", minimum=1, maximum=10_000, integer=True),
         default=DEFAULT_PER_STAGE,
-        help=f"most positions per stage (default {DEFAULT_PER_STAGE})",
+        help="most positions per stage",
     )
     parser.add_argument(
         "--games",
         type=number_argument("games", minimum=1, maximum=100_000, integer=True),
         default=DEFAULT_GAMES,
-        help=f"games played for positions (default {DEFAULT_GAMES})",
+        help="games played for positions",
     )
-    parser.add_argument("--seed", type=SEED, default=0, help="seed of the games and of the draw (default 0)")
+    parser.add_argument("--seed", type=SEED, default=0, help="seed of the games and of the draw")
     parser.add_argument(
         "--sources",
         nargs="+",
         default=list(DEFAULT_SOURCES),
         metavar="SPEC",
-        help=f"agents whose games supply the positions (default {' '.join(DEFAULT_SOURCES)})",
+        help="agents whose games supply the positions",
     )
     parser.add_argument(
         "--jobs",

@@ -119,9 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--games",
         type=number_argument("games", minimum=2, maximum=MAX_GAMES_PER_PAIR, integer=True),
         default=20,
-        help="games per pair, even: half in each seating (default 20)",
+        help="games per pair, even: half in each seating",
     )
-    parser.add_argument("--seed", type=SEED, default=0, help=f"master seed of every game, 0-{MAX_SEED} (default 0)")
+    parser.add_argument("--seed", type=SEED, default=0, help=f"master seed of every game, 0-{MAX_SEED}")
     parser.add_argument("--mode", choices=MODES, default="round-robin", help="who plays whom")
     parser.add_argument(
         "--opening-plies",
@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--bootstrap",
         type=number_argument("bootstrap", minimum=0, maximum=MAX_BOOTSTRAP, integer=True),
         default=1000,
-        help="bootstrap refits for the intervals (default 1000)",
+        help="bootstrap refits for the intervals",
     )
     parser.add_argument(
         "--prior-draws",

@@ -690,13 +690,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--positions",
         type=number_argument("positions", minimum=MIN_POSITIONS, maximum=MAX_POSITIONS, integer=True),
         default=3000,
-        help="labelled positions, train and test together (default 3000)",
+        help="labelled positions, train and test together",
     )
     parser.add_argument(
         "--min-empty",
         type=number_argument("min-empty", minimum=1, maximum=NUM_SQUARES, integer=True),
         default=6,
-        help="fewest empty squares (default 6)",
+        help="fewest empty squares",
     )
     parser.add_argument(
         "--max-empty",
@@ -716,7 +716,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--test-share",
         type=number_argument("test-share", above=0, maximum=0.9),
         default=0.25,
-        help="share of the positions held out for testing, above 0 and at most 0.9 (default 0.25)",
+        help="share of the positions held out for testing, above 0 and at most 0.9",
     )
     parser.add_argument(
         "--network",
@@ -731,15 +731,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--iterations",
         type=number_argument("iterations", minimum=1, maximum=MAX_ITERATIONS, integer=True),
         default=DEFAULT_ITERATIONS,
-        help=f"iterations of the looped design's weight-tied block (default {DEFAULT_ITERATIONS})",
+        help="iterations of the looped design's weight-tied block",
     )
     defaults = TrainSettings()
     parser.add_argument(
         "--target",
         choices=TARGETS,
         default=defaults.target,
-        help=f"policy: uniform over the value-keeping candidates; action-values: every candidate's W/D/L; "
-        f"both (default {defaults.target})",
+        help="policy: uniform over the value-keeping candidates; action-values: every candidate's W/D/L; both",
     )
     parser.add_argument(
         "--value-head",
@@ -757,19 +756,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--epochs",
         type=number_argument("epochs", minimum=1, maximum=10_000, integer=True),
         default=defaults.epochs,
-        help=f"passes over the training set (default {defaults.epochs})",
+        help="passes over the training set",
     )
     parser.add_argument(
         "--batch-size",
         type=number_argument("batch-size", minimum=1, maximum=65_536, integer=True),
         default=defaults.batch_size,
-        help=f"positions per gradient step (default {defaults.batch_size})",
+        help="positions per gradient step",
     )
     parser.add_argument(
         "--lr",
         type=number_argument("lr", above=0, maximum=1),
         default=defaults.lr,
-        help=f"Adam's learning rate (default {defaults.lr:g})",
+        help="Adam's learning rate",
     )
     parser.add_argument(
         "--augment",

@@ -295,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=number_argument("symmetries", minimum=0, integer=True),
         default=0,
         metavar="K",
-        help="add up to K images of each position under random symmetries (default 0)",
+        help="add up to K images of each position under random symmetries",
     )
     parser.add_argument(
         "--jobs",
