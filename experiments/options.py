@@ -212,6 +212,16 @@ def parse_command(
     return parser, args, variant_from_args(parser, args)
 
 
+MAX_JOBS = 64
+"""The most worker processes (or solver threads) a command's ``--jobs`` takes."""
+
+
+def add_jobs_argument(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+    """Add ``--jobs``: the worker processes that share a command's work, 1 to :data:`MAX_JOBS`, default 1."""
+    jobs = number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True)
+    parser.add_argument("--jobs", type=jobs, default=1, help=help)
+
+
 def check_specs(parser: argparse.ArgumentParser, specs: list[str]) -> None:
     """Exit with a usage error naming the first spec that names no known agent kind or option."""
     for spec in specs:

@@ -24,9 +24,10 @@ from pathlib import Path
 from agents.book import BookError, OpeningBook, book_levels, default_book_path, fill_levels, load_book, save_book
 from agents.minimax import Solver
 from agents.search import table_bits_for
-from experiments.arena.solve import MAX_JOBS, MAX_TABLE_MB, default_table_mb
+from experiments.arena.solve import MAX_TABLE_MB, default_table_mb
 from experiments.options import (
     CommandParser,
+    add_jobs_argument,
     add_progress_argument,
     add_variant_arguments,
     number_argument,
@@ -50,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="the book file to write")
     add_progress_argument(parser, "progress lines")
-    parser.add_argument("--jobs", type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True), default=1)
+    add_jobs_argument(parser)
     parser.add_argument("--table-mb", type=number_argument("table-mb", minimum=1, maximum=MAX_TABLE_MB), default=None)
     parser.add_argument(
         "--checkpoint-every",

@@ -43,6 +43,7 @@ from collections.abc import Iterable
 from agents.minimax import Solver
 from agents.search import TableFileError, load_table, save_table, table_bits_for
 from experiments.options import (
+    MAX_JOBS,
     CommandParser,
     add_progress_and_variant_arguments,
     number_argument,
@@ -57,8 +58,6 @@ DEFAULT_PROGRESS_SECONDS = 5.0
 """Seconds between progress lines on standard error."""
 FIRST_PROGRESS_SECONDS = 2.0
 """A solve that ends sooner prints no progress."""
-MAX_JOBS = 64
-"""The most threads ``--jobs`` takes."""
 MAX_TABLE_MB = 2**14
 
 

@@ -34,10 +34,10 @@ from agents.suites import (
     shipped_suite_names,
     suite_path,
 )
-from experiments.arena.solve import MAX_JOBS
 from experiments.options import (
     SEED,
     CommandParser,
+    add_jobs_argument,
     add_progress_and_variant_arguments,
     check_specs,
     number_argument,
@@ -75,11 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="agents whose games supply the positions",
     )
-    parser.add_argument(
-        "--jobs",
-        type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True),
-        default=1,
-        help="worker processes that play the games and solve the positions (default 1); the suite is the same",
+    add_jobs_argument(
+        parser,
+        "worker processes that play the games and solve the positions (default 1); the suite is the same",
     )
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="file to write")
     add_progress_and_variant_arguments(parser, "progress bars (of --build)")

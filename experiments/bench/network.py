@@ -71,11 +71,11 @@ from agents.networks import (
 from agents.puct import encode_positions, forced_action
 from experiments.arena.grade import check_empty_range, values_or_exit
 from experiments.arena.grading import MAX_POSITIONS, SOLVER_COMFORT_EMPTY, PositionValues, sample_decisions
-from experiments.arena.solve import MAX_JOBS
 from experiments.bench import exit_if_unwritten
 from experiments.options import (
     SEED,
     CommandParser,
+    add_jobs_argument,
     add_variant_arguments,
     markdown_table,
     number_argument,
@@ -776,11 +776,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.augment,
         help="move each minibatch by random symmetries (default: on)",
     )
-    parser.add_argument(
-        "--jobs",
-        type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True),
-        default=1,
-        help="worker processes that label the positions (default 1); the labels do not depend on it",
+    add_jobs_argument(
+        parser,
+        "worker processes that label the positions (default 1); the labels do not depend on it",
     )
     parser.add_argument(
         "--cache", type=Path, default=None, metavar="FILE", help="JSON file of solved values to reuse and update"

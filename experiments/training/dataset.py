@@ -73,10 +73,10 @@ from agents.suites import (
     shipped_suite_names,
 )
 from experiments.arena.grading import SOLVER_COMFORT_EMPTY
-from experiments.arena.solve import MAX_JOBS
 from experiments.options import (
     SEED,
     CommandParser,
+    add_jobs_argument,
     add_progress_and_variant_arguments,
     number_argument,
     parse_command,
@@ -297,11 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="add up to K images of each position under random symmetries",
     )
-    parser.add_argument(
-        "--jobs",
-        type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True),
-        default=1,
-        help="with --sample: worker processes that play the games and label the positions (default 1); "
+    add_jobs_argument(
+        parser,
+        "with --sample: worker processes that play the games and label the positions (default 1); "
         "the file does not depend on it",
     )
     parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the .npz file to write")
