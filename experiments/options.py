@@ -13,12 +13,15 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
 
 from agents.base import Agent, SpecError, make_agent, parse_spec
 from agents.files import OutputPathError, output_file, output_folder
 from quarto_env.checks import number_parser
 from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, RulesError, Variant
+
+if TYPE_CHECKING:  # typing.Unpack is Python 3.11's
+    from typing_extensions import Unpack
 
 USAGE_ERROR = 2
 """The exit status of every refusal, a syntax error or a value the command cannot use (argparse's own)."""
@@ -27,17 +30,20 @@ USAGE_ERROR = 2
 # ---------------------------------------------------------------------------------------------------------
 # argparse types: a bad value is one line naming the option and what it allows
 # ---------------------------------------------------------------------------------------------------------
-def number_argument(
-    name: str,
-    *,
-    minimum: float | None = None,
-    above: float | None = None,
-    maximum: float | None = None,
-    integer: bool = False,
-) -> Callable[[str], float]:
+class NumberLimits(TypedDict, total=False):
+    """What a number option allows, as :func:`number_parser` takes it: at least ``minimum``, more than ``above``,
+    at most ``maximum``, and an integer with ``integer``."""
+
+    minimum: float | None
+    above: float | None
+    maximum: float | None
+    integer: bool
+
+
+def number_argument(name: str, **limits: Unpack[NumberLimits]) -> Callable[[str], float]:
     """:func:`number_parser` as an argparse ``type=`` that shows its whole message ("argument --delay: delay must
     be a finite number > 0, got 'nan'"; for a plain ``ValueError`` argparse prints only "invalid delay value")."""
-    return _argument_type(number_parser(name, minimum=minimum, above=above, maximum=maximum, integer=integer))
+    return _argument_type(number_parser(name, **limits))
 
 
 _Parsed = TypeVar("_Parsed")
@@ -84,9 +90,16 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
         nothing = default is None or default is False or default == argparse.SUPPRESS or default in ([], ())
         if not shown or nothing or "default" in text.lower():
             return text
-        if isinstance(default, (list, tuple)):
-            default = " ".join(map(str, default))
-        return f"{text} (default: {str(default).replace('%', '%%')})".lstrip()
+        values = default if isinstance(default, (list, tuple)) else [default]
+        listed = " ".join(map(_shown_value, values))
+        return f"{text} (default: {listed.replace('%', '%%')})".lstrip()
+
+
+def _shown_value(value: object) -> str:
+    """``value`` as ``--help`` shows a default: a whole float without its ``.0`` (``60``, not ``60.0``)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -174,8 +187,39 @@ def add_variant_arguments(parser: argparse.ArgumentParser, several_words: bool =
         "--false-declaration",
         choices=FALSE_DECLARATION_POLICIES,
         default="lose",
-        help="with --declaration: what a declaration with nothing to claim does (default: lose)",
+        help="with --declaration: what a declaration with nothing to claim does",
     )
+
+
+def add_progress_and_variant_arguments(
+    parser: argparse.ArgumentParser, progress: str = "progress bar", several_words: bool = False
+) -> None:
+    """The options that end the parser of a command that plays under a rule variant and shows its progress:
+    ``--no-progress`` (hiding ``progress``, :func:`add_progress_argument`), then the rule-variant flags
+    (:func:`add_variant_arguments`, with ``several_words``)."""
+    add_progress_argument(parser, progress)
+    add_variant_arguments(parser, several_words)
+
+
+def parse_command(
+    build_parser: Callable[[], argparse.ArgumentParser], argv: Sequence[str]
+) -> tuple[argparse.ArgumentParser, argparse.Namespace, Variant]:
+    """The preamble of a command that takes the rule-variant flags: its parser (from ``build_parser``), ``argv``
+    parsed, and the variant the flags name; a syntax error or a variant the rules refuse exits with status
+    :data:`USAGE_ERROR` (:func:`variant_from_args`)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return parser, args, variant_from_args(parser, args)
+
+
+MAX_JOBS = 64
+"""The most worker processes (or solver threads) a command's ``--jobs`` takes."""
+
+
+def add_jobs_argument(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+    """Add ``--jobs``: the worker processes that share a command's work, 1 to :data:`MAX_JOBS`, default 1."""
+    jobs = number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True)
+    parser.add_argument("--jobs", type=jobs, default=1, help=help)
 
 
 def check_specs(parser: argparse.ArgumentParser, specs: list[str]) -> None:

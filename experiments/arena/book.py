@@ -24,14 +24,15 @@ from pathlib import Path
 from agents.book import BookError, OpeningBook, book_levels, default_book_path, fill_levels, load_book, save_book
 from agents.minimax import Solver
 from agents.search import table_bits_for
-from experiments.arena.solve import MAX_JOBS, MAX_TABLE_MB, default_table_mb
+from experiments.arena.solve import MAX_TABLE_MB, default_table_mb
 from experiments.options import (
     CommandParser,
+    add_jobs_argument,
     add_progress_argument,
     add_variant_arguments,
     number_argument,
     output_file_argument,
-    variant_from_args,
+    parse_command,
 )
 from quarto_env.core import NUM_SQUARES, State, Variant
 from quarto_env.notation import PositionError, format_position, parse_position
@@ -46,18 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--min-empty",
         type=number_argument("min-empty", minimum=1, maximum=NUM_SQUARES, integer=True),
         default=12,
-        help="the book's deepest boards have this many empty squares (default 12)",
+        help="the book's deepest boards have this many empty squares",
     )
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="the book file to write")
     add_progress_argument(parser, "progress lines")
-    parser.add_argument("--jobs", type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True), default=1)
+    add_jobs_argument(parser)
     parser.add_argument("--table-mb", type=number_argument("table-mb", minimum=1, maximum=MAX_TABLE_MB), default=None)
     parser.add_argument(
         "--checkpoint-every",
         type=number_argument("checkpoint-every", above=0, maximum=86_400),
         default=60.0,
         metavar="S",
-        help="seconds between saves of the solved values (default 60)",
+        help="seconds between saves of the solved values",
     )
     parser.add_argument(
         "--root",
@@ -70,9 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    variant = variant_from_args(parser, args)
+    parser, args, variant = parse_command(build_parser, argv)
     if variant.declaration:
         parser.error("the book covers the rules without --declaration")
     root = None

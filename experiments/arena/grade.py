@@ -72,14 +72,13 @@ from experiments.options import (
     MAX_SEED,
     SEED,
     CommandParser,
-    add_progress_argument,
-    add_variant_arguments,
+    add_progress_and_variant_arguments,
     agent_or_exit,
     check_specs,
     markdown_table,
     number_argument,
     output_folder_or_exit,
-    variant_from_args,
+    parse_command,
     warn,
 )
 from experiments.run_folder import default_run_folder, save_run_config
@@ -156,16 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out", type=Path, default=None, metavar="DIR", help="output folder (default runs/grade__SEED__TIME)"
     )
-    add_progress_argument(parser, "progress bars")
-    add_variant_arguments(parser)
+    add_progress_and_variant_arguments(parser, "progress bars")
     return parser
 
 
 def main(argv: list[str]) -> int:
     """Run ``quarto grade``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    variant = variant_from_args(parser, args)
+    parser, args, variant = parse_command(build_parser, argv)
     check_specs(parser, args.agents)
     suite = suite_or_none(parser, args, variant)
     sources = [] if suite else _source_specs(parser, args.sources)

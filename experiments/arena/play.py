@@ -39,11 +39,10 @@ from experiments.options import (
     SEED,
     CommandParser,
     add_out_argument,
-    add_progress_argument,
-    add_variant_arguments,
+    add_progress_and_variant_arguments,
     agent_or_exit,
     check_specs,
-    variant_from_args,
+    parse_command,
 )
 from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
@@ -65,9 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Type 'help' during the game for the move syntax.",
     )
     parser.add_argument("--opponent", required=True, metavar="SPEC", help="the agent to play, e.g. minimax:depth=3")
-    parser.add_argument(
-        "--first", choices=FIRST_CHOICES, default="random", help="who gives the first piece (default: random)"
-    )
+    parser.add_argument("--first", choices=FIRST_CHOICES, default="random", help="who gives the first piece")
     parser.add_argument(
         "--seed",
         type=SEED,
@@ -79,16 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
     # play draws no bar; the flag is taken all the same, so that one command line serves every command
-    add_progress_argument(parser, "progress bar (play draws none)")
-    add_variant_arguments(parser)
+    add_progress_and_variant_arguments(parser, "progress bar (play draws none)")
     return parser
 
 
 def main(argv: list[str]) -> int:
     """Run ``quarto play``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    variant = variant_from_args(parser, args)
+    parser, args, variant = parse_command(build_parser, argv)
     check_specs(parser, [args.opponent])
     if args.out:
         try:

@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--game",
         type=number_argument("game", minimum=0, integer=True),
         default=0,
-        help="which game of the file, from 0; blank lines do not count (default 0)",
+        help="which game of the file, from 0; blank lines do not count",
     )
     parser.add_argument("--gif", type=Path, default=None, metavar="OUT.gif", help="write an animated GIF")
     parser.add_argument("--frames", type=Path, default=None, metavar="DIR", help="write PNG frames into DIR")
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--delay",
         type=number_argument("delay", minimum=MIN_DELAY, maximum=MAX_DELAY),
         default=1.0,
-        help=f"seconds per GIF frame, {MIN_DELAY:g}-{MAX_DELAY:g} (default 1)",
+        help=f"seconds per GIF frame, {MIN_DELAY:g}-{MAX_DELAY:g}",
     )
     parser.add_argument("--no-pause", action="store_true", help="print every move without waiting for Enter")
     parser.add_argument(

@@ -43,9 +43,9 @@ from collections.abc import Iterable
 from agents.minimax import Solver
 from agents.search import TableFileError, load_table, save_table, table_bits_for
 from experiments.options import (
+    MAX_JOBS,
     CommandParser,
-    add_progress_argument,
-    add_variant_arguments,
+    add_progress_and_variant_arguments,
     number_argument,
     output_file_argument,
     variant_from_args,
@@ -58,8 +58,6 @@ DEFAULT_PROGRESS_SECONDS = 5.0
 """Seconds between progress lines on standard error."""
 FIRST_PROGRESS_SECONDS = 2.0
 """A solve that ends sooner prints no progress."""
-MAX_JOBS = 64
-"""The most threads ``--jobs`` takes."""
 MAX_TABLE_MB = 2**14
 
 
@@ -112,10 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--checkpoint-every",
         type=number_argument("--checkpoint-every", minimum=1),
         default=60.0,
-        help="seconds between saves of the table with --resume (default 60)",
+        help="seconds between saves of the table with --resume",
     )
-    add_progress_argument(parser, "progress lines")
-    add_variant_arguments(parser, several_words=True)
+    add_progress_and_variant_arguments(parser, "progress lines", several_words=True)
     return parser
 
 

@@ -34,12 +34,11 @@ from agents.suites import (
     shipped_suite_names,
     suite_path,
 )
-from experiments.arena.solve import MAX_JOBS
 from experiments.options import (
     SEED,
     CommandParser,
-    add_progress_argument,
-    add_variant_arguments,
+    add_jobs_argument,
+    add_progress_and_variant_arguments,
     check_specs,
     number_argument,
     output_file_argument,
@@ -60,31 +59,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--per-stage",
         type=number_argument("per-stage", minimum=1, maximum=10_000, integer=True),
         default=DEFAULT_PER_STAGE,
-        help=f"most positions per stage (default {DEFAULT_PER_STAGE})",
+        help="most positions per stage",
     )
     parser.add_argument(
         "--games",
         type=number_argument("games", minimum=1, maximum=100_000, integer=True),
         default=DEFAULT_GAMES,
-        help=f"games played for positions (default {DEFAULT_GAMES})",
+        help="games played for positions",
     )
-    parser.add_argument("--seed", type=SEED, default=0, help="seed of the games and of the draw (default 0)")
+    parser.add_argument("--seed", type=SEED, default=0, help="seed of the games and of the draw")
     parser.add_argument(
         "--sources",
         nargs="+",
         default=list(DEFAULT_SOURCES),
         metavar="SPEC",
-        help=f"agents whose games supply the positions (default {' '.join(DEFAULT_SOURCES)})",
+        help="agents whose games supply the positions",
     )
-    parser.add_argument(
-        "--jobs",
-        type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True),
-        default=1,
-        help="worker processes that play the games and solve the positions (default 1); the suite is the same",
+    add_jobs_argument(
+        parser,
+        "worker processes that play the games and solve the positions (default 1); the suite is the same",
     )
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="file to write")
-    add_progress_argument(parser, "progress bars (of --build)")
-    add_variant_arguments(parser)
+    add_progress_and_variant_arguments(parser, "progress bars (of --build)")
     return parser
 
 

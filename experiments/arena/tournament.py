@@ -84,8 +84,7 @@ from experiments.options import (
     MAX_SEED,
     SEED,
     CommandParser,
-    add_progress_argument,
-    add_variant_arguments,
+    add_progress_and_variant_arguments,
     agent_or_exit,
     check_specs,
     markdown_table,
@@ -120,9 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--games",
         type=number_argument("games", minimum=2, maximum=MAX_GAMES_PER_PAIR, integer=True),
         default=20,
-        help="games per pair, even: half in each seating (default 20)",
+        help="games per pair, even: half in each seating",
     )
-    parser.add_argument("--seed", type=SEED, default=0, help=f"master seed of every game, 0-{MAX_SEED} (default 0)")
+    parser.add_argument("--seed", type=SEED, default=0, help=f"master seed of every game, 0-{MAX_SEED}")
     parser.add_argument("--mode", choices=MODES, default="round-robin", help="who plays whom")
     parser.add_argument(
         "--opening-plies",
@@ -166,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--bootstrap",
         type=number_argument("bootstrap", minimum=0, maximum=MAX_BOOTSTRAP, integer=True),
         default=1000,
-        help="bootstrap refits for the intervals (default 1000)",
+        help="bootstrap refits for the intervals",
     )
     parser.add_argument(
         "--prior-draws",
@@ -175,8 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="virtual draws per pair (keeps ratings finite; default 1)",
     )
     parser.add_argument("--tensorboard", action="store_true", help="also log ratings and tables to DIR/tensorboard")
-    add_progress_argument(parser)
-    add_variant_arguments(parser)
+    add_progress_and_variant_arguments(parser)
     return parser
 
 

@@ -80,7 +80,7 @@ def main(argv: list[str]) -> int:
         "--rounds",
         type=number_argument("rounds", minimum=1, maximum=1000, integer=True),
         default=3,
-        help="with --workers: rounds of timing every setting in turn (default 3)",
+        help="with --workers: rounds of timing every setting in turn",
     )
     parser.add_argument(
         "--sims",
@@ -92,11 +92,11 @@ def main(argv: list[str]) -> int:
         "--seconds",
         type=number_argument("seconds", above=0, maximum=3600),
         default=10.0,
-        help="self-play time per row (default 10)",
+        help="self-play time per row",
     )
     parser.add_argument("--width", type=number_argument("width", minimum=1, maximum=1024, integer=True), default=64)
     parser.add_argument("--checkpoint", default=None, help="an alphazero checkpoint or run folder (default: fresh)")
-    parser.add_argument("--seed", type=SEED, default=0, help="seed of the network and the games (default 0)")
+    parser.add_argument("--seed", type=SEED, default=0, help="seed of the network and the games")
     args = parser.parse_args(argv)
     if args.workers and args.games and len(args.games) > 1:
         parser.error(f"--games takes one number with --workers (the games of each process), got {args.games}")

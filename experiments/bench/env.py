@@ -62,19 +62,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--seconds",
         type=number_argument("seconds", above=0, maximum=MAX_SECONDS),
         default=2.0,
-        help=f"seconds per env and round, at most {MAX_SECONDS:g} (default 2)",
+        help=f"seconds per env and round, at most {MAX_SECONDS:g}",
     )
     parser.add_argument(
         "--rounds",
         type=number_argument("rounds", minimum=1, integer=True),
         default=3,
-        help="rounds of measurement (default 3)",
+        help="rounds of measurement",
     )
     parser.add_argument(
         "--seed",
         type=SEED,
         default=0,
-        help="seed of the random players and the games (default 0)",
+        help="seed of the random players and the games",
     )
     parser.add_argument(
         "--observation",

@@ -28,19 +28,19 @@ def main(argv: list[str]) -> int:
         "--sims",
         type=number_argument("sims", minimum=1, integer=True),
         default=2000,
-        help="simulations per search (default 2000)",
+        help="simulations per search",
     )
     parser.add_argument(
         "--positions",
         type=number_argument("positions", minimum=1, integer=True),
         default=6,
-        help="positions per number of empty squares (default 6)",
+        help="positions per number of empty squares",
     )
     parser.add_argument(
         "--seed",
         type=SEED,
         default=0,
-        help="seed of the positions and the searches (default 0)",
+        help="seed of the positions and the searches",
     )
     args = parser.parse_args(argv)
     position_sets: dict[str, list[State]] = {"16 empty (opening give)": [INITIAL_STATE]}

@@ -71,16 +71,16 @@ from agents.networks import (
 from agents.puct import encode_positions, forced_action
 from experiments.arena.grade import check_empty_range, values_or_exit
 from experiments.arena.grading import SOLVER_COMFORT_EMPTY, PositionValues, sample_decisions
-from experiments.arena.solve import MAX_JOBS
 from experiments.bench import exit_if_unwritten
 from experiments.options import (
     SEED,
     CommandParser,
+    add_jobs_argument,
     add_variant_arguments,
     markdown_table,
     number_argument,
     output_file_argument,
-    variant_from_args,
+    parse_command,
 )
 from experiments.run_folder import code_version
 from quarto_env.core import (
@@ -698,13 +698,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--positions",
         type=number_argument("positions", minimum=MIN_POSITIONS, maximum=MAX_PROBE_POSITIONS, integer=True),
         default=3000,
-        help="labelled positions, train and test together (default 3000)",
+        help="labelled positions, train and test together",
     )
     parser.add_argument(
         "--min-empty",
         type=number_argument("min-empty", minimum=1, maximum=NUM_SQUARES, integer=True),
         default=6,
-        help="fewest empty squares (default 6)",
+        help="fewest empty squares",
     )
     parser.add_argument(
         "--max-empty",
@@ -724,7 +724,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--test-share",
         type=number_argument("test-share", above=0, maximum=0.9),
         default=0.25,
-        help="share of the positions held out for testing, above 0 and at most 0.9 (default 0.25)",
+        help="share of the positions held out for testing, above 0 and at most 0.9",
     )
     parser.add_argument(
         "--network",
@@ -739,7 +739,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--iterations",
         type=number_argument("iterations", minimum=1, maximum=MAX_ITERATIONS, integer=True),
         default=DEFAULT_ITERATIONS,
-        help=f"iterations of the looped design's weight-tied block (default {DEFAULT_ITERATIONS})",
+        help="iterations of the looped design's weight-tied block",
     )
     parser.add_argument(
         "--observation",
@@ -752,8 +752,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--target",
         choices=TARGETS,
         default=defaults.target,
-        help=f"policy: uniform over the value-keeping candidates; action-values: every candidate's W/D/L; "
-        f"both (default {defaults.target})",
+        help="policy: uniform over the value-keeping candidates; action-values: every candidate's W/D/L; both",
     )
     parser.add_argument(
         "--value-head",
@@ -771,19 +770,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--epochs",
         type=number_argument("epochs", minimum=1, maximum=10_000, integer=True),
         default=defaults.epochs,
-        help=f"passes over the training set (default {defaults.epochs})",
+        help="passes over the training set",
     )
     parser.add_argument(
         "--batch-size",
         type=number_argument("batch-size", minimum=1, maximum=65_536, integer=True),
         default=defaults.batch_size,
-        help=f"positions per gradient step (default {defaults.batch_size})",
+        help="positions per gradient step",
     )
     parser.add_argument(
         "--lr",
         type=number_argument("lr", above=0, maximum=1),
         default=defaults.lr,
-        help=f"Adam's learning rate (default {defaults.lr:g})",
+        help="Adam's learning rate",
     )
     parser.add_argument(
         "--augment",
@@ -791,11 +790,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.augment,
         help="move each minibatch by random symmetries (default: on)",
     )
-    parser.add_argument(
-        "--jobs",
-        type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True),
-        default=1,
-        help="worker processes that label the positions (default 1); the labels do not depend on it",
+    add_jobs_argument(
+        parser,
+        "worker processes that label the positions (default 1); the labels do not depend on it",
     )
     parser.add_argument(
         "--cache", type=Path, default=None, metavar="FILE", help="JSON file of solved values to reuse and update"
@@ -830,9 +827,7 @@ def protocol(args: argparse.Namespace, settings: TrainSettings, train: ProbeSet,
 
 def main(argv: list[str]) -> int:
     """Run ``quarto bench network``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    variant = variant_from_args(parser, args)
+    parser, args, variant = parse_command(build_parser, argv)
     check_empty_range(parser, args.min_empty, args.max_empty)
     if "transformer" in args.network and args.width % TRANSFORMER_HEADS:
         parser.error(f"--width {args.width}: the transformer needs a multiple of its {TRANSFORMER_HEADS} heads")

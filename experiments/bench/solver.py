@@ -53,7 +53,7 @@ from experiments.options import (
     add_variant_arguments,
     number_argument,
     output_file_argument,
-    variant_from_args,
+    parse_command,
 )
 from quarto_env.core import INITIAL_STATE, MAX_GAME_LENGTH, NUM_SQUARES, State, Variant, step
 from quarto_env.notation import format_position
@@ -74,45 +74,45 @@ def build_parser() -> argparse.ArgumentParser:
         type=number_argument("empties", minimum=1, maximum=NUM_SQUARES, integer=True),
         nargs="+",
         default=[8, 10, 12],
-        help="empty squares per group, 1-16 (default 8 10 12)",
+        help="empty squares per group, 1-16",
     )
     parser.add_argument(
         "--positions",
         type=number_argument("positions", minimum=1, integer=True),
         default=10,
-        help="positions per group (default 10)",
+        help="positions per group",
     )
     parser.add_argument(
         "--seed",
         type=SEED,
         default=0,
-        help="seed of the position sample (default 0)",
+        help="seed of the position sample",
     )
     parser.add_argument(
         "--depths",
         type=number_argument("depth", minimum=1, maximum=MAX_GAME_LENGTH, integer=True),
         nargs="+",
         default=[1, 2, 3, 4, 6, 8],
-        help=f"minimax depths in plies, 1-{MAX_GAME_LENGTH} (default 1 2 3 4 6 8)",
+        help=f"minimax depths in plies, 1-{MAX_GAME_LENGTH}",
     )
     parser.add_argument(
         "--openings",
         type=number_argument("openings", minimum=1, integer=True),
         default=4,
-        help="opening positions for minimax (default 4)",
+        help="opening positions for minimax",
     )
     parser.add_argument(
         "--budgets",
         type=number_argument("budget", above=0, maximum=MAX_BUDGET),
         nargs="+",
         default=[0.01, 0.1, 1.0],
-        help=f"minimax:time values in seconds, at most {MAX_BUDGET:g} (default 0.01 0.1 1)",
+        help=f"minimax:time values in seconds, at most {MAX_BUDGET:g}",
     )
     parser.add_argument(
         "--budget-moves",
         type=number_argument("budget-moves", minimum=1, maximum=len(BUDGET_EMPTIES), integer=True),
         default=len(BUDGET_EMPTIES),
-        help=f"moves timed per budget, 1-{len(BUDGET_EMPTIES)} (default {len(BUDGET_EMPTIES)})",
+        help=f"moves timed per budget, 1-{len(BUDGET_EMPTIES)}",
     )
     parser.add_argument(
         "--games",
@@ -300,9 +300,7 @@ def bench_startup() -> dict:
 
 def main(argv: list[str]) -> int:
     """Run ``quarto bench solver``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    variant = variant_from_args(parser, args)
+    parser, args, variant = parse_command(build_parser, argv)
     command = "quarto bench solver " + " ".join(argv)
     print(f"# {command}\n# variant: {variant.describe()}, seed {args.seed}; wall-clock seconds (noisy)")
 

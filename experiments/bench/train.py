@@ -94,7 +94,7 @@ def main(argv: list[str]) -> int:
         "--steps",
         type=number_argument("steps", minimum=1, integer=True),
         default=131072,
-        help="learner steps to measure (default 131072)",
+        help="learner steps to measure",
     )
     parser.add_argument("--no-reference", action="store_true", help="skip the reference MLP measurement")
     parser.add_argument(

@@ -92,7 +92,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         type=number_argument("batches", minimum=1, maximum=MAX_BATCH, integer=True),
         default=list(DEFAULT_BATCHES),
         metavar="N",
-        help=f"batch sizes, games per call, 1-{MAX_BATCH} (default {' '.join(map(str, DEFAULT_BATCHES))})",
+        help=f"batch sizes, games per call, 1-{MAX_BATCH}",
     )
     parser.add_argument(
         "--observations",
@@ -106,15 +106,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--seconds",
         type=number_argument("seconds", above=0, maximum=MAX_SECONDS),
         default=0.3,
-        help=f"seconds per path, batch and round, at most {MAX_SECONDS:g} (default 0.3)",
+        help=f"seconds per path, batch and round, at most {MAX_SECONDS:g}",
     )
     parser.add_argument(
         "--rounds",
         type=number_argument("rounds", minimum=1, maximum=1000, integer=True),
         default=5,
-        help="rounds of measurement, 1-1000 (default 5)",
+        help="rounds of measurement, 1-1000",
     )
-    parser.add_argument("--seed", type=SEED, default=0, help="seed of the games and the random actions (default 0)")
+    parser.add_argument("--seed", type=SEED, default=0, help="seed of the games and the random actions")
     parser.add_argument("--no-pgx", action="store_true", help="leave pgx out even where it is installed")
     parser.add_argument(
         "--out", type=output_file_argument("--out"), metavar="FILE", help="also write the figures as JSON here"

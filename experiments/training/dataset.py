@@ -73,14 +73,13 @@ from agents.suites import (
     shipped_suite_names,
 )
 from experiments.arena.grading import SOLVER_COMFORT_EMPTY
-from experiments.arena.solve import MAX_JOBS
 from experiments.options import (
     SEED,
     CommandParser,
-    add_progress_argument,
-    add_variant_arguments,
+    add_jobs_argument,
+    add_progress_and_variant_arguments,
     number_argument,
-    variant_from_args,
+    parse_command,
     warn,
 )
 from experiments.run_folder import code_version
@@ -296,27 +295,22 @@ def build_parser() -> argparse.ArgumentParser:
         type=number_argument("symmetries", minimum=0, integer=True),
         default=0,
         metavar="K",
-        help="add up to K images of each position under random symmetries (default 0)",
+        help="add up to K images of each position under random symmetries",
     )
-    parser.add_argument(
-        "--jobs",
-        type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True),
-        default=1,
-        help="with --sample: worker processes that play the games and label the positions (default 1); "
+    add_jobs_argument(
+        parser,
+        "with --sample: worker processes that play the games and label the positions (default 1); "
         "the file does not depend on it",
     )
     parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the .npz file to write")
     parser.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
-    add_progress_argument(parser, "progress bars")
-    add_variant_arguments(parser)
+    add_progress_and_variant_arguments(parser, "progress bars")
     return parser
 
 
 def main(argv: list[str]) -> int:
     """Run ``quarto dataset``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    variant = variant_from_args(parser, args)
+    parser, args, variant = parse_command(build_parser, argv)
     _check_output(parser, args)
     _check_symmetries(parser, variant, args.symmetries)
     if args.sample is None:

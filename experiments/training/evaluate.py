@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         "--games",
         type=number_argument("games", minimum=1, maximum=MAX_GAMES, integer=True),
         default=4000,
-        help="games per opponent and learner policy (default 4000)",
+        help="games per opponent and learner policy",
     )
     parser.add_argument(
         "--seed",
