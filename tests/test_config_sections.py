@@ -39,6 +39,8 @@ OLD_CONFIGS = sorted((DATA / "old_flat_configs").glob("*.yaml"))
 838baac): every field at the top level."""
 OLD_RUN = DATA / "old_flat_run"
 """A tiny sb3 run folder of the same commit: its flat ``config.yaml`` and its resumable ``latest.zip``."""
+ADDED_SINCE = {"sample_games": TrainConfig.sample_games}
+"""The fields added since those files were written, which they load with at their defaults."""
 
 
 def refused(argv: list[str], capsys: pytest.CaptureFixture) -> str:
@@ -56,7 +58,7 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture) -> str:
 def test_an_old_flat_config_loads_every_value_into_its_section(path: Path) -> None:
     flat = yaml.safe_load(path.read_text())
     config = load_config(path)
-    assert config.to_flat_dict() == flat  # every field back, with its value: nothing dropped or moved wrongly
+    assert config.to_flat_dict() == {**flat, **ADDED_SINCE}  # every field back with its value: none dropped or moved
     assert config.variant == STANDARD and config.observation == OBSERVATION_KINDS[flat["observation"]]
     section = getattr(config, flat["algorithm"])  # the fields of two sections go to the algorithm's
     assert section.learning_rate == flat["learning_rate"] and section.batch_size == flat["batch_size"]
@@ -75,7 +77,7 @@ def test_an_old_checkpoint_plays_and_its_flat_config_is_the_checkpoints_format(t
     agent = make_agent(f"ppo:{latest}", STANDARD, 0)
     assert agent.act(INITIAL_STATE) in legal_actions(STANDARD, INITIAL_STATE)
     recorded = read_metadata(latest)["config"]
-    assert load_config(OLD_RUN / "config.yaml").to_flat_dict() == recorded  # the format checkpoints keep
+    assert load_config(OLD_RUN / "config.yaml").to_flat_dict() == {**recorded, **ADDED_SINCE}  # the checkpoints' format
 
 
 @pytest.mark.slow
@@ -89,7 +91,7 @@ def test_an_old_run_folder_resumes_and_keeps_writing_flat_checkpoint_configs(
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["ppo"]["n_epochs"] == 2 and "n_epochs" not in saved  # config.yaml is rewritten in sections
     recorded = read_metadata(run_dir / "checkpoints" / "final.zip")["config"]
-    assert recorded == {**old, "total_steps": 384, "n_epochs": 2}  # the checkpoint's config: flat, as before
+    assert recorded == {**old, **ADDED_SINCE, "total_steps": 384, "n_epochs": 2}  # the checkpoint's config: flat
     assert read_metadata(run_dir / "checkpoints" / "final.zip")["num_timesteps"] >= 384
 
 

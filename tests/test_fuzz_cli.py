@@ -389,6 +389,7 @@ TRAIN_INT_FIELDS = {
     "torch_threads": 1,
     "seed": 0,
     "grade_positions": 0,
+    "sample_games": 0,
 }
 """``quarto train``'s integer fields and their least value."""
 TRAIN_FLOAT_FIELDS: dict[str, tuple[float | None, float | None, float | None]] = {

@@ -184,7 +184,13 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
         writer.add_scalar(key, value, trainer.steps)
 
     evaluations = EvaluationLog(
-        config, variant, record, trainer.best_score, lambda: _graded(trainer), lambda: _untrained_reference(trainer)
+        config,
+        variant,
+        record,
+        trainer.best_score,
+        lambda: _graded(trainer),
+        lambda: _untrained_reference(trainer),
+        tensorboard=lambda: (writer, trainer.steps),
     )
     checkpoints = Checkpoints(run_dir, functools.partial(_save, trainer, evaluations))
     write_untrained_checkpoint(config, run_dir)

@@ -91,6 +91,8 @@ MAX_LOSS_WEIGHT = 1000.0
 MAX_EXACT_OUTCOME_EMPTIES = 12
 """The most empty squares at which ``exact_outcome_empties`` solves positions: the solver's comfort, where a
 position still solves fast enough to rescore every game (docs/solver.md gives the times)."""
+MAX_SAMPLE_GAMES = 16
+"""The most ``sample_games``: each is a table of text and a picture in TensorBoard at every evaluation."""
 EARLY_EVALS = (0, 16_384, 32_768, 65_536, 131_072)
 """The default ``early_evals``: the untrained network, then doubling steps (4, 8, 16 and 32 rollouts of the
 default config) up to the first periodic evaluation."""
@@ -116,6 +118,7 @@ RANGES: dict[str, dict[str, float]] = {
     "eval_games": {"minimum": 1, "maximum": MAX_GAMES},
     "final_eval_games": {"minimum": 1, "maximum": MAX_GAMES},
     "grade_positions": {"minimum": 0},
+    "sample_games": {"minimum": 0, "maximum": MAX_SAMPLE_GAMES},
     "checkpoint_every": {"minimum": 1},
     "torch_threads": {"minimum": 1, "maximum": 256},
     "eval_opening_plies": {"minimum": 0, "maximum": MAX_OPENING_PLIES},
@@ -359,6 +362,15 @@ class TrainConfig:
     the share of its decisions that lose value under perfect play, logged under ``eval/grade/``. The positions
     (at most 10 empty squares, from seeded random and greedy games) are sampled and solved once. 0: off. Not
     read by the rllib backend."""
+    sample_games: int = 0
+    """Games of every evaluation shown move by move in TensorBoard, at the evaluation's step: the first games of the
+    learner (its most likely action, or its search) against the last of ``eval_opponents``, the strongest as the
+    configs list them, from the evaluation's seeded openings, so the same games recur all through the run. Under
+    Text, ``games/sample_<n>`` lists the moves (in words and in position notation), each of the learner's
+    decisions marked by the exact solver -- kept, won->drawn, won->lost or drawn->lost -- where the solver is
+    fast (at most 10 empty squares, or where the rules' opening book values the position) and "not graded"
+    elsewhere; under Images, ``games/sample_<n>/first_mistake`` shows the position of the learner's first
+    value-losing decision (the final position when it made none). 0 to 16, at most ``eval_games``; 0: off."""
     eval_opening_plies: int = DEFAULT_OPENING_PLIES
     """Random actions that start every evaluation game and the final table's, each opening shared by a pair of
     games with the seats swapped (0 to 7; at most three pieces placed, so no opening decides a game); the default
@@ -923,6 +935,12 @@ def _check_combinations(c: TrainConfig) -> None:
         "alphazero.workers",
         "must be 0 with algorithm ppo (self-play workers are alphazero's; rllib's processes are num_env_runners)",
         c.alphazero.workers,
+    )
+    _require(
+        c.sample_games <= c.eval_games,
+        "sample_games",
+        f"must be <= eval_games = {c.eval_games} (the sample games are the first games of an evaluation)",
+        c.sample_games,
     )
     if c.algorithm == "ppo":
         _check_rollout(c)

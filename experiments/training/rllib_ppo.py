@@ -26,7 +26,8 @@ past ``total_steps``. The scheduled tasks run after each update, and a fresh run
 first.
 The run folder is the sb3 backend's, and the run's schedule, checkpoints, evaluations and final table are
 :mod:`experiments.training.run`'s: ``config.yaml``, ``command.txt``, ``.lock``, ``tb/`` with the same tags
-(``eval/<opponent>/...``, ``eval_sampled/`` and ``eval/score`` from :class:`experiments.training.run.EvaluationLog`,
+(``eval/<opponent>/...``, ``eval_sampled/``, ``eval/score`` and, with ``sample_games``, ``games/`` from
+:class:`experiments.training.run.EvaluationLog`,
 ``charts/SPS`` in ``main``'s steps per second, ``charts/env_steps_per_second``, ``charts/pool_size``,
 ``charts/train_*_rate``, ``losses/``), ``checkpoints/`` (``latest.zip``, ``step_<N>.zip``, ``final.zip``; no
 ``best.zip``; the project's own format, read as data: :mod:`agents.rllib`) and ``final_eval.json`` (the final
@@ -354,7 +355,10 @@ class Trainer:
         for step, weights in begin.snapshots or [(0, self.main_weights())]:
             self.add_snapshot(weights, step)
         self.writer = open_tensorboard(run_dir, config, self.steps)
-        self.evaluations = EvaluationLog(config, self.variant, self.record)  # no grade (grade_positions is ignored)
+        # No grade (grade_positions is ignored); the sample games are graded.
+        self.evaluations = EvaluationLog(
+            config, self.variant, self.record, tensorboard=lambda: (self.writer, self.steps)
+        )
         self.checkpoints = Checkpoints(run_dir, self.save)
 
     # Weights and snapshots ------------------------------------------------------------------------------

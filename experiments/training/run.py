@@ -38,7 +38,9 @@ the order a run meets these pieces:
     default ``quarto tournament``'s 4) and their logging: every result under ``eval/<opponent>/<seat>/``
     (``eval_sampled/`` for a sampled policy, :func:`log_result`), the mean score ``eval/score``, the grade by the
     exact solver (``eval/grade/value_lost``, ``_critical``, ``_<phase>``, ``_empty_<low>_<high>``, and the same
-    under ``eval/grade/<name>/`` for the other agents a backend grades), the progress bar's line (what it is
+    under ``eval/grade/<name>/`` for the other agents a backend grades), with ``sample_games`` a few of the
+    games against the last opponent graded move by move (``games/sample_<n>`` and its ``/first_mistake``,
+    :mod:`experiments.training.sample_games`), the progress bar's line (what it is
     evaluating, then the scores and the seconds the evaluation took) and the scores each checkpoint records
     (``best_score``, ``latest_eval``).
 :func:`finish_run`
@@ -73,6 +75,7 @@ from agents.checkpoints import CheckpointError, read_metadata, read_weights
 from agents.files import atomic_write_bytes
 from experiments.arena.grading import GradeReport, PositionValues, grade_agent, sample_decisions
 from experiments.training.config import SEED_LIMIT, TrainConfig, check_unchanged_on_resume, config_table
+from experiments.training.sample_games import game_markdown, graded_games, mistake_picture
 from experiments.training.selfplay import SEAT_NAMES, EvalResult, Opponent, evaluate_all
 from quarto_env.checks import checked_number, one_line
 from quarto_env.core import State, Variant
@@ -370,10 +373,12 @@ def evaluate_learner(
 ) -> list[EvalResult]:
     """``players`` (the learner's ways of playing: most likely action, sampled policy, search) against every
     evaluation opponent from the config's openings: ``eval_games`` games each, or ``final_eval_games`` for the
-    final table, from :data:`FINAL_EVAL_SEED_OFFSET` seeds further."""
+    final table, from :data:`FINAL_EVAL_SEED_OFFSET` seeds further. Each keeps its first ``sample_games`` games
+    whole (none for the final table)."""
     games = config.final_eval_games if final else config.eval_games
     seed = config.seed + FINAL_EVAL_SEED_OFFSET if final else config.seed
-    return evaluate_all(players, config.eval_opponents, variant, games, seed, config.eval_opening_plies)
+    keep = 0 if final else config.sample_games
+    return evaluate_all(players, config.eval_opponents, variant, games, seed, config.eval_opening_plies, keep)
 
 
 EVAL_PREFIXES = ("eval_sampled", "eval")
@@ -413,6 +418,12 @@ def grade_shares(report: GradeReport) -> dict[str, float]:
     return shares
 
 
+TensorBoard = Callable[[], tuple[SummaryWriter, int]]
+"""The run's TensorBoard writer and its current step, for what :class:`EvaluationLog` writes besides scalars."""
+SAMPLE_TAG = "games/sample_{number}"
+"""The Text tag of sample game ``number``; its first mistake's picture is ``games/sample_<number>/first_mistake``."""
+
+
 Graded = Callable[[], dict[str, Agent]]
 """The agents to grade, by name: ``""`` the learner as it plays (``eval/grade/value_lost``), any other name
 under its own prefix (``eval/grade/policy/value_lost``)."""
@@ -424,7 +435,9 @@ class EvaluationLog:
     ``grading`` makes the agents to grade at every evaluation (:data:`Graded`; ``None``: the backend does not
     grade), ``references`` those graded once, at the first evaluation, and logged again at every one -- a flat
     line to compare with, such as the same search with an untrained network. With ``grade_positions`` in the
-    config, the grade is on positions sampled, and solved, once per run."""
+    config, the grade is on positions sampled, and solved, once per run. With ``sample_games`` in the config,
+    every evaluation also writes that many of its games, graded move by move, to ``tensorboard``
+    (:meth:`log_sample_games`)."""
 
     def __init__(
         self,
@@ -434,6 +447,7 @@ class EvaluationLog:
         best_score: float = -1.0,
         grading: Graded | None = None,
         references: Graded | None = None,
+        tensorboard: TensorBoard | None = None,
     ) -> None:
         self.config = config
         self.variant = variant
@@ -444,8 +458,11 @@ class EvaluationLog:
         """The latest evaluation's scores, by opponent (and ``value lost``, the grade)."""
         self.grading = grading if config.grade_positions else None
         self.references = references if config.grade_positions else None
+        self.tensorboard = tensorboard
         self._reference_grades: dict[str, GradeReport] | None = None
-        self._positions: tuple[list[State], PositionValues] | None = None
+        self._positions: list[State] | None = None
+        self._values = PositionValues(variant)
+        """The exact action values of the graded positions and sample games, solved once per run."""
 
     def evaluate(self, players: Sequence[Opponent], progress: tqdm) -> tuple[list[EvalResult], bool]:
         """One evaluation of ``players`` (:func:`evaluate_learner`), logged (:meth:`log`), off the progress bar's
@@ -469,6 +486,8 @@ class EvaluationLog:
         if self.grading is not None:
             for name, report in self.grade_all(self.grading()).items():
                 self._log_grade(name, grade_shares(report))
+        if self.config.sample_games and self.tensorboard is not None:
+            self.log_sample_games(results[len(self.config.eval_opponents) - 1])
         improved = score > self.best_score
         self.best_score = max(self.best_score, score)
         return improved
@@ -481,9 +500,8 @@ class EvaluationLog:
         """The exact solver's grade of each of ``agents`` and of the ``references`` (graded at the first call,
         then reused), by name, on the run's positions (sampled and solved once per run)."""
         if self._positions is None:
-            positions = sample_decisions(self.variant, self.config.grade_positions, self.config.seed)
-            self._positions = (positions, PositionValues(self.variant))
-        positions, values = self._positions
+            self._positions = sample_decisions(self.variant, self.config.grade_positions, self.config.seed)
+        positions, values = self._positions, self._values
         if self.references is not None and self._reference_grades is None:
             references = self.references().items()
             self._reference_grades = {
@@ -491,6 +509,18 @@ class EvaluationLog:
             }
         reports = {name: grade_agent(agent, self.variant, positions, values) for name, agent in agents.items()}
         return {**reports, **(self._reference_grades or {})}
+
+    def log_sample_games(self, result: EvalResult) -> None:
+        """Write the games ``result`` kept -- the learner's first way of playing against the last evaluation
+        opponent -- graded move by move (:mod:`experiments.training.sample_games`): each as Markdown under
+        ``games/sample_<n>`` and the picture of its first value-losing decision under
+        ``games/sample_<n>/first_mistake``, at the evaluation's step."""
+        assert self.tensorboard is not None
+        writer, step = self.tensorboard()
+        for number, game in enumerate(graded_games(result.games, result.opponent, self.variant, self._values)):
+            tag = SAMPLE_TAG.format(number=number)
+            writer.add_text(tag, game_markdown(game), step)
+            writer.add_image(f"{tag}/first_mistake", mistake_picture(game, self.variant), step, dataformats="HWC")
 
     def _log_grade(self, name: str, shares: dict[str, float]) -> None:
         """Record ``shares`` under ``eval/grade/`` (``eval/grade/<name>/`` for another agent than the learner)."""

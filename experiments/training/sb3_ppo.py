@@ -164,7 +164,12 @@ class TrainingCallback(BaseCallback):
         self.kind = config.observation
         self.learner = learner
         self.evaluations = EvaluationLog(
-            config, self.variant, self.record, learner.best_score, lambda: {"": self.learner_agent()}
+            config,
+            self.variant,
+            self.record,
+            learner.best_score,
+            lambda: {"": self.learner_agent()},
+            tensorboard=lambda: (self.writer(), self.learner.model.num_timesteps),
         )
         self.checkpoints = Checkpoints(run_dir, self.save)
         step = learner.model.num_timesteps

@@ -103,15 +103,19 @@ class AgentOpponent(Opponent):
         return np.array([self.agent.act(batch.state(g)) for g in games], dtype=np.int64)
 
 
-def move(batch: GameBatch, games: np.ndarray, movers: Sequence[Opponent]) -> None:
-    """Let ``movers[i]`` act in game ``games[i]``: one call per distinct mover, over all of its games."""
+def move(batch: GameBatch, games: np.ndarray, movers: Sequence[Opponent]) -> np.ndarray:
+    """Let ``movers[i]`` act in game ``games[i]``: one call per distinct mover, over all of its games. Returns the
+    actions played, ``actions[i]`` in ``games[i]``."""
     by_mover: dict[int, list[int]] = {}
-    for game, mover in zip(games, movers, strict=True):
-        by_mover.setdefault(id(mover), []).append(int(game))
+    for index, mover in enumerate(movers):
+        by_mover.setdefault(id(mover), []).append(index)
     first_of = {id(mover): mover for mover in movers}
-    for key, its_games in by_mover.items():
-        selected = np.array(its_games, dtype=np.int64)
-        batch.step(selected, first_of[key].act(batch, selected))
+    games, played = np.asarray(games, dtype=np.int64), np.zeros(len(movers), dtype=np.int64)
+    for key, indices in by_mover.items():
+        selected = games[indices]
+        played[indices] = first_of[key].act(batch, selected)
+        batch.step(selected, played[indices])
+    return played
 
 
 def frozen_copy(policy: MaskableActorCriticPolicy) -> MaskableActorCriticPolicy:
@@ -336,6 +340,15 @@ class SelfPlayVecEnv(InProcessVecEnv):
 # ---------------------------------------------------------------------------------------------------------
 # Evaluation
 # ---------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class KeptGame:
+    """One evaluation game kept whole: its random opening, then the players' actions, and the learner's seat."""
+
+    opening: tuple[int, ...]
+    actions: list[int]
+    learner_seat: int
+
+
 @dataclasses.dataclass
 class EvalResult:
     """The learner's results against one opponent: ``counts[seat]`` is ``(wins, draws, losses)``."""
@@ -348,6 +361,9 @@ class EvalResult:
     """Whether the learner was a network playing its most likely action (else it sampled its policy)."""
     playing: str = ""
     """How the learner played (:attr:`Opponent.playing`): ``argmax``, ``sampled``, ``search 64``, ..."""
+    games: list[KeptGame] = dataclasses.field(default_factory=list)
+    """The first games, kept whole where the evaluation was asked to (``keep_games``), in order: the learner
+    gives first in the even ones, and games ``2k`` and ``2k + 1`` share an opening."""
 
     def score(self, seat: int | None = None) -> float:
         """Wins plus half the draws, over the games played in ``seat`` (default both)."""
@@ -394,26 +410,34 @@ def evaluate(
     seed: int,
     make: Callable[[str, Variant, int], Agent] = make_agent,
     opening_plies: int = 0,
+    keep_games: int = 0,
 ) -> EvalResult:
     """Play ``num_games`` games of ``learner`` against the agent ``opponent_spec``, half in each seat, all
     side by side (the learner's moves in one batched call per turn). With ``opening_plies``, games ``2k`` and
     ``2k + 1`` (one per seating) start from the same random opening of that many actions, drawn from ``seed``.
+    The first ``keep_games`` games are kept whole (:attr:`EvalResult.games`).
 
     ``seed`` seeds the opponent and the learner's sampled moves: torch's generators are forked for the
     evaluation (:func:`seeded_torch`), so its result depends on the policy and the seed alone, and a training
     run is the same whatever its evaluation schedule."""
     batch = GameBatch(variant, num_games)
     seats = np.arange(num_games) % 2
+    openings: list[tuple[int, ...]] = [()] * num_games
     if opening_plies:
         rng = np.random.default_rng([seed, OPENING_STREAM])
         for pair in range(0, num_games, 2):
-            state = opening_state(variant, random_opening(variant, opening_plies, rng))
-            batch.set_state(np.arange(pair, min(pair + 2, num_games)), state)
+            opening = random_opening(variant, opening_plies, rng)
+            pair_games = np.arange(pair, min(pair + 2, num_games))
+            batch.set_state(pair_games, opening_state(variant, opening))
+            openings[pair : pair + 2] = [opening] * len(pair_games)
+    kept = [KeptGame(openings[g], [], int(seats[g])) for g in range(min(keep_games, num_games))]
     opponent = AgentOpponent(make(opponent_spec, variant, seed))
     with seeded_torch(seed):
         while not batch.over.all():
             live = np.flatnonzero(~batch.over)
-            move(batch, live, [learner if batch.to_move[g] == seats[g] else opponent for g in live])
+            played = move(batch, live, [learner if batch.to_move[g] == seats[g] else opponent for g in live])
+            for index in np.flatnonzero(live < len(kept)):
+                kept[live[index]].actions.append(int(played[index]))
     results = batch.returns(batch.all_games, seats)
     counts = {
         seat: (
@@ -423,7 +447,7 @@ def evaluate(
         )
         for seat in (0, 1)
     }
-    return EvalResult(opponent_spec, counts, batch.state(0), learner.deterministic, learner.playing)
+    return EvalResult(opponent_spec, counts, batch.state(0), learner.deterministic, learner.playing, kept)
 
 
 def evaluate_all(
@@ -433,11 +457,12 @@ def evaluate_all(
     num_games: int,
     seed: int,
     opening_plies: int = 0,
+    keep_games: int = 0,
 ) -> list[EvalResult]:
     """Every player against every opponent spec (the ``i``-th from ``seed + i``, whichever player), ``num_games``
-    games each (:func:`evaluate`): the results, player by player."""
+    games each, the first ``keep_games`` of them kept whole (:func:`evaluate`): the results, player by player."""
     return [
-        evaluate(player, spec, variant, num_games, seed + i, opening_plies=opening_plies)
+        evaluate(player, spec, variant, num_games, seed + i, opening_plies=opening_plies, keep_games=keep_games)
         for player in players
         for i, spec in enumerate(opponent_specs)
     ]
