@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
 
 from agents.base import Agent, SpecError, make_agent, parse_spec
 from agents.files import OutputPathError, output_file, output_folder
+from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from quarto_env.checks import number_parser
 from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, RulesError, Variant
 
@@ -220,6 +221,14 @@ def add_jobs_argument(parser: argparse.ArgumentParser, help: str | None = None) 
     """Add ``--jobs``: the worker processes that share a command's work, 1 to :data:`MAX_JOBS`, default 1."""
     jobs = number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True)
     parser.add_argument("--jobs", type=jobs, default=1, help=help)
+
+
+def add_opening_plies_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add ``--opening-plies``: the random actions that open each pair of games, the same for both seatings
+    (:func:`agents.match.random_opening`), 0 to :data:`~agents.match.MAX_OPENING_PLIES`, default
+    :data:`~agents.match.DEFAULT_OPENING_PLIES` for every command that plays such pairs."""
+    plies = number_argument("opening-plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True)
+    parser.add_argument("--opening-plies", type=plies, default=DEFAULT_OPENING_PLIES, help=help)
 
 
 def check_specs(parser: argparse.ArgumentParser, specs: list[str]) -> None:
