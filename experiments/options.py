@@ -19,7 +19,7 @@ from agents.base import Agent, SpecError, make_agent, parse_spec
 from agents.files import OutputPathError, output_file, output_folder
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from quarto_env.checks import number_parser
-from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, RulesError, Variant
+from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, NUM_SQUARES, RulesError, Variant
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11's
     from typing_extensions import Unpack
@@ -229,6 +229,21 @@ def add_opening_plies_argument(parser: argparse.ArgumentParser, help: str) -> No
     :data:`~agents.match.DEFAULT_OPENING_PLIES` for every command that plays such pairs."""
     plies = number_argument("opening-plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True)
     parser.add_argument("--opening-plies", type=plies, default=DEFAULT_OPENING_PLIES, help=help)
+
+
+def add_empty_squares_argument(
+    parser: argparse.ArgumentParser,
+    option: str,
+    default: int | None,
+    help: str,
+    fewest: int = 1,
+    name: str | None = None,
+) -> None:
+    """Add ``option`` (``--min-empty`` or ``--max-empty``): a bound on the empty squares of the positions a command
+    works on, an integer from ``fewest`` to 16; a bad value is refused with a message naming ``name`` (default:
+    the option without its dashes)."""
+    empty = number_argument(name or option.lstrip("-"), minimum=fewest, maximum=NUM_SQUARES, integer=True)
+    parser.add_argument(option, type=empty, default=default, help=help)
 
 
 def check_specs(parser: argparse.ArgumentParser, specs: list[str]) -> None:

@@ -76,6 +76,7 @@ from experiments.arena.grading import SOLVER_COMFORT_EMPTY
 from experiments.options import (
     SEED,
     CommandParser,
+    add_empty_squares_argument,
     add_jobs_argument,
     add_progress_and_variant_arguments,
     number_argument,
@@ -280,10 +281,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"with --sample: games played for positions (default {GAMES_PER_SAMPLED_POSITION} per position "
         "asked for: twice --sample)",
     )
-    empty = number_argument("empty squares", minimum=2, maximum=NUM_SQUARES, integer=True)
     low, high = SAMPLE_EMPTY
-    parser.add_argument("--min-empty", type=empty, default=None, help=f"fewest empty squares, 2-16 (sample: {low})")
-    parser.add_argument("--max-empty", type=empty, default=None, help=f"most empty squares, 2-16 (sample: {high})")
+    add_empty_squares_argument(
+        parser, "--min-empty", None, f"fewest empty squares, 2-16 (sample: {low})", fewest=2, name="empty squares"
+    )
+    add_empty_squares_argument(
+        parser, "--max-empty", None, f"most empty squares, 2-16 (sample: {high})", fewest=2, name="empty squares"
+    )
     parser.add_argument(
         "--observation",
         choices=list(OBSERVATION_KINDS),
