@@ -64,6 +64,7 @@ from agents.files import OutputPathError, atomic_write_bytes, atomic_write_text,
 from agents.labels import ILLEGAL, label_positions, remove_shard_folder, values_of_row, worker_pool
 from agents.suites import (
     DEFAULT_SOURCES,
+    PositionSource,
     SolvedPosition,
     Suite,
     SuiteError,
@@ -399,7 +400,7 @@ def _sampled_positions(
             "each position may take the solver minutes",
         )
     games = args.games or GAMES_PER_SAMPLED_POSITION * args.sample
-    stages = tuple(reversed(bounds))
+    position_source = PositionSource(DEFAULT_SOURCES, tuple(reversed(bounds)), games)
     progress = not args.no_progress
     source = {"sample": args.sample, "seed": args.seed, "games": games, "sources": list(DEFAULT_SOURCES)}
     source |= {"min_empty": bounds[0], "max_empty": bounds[-1]}
@@ -408,9 +409,7 @@ def _sampled_positions(
         with worker_pool(args.jobs) if args.jobs > 1 else contextlib.nullcontext() as pool:
             states = _planned_positions(folder, variant, source)
             if states is None:
-                states = collect_positions(
-                    variant, args.sample, args.seed, DEFAULT_SOURCES, stages, games, progress, pool=pool
-                )
+                states = collect_positions(variant, args.sample, args.seed, position_source, progress, pool=pool)
                 if not states:
                     parser.error("no positions within --min-empty and --max-empty")
                 _save_plan(folder, variant, source, states)
