@@ -20,6 +20,7 @@ from agents.files import OutputPathError, output_file, output_folder
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from quarto_env.checks import number_parser
 from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, NUM_SQUARES, RulesError, Variant
+from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11's
     from typing_extensions import Unpack
@@ -244,6 +245,12 @@ def add_empty_squares_argument(
     the option without its dashes)."""
     empty = number_argument(name or option.lstrip("-"), minimum=fewest, maximum=NUM_SQUARES, integer=True)
     parser.add_argument(option, type=empty, default=default, help=help)
+
+
+def add_observation_argument(parser: argparse.ArgumentParser, help: str, default: str = DEFAULT_OBSERVATION) -> None:
+    """Add ``--observation``: one of the observation kinds (:data:`quarto_env.observation.OBSERVATION_KINDS`),
+    the planes a command's env or networks read; ``default`` is the env's own unless the command says otherwise."""
+    parser.add_argument("--observation", choices=list(OBSERVATION_KINDS), default=default, help=help)
 
 
 def check_specs(parser: argparse.ArgumentParser, specs: list[str]) -> None:

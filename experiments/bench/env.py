@@ -40,11 +40,17 @@ from pettingzoo import AECEnv
 
 from agents.files import atomic_write_text
 from experiments.bench import add_timing_arguments, exit_if_unwritten
-from experiments.options import SEED, CommandParser, add_out_argument, output_file_argument
+from experiments.options import (
+    SEED,
+    CommandParser,
+    add_observation_argument,
+    add_out_argument,
+    output_file_argument,
+)
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
 from quarto_env.extras import require
 from quarto_env.fast import random_games
-from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS
+from quarto_env.observation import DEFAULT_OBSERVATION
 
 CORE_GAMES = 100_000
 
@@ -63,11 +69,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=0,
         help="seed of the random players and the games",
     )
-    parser.add_argument(
-        "--observation",
-        choices=tuple(OBSERVATION_KINDS),
-        default=DEFAULT_OBSERVATION,
-        help=f"quarto_v1's observation option (default {DEFAULT_OBSERVATION}, the env's default)",
+    add_observation_argument(
+        parser, f"quarto_v1's observation option (default {DEFAULT_OBSERVATION}, the env's default)"
     )
     add_out_argument(
         parser,

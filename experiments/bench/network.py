@@ -77,6 +77,7 @@ from experiments.options import (
     CommandParser,
     add_empty_squares_argument,
     add_jobs_argument,
+    add_observation_argument,
     add_variant_arguments,
     markdown_table,
     number_argument,
@@ -92,7 +93,7 @@ from quarto_env.core import (
     position_array,
     state_of_row,
 )
-from quarto_env.observation import OBSERVATION_KINDS, ObservationKind, observation_kind
+from quarto_env.observation import ObservationKind, observation_kind
 from quarto_env.symmetry import Symmetries
 
 OBSERVATION = "parity"
@@ -736,11 +737,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_ITERATIONS,
         help="iterations of the looped design's weight-tied block",
     )
-    parser.add_argument(
-        "--observation",
-        choices=list(OBSERVATION_KINDS),
-        default=OBSERVATION,
-        help=f"the planes the networks read (default {OBSERVATION}, AlphaZero's; raw: the position alone)",
+    add_observation_argument(
+        parser,
+        f"the planes the networks read (default {OBSERVATION}, AlphaZero's; raw: the position alone)",
+        OBSERVATION,
     )
     defaults = TrainSettings()
     parser.add_argument(

@@ -79,6 +79,7 @@ from experiments.options import (
     CommandParser,
     add_empty_squares_argument,
     add_jobs_argument,
+    add_observation_argument,
     add_progress_and_variant_arguments,
     number_argument,
     parse_command,
@@ -96,7 +97,7 @@ from quarto_env.core import (
 )
 from quarto_env.fast import write_observation
 from quarto_env.notation import PositionError, format_position, parse_position
-from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS, observation_kind
+from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
 from quarto_env.symmetry import Symmetries
 
 DATASET_FORMAT = 1
@@ -289,12 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_empty_squares_argument(
         parser, "--max-empty", None, f"most empty squares, 2-16 (sample: {high})", fewest=2, name="empty squares"
     )
-    parser.add_argument(
-        "--observation",
-        choices=list(OBSERVATION_KINDS),
-        default=DEFAULT_OBSERVATION,
-        help=f"observation planes (default {DEFAULT_OBSERVATION}, as quarto_v1)",
-    )
+    add_observation_argument(parser, f"observation planes (default {DEFAULT_OBSERVATION}, as quarto_v1)")
     parser.add_argument(
         "--symmetries",
         type=number_argument("symmetries", minimum=0, integer=True),
