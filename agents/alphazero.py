@@ -16,11 +16,8 @@ from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS, Agen
 from agents.checkpoints import (
     CheckpointError,
     CheckpointHeader,
-    check_algorithm,
-    checkpoint_path,
-    read_metadata,
+    checkpoint_metadata,
     read_weights,
-    trained_variant,
     write_checkpoint,
 )
 from agents.networks import (
@@ -94,10 +91,7 @@ def load_network(
     latest) on ``device``, and its metadata; :class:`CheckpointError` for a missing or damaged file, another
     algorithm's checkpoint, or one trained for another rule variant (``ValueError`` for ``cuda`` without a GPU)."""
     on_device = resolve_device(device)
-    path = checkpoint_path(path)
-    metadata = read_metadata(path)
-    check_algorithm(path, metadata, ALGORITHM)
-    trained = trained_variant(path, metadata, variant)
+    path, metadata, trained = checkpoint_metadata(path, ALGORITHM, variant)
     shape = metadata.get("network")
     try:
         if not isinstance(shape, dict):

@@ -272,6 +272,19 @@ def trained_variant(path: str | Path, metadata: dict[str, Any], variant: Variant
     return trained_for
 
 
+def checkpoint_metadata(
+    path: str | Path, algorithm: str, variant: Variant | None
+) -> tuple[Path, dict[str, Any], Variant]:
+    """What every loader reads before the weights: the checkpoint file ``path`` stands for (:func:`checkpoint_path`:
+    a run folder means its final checkpoint, else its latest), its metadata, checked to be ``algorithm``'s
+    (:func:`check_algorithm`), and the rule variant it was trained for, refused when it is not ``variant``
+    (:func:`trained_variant`). Every failure is a :class:`CheckpointError` naming the file."""
+    path = checkpoint_path(path)
+    metadata = read_metadata(path)
+    check_algorithm(path, metadata, algorithm)
+    return path, metadata, trained_variant(path, metadata, variant)
+
+
 def _refusal(exc: pickle.UnpicklingError) -> str:
     """torch's reason for refusing a file, without its advice to load it with ``weights_only=False``."""
     for line in str(exc).splitlines():

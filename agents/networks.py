@@ -664,7 +664,7 @@ class FlatNetwork(nn.Module):
         super().__init__()
         self.outputs = outputs
         inputs = kind.num_channels * NUM_SQUARES
-        self.context = nn.Sequential(nn.Linear(inputs, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU())
+        self.context = nn.Sequential(*hidden_layers(inputs, [width, width], nn.ReLU))
         self.actions = nn.Linear(width, NUM_ACTIONS * outputs)
 
     def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
@@ -708,11 +708,18 @@ class ActorCritic(nn.Module):
 
 
 def _mlp(inputs: int, hidden: list[int], outputs: int) -> nn.Sequential:
+    return nn.Sequential(*hidden_layers(inputs, hidden, nn.Tanh), nn.Linear(hidden[-1] if hidden else inputs, outputs))
+
+
+def hidden_layers(inputs: int, sizes: Sequence[int], activation: type[nn.Module]) -> list[nn.Module]:
+    """The hidden layers of a multilayer perceptron over ``inputs`` features: for each of ``sizes``, a linear layer
+    to that many units and then ``activation`` (``nn.ReLU``, ``nn.Tanh``). In an ``nn.Sequential`` they are
+    numbered from 0, linear layers at the even places."""
     layers: list[nn.Module] = []
-    for size in hidden:
-        layers += [nn.Linear(inputs, size), nn.Tanh()]
+    for size in sizes:
+        layers += [nn.Linear(inputs, size), activation()]
         inputs = size
-    return nn.Sequential(*layers, nn.Linear(inputs, outputs))
+    return layers
 
 
 def network_for(config: dict[str, Any], kind: ObservationKind, variant: Variant) -> ActorCritic:

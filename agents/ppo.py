@@ -36,7 +36,7 @@ from agents.checkpoints import (
     CheckpointError,
     CheckpointHeader,
     check_algorithm,
-    checkpoint_path,
+    checkpoint_metadata,
     library_versions,
     read_metadata,
     read_weights,
@@ -186,10 +186,8 @@ def load_policy(path: str | Path, variant: Variant | None = None, device: str = 
     ``ValueError`` for ``cuda`` without a GPU). Every failure of the file is a :class:`CheckpointError` naming
     it."""
     on_device = resolve_device(device)
-    path = checkpoint_path(path)
-    metadata = read_metadata(path)
-    check_algorithm(path, metadata, "ppo")
-    policy = _policy_for(path, metadata, trained_variant(path, metadata, variant))
+    path, metadata, trained = checkpoint_metadata(path, "ppo", variant)
+    policy = _policy_for(path, metadata, trained)
     weights = read_weights(path, POLICY_ENTRY)
     try:
         policy.load_state_dict(weights)

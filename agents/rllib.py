@@ -28,11 +28,8 @@ from agents.checkpoints import (
     METADATA_ENTRY,
     CheckpointError,
     CheckpointHeader,
-    check_algorithm,
-    checkpoint_path,
-    read_metadata,
+    checkpoint_metadata,
     read_weights,
-    trained_variant,
     write_checkpoint,
 )
 from agents.networks import DEFAULT_DEVICE, ActorCritic, network_actions, network_for, resolve_device
@@ -76,10 +73,7 @@ def load_network(
     rule variant is refused. Every failure of the file is a :class:`CheckpointError` naming it (``ValueError`` for
     ``cuda`` without a GPU)."""
     on_device = resolve_device(device)
-    path = checkpoint_path(path)
-    metadata = read_metadata(path)
-    check_algorithm(path, metadata, ALGORITHM)
-    trained = trained_variant(path, metadata, variant)
+    path, metadata, trained = checkpoint_metadata(path, ALGORITHM, variant)
     try:
         network = network_for(metadata["config"], observation_kind(metadata["observation"]), trained)
         network.load_state_dict(read_weights(path, NETWORK_ENTRY))

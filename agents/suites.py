@@ -276,25 +276,40 @@ def _lines_hash(lines: Iterable[str]) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # Building
 # ---------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class PositionSource:
+    """Where the positions of a suite or a sample come from: ``games`` seeded games between agents drawn from
+    ``sources`` (agent specs), of which the decision positions with a number of empty squares in ``stages``
+    count."""
+
+    sources: Sequence[str] = DEFAULT_SOURCES
+    stages: Sequence[int] = SUITE_STAGES
+    games: int = DEFAULT_GAMES
+
+
 def build_suite(
     name: str,
     variant: Variant,
     per_stage: int,
     seed: int,
-    sources: Sequence[str] = DEFAULT_SOURCES,
-    stages: Sequence[int] = SUITE_STAGES,
-    games: int = DEFAULT_GAMES,
+    source: PositionSource = PositionSource(),
     progress: bool = False,
     command: str = "",
     jobs: int = 1,
 ) -> Suite:
-    """A suite of up to ``per_stage`` positions per stage from ``games`` games (:func:`collect_positions`),
+    """A suite of up to ``per_stage`` positions per stage from ``source``'s games (:func:`collect_positions`),
     solved (:func:`solve_positions`); ``jobs`` worker processes play the games and label the positions.
     ``command`` is recorded in the header, to rebuild it."""
     with worker_pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
-        states = collect_positions(variant, per_stage, seed, sources, stages, games, progress, pool=pool)
+        states = collect_positions(variant, per_stage, seed, source, progress, pool=pool)
         solved = solve_positions(variant, states, progress, pool=pool)
-    generator = {"command": command, "seed": seed, "sources": list(sources), "per_stage": per_stage, "games": games}
+    generator = {
+        "command": command,
+        "seed": seed,
+        "sources": list(source.sources),
+        "per_stage": per_stage,
+        "games": source.games,
+    }
     return Suite(name, variant, solved, generator)
 
 
@@ -302,22 +317,22 @@ def collect_positions(
     variant: Variant,
     per_stage: int,
     seed: int,
-    sources: Sequence[str] = DEFAULT_SOURCES,
-    stages: Sequence[int] = SUITE_STAGES,
-    games: int = DEFAULT_GAMES,
+    source: PositionSource = PositionSource(),
     progress: bool = False,
     jobs: int = 1,
     pool: Pool | None = None,
 ) -> list[State]:
     """Up to ``per_stage`` decision positions (two or more legal actions) for each number of empty squares in
-    ``stages``, no two related by a symmetry, from ``games`` seeded games between agents drawn from ``sources``:
-    stage by stage from the most empty squares, each drawn at random among the distinct positions the games
-    reached (all of them when there are fewer: the earliest stages have few distinct positions at all).
+    ``source.stages``, no two related by a symmetry, from ``source.games`` seeded games between agents drawn from
+    ``source.sources``: stage by stage from the most empty squares, each drawn at random among the distinct
+    positions the games reached (all of them when there are fewer: the earliest stages have few distinct
+    positions at all).
 
     ``jobs`` above 1 (or a ``pool`` of :func:`agents.labels.worker_pool`) plays the games in worker processes;
     the positions are the same for every ``jobs``."""
     if variant.declaration:
         raise ValueError("suites hold no declaration-variant positions: the notation cannot say what is claimable")
+    sources, stages, games = source.sources, source.stages, source.games
     rng = np.random.default_rng(seed)
     # Every game's players are drawn first, in the order a game-by-game loop draws them (spec, then seed, for
     # each seat), so that the games can be played anywhere in any order and the picks below draw from the same

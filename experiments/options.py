@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
 
 from agents.base import Agent, SpecError, make_agent, parse_spec
 from agents.files import OutputPathError, output_file, output_folder
+from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from quarto_env.checks import number_parser
-from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, RulesError, Variant
+from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, NUM_SQUARES, RulesError, Variant
+from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11's
     from typing_extensions import Unpack
@@ -220,6 +222,35 @@ def add_jobs_argument(parser: argparse.ArgumentParser, help: str | None = None) 
     """Add ``--jobs``: the worker processes that share a command's work, 1 to :data:`MAX_JOBS`, default 1."""
     jobs = number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True)
     parser.add_argument("--jobs", type=jobs, default=1, help=help)
+
+
+def add_opening_plies_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add ``--opening-plies``: the random actions that open each pair of games, the same for both seatings
+    (:func:`agents.match.random_opening`), 0 to :data:`~agents.match.MAX_OPENING_PLIES`, default
+    :data:`~agents.match.DEFAULT_OPENING_PLIES` for every command that plays such pairs."""
+    plies = number_argument("opening-plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True)
+    parser.add_argument("--opening-plies", type=plies, default=DEFAULT_OPENING_PLIES, help=help)
+
+
+def add_empty_squares_argument(
+    parser: argparse.ArgumentParser,
+    option: str,
+    default: int | None,
+    help: str,
+    fewest: int = 1,
+    name: str | None = None,
+) -> None:
+    """Add ``option`` (``--min-empty`` or ``--max-empty``): a bound on the empty squares of the positions a command
+    works on, an integer from ``fewest`` to 16; a bad value is refused with a message naming ``name`` (default:
+    the option without its dashes)."""
+    empty = number_argument(name or option.lstrip("-"), minimum=fewest, maximum=NUM_SQUARES, integer=True)
+    parser.add_argument(option, type=empty, default=default, help=help)
+
+
+def add_observation_argument(parser: argparse.ArgumentParser, help: str, default: str = DEFAULT_OBSERVATION) -> None:
+    """Add ``--observation``: one of the observation kinds (:data:`quarto_env.observation.OBSERVATION_KINDS`),
+    the planes a command's env or networks read; ``default`` is the env's own unless the command says otherwise."""
+    parser.add_argument("--observation", choices=list(OBSERVATION_KINDS), default=default, help=help)
 
 
 def check_specs(parser: argparse.ArgumentParser, specs: list[str]) -> None:

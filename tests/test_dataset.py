@@ -15,7 +15,7 @@ import pytest
 
 import quarto_env
 from agents.minimax import solve
-from agents.suites import Suite, build_suite, save_suite
+from agents.suites import PositionSource, Suite, build_suite, save_suite
 from experiments.training.dataset import (
     ARRAYS,
     DEFAULT_OBSERVATION,
@@ -36,7 +36,7 @@ VARIANTS = {"standard": Variant.make(), "squares": Variant.make(squares=True)}
 def tiny_suite(variant: Variant) -> Suite:
     """15 positions with 6, 5 and 4 empty squares: solved in well under a second."""
     return build_suite(
-        "tiny-v1", variant, per_stage=5, seed=3, sources=("random", "greedy"), stages=(6, 5, 4), games=30
+        "tiny-v1", variant, per_stage=5, seed=3, source=PositionSource(("random", "greedy"), (6, 5, 4), games=30)
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agents.base import Agent, make_agent
-from agents.suites import Suite, build_suite, save_suite, shipped_suite_names
+from agents.suites import PositionSource, Suite, build_suite, save_suite, shipped_suite_names
 from experiments.arena import grade, grading
 from experiments.arena.grading import PositionValues, exact_action_values, grade_agent, sample_decisions
 from experiments.arena.ratings import wilson_interval
@@ -348,7 +348,7 @@ def test_many_empty_squares_warn_and_grading_shows_progress(
 def tiny_suite() -> Suite:
     """Four positions at each of 6, 5 and 4 empty squares, solved (a second or two)."""
     return build_suite(
-        "tiny-v1", STANDARD, per_stage=4, seed=0, sources=("random", "greedy"), stages=(6, 5, 4), games=30
+        "tiny-v1", STANDARD, per_stage=4, seed=0, source=PositionSource(("random", "greedy"), (6, 5, 4), games=30)
     )
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from agents import labels
 from agents.minimax import Solver
-from agents.suites import collect_positions
+from agents.suites import PositionSource, collect_positions
 from experiments.training import dataset
 from experiments.training.dataset import ARRAYS, load_dataset, main, parts_folder
 from quarto_env.core import NUM_ACTIONS, STANDARD, State, Variant, legal_actions, position_array, step
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def positions(stages: tuple[int, ...], per_stage: int, seed: int) -> list[State]:
-    return collect_positions(STANDARD, per_stage, seed, ("random", "greedy"), stages, games=60)
+    return collect_positions(STANDARD, per_stage, seed, PositionSource(("random", "greedy"), stages, games=60))
 
 
 def solver_alone(state: State) -> dict[int, int]:

@@ -15,6 +15,7 @@ from agents.book import shipped_book
 from agents.minimax import Solver
 from agents.suites import (
     SUITE_STAGES,
+    PositionSource,
     SolvedPosition,
     Suite,
     SuiteError,
@@ -37,7 +38,9 @@ SMALL_STAGES = (6, 5, 4)
 
 @pytest.fixture(scope="module")
 def small_suite() -> Suite:
-    return build_suite("standard-v99", STANDARD, per_stage=6, seed=3, stages=SMALL_STAGES, games=40)
+    return build_suite(
+        "standard-v99", STANDARD, per_stage=6, seed=3, source=PositionSource(stages=SMALL_STAGES, games=40)
+    )
 
 
 def test_a_small_suite_holds_the_exact_values_of_every_action(small_suite: Suite) -> None:
@@ -55,9 +58,10 @@ def test_no_two_positions_of_a_suite_are_related_by_a_symmetry(small_suite: Suit
 
 
 def test_the_same_seed_collects_the_same_positions() -> None:
-    first = collect_positions(STANDARD, 4, seed=11, stages=SMALL_STAGES, games=20)
-    assert first == collect_positions(STANDARD, 4, seed=11, stages=SMALL_STAGES, games=20)
-    assert first != collect_positions(STANDARD, 4, seed=12, stages=SMALL_STAGES, games=20)
+    source = PositionSource(stages=SMALL_STAGES, games=20)
+    first = collect_positions(STANDARD, 4, seed=11, source=source)
+    assert first == collect_positions(STANDARD, 4, seed=11, source=source)
+    assert first != collect_positions(STANDARD, 4, seed=12, source=source)
 
 
 def test_a_suite_file_round_trips(small_suite: Suite, tmp_path: Path) -> None:
@@ -114,7 +118,9 @@ def test_a_suite_of_other_rules_and_an_unknown_name_are_refused(small_suite: Sui
 def test_the_declaration_variant_has_no_suite() -> None:
     assert default_suite_name(Variant.make(declaration=True)) is None
     with pytest.raises(ValueError, match="declaration"):
-        collect_positions(Variant.make(declaration=True), 2, seed=0, stages=SMALL_STAGES, games=2)
+        collect_positions(
+            Variant.make(declaration=True), 2, seed=0, source=PositionSource(stages=SMALL_STAGES, games=2)
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------

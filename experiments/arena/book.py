@@ -27,6 +27,7 @@ from agents.search import table_bits_for
 from experiments.arena.solve import MAX_TABLE_MB, default_table_mb
 from experiments.options import (
     CommandParser,
+    add_empty_squares_argument,
     add_jobs_argument,
     add_progress_argument,
     add_variant_arguments,
@@ -34,7 +35,7 @@ from experiments.options import (
     output_file_argument,
     parse_command,
 )
-from quarto_env.core import NUM_SQUARES, State, Variant
+from quarto_env.core import State, Variant
 from quarto_env.notation import PositionError, format_position, parse_position
 
 
@@ -43,12 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="quarto book",
         description="Build the opening book: the exact value of every early give node, for the solver.",
     )
-    parser.add_argument(
-        "--min-empty",
-        type=number_argument("min-empty", minimum=1, maximum=NUM_SQUARES, integer=True),
-        default=12,
-        help="the book's deepest boards have this many empty squares",
-    )
+    add_empty_squares_argument(parser, "--min-empty", 12, "the book's deepest boards have this many empty squares")
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="the book file to write")
     add_progress_argument(parser, "progress lines")
     add_jobs_argument(parser)

@@ -72,6 +72,7 @@ from experiments.options import (
     MAX_SEED,
     SEED,
     CommandParser,
+    add_empty_squares_argument,
     add_progress_and_variant_arguments,
     agent_or_exit,
     check_specs,
@@ -83,7 +84,7 @@ from experiments.options import (
 )
 from experiments.run_folder import default_run_folder, save_run_config
 from quarto_env.checks import shortened
-from quarto_env.core import NUM_SQUARES, State, Variant
+from quarto_env.core import State, Variant
 
 SAMPLING_DEFAULTS: dict[str, Any] = {
     "positions": 200,
@@ -127,19 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help=f"seed of the agents, the sampled games and the perfect-play openings, 0-{MAX_SEED}",
     )
-    parser.add_argument(
+    add_empty_squares_argument(
+        parser,
         "--max-empty",
-        type=number_argument("max-empty", minimum=2, maximum=NUM_SQUARES, integer=True),
-        default=None,
-        help=f"sampling: most empty squares, 2-16 (default {DEFAULT_MAX_EMPTY}; above {SOLVER_COMFORT_EMPTY} the "
-        "solver takes minutes per position)",
+        None,
+        f"sampling: most empty squares, 2-16 (default {DEFAULT_MAX_EMPTY}; above {SOLVER_COMFORT_EMPTY} the solver "
+        "takes minutes per position)",
+        fewest=2,
     )
-    parser.add_argument(
-        "--min-empty",
-        type=number_argument("min-empty", minimum=1, maximum=NUM_SQUARES, integer=True),
-        default=None,
-        help="sampling: fewest empty squares (default 1)",
-    )
+    add_empty_squares_argument(parser, "--min-empty", None, "sampling: fewest empty squares (default 1)")
     parser.add_argument(
         "--sources",
         default=None,

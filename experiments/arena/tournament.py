@@ -84,6 +84,7 @@ from experiments.options import (
     MAX_SEED,
     SEED,
     CommandParser,
+    add_opening_plies_argument,
     add_progress_and_variant_arguments,
     agent_or_exit,
     check_specs,
@@ -123,11 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=SEED, default=0, help=f"master seed of every game, 0-{MAX_SEED}")
     parser.add_argument("--mode", choices=MODES, default="round-robin", help="who plays whom")
-    parser.add_argument(
-        "--opening-plies",
-        type=number_argument("opening-plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True),
-        default=DEFAULT_OPENING_PLIES,
-        help=f"random actions before the agents play, shared by both seatings (0-{MAX_OPENING_PLIES}, "
+    add_opening_plies_argument(
+        parser,
+        f"random actions before the agents play, shared by both seatings (0-{MAX_OPENING_PLIES}, "
         f"default {DEFAULT_OPENING_PLIES})",
     )
     parser.add_argument("--field", metavar="SPEC", help="with --mode vs-field: the agent everyone plays")

@@ -4,10 +4,37 @@ same run where one exists.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+from experiments.options import number_argument
+
+MAX_SECONDS = 3600.0
+"""The most ``--seconds`` of a timed setting per round: an hour is already more than any figure needs."""
+
+
+def add_timing_arguments(
+    parser: argparse.ArgumentParser, seconds: float, timed: str, rounds: int, most_rounds: int | None = None
+) -> None:
+    """Add the timing options of a benchmark that measures its settings in turn, round after round:
+    ``--seconds`` (default ``seconds``), the time of each ``timed`` setting per round (the help says "seconds
+    per ``timed`` and round"), above 0 and at most :data:`MAX_SECONDS`; and ``--rounds`` (default ``rounds``),
+    the rounds of measurement, at least 1 and at most ``most_rounds`` where given."""
+    parser.add_argument(
+        "--seconds",
+        type=number_argument("seconds", above=0, maximum=MAX_SECONDS),
+        default=seconds,
+        help=f"seconds per {timed} and round, at most {MAX_SECONDS:g}",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=number_argument("rounds", minimum=1, maximum=most_rounds, integer=True),
+        default=rounds,
+        help="rounds of measurement" + (f", 1-{most_rounds}" if most_rounds is not None else ""),
+    )
 
 
 @contextlib.contextmanager

@@ -47,6 +47,7 @@ from agents.alphazero import load_network
 from agents.checkpoints import CheckpointError
 from agents.networks import PolicyValueNetwork
 from agents.puct import BatchedSearch
+from experiments.bench import MAX_SECONDS
 from experiments.options import SEED, CommandParser, number_argument
 from experiments.training.az_selfplay import SelfPlay, SelfPlayReport, SelfPlaySettings, play_rounds, self_play
 from experiments.training.config import MAX_WORKERS, TrainConfig, config_from_dict
@@ -90,7 +91,7 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--seconds",
-        type=number_argument("seconds", above=0, maximum=3600),
+        type=number_argument("seconds", above=0, maximum=MAX_SECONDS),
         default=10.0,
         help="self-play time per row",
     )

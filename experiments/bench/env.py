@@ -39,16 +39,20 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 
 from agents.files import atomic_write_text
-from experiments.bench import exit_if_unwritten
-from experiments.options import SEED, CommandParser, add_out_argument, number_argument, output_file_argument
+from experiments.bench import add_timing_arguments, exit_if_unwritten
+from experiments.options import (
+    SEED,
+    CommandParser,
+    add_observation_argument,
+    add_out_argument,
+    output_file_argument,
+)
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
 from quarto_env.extras import require
 from quarto_env.fast import random_games
-from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS
+from quarto_env.observation import DEFAULT_OBSERVATION
 
 CORE_GAMES = 100_000
-MAX_SECONDS = 3600.0
-"""Seconds per env and round: an hour is already more than any figure needs."""
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -58,29 +62,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description="Turns/s of the wrapped quarto_v1 against connect_four_v3 (same loop, same run), and the "
         "rules core's random-play actions/s.",
     )
-    parser.add_argument(
-        "--seconds",
-        type=number_argument("seconds", above=0, maximum=MAX_SECONDS),
-        default=2.0,
-        help=f"seconds per env and round, at most {MAX_SECONDS:g}",
-    )
-    parser.add_argument(
-        "--rounds",
-        type=number_argument("rounds", minimum=1, integer=True),
-        default=3,
-        help="rounds of measurement",
-    )
+    add_timing_arguments(parser, seconds=2.0, timed="env", rounds=3)
     parser.add_argument(
         "--seed",
         type=SEED,
         default=0,
         help="seed of the random players and the games",
     )
-    parser.add_argument(
-        "--observation",
-        choices=tuple(OBSERVATION_KINDS),
-        default=DEFAULT_OBSERVATION,
-        help=f"quarto_v1's observation option (default {DEFAULT_OBSERVATION}, the env's default)",
+    add_observation_argument(
+        parser, f"quarto_v1's observation option (default {DEFAULT_OBSERVATION}, the env's default)"
     )
     add_out_argument(
         parser,

@@ -75,7 +75,9 @@ from experiments.bench import exit_if_unwritten
 from experiments.options import (
     SEED,
     CommandParser,
+    add_empty_squares_argument,
     add_jobs_argument,
+    add_observation_argument,
     add_variant_arguments,
     markdown_table,
     number_argument,
@@ -85,14 +87,13 @@ from experiments.options import (
 from experiments.run_folder import code_version
 from quarto_env.core import (
     NUM_ACTIONS,
-    NUM_SQUARES,
     State,
     Variant,
     compiled_fields,
     position_array,
     state_of_row,
 )
-from quarto_env.observation import OBSERVATION_KINDS, ObservationKind, observation_kind
+from quarto_env.observation import ObservationKind, observation_kind
 from quarto_env.symmetry import Symmetries
 
 OBSERVATION = "parity"
@@ -700,17 +701,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=3000,
         help="labelled positions, train and test together",
     )
-    parser.add_argument(
-        "--min-empty",
-        type=number_argument("min-empty", minimum=1, maximum=NUM_SQUARES, integer=True),
-        default=6,
-        help="fewest empty squares",
-    )
-    parser.add_argument(
+    add_empty_squares_argument(parser, "--min-empty", 6, "fewest empty squares")
+    add_empty_squares_argument(
+        parser,
         "--max-empty",
-        type=number_argument("max-empty", minimum=1, maximum=NUM_SQUARES, integer=True),
-        default=10,
-        help=f"most empty squares (default 10; above {SOLVER_COMFORT_EMPTY} the solver takes minutes per position)",
+        10,
+        f"most empty squares (default 10; above {SOLVER_COMFORT_EMPTY} the solver takes minutes per position)",
     )
     parser.add_argument("--seed", type=SEED, default=0, help="seed of the positions, the split and the networks")
     parser.add_argument(
@@ -741,11 +737,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_ITERATIONS,
         help="iterations of the looped design's weight-tied block",
     )
-    parser.add_argument(
-        "--observation",
-        choices=list(OBSERVATION_KINDS),
-        default=OBSERVATION,
-        help=f"the planes the networks read (default {OBSERVATION}, AlphaZero's; raw: the position alone)",
+    add_observation_argument(
+        parser,
+        f"the planes the networks read (default {OBSERVATION}, AlphaZero's; raw: the position alone)",
+        OBSERVATION,
     )
     defaults = TrainSettings()
     parser.add_argument(

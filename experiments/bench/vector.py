@@ -57,7 +57,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from agents.files import atomic_write_text
-from experiments.bench import exit_if_unwritten
+from experiments.bench import add_timing_arguments, exit_if_unwritten
 from experiments.options import SEED, CommandParser, number_argument, output_file_argument
 from quarto_env.core import Variant
 from quarto_env.observation import OBSERVATION_KINDS
@@ -67,7 +67,6 @@ KINDS = ("none", *OBSERVATION_KINDS)
 """The observation choices: ``none`` (``observation=None``) and every kind of ``quarto_v1``."""
 DEFAULT_BATCHES = (1, 64, 1024, 4096)
 MAX_BATCH = 65_536
-MAX_SECONDS = 3600.0
 PGX_GAMES = ("connect_four", "tic_tac_toe")
 PGX_FUSED_STEPS = 100
 """Steps per ``jax.jit`` call in pgx's own speed benchmark (a ``fori_loop``), as here."""
@@ -102,18 +101,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="KIND",
         help=f"VectorQuarto's observation kinds to time, of {', '.join(KINDS)} (default all)",
     )
-    parser.add_argument(
-        "--seconds",
-        type=number_argument("seconds", above=0, maximum=MAX_SECONDS),
-        default=0.3,
-        help=f"seconds per path, batch and round, at most {MAX_SECONDS:g}",
-    )
-    parser.add_argument(
-        "--rounds",
-        type=number_argument("rounds", minimum=1, maximum=1000, integer=True),
-        default=5,
-        help="rounds of measurement, 1-1000",
-    )
+    add_timing_arguments(parser, seconds=0.3, timed="path, batch", rounds=5, most_rounds=1000)
     parser.add_argument("--seed", type=SEED, default=0, help="seed of the games and the random actions")
     parser.add_argument("--no-pgx", action="store_true", help="leave pgx out even where it is installed")
     parser.add_argument(

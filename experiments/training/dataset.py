@@ -64,6 +64,7 @@ from agents.files import OutputPathError, atomic_write_bytes, atomic_write_text,
 from agents.labels import ILLEGAL, label_positions, remove_shard_folder, values_of_row, worker_pool
 from agents.suites import (
     DEFAULT_SOURCES,
+    PositionSource,
     SolvedPosition,
     Suite,
     SuiteError,
@@ -76,7 +77,9 @@ from experiments.arena.grading import SOLVER_COMFORT_EMPTY
 from experiments.options import (
     SEED,
     CommandParser,
+    add_empty_squares_argument,
     add_jobs_argument,
+    add_observation_argument,
     add_progress_and_variant_arguments,
     number_argument,
     parse_command,
@@ -94,7 +97,7 @@ from quarto_env.core import (
 )
 from quarto_env.fast import write_observation
 from quarto_env.notation import PositionError, format_position, parse_position
-from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS, observation_kind
+from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
 from quarto_env.symmetry import Symmetries
 
 DATASET_FORMAT = 1
@@ -280,16 +283,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"with --sample: games played for positions (default {GAMES_PER_SAMPLED_POSITION} per position "
         "asked for: twice --sample)",
     )
-    empty = number_argument("empty squares", minimum=2, maximum=NUM_SQUARES, integer=True)
     low, high = SAMPLE_EMPTY
-    parser.add_argument("--min-empty", type=empty, default=None, help=f"fewest empty squares, 2-16 (sample: {low})")
-    parser.add_argument("--max-empty", type=empty, default=None, help=f"most empty squares, 2-16 (sample: {high})")
-    parser.add_argument(
-        "--observation",
-        choices=list(OBSERVATION_KINDS),
-        default=DEFAULT_OBSERVATION,
-        help=f"observation planes (default {DEFAULT_OBSERVATION}, as quarto_v1)",
+    add_empty_squares_argument(
+        parser, "--min-empty", None, f"fewest empty squares, 2-16 (sample: {low})", fewest=2, name="empty squares"
     )
+    add_empty_squares_argument(
+        parser, "--max-empty", None, f"most empty squares, 2-16 (sample: {high})", fewest=2, name="empty squares"
+    )
+    add_observation_argument(parser, f"observation planes (default {DEFAULT_OBSERVATION}, as quarto_v1)")
     parser.add_argument(
         "--symmetries",
         type=number_argument("symmetries", minimum=0, integer=True),
@@ -395,7 +396,7 @@ def _sampled_positions(
             "each position may take the solver minutes",
         )
     games = args.games or GAMES_PER_SAMPLED_POSITION * args.sample
-    stages = tuple(reversed(bounds))
+    position_source = PositionSource(DEFAULT_SOURCES, tuple(reversed(bounds)), games)
     progress = not args.no_progress
     source = {"sample": args.sample, "seed": args.seed, "games": games, "sources": list(DEFAULT_SOURCES)}
     source |= {"min_empty": bounds[0], "max_empty": bounds[-1]}
@@ -404,9 +405,7 @@ def _sampled_positions(
         with worker_pool(args.jobs) if args.jobs > 1 else contextlib.nullcontext() as pool:
             states = _planned_positions(folder, variant, source)
             if states is None:
-                states = collect_positions(
-                    variant, args.sample, args.seed, DEFAULT_SOURCES, stages, games, progress, pool=pool
-                )
+                states = collect_positions(variant, args.sample, args.seed, position_source, progress, pool=pool)
                 if not states:
                     parser.error("no positions within --min-empty and --max-empty")
                 _save_plan(folder, variant, source, states)

@@ -44,7 +44,7 @@ from agents.networks import DEFAULT_DEVICE, DEVICES, resolve_device
 from agents.ppo import load_policy
 from agents.puct import DEFAULT_C_PUCT
 from experiments.arena.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
-from experiments.options import CommandParser, add_progress_argument, number_argument
+from experiments.options import CommandParser, add_opening_plies_argument, add_progress_argument, number_argument
 from experiments.training.az_selfplay import SearchOpponent
 from experiments.training.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
 from experiments.training.selfplay import EvalResult, Opponent, evaluate_all, policy_players
@@ -89,11 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         default=12345,
         help="seed of the opponents and the sampled policy",
     )
-    parser.add_argument(
-        "--opening-plies",
-        type=number_argument("opening-plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True),
-        default=DEFAULT_OPENING_PLIES,
-        help=f"random actions starting each pair of games, shared by both seatings (0-{MAX_OPENING_PLIES}; default "
+    add_opening_plies_argument(
+        parser,
+        f"random actions starting each pair of games, shared by both seatings (0-{MAX_OPENING_PLIES}; default "
         f"{DEFAULT_OPENING_PLIES}, as quarto tournament; 0: the empty board)",
     )
     parser.add_argument(

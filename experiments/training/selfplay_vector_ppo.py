@@ -48,6 +48,7 @@ import torch
 from torch import nn
 from torch.utils.tensorboard import SummaryWriter
 
+from agents.networks import hidden_layers
 from experiments.options import CommandParser
 from quarto_env import VectorQuarto
 from quarto_env.vector_env import QuartoVectorVsAgent
@@ -121,8 +122,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
 class Agent(nn.Module):
     def __init__(self, inputs: int, actions: int, width: int) -> None:
         super().__init__()
-        layers = [nn.Flatten(), nn.Linear(inputs, width), nn.Tanh(), nn.Linear(width, width), nn.Tanh()]
-        self.trunk = nn.Sequential(*layers)
+        self.trunk = nn.Sequential(nn.Flatten(), *hidden_layers(inputs, [width, width], nn.Tanh))
         self.actor = nn.Linear(width, actions)
         self.critic = nn.Linear(width, 1)
 

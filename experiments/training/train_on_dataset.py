@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from agents.networks import hidden_layers
 from experiments.options import CommandParser
 from experiments.training.dataset import load_dataset
 
@@ -43,8 +44,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
 class Network(nn.Module):
     def __init__(self, inputs: int, actions: int, width: int) -> None:
         super().__init__()
-        layers = [nn.Flatten(), nn.Linear(inputs, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU()]
-        self.trunk = nn.Sequential(*layers)
+        self.trunk = nn.Sequential(nn.Flatten(), *hidden_layers(inputs, [width, width], nn.ReLU))
         self.value_head = nn.Linear(width, 3)  # logits of loss, draw, win
         self.policy_head = nn.Linear(width, actions)
 
