@@ -158,8 +158,7 @@ def probe_figure(lines: dict[str, list[ProbePoint]]) -> Any:
     axis.set_ylabel("critical positions whose pick loses value (%)")
     axis.set_ylim(0, 60)
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=7, loc="lower left")
-    figure.tight_layout()
+    axis.legend(fontsize=7, loc="lower right")
     return figure
 
 
@@ -203,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.probe:
         figure = probe_figure(probe_lines([_probe_record(parser, path) for path in args.runs]))
         figure.axes[0].set_title(args.title or "supervised probe: exact labels, 6-10 empty squares")
+        figure.tight_layout()
         return _save(figure, args.out)
     for run in args.runs:
         if not _has_events(run):
