@@ -1,6 +1,6 @@
 """Shared test setup: a headless matplotlib, the ``variant_flags`` parameter -- every combination of the
 environment's variant flags, for the tests that take it -- and one tiny ``quarto train`` run (``tiny_run``),
-made once for every test module that reads a run folder or a checkpoint."""
+made once per test process (each xdist worker) for the modules that read a run folder or a checkpoint."""
 
 from __future__ import annotations
 
@@ -17,7 +17,11 @@ from quarto_env.extras import EXTRA_MODULES, missing_module
 
 # The "human" render mode opens a window when matplotlib has an interactive backend: never in the tests.
 os.environ.setdefault("MPLBACKEND", "Agg")
-# The solver's value cache lives in a folder of this test session, not in the user's home.
+# On each of xdist's workers, one thread for torch's and OpenMP's pools unless the user chose: the workers already
+# use every core between them. (Training itself runs torch on one thread; this is for the rest of the tests.)
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+# The solver's value cache lives in a folder of this test session (of each xdist worker), not in the user's home.
 os.environ["QUARTO_CACHE_DIR"] = tempfile.mkdtemp(prefix="quarto-test-cache-")
 
 FLAG_COMBINATIONS = [
@@ -34,6 +38,43 @@ FLAG_COMBINATIONS = [
 def flag_id(flags: dict) -> str:
     """A short test id, e.g. ``attributes=colour,squares=True``."""
     return ",".join(f"{k}={v}" for k, v in flags.items() if v not in (None, False, "random")) or "default"
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own hook, which names the groups it sees
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every Ray test in one ``xdist_group``, so that one worker runs them one after the other: each starts a Ray
+    of its own sized to the machine's cores, and two at once would fight over them.
+
+    On xdist's workers (``--dist loadgroup``, the default), each grouped test's id then gets its groups' suffix, as
+    pytest-xdist does, where pytest-xdist's has no effect (pytest 9.2 keeps node ids in ``_id``;
+    pytest-dev/pytest-xdist#1386): without it every group would be ignored. And the slow tests outside groups
+    come first, so that the longest start early and the two workers finish together (groups go first anyway, and
+    keep their order: the Ray tests rely on it)."""
+    for item in items:
+        if item.get_closest_marker("ray") is not None:
+            item.add_marker(pytest.mark.xdist_group("ray"))
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers under --dist loadgroup
+        return
+    items.sort(key=lambda item: not item.get_closest_marker("slow") or bool(item.get_closest_marker("xdist_group")))
+    for item in items:
+        groups = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        suffix = "@" + "_".join(sorted(groups))
+        if groups and not item.nodeid.endswith(suffix):
+            grouped = item.nodeid.rsplit("@", 1)[0] if "@" in item.nodeid.rsplit("]", 1)[-1] else item.nodeid
+            set_nodeid(item, grouped + suffix)
+
+
+def set_nodeid(item: pytest.Item, nodeid: str) -> None:
+    """Give ``item`` the id ``nodeid``: in ``_id`` (a structured id) from pytest 9.2 on, in ``_nodeid`` before."""
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest < 9.2
+        item._nodeid = nodeid
+    else:
+        item._id = NodeId.parse(nodeid)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -48,6 +48,7 @@ def test_the_perfect_score_is_the_exact_value_for_the_seat() -> None:
     assert perfect_score(lost, lost.to_move, solver) == 0.0 and perfect_score(lost, 1 - lost.to_move, solver) == 1.0
 
 
+@pytest.mark.slow
 def test_the_solver_loses_nothing_against_perfect_play() -> None:
     report = points_lost(make_agent("solver", STANDARD, seed=5), STANDARD, games=10, seed=3)
     assert report.counts() == {"games": 10, "lost_nothing": 10, "lost_half": 0, "lost_one": 0}

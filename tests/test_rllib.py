@@ -284,7 +284,8 @@ def test_the_opponent_mapping_seats_main_once_and_follows_the_mix() -> None:
 def local_ray() -> Any:
     """One local Ray for the module (a run started inside it leaves it up)."""
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # address="local": a Ray of its own, never one that another test session or `ray start` left up
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
 

@@ -19,7 +19,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]  # one worker builds the wheel, once
 
 NOT_SOURCES = (".git", ".venv", "build", "runs", "*.egg-info", "__pycache__", ".*_cache")
 """What the copy of the checkout leaves out: a stale build/ would put files the checkout no longer has in the
