@@ -22,6 +22,7 @@ from pettingzoo.test import api_test
 from quarto_env.core import STANDARD, Variant, legal_actions, step
 from quarto_env.flat import ACTION_MASK, OBSERVATIONS, decode, flat_env, flatten
 from quarto_env.notation import parse_position
+from tests.test_sample_games import check_sample_games
 from tests.test_train_alphazero import train
 
 CONFIG = str(Path(__file__).resolve().parent.parent / "configs" / "rllib.yaml")
@@ -42,6 +43,7 @@ TINY_RLLIB = [
     "eval_opponents=[random, greedy]",
     "final_eval_games=8",
     "checkpoint_every=300",
+    "sample_games=2",
 ]
 VARIANTS = [{}, {"squares": True, "attributes": 3}, {"declaration": True, "false_declaration": "penalty"}]
 
@@ -325,6 +327,12 @@ def test_a_run_writes_the_sb3_backends_folder_tags_and_final_table(rllib_run: tu
     assert len(tags["eval/random/score"]) >= 2  # one periodic evaluation and the final one
     assert tags["eval/score"][0] == 0 and 300 <= tags["eval/score"][1] < 600  # untrained first, then eval_every
     assert f"agent spec: rllib:{run_dir}" in printed
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_an_rllib_run_shows_its_sample_games_at_every_evaluation(rllib_run: tuple[Path, str]) -> None:
+    check_sample_games(rllib_run[0], 2, "greedy")  # the last of eval_opponents
 
 
 @pytest.mark.ray

@@ -46,7 +46,7 @@ def _games_tags(events: EventAccumulator) -> list[str]:
     return [tag for kind in ("tensors", "images", "scalars") for tag in tags[kind] if tag.startswith("games/")]
 
 
-def _check_sample_games(run_dir: Path, count: int, opponent: str) -> None:
+def check_sample_games(run_dir: Path, count: int, opponent: str) -> None:
     """Each of ``count`` sample games has its text and its picture at every evaluation step, and no more."""
     events = _events(run_dir)
     evaluations = [e.step for e in events.Scalars("eval/score")]
@@ -84,13 +84,13 @@ def test_an_evaluation_keeps_its_first_games_whole() -> None:
 def test_a_ppo_run_shows_its_sample_games_at_every_evaluation(tiny: list[str], tmp_path: Path) -> None:
     overrides = [item for item in tiny if not item.startswith(("grade_positions", "early_evals"))]
     _train([*overrides, "grade_positions=0", "early_evals=[0]", "sample_games=2", "--run-dir", str(tmp_path / "run")])
-    _check_sample_games(tmp_path / "run", 2, "greedy")  # the last of eval_opponents
+    check_sample_games(tmp_path / "run", 2, "greedy")  # the last of eval_opponents
 
 
 def test_an_alphazero_run_shows_its_sample_games_at_every_evaluation(tmp_path: Path) -> None:
     overrides = [item for item in TINY_ALPHAZERO if not item.startswith("grade_positions")]
     _train([*overrides, "grade_positions=0", "sample_games=1", "--run-dir", str(tmp_path / "run")])
-    _check_sample_games(tmp_path / "run", 1, "random")
+    check_sample_games(tmp_path / "run", 1, "random")
 
 
 def test_a_run_without_sample_games_writes_no_games_tags(tiny_run: tuple[Path, str]) -> None:
