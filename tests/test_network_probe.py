@@ -534,23 +534,41 @@ def test_random_iterations_vary_the_loop_while_training_only(
         assert set(seen) == {2}
 
 
+def _all_row(part: dict[str, Any]) -> dict[str, Any]:
+    """A probe record's row over every number of empty squares, of one part (train or test)."""
+    return next(row for row in part["empty"] if row["empty"] == "all")
+
+
+def _shares(rows: dict[str, dict[str, Any]]) -> tuple[float, float, float]:
+    """A plotted point's shares from one record's rows: lost on the training set, on the test set, and at random."""
+    return rows["train"]["network_lost"], rows["test"]["network_lost"], rows["test"]["random_lost"]
+
+
 def test_quarto_plot_draws_the_probes_scaling_curve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tiny = ["--min-empty", "6", "--max-empty", "8", "--epochs", "1", "--width", "8", "--network", "slots"]
     tiny += ["--cache", str(tmp_path / "labels.json")]
     records = {}
     for name, extra in {"a": ["--positions", "12"], "b": ["--positions", "16"], "c": ["--positions", "16",
-                        "--network-seed", "1"]}.items():  # fmt: skip
+                        "--network-seed", "1"], "raw": ["--positions", "16", "--observation", "raw"],
+                        "lr": ["--positions", "16", "--lr", "0.01"]}.items():  # fmt: skip
         records[name] = tmp_path / f"{name}.json"
         assert probe.main([*tiny, *extra, "--json", str(records[name])]) == 0
     shares = {
-        name: next(row for row in json.loads(path.read_text())["results"][0]["test"]["empty"] if row["empty"] == "all")
+        name: {part: _all_row(json.loads(path.read_text())["results"][0][part]) for part in ("train", "test")}
         for name, path in records.items()
     }
     lines = plot.probe_lines([json.loads(path.read_text()) for path in records.values()])
-    assert list(lines) == ["slots w8, 1 epochs"]
-    (small, large) = lines["slots w8, 1 epochs"]
-    assert small[0] == 12 and small[2] == shares["a"]["network_lost"]
-    assert large[0] == 16 and large[2] == pytest.approx((shares["b"]["network_lost"] + shares["c"]["network_lost"]) / 2)
+    # Seeds 0 and 1 of one setting are one line; other planes, or another learning rate, are lines of their own.
+    assert len(lines) == 3
+    assert lines["slots w8, raw planes, 1 epochs"] == [(16, *_shares(shares["raw"]))]
+    (default,) = [points for label, points in lines.items() if "lr 0.001," in label]
+    (faster,) = [points for label, points in lines.items() if "lr 0.01," in label]
+    assert faster == [(16, *_shares(shares["lr"]))]
+    (small, large) = default
+    assert small == (12, *_shares(shares["a"]))
+    assert large[0] == 16 and large[2] == pytest.approx(
+        (shares["b"]["test"]["network_lost"] + shares["c"]["test"]["network_lost"]) / 2
+    )
 
     png = tmp_path / "scaling.png"
     assert plot.main(["--probe", *map(str, records.values()), "--out", str(png)]) == 0

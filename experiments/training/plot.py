@@ -113,22 +113,38 @@ random candidate of the test set."""
 
 
 def probe_lines(records: list[dict[str, Any]]) -> dict[str, list[ProbePoint]]:
-    """The probe records' points by line label (design, width, epochs, augmentation), ordered by positions;
-    records of one label and size (several network seeds) are averaged."""
-    grouped: dict[str, dict[int, list[tuple[float, float, float]]]] = defaultdict(lambda: defaultdict(list))
+    """The probe records' points by line, ordered by positions. A line is one design (width, iterations), input
+    planes and training setting; records that differ in the network seed alone are averaged. Its label names the
+    design, the planes, the epochs and the augmentation, and where two lines would share a label, the other
+    settings that tell them apart."""
+    grouped: dict[tuple[str, str], dict[int, list[tuple[float, float, float]]]] = defaultdict(lambda: defaultdict(list))
     for record in records:
-        protocol, settings = record["protocol"], record["protocol"]["settings"]
+        protocol = record["protocol"]
+        settings = {key: value for key, value in protocol["settings"].items() if key != "seed"}
         for result in record["results"]:
-            label = f"{result['design']} w{result['width']}, {settings['epochs']} epochs"
-            label += "" if settings["augment"] else ", no augmentation"
+            iterations = f" x{result['iterations']}" if "iterations" in result else ""
+            label = f"{result['design']} w{result['width']}{iterations}, {protocol['observation']} planes, "
+            label += f"{settings['epochs']} epochs" + ("" if settings["augment"] else ", no augmentation")
             train, test = (_all_row(result[part]) for part in ("train", "test"))
             shares = (train["network_lost"], test["network_lost"], test["random_lost"])
-            grouped[label][protocol["positions"]].append(shares)
+            grouped[label, json.dumps(settings, sort_keys=True)][protocol["positions"]].append(shares)
+    labels = [label for label, _ in grouped]
     return {
-        label: [(size, *(sum(column) / len(column) for column in zip(*points, strict=True))) for size, points in
-                sorted(sizes.items())]
-        for label, sizes in grouped.items()
-    }  # fmt: skip
+        _line_label(label, settings, labels.count(label) > 1): [
+            (size, *(sum(column) / len(column) for column in zip(*points, strict=True)))
+            for size, points in sorted(sizes.items())
+        ]
+        for (label, settings), sizes in grouped.items()
+    }
+
+
+def _line_label(label: str, settings: str, shared: bool) -> str:
+    """``label``, followed by the training ``settings`` (JSON) other than those it names when another line
+    ``shared`` it."""
+    if not shared:
+        return label
+    named = ("epochs", "augment")
+    return label + " (" + ", ".join(f"{k} {v}" for k, v in json.loads(settings).items() if k not in named) + ")"
 
 
 def _all_row(part: dict[str, Any]) -> dict[str, Any]:
