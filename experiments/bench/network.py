@@ -682,7 +682,7 @@ def _timing_cells(result: dict[str, Any], reference: float) -> list[str]:
 
 def _label(result: dict[str, Any]) -> str:
     iterations = f" x{result['iterations']}" if "iterations" in result else ""
-    planes = f" ({result['observation']} planes)" if result.get("observation", OBSERVATION) != OBSERVATION else ""
+    planes = f" ({result['observation']} planes)" if result["observation"] != OBSERVATION else ""
     return f"`{result['design']}` w{result['width']}{iterations}{planes}"
 
 

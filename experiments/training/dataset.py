@@ -120,13 +120,15 @@ SAMPLE_EMPTY = (4, 10)
 """The default ``--min-empty`` and ``--max-empty`` of ``--sample``: the suites' last stage, and grading's bound."""
 
 MAX_SAMPLE = 100_000
-MAX_GAMES = 200_000
 
 GAMES_PER_SAMPLED_POSITION = 2
 """``--games`` when not given: games per position asked for at each number of empty squares. A game passes
 each number of empty squares once, so two games a position leave the draw a choice at 6-10 empty squares (the
 scarcest stage, 4 empty, fills about two thirds); the suites' 2,000 games for any sample made the games, not the
 labels, most of a small sample's time (docs/results.md)."""
+
+MAX_GAMES = GAMES_PER_SAMPLED_POSITION * MAX_SAMPLE
+"""The most ``--games``: what the largest ``--sample`` plays by default."""
 
 
 class DatasetError(ValueError):
