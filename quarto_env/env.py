@@ -45,10 +45,11 @@ action places, all zeros when it gives.
 Quarto is impartial -- no piece belongs to a player -- so both agents see the same planes; the
 ``action_mask`` is all zeros for the agent that is not acting and after the game ends, however it ended.
 
-The planes hold everything needed to play perfectly. ``observation=`` picks one of four nested kinds, each
+The planes hold everything needed to play perfectly. ``observation=`` picks one of five nested kinds, each
 the previous one plus planes computed by the rules core: ``raw`` (17 channels: the position and the phase),
 ``tactical`` (19, the default: plus the 1-ply wins and losing gives), ``lookahead`` (21: plus the traps one
-turn deeper) and ``parity`` (23: plus the parity of the safe pieces; what ``quarto train`` uses by default).
+turn deeper), ``parity`` (23: plus the parity of the safe pieces; what ``quarto train`` uses by default) and
+``tempo`` (27: plus the traps and parities one turn further on; far slower to observe, see docs/results.md).
 The planes are exactly those the trainer sees, so a checkpoint plays in ``quarto_env.env(**env_kwargs)`` with
 the ``env_kwargs`` stored in it. The kinds and channels are one table, :data:`quarto_env.observation.CHANNELS`
 and :data:`~quarto_env.observation.OBSERVATION_KINDS`; this is it:
@@ -78,6 +79,10 @@ and :data:`~quarto_env.observation.OBSERVATION_KINDS`; this is it:
 |  20 | trap_give     | lookahead | pieces  | a safe piece after which, wherever it goes, every piece left loses |
 |  21 | odd_safe      | parity    | squares | placing here does not win and leaves an odd number of safe pieces |
 |  22 | even_give     | parity    | pieces  | a safe piece after which, wherever it goes, an even number are safe |
+|  23 | sets_trap     | tempo     | squares | placing here does not win and leaves a trap_give to give |
+|  24 | sets_even     | tempo     | squares | placing here does not win and leaves an even_give to give |
+|  25 | allows_trap   | tempo     | pieces  | a safe piece the receiver can place so as to leave a trap_give |
+|  26 | allows_even   | tempo     | pieces  | a safe piece the receiver can place so as to leave an even_give |
 
 ### Legal actions mask
 
@@ -113,7 +118,7 @@ for it, +1 for its opponent.
 | ``first_player``              | ``"random"`` (from the reset seed), ``0``/``1``,                | ``"random"``|
 |                               | ``"player_0"``/``"player_1"``                                   |             |
 | ``observation``               | ``"raw"`` (17 planes), ``"tactical"`` (19), ``"lookahead"``     | tactical    |
-|                               | (21) or ``"parity"`` (23)                                       |             |
+|                               | (21), ``"parity"`` (23) or ``"tempo"`` (27)                     |             |
 | ``time_limit``                | seconds per decision, or ``None``                               | ``None``    |
 | ``clock``                     | the function that reads the time (tests inject a fake one)      | monotonic   |
 | ``render_mode``               | ``None``, ``"ansi"``, ``"rgb_array"``, ``"human"``              | ``None``    |
@@ -176,6 +181,7 @@ point, which PettingZoo imports itself::
 
 ## Version history
 
+* v1: ``observation="tempo"`` added (27 planes); the other kinds are unchanged.
 * v1: infos hold numbers only, for both agents at every step: ``info["outcome"]`` is an :class:`Outcome`
   code (0 while the game goes on) and ``info["winner"]`` an agent index or ``NO_WINNER`` (-1), instead of the
   strings ``"win"``/``"draw"``/... and an agent name or ``None``; ``info["phase"]`` is gone (observation

@@ -24,6 +24,11 @@ tables; :func:`channel_table` prints them (the env's docstring holds that text, 
     placement changes the threats, players give safe pieces in turn and the one left without one loses, so an
     odd count is good for the player who gives next (the horizon evaluation of ``minimax``,
     :mod:`agents.search`).
+``tempo``
+    plus the ``lookahead`` and ``parity`` gives one turn further on: the placements after which the placer can
+    give a trap (or an even count), and the gives after which the receiver can. The planes of the other kinds
+    are read off the position; these place each candidate and work the give planes out again, so this kind
+    costs tens of times as much to observe (``quarto bench vector``; figures in docs/results.md).
 
 Every derived plane follows from the rules core's test of what a group's pieces share
 (:func:`~quarto_env.core.shared_attributes`), for every variant: the kernel works out, once per position, what
@@ -51,6 +56,7 @@ from quarto_env.core import (
     compiled_fields,
     lowest_bit,
     pieces_sharing,
+    place_lanes,
     popcount,
     shared_attributes,
 )
@@ -89,6 +95,11 @@ CHANNELS: tuple[Channel, ...] = (
     # parity
     Channel("odd_safe", "squares", "placing here does not win and leaves an odd number of safe pieces"),
     Channel("even_give", "pieces", "a safe piece after which, wherever it goes, an even number are safe"),
+    # tempo
+    Channel("sets_trap", "squares", "placing here does not win and leaves a trap_give to give"),
+    Channel("sets_even", "squares", "placing here does not win and leaves an even_give to give"),
+    Channel("allows_trap", "pieces", "a safe piece the receiver can place so as to leave a trap_give"),
+    Channel("allows_even", "pieces", "a safe piece the receiver can place so as to leave an even_give"),
 )
 """Every channel, in order; a kind takes the first ``num_channels`` of them."""
 
@@ -108,6 +119,10 @@ SELF_TRAP = _INDEX["self_trap"]
 TRAP_GIVE = _INDEX["trap_give"]
 ODD_SAFE = _INDEX["odd_safe"]
 EVEN_GIVE = _INDEX["even_give"]
+SETS_TRAP = _INDEX["sets_trap"]
+SETS_EVEN = _INDEX["sets_even"]
+ALLOWS_TRAP = _INDEX["allows_trap"]
+ALLOWS_EVEN = _INDEX["allows_even"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +162,7 @@ OBSERVATION_KINDS: dict[str, ObservationKind] = {
         ObservationKind("tactical", 1, PIECE_LOSES + 1),
         ObservationKind("lookahead", 2, TRAP_GIVE + 1),
         ObservationKind("parity", 3, EVEN_GIVE + 1),
+        ObservationKind("tempo", 4, ALLOWS_EVEN + 1),
     )
 }
 """Every observation kind by name, from the least to the most derived."""
@@ -238,6 +254,8 @@ def write_planes(out, level, lanes, occupied, available, hand, to_move, claimabl
         _write_tactical(words, threats, available, hand)
         if level >= 2:
             _write_lookahead(words, level >= 3, threats, occupied, available, hand)
+        if level >= 4:
+            _write_tempo(words, lanes, occupied, available, hand, groups, counted)
 
 
 @numba.njit(cache=True)
@@ -379,34 +397,66 @@ def _write_tactical(words, threats, available, hand):  # type: ignore[no-untyped
 
 @register_jitable
 def _write_lookahead(words, with_parity, threats, occupied, available, hand):  # type: ignore[no-untyped-def]
-    threes_low, threes_high, pairs_low, pairs_high = threats
-    once, twice = values_at_squares(threes_low, threes_high)
-    # Per square, the values still threatened once a piece is put there, before the groups of three it makes:
-    # those threatened elsewhere too.
-    kept_low = repeated_byte(twice) | (repeated_byte(once) & ~threes_low)
-    kept_high = repeated_byte(twice) | (repeated_byte(once) & ~threes_high)
-    empty = ALL_SQUARES & ~occupied
     if hand != NO_PIECE:
-        values = PIECE_VALUES[hand]
-        after_low = kept_low | (pairs_low & repeated_byte(values))
-        after_high = kept_high | (pairs_high & repeated_byte(values))
-        self_trap = odd_safe = 0
-        squares = empty & ~squares_with(threes_low, threes_high, values) if available else 0  # those not winning
-        while squares:
-            s = lowest_bit(squares)
-            squares &= squares - 1
-            safe_after = available & ~PIECES_WITH_VALUES[square_byte(after_low, after_high, s)]
-            self_trap |= (safe_after == 0) << s
-            odd_safe |= (popcount(safe_after) & 1) << s
+        self_trap, odd_safe = _placement_planes(threats, occupied, available, hand)
         _write_plane(words, SELF_TRAP, self_trap)
         if with_parity:
             _write_plane(words, ODD_SAFE, odd_safe)
-        return
+    else:
+        trap_give, even_give = _give_planes(threats, occupied, available, with_parity)
+        _write_plane(words, TRAP_GIVE, trap_give)
+        if with_parity:
+            _write_plane(words, EVEN_GIVE, even_give)
+
+
+@register_jitable
+def _kept_threats(threes_low, threes_high):  # type: ignore[no-untyped-def]
+    """Per square, the values still threatened once a piece is put there, before the groups of three it makes:
+    those threatened elsewhere too. Returns them packed as the threats are, and the values threatened anywhere."""
+    once, twice = values_at_squares(threes_low, threes_high)
+    kept_low = repeated_byte(twice) | (repeated_byte(once) & ~threes_low)
+    kept_high = repeated_byte(twice) | (repeated_byte(once) & ~threes_high)
+    return kept_low, kept_high, once
+
+
+@register_jitable
+def _placement_planes(threats, occupied, available, hand):  # type: ignore[no-untyped-def]
+    """``(self_trap, odd_safe)`` of a position where ``hand`` is to be placed, as square masks."""
+    threes_low, threes_high, pairs_low, pairs_high = threats
+    kept_low, kept_high, _ = _kept_threats(threes_low, threes_high)
+    values = PIECE_VALUES[hand]
+    after_low = kept_low | (pairs_low & repeated_byte(values))
+    after_high = kept_high | (pairs_high & repeated_byte(values))
+    self_trap = odd_safe = 0
+    squares = _quiet_squares(threats, occupied, available, hand)
+    while squares:
+        s = lowest_bit(squares)
+        squares &= squares - 1
+        safe_after = available & ~PIECES_WITH_VALUES[square_byte(after_low, after_high, s)]
+        self_trap |= (safe_after == 0) << s
+        odd_safe |= (popcount(safe_after) & 1) << s
+    return self_trap, odd_safe
+
+
+@register_jitable
+def _quiet_squares(threats, occupied, available, hand):  # type: ignore[no-untyped-def]
+    """The empty squares where ``hand`` does not win, when a piece is left to give after it (else none)."""
+    if not available:
+        return 0
+    return ALL_SQUARES & ~occupied & ~squares_with(threats[0], threats[1], PIECE_VALUES[hand])
+
+
+@register_jitable
+def _give_planes(threats, occupied, available, with_parity):  # type: ignore[no-untyped-def]
+    """``(trap_give, even_give)`` of a position where a piece is to be given, as piece masks (``even_give`` only
+    ``with_parity``, else as many as ``trap_give`` needed to decide)."""
     if popcount(available) < 2:
-        return  # no piece would be left to give after this one
+        return 0, 0  # no piece would be left to give after this one
+    threes_low, threes_high, pairs_low, pairs_high = threats
+    kept_low, kept_high, once = _kept_threats(threes_low, threes_high)
     # Every safe give is a trap (and even) until some placement of it leaves a safe piece (an odd number).
     trap_give = even_give = available & ~PIECES_WITH_VALUES[once]
-    squares = empty
+    squares = ALL_SQUARES & ~occupied
     while squares:
         undecided = trap_give | even_give if with_parity else trap_give
         if not undecided:
@@ -425,9 +475,52 @@ def _write_lookahead(words, with_parity, threats, occupied, available, hand):  #
                 trap_give &= ~(1 << p)
             if popcount(safe_after) & 1:
                 even_give &= ~(1 << p)
-    _write_plane(words, TRAP_GIVE, trap_give)
-    if with_parity:
-        _write_plane(words, EVEN_GIVE, even_give)
+    return trap_give, even_give
+
+
+@register_jitable
+def _write_tempo(words, lanes, occupied, available, hand, groups, counted):  # type: ignore[no-untyped-def]
+    """The tempo planes: the give planes of the position after each placement, worked out again from its
+    threats. To place: each quiet square, with the piece in hand. To give: each safe piece, on every square."""
+    if hand != NO_PIECE:
+        threats = group_threats(lanes, occupied, groups, counted, False)
+        quiet = _quiet_squares(threats, occupied, available, hand)
+        sets_trap, sets_even = _settable(lanes, occupied, available, hand, quiet, groups, counted, False)
+        _write_plane(words, SETS_TRAP, sets_trap)
+        _write_plane(words, SETS_EVEN, sets_even)
+        return
+    threes_low, threes_high = group_threats(lanes, occupied, groups, counted, False)[:2]
+    allows_trap = allows_even = 0
+    safe = available & ~PIECES_WITH_VALUES[values_at_squares(threes_low, threes_high)[0]]
+    while safe:
+        p = lowest_bit(safe)
+        safe &= safe - 1
+        left = available & ~(1 << p)
+        # A safe piece wins nowhere: every empty square is quiet for it (when a piece is left to give after it).
+        quiet = ALL_SQUARES & ~occupied if left else 0
+        sets_trap, sets_even = _settable(lanes, occupied, left, p, quiet, groups, counted, True)
+        allows_trap |= (sets_trap != 0) << p
+        allows_even |= (sets_even != 0) << p
+    _write_plane(words, ALLOWS_TRAP, allows_trap)
+    _write_plane(words, ALLOWS_EVEN, allows_even)
+
+
+@register_jitable
+def _settable(lanes, occupied, available, piece, squares, groups, counted, any_square):  # type: ignore[no-untyped-def]
+    """``(sets_trap, sets_even)``: those of the quiet ``squares`` where placing ``piece`` leaves a trap give, and
+    those where it leaves an even give (``available``: the pieces left to give after it). With ``any_square``,
+    only whether there are any: it stops at the first square of each."""
+    sets_trap = sets_even = 0
+    while squares and not (any_square and sets_trap and sets_even):
+        s = lowest_bit(squares)
+        squares &= squares - 1
+        after = 1 << s | occupied
+        trap_give, even_give = _give_planes(
+            group_threats(place_lanes(lanes, piece, s), after, groups, counted, True), after, available, True
+        )
+        sets_trap |= (trap_give != 0) << s
+        sets_even |= (even_give != 0) << s
+    return sets_trap, sets_even
 
 
 @register_jitable

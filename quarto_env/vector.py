@@ -43,10 +43,10 @@ every row; two networks (or a learner and a frozen opponent) act each on its own
 ## Observations
 
 ``observation=`` takes every kind of ``quarto_v1`` -- ``raw`` (17 channels), ``tactical`` (19, the default),
-``lookahead`` (21), ``parity`` (23); see :mod:`quarto_env.observation` -- and the planes are exactly the env's
-for the same position (the same kernel writes them). ``observation=None`` writes no planes at all, for an
-agent that reads the positions themselves (:meth:`~VectorQuarto.state`, :attr:`VectorQuarto.games`): the
-fastest.
+``lookahead`` (21), ``parity`` (23), ``tempo`` (27); see :mod:`quarto_env.observation` -- and the planes are
+exactly the env's for the same position (the same kernel writes them). ``observation=None`` writes no planes at
+all, for an agent that reads the positions themselves (:meth:`~VectorQuarto.state`, :attr:`VectorQuarto.games`):
+the fastest.
 
 ## Rewards
 

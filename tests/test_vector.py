@@ -35,6 +35,8 @@ from quarto_env.core import (
 )
 from quarto_env.notation import parse_position
 from quarto_env.observation import (
+    ALLOWS_EVEN,
+    ALLOWS_TRAP,
     AVAILABLE,
     CLAIMABLE,
     EVEN_GIVE,
@@ -47,6 +49,8 @@ from quarto_env.observation import (
     PIECE_LOSES,
     PLACING,
     SELF_TRAP,
+    SETS_EVEN,
+    SETS_TRAP,
     SQUARE_WINS,
     TRAP_GIVE,
     encode_observation,
@@ -113,6 +117,31 @@ def reference_lookahead(variant: Variant, state: State) -> tuple[list[int], list
     return self_traps, trap_gives, odd_squares, even_gives
 
 
+def reference_tempo(variant: Variant, state: State) -> tuple[list[int], list[int], list[int], list[int]]:
+    """The tempo planes (sets_trap, sets_even, allows_trap, allows_even) by brute force: ``reference_lookahead``
+    of the position after each quiet placement, by the placer, or by the receiver of each safe give."""
+    empty = [s for s in range(NUM_SQUARES) if not state.occupied >> s & 1]
+
+    def quiet_placements(position: State) -> list[tuple[int, State]]:
+        after = [(square, step(variant, position, square)) for square in empty]
+        return [(s, a) for s, a in after if a.winner != position.to_move and not a.claimable and a.available]
+
+    sets_trap, sets_even, allows_trap, allows_even = [], [], [], []
+    if state.placing:
+        for square, after in quiet_placements(state):
+            _, trap_gives, _, even_gives = reference_lookahead(variant, after)
+            sets_trap += [square] if trap_gives else []
+            sets_even += [square] if even_gives else []
+        return sets_trap, sets_even, allows_trap, allows_even
+    for piece in range(NUM_SQUARES):
+        if not state.available >> piece & 1 or losing_gives(variant, state) >> piece & 1:
+            continue
+        replies = [reference_lookahead(variant, after) for _, after in quiet_placements(step(variant, state, piece))]
+        allows_trap += [piece] if any(reply[1] for reply in replies) else []
+        allows_even += [piece] if any(reply[3] for reply in replies) else []
+    return sets_trap, sets_even, allows_trap, allows_even
+
+
 @settings(max_examples=40, deadline=None)
 @given(variants, st.integers(0, 2**31))
 def test_batched_games_follow_core_step(variant: Variant, seed: int) -> None:
@@ -157,6 +186,19 @@ def test_observation_planes_match_the_env_and_the_reference(variant: Variant, se
         assert np.flatnonzero(planes[i, EVEN_GIVE]).tolist() == even_gives
 
 
+@settings(max_examples=15, deadline=None)
+@given(variants, st.integers(0, 2**31))
+def test_tempo_planes_match_the_reference(variant: Variant, seed: int) -> None:
+    states = [s for s in random_game(variant, seed) if not s.over]
+    batch = GameBatch.from_states(variant, states)
+    planes = batch.observe(batch.all_games, observation_kind("tempo"))
+    tempo = [SETS_TRAP, SETS_EVEN, ALLOWS_TRAP, ALLOWS_EVEN]
+    for i, state in enumerate(states):
+        np.testing.assert_array_equal(planes[i, : EVEN_GIVE + 1], observe(variant, state, "parity"))
+        expected = reference_tempo(variant, state)
+        assert [np.flatnonzero(planes[i, c]).tolist() for c in tempo] == list(expected)
+
+
 def test_self_trap_plane_on_a_scripted_position() -> None:
     # Height alone counts. Row 0 holds three tall pieces, row 1 three short ones: with both rows open, every
     # piece wins somewhere. Placing the short piece 6 on square 7 wins (row 1); on square 3 it blocks row 0,
@@ -186,6 +228,21 @@ def test_trap_give_plane_on_a_scripted_position() -> None:
     assert reference_lookahead(variant, state)[:2] == ([], [1, 3, 5, 11])
     # The receiver of a tall piece is left no safe piece at all: zero is even, so the parity plane agrees.
     assert np.flatnonzero(observe(variant, state, "parity")[EVEN_GIVE]).tolist() == [1, 3, 5, 11]
+
+
+def test_tempo_planes_on_the_trap_position_one_turn_earlier() -> None:
+    # The position of the trap test above with its piece d (tall) back off square 8. Placing d there leaves the
+    # placer the trap gives 1, 3, 5 and b; given d instead, the receiver can do the same.
+    variant = Variant.make(attributes=["height"])
+    placing = parse_position(".f.76.48.9..e.c2 d", variant)
+    sets_trap = np.flatnonzero(observe(variant, placing, "tempo")[SETS_TRAP]).tolist()
+    assert 8 in sets_trap
+    giving = parse_position(".f.76.48.9..e.c2 -", variant)
+    planes = observe(variant, giving, "tempo")
+    assert 13 in np.flatnonzero(planes[ALLOWS_TRAP])
+    assert not planes[ALLOWS_TRAP, [0, 10]].any()  # short pieces lose at once: not safe, never a tempo give
+    assert reference_tempo(variant, placing)[0] == sets_trap
+    assert reference_tempo(variant, giving)[2] == np.flatnonzero(planes[ALLOWS_TRAP]).tolist()
 
 
 def test_illegal_batched_action_names_the_game_and_the_legal_actions() -> None:

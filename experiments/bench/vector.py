@@ -4,7 +4,7 @@ observation kind, at several batch sizes -- and, when pgx is installed, pgx's ``
 
 The paths, each played with uniformly random legal actions for whole games, resets included:
 
-- ``VectorQuarto none`` / ``raw`` / ``tactical`` / ``lookahead`` / ``parity``: a loop of
+- ``VectorQuarto none`` / ``raw`` / ``tactical`` / ``lookahead`` / ``parity`` / ``tempo``: a loop of
   ``envs.step(sample(info["action_mask"]))``, ``sample`` being :class:`quarto_env.vector.RandomLegalActions`
   (compiled, per-env random streams); ``none`` is ``observation=None``, no planes.
 - ``VectorQuarto none, numpy sampler``: the same without planes, the actions drawn by numpy's

@@ -331,7 +331,8 @@ class TrainConfig:
     ``declaration``, ``false_declaration`` (``lose`` or ``penalty``). Empty: standard Quarto."""
     observation: ObservationKind = OBSERVATION_KINDS["parity"]
     """Observation planes: ``raw``, ``tactical`` (+ 1-ply win/lose planes), ``lookahead`` (+ trap planes) or
-    ``parity`` (+ parity of the safe pieces after each action); the table is ``quarto_env.observation``."""
+    ``parity`` (+ parity of the safe pieces after each action) or ``tempo`` (+ the trap and parity planes one turn
+    further on); the table is ``quarto_env.observation``."""
     policy: str = "slots"
     """Network: ``slots`` (shared weights over square and piece slots, ``agents.networks.SlotNetwork``) or ``mlp``
     (PPO only: alphazero's network is the slots network with a value head)."""
