@@ -69,7 +69,7 @@ def test_field_documentation_covers_every_field() -> None:
         ("net_arch=[64, x]", r"net_arch must be list\[int\]"),
         ("learning_rate=-1", r"learning_rate must be a finite number > 0 and <= 1, got -1"),
         ("gamma=1.5", r"gamma must be a finite number > 0 and <= 1, got 1.5"),
-        ("observation=pixels", r"observation must be one of \('raw', 'tactical', 'lookahead', 'parity'\)"),
+        ("observation=pixels", r"observation must be one of \('raw', 'tactical', 'lookahead', 'parity', 'tempo'\)"),
         ("policy=cnn", r"policy must be one of \('mlp', 'slots'\)"),
         ("batch_size=100000", r"ppo.batch_size must be <= num_games \* ppo.n_steps = 4096"),
         ("variant.attributes=size", r"variant is not a valid rule variant .*unknown attribute"),
