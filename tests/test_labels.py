@@ -139,6 +139,12 @@ def test_a_resumed_run_labels_only_what_was_left(tmp_path: Path, monkeypatch: py
     assert not parts_folder(out).exists()
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    # A child inherits an ignored SIGINT, and Python then keeps ignoring it: pytest-xdist's workers ignore it, so
+    # the interrupted command would run to the end. A terminal's command has the default handler.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 def test_ctrl_c_then_a_kill_then_the_same_command_gives_the_uninterrupted_file(tmp_path: Path) -> None:
     argv = ["--sample", "400", "--games", "480", "--min-empty", "8", "--max-empty", "10", "--seed", "2", "--jobs", "2"]
@@ -148,7 +154,12 @@ def test_ctrl_c_then_a_kill_then_the_same_command_gives_the_uninterrupted_file(t
 
     def started_until_a_shard_is_written(shards: int) -> subprocess.Popen[str]:
         run = subprocess.Popen(
-            [*command, "--out", str(out)], cwd=ROOT, env=environment, text=True, stderr=subprocess.PIPE
+            [*command, "--out", str(out)],
+            cwd=ROOT,
+            env=environment,
+            text=True,
+            stderr=subprocess.PIPE,
+            preexec_fn=_ctrl_c_as_in_a_terminal,
         )
         deadline = time.monotonic() + 240
         while len(list(parts_folder(out).glob("shard-*.npy"))) < shards and run.poll() is None:
