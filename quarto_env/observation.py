@@ -255,7 +255,7 @@ def write_planes(out, level, lanes, occupied, available, hand, to_move, claimabl
         if level >= 2:
             _write_lookahead(words, level >= 3, threats, occupied, available, hand)
         if level >= 4:
-            _write_tempo(words, lanes, occupied, available, hand, groups, counted)
+            _write_tempo(words, threats, lanes, occupied, available, hand, groups, counted)
 
 
 @numba.njit(cache=True)
@@ -479,17 +479,16 @@ def _give_planes(threats, occupied, available, with_parity):  # type: ignore[no-
 
 
 @register_jitable
-def _write_tempo(words, lanes, occupied, available, hand, groups, counted):  # type: ignore[no-untyped-def]
+def _write_tempo(words, threats, lanes, occupied, available, hand, groups, counted):  # type: ignore[no-untyped-def]
     """The tempo planes: the give planes of the position after each placement, worked out again from its
     threats. To place: each quiet square, with the piece in hand. To give: each safe piece, on every square."""
     if hand != NO_PIECE:
-        threats = group_threats(lanes, occupied, groups, counted, False)
         quiet = _quiet_squares(threats, occupied, available, hand)
         sets_trap, sets_even = _settable(lanes, occupied, available, hand, quiet, groups, counted, False)
         _write_plane(words, SETS_TRAP, sets_trap)
         _write_plane(words, SETS_EVEN, sets_even)
         return
-    threes_low, threes_high = group_threats(lanes, occupied, groups, counted, False)[:2]
+    threes_low, threes_high = threats[0], threats[1]
     allows_trap = allows_even = 0
     safe = available & ~PIECES_WITH_VALUES[values_at_squares(threes_low, threes_high)[0]]
     while safe:
