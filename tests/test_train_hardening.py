@@ -82,13 +82,15 @@ def test_a_run_whose_config_yaml_disagrees_with_its_checkpoint_is_refused_then_r
 ) -> None:
     run_dir = copy_run(tiny_run, tmp_path / "run")
     config = run_dir / "config.yaml"
-    config.write_text(config.read_text().replace("observation: parity", "observation: raw"))  # the old bug's trace
+    trained = read_metadata(run_dir / "checkpoints" / "final.zip")["observation"]
+    assert f"observation: {trained}" in config.read_text() and trained != "raw"
+    config.write_text(config.read_text().replace(f"observation: {trained}", "observation: raw"))  # the old bug's trace
     before = folder_bytes(run_dir)
     message = refused(["--resume", str(run_dir)], capsys)
-    assert "trained with 'parity', this resume asks for 'raw' (config.yaml with the overrides)" in message
+    assert f"trained with '{trained}', this resume asks for 'raw' (config.yaml with the overrides)" in message
     assert folder_bytes(run_dir) == before
-    assert train_module.main(["--resume", str(run_dir), "observation=parity", "final_eval_games=2"]) == 0
-    assert "observation: parity" in config.read_text()
+    assert train_module.main(["--resume", str(run_dir), f"observation={trained}", "final_eval_games=2"]) == 0
+    assert f"observation: {trained}" in config.read_text()
 
 
 def test_resume_applies_the_hyperparameters_it_is_given(tiny_run: tuple[Path, str], tmp_path: Path) -> None:

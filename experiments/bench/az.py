@@ -169,7 +169,7 @@ def bench_config(
     """The self-play config of the workers comparison: a checkpoint's training config (``trained``) or the
     defaults for the fresh network, with ``games`` games per process and ``sims`` simulations."""
     fields = {**(trained or {"algorithm": "alphazero"}), "num_games": games, "sims": sims, "workers": workers}
-    fields.update(net_arch=[network.width], network_design=network.design)
+    fields.update(net_arch=[network.width], network_design=network.design, observation=network.kind.name)
     return config_from_dict(fields)
 
 

@@ -329,10 +329,10 @@ class TrainConfig:
     variant: Variant = STANDARD
     """Rule variant, as the keywords of ``Variant.make``: ``attributes`` (a count 1-4 or names), ``squares``,
     ``declaration``, ``false_declaration`` (``lose`` or ``penalty``). Empty: standard Quarto."""
-    observation: ObservationKind = OBSERVATION_KINDS["parity"]
-    """Observation planes: ``raw``, ``tactical`` (+ 1-ply win/lose planes), ``lookahead`` (+ trap planes) or
+    observation: ObservationKind = OBSERVATION_KINDS["tempo"]
+    """Observation planes: ``raw``, ``tactical`` (+ 1-ply win/lose planes), ``lookahead`` (+ trap planes),
     ``parity`` (+ parity of the safe pieces after each action) or ``tempo`` (+ the trap and parity planes one turn
-    further on); the table is ``quarto_env.observation``."""
+    further on: the default, as in ``configs/default.yaml``); the table is ``quarto_env.observation``."""
     policy: str = "slots"
     """Network: ``slots`` (shared weights over square and piece slots, ``agents.networks.SlotNetwork``) or ``mlp``
     (PPO only: alphazero's network is the slots network with a value head)."""
