@@ -48,8 +48,9 @@ Quarto is impartial -- no piece belongs to a player -- so both agents see the sa
 The planes hold everything needed to play perfectly. ``observation=`` picks one of five nested kinds, each
 the previous one plus planes computed by the rules core: ``raw`` (17 channels: the position and the phase),
 ``tactical`` (19, the default: plus the 1-ply wins and losing gives), ``lookahead`` (21: plus the traps one
-turn deeper), ``parity`` (23: plus the parity of the safe pieces; what ``quarto train`` uses by default) and
-``tempo`` (27: plus the traps and parities one turn further on; far slower to observe, see docs/results.md).
+turn deeper), ``parity`` (23: plus the parity of the safe pieces) and ``tempo`` (27: plus the traps and
+parities one turn further on; what ``quarto train`` uses by default; far slower to observe, see
+docs/results.md).
 The planes are exactly those the trainer sees, so a checkpoint plays in ``quarto_env.env(**env_kwargs)`` with
 the ``env_kwargs`` stored in it. The kinds and channels are one table, :data:`quarto_env.observation.CHANNELS`
 and :data:`~quarto_env.observation.OBSERVATION_KINDS`; this is it:
