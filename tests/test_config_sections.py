@@ -19,6 +19,7 @@ from agents.checkpoints import read_metadata
 from experiments.training import train as train_module
 from experiments.training.config import (
     COMMON_FIELDS,
+    DEFAULT_CONFIG,
     SECTION_FIELDS,
     SECTIONS,
     AlphaZeroConfig,
@@ -218,6 +219,14 @@ def test_every_field_has_its_documentation_and_the_sections_are_the_dataclasses(
     assert [key for key in defaults if key not in SECTIONS] == list(COMMON_FIELDS)
     for section, fields in SECTION_FIELDS.items():
         assert list(defaults[section]) == list(fields)
+
+
+def test_the_default_config_file_spells_out_the_dataclass_defaults() -> None:
+    """``quarto train`` reads configs/default.yaml, library code and tests ``load_config(None)``: the same run, so
+    a default changed in one home and not the other fails here. The file only turns on the solver grade."""
+    from_file = load_config(DEFAULT_CONFIG)
+    assert from_file.grade_positions > 0 == TrainConfig().grade_positions
+    assert dataclasses.replace(from_file, grade_positions=0) == TrainConfig()
 
 
 def test_the_config_module_loads_without_stable_baselines3() -> None:
