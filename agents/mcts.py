@@ -9,23 +9,29 @@ A search baseline that needs no evaluation function: from the root, each simulat
 4. **backs up** the result: +1 / 0 / -1 for the player who chose each node's action.
 
 The move played is the root's most visited action. Quarto's turns are "place, then give" by the same
-player, so players do not simply alternate along a path: each node remembers who chose its action, and
-nothing else in the search assumes alternation. The tree only calls the rules core (``step``,
-``legal_actions``, ``State.winner``), so it works unchanged for every variant.
+player, so players do not simply alternate along a path: each simulation records who chose each action of its
+path, and nothing else in the search assumes alternation. The tree only calls the rules core (``apply_action``,
+``legal_mask``, ``useful_mask``), so it works unchanged for every variant.
 
 The playout
 -----------
-Playouts are the hot loop, so they run compiled (:func:`quarto_env.fast.random_playout`), every move through the core's
-jitable transition ``apply_action`` -- the same code that ``core.step`` runs. The playout
-policy is uniform over squares and pieces and, in the declaration variant, declares exactly when something
-is claimable: a random false declaration would only add noise (it loses at once under the "lose" policy),
-and a missed claim would make playouts undervalue wins. The *tree* still considers every legal action,
+The playout policy is uniform over squares and pieces and, in the declaration variant, declares exactly when
+something is claimable: a random false declaration would only add noise (it loses at once under the "lose"
+policy), and a missed claim would make playouts undervalue wins. The *tree* still considers every legal action,
 declarations included -- under the ``lose`` policy a false declaration is searched like any move and simply
 scores -1 -- so the agent never declares unless its search chose to. (Under the ``penalty`` policy a false
-declaration changes nothing in the game, so the tree leaves it out; see ``_tree_actions``.)
+declaration changes nothing in the game, so the tree leaves it out; see :func:`searched_actions`.)
 
-``quarto bench mcts`` measures simulations per second, compiled playouts against the same search with
-playouts through the Python ``step``.
+Compiled
+--------
+The whole search runs compiled, one call per move (:func:`run_simulations`): the tree lives in preallocated
+arrays (:class:`Tree`), a simulation replays its path's actions from the root through the core's jitable
+transition ``apply_action`` -- the same code that ``core.step`` runs -- and plays out with
+:func:`quarto_env.fast.random_playout`. Its random draws (expansion order, playouts) come from numba's
+generator, seeded once per move from the agent's own: a seed gives the same games.
+
+``quarto bench mcts`` measures simulations per second, beside those of quartors, a compiled peer, at equal
+strength.
 """
 
 from __future__ import annotations
@@ -36,21 +42,22 @@ import time as clock
 
 import numba
 import numpy as np
+from numba.extending import register_jitable
 
 from agents.base import Agent
 from quarto_env.core import (
-    DECLARE,
-    INITIAL_STATE,
+    MAX_GAME_LENGTH,
     NO_WINNER,
     STANDARD,
     State,
     Variant,
+    apply_action,
     bits,
-    legal_actions,
-    step,
-    useful_action_mask,
+    compiled_fields,
+    legal_mask,
+    useful_mask,
 )
-from quarto_env.fast import RECORD_LENGTH, playout_from
+from quarto_env.fast import RECORD_LENGTH, random_member, random_playout
 
 DEFAULT_EXPLORATION = 1.0
 """UCB1's ``c``. The textbook sqrt(2) is for rewards in [0, 1]; with results in [-1, 1] the same bonus is
@@ -65,8 +72,6 @@ class MCTSAgent(Agent):
     :param sims: simulations per move (used when ``time`` is 0).
     :param time: seconds per move; when > 0 it replaces the simulation budget (at least one simulation).
     :param c: the exploration constant of UCB1.
-    :param playout: ``"compiled"`` (numba, the default) or ``"python"`` (through ``core.step``; a slower
-        reference that the benchmark and the tests compare against).
     """
 
     def __init__(
@@ -76,87 +81,47 @@ class MCTSAgent(Agent):
         sims: int = 2000,
         time: float = 0.0,
         c: float = DEFAULT_EXPLORATION,
-        playout: str = "compiled",
     ) -> None:
         super().__init__(variant, seed)
         if sims < 1:
             raise ValueError(f"sims must be >= 1, got {sims}")
         if time < 0:
             raise ValueError(f"time must be >= 0 seconds, got {time}")
-        if playout not in PLAYOUTS:
-            raise ValueError(f"unknown playout {playout!r}; allowed: {', '.join(PLAYOUTS)}")
         self.sims = sims
         self.time = time
         self.c = c
-        self.playout = playout
-        self._record = np.empty(PLAYOUT_RECORD_LENGTH, dtype=np.int64)
-        if playout == "compiled":
-            self._playout(INITIAL_STATE)  # load (or compile) the playout now, not inside a timed move
         self.last_search: SearchStats | None = None
         """Statistics of the latest ``act`` call."""
 
     def act(self, state: State) -> int:
         """The most visited root action after the search."""
-        actions = self._tree_actions(state)
+        actions = bits(searched_actions(*compiled_fields(state)[1:], *self.variant.compiled[2:]))
         if len(actions) == 1:
             return actions[0]
-        root = _Node(state, NO_WINNER, -1, self._shuffled(actions))
-        if self.playout == "compiled":
-            # One seed per move from the agent's generator keeps searches reproducible under a fixed seed,
-            # whatever else in the process draws from numba's generator between moves.
-            seed_playouts(int(self.rng.integers(2**31)))
+        # One seed per move from the agent's generator keeps searches reproducible under a fixed seed, whatever
+        # else in the process draws from numba's generator between moves.
+        tree = Tree(self.sims + 1 if not self.time else TIMED_CHUNK + 1)
+        seed = int(self.rng.integers(2**31))
         start = clock.perf_counter()
-        sims = 0
-        while sims == 0 or self._budget_left(sims, start):
-            self._simulate(root)
-            sims += 1
-        best = max(root.children, key=lambda child: (child.visits, child.total))
-        self.last_search = SearchStats(sims, clock.perf_counter() - start, best.visits, best.total / best.visits)
-        return best.action
-
-    def _budget_left(self, sims: int, start: float) -> bool:
         if self.time:
-            return clock.perf_counter() - start < self.time
-        return sims < self.sims
+            self._search_for(tree, state, seed, start)
+        else:
+            tree.simulate(state, self.variant, self.sims, self.c, seed)
+        action, visits, total = tree.best_root_action()
+        self.last_search = SearchStats(tree.sims, clock.perf_counter() - start, visits, total / visits)
+        return action
 
-    def _tree_actions(self, state: State) -> list[int]:
-        """The actions the tree searches: every legal one, except a false declaration under the ``penalty``
-        policy -- it leaves the position unchanged (a pass, costing only the environment's penalty reward),
-        so it can never be better than a real move, and searching it would only repeat the same node."""
-        if self.variant.false_declaration == "penalty":
-            return bits(useful_action_mask(self.variant, state))
-        return legal_actions(self.variant, state)
+    def _search_for(self, tree: Tree, state: State, seed: int, start: float) -> None:
+        """Simulate in chunks until ``self.time`` seconds have passed since ``start`` (at least one chunk)."""
+        while True:
+            tree.simulate(state, self.variant, TIMED_CHUNK, self.c, seed if tree.sims == 0 else None)
+            if clock.perf_counter() - start >= self.time:
+                return
+            tree.reserve(TIMED_CHUNK)
 
-    def _simulate(self, root: _Node) -> None:
-        """One selection-expansion-playout-backup pass."""
-        node = root
-        path = [root]
-        while not node.untried and node.children:
-            node = node.best_child(self.c)
-            path.append(node)
-        if node.untried:
-            action = node.untried.pop()
-            child_state = step(self.variant, node.state, action)
-            child = _Node(child_state, node.state.to_move, action, self._shuffled(self._tree_actions(child_state)))
-            node.children.append(child)
-            node = child
-            path.append(node)
-        winner = node.state.winner if node.state.over else self._playout(node.state)
-        for visited in path:
-            visited.visits += 1
-            if winner != NO_WINNER:
-                visited.total += 1.0 if winner == visited.mover else -1.0
 
-    def _shuffled(self, actions: list[int]) -> list[int]:
-        """``actions`` in random order: expansion pops from the end, so ties never favour low numbers."""
-        order = self.rng.permutation(len(actions))
-        return [actions[i] for i in order]
-
-    def _playout(self, state: State) -> int:
-        """The winner of a random playout from ``state`` (not over), or ``NO_WINNER`` for a draw."""
-        if self.playout == "python":
-            return python_playout(self.variant, state, self.rng)
-        return playout_from(self.variant, state, self._record)[0]
+TIMED_CHUNK = 256
+"""Simulations between two looks at the clock under a time budget: about a millisecond of search."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,55 +136,150 @@ class SearchStats:
     """Mean playout result of the chosen action for the player to move, in [-1, 1]."""
 
 
-class _Node:
-    """A node of the search tree. ``total`` sums the playout results for ``mover``, the player who chose the
-    action leading here (``NO_WINNER`` at the root, whose totals are never read)."""
+# ---------------------------------------------------------------------------------------------------------
+# The tree, compiled
+# ---------------------------------------------------------------------------------------------------------
+UNTRIED, FIRST_CHILD, NEXT_SIBLING, ACTION, VISITS = range(5)
+"""The columns of a tree's ``links`` (int32, one row per node, the root at row 0): the actions not expanded yet
+(a bit mask), the latest expanded child and the next older sibling (-1: none), the action leading to the
+node (-1 at the root), and its visits. A node keeps no position: a simulation replays the actions from the
+root on its way down, which costs less than storing and copying eight fields per node."""
+NUM_LINKS = 5
+MAX_PATH = 2 * MAX_GAME_LENGTH
+"""Room for the nodes of one path from the root: at most one per action of a game, declarations included."""
 
-    __slots__ = ("action", "children", "mover", "state", "total", "untried", "visits")
 
-    def __init__(self, state: State, mover: int, action: int, untried: list[int]) -> None:
-        self.state = state
-        self.mover = mover
-        self.action = action
-        """The action that led here (-1 at the root)."""
-        self.untried = untried
-        """Actions not yet expanded, popped from the end."""
-        self.children: list[_Node] = []
-        self.visits = 0
-        self.total = 0.0
+class Tree:
+    """A search tree in preallocated arrays, grown by :func:`run_simulations` one node per simulation."""
 
-    def best_child(self, c: float) -> _Node:
-        """The child with the highest UCB1 score (every child has been visited)."""
-        log_visits = math.log(self.visits)
-        return max(
-            self.children,
-            key=lambda child: child.total / child.visits + c * math.sqrt(log_visits / child.visits),
+    def __init__(self, capacity: int) -> None:
+        self.links = np.full((capacity, NUM_LINKS), -1, dtype=np.int32)
+        self.totals = np.zeros(capacity, dtype=np.float64)
+        """Sum of the playout results of each node for the player who chose its action."""
+        self.size = 0
+        """Nodes in use."""
+        self.sims = 0
+        """Simulations run."""
+        self._scratch = np.empty((3, MAX_PATH + RECORD_LENGTH), dtype=np.int64)
+
+    def simulate(self, state: State, variant: Variant, count: int, c: float, seed: int | None) -> None:
+        """Run ``count`` more simulations from ``state`` (the same every call), reseeding numba's generator with
+        ``seed`` first unless it is ``None``. The tree must have room for ``count`` more nodes."""
+        if seed is not None:
+            seed_playouts(seed)
+        self.size = run_simulations(
+            self.links, self.totals, self.size, count, compiled_fields(state), variant.compiled, c, self._scratch
         )
+        self.sims += count
+
+    def reserve(self, count: int) -> None:
+        """Make room for ``count`` more nodes (doubling the arrays when they are full)."""
+        if self.size + count <= len(self.links):
+            return
+        capacity = max(2 * len(self.links), self.size + count)
+        links = np.full((capacity, NUM_LINKS), -1, dtype=np.int32)
+        links[: self.size] = self.links[: self.size]
+        totals = np.zeros(capacity, dtype=np.float64)
+        totals[: self.size] = self.totals[: self.size]
+        self.links, self.totals = links, totals
+
+    def best_root_action(self) -> tuple[int, int, float]:
+        """``(action, visits, total)`` of the root's most visited child, ties to the higher total."""
+        best = (-1, -1, -math.inf)
+        child = int(self.links[0, FIRST_CHILD])
+        while child >= 0:
+            visits, total = int(self.links[child, VISITS]), float(self.totals[child])
+            if (visits, total) > best[1:]:
+                best = (int(self.links[child, ACTION]), visits, total)
+            child = int(self.links[child, NEXT_SIBLING])
+        return best
+
+
+@register_jitable
+def searched_actions(occupied, available, hand, to_move, claimable, winner, over, declaration, loses):  # type: ignore[no-untyped-def]
+    """The actions the tree searches: every legal one, except a false declaration under the ``penalty`` policy
+    (``loses`` false) -- it leaves the position unchanged (a pass, costing only the environment's penalty
+    reward), so it can never be better than a real move, and searching it would only repeat the same node."""
+    if declaration and not loses:
+        return useful_mask(occupied, available, hand, claimable, over, declaration)
+    return legal_mask(occupied, available, hand, over, declaration)
+
+
+@numba.njit(cache=True)
+def run_simulations(links, totals, size, count, root, rules, c, scratch):  # type: ignore[no-untyped-def]
+    """Run ``count`` selection-expansion-playout-backup passes on the tree ``links, totals`` of ``size`` nodes
+    (0: a new tree, whose root this creates) from the position ``root`` (:func:`~quarto_env.core.compiled_fields`)
+    under ``rules`` (:attr:`Variant.compiled`); returns the new size. ``scratch``: ``(3, MAX_PATH +
+    RECORD_LENGTH)`` int64, the path, its movers and the playout's record."""
+    path, movers, record = scratch[0], scratch[1], scratch[2]
+    declaration, loses = rules[2], rules[3]
+    if size == 0:
+        links[0, UNTRIED] = searched_actions(*root[1:], declaration, loses)
+        links[0, FIRST_CHILD], links[0, NEXT_SIBLING], links[0, ACTION], links[0, VISITS] = -1, -1, -1, 0
+        totals[0] = 0.0
+        size = 1
+    for _ in range(count):
+        lanes, occupied, available, hand, to_move, claimable, winner, over = root
+        node, depth = 0, 0
+        path[0] = 0
+        # Selection: down the UCB1 children while every action of the node has been tried.
+        while links[node, UNTRIED] == 0 and links[node, FIRST_CHILD] >= 0:
+            node = _best_child(links, totals, node, c)
+            depth += 1
+            path[depth], movers[depth] = node, to_move
+            lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
+                lanes, occupied, available, hand, to_move, claimable, np.int64(links[node, ACTION]), *rules
+            )
+        # Expansion: one untried action, at random.
+        untried = links[node, UNTRIED]
+        if untried:
+            action = random_member(untried)
+            links[node, UNTRIED] = untried & ~(1 << action)
+            depth += 1
+            path[depth], movers[depth] = size, to_move
+            lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
+                lanes, occupied, available, hand, to_move, claimable, action, *rules
+            )
+            links[size, UNTRIED] = searched_actions(
+                occupied, available, hand, to_move, claimable, winner, over, declaration, loses
+            )
+            links[size, FIRST_CHILD], links[size, NEXT_SIBLING] = -1, links[node, FIRST_CHILD]
+            links[size, ACTION], links[size, VISITS] = action, 0
+            totals[size] = 0.0
+            links[node, FIRST_CHILD] = size
+            size += 1
+        if not over:
+            winner, _ = random_playout(
+                (lanes, occupied, available, hand, to_move, claimable, winner, over), rules, record
+            )
+        # Backup: +1 / 0 / -1 for the player who chose each node's action.
+        links[0, VISITS] += 1
+        for d in range(1, depth + 1):
+            links[path[d], VISITS] += 1
+            if winner != NO_WINNER:
+                totals[path[d]] += 1.0 if winner == movers[d] else -1.0
+    return size
+
+
+@numba.njit(cache=True)
+def _best_child(links, totals, node, c):  # type: ignore[no-untyped-def]
+    """The child of ``node`` with the highest UCB1 score (every child has been visited)."""
+    log_visits = math.log(links[node, VISITS])
+    best, best_score = -1, -math.inf
+    child = links[node, FIRST_CHILD]
+    while child >= 0:
+        visits = links[child, VISITS]
+        score = totals[child] / visits + c * math.sqrt(log_visits / visits)
+        if score > best_score:
+            best, best_score = child, score
+        child = links[child, NEXT_SIBLING]
+    return best
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Playouts
 # ---------------------------------------------------------------------------------------------------------
-PLAYOUT_RECORD_LENGTH = RECORD_LENGTH
-"""Room for the actions of any playout: at most 16 gives, 16 placements and a declaration, then ``-1``."""
-
-
 @numba.njit(cache=True)
 def seed_playouts(seed: int) -> None:
-    """Seed numba's generator, which the compiled playouts draw from."""
+    """Seed numba's generator, which the compiled search draws from."""
     np.random.seed(seed)
-
-
-def python_playout(variant: Variant, state: State, rng: np.random.Generator) -> int:
-    """The same playout policy through ``core.step``: the reference for the compiled one."""
-    while not state.over:
-        if state.claimable:
-            action = DECLARE
-        else:
-            choices = bits(useful_action_mask(variant, state))
-            action = choices[rng.integers(len(choices))]
-        state = step(variant, state, action)
-    return state.winner
-
-
-PLAYOUTS = ("compiled", "python")

@@ -48,7 +48,7 @@ BENCHMARKS: Table = {
     "env": ("experiments.bench.env", "turns/s of the wrapped quarto_v1 vs connect_four_v3; rules core states/s"),
     "solver": ("experiments.bench.solver", "exact solver and minimax times on a seeded sample of positions"),
     "train": ("experiments.bench.train", "learner steps/s of a short training run"),
-    "mcts": ("experiments.bench.mcts", "MCTS simulations/s, compiled playouts vs Python ones"),
+    "mcts": ("experiments.bench.mcts", "MCTS simulations/s and time per turn, beside quartors (a compiled peer)"),
     "az": ("experiments.bench.az", "AlphaZero self-play positions/s and simulations/s, tree vs network time"),
     "network": ("experiments.bench.network", "supervised fit of network designs to exact values; forward time"),
     "vector": ("experiments.bench.vector", "VectorQuarto steps/s per batch and observation kind; vs pgx if installed"),

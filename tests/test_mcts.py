@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from agents.base import SpecError, make_agent
 from agents.match import play_game
-from agents.mcts import PLAYOUT_RECORD_LENGTH, MCTSAgent, python_playout, seed_playouts
+from agents.mcts import FIRST_CHILD, NEXT_SIBLING, TIMED_CHUNK, VISITS, MCTSAgent, Tree, seed_playouts
+from agents.positions import greedy_game_positions
 from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
@@ -18,11 +19,13 @@ from quarto_env.core import (
     STANDARD,
     State,
     Variant,
+    bits,
     from_board,
     legal_actions,
     step,
+    useful_action_mask,
 )
-from quarto_env.fast import playout_from
+from quarto_env.fast import RECORD_LENGTH, playout_from
 
 VARIANTS = [
     STANDARD,
@@ -47,10 +50,23 @@ def random_position(variant: Variant, seed: int, plies: int) -> State:
     return state
 
 
+def python_playout(variant: Variant, state: State, rng: np.random.Generator) -> int:
+    """The compiled playout's policy through ``core.step``: declare exactly when something is claimable, else a
+    uniformly random useful action. The winner, or ``NO_WINNER`` for a draw."""
+    while not state.over:
+        if state.claimable:
+            action = DECLARE
+        else:
+            choices = bits(useful_action_mask(variant, state))
+            action = choices[rng.integers(len(choices))]
+        state = step(variant, state, action)
+    return state.winner
+
+
 def compiled_playout(variant: Variant, state: State, seed: int) -> tuple[int, list[int]]:
     """The winner of one compiled playout and the actions it recorded."""
     seed_playouts(seed)
-    record = np.empty(PLAYOUT_RECORD_LENGTH, dtype=np.int64)
+    record = np.empty(RECORD_LENGTH, dtype=np.int64)
     winner, _ = playout_from(variant, state, record)
     actions = [int(a) for a in record[: list(record).index(-1)]]
     return int(winner), actions
@@ -152,15 +168,73 @@ def test_bad_specs_are_rejected(spec: str) -> None:
 
 
 def test_bad_constructor_arguments_are_rejected() -> None:
-    with pytest.raises(ValueError, match="allowed: compiled, python"):
-        MCTSAgent(playout="numpy")
+    with pytest.raises(ValueError, match="sims must be >= 1"):
+        MCTSAgent(sims=0)
+    with pytest.raises(ValueError, match="time must be >= 0"):
+        MCTSAgent(time=-1)
 
 
-def test_benchmark_prints_both_speeds_and_their_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.describe() for v in VARIANTS])
+def test_every_simulation_adds_one_visit_along_one_path(variant: Variant) -> None:
+    state = random_position(variant, seed=4, plies=7)
+    tree = Tree(301)
+    tree.simulate(state, variant, 300, 1.0, seed=0)
+    links = tree.links[: tree.size]
+    assert links[0, VISITS] == 300 and tree.size <= 301
+    for node in range(tree.size):
+        children = _children(links, node)
+        # A node's visits are its children's, plus the simulation that created it, plus, at a game's end (no
+        # children), every later simulation that reached it.
+        own = links[node, VISITS] - sum(links[child, VISITS] for child in children)
+        if children:
+            assert own == (0 if node == 0 else 1)
+        else:
+            assert own >= 1
+        assert abs(tree.totals[node]) <= links[node, VISITS]
+
+
+def _children(links: np.ndarray, node: int) -> list[int]:
+    children, child = [], int(links[node, FIRST_CHILD])
+    while child >= 0:
+        children.append(child)
+        child = int(links[child, NEXT_SIBLING])
+    return children
+
+
+def test_a_time_budget_grows_the_tree_past_its_first_chunk() -> None:
+    agent = MCTSAgent(seed=0, time=0.2)
+    agent.act(INITIAL_STATE)
+    assert agent.last_search is not None and agent.last_search.sims > 2 * TIMED_CHUNK
+
+
+def test_benchmark_prints_our_speeds_and_quartors_beside_them_when_it_imports(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from experiments.bench import mcts as bench_mcts
 
-    assert bench_mcts.main(["--sims", "50", "--positions", "1"]) == 0
+    assert bench_mcts.main(["--sims", "50", "--peer-sims", "80", "--positions", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].split() == ["positions", "compiled", "sims/s", "python", "sims/s", "ratio"]
-    assert len(lines) == 2 + 1 + len(bench_mcts.EMPTY_SQUARES)
-    assert all(float(line.split()[-1]) > 0 for line in lines[2:])
+    rows = lines[2 : 3 + len(bench_mcts.EMPTY_SQUARES)]
+    if bench_mcts.load_peer(80) is None:
+        assert all(float(row.split()[-2].replace(",", "")) > 0 for row in rows)
+        assert lines[1].split() == ["positions", "ours", "sims/s", "ms/turn"]
+        assert lines[-1] == bench_mcts.PEER_MISSING
+    else:
+        assert all(float(row.split()[-1]) > 0 for row in rows)
+        assert "quartors" in lines[0] and lines[1].split()[-5:] == ["ms/turn", "sims/s", "ratio", "turn", "ratio"]
+        assert len(lines) == len(rows) + 2
+
+
+def test_quartors_sees_our_positions_as_we_do() -> None:
+    from experiments.bench import mcts as bench_mcts
+
+    peer = bench_mcts.load_peer(10)
+    if peer is None:
+        pytest.skip("quartors does not import (it needs Python >= 3.13)")
+    positions = [INITIAL_STATE, *greedy_game_positions(9, 3, 0, STANDARD, placing=True)]
+    for state in positions:
+        theirs = peer.position(state)
+        assert theirs.board == state.board and theirs.remaining_mask == state.available
+        assert theirs.selected_piece == (state.hand if state.placing else None) and int(theirs.actor) == state.to_move
+        actions, sims = peer.turn(state, seed=0)
+        assert sims == 10 and len(actions) == (2 if state.placing else 1)

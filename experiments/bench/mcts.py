@@ -1,24 +1,118 @@
-"""``quarto bench mcts``: MCTS simulations per second, compiled playouts against Python ones.
+"""``quarto bench mcts``: our rollout MCTS's simulations per second, beside quartors' at equal strength.
 
 Example usage::
 
-    quarto bench mcts --sims 2000 --positions 6 --seed 0
+    quarto bench mcts --sims 2000 --peer-sims 3200 --positions 6 --seed 0
+    quarto bench mcts --strength 300     # and grade both on 300 suite positions (minutes: the solver values gives)
 
-Both searches run on the same seeded positions (from greedy games, at 16, 12, 8 and 4 empty squares) in
-the same process, so the ratio between them is the figure to quote; absolute speeds depend on the machine
-and its load. The compiled playout's compilation (or cache load) happens before the clock starts.
+The positions: the opening (a give) and seeded greedy-game positions with a piece in hand at 12, 8 and 4 empty
+squares. `quartors <https://pypi.org/project/quartors/>`_ (a Quarto engine in Rust, Python >= 3.13) plays a
+turn -- place, then give -- as one action of one search; our ``mcts`` agent plays it as two decisions, a search
+each. At their defaults (``--sims 2000`` per decision, ``--peer-sims 3200`` per turn) both lose value in the same
+share of turns (``--strength``; docs/baselines.md), so the two speeds compare at equal strength. The table gives
+each engine's simulations per second and milliseconds per turn, with the ratios ours / theirs (sims/s) and
+theirs / ours (time per turn): above 1, ours is faster. Where quartors does not import, only our figures are
+printed, and a line says how to get the comparison. Both run in the same process on the same positions, so the
+ratios are the figures to quote; absolute speeds depend on the machine and its load. Compilation (or the
+cache's load) happens before the clock starts.
+
+``--strength N`` grades both engines' turns on N positions of the ``standard-v1`` suite with a piece in hand and
+6-12 empty squares: a turn loses value when its value under perfect play (the placement's, then the give's, by
+the exact solver) is below the position's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
 
+import numpy as np
+
+from agents.base import MAX_SIMULATIONS
+from agents.labels import action_values
 from agents.mcts import MCTSAgent
 from agents.positions import greedy_game_positions
+from agents.suites import SolvedPosition, load_suite
+from experiments.arena.ratings import wilson_interval
 from experiments.options import SEED, CommandParser, number_argument
-from quarto_env.core import INITIAL_STATE, STANDARD, State
+from quarto_env.core import INITIAL_STATE, NO_PIECE, STANDARD, State, step
 
 EMPTY_SQUARES = (12, 8, 4)
+MAX_POSITIONS = 1000
+"""The most ``--positions`` per number of empty squares."""
+EQUAL_STRENGTH_SIMS = 2000
+"""Our simulations per decision..."""
+EQUAL_STRENGTH_PEER_SIMS = 3200
+"""... and quartors' per turn that lose value in the same share of turns (26.0% each on 300 suite positions with
+6-12 empty squares, issue 44; ``--strength`` measures it again)."""
+STRENGTH_SUITE = "standard-v1"
+STRENGTH_EMPTY = (6, 12)
+"""The stages of the positions ``--strength`` grades: where a turn can still go wrong, and the solver is quick."""
+PEER_MISSING = (
+    "quartors does not import here: for the comparison, run quarto bench mcts under Python >= 3.13 with "
+    "`pip install quartors` and this package"
+)
+
+
+class PeerSearch:
+    """quartors' rollout MCTS, playing turns of our positions (standard rules)."""
+
+    def __init__(self, quartors: ModuleType, sims: int) -> None:
+        self.quartors = quartors
+        self.search = quartors.Mcts(quartors.MctsConfig(simulations=sims), quartors.RolloutEvaluator())
+
+    @property
+    def version(self) -> str:
+        """The installed quartors' version."""
+        return str(self.quartors.__version__)
+
+    def turn(self, state: State, seed: int) -> tuple[list[int], int]:
+        """Our actions for quartors' turn from ``state`` (the opening, or a piece in hand): a give, a placement,
+        or a placement then a give; and the simulations searched."""
+        result = self.search.search(self.position(state), seed=seed)
+        action = result.select_action(temperature=0.0, seed=seed)
+        actions = [action.position, action.give_piece]
+        return [a for a in actions if a is not None], int(result.simulations)
+
+    def position(self, state: State) -> Any:
+        """``state`` as a quartors position, reached by replaying its board in square order: quartors builds
+        positions only by playing turns, each one a placement and a give."""
+        if state.occupied and not state.placing:
+            raise ValueError("quartors takes the opening or a position with a piece in hand")
+        position = self.quartors.State.initial()
+        board = [(square, piece) for square, piece in enumerate(state.board) if piece != NO_PIECE]
+        gives = [piece for _, piece in board] + ([state.hand] if state.placing else [])
+        if gives:
+            position = position.apply(self.quartors.Action.give_only(gives[0]))
+        for (square, _), piece in zip(board, gives[1:], strict=True):
+            position = position.apply(self.quartors.Action.place_and_give(square, piece))
+        return position
+
+
+def load_peer(sims: int) -> PeerSearch | None:
+    """quartors' search at ``sims`` simulations per turn, or ``None`` where quartors does not import."""
+    try:
+        import quartors
+    except ImportError:
+        return None
+    return PeerSearch(quartors, sims)
+
+
+def our_turn(agent: MCTSAgent, state: State) -> tuple[list[int], int]:
+    """Our agent's actions for the turn from ``state`` -- a give at the opening, else a placement and then a give
+    unless the placement ends the game -- and the simulations searched (none for a forced action)."""
+    actions, sims = [], 0
+    for _ in range(2 if state.placing else 1):
+        if state.over:
+            break
+        agent.last_search = None
+        actions.append(agent.act(state))
+        sims += agent.last_search.sims if agent.last_search is not None else 0
+        state = step(STANDARD, state, actions[-1])
+    return actions, sims
 
 
 def main(argv: list[str]) -> int:
@@ -26,42 +120,130 @@ def main(argv: list[str]) -> int:
     parser = CommandParser(prog="quarto bench mcts", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--sims",
-        type=number_argument("sims", minimum=1, integer=True),
-        default=2000,
-        help="simulations per search",
+        type=number_argument("sims", minimum=1, maximum=MAX_SIMULATIONS, integer=True),
+        default=EQUAL_STRENGTH_SIMS,
+        help="our simulations per decision (two decisions a turn)",
+    )
+    parser.add_argument(
+        "--peer-sims",
+        type=number_argument("peer-sims", minimum=1, maximum=MAX_SIMULATIONS, integer=True),
+        default=EQUAL_STRENGTH_PEER_SIMS,
+        help="quartors' simulations per turn",
     )
     parser.add_argument(
         "--positions",
-        type=number_argument("positions", minimum=1, integer=True),
+        type=number_argument("positions", minimum=1, maximum=MAX_POSITIONS, integer=True),
         default=6,
         help="positions per number of empty squares",
     )
     parser.add_argument(
-        "--seed",
-        type=SEED,
+        "--strength",
+        type=number_argument("strength", minimum=0, maximum=MAX_POSITIONS, integer=True),
         default=0,
-        help="seed of the positions and the searches",
+        help=f"also grade both engines' turns on this many {STRENGTH_SUITE} positions (0: no grading)",
     )
+    parser.add_argument("--seed", type=SEED, default=0, help="seed of the positions and the searches")
     args = parser.parse_args(argv)
     position_sets: dict[str, list[State]] = {"16 empty (opening give)": [INITIAL_STATE]}
     for empty in EMPTY_SQUARES:
-        position_sets[f"{empty} empty"] = greedy_game_positions(empty, args.positions, args.seed, STANDARD)
-    print(f"MCTS, {args.sims} simulations per search, standard rules")
-    print(f"{'positions':<26}{'compiled sims/s':>16}{'python sims/s':>16}{'ratio':>8}")
-    for name, positions in position_sets.items():
-        compiled = sims_per_second("compiled", positions, args.sims, args.seed)
-        python = sims_per_second("python", positions, args.sims, args.seed)
-        print(f"{name:<26}{compiled:>16,.0f}{python:>16,.0f}{compiled / python:>8.1f}")
+        position_sets[f"{empty} empty"] = greedy_game_positions(empty, args.positions, args.seed, STANDARD, True)
+    agent = MCTSAgent(STANDARD, seed=args.seed, sims=args.sims)
+    peer = load_peer(args.peer_sims)
+    print_speeds(agent, peer, position_sets, args.seed)
+    if peer is None:
+        print(PEER_MISSING)
+    if args.strength:
+        print_strength(agent, peer, args.strength, args.seed)
     return 0
 
 
-def sims_per_second(playout: str, positions: list[State], sims: int, seed: int) -> float:
-    """Simulations per second of one search per position, with ``playout`` playouts."""
-    agent = MCTSAgent(STANDARD, seed=seed, sims=sims, playout=playout)
-    total_sims = 0
+def print_speeds(agent: MCTSAgent, peer: PeerSearch | None, position_sets: dict[str, list[State]], seed: int) -> None:
+    """One row per position set: each engine's simulations per second and milliseconds per turn."""
+    title = f"MCTS, ours at {agent.sims} simulations per decision"
+    if peer is not None:
+        title += f", quartors {peer.version} at {peer.search.config.simulations} per turn"
+    print(title + ", standard rules")
+    header = f"{'positions':<26}{'ours sims/s':>13}{'ms/turn':>9}"
+    if peer is not None:
+        header += f"{'quartors sims/s':>17}{'ms/turn':>9}{'sims/s ratio':>14}{'turn ratio':>12}"
+    print(header)
+    for name, positions in position_sets.items():
+        ours = time_turns(lambda state, _: our_turn(agent, state), positions, seed)
+        row = f"{name:<26}{ours.sims_per_second:>13,.0f}{ours.ms_per_turn:>9.1f}"
+        if peer is not None:
+            theirs = time_turns(peer.turn, positions, seed)
+            row += f"{theirs.sims_per_second:>17,.0f}{theirs.ms_per_turn:>9.1f}"
+            sims_ratio = ours.sims_per_second / theirs.sims_per_second
+            row += f"{sims_ratio:>14.2f}{theirs.ms_per_turn / ours.ms_per_turn:>12.2f}"
+        print(row)
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """Turns played, the simulations they searched, and their seconds."""
+
+    turns: int
+    sims: int
+    seconds: float
+
+    @property
+    def sims_per_second(self) -> float:
+        return self.sims / self.seconds
+
+    @property
+    def ms_per_turn(self) -> float:
+        return 1000 * self.seconds / self.turns
+
+
+Turn = Callable[[State, int], tuple[list[int], int]]
+"""An engine's turn from a position with a seed: its actions and the simulations it searched."""
+
+
+def time_turns(turn: Turn, positions: list[State], seed: int) -> Timing:
+    """One turn from each of ``positions``, timed."""
+    turn(positions[0], seed)  # compile or load what the engine needs before the clock starts
+    sims = 0
     start = time.perf_counter()
-    for state in positions:
-        agent.act(state)
-        assert agent.last_search is not None
-        total_sims += agent.last_search.sims
-    return total_sims / (time.perf_counter() - start)
+    for number, state in enumerate(positions):
+        sims += turn(state, seed + number)[1]
+    return Timing(len(positions), sims, time.perf_counter() - start)
+
+
+def print_strength(agent: MCTSAgent, peer: PeerSearch | None, count: int, seed: int) -> None:
+    """The share of turns that lose value, each engine on the same ``count`` suite positions."""
+    positions = strength_positions(count, seed)
+    values = TurnValues()
+    engines: dict[str, Turn] = {f"ours (mcts:sims={agent.sims})": lambda state, _: our_turn(agent, state)}
+    if peer is not None:
+        engines[f"quartors ({peer.search.config.simulations} sims)"] = peer.turn
+    low, high = STRENGTH_EMPTY
+    print(f"turns losing value on {len(positions)} {STRENGTH_SUITE} positions with a piece in hand, {low}-{high} empty")
+    for name, turn in engines.items():
+        lost = sum(values.loses(solved, turn(solved.state, seed + n)[0]) for n, solved in enumerate(positions))
+        low_share, high_share = wilson_interval(lost / len(positions), len(positions))
+        print(f"{name:<30}{lost / len(positions):>8.1%}  [{low_share:.1%}, {high_share:.1%}]")
+
+
+def strength_positions(count: int, seed: int) -> list[SolvedPosition]:
+    """``count`` positions of the suite with a piece in hand and 6-12 empty squares, drawn without replacement."""
+    low, high = STRENGTH_EMPTY
+    pool = [p for p in load_suite(STRENGTH_SUITE).positions if p.phase == "place" and low <= p.empty <= high]
+    chosen = np.random.default_rng(seed).choice(len(pool), size=min(count, len(pool)), replace=False)
+    return [pool[i] for i in sorted(chosen)]
+
+
+class TurnValues:
+    """The exact value of a turn: the suite values its placement, the solver the give after it (cached)."""
+
+    def __init__(self) -> None:
+        self._gives: dict[State, dict[int, int]] = {}
+
+    def loses(self, solved: SolvedPosition, actions: list[int]) -> bool:
+        """Whether the turn ``actions`` (a placement, then a give unless the game ended) from ``solved`` loses
+        value for its player."""
+        placed = step(STANDARD, solved.state, actions[0])
+        if solved.action_values[actions[0]] < solved.value or placed.over:
+            return solved.action_values[actions[0]] < solved.value
+        if placed not in self._gives:
+            self._gives[placed] = action_values(STANDARD, placed)
+        return self._gives[placed][actions[1]] < solved.value
