@@ -52,9 +52,9 @@ from quarto_env.core import (
     State,
     Variant,
     apply_action,
-    bits,
     compiled_fields,
     legal_mask,
+    lowest_bit,
     useful_mask,
 )
 from quarto_env.fast import RECORD_LENGTH, random_member, random_playout
@@ -91,33 +91,35 @@ class MCTSAgent(Agent):
         self.time = time
         self.c = c
         self.last_search: SearchStats | None = None
-        """Statistics of the latest ``act`` call."""
+        """Statistics of the latest ``act`` call (``None`` after a forced action: no search)."""
+        self._search_tree: Tree | None = None
 
     def act(self, state: State) -> int:
-        """The most visited root action after the search."""
-        actions = bits(searched_actions(*compiled_fields(state)[1:], *self.variant.compiled[2:]))
-        if len(actions) == 1:
-            return actions[0]
+        """The most visited root action after the search; a forced action (the only one searched) at once."""
         # One seed per move from the agent's generator keeps searches reproducible under a fixed seed, whatever
         # else in the process draws from numba's generator between moves.
-        tree = Tree(self.sims + 1 if not self.time else TIMED_CHUNK + 1)
         seed = int(self.rng.integers(2**31))
         start = clock.perf_counter()
-        if self.time:
-            self._search_for(tree, state, seed, start)
-        else:
-            tree.simulate(state, self.variant, self.sims, self.c, seed)
-        action, visits, total = tree.best_root_action()
-        self.last_search = SearchStats(tree.sims, clock.perf_counter() - start, visits, total / visits)
+        tree = self._tree()
+        tree.start(state, self.variant, seed)
+        while True:
+            tree.simulate(self.sims if not self.time else TIMED_CHUNK, self.c)
+            if not self.time or tree.sims == 0 or clock.perf_counter() - start >= self.time:
+                break
+            tree.reserve(TIMED_CHUNK)
+        action, visits, total = tree.best
+        searched = tree.sims > 0
+        self.last_search = (
+            SearchStats(tree.sims, clock.perf_counter() - start, visits, total / visits) if searched else None
+        )
         return action
 
-    def _search_for(self, tree: Tree, state: State, seed: int, start: float) -> None:
-        """Simulate in chunks until ``self.time`` seconds have passed since ``start`` (at least one chunk)."""
-        while True:
-            tree.simulate(state, self.variant, TIMED_CHUNK, self.c, seed if tree.sims == 0 else None)
-            if clock.perf_counter() - start >= self.time:
-                return
-            tree.reserve(TIMED_CHUNK)
+    def _tree(self) -> Tree:
+        """The agent's tree, allocated at its first move and reused: room for ``sims`` simulations (one node each),
+        or for the first chunk under a time budget (it grows as the search goes on)."""
+        if self._search_tree is None:
+            self._search_tree = Tree(self.sims + 1 if not self.time else TIMED_CHUNK + 1)
+        return self._search_tree
 
 
 TIMED_CHUNK = 256
@@ -150,49 +152,50 @@ MAX_PATH = 2 * MAX_GAME_LENGTH
 
 
 class Tree:
-    """A search tree in preallocated arrays, grown by :func:`run_simulations` one node per simulation."""
+    """A search tree in preallocated arrays, grown by :func:`run_simulations` one node per simulation, and reused
+    from one search to the next."""
 
     def __init__(self, capacity: int) -> None:
-        self.links = np.full((capacity, NUM_LINKS), -1, dtype=np.int32)
-        self.totals = np.zeros(capacity, dtype=np.float64)
+        self.links = np.empty((capacity, NUM_LINKS), dtype=np.int32)
+        self.totals = np.empty(capacity, dtype=np.float64)
         """Sum of the playout results of each node for the player who chose its action."""
         self.size = 0
         """Nodes in use."""
         self.sims = 0
-        """Simulations run."""
+        """Simulations run by the current search."""
+        self.best: tuple[int, int, float] = (-1, 0, 0.0)
+        """``(action, visits, total)`` of the root's most visited child (ties to the higher total)."""
         self._scratch = np.empty((3, MAX_PATH + RECORD_LENGTH), dtype=np.int64)
+        self._root: tuple = ()
+        self._rules: tuple = ()
+        self._seed = -1
 
-    def simulate(self, state: State, variant: Variant, count: int, c: float, seed: int | None) -> None:
-        """Run ``count`` more simulations from ``state`` (the same every call), reseeding numba's generator with
-        ``seed`` first unless it is ``None``. The tree must have room for ``count`` more nodes."""
-        if seed is not None:
-            seed_playouts(seed)
-        self.size = run_simulations(
-            self.links, self.totals, self.size, count, compiled_fields(state), variant.compiled, c, self._scratch
+    def start(self, state: State, variant: Variant, seed: int) -> None:
+        """Start a new search of ``state`` (not over) under ``variant``; its first simulation reseeds numba's
+        generator with ``seed`` (>= 0)."""
+        self.size, self.sims = 0, 0
+        self._root, self._rules, self._seed = compiled_fields(state), variant.compiled, seed
+
+    def simulate(self, count: int, c: float) -> None:
+        """Run ``count`` more simulations -- none when the root has a single action to search: :attr:`best` is
+        that action then, with no visits. The tree must have room for ``count`` more nodes."""
+        self.size, done, *best = run_simulations(
+            self.links, self.totals, self.size, count, self._root, self._rules, c, self._scratch, self._seed
         )
-        self.sims += count
+        self.best = (int(best[0]), int(best[1]), float(best[2]))
+        self.sims += done
+        self._seed = -1
 
     def reserve(self, count: int) -> None:
         """Make room for ``count`` more nodes (doubling the arrays when they are full)."""
         if self.size + count <= len(self.links):
             return
         capacity = max(2 * len(self.links), self.size + count)
-        links = np.full((capacity, NUM_LINKS), -1, dtype=np.int32)
+        links = np.empty((capacity, NUM_LINKS), dtype=np.int32)
         links[: self.size] = self.links[: self.size]
-        totals = np.zeros(capacity, dtype=np.float64)
+        totals = np.empty(capacity, dtype=np.float64)
         totals[: self.size] = self.totals[: self.size]
         self.links, self.totals = links, totals
-
-    def best_root_action(self) -> tuple[int, int, float]:
-        """``(action, visits, total)`` of the root's most visited child, ties to the higher total."""
-        best = (-1, -1, -math.inf)
-        child = int(self.links[0, FIRST_CHILD])
-        while child >= 0:
-            visits, total = int(self.links[child, VISITS]), float(self.totals[child])
-            if (visits, total) > best[1:]:
-                best = (int(self.links[child, ACTION]), visits, total)
-            child = int(self.links[child, NEXT_SIBLING])
-        return best
 
 
 @register_jitable
@@ -206,18 +209,26 @@ def searched_actions(occupied, available, hand, to_move, claimable, winner, over
 
 
 @numba.njit(cache=True)
-def run_simulations(links, totals, size, count, root, rules, c, scratch):  # type: ignore[no-untyped-def]
+def run_simulations(links, totals, size, count, root, rules, c, scratch, seed):  # type: ignore[no-untyped-def]
     """Run ``count`` selection-expansion-playout-backup passes on the tree ``links, totals`` of ``size`` nodes
-    (0: a new tree, whose root this creates) from the position ``root`` (:func:`~quarto_env.core.compiled_fields`)
-    under ``rules`` (:attr:`Variant.compiled`); returns the new size. ``scratch``: ``(3, MAX_PATH +
-    RECORD_LENGTH)`` int64, the path, its movers and the playout's record."""
+    from the position ``root`` (:func:`~quarto_env.core.compiled_fields`) under ``rules``
+    (:attr:`Variant.compiled`). ``size`` 0 starts a new tree: it seeds numba's generator with ``seed`` (unless
+    negative) and creates the root, and runs no simulation if the root has one action to search. ``scratch``:
+    ``(3, MAX_PATH + RECORD_LENGTH)`` int64, the path, its movers and the playout's record. Returns ``(new size,
+    simulations run, best action, its visits, its total)``: the root's most visited child, ties to the higher
+    total (the single action, with no visits, when there was nothing to search)."""
     path, movers, record = scratch[0], scratch[1], scratch[2]
     declaration, loses = rules[2], rules[3]
     if size == 0:
-        links[0, UNTRIED] = searched_actions(*root[1:], declaration, loses)
-        links[0, FIRST_CHILD], links[0, NEXT_SIBLING], links[0, ACTION], links[0, VISITS] = -1, -1, -1, 0
+        if seed >= 0:
+            np.random.seed(seed)
+        untried = searched_actions(*root[1:], declaration, loses)
+        links[0, UNTRIED], links[0, FIRST_CHILD], links[0, NEXT_SIBLING], links[0, ACTION] = untried, -1, -1, -1
+        links[0, VISITS] = 0
         totals[0] = 0.0
         size = 1
+        if untried & (untried - 1) == 0:
+            return size, 0, lowest_bit(untried), 0, 0.0
     for _ in range(count):
         lanes, occupied, available, hand, to_move, claimable, winner, over = root
         node, depth = 0, 0
@@ -258,7 +269,14 @@ def run_simulations(links, totals, size, count, root, rules, c, scratch):  # typ
             links[path[d], VISITS] += 1
             if winner != NO_WINNER:
                 totals[path[d]] += 1.0 if winner == movers[d] else -1.0
-    return size
+    best, best_visits, best_total = -1, -1, -math.inf
+    child = links[0, FIRST_CHILD]
+    while child >= 0:
+        visits, total = links[child, VISITS], totals[child]
+        if visits > best_visits or (visits == best_visits and total > best_total):
+            best, best_visits, best_total = child, visits, total
+        child = links[child, NEXT_SIBLING]
+    return size, count, links[best, ACTION], best_visits, best_total
 
 
 @numba.njit(cache=True)

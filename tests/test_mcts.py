@@ -178,9 +178,10 @@ def test_bad_constructor_arguments_are_rejected() -> None:
 def test_every_simulation_adds_one_visit_along_one_path(variant: Variant) -> None:
     state = random_position(variant, seed=4, plies=7)
     tree = Tree(301)
-    tree.simulate(state, variant, 300, 1.0, seed=0)
+    tree.start(state, variant, seed=0)
+    tree.simulate(300, 1.0)
     links = tree.links[: tree.size]
-    assert links[0, VISITS] == 300 and tree.size <= 301
+    assert links[0, VISITS] == tree.sims == 300 and tree.size <= 301
     for node in range(tree.size):
         children = _children(links, node)
         # A node's visits are its children's, plus the simulation that created it, plus, at a game's end (no
