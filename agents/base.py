@@ -29,6 +29,7 @@ import numpy as np
 
 from quarto_env.checks import number_parser
 from quarto_env.core import STANDARD, State, Variant, legal_actions
+from quarto_env.errors import SpecError
 from quarto_env.extras import as_missing_extra
 
 
@@ -53,10 +54,6 @@ class Agent(ABC):
         """A uniformly random action among ``actions`` (default: all legal actions)."""
         choices = legal_actions(self.variant, state) if actions is None else actions
         return int(choices[self.rng.integers(len(choices))])
-
-
-class SpecError(ValueError):
-    """An agent spec that names no known kind or option."""
 
 
 @dataclasses.dataclass(frozen=True)

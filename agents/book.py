@@ -67,6 +67,7 @@ from quarto_env.core import (
     signed_lanes,
     winning_squares,
 )
+from quarto_env.errors import QuartoValueError
 from quarto_env.notation import PositionError, format_position, parse_position
 from quarto_env.symmetry import byte_tables, canonical_board
 
@@ -113,7 +114,7 @@ def shipped_book(variant: Variant) -> OpeningBook | None:
     return book
 
 
-class BookError(ValueError):
+class BookError(QuartoValueError):
     """A book file that cannot be used: missing, damaged, outdated or for another rule variant."""
 
 

@@ -51,6 +51,7 @@ import torch as th
 from agents.files import atomic_write_bytes
 from quarto_env.checks import checked_number, one_line
 from quarto_env.core import Variant
+from quarto_env.errors import CheckpointError
 from quarto_env.observation import observation_kind
 
 CHECKPOINT_FORMAT = 2
@@ -61,10 +62,6 @@ READABLE_FORMATS = (1, CHECKPOINT_FORMAT)
 
 
 METADATA_ENTRY = "quarto.json"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that is missing, unreadable, or made for another rule variant."""
 
 
 AGENT_KINDS_OF_ALGORITHMS = {"ppo": "ppo", "alphazero": "az", "rllib-ppo": "rllib"}

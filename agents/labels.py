@@ -38,7 +38,7 @@ import signal
 from collections.abc import Iterator, Sequence
 from multiprocessing.pool import Pool
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from tqdm import tqdm
@@ -67,8 +67,9 @@ def action_values(variant: Variant, state: State) -> dict[int, int]:
     opening book are shared with every other position this process labels)."""
     from agents.minimax import default_solver  # the compiled solver loads only when a position needs it
 
-    values = default_solver(variant).solve(state, all_moves=True).action_values
-    assert values is not None  # always filled in with all_moves
+    values = cast(
+        dict[int, int], default_solver(variant).solve(state, all_moves=True).action_values
+    )  # all_moves fills it
     return {int(action): int(value) for action, value in values.items()}
 
 

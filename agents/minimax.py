@@ -231,7 +231,8 @@ class Solver:
                 self.hits += counts["hits"]
             if not result.aborted:
                 break
-            assert self.checkpoint is not None  # only a checkpoint's deadline ends an exact search early
+            if self.checkpoint is None:  # only a checkpoint's deadline ends an exact search early
+                raise RuntimeError("an exact search stopped early with no checkpoint to call: a bug in the solver")
             self.checkpoint()
         if result.score >= bound:
             self._proven_best = result.best_action

@@ -40,7 +40,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch as th
@@ -689,8 +689,7 @@ class ActorCritic(nn.Module):
         else:
             self.policy_net = _mlp(inputs, net_arch, actions)
             self.value_head = _mlp(inputs, net_arch, 1)
-            last = self.policy_net[-1]
-            assert isinstance(last, nn.Linear)
+            last = cast(nn.Linear, self.policy_net[-1])  # _mlp ends in a linear layer
             nn.init.orthogonal_(last.weight, gain=0.01)
 
     def forward(self, observations: th.Tensor) -> tuple[th.Tensor, th.Tensor]:

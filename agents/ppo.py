@@ -20,7 +20,7 @@ import json
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch as th
@@ -84,17 +84,14 @@ class SlotPolicy(MaskableActorCriticPolicy):
         super().__init__(*args, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
-        assert isinstance(self.action_space, spaces.Discrete)
-        self.mlp_extractor = SlotNetwork(  # type: ignore[assignment]
-            self.kind, self.groups, int(self.action_space.n), self.width
-        )
+        actions = int(cast(spaces.Discrete, self.action_space).n)  # the env's Discrete(16) or Discrete(17)
+        self.mlp_extractor = SlotNetwork(self.kind, self.groups, actions, self.width)  # type: ignore[assignment]
 
     def _build(self, lr_schedule: Any) -> None:
         super()._build(lr_schedule)
         # The network already ends in one logit per action: no extra linear layer mixing them.
         self.action_net = nn.Identity()  # type: ignore[assignment]
-        network = self.mlp_extractor
-        assert isinstance(network, SlotNetwork)
+        network = cast(SlotNetwork, self.mlp_extractor)  # built by _build_mlp_extractor above
         if self.ortho_init:
             for head in (network.score_square, network.score_piece):
                 nn.init.orthogonal_(head.out.weight, gain=0.01)  # a near-uniform initial policy, as SB3 does
@@ -319,8 +316,7 @@ class PPOAgent(TrainedAgent):
 
 def policy_logits(policy: MaskableActorCriticPolicy, observations: th.Tensor) -> th.Tensor:
     """The action logits of ``policy`` (before masking), the same ones its action distribution uses."""
-    features = policy.extract_features(observations)
-    assert isinstance(features, th.Tensor)  # one shared features extractor
+    features = cast(th.Tensor, policy.extract_features(observations))  # one shared features extractor
     return policy.action_net(policy.mlp_extractor.forward_actor(features))
 
 

@@ -104,6 +104,7 @@ from quarto_env.core import (
     winning_pieces,
     winning_squares,
 )
+from quarto_env.errors import QuartoValueError
 from quarto_env.symmetry import LANE_MASK, byte_tables, canonical_board
 
 WIN = 100
@@ -934,7 +935,7 @@ TABLE_FILE_FORMAT = 1
 """Version of the layout :func:`save_table` writes; bump it when a stored entry could mean something else."""
 
 
-class TableFileError(ValueError):
+class TableFileError(QuartoValueError):
     """A saved table that cannot be used: missing, damaged, another format or another rule variant."""
 
 

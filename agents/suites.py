@@ -57,6 +57,7 @@ from agents.labels import SOLVER_VERSION, label_positions, values_of_row, worker
 from agents.match import game_states
 from quarto_env.checks import shortened
 from quarto_env.core import State, Variant, legal_actions, position_array
+from quarto_env.errors import QuartoValueError
 from quarto_env.notation import PositionError, format_position, parse_position
 from quarto_env.symmetry import Symmetries
 
@@ -86,7 +87,7 @@ DEFAULT_GAMES = 2_000
 empty squares down (docs/leaderboard.md has the counts)."""
 
 
-class SuiteError(ValueError):
+class SuiteError(QuartoValueError):
     """A suite that cannot be used: an unknown name, a damaged or outdated file, or another rule variant's."""
 
 

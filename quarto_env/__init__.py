@@ -13,6 +13,10 @@ Gymnasium single-agent environment against a fixed opponent.
   exposed, for one's own self-play algorithm (:mod:`quarto_env.vector`).
 - ``Outcome`` and ``NO_WINNER`` are the codes of ``info["outcome"]`` and ``info["winner"]``
   (:mod:`quarto_env.outcome`).
+- ``QuartoError`` is the base class of every error the project raises, exported here with the specific ones
+  (``IllegalActionError``, ``RulesError``, ``PositionError``, ``SpecError``, ``CheckpointError``,
+  ``DatasetError``, ``CallOrderError``, ...), each also the ``ValueError``, ``TypeError`` or ``RuntimeError``
+  it is (:mod:`quarto_env.errors`).
 
 The ground floor -- :mod:`quarto_env.core` (the rules), :mod:`quarto_env.notation` and
 :mod:`quarto_env.symmetry` -- imports no RL framework, no torch and no plotting library, so importing this
@@ -30,6 +34,20 @@ from typing import TYPE_CHECKING, Any
 
 import wrapt
 
+from quarto_env.errors import (
+    ActionTypeError,
+    CallOrderError,
+    CheckpointError,
+    DatasetError,
+    IllegalActionError,
+    PositionError,
+    QuartoError,
+    QuartoTypeError,
+    QuartoValueError,
+    RulesError,
+    SpecError,
+)
+from quarto_env.extras import MissingExtra
 from quarto_env.outcome import NO_WINNER, Outcome
 
 if TYPE_CHECKING:
@@ -42,7 +60,19 @@ __all__ = [
     "GYMNASIUM_ENV_ID",
     "NO_WINNER",
     "PETTINGZOO_ENV_ID",
+    "ActionTypeError",
+    "CallOrderError",
+    "CheckpointError",
+    "DatasetError",
+    "IllegalActionError",
+    "MissingExtra",
     "Outcome",
+    "PositionError",
+    "QuartoError",
+    "QuartoTypeError",
+    "QuartoValueError",
+    "RulesError",
+    "SpecError",
     "VectorQuarto",
     "__version__",
     "env",

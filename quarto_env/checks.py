@@ -18,6 +18,8 @@ import math
 import numbers
 from collections.abc import Callable
 
+from quarto_env.errors import QuartoValueError
+
 
 # ---------------------------------------------------------------------------------------------------------
 # Numbers
@@ -36,7 +38,7 @@ def checked_number(
     value and the allowed range otherwise. Booleans are not numbers here."""
     allowed = _describe_range(minimum, above, maximum, integer)
     if isinstance(value, bool | str) or not isinstance(value, numbers.Real):  # numpy's scalars are Real too
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+        raise QuartoValueError(f"{name} must be {allowed}, got {value!r}")
     # An integer stays an int: exact however large (a float would round 2**60 + 1 or overflow at 10**400).
     number = int(value) if isinstance(value, numbers.Integral) else float(value)
     if (
@@ -45,7 +47,7 @@ def checked_number(
         or (above is not None and number <= above)
         or (maximum is not None and number > maximum)
     ):
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+        raise QuartoValueError(f"{name} must be {allowed}, got {value!r}")
     return int(number) if integer else float(number)
 
 
@@ -75,7 +77,7 @@ def number_parser(
             try:
                 number = float(text)  # "2.0" and "1e3" name integers too
             except ValueError:
-                raise ValueError(f"{name} must be {allowed}, got {text!r}") from None
+                raise QuartoValueError(f"{name} must be {allowed}, got {text!r}") from None
         return checked_number(number, name, minimum=minimum, above=above, maximum=maximum, integer=integer)
 
     allowed = _describe_range(minimum, above, maximum, integer)
@@ -129,7 +131,7 @@ def checked_first_player(value: object) -> int | None:
     seed; ``ValueError`` naming the allowed values otherwise."""
     if isinstance(value, bool) or value not in FIRST_PLAYER_CHOICES:
         allowed = ", ".join(repr(c) for c in FIRST_PLAYER_CHOICES)
-        raise ValueError(f"first_player must be one of {allowed}; got {value!r}")
+        raise QuartoValueError(f"first_player must be one of {allowed}; got {value!r}")
     if value == "random":
         return None
     return AGENTS.index(value) if isinstance(value, str) else int(value)

@@ -58,6 +58,7 @@ import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic, overload, register_jitable
 
+from quarto_env.errors import ActionTypeError, IllegalActionError, RulesError
 from quarto_env.outcome import NO_WINNER
 
 # ---------------------------------------------------------------------------------------------------------
@@ -297,14 +298,6 @@ def apply_action(
 # ---------------------------------------------------------------------------------------------------------
 # Variants
 # ---------------------------------------------------------------------------------------------------------
-class RulesError(ValueError):
-    """A rule variant, a position or an action that the rules do not allow."""
-
-
-class IllegalActionError(RulesError):
-    """An action that is not legal in the current state."""
-
-
 @dataclasses.dataclass(frozen=True)
 class Variant:
     """The rule variant in force. Any combination of the flags is allowed.
@@ -574,14 +567,23 @@ def step(variant: Variant, state: State, action: int) -> State:
     )
 
 
-def checked_action(action: object) -> int:
-    """``action`` as an ``int``; ``TypeError`` unless it is a Python or numpy integer (not a bool, a float or a
-    string, which would otherwise be read as some other action)."""
+def checked_action(action: object, num_actions: int | None = None) -> int:
+    """``action`` as an ``int``: :class:`~quarto_env.errors.ActionTypeError` (a ``TypeError``) unless it is a
+    Python or numpy integer (not ``None``, a bool, a float or a string, which would otherwise be read as some
+    other action); with ``num_actions``, :class:`IllegalActionError` unless it is in ``0..num_actions - 1``
+    too. Either message names the action and the allowed range."""
     if type(action) is int:  # the common case first: an isinstance test against an ABC costs a microsecond
-        return action
-    if isinstance(action, int | np.integer) and not isinstance(action, bool):
-        return int(action)
-    raise TypeError(f"an action must be a Python or numpy integer, got {action!r} ({type(action).__name__})")
+        number = action
+    elif isinstance(action, int | np.integer) and not isinstance(action, bool):
+        number = int(action)
+    else:
+        allowed = "" if num_actions is None else f" 0-{num_actions - 1}"
+        raise ActionTypeError(
+            f"an action must be a Python or numpy integer{allowed}, got {action!r} ({type(action).__name__})"
+        )
+    if num_actions is not None and not 0 <= number < num_actions:
+        raise IllegalActionError(f"action {number} is out of range 0-{num_actions - 1}")
+    return number
 
 
 def _illegal_reason(variant: Variant, state: State, action: int) -> str:

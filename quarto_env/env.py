@@ -124,13 +124,15 @@ for it, +1 for its opponent.
 | ``clock``                     | the function that reads the time (tests inject a fake one)      | monotonic   |
 | ``render_mode``               | ``None``, ``"ansi"``, ``"rgb_array"``, ``"human"``              | ``None``    |
 
-A bad value raises ``ValueError`` naming the allowed values (``false_declaration="penalty"`` needs
-``declaration=True``). In the declaration variant the placer may
+A bad value raises a ``ValueError`` naming the allowed values (``false_declaration="penalty"`` needs
+``declaration=True``); every error the env raises is a :class:`quarto_env.QuartoError` (see
+:mod:`quarto_env.errors`). In the declaration variant the placer may
 declare instead of giving; if it gives, its opponent may declare before placing; after that placement the
 groups are dead (see ``docs/rules.md``). ``reset(options={"position": "f9.......0..3... 5"})`` starts from a
-position in the notation of :mod:`quarto_env.notation` (a string: any other type raises ``TypeError``); the
-agent to act is the one seated as the player to move there (the first player is the one who gave the first
-piece).
+position in the notation of :mod:`quarto_env.notation` (a string: any other type raises ``TypeError``, as do
+options that are not ``None`` or a dict; a malformed or finished position raises ``PositionError``; other keys
+get a warning, as PettingZoo's ``api_test`` passes one); the agent to act is the one seated as the player to
+move there (the first player is the one who gave the first piece).
 
 The time limit is the tournament rule: the clock runs from the moment ``reset`` or ``step`` hands control to
 the agent until its ``step`` call. It measures whatever the caller does in between (observing, thinking),
@@ -142,13 +144,26 @@ so a training loop should leave it at ``None``.
 ``TerminateIllegalWrapper(illegal_reward=-1)``, ``AssertOutOfBoundsWrapper`` and ``OrderEnforcingWrapper``
 (subclassed only so that the attributes read on every turn come from the unwrapped env in one hop instead
 of a ``__getattr__`` call per layer, which cost more than the turn itself; their behaviour is unchanged).
-An action outside the mask ends the game at once: -1 for the agent that played it, 0 for the other, a warning
-is logged, and both agents are terminated (and, as that wrapper does, truncated). ``raw_env`` itself never
-accepts an illegal action: it raises :class:`quarto_env.core.IllegalActionError`, naming the legal
-alternatives. An action must be a Python or numpy integer: a float, a string or a bool raises ``TypeError``
-(wrapped or not), rather than being read as some other action. A ``reset`` that fails (a bad position)
-leaves the env as it was. After the game ends each agent is stepped once more with ``None`` (PettingZoo's
-dead step); any other action then raises ``ValueError``.
+Two kinds of bad action are told apart:
+
+- **An illegal move** -- an action of the action space (0-15, or 0-16 with ``declaration=True``) that the mask
+  forbids (an occupied square, a piece already used, a repeated false declaration) -- ends the game at once:
+  -1 for the agent that played it, 0 for the other, a warning is logged, both agents are terminated (and, as
+  that wrapper does, truncated), and both infos say ``Outcome.ILLEGAL_ACTION`` (5) with the other agent as
+  the ``winner``. A player's mistake is part of the game a learner plays.
+- **Malformed input** -- an action outside the action space (``16`` without the declaration variant, ``999``,
+  ``-1``), ``None`` for an agent still playing, or anything but a Python or numpy integer (a float, a
+  string, a bool, which would otherwise be read as some other action) -- is the caller's bug, not a move: it
+  raises :class:`~quarto_env.errors.IllegalActionError` (a ``ValueError``; :class:`~quarto_env.errors.ActionTypeError`,
+  also a ``TypeError``, for a non-integer) naming the action and the range, and nothing changes.
+
+``raw_env`` itself never accepts an illegal action: it raises :class:`~quarto_env.errors.IllegalActionError`,
+naming the legal alternatives. Every check is explicit code, so all of this holds under ``python -O`` too (the
+stock ``AssertOutOfBoundsWrapper`` checks with an ``assert``). A ``reset`` that fails (a bad position) leaves
+the env as it was. After the game ends each agent is stepped once more with ``None`` (PettingZoo's dead
+step); any other action then raises ``IllegalActionError``. Once both have taken that step (``env.agents`` is
+empty), ``last()`` and ``step()`` raise :class:`~quarto_env.errors.CallOrderError` (a ``RuntimeError``)
+saying to call ``reset()``.
 
 ## Infos
 
@@ -159,13 +174,13 @@ string, no ``None`` -- so that clients that turn infos into tensors (TorchRL's `
 | key           | during the game                | once the game has ended                                       |
 |---------------|--------------------------------|---------------------------------------------------------------|
 | ``"outcome"`` | ``Outcome.IN_PLAY`` (0)        | ``Outcome.WIN`` (1), ``DRAW`` (2), ``FALSE_DECLARATION`` (3)  |
-|               |                                | or ``TIME_LIMIT`` (4)                                         |
+|               |                                | ``TIME_LIMIT`` (4) or ``ILLEGAL_ACTION`` (5, ``env()`` only)   |
 | ``"winner"``  | ``NO_WINNER`` (-1)             | ``i`` when ``player_i`` won (its index in                     |
 |               |                                | ``possible_agents``); ``NO_WINNER`` (-1) after a draw         |
 
 ``Outcome`` (an ``IntEnum``: ``Outcome(info["outcome"]).name`` names a code) and ``NO_WINNER`` are exported by
-``quarto_env`` (:mod:`quarto_env.outcome`). An illegal action, which the wrapper handles before the env sees it,
-leaves the infos as they were (the game's end is then in the terminations and the -1 reward). The phase is
+``quarto_env`` (:mod:`quarto_env.outcome`). After an illegal move the ``winner`` is the other agent, although
+its reward is 0 (PettingZoo's ``TerminateIllegalWrapper`` gives only the -1). The phase is
 the observation's channel 16. ``env.unwrapped.game_state`` is the position as a :class:`quarto_env.core.State`
 and ``env.unwrapped.position`` in the position notation.
 
@@ -182,6 +197,13 @@ point, which PettingZoo imports itself::
 
 ## Version history
 
+* v1: an illegal move (an action outside the mask) ends the game with ``info["outcome"] ==
+  Outcome.ILLEGAL_ACTION`` (5) and the other agent as ``info["winner"]`` in both infos, which said ``IN_PLAY``
+  and ``NO_WINNER`` before; an action outside the action space or ``None`` for a live agent raises
+  ``IllegalActionError`` (a ``ValueError``) instead of an ``AssertionError`` (an ``IndexError`` under ``python
+  -O``); ``last()`` after the game raises ``CallOrderError`` instead of a ``KeyError``; reset options that are
+  not a dict raise ``TypeError``. The id stays ``quarto_v1``: games, rewards and observations are unchanged,
+  and only calls that used to crash or that read an illegal move's infos see a difference.
 * v1: ``observation="tempo"`` added (27 planes); the other kinds are unchanged.
 * v1: infos hold numbers only, for both agents at every step: ``info["outcome"]`` is an :class:`Outcome`
   code (0 while the game goes on) and ``info["winner"]`` an agent index or ``NO_WINNER`` (-1), instead of the
@@ -216,16 +238,16 @@ from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
     NO_WINNER,
-    IllegalActionError,
     State,
     checked_action,
     compiled_fields,
     step,
 )
+from quarto_env.errors import ActionTypeError, CallOrderError, IllegalActionError, QuartoValueError
 from quarto_env.extras import require
 from quarto_env.fast import write_observation
 from quarto_env.flags import RuleFlags
-from quarto_env.notation import EXAMPLE, format_position, parse_position
+from quarto_env.notation import RESET_OPTIONS, format_position, starting_position
 from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
 from quarto_env.outcome import Outcome
 from quarto_env.render import render_image, render_text, svg_board
@@ -233,8 +255,6 @@ from quarto_env.render import render_image, render_text, svg_board
 DEFAULT_FLAGS = RuleFlags()
 """The rule flags' defaults, spelled out in the signature of :class:`raw_env` for readers and IDEs: their one
 home is :class:`quarto_env.flags.RuleFlags`."""
-
-RESET_OPTIONS = ("position",)
 
 
 def env(**kwargs: Any) -> AECEnv:
@@ -288,17 +308,27 @@ for _name in _HOT_ATTRIBUTES:
 
 
 class _TerminateIllegal(_OneHop, wrappers.TerminateIllegalWrapper):
-    """PettingZoo's ``TerminateIllegalWrapper``, with one-hop attribute reads."""
+    """PettingZoo's ``TerminateIllegalWrapper``, with one-hop attribute reads; when it ends the game for an
+    action outside the mask, both agents' infos say so (the stock wrapper leaves them as they were)."""
+
+    def step(self, action: int | None) -> None:
+        agent, already_ended = self.agent_selection, self._terminated
+        super().step(action)
+        if self._terminated and not already_ended:
+            self._raw.record_illegal_action(agent)
 
 
 class _AssertOutOfBounds(_OneHop, wrappers.AssertOutOfBoundsWrapper):
-    """PettingZoo's ``AssertOutOfBoundsWrapper``, with one-hop attribute reads; a non-integer action gets the
-    rules core's ``TypeError`` (the stock wrapper takes ``True`` for action 1)."""
+    """PettingZoo's ``AssertOutOfBoundsWrapper``, with one-hop attribute reads and its check made explicit: an
+    action outside the action space raises :class:`~quarto_env.errors.IllegalActionError` naming the action
+    and the range, under ``python -O`` too (the stock wrapper's ``assert`` vanishes there, and takes ``True``
+    for action 1)."""
 
     def step(self, action: int | None) -> None:
-        if action is not None:
-            checked_action(action)
-        super().step(action)
+        agent = self.agent_selection
+        if not (self.terminations[agent] or self.truncations[agent]):  # a finished agent's step: raw_env checks it
+            checked_live_action(agent, action, self._raw._num_actions)
+        wrappers.BaseWrapper.step(self, action)  # skips the stock wrapper's assert: the check above is that one
 
 
 class _OrderEnforcing(_OneHop, wrappers.OrderEnforcingWrapper):
@@ -306,6 +336,11 @@ class _OrderEnforcing(_OneHop, wrappers.OrderEnforcingWrapper):
 
     def __str__(self) -> str:
         return str(self.env)  # the stock wrapper prints the bare env name, unless subclassed
+
+    def last(self, observe: bool = True) -> tuple[dict[str, np.ndarray] | None, float, bool, bool, dict[str, Any]]:
+        """As PettingZoo's; :class:`~quarto_env.errors.CallOrderError` when no game is in play."""
+        self._raw.require_game_in_play("last()")
+        return super().last(observe)
 
     def _repr_svg_(self) -> str:
         """The position as SVG, for notebooks (the stock wrappers refuse to forward underscore names)."""
@@ -358,7 +393,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         self.observation_kind = observation_kind(observation)
         self.time_limit = _check_time_limit(time_limit)
         if not callable(clock):
-            raise ValueError(f"clock must be a function returning seconds, such as time.monotonic; got {clock!r}")
+            raise QuartoValueError(f"clock must be a function returning seconds, such as time.monotonic; got {clock!r}")
         self.clock = clock
         self.render_mode = _check_render_mode(render_mode, self.metadata["render_modes"])
 
@@ -410,7 +445,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """Start a new game; ``seed`` seeds the draw of the first player, ``options={"position": ...}`` sets
         the starting position (see the module docstring)."""
-        start = self._starting_state(options or {})  # checked first: a bad position changes nothing
+        start = self._starting_state(options)  # checked first: bad options change nothing
         if seed is not None:
             self.np_random, self.np_random_seed = seeding.np_random(seed)
         first = int(self.np_random.integers(2)) if self.first_seat is None else self.first_seat
@@ -432,8 +467,10 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
             self.render()
 
     def step(self, action: int | None) -> None:
-        """Play ``action`` for ``agent_selection``. Raises :class:`~quarto_env.core.IllegalActionError` for an
-        action outside the mask (``env()`` turns it into a loss instead)."""
+        """Play ``action`` for ``agent_selection``. Raises :class:`~quarto_env.errors.IllegalActionError` for an
+        action outside the mask (``env()`` turns one inside the action space into a loss instead), and
+        :class:`~quarto_env.errors.CallOrderError` when no game is in play."""
+        self.require_game_in_play("step()")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
@@ -455,6 +492,11 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
             self._hand_over()
         if self.render_mode == "human":
             self.render()
+
+    def last(self, observe: bool = True) -> tuple[dict[str, np.ndarray] | None, float, bool, bool, dict[str, Any]]:
+        """As PettingZoo's; :class:`~quarto_env.errors.CallOrderError` when no game is in play."""
+        self.require_game_in_play("last()")
+        return super().last(observe)
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """The observation planes of the position and ``agent``'s action mask (all zeros unless it acts)."""
@@ -514,31 +556,45 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         """The current position in the notation of :mod:`quarto_env.notation`."""
         return format_position(self.game_state)
 
+    def require_game_in_play(self, call: str) -> None:
+        """Raise :class:`~quarto_env.errors.CallOrderError` naming why ``call`` cannot run, unless a game is in
+        play: an agent is still to take a step (a finished agent's final step included)."""
+        if self.agents:
+            return
+        if self._ended:
+            raise CallOrderError(
+                f"{call} after the game is over: both agents have taken their final step (env.agents is empty); "
+                "call reset() to start a new game"
+            )
+        raise CallOrderError(f"{call} before reset(): call reset() to start a game")
+
+    def record_illegal_action(self, agent: str) -> None:
+        """End the game in the infos for ``agent``'s action outside the mask, which the wrapper of :func:`env`
+        has just turned into a loss: the outcome ``Outcome.ILLEGAL_ACTION`` and its opponent as the winner."""
+        self._ended = True
+        self.infos = _infos(Outcome.ILLEGAL_ACTION, AGENTS.index(self.seats[1 - self.seats.index(agent)]))
+
     # -----------------------------------------------------------------------------------------------------
     # Helpers
     # -----------------------------------------------------------------------------------------------------
-    def _starting_state(self, options: dict[str, Any]) -> State:
-        unknown = sorted(set(options) - set(RESET_OPTIONS))
-        if unknown:
-            name = self.metadata["name"]
+    def _starting_state(self, options: object) -> State:
+        name = self.metadata["name"]
+        state, unknown = starting_position(options, self.variant, name)
+        if unknown:  # a warning, not an error: PettingZoo's api_test passes options={"options": 1}
             warnings.warn(f"{name} ignores reset options {unknown}; it knows {list(RESET_OPTIONS)}", stacklevel=3)
-        if "position" not in options:
-            return INITIAL_STATE
-        position = options["position"]
-        if not isinstance(position, str):  # like an action of the wrong type: TypeError, not a parse error
-            raise TypeError(
-                f"reset option 'position' must be a string in the position notation, e.g. {EXAMPLE!r}; "
-                f"got {position!r} ({type(position).__name__})"
+        return INITIAL_STATE if state is None else state
+
+    def _was_dead_step(self, action: int | None) -> None:
+        if action is not None:  # PettingZoo's own check raises a bare ValueError
+            raise IllegalActionError(
+                f"{self.agent_selection}'s game is over: the only valid action is None (its final step), got "
+                f"{action!r}; call reset() to start a new game"
             )
-        state = parse_position(position, self.variant)
-        if state.over:
-            raise ValueError(f"position {position!r} is a finished game; start from one still in play")
-        return state
+        super()._was_dead_step(action)
 
     def _next_state(self, agent: str, action: int | None) -> State:
-        if action is None:
-            raise ValueError(f"{agent} is still playing: step() needs an action, got None")
-        if self._declared_falsely and checked_action(action) == DECLARE:
+        action = checked_live_action(agent, action, self._num_actions)
+        if self._declared_falsely and action == DECLARE:
             raise IllegalActionError(
                 "a false declaration cannot be repeated before the next placement or give (penalty policy)"
             )
@@ -605,6 +661,18 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
 _NON_INTERACTIVE_BACKENDS = {"agg", "cairo", "pdf", "pgf", "ps", "svg", "template"}
 
 
+def checked_live_action(agent: str, action: object, num_actions: int) -> int:
+    """``action`` of ``agent``, which is still playing, as an ``int`` in ``0..num_actions - 1``: otherwise
+    :class:`~quarto_env.errors.IllegalActionError` naming the action and the range -- an
+    :class:`~quarto_env.errors.ActionTypeError` (also a ``TypeError``) for ``None`` or a non-integer."""
+    if action is None:
+        raise ActionTypeError(
+            f"{agent} is still playing: step() needs an action 0-{num_actions - 1}, got None "
+            "(None is only the final step of an agent whose game is over)"
+        )
+    return checked_action(action, num_actions)
+
+
 def _infos(outcome: Outcome, winner: int) -> dict[str, dict[str, int]]:
     """Both agents' infos, the same numbers for each: ``winner`` is an index into ``AGENTS`` or ``NO_WINNER``."""
     return {agent: {"outcome": int(outcome), "winner": winner} for agent in AGENTS}
@@ -618,7 +686,7 @@ def _check_time_limit(value: float | None) -> float | None:
 
 def _check_render_mode(value: str | None, modes: list[str]) -> str | None:
     if value is not None and value not in modes:
-        raise ValueError(f"render_mode must be None or one of {', '.join(map(repr, modes))}; got {value!r}")
+        raise QuartoValueError(f"render_mode must be None or one of {', '.join(map(repr, modes))}; got {value!r}")
     if value == "human":  # its window is matplotlib's, which comes with the train extra
         require("train", 'render_mode="human"', "matplotlib")
     return value

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import importlib.util
 
+from quarto_env.errors import QuartoError
+
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "train": ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "yaml", "rich", "matplotlib"),
     "ray": ("ray", "scipy"),
@@ -30,7 +32,7 @@ EXTRA_OF_MODULE = {module: extra for extra, modules in EXTRA_MODULES.items() for
 """Which extra brings a top-level module."""
 
 
-class MissingExtra(ImportError):
+class MissingExtra(QuartoError, ImportError):
     """A feature needs an extra that is not installed; ``str(error)`` is the one line to print."""
 
     def __init__(self, purpose: str, extra: str, module: str) -> None:

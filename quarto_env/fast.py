@@ -24,6 +24,7 @@ from quarto_env.core import (
     legal_mask,
     useful_mask,
 )
+from quarto_env.errors import QuartoValueError
 from quarto_env.observation import encode_observation
 
 RECORD_LENGTH = MAX_GAME_LENGTH + 2
@@ -134,7 +135,7 @@ class RandomGames:
 def random_games(variant: Variant, num_games: int, seed: int) -> RandomGames:
     """Play ``num_games`` random games of ``variant`` in one compiled, single-threaded call."""
     if num_games < 1:
-        raise ValueError(f"num_games must be >= 1, got {num_games}")
+        raise QuartoValueError(f"num_games must be >= 1, got {num_games}")
     actions = np.full((num_games, RECORD_LENGTH), -1, dtype=np.int8)
     winners = np.empty(num_games, dtype=np.int8)
     total = play_random_games(variant.compiled, seed, actions, winners)

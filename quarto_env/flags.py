@@ -15,6 +15,7 @@ from typing import Any
 
 from quarto_env.checks import checked_first_player, checked_penalty
 from quarto_env.core import Variant
+from quarto_env.errors import QuartoTypeError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +62,7 @@ class RuleFlags:
         flags it takes if a name is not one of them."""
         unknown = sorted(set(flags) - set(FLAG_NAMES))
         if unknown:
-            raise TypeError(f"{owner} has no flag {', '.join(unknown)}; its flags: {', '.join(FLAG_NAMES)}")
+            raise QuartoTypeError(f"{owner} has no flag {', '.join(unknown)}; its flags: {', '.join(FLAG_NAMES)}")
         return cls(**flags)
 
     @classmethod

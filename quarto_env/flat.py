@@ -30,6 +30,7 @@ from pettingzoo.utils.wrappers import BaseWrapper
 
 from quarto_env.core import NO_PIECE, NUM_ATTRIBUTES, NUM_SQUARES, State, Variant, from_board, is_winning_group
 from quarto_env.env import env as quarto_env
+from quarto_env.errors import QuartoValueError
 from quarto_env.observation import OBSERVATION_KINDS, PLACING
 
 OBSERVATIONS = "observations"
@@ -82,14 +83,16 @@ def decode(variant: Variant, planes: np.ndarray) -> State:
     claimable."""
     planes = np.asarray(planes).reshape(-1, NUM_SQUARES) > 0.5
     if planes.shape[0] < RAW_CHANNELS:
-        raise ValueError(f"planes of {planes.shape[0]} channels hold no position; at least the {RAW_CHANNELS} raw ones")
+        raise QuartoValueError(
+            f"planes of {planes.shape[0]} channels hold no position; at least the {RAW_CHANNELS} raw ones"
+        )
     weights = 1 << np.arange(NUM_ATTRIBUTES)
     pieces = weights @ planes[FIRST_ATTRIBUTE : FIRST_ATTRIBUTE + NUM_ATTRIBUTES]
     board = np.where(planes[OCCUPIED], pieces, NO_PIECE)
     in_hand = np.flatnonzero(planes[IN_HAND])
     placing = bool(planes[PLACING, 0])
     if placing != (len(in_hand) == 1):
-        raise ValueError(
+        raise QuartoValueError(
             f"planes show {len(in_hand)} piece(s) in hand in the {'placing' if placing else 'giving'} phase"
         )
     state = from_board(board.tolist(), int(in_hand[0]) if placing else NO_PIECE)

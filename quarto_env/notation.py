@@ -11,24 +11,23 @@ nothing can be claimed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from quarto_env.core import (
     HEX,
     NO_PIECE,
     NUM_SQUARES,
     STANDARD,
-    RulesError,
     State,
     Variant,
     from_board,
     has_winning_group,
 )
-
-
-class PositionError(RulesError):
-    """A malformed position string."""
-
+from quarto_env.errors import PositionError, QuartoTypeError
 
 EXAMPLE = "f9.......0..3... 5"
+RESET_OPTIONS = ("position",)
+"""The keys that the environments' ``reset(options=...)`` know."""
 
 
 def format_position(state: State) -> str:
@@ -82,3 +81,31 @@ def _read_square(char: str, square: int, text: str) -> int:
     if char in HEX:
         return HEX.index(char)
     raise PositionError(f"position {text!r}: square {square} has {char!r}; use '.' or a hex digit 0-f")
+
+
+def starting_position(options: object, variant: Variant, owner: str) -> tuple[State | None, list[str]]:
+    """The position that an env's ``reset(options=...)`` starts from (``None`` where ``options`` names none),
+    and the keys of ``options`` outside :data:`RESET_OPTIONS`, which the env warns about or refuses.
+
+    Raises :class:`~quarto_env.errors.QuartoTypeError` unless ``options`` is ``None`` or a mapping whose
+    ``"position"`` is a string, and :class:`PositionError` for a malformed position or a finished game."""
+    if options is None:
+        return None, []
+    if not isinstance(options, Mapping):
+        raise QuartoTypeError(
+            f"{owner}'s reset options must be None or a dict with the key 'position' (a position string), "
+            f"e.g. {{'position': {EXAMPLE!r}}}; got {options!r} ({type(options).__name__})"
+        )
+    unknown = sorted(set(options) - set(RESET_OPTIONS), key=str)
+    if "position" not in options:
+        return None, unknown
+    position = options["position"]
+    if not isinstance(position, str):  # like an action of the wrong type: TypeError, not a parse error
+        raise QuartoTypeError(
+            f"reset option 'position' must be a string in the position notation, e.g. {EXAMPLE!r}; "
+            f"got {position!r} ({type(position).__name__})"
+        )
+    state = parse_position(position, variant)
+    if state.over:
+        raise PositionError(f"position {position!r} is a finished game; start from one still in play")
+    return state, unknown

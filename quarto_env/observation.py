@@ -60,6 +60,7 @@ from quarto_env.core import (
     popcount,
     shared_attributes,
 )
+from quarto_env.errors import QuartoValueError
 
 OVER = ("squares", "pieces", "both")
 """What a channel's 16 entries stand for: the squares, the pieces, or neither (one value repeated)."""
@@ -184,7 +185,7 @@ def observation_kind(name: str | ObservationKind | None, optional: bool = False)
     kind = OBSERVATION_KINDS.get(name) if isinstance(name, str) else None
     if kind is None:
         allowed = ", ".join(["None", *OBSERVATION_KINDS] if optional else OBSERVATION_KINDS)
-        raise ValueError(f"unknown observation kind {name!r}; allowed: {allowed}")
+        raise QuartoValueError(f"unknown observation kind {name!r}; allowed: {allowed}")
     return kind
 
 

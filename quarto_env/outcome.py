@@ -32,4 +32,5 @@ class Outcome(enum.IntEnum):
     TIME_LIMIT = 4
     """A player overran ``time_limit`` and forfeits (``quarto_v1`` only)."""
     ILLEGAL_ACTION = 5
-    """The learner played an action outside the mask (the single-agent envs, ``illegal_action="lose"``)."""
+    """An agent played an action outside the mask and lost: the single-agent envs (``illegal_action="lose"``) and
+    ``quarto_v1`` wrapped by ``quarto_env.env()``."""

@@ -53,6 +53,7 @@ from quarto_env.core import (
     bits,
     is_winning_group,
 )
+from quarto_env.errors import QuartoValueError
 from quarto_env.notation import format_position
 
 DEFAULT_NAMES = ("player 0", "player 1")
@@ -335,7 +336,7 @@ def _board(state: State, last_move: int | None) -> list[Item]:
         items.append(Line((x0, y0 + i * CELL, x0 + BOARD_SIDE, y0 + i * CELL), GRID, 2))
     if last_move is not None:  # an outline inside the square, clear of the grid and of any piece
         if not 0 <= last_move < NUM_SQUARES:
-            raise ValueError(f"last_move must be a square 0-15; got {last_move!r}")
+            raise QuartoValueError(f"last_move must be a square 0-15; got {last_move!r}")
         cx, cy = square_center(last_move)
         inset = CELL // 2 - 4
         frame = Rect((cx - inset, cy - inset, cx + inset, cy + inset), None, LAST_MOVE_MARK, 4)

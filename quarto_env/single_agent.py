@@ -146,7 +146,7 @@ PPO("MlpPolicy", env, seed=0).learn(100_000)  # no masks: an illegal action lose
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import gymnasium
 import numpy as np
@@ -154,6 +154,7 @@ from gymnasium import spaces
 
 from quarto_env.core import DECLARE, IllegalActionError, State, checked_action
 from quarto_env.env import AGENTS, raw_env
+from quarto_env.errors import CallOrderError, QuartoTypeError, QuartoValueError
 from quarto_env.flags import RuleFlags
 from quarto_env.observation import DEFAULT_OBSERVATION
 from quarto_env.outcome import NO_WINNER, Outcome
@@ -192,7 +193,7 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
         """``rule_flags``: those of :class:`quarto_env.flags.RuleFlags` but ``first_player``, which
         ``learner_seat`` sets (the learner is player_0, so its seat is the seat that gives first)."""
         if "first_player" in rule_flags:
-            raise TypeError("QuartoVsAgent takes learner_seat ('random', 0 or 1), not first_player")
+            raise QuartoTypeError("QuartoVsAgent takes learner_seat ('random', 0 or 1), not first_player")
         flags = RuleFlags.of({**rule_flags, "first_player": check_learner_seat(learner_seat)}, "QuartoVsAgent")
         self.raw = raw_env(**flags.as_kwargs(), observation=observation, render_mode=render_mode)
         """The AEC env underneath: the position (``game_state``, ``position``), ``seats`` and ``infos``."""
@@ -201,8 +202,7 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
         """The opponent, reseeded at every ``reset`` (where it has an ``rng``)."""
         self._fallback_rng = np.random.default_rng()
         self.render_mode = self.raw.render_mode
-        observed = self.raw.observation_space(LEARNER)
-        assert isinstance(observed, spaces.Dict)  # {"observation": int8 planes, "action_mask": int8}
+        observed = cast(spaces.Dict, self.raw.observation_space(LEARNER))  # {"observation": planes, "action_mask"}
         self.observation_space = spaces.Box(0, 1, observed["observation"].shape, np.float32)
         self._num_actions = self.raw.variant.num_actions
         self.action_space = spaces.Discrete(self._num_actions)
@@ -224,7 +224,7 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
         self._play_opponent()
         self._episode_over = self.raw.terminations[LEARNER]
         if self._episode_over:
-            raise ValueError(
+            raise QuartoValueError(
                 f"the opponent {getattr(self.opponent, 'spec', self.opponent)!r} ended the game before the learner's "
                 f"first decision (final position {self.raw.position!r}); start from a position that the learner "
                 "gets to play"
@@ -234,7 +234,7 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
     def step(self, action: int | np.integer) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Play the learner's ``action``, then the opponent's decisions up to the learner's next one."""
         if self._episode_over:
-            raise RuntimeError("the episode is over (or has not started): call reset() before step()")
+            raise CallOrderError("the episode is over (or has not started): call reset() before step()")
         action = checked_action(_unboxed(action))
         if self.illegal_action == "lose" and not self._allows(action):
             return self._lose_for_illegal_action()
@@ -322,7 +322,7 @@ def _unboxed(action: object) -> object:
 def check_learner_seat(value: int | str) -> int | str:
     """``learner_seat``, checked: ``"random"``, 0 or 1 (the learner's seat is who gives first)."""
     if isinstance(value, bool) or value not in LEARNER_SEATS:
-        raise ValueError(f"learner_seat must be one of {', '.join(map(repr, LEARNER_SEATS))}; got {value!r}")
+        raise QuartoValueError(f"learner_seat must be one of {', '.join(map(repr, LEARNER_SEATS))}; got {value!r}")
     return value
 
 
@@ -330,13 +330,13 @@ def check_illegal_action(value: str) -> str:
     """``illegal_action``, checked: ``"lose"`` or ``"raise"``."""
     if value not in ILLEGAL_ACTION_POLICIES:
         allowed = ", ".join(map(repr, ILLEGAL_ACTION_POLICIES))
-        raise ValueError(f"illegal_action must be one of {allowed}; got {value!r}")
+        raise QuartoValueError(f"illegal_action must be one of {allowed}; got {value!r}")
     return value
 
 
 def _check_player(value: Player) -> Player:
     if not (callable(getattr(value, "act", None)) and callable(getattr(value, "reset", None))):
-        raise TypeError(
+        raise QuartoTypeError(
             f"opponent must be a player, an object with act(state) -> action and reset() such as an agent of "
             f"agents.make_agent; got {value!r}"
         )

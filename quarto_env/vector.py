@@ -131,6 +131,7 @@ the planes of :mod:`quarto_env.observation`, so the batched games follow exactly
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numba
@@ -161,6 +162,7 @@ from quarto_env.core import (
     step_position,
     useful_mask,
 )
+from quarto_env.errors import ActionTypeError, CallOrderError, QuartoTypeError, QuartoValueError
 from quarto_env.flags import RuleFlags
 from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind, write_planes
 
@@ -175,6 +177,48 @@ MAX_ENVS_NAMED = 8
 """The most envs an illegal-action error lists."""
 MAX_SAMPLED_ACTIONS = 64
 """The most actions :class:`RandomLegalActions` draws from: one bit each of a 64-bit word."""
+FALLBACK_MEMORY_BYTES = 2**34
+"""The memory assumed where the system does not say how much it has (``os.sysconf`` is POSIX only): 16 GiB,
+a small machine's, so that the bound it sets errs towards refusing early rather than swapping."""
+
+
+def game_bytes(kind: ObservationKind | None, num_actions: int) -> int:
+    """Bytes of :class:`VectorQuarto`'s arrays per game with planes of ``kind``: the position row, first seat,
+    false-declaration mark and random stream it keeps, and twice what a step allocates (the planes and final
+    planes, rewards, flags, mask, current player and int64 actions), since the caller still holds the previous
+    step's outputs while the next one is made."""
+    planes = 0 if kind is None else kind.shape[0] * kind.shape[1]
+    kept = NUM_FIELDS * 8 + 1 + 1 + 8
+    per_step = 2 * planes + 2 * 4 + 1 + num_actions + 1 + 1 + 8 + 1
+    return kept + 2 * per_step
+
+
+def memory_bytes() -> int:
+    """This machine's physical memory in bytes, or :data:`FALLBACK_MEMORY_BYTES` where the system does not
+    say. Physical, not currently free: the bound it sets is the same from one call to the next."""
+    try:
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return FALLBACK_MEMORY_BYTES
+    return pages * page_size if pages > 0 and page_size > 0 else FALLBACK_MEMORY_BYTES
+
+
+def checked_num_envs(value: object, bytes_per_game: int, owner: str, purpose: str = "") -> int:
+    """``value`` as a count of games of ``bytes_per_game`` each, checked before anything is allocated: an
+    integer >= 1 whose games fit in this machine's memory (:func:`memory_bytes`), so that a huge count fails at
+    once in one line stating the bound and the bytes per game instead of in numpy's ``MemoryError`` -- or
+    worse, swapping -- after gigabytes were taken; :class:`~quarto_env.errors.QuartoValueError` otherwise."""
+    memory = memory_bytes()
+    bound = max(1, memory // bytes_per_game)
+    allowed = f"an integer >= 1 and <= {bound:,}"
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise QuartoValueError(f"{owner}: num_envs must be {allowed}, got {value!r}")
+    if value > bound:
+        raise QuartoValueError(
+            f"{owner}: num_envs must be {allowed}, got {value:,}: each game takes {bytes_per_game:,} bytes of "
+            f"arrays{purpose}, and {bound:,} games fill this machine's {memory / 2**30:.1f} GiB of memory"
+        )
+    return int(value)
 
 
 class VectorQuarto:
@@ -189,7 +233,6 @@ class VectorQuarto:
         seed: int | None = None,
         **variant_flags: Any,
     ) -> None:
-        self.num_envs = int(checked_number(num_envs, "num_envs", minimum=1, integer=True))
         self.flags = RuleFlags.of(variant_flags, "VectorQuarto")
         self.variant = self.flags.variant
         self.false_declaration_penalty = self.flags.penalty
@@ -197,6 +240,10 @@ class VectorQuarto:
         """The seat that gives first in every game, or ``None``: drawn for each game from the seed."""
         self.observation_kind = observation_kind(observation, optional=True)
         self.num_actions = self.variant.num_actions
+        kind = self.observation_kind
+        purpose = f" with observation={None if kind is None else kind.name!r}"
+        bytes_per_game = game_bytes(kind, self.num_actions)
+        self.num_envs = checked_num_envs(num_envs, bytes_per_game, "VectorQuarto", purpose)
         self.games = GameBatch(self.variant, self.num_envs)
         """The positions, a row per env (:attr:`GameBatch.positions`); read them, never write them."""
         self.first_seats = np.zeros(self.num_envs, dtype=np.int8)
@@ -240,7 +287,7 @@ class VectorQuarto:
         truncated, info)`` as the module docstring describes. An illegal action raises
         :class:`~quarto_env.core.IllegalActionError` naming the envs, and no game changes."""
         if not self._started:
-            raise RuntimeError("VectorQuarto.step() before reset(): call reset() first")
+            raise CallOrderError("VectorQuarto.step() before reset(): call reset() first")
         actions = self.checked_actions(actions)
         planes, final_planes = self._planes(), self._planes()
         rewards = np.empty((self.num_envs, 2), dtype=np.float32)
@@ -279,9 +326,13 @@ class VectorQuarto:
         """``actions`` as an integer array of one action per env; ``TypeError``/``ValueError`` otherwise."""
         array = np.asarray(actions)
         if array.dtype.kind not in "iu":
-            raise TypeError(f"actions must be integers, one per env (a numpy integer array); got dtype {array.dtype}")
+            raise ActionTypeError(
+                f"actions must be integers, one per env (a numpy integer array); got dtype {array.dtype}"
+            )
         if array.shape != (self.num_envs,):
-            raise ValueError(f"actions must have shape ({self.num_envs},), one per env; got shape {array.shape}")
+            raise IllegalActionError(
+                f"actions must have shape ({self.num_envs},), one per env; got shape {array.shape}"
+            )
         return array
 
     def _illegal_message(self, actions: np.ndarray, illegal: np.ndarray) -> str:
@@ -303,7 +354,7 @@ class RandomLegalActions:
     see the module docstring."""
 
     def __init__(self, num_envs: int, seed: int | None = None) -> None:
-        self.num_envs = int(checked_number(num_envs, "num_envs", minimum=1, integer=True))
+        self.num_envs = checked_num_envs(num_envs, 2 * 8, "RandomLegalActions")  # a random stream, an action
         if seed is not None:
             seed = int(checked_number(seed, "seed (None or an integer >= 0)", minimum=0, integer=True))
         self._streams = np.random.SeedSequence(seed).generate_state(self.num_envs, dtype=np.uint64)
@@ -315,15 +366,15 @@ class RandomLegalActions:
         masks = self._checked_masks(action_mask)
         empty_row = _random_legal_actions(masks, self._streams, self._actions)
         if empty_row >= 0:
-            raise ValueError(f"action_mask row {empty_row} has no legal action: nothing to draw from")
+            raise QuartoValueError(f"action_mask row {empty_row} has no legal action: nothing to draw from")
         return self._actions.copy()
 
     def _checked_masks(self, action_mask: np.ndarray) -> np.ndarray:
         masks = np.asarray(action_mask)
         if masks.dtype.kind not in "biu":
-            raise TypeError(f"action_mask must be bool or integers (0/1); got dtype {masks.dtype}")
+            raise QuartoTypeError(f"action_mask must be bool or integers (0/1); got dtype {masks.dtype}")
         if masks.ndim != 2 or masks.shape[0] != self.num_envs or not 1 <= masks.shape[1] <= MAX_SAMPLED_ACTIONS:
-            raise ValueError(
+            raise QuartoValueError(
                 f"action_mask must have shape ({self.num_envs}, num_actions) with 1-{MAX_SAMPLED_ACTIONS} actions; "
                 f"got shape {masks.shape}"
             )
@@ -340,7 +391,7 @@ class GameBatch:
 
     def __init__(self, variant: Variant, num_games: int) -> None:
         if num_games < 1:
-            raise ValueError(f"num_games must be >= 1, got {num_games}")
+            raise QuartoValueError(f"num_games must be >= 1, got {num_games}")
         self.variant = variant
         self.num_games = num_games
         self.num_actions = variant.num_actions

@@ -124,13 +124,16 @@ from quarto_env.core import (
     winning_pieces,
     winning_squares,
 )
-from quarto_env.notation import parse_position
+from quarto_env.errors import CallOrderError, QuartoTypeError, QuartoValueError
+from quarto_env.notation import RESET_OPTIONS, starting_position
 from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind
 from quarto_env.single_agent import Player, check_illegal_action, check_learner_seat
 from quarto_env.vector import (
     MAX_ENVS_NAMED,
     VectorQuarto,
     batched_kernel,
+    checked_num_envs,
+    game_bytes,
     legal_action_bits,
     observe_envs,
     play_action,
@@ -171,6 +174,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         **variant_flags: Any,
     ) -> None:
         kind = observation_kind(observation)
+        checked_num_envs(num_envs, _bytes_per_game(kind), "QuartoVectorVsAgent", f" with observation={kind.name!r}")
         first_player = check_learner_seat(learner_seat)  # the learner is seat 0: its seat is who gives first
         self.vector = VectorQuarto(num_envs, observation=kind, first_player=first_player, **variant_flags)
         """The games underneath (:class:`~quarto_env.vector.VectorQuarto`); read them, never step them."""
@@ -189,7 +193,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """New games everywhere, the opponent's openings played; ``seed`` seeds them and the opponent's draws."""
-        start = _starting_state(options or {}, self.vector.variant)  # checked first: a bad one changes nothing
+        start = _starting_state(options, self.vector.variant)  # checked first: bad options change nothing
         super().reset(seed=seed)
         self.vector.reset(seed=seed)
         self.opponent.seed(int(self.np_random.integers(2**63)))
@@ -206,7 +210,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The learner's ``actions``, then the opponent's decisions up to the learner's next ones, in every game."""
         if not self._started:
-            raise RuntimeError("QuartoVectorVsAgent.step() before reset(): call reset() first")
+            raise CallOrderError("QuartoVectorVsAgent.step() before reset(): call reset() first")
         actions = self.vector.checked_actions(actions).astype(np.int64)
         rewards = np.zeros(self.num_envs, dtype=np.float32)
         terminated = np.zeros(self.num_envs, dtype=np.bool_)
@@ -318,7 +322,7 @@ def batched_opponent(opponent: str | BatchedOpponent | NetworkActions, kind: Obs
     callable (which reads planes of ``kind``)."""
     if isinstance(opponent, str):
         if opponent.strip() not in COMPILED_OPPONENTS:
-            raise ValueError(
+            raise QuartoValueError(
                 f"opponent {opponent!r}: QuartoVectorVsAgent takes 'random', 'greedy', a network callable or a "
                 "BatchedOpponent; other agent specs through gymnasium.make_vec or agents.vector_vs_agent"
             )
@@ -327,7 +331,7 @@ def batched_opponent(opponent: str | BatchedOpponent | NetworkActions, kind: Obs
         return opponent  # type: ignore[return-value]  # a BatchedOpponent
     if callable(opponent):
         return BatchedNetworkOpponent(opponent, kind)
-    raise TypeError(
+    raise QuartoTypeError(
         f"opponent must be 'random', 'greedy', a callable (observations, masks) -> actions or a BatchedOpponent; "
         f"got {opponent!r}"
     )
@@ -338,7 +342,7 @@ class CompiledOpponent:
 
     def __init__(self, name: str) -> None:
         if name not in COMPILED_OPPONENTS:
-            raise ValueError(f"compiled opponents: {', '.join(COMPILED_OPPONENTS)}; got {name!r}")
+            raise QuartoValueError(f"compiled opponents: {', '.join(COMPILED_OPPONENTS)}; got {name!r}")
         self.name = name
         self.rng = np.random.default_rng()
 
@@ -407,19 +411,19 @@ class PlayerOpponent:
         return actions
 
 
-def _starting_state(options: dict[str, Any], variant: Variant) -> State | None:
-    unknown = sorted(set(options) - {"position"})
+def _starting_state(options: object, variant: Variant) -> State | None:
+    state, unknown = starting_position(options, variant, "QuartoVectorVsAgent")
     if unknown:
-        raise ValueError(f"unknown reset options {unknown}; QuartoVectorVsAgent knows ['position']")
-    if "position" not in options:
-        return None
-    position = options["position"]
-    if not isinstance(position, str):
-        raise TypeError(f"reset option 'position' must be a string in the position notation; got {position!r}")
-    state = parse_position(position, variant)
-    if state.over:
-        raise ValueError(f"position {position!r} is a finished game; start from one still in play")
+        raise QuartoValueError(f"unknown reset options {unknown}; QuartoVectorVsAgent knows {list(RESET_OPTIONS)}")
     return state
+
+
+def _bytes_per_game(kind: ObservationKind) -> int:
+    """Bytes per game of the env's arrays: :class:`VectorQuarto`'s, and a step's own twice over (as
+    :func:`~quarto_env.vector.game_bytes` counts them): the learner's planes and final planes, each made as
+    int8 and then float32 (10 bytes a cell), the mask's copy, the rewards and the flags."""
+    planes = kind.shape[0] * kind.shape[1]
+    return game_bytes(kind, DECLARE + 1) + 2 * (10 * planes + 2 * (DECLARE + 1) + 4 + 3)
 
 
 # ---------------------------------------------------------------------------------------------------------

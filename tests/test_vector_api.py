@@ -262,8 +262,8 @@ def test_actions_of_the_wrong_shape_or_type_are_refused(actions: object, error: 
 @pytest.mark.parametrize(
     ("arguments", "error", "message"),
     [
-        ({"num_envs": 0}, ValueError, r"num_envs must be an integer >= 1, got 0"),
-        ({"num_envs": 2.5}, ValueError, r"num_envs must be an integer >= 1"),
+        ({"num_envs": 0}, ValueError, r"num_envs must be an integer >= 1 and <= [\d,]+, got 0"),
+        ({"num_envs": 2.5}, ValueError, r"num_envs must be an integer >= 1 and <= [\d,]+, got 2.5"),
         ({"observation": "planes"}, ValueError, r"unknown observation kind 'planes'; allowed: None, raw, tactical"),
         ({"seed": -1}, ValueError, r"seed \(None or an integer >= 0\) must be an integer >= 0, got -1"),
         ({"time_limit": 1}, TypeError, r"no flag time_limit; its flags: attributes, squares, declaration"),

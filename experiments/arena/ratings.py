@@ -32,6 +32,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from quarto_env.errors import QuartoValueError
+
 ELO_SCALE = 400 / math.log(10)
 """Rating points per unit of log-odds: 400 points is a 10:1 expected score ratio."""
 Z_95 = 1.959963984540054
@@ -41,7 +43,7 @@ Z_95 = 1.959963984540054
 INTERVAL_METHODS = ("bootstrap", "hessian")
 
 
-class RatingError(ValueError):
+class RatingError(QuartoValueError):
     """Games that do not determine the ratings (unknown anchor, agents not connected by games)."""
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from agents.match import GameRecord
 from quarto_env.checks import checked_number, shortened
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, Variant
+from quarto_env.errors import QuartoValueError
 
 
 def record_line(record: GameRecord, variant: Variant, **extra: Any) -> str:
@@ -26,7 +27,7 @@ RECORD_ENDS = {"win": (0, 1), "forfeit": (0, 1), "draw": (NO_WINNER,), "abandone
 ``winner`` values each allows."""
 
 
-class RecordError(ValueError):
+class RecordError(QuartoValueError):
     """A game record that cannot be read or replayed."""
 
 

@@ -95,6 +95,7 @@ from quarto_env.core import (
     position_array,
     state_of_row,
 )
+from quarto_env.errors import DatasetError
 from quarto_env.fast import write_observation
 from quarto_env.notation import PositionError, format_position, parse_position
 from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
@@ -129,10 +130,6 @@ labels, most of a small sample's time (docs/results.md)."""
 
 MAX_GAMES = GAMES_PER_SAMPLED_POSITION * MAX_SAMPLE
 """The most ``--games``: what the largest ``--sample`` plays by default."""
-
-
-class DatasetError(ValueError):
-    """A file that is not a dataset of this format, or whose arrays do not match its hash."""
 
 
 # ---------------------------------------------------------------------------------------------------------
