@@ -16,12 +16,13 @@ from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
     MAX_GAME_LENGTH,
-    NUM_ACTIONS,
     State,
     Variant,
     apply_action,
     compiled_fields,
     legal_mask,
+    lowest_bit,
+    popcount,
     useful_mask,
 )
 from quarto_env.errors import QuartoValueError
@@ -46,16 +47,10 @@ def write_observation(planes, mask, level, fields, groups, counted, declaration,
 @numba.njit(cache=True)
 def random_member(mask: int) -> int:
     """A uniformly random set bit of the non-zero action ``mask`` (numba's generator)."""
-    count = 0
-    for i in range(NUM_ACTIONS + 1):
-        count += (mask >> i) & 1
-    pick = np.random.randint(count)
-    for i in range(NUM_ACTIONS + 1):
-        if (mask >> i) & 1:
-            if pick == 0:
-                return i
-            pick -= 1
-    return -1
+    pick = np.random.randint(popcount(mask) + (mask >> DECLARE & 1))  # popcount counts the 16 squares or pieces
+    for _ in range(pick):
+        mask &= mask - 1
+    return lowest_bit(mask)
 
 
 @numba.njit(cache=True)
