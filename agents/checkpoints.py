@@ -10,6 +10,12 @@ same). Its other entries are the algorithm's weights, each written with ``torch.
 ``quarto.json`` added (:mod:`agents.ppo`); the others are written whole by :func:`write_checkpoint`. Every
 write is atomic (a temporary file, then ``os.replace``), so a run killed mid-write never leaves a torn file.
 
+Since format 3 a checkpoint is sealed (:mod:`agents.integrity`): its last entry, ``seal.json``, holds the SHA-256
+of every other entry, and every reader checks them before it uses any (:func:`read_metadata`), so an entry
+damaged or altered after the write -- even into well-formed data -- is refused as surely as a truncated file
+(:class:`DamagedCheckpointError`; ``quarto train --resume`` then goes on from the newest intact checkpoint).
+Checkpoints of formats 1 and 2, written before, have no seal: they load as before, checked by their zip CRCs.
+
 Checkpoints are device-free: their tensors are saved from CPU copies (:func:`saved_bytes`) and read onto the CPU,
 whatever device the network trained on; the loaders then move the network to the device asked for
 (:func:`agents.networks.resolve_device`).
@@ -22,7 +28,8 @@ in one line on stderr.
 Checkpoints are read as data by every command of this project, never unpickled. Every failure is a
 :class:`CheckpointError` naming the file and the problem: missing, corrupt or truncated, an entry that is not
 plain weights, a format this version does not read (it reads formats 1 and 2), another algorithm's
-checkpoint (naming the agent kind that plays it), or a different rule variant.
+checkpoint (naming the agent kind that plays it), or a different rule variant; a checkpoint that is damaged
+(truncated, corrupt, or its entries not those its seal proves) is a :class:`DamagedCheckpointError`.
 
 This module needs torch (to read weights) but no RL library: loading an ``az:`` or ``rllib:`` checkpoint does
 not import stable-baselines3 or ray.
@@ -49,19 +56,29 @@ from typing import Any
 import torch as th
 
 from agents.files import atomic_write_bytes
+from agents.integrity import SEAL_ENTRY, IntegrityError, archive_seal, check_archive, is_sealed
 from quarto_env.checks import checked_number, one_line
 from quarto_env.core import Variant
 from quarto_env.errors import CheckpointError
 from quarto_env.observation import observation_kind
 
-CHECKPOINT_FORMAT = 2
-"""The format :func:`save_checkpoint` writes; format 1 (which had no ``env_kwargs``) is read too."""
+CHECKPOINT_FORMAT = 3
+"""The format :func:`save_checkpoint` writes: sealed (``seal.json``, :mod:`agents.integrity`). Formats 1 (which had
+no ``env_kwargs``) and 2 (no seal) are read too."""
 
 
-READABLE_FORMATS = (1, CHECKPOINT_FORMAT)
+READABLE_FORMATS = (1, 2, CHECKPOINT_FORMAT)
+SEALED_FORMATS = (CHECKPOINT_FORMAT,)
+"""The formats whose checkpoints carry a seal: one of these without it is damaged."""
 
 
 METADATA_ENTRY = "quarto.json"
+
+
+class DamagedCheckpointError(CheckpointError):
+    """A checkpoint whose bytes are not those written: truncated, corrupt, or its entries not those its seal
+    proves. (A checkpoint that is whole but wrong -- another run's, metadata of the wrong shape -- is a plain
+    :class:`CheckpointError`.)"""
 
 
 AGENT_KINDS_OF_ALGORITHMS = {"ppo": "ppo", "alphazero": "az", "rllib-ppo": "rllib"}
@@ -146,12 +163,21 @@ def write_checkpoint(
         "versions": library_versions(),
         **metadata,
     }
+    data = {name: entry if isinstance(entry, bytes) else saved_bytes(entry) for name, entry in entries.items()}
+    metadata_entry = json.dumps(full, indent=2, default=str).encode()
+    atomic_write_bytes(Path(path), checkpoint_bytes({METADATA_ENTRY: metadata_entry, **data}))
+
+
+def checkpoint_bytes(entries: dict[str, bytes]) -> bytes:
+    """The zip of ``entries``, in their order, sealed: its last entry the checksums of the others
+    (:func:`agents.integrity.archive_seal`; a seal among ``entries`` is replaced)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr(METADATA_ENTRY, json.dumps(full, indent=2, default=str))
-        for name, entry in entries.items():
-            archive.writestr(name, entry if isinstance(entry, bytes) else saved_bytes(entry))
-    atomic_write_bytes(Path(path), buffer.getvalue())
+        for name, data in entries.items():
+            if name != SEAL_ENTRY:
+                archive.writestr(name, data)
+        archive.writestr(SEAL_ENTRY, archive_seal(entries))
+    return buffer.getvalue()
 
 
 def saved_bytes(obj: Any) -> bytes:
@@ -178,21 +204,28 @@ def on_cpu(obj: Any) -> Any:
 
 def read_metadata(path: str | Path) -> dict[str, Any]:
     """The metadata of the checkpoint at ``path``, with ``env_kwargs`` derived from its variant and observation
-    (so that they always agree); :class:`CheckpointError` if it is missing, corrupt, of another format, or its
-    ``quarto.json`` is not a mapping with a valid variant, observation kind and step count."""
+    (so that they always agree), once every entry is proved whole (its seal, or for formats 1 and 2 the zip's
+    CRCs); :class:`CheckpointError` if it is missing, of another format, or its ``quarto.json`` is not a mapping
+    with a valid variant, observation kind and step count, :class:`DamagedCheckpointError` if it is corrupt,
+    truncated or altered."""
     path = Path(path)
     if not path.is_file():
         problem = "is not a file" if path.exists() else "does not exist"
         raise CheckpointError(f"checkpoint {str(path)!r} {problem} (expected a .zip written by quarto train)")
-    metadata = _read_metadata_entry(path)
+    metadata, sealed = _read_metadata_entry(path)
     if not isinstance(metadata, dict):
         raise CheckpointError(
             f"checkpoint {str(path)!r}: {METADATA_ENTRY} holds {type(metadata).__name__} data, not a mapping of fields"
         )
     found = metadata.get("format")
     if isinstance(found, bool) or found not in READABLE_FORMATS:
-        readable = " and ".join(map(str, READABLE_FORMATS))
+        readable = f"{', '.join(map(str, READABLE_FORMATS[:-1]))} and {READABLE_FORMATS[-1]}"
         raise CheckpointError(f"checkpoint {str(path)!r} has format {found!r}; this version reads formats {readable}")
+    if found in SEALED_FORMATS and not sealed:
+        raise DamagedCheckpointError(
+            f"checkpoint {str(path)!r} has no {SEAL_ENTRY}, which format {found} writes: its entries were changed "
+            "after it was written"
+        )
     missing = [key for key in ("variant", "observation", "num_timesteps") if key not in metadata]
     if missing or not isinstance(metadata["variant"], dict):
         problem = f"it lacks {', '.join(missing)}" if missing else f"variant {metadata['variant']!r} is no mapping"
@@ -209,24 +242,34 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     return metadata
 
 
-def _read_metadata_entry(path: Path) -> Any:
-    """The parsed JSON of the checkpoint's ``quarto.json``, whatever its shape."""
+def _read_metadata_entry(path: Path) -> tuple[Any, bool]:
+    """The parsed JSON of the checkpoint's ``quarto.json``, whatever its shape, once every entry is proved whole
+    (by the seal, or the CRCs of an archive without one); and whether the archive is sealed."""
+    where = f"checkpoint {str(path)!r}"
     try:
         with zipfile.ZipFile(path) as archive:
             # A truncated checkpoint can still look like a zip: the torch archive inside it has a directory too.
             if METADATA_ENTRY not in archive.namelist():
-                raise CheckpointError(
-                    f"checkpoint {str(path)!r} is corrupt or truncated, or was not written by quarto train: "
-                    f"it has no {METADATA_ENTRY}"
+                raise DamagedCheckpointError(
+                    f"{where} is corrupt or truncated, or was not written by quarto train: it has no {METADATA_ENTRY}"
                 )
-            damaged = archive.testzip()
-            if damaged is not None:
-                raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated: entry {damaged} is damaged")
-            return json.loads(archive.read(METADATA_ENTRY))
+            sealed = is_sealed(archive)
+            if sealed:
+                check_archive(archive, where)
+            elif (damaged := archive.testzip()) is not None:
+                raise DamagedCheckpointError(f"{where} is corrupt or truncated: entry {damaged} is damaged")
+            text = archive.read(METADATA_ENTRY)
+    except IntegrityError as exc:
+        raise DamagedCheckpointError(str(exc)) from None
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
+        raise DamagedCheckpointError(f"{where} is corrupt or truncated ({one_line(exc)})") from exc
+    try:
+        return json.loads(text), sealed
     except RecursionError:
-        raise CheckpointError(f"checkpoint {str(path)!r}: {METADATA_ENTRY} is nested too deeply") from None
-    except (zipfile.BadZipFile, zlib.error, json.JSONDecodeError, UnicodeDecodeError, OSError, EOFError) as exc:
-        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated ({one_line(exc)})") from exc
+        raise CheckpointError(f"{where}: {METADATA_ENTRY} is nested too deeply") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # with a seal, written so: not damaged
+        error = CheckpointError if sealed else DamagedCheckpointError
+        raise error(f"{where} is corrupt or truncated ({one_line(exc)})") from exc
 
 
 def read_weights(path: str | Path, entry: str, missing_ok: bool = False) -> Any:

@@ -19,11 +19,14 @@ Why it is fast
 Shards and resuming
 -------------------
 With a ``folder``, the positions are labelled in shards of :data:`SHARD_POSITIONS` consecutive positions, and each
-shard is written to ``folder/shard-NNNNN.npy`` (atomically) as soon as it is done. ``folder/labels.json`` names
-what the shards are of: the SHA-256 of the positions, the variant and the solver's version. A later call for the
-same positions with the same folder reads the finished shards and labels only the others -- after Ctrl-C or a
-kill, the same command continues where it stopped. A folder whose ``labels.json`` names other positions is
-emptied of its shards first.
+shard is written to ``folder/shard-NNNNN.npy`` as soon as it is done, sealed (:mod:`agents.integrity`: the sidecar
+``shard-NNNNN.npy.seal`` holds its format, its SHA-256 and the hash of the positions it labels). ``folder/labels.json``
+(a sealed JSON object) names what the shards are of: the SHA-256 of the positions, the variant and the solver's
+version. A later call for the same positions with the same folder reads the finished shards and labels only the
+others -- after Ctrl-C or a kill, the same command continues where it stopped. A shard is used only once it
+proves itself: its seal matches its bytes and its positions, and it labels exactly the legal actions of each of
+them with a value; any other is labelled again, with one line on stderr that says so. A folder whose
+``labels.json`` names other positions, or fails its check, is emptied of its shards first.
 """
 
 from __future__ import annotations
@@ -31,10 +34,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import json
 import multiprocessing
 import os
 import signal
+import sys
 from collections.abc import Iterator, Sequence
 from multiprocessing.pool import Pool
 from pathlib import Path
@@ -43,8 +46,14 @@ from typing import Any, cast
 import numpy as np
 from tqdm import tqdm
 
-from agents.files import atomic_write_bytes, atomic_write_text
-from quarto_env.core import State, Variant, position_array
+from agents.integrity import (
+    IntegrityError,
+    read_sealed,
+    read_sealed_json,
+    write_sealed,
+    write_sealed_json,
+)
+from quarto_env.core import State, Variant, legal_action_mask, position_array
 
 ILLEGAL = -2
 """The label of an illegal action (values are -1, 0, +1)."""
@@ -56,6 +65,12 @@ alone with a 12-empty shard for minutes; docs/dataset.md gives the labelling cos
 
 LABELS_FILE = "labels.json"
 """The file of a shard folder that names the positions its shards label."""
+SHARDS_KIND = "dataset label shards"
+"""The ``kind`` of :data:`LABELS_FILE`'s seal (:mod:`agents.integrity`)."""
+SHARD_KIND = "dataset label shard"
+"""The ``kind`` of a shard's seal."""
+SHARDS_FORMAT = 1
+"""The version of the layout of a shard folder: the manifest and the shards (int8 ``.npy``, sealed)."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -121,7 +136,7 @@ def label_positions(
         for index, shard_labels in _labelled_shards(variant, states, pending, jobs, pool, bar):
             labels[shards[index].start : shards[index].stop] = shard_labels
             if folder is not None:
-                _save_shard(folder, index, shard_labels)
+                _save_shard(folder, index, shard_labels, [states[i] for i in shards[index]])
     return labels
 
 
@@ -203,55 +218,107 @@ def _labels_manifest(variant: Variant, states: Sequence[State]) -> dict[str, Any
 
 
 def shard_path(folder: Path, index: int) -> Path:
-    """The file of shard ``index`` in ``folder``."""
+    """The file of shard ``index`` in ``folder`` (sealed by its sidecar, :func:`agents.integrity.seal_path`)."""
     return folder / f"shard-{index:05d}.npy"
 
 
 def _finished_shards(variant: Variant, states: Sequence[State], folder: Path, labels: np.ndarray) -> set[int]:
-    """The indices of the shards of ``folder`` that label ``states``, their rows copied into ``labels``. A folder
-    made for other positions (or none yet) gets this call's ``labels.json`` and loses its shards."""
+    """The indices of the shards of ``folder`` that label ``states`` and prove it (:func:`_read_shard`), their
+    rows copied into ``labels``; each other shard found is labelled again, and said so. A folder made for other
+    positions, by another version, or whose manifest fails its check (or none yet) gets this call's
+    ``labels.json`` and loses its shards."""
     manifest = _labels_manifest(variant, states)
     manifest_path = folder / LABELS_FILE
     try:
-        same = json.loads(manifest_path.read_text(encoding="utf-8")) == manifest
-    except (OSError, ValueError):
-        same = False
+        same = read_sealed_json(manifest_path, SHARDS_KIND, SHARDS_FORMAT) == manifest
+        reason = "it labels other positions"
+    except FileNotFoundError:
+        same, reason = False, ""
+    except (OSError, IntegrityError) as error:
+        same, reason = False, str(error)
     if not same:
-        folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob("shard-*.npy"):
-            old.unlink()
-        atomic_write_text(manifest_path, json.dumps(manifest) + "\n")
+        _start_afresh(folder, manifest, reason)
         return set()
     done = set()
     for index, start in enumerate(range(0, len(states), SHARD_POSITIONS)):
-        rows = _read_shard(shard_path(folder, index), (min(SHARD_POSITIONS, len(states) - start), labels.shape[1]))
+        shard = states[start : start + SHARD_POSITIONS]
+        rows = _read_shard(variant, shard_path(folder, index), shard)
         if rows is not None:
             labels[start : start + len(rows)] = rows
             done.add(index)
     return done
 
 
-def _read_shard(path: Path, shape: tuple[int, int]) -> np.ndarray | None:
-    """The labels in ``path``, or ``None`` when it is missing or not a shard of ``shape`` (then it is labelled
-    again: shards are written atomically, so only a foreign or damaged file gets here)."""
+def _start_afresh(folder: Path, manifest: dict[str, Any], reason: str) -> None:
+    """Empty ``folder`` of its shards and write ``manifest``; with shards to drop, say why (``reason``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    old = _shard_files(folder)
+    for path in old:
+        path.unlink()
+    if old and reason:
+        _say(f"{folder / LABELS_FILE}: {reason}; its shards are dropped and every position is labelled again")
+    write_sealed_json(folder / LABELS_FILE, manifest, SHARDS_KIND, SHARDS_FORMAT)
+
+
+def _shard_files(folder: Path) -> list[Path]:
+    """The shards of ``folder`` and their seals (and the unsealed shards of older versions)."""
+    return sorted(folder.glob("shard-*"))
+
+
+def _read_shard(variant: Variant, path: Path, states: Sequence[State]) -> np.ndarray | None:
+    """The labels of ``states`` in ``path`` once they prove themselves: its seal matches its bytes and these
+    positions, and it is an int8 array that labels the legal actions of each position with a value (-1, 0, +1)
+    and nothing else :data:`ILLEGAL`. ``None`` when it was never written, or (said in one line) when it fails:
+    then it is labelled again."""
     try:
-        rows = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError):
+        payload = read_sealed(path, SHARD_KIND, SHARDS_FORMAT, positions_sha256=positions_digest(states))
+    except FileNotFoundError:
         return None
-    valid = rows.dtype == np.int8 and rows.shape == shape and np.isin(rows, (ILLEGAL, -1, 0, 1)).all()
-    return rows if valid else None
+    except (OSError, IntegrityError) as error:
+        return _redone(str(error), len(states))
+    try:
+        rows = np.load(io.BytesIO(payload), allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return _redone(f"{path} is no array of labels", len(states))
+    shape = (len(states), variant.num_actions)
+    if rows.dtype != np.int8 or rows.shape != shape or not _labels_fit(variant, states, rows):
+        return _redone(f"{path} does not label the legal actions of its positions", len(states))
+    return rows
 
 
-def _save_shard(folder: Path, index: int, rows: np.ndarray) -> None:
+def _labels_fit(variant: Variant, states: Sequence[State], rows: np.ndarray) -> bool:
+    """Whether each row labels exactly the legal actions of its position with a value, -1, 0 or +1."""
+    actions = np.arange(variant.num_actions)
+    for state, row in zip(states, rows, strict=True):
+        legal = (legal_action_mask(variant, state) >> actions) & 1 == 1
+        if not (np.isin(row[legal], (-1, 0, 1)).all() and (row[~legal] == ILLEGAL).all()):
+            return False
+    return True
+
+
+def _redone(reason: str, count: int) -> np.ndarray | None:
+    """Say that a shard of ``count`` positions is labelled again, and why; ``None``, its rows: none."""
+    _say(f"{reason}; labelling its {count} positions again")
+    return None
+
+
+def _say(message: str) -> None:
+    """One line on stderr, above a progress bar if one shows."""
+    tqdm.write(message, file=sys.stderr)
+
+
+def _save_shard(folder: Path, index: int, rows: np.ndarray, states: Sequence[State]) -> None:
+    """Write shard ``index`` (``rows``, the labels of ``states``) sealed, with the hash of its positions."""
     buffer = io.BytesIO()
     np.save(buffer, rows, allow_pickle=False)
-    atomic_write_bytes(shard_path(folder, index), buffer.getvalue())
+    digest = positions_digest(states)
+    write_sealed(shard_path(folder, index), SHARD_KIND, SHARDS_FORMAT, buffer.getvalue(), positions_sha256=digest)
 
 
 def remove_shard_folder(folder: Path) -> None:
-    """Delete what :func:`label_positions` wrote to ``folder`` (its shards and ``labels.json``), and the folder
-    itself once it is empty; files of anyone else stay, and so does the folder then."""
-    for path in [*folder.glob("shard-*.npy"), folder / LABELS_FILE]:
+    """Delete what :func:`label_positions` wrote to ``folder`` (its shards, their seals and ``labels.json``), and
+    the folder itself once it is empty; files of anyone else stay, and so does the folder then."""
+    for path in [*_shard_files(folder), folder / LABELS_FILE]:
         path.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         folder.rmdir()

@@ -36,6 +36,7 @@ from agents.checkpoints import (
     CheckpointError,
     CheckpointHeader,
     check_algorithm,
+    checkpoint_bytes,
     checkpoint_metadata,
     library_versions,
     read_metadata,
@@ -136,11 +137,7 @@ def save_checkpoint(
     with zipfile.ZipFile(saved) as archive:
         entries = {name: weights.get(name) or archive.read(name) for name in archive.namelist()}
     entries[METADATA_ENTRY] = json.dumps(full, indent=2, default=str).encode()
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in {**entries, **(extras or {})}.items():
-            archive.writestr(name, data)
-    atomic_write_bytes(Path(path), buffer.getvalue())
+    atomic_write_bytes(Path(path), checkpoint_bytes({**entries, **(extras or {})}))
 
 
 class LoadedPolicy:

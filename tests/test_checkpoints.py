@@ -19,7 +19,7 @@ import torch as th
 
 import quarto_env
 from agents.base import make_agent
-from agents.checkpoints import CHECKPOINT_FORMAT, CheckpointError, checkpoint_path, read_metadata
+from agents.checkpoints import CHECKPOINT_FORMAT, CheckpointError, checkpoint_bytes, checkpoint_path, read_metadata
 from agents.match import play_game
 from agents.ppo import LoadedPolicy, load_policy, load_training_state
 from experiments.training import evaluate
@@ -61,13 +61,13 @@ def crafted_weights(marker: Path) -> bytes:
 
 
 def rewrite(checkpoint: Path, entries: dict[str, bytes | None]) -> None:
-    """Replace (or with ``None`` drop) entries of the zip ``checkpoint``; the others are copied unchanged."""
+    """Replace (or with ``None`` drop) entries of the zip ``checkpoint``; the others are copied unchanged, and the
+    archive is sealed anew: a crafted checkpoint as its author would make it, whole, so that what reads it must
+    refuse its content, not its checksums."""
     with zipfile.ZipFile(checkpoint) as archive:
         kept = {name: archive.read(name) for name in archive.namelist() if name not in entries}
-    with zipfile.ZipFile(checkpoint, "w") as archive:
-        for name, data in {**kept, **entries}.items():
-            if data is not None:
-                archive.writestr(name, data)
+    merged = {**kept, **entries}
+    checkpoint.write_bytes(checkpoint_bytes({name: data for name, data in merged.items() if data is not None}))
 
 
 def edit_metadata(checkpoint: Path, **changes: Any) -> None:
@@ -170,7 +170,7 @@ def test_a_crafted_policy_entry_is_refused_unread(
     with pytest.raises(CheckpointError, match=r"policy\.pth is not plain weights"):
         make_agent(f"ppo:{final}")
     assert evaluate.main([str(final), "--games", "2"]) == 2
-    assert train_module.main(["--resume", str(run_dir)]) == 2
+    assert train_module.main(["--resume", str(run_dir), "total_steps=2048"]) == 2  # the run finished at 1024
     assert capsys.readouterr().err.count("policy.pth is not plain weights") == 2
     assert not marker.exists()
 
@@ -196,9 +196,9 @@ def test_a_crafted_pool_entry_is_refused_unread(
         ({}, {"config": {"policy": "slots", "net_arch": [8]}}, "policy.pth does not fit the network"),
         ({}, {"config": {"policy": "cnn", "net_arch": [8]}}, "quarto.json describes no valid policy"),
         ({}, {"observation": "pixels"}, "invalid metadata in quarto.json: unknown observation kind 'pixels'"),
-        ({}, {"format": 3}, "has format 3; this version reads formats 1 and 2"),
+        ({}, {"format": 4}, "has format 4; this version reads formats 1, 2 and 3"),
     ],
-    ids=["no-policy", "garbage", "plain-pickle", "other-network", "unknown-policy", "bad-observation", "format-3"],
+    ids=["no-policy", "garbage", "plain-pickle", "other-network", "unknown-policy", "bad-observation", "format-4"],
 )
 def test_bad_checkpoints_are_checkpoint_errors_naming_the_file(
     tiny_run: tuple[Path, str],
@@ -220,7 +220,7 @@ def test_bad_checkpoints_are_checkpoint_errors_naming_the_file(
 # ---------------------------------------------------------------------------------------------------------
 def test_metadata_holds_the_env_kwargs_of_its_rules_and_observation(tiny_run: tuple[Path, str]) -> None:
     metadata = read_metadata(tiny_run[0] / "checkpoints" / "final.zip")
-    assert metadata["format"] == CHECKPOINT_FORMAT == 2
+    assert metadata["format"] == CHECKPOINT_FORMAT == 3
     assert metadata["env_kwargs"] == {**Variant.make().to_dict(), "observation": metadata["observation"]}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agents.base import Agent, make_agent
+from agents.integrity import sealed_json, unsealed_json
 from agents.suites import PositionSource, Suite, build_suite, save_suite, shipped_suite_names
 from experiments.arena import grade, grading
 from experiments.arena.grading import PositionValues, exact_action_values, grade_agent, sample_decisions
@@ -276,9 +277,9 @@ def test_a_cache_entry_of_the_wrong_shape_is_named(tmp_path: Path) -> None:
     values.action_values(parse_position("135.4.a9eb.c.8.7 0"))
     values.save()
     data = json.loads(path.read_text())
-    for entries in ({"1,2": {"3": 1}}, {next(iter(data["positions"])): {"3": 5}}, {"x": []}):
-        variant = STANDARD.to_dict()
-        hashed = {**data, "positions": entries, "hash": grading._cache_hash(variant, entries)}
+    wrong_shapes: list[dict[str, object]] = [{"1,2": {"3": 1}}, {next(iter(data["positions"])): {"3": 5}}, {"x": []}]
+    for entries in wrong_shapes:
+        hashed = sealed_json({**data, "positions": entries}, grading.CACHE_KIND, grading.CACHE_FORMAT)
         path.write_text(json.dumps(hashed))
         with pytest.raises(ValueError, match=r"not a value cache: entry .* is not a position with action values"):
             PositionValues(STANDARD, path)
@@ -304,15 +305,15 @@ def test_a_tampered_or_stale_cache_is_solved_again_with_a_warning(
     expected = {s: honest.action_values(s) for s in positions}
     honest.save()
     data = json.loads(path.read_text())
-    assert (
-        data["format"] == grading.CACHE_FORMAT and data["solver"] == grading.SOLVER_VERSION and len(data["hash"]) == 64
-    )
+    seal = data["seal"]
+    assert seal["format"] == grading.CACHE_FORMAT and data["solver"] == grading.SOLVER_VERSION
+    assert seal["kind"] == grading.CACHE_KIND and len(seal["sha256"]) == 64
 
     key = next(iter(data["positions"]))
     flipped = {action: -value for action, value in data["positions"][key].items()}
     tampered = {**data, "positions": {**data["positions"], key: flipped}}
-    stale = {key: value for key, value in data.items() if key not in ("format", "solver", "hash")}  # the old format
-    for changed, reason in [(tampered, "do not match its hash"), (stale, "written by another version")]:
+    stale = {key: value for key, value in data.items() if key != "seal"}  # as an older version wrote it
+    for changed, reason in [(tampered, "does not match its checksum"), (stale, "written by an older version")]:
         path.write_text(json.dumps(changed))
         again = PositionValues(STANDARD, path, solver=reference_solver)
         assert reason in (again.discarded or "")
@@ -321,10 +322,10 @@ def test_a_tampered_or_stale_cache_is_solved_again_with_a_warning(
     path.write_text(json.dumps(tampered))
     argv = ["random", "--positions", "6", "--max-empty", "4", "--seed", "3", "--no-progress", "--cache", str(path)]
     assert grade.main([*argv, "--out", str(tmp_path / "out")]) == 0
-    assert "do not match its hash (edited or damaged); solving its positions again" in capsys.readouterr().err
+    assert "does not match its checksum: damaged or altered; solving its positions again" in capsys.readouterr().err
     rewritten = json.loads(path.read_text())
     assert rewritten["positions"][key] == data["positions"][key]  # the honest values, solved again
-    assert rewritten["hash"] == grading._cache_hash(rewritten["variant"], rewritten["positions"])
+    unsealed_json(rewritten, grading.CACHE_KIND, grading.CACHE_FORMAT, str(path))  # sealed anew
 
 
 def test_many_empty_squares_warn_and_grading_shows_progress(

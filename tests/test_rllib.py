@@ -392,11 +392,13 @@ def test_bad_rllib_checkpoints_get_one_line_errors(rllib_run: tuple[Path, str], 
 
 
 def _rewrite(source: Path, target: Path, entry: str, change: Any) -> None:
-    """Copy the zip ``source`` to ``target`` with ``entry`` replaced by ``change(its bytes)``."""
-    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w") as copy:
-        for name in original.namelist():
-            data = original.read(name)
-            copy.writestr(name, change(data) if name == entry else data)
+    """Copy the zip ``source`` to ``target`` with ``entry`` replaced by ``change(its bytes)``, sealed anew (a
+    crafted checkpoint as its author would make it: whole)."""
+    from agents.checkpoints import checkpoint_bytes
+
+    with zipfile.ZipFile(source) as original:
+        entries = {name: original.read(name) for name in original.namelist()}
+    target.write_bytes(checkpoint_bytes({**entries, entry: change(entries[entry])}))
 
 
 def _pickled_object() -> bytes:
@@ -457,11 +459,11 @@ def test_resume_restores_mains_optimizer_state(rllib_run: tuple[Path, str], tmp_
     assert_same_optimizer_state(restored, saved)
     assert {group["lr"] for group in groups} == {1e-3}  # the resumed config's learning rate, not the checkpoint's
     # A checkpoint written before the optimizer state was saved resumes with Adam from zero.
-    shutil.copy(latest, tmp_path / "old.zip")
-    with zipfile.ZipFile(tmp_path / "old.zip") as source, zipfile.ZipFile(latest, "w") as target:
-        for name in source.namelist():
-            if name != OPTIMIZER_ENTRY:
-                target.writestr(name, source.read(name))
+    from agents.checkpoints import checkpoint_bytes
+
+    with zipfile.ZipFile(latest) as source:
+        entries = {name: source.read(name) for name in source.namelist() if name != OPTIMIZER_ENTRY}
+    latest.write_bytes(checkpoint_bytes(entries))
     assert start(config, run_dir, resume=True).optimizer is None
 
 

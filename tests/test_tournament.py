@@ -16,12 +16,14 @@ from pathlib import Path
 import pytest
 
 from agents.files import atomic_write, atomic_write_text
+from agents.integrity import sealed_json
 from experiments.arena import replay, schedule, tournament
+from experiments.arena.records import RECORD_FORMAT, RECORD_KIND
 from quarto_env.core import INITIAL_STATE, Variant, step
 from quarto_env.notation import format_position
 
 AGENTS = ["random", "greedy", "mcts:sims=30"]
-TIMING_FIELDS = ("move_seconds",)
+TIMING_FIELDS = ("move_seconds", "seal")  # a record's seal covers its timings too
 TIMING_COLUMNS = ("mean_move_seconds", "max_move_seconds")
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -335,12 +337,14 @@ def test_resume_refuses_what_is_not_an_interrupted_tournament(
     assert "games.jsonl line 2: Expecting property name" in refused(broken)
     foreign = killed_copy(serial, tmp_path / "foreign", kept=4)
     record = json.loads(lines[0])
-    (foreign / "games.jsonl").write_text(json.dumps({**record, "seed": record["seed"] + 1}) + "\n")
+    foreign_record = sealed_json({**record, "seed": record["seed"] + 1}, RECORD_KIND, RECORD_FORMAT)
+    (foreign / "games.jsonl").write_text(json.dumps(foreign_record) + "\n")  # sealed, so it gets to the schedule
     assert f"line 1: game {record['game']} is not the one this tournament schedules: its seed differ" in refused(
         foreign
     )
     cheated = killed_copy(serial, tmp_path / "cheated", kept=4)
-    (cheated / "games.jsonl").write_text(json.dumps({**record, "winner": 1 - record["winner"]}) + "\n")
+    cheated_record = sealed_json({**record, "winner": 1 - record["winner"]}, RECORD_KIND, RECORD_FORMAT)
+    (cheated / "games.jsonl").write_text(json.dumps(cheated_record) + "\n")
     assert "its moves do not lead to its recorded end and winner" in refused(cheated)
 
 

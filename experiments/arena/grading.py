@@ -21,7 +21,6 @@ Graded on a suite of solved positions (:mod:`agents.suites`), nothing is solved:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -32,7 +31,7 @@ from tqdm import tqdm
 
 from agents import labels
 from agents.base import Agent, make_agent
-from agents.files import atomic_write_text
+from agents.integrity import IntegrityError, unsealed_json, write_sealed_json
 from agents.labels import SOLVER_VERSION
 from agents.match import game_states
 from agents.suites import Suite
@@ -58,8 +57,10 @@ more (docs/solver.md has the times at 11 and 12)."""
 MAX_POSITIONS = 100_000
 
 
-CACHE_FORMAT = 2
-"""Version of the ``--cache`` file layout."""
+CACHE_FORMAT = 3
+"""Version of the ``--cache`` file layout: 3 is sealed (:mod:`agents.integrity`); 2 had a hash of its own."""
+CACHE_KIND = "grade value cache"
+"""The ``kind`` of a ``--cache`` file's seal."""
 
 
 def sample_decisions(
@@ -112,10 +113,10 @@ class PositionValues:
     is read from and can be saved to a JSON file, keyed by variant, so later runs do not solve again.
     ``solver(variant, state) -> {action: value}`` computes them (default: the exact solver).
 
-    The file holds the cache format, the solver version, the variant and a SHA-256 hash of the variant and the
-    positions. A file of another format or solver, or whose hash does not match (edited or damaged), is not
-    trusted: its values are dropped, ``discarded`` says why, and they are solved again. A file that is not a
-    cache at all, or is for another variant, raises ``ValueError``.
+    The file is a sealed JSON object (:mod:`agents.integrity`: its format and SHA-256 under ``"seal"``) of the
+    solver version, the variant and the positions. A file of another format or solver, or that fails its check
+    (edited or damaged), is not trusted: its values are dropped, ``discarded`` says why, and they are solved
+    again. A file that is not a cache at all, or is for another variant, raises ``ValueError``.
     """
 
     def __init__(self, variant: Variant, path: Path | None = None, solver: Solver | None = None) -> None:
@@ -172,17 +173,19 @@ class PositionValues:
         if self.path is None:
             raise ValueError("this PositionValues has no path to save to")
         entries = {_key(s): {str(a): v for a, v in values.items()} for s, values in self._values.items()}
-        variant = self.variant.to_dict()
-        data = {"format": CACHE_FORMAT, "solver": SOLVER_VERSION, "variant": variant, "positions": entries}
-        atomic_write_text(self.path, json.dumps({**data, "hash": _cache_hash(variant, entries)}) + "\n")
+        data = {"solver": SOLVER_VERSION, "variant": self.variant.to_dict(), "positions": entries}
+        write_sealed_json(self.path, data, CACHE_KIND, CACHE_FORMAT)
 
     def _load(self, path: Path) -> None:
         data = _read_cache(path)
         values = _cached_values(data["positions"])
-        if (data.get("format"), data.get("solver")) != (CACHE_FORMAT, SOLVER_VERSION):
-            self.discarded = f"written by another version (format {data.get('format')}, solver {data.get('solver')})"
-        elif data.get("hash") != _cache_hash(data["variant"], data["positions"]):
-            self.discarded = "its positions do not match its hash (edited or damaged)"
+        try:
+            unsealed_json(data, CACHE_KIND, CACHE_FORMAT, "the file")
+        except IntegrityError as error:  # another format, or edited or damaged
+            self.discarded = str(error)
+            return
+        if data.get("solver") != SOLVER_VERSION:
+            self.discarded = f"its values are another solver's ({shortened(str(data.get('solver')))})"
         elif data["variant"] != self.variant.to_dict():
             raise ValueError(f"value cache {path} is for variant {data['variant']}, not {self.variant.to_dict()}")
         else:
@@ -231,12 +234,6 @@ def _action_values(actions: dict[str, Any]) -> dict[int, int]:
     if not values or not all(type(v) is int and v in (-1, 0, 1) for v in values.values()):
         raise ValueError("not action values")
     return values
-
-
-def _cache_hash(variant: object, entries: object) -> str:
-    """SHA-256 of the variant and the positions of a cache, in a canonical JSON form."""
-    text = json.dumps({"variant": variant, "positions": entries}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def exact_action_values(variant: Variant, state: State) -> dict[int, int]:

@@ -2,7 +2,9 @@
 ``quarto play`` and read by ``quarto replay``: the fields of :class:`agents.match.GameRecord` (``seats``,
 ``actions``, ``winner``, ``end``, ``move_seconds``, ``positions``), the rule ``variant``
 (``Variant.to_dict``), and whatever the writer adds (a tournament adds its schedule: ``game``, ``pair``,
-``round``, ``seed``). :func:`check_record` checks a line read back, with a one-line :class:`RecordError`.
+``round``, ``seed``), and its seal (``seal``: the format and the SHA-256 of the rest, :mod:`agents.integrity`).
+:func:`check_record` checks a line read back, with a one-line :class:`RecordError`; a tournament resumed from its
+``games.jsonl`` uses only lines that prove themselves (:func:`unsealed_record`).
 """
 
 from __future__ import annotations
@@ -11,15 +13,32 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from agents.integrity import IntegrityError, sealed_json, unsealed_json
 from agents.match import GameRecord
 from quarto_env.checks import checked_number, shortened
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, Variant
 from quarto_env.errors import QuartoValueError
 
+RECORD_KIND = "game record"
+"""The ``kind`` of a game record's seal."""
+RECORD_FORMAT = 1
+"""The version of the game-record layout (records written before it was sealed have no seal)."""
+
 
 def record_line(record: GameRecord, variant: Variant, **extra: Any) -> str:
-    """One ``games.jsonl`` line (with its newline) for ``record`` played under ``variant``."""
-    return json.dumps({**extra, "variant": variant.to_dict(), **record.to_dict()}) + "\n"
+    """One ``games.jsonl`` line (with its newline) for ``record`` played under ``variant``, sealed."""
+    fields = {**extra, "variant": variant.to_dict(), **record.to_dict()}
+    return json.dumps(sealed_json(fields, RECORD_KIND, RECORD_FORMAT)) + "\n"
+
+
+def unsealed_record(record: object, where: str) -> dict[str, Any]:
+    """The fields of ``record`` (one parsed ``games.jsonl`` line) without its seal, once the seal proves them;
+    :class:`RecordError` naming ``where`` for a record without one (an older version's), of another format,
+    or altered since it was written."""
+    try:
+        return unsealed_json(record, RECORD_KIND, RECORD_FORMAT, where)
+    except IntegrityError as error:
+        raise RecordError(str(error)) from None
 
 
 RECORD_ENDS = {"win": (0, 1), "forfeit": (0, 1), "draw": (NO_WINNER,), "abandoned": (NO_WINNER,)}

@@ -15,7 +15,7 @@ from typing import Any
 
 from agents.files import atomic_write_text, remove_orphan_temporaries
 from agents.match import GameRecord, opening_state
-from experiments.arena.records import check_record
+from experiments.arena.records import check_record, unsealed_record
 from experiments.arena.schedule import GameJob, PlayedGame
 from experiments.options import output_folder_or_exit, warn
 from experiments.run_folder import code_version, default_run_folder
@@ -168,8 +168,9 @@ def _given_options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]
 def games_already_played(
     parser: argparse.ArgumentParser, folder: Path, names: list[str], variant: Variant, jobs: list[GameJob]
 ) -> list[PlayedGame]:
-    """The games of ``folder``'s ``games.jsonl``, checked against the schedule. A torn last line (the run was
-    killed while writing it) is dropped with a warning; any other bad line exits naming it."""
+    """The games of ``folder``'s ``games.jsonl``, each proved by its seal (:func:`unsealed_record`: not altered
+    since it was written, by this format) and checked against the schedule. A torn last line (the run was killed
+    while writing it) is dropped with a warning; any other bad line exits naming it."""
     path = folder / GAMES_FILE
     try:
         text = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -179,8 +180,15 @@ def games_already_played(
     played: dict[int, PlayedGame] = {}
     for number, line in enumerate(lines[:-1], 1):
         try:
-            game = _played_game(json.loads(line), names, variant, jobs)
-        except ValueError as error:  # JSONDecodeError is one
+            data = unsealed_record(json.loads(line), "it")
+        except ValueError as error:  # JSONDecodeError and RecordError are ones
+            parser.error(
+                f"--resume {folder}: {GAMES_FILE} line {number}: {shortened(str(error))}; remove that line to "
+                "play its game again"
+            )
+        try:
+            game = _played_game(data, names, variant, jobs)
+        except ValueError as error:
             parser.error(f"--resume {folder}: {GAMES_FILE} line {number}: {shortened(str(error))}")
         if game.job.index in played:
             parser.error(f"--resume {folder}: {GAMES_FILE} line {number} repeats game {game.job.index}")

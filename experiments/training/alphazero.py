@@ -141,13 +141,16 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Trainer:
 
 
 def _restore(trainer: Trainer, run_dir: Path) -> None:
-    """Give ``trainer`` the network, optimizer, buffer and counters of the run's ``latest.zip``, checked first."""
+    """Give ``trainer`` the network, optimizer, buffer and counters of the run's ``latest.zip``, checked first (or
+    those of the checkpoint a resume goes on from when it is damaged: from a ``step_N.zip``, the network alone)."""
     resumed = read_resume_point(trainer.config, run_dir, with_pool=False)
     settings = trainer.config.alphazero
     checkpoint = resumed.checkpoint
     network, _ = load_network(checkpoint, trainer.variant)
     trainer.network.load_state_dict(network.state_dict())
     trainer.steps, trainer.best_score = resumed.steps, resumed.best_score
+    if not resumed.complete:  # the network alone (latest.zip was damaged): a fresh optimizer and an empty buffer
+        return
     try:
         trainer.optimizer.load_state_dict(read_weights(checkpoint, OPTIMIZER_ENTRY))
         for group in trainer.optimizer.param_groups:  # the config's values apply from the resumed step on

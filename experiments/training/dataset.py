@@ -14,7 +14,9 @@ a symmetry, from ``--games`` seeded games (:func:`agents.suites.collect_position
 of each with the exact solver (the labeller of :mod:`agents.labels`). ``--jobs N`` plays the games and labels the
 positions in ``N`` worker processes; the file is the same for every ``N``. Until the file is written, a sample's
 positions and its finished shards of labels are kept in ``OUT.parts/`` (:func:`parts_folder`): after Ctrl-C or a
-kill, the same command continues from them, and the file is the one an uninterrupted run writes. With a suite,
+kill, the same command continues from them, and the file is the one an uninterrupted run writes. Each of them
+carries its format and checksum (:mod:`agents.integrity`) and is used only once it proves itself: one that is
+damaged, altered or of an older version is drawn or labelled again, and a line on stderr says so. With a suite,
 ``--min-empty`` and
 ``--max-empty`` keep the positions within those bounds. ``--symmetries K`` adds up to ``K`` images of each position
 under random symmetries of the game (a board symmetry with a relabelling of the pieces' attributes), their action
@@ -60,7 +62,8 @@ from typing import Any
 import numpy as np
 
 from agents.book import shipped_book
-from agents.files import OutputPathError, atomic_write_bytes, atomic_write_text, output_file
+from agents.files import OutputPathError, atomic_write_bytes, output_file
+from agents.integrity import IntegrityError, read_sealed_json, write_sealed_json
 from agents.labels import ILLEGAL, label_positions, remove_shard_folder, values_of_row, worker_pool
 from agents.suites import (
     DEFAULT_SOURCES,
@@ -422,7 +425,11 @@ PARTS_SUFFIX = ".parts"
 """The suffix of :func:`parts_folder`."""
 
 PLAN_FILE = "positions.json"
-"""The file of the parts folder that holds the sample's positions and the settings that drew them."""
+"""The file of the parts folder that holds the sample's positions and the settings that drew them: a sealed JSON
+object (:mod:`agents.integrity`)."""
+PLAN_KIND = "dataset plan"
+PLAN_FORMAT = 1
+"""The version of :data:`PLAN_FILE`'s layout."""
 
 
 def parts_folder(out: Path) -> Path:
@@ -434,19 +441,28 @@ def parts_folder(out: Path) -> Path:
 
 def _planned_positions(folder: Path, variant: Variant, source: dict[str, Any]) -> list[State] | None:
     """The positions an earlier run with the same variant and ``source`` settings drew, or ``None`` (no such
-    run, or one of other settings: its plan is then replaced, and its shards with it)."""
+    run, or one of other settings: its plan is then replaced, and its shards with it). A plan that fails its
+    check (:mod:`agents.integrity`: altered, damaged, or of an older version) is never used: the positions are
+    drawn again, and a line on stderr says so."""
+    path = folder / PLAN_FILE
     try:
-        plan = json.loads((folder / PLAN_FILE).read_text(encoding="utf-8"))
+        plan = read_sealed_json(path, PLAN_KIND, PLAN_FORMAT)
         if plan["variant"] != variant.to_dict() or plan["source"] != source:
             return None
         return [parse_position(position) for position in plan["positions"]]
-    except (OSError, ValueError, KeyError, TypeError, PositionError):
+    except FileNotFoundError:
         return None
+    except (OSError, IntegrityError) as error:
+        reason = str(error)
+    except (ValueError, KeyError, TypeError, PositionError):  # sealed, but not by this command
+        reason = f"{path} is no plan of positions"
+    print(f"{reason}; drawing the positions again", file=sys.stderr)
+    return None
 
 
 def _save_plan(folder: Path, variant: Variant, source: dict[str, Any], states: Sequence[State]) -> None:
     plan = {"variant": variant.to_dict(), "source": source, "positions": [format_position(s) for s in states]}
-    atomic_write_text(folder / PLAN_FILE, json.dumps(plan) + "\n")
+    write_sealed_json(folder / PLAN_FILE, plan, PLAN_KIND, PLAN_FORMAT)
 
 
 def _say_what_is_kept(folder: Path) -> None:

@@ -320,21 +320,23 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Begin:
     """Where the run starts; on ``resume``, ``latest.zip`` checked and read (as data). Writes nothing."""
     if not resume:
         return Begin()
-    latest = run_dir / "checkpoints" / "latest.zip"
-    load_network(latest, config.variant)  # the kind of checkpoint, its variant and its network
     resumed = read_resume_point(config, run_dir, with_pool=True)
-    assert resumed.pool is not None  # read_resume_point read it
+    latest = resumed.checkpoint  # latest.zip, or the newest intact checkpoint where it is damaged
+    load_network(latest, config.variant)  # the kind of checkpoint, its variant and its network
+    weights = read_weights(latest, NETWORK_ENTRY)
+    if resumed.pool is None:  # a checkpoint of the network alone: the pool starts with it, Adam from zero
+        return Begin(resumed.steps, weights, [(resumed.steps, weights)], None)
     fresh = network_for(config.to_dict(), config.observation, config.variant)
     try:
-        for weights in resumed.pool["weights"]:
-            fresh.load_state_dict(weights)
+        for snapshot in resumed.pool["weights"]:
+            fresh.load_state_dict(snapshot)
     except (RuntimeError, KeyError, TypeError) as exc:
         raise CheckpointError(
             f"checkpoint {str(latest)!r}: {POOL_ENTRY} holds snapshots of another network ({one_line(exc)})"
         ) from exc
     snapshots = list(zip(resumed.pool["steps"], resumed.pool["weights"], strict=True))
     optimizer = read_weights(latest, OPTIMIZER_ENTRY, missing_ok=True)  # older checkpoints have none
-    return Begin(resumed.steps, read_weights(latest, NETWORK_ENTRY), snapshots, optimizer)
+    return Begin(resumed.steps, weights, snapshots, optimizer)
 
 
 class Trainer:

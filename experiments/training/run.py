@@ -12,10 +12,13 @@ the order a run meets these pieces:
     passed (a refused run prints nothing but its one line), the run folder and the command that opens
     TensorBoard on it.
 :func:`read_resume_point`
-    a resumed run's ``checkpoints/latest.zip``, checked before anything is written: saved by ``quarto train``
-    (its ``quarto.json`` records the training config), no field of ``FIXED_ON_RESUME`` changed, a valid best
-    score, and the opponent pool (``pool.pt``) where the backend keeps one. :func:`run_seed` reseeds a resumed
-    run from its step count, so that it does not replay the games it already saw.
+    a resumed run's ``checkpoints/latest.zip``, checked before anything is written: whole (its seal,
+    :mod:`agents.integrity`; a damaged one is passed over for the newest intact checkpoint beside it, said in one
+    line), saved by ``quarto train`` (its ``quarto.json`` records the training config), no field of
+    ``FIXED_ON_RESUME`` changed, a ``total_steps`` not below the steps done (:func:`check_steps_left`; a run
+    already finished says so and changes nothing), a valid best score, and the opponent pool (``pool.pt``) where
+    the backend keeps one. :func:`run_seed` reseeds a resumed run from its step count, so that it does not replay
+    the games it already saw.
 :func:`open_tensorboard`, :func:`describe_run`
     the run's ``tb/`` with the config as text and the layout of TensorBoard's Custom Scalars tab: the curves that
     show learning side by side (:func:`learning_layout`).
@@ -71,10 +74,16 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from agents.base import Agent
-from agents.checkpoints import CheckpointError, read_metadata, read_weights
+from agents.checkpoints import CheckpointError, DamagedCheckpointError, read_metadata, read_weights
 from agents.files import atomic_write_bytes
 from experiments.arena.grading import GradeReport, PositionValues, grade_agent, sample_decisions
-from experiments.training.config import SEED_LIMIT, TrainConfig, check_unchanged_on_resume, config_table
+from experiments.training.config import (
+    SEED_LIMIT,
+    ConfigError,
+    TrainConfig,
+    check_unchanged_on_resume,
+    config_table,
+)
 from experiments.training.sample_games import game_markdown, graded_games, mistake_picture
 from experiments.training.selfplay import SEAT_NAMES, EvalResult, Opponent, evaluate_all
 from quarto_env.checks import checked_number, one_line
@@ -97,28 +106,47 @@ opponent pool, the optimizer, the replay buffer)."""
 # ---------------------------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class ResumePoint:
-    """Where a resumed run continues: its ``latest.zip``, checked against the config."""
+    """Where a resumed run continues: its ``latest.zip`` (or, that one damaged, the newest intact checkpoint),
+    checked against the config."""
 
     checkpoint: Path
     metadata: dict[str, Any]
     best_score: float
     """The best evaluation score so far (-1 before the first evaluation)."""
     pool: dict[str, Any] | None
-    """The opponent pool's snapshots (``steps`` and ``weights``, one each), where the backend keeps one."""
+    """The opponent pool's snapshots (``steps`` and ``weights``, one each), where the backend keeps one and the
+    checkpoint holds it."""
 
     @property
     def steps(self) -> int:
         """The learner steps the checkpoint was saved at."""
         return int(self.metadata["num_timesteps"])
 
+    @property
+    def complete(self) -> bool:
+        """Whether the checkpoint holds all the run's state (``latest.zip``, ``final.zip``); a ``step_N.zip`` or
+        ``best.zip`` holds the network alone, and what else the backend keeps (the opponent pool, the optimizer,
+        the replay buffer) starts afresh."""
+        return self.checkpoint.stem in RESUMABLE_CHECKPOINTS
+
+
+RESUMABLE_CHECKPOINTS = ("latest", "final")
+"""The checkpoints that hold all a run's state: the others (``step_N``, ``best``) hold its network."""
+NETWORK_ALONE = "it holds the network alone: the opponent pool, optimizer or replay buffer start afresh"
+
+
+class RunFinished(Exception):
+    """A resume of a run that has nothing left to do (:func:`check_steps_left`); the message says so."""
+
 
 def read_resume_point(config: TrainConfig, run_dir: Path, *, with_pool: bool) -> ResumePoint:
-    """``run_dir``'s ``checkpoints/latest.zip``, checked: a checkpoint of ``quarto train`` whose rules,
-    observation and network are the config's (overrides that change no field of ``FIXED_ON_RESUME``), with a
-    valid best score and, ``with_pool``, an opponent pool. Reads only; :class:`CheckpointError` or
-    :class:`ConfigError` otherwise. The backend then checks that the weights fit its learner."""
-    checkpoint = run_dir / "checkpoints" / "latest.zip"
-    metadata = read_metadata(checkpoint)
+    """``run_dir``'s ``checkpoints/latest.zip`` -- or, where it is damaged, the newest intact checkpoint beside it
+    (:func:`resume_checkpoint`) -- checked: a checkpoint of ``quarto train`` whose rules, observation and network
+    are the config's (overrides that change no field of ``FIXED_ON_RESUME``), steps left to train
+    (:func:`check_steps_left`), a valid best score and, ``with_pool``, an opponent pool (``None`` from a checkpoint
+    that holds the network alone). Reads only; :class:`CheckpointError`, :class:`ConfigError` or
+    :class:`RunFinished` otherwise. The backend then checks that the weights fit its learner."""
+    checkpoint, metadata, damage = resume_checkpoint(run_dir)
     trained_config = metadata.get("config")
     if not isinstance(trained_config, dict) or not {"name", "seed", "policy", "net_arch"} <= set(trained_config):
         raise CheckpointError(
@@ -126,8 +154,67 @@ def read_resume_point(config: TrainConfig, run_dir: Path, *, with_pool: bool) ->
             "quarto.json: it was not saved by quarto train"
         )
     check_unchanged_on_resume(config, metadata)
-    pool = _read_pool(checkpoint) if with_pool else None
-    return ResumePoint(checkpoint, metadata, _best_score(metadata, checkpoint), pool)
+    pool = _read_pool(checkpoint) if with_pool and checkpoint.stem in RESUMABLE_CHECKPOINTS else None
+    point = ResumePoint(checkpoint, metadata, _best_score(metadata, checkpoint), pool)
+    check_steps_left(config, run_dir, point)
+    if damage is not None:
+        afresh = "" if point.complete else f" ({NETWORK_ALONE})"
+        print(
+            f"quarto train: {damage}; going on from {checkpoint.name}, the newest intact checkpoint, at step "
+            f"{point.steps:,}{afresh}",
+            file=sys.stderr,
+        )
+    return point
+
+
+def resume_checkpoint(run_dir: Path) -> tuple[Path, dict[str, Any], DamagedCheckpointError | None]:
+    """The checkpoint a resume of ``run_dir`` goes on from, its metadata, and the damage of ``latest.zip`` when
+    that was passed over: ``latest.zip`` if it is whole, else the intact checkpoint of ``checkpoints/`` with the
+    most steps (``final.zip`` before a ``step_N.zip`` and that before ``best.zip`` at equal steps: the ones
+    that hold more of the run's state first). :class:`CheckpointError` for ``latest.zip``'s problem when it is
+    whole but wrong, or when no intact checkpoint is left."""
+    folder = run_dir / "checkpoints"
+    latest = folder / "latest.zip"
+    try:
+        return latest, read_metadata(latest), None
+    except DamagedCheckpointError as damage:
+        intact = []
+        for rank, pattern in enumerate(("best.zip", "step_*.zip", "final.zip")):
+            for path in sorted(folder.glob(pattern)):
+                with contextlib.suppress(CheckpointError):
+                    metadata = read_metadata(path)
+                    intact.append((int(metadata["num_timesteps"]), rank, path, metadata))
+        if not intact:
+            raise CheckpointError(f"{damage}; no intact checkpoint beside it to go on from") from None
+        _, _, path, metadata = max(intact, key=lambda found: found[:2])
+        return path, metadata, damage
+
+
+def check_steps_left(config: TrainConfig, run_dir: Path, point: ResumePoint) -> None:
+    """Refuse a resume whose ``total_steps`` lies below the steps done where the command lowered it
+    (:class:`ConfigError`), and stop one of a run that is finished at them (:class:`RunFinished`: its final table
+    is written): either would only rewrite the final checkpoint and table. A run stopped after its last step but
+    before its final table is left to write it."""
+    done, total = point.steps, config.total_steps
+    if total < done and total != point.metadata["config"].get("total_steps"):
+        raise ConfigError(
+            f"total_steps={total:,} is below the {done:,} steps the run has done: give more than {done:,} to go on "
+            "training (nothing was changed)"
+        )
+    if total <= done and _final_table_at(run_dir, done):
+        raise RunFinished(
+            f"{run_dir} is already finished at {done:,} steps (total_steps={total:,}); raise total_steps to go on. "
+            "Nothing was changed"
+        )
+
+
+def _final_table_at(run_dir: Path, steps: int) -> bool:
+    """Whether ``run_dir``'s ``final_eval.json`` is the final table at ``steps``."""
+    try:
+        table = json.loads((run_dir / "final_eval.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(table, dict) and table.get("num_timesteps") == steps
 
 
 def run_seed(config: TrainConfig, steps: int) -> int:

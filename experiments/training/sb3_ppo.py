@@ -85,7 +85,9 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Learner:
         return Learner(model, pool, env, best_score=-1.0)
     # The checkpoint is read as data: weights, optimizer state and step count into the fresh model.
     load_training_state(model, resumed.checkpoint, variant)
-    assert resumed.pool is not None  # read_resume_point read it
+    if resumed.pool is None:  # a checkpoint of the network alone (latest.zip was damaged): the pool starts with it
+        pool.add_snapshot(model.policy, resumed.steps)
+        return Learner(model, pool, env, resumed.best_score)
     try:
         pool.load_state_dict(resumed.pool, model.policy)
     except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as exc:

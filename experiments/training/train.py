@@ -134,10 +134,14 @@ def main(argv: list[str]) -> int:
         check_address(args.address)
         config, run_dir = resumed_run(args) if args.resume is not None else new_run(args)
         resume = args.resume is not None
-        from experiments.training.run import hidden_progress  # here: the run machinery loads TensorBoard
+        from experiments.training.run import RunFinished, hidden_progress  # here: the run machinery loads TensorBoard
 
         with hidden_progress(args.no_progress):
-            train(config, run_dir, resume=resume, command=command_line("train", argv), address=args.address)
+            try:
+                train(config, run_dir, resume=resume, command=command_line("train", argv), address=args.address)
+            except RunFinished as finished:  # nothing to do, as asked: not an error
+                print(f"quarto train: {finished}")
+                return 0
     except (ConfigError, CheckpointError, OutputPathError, RunInUseError) as exc:
         print(f"quarto train: {exc}", file=sys.stderr)
         return 2
