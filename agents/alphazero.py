@@ -1,5 +1,6 @@
 """The ``az:PATH`` agent: a network trained by ``quarto train --config configs/alphazero.yaml``, playing with
-the search of :mod:`agents.puct` (its PUCT root, or with ``az:PATH,root=gumbel,k=16`` its Gumbel root), and its
+the search of :mod:`agents.puct` (its PUCT root, or with ``az:PATH,root=gumbel,k=16`` its Gumbel root) on a
+:class:`agents.sessions.SearchSession` per move, and its
 checkpoints (``algorithm: alphazero`` in :mod:`agents.checkpoints`' format: ``network.pth``, and for resuming
 ``optimizer.pth`` and the replay buffer). The network runs on the ``device`` asked for (``az:PATH,device=auto``;
 :func:`agents.networks.resolve_device`), its checkpoints are device-free.
@@ -36,6 +37,7 @@ from agents.puct import (
     SearchResult,
     forced_action,
 )
+from agents.sessions import LeafBatch, SearchSession
 from quarto_env.checks import one_line
 from quarto_env.core import (
     NUM_ACTIONS,
@@ -163,7 +165,7 @@ class AlphaZeroAgent(Agent):
         self.time = time
         self.temperature = temperature
         budget = MAX_SEARCH_SIMULATIONS if time else max(sims, 1)
-        self.search = BatchedSearch(variant, network.kind, network.evaluate, 1, budget, c)
+        self.search = BatchedSearch(variant, network.kind, None, 1, budget, c)
         self.last_result: SearchResult | None = None
         self.act(State())  # load the compiled kernels now, not inside a timed move
 
@@ -178,12 +180,16 @@ class AlphaZeroAgent(Agent):
         gumbel = None
         if self.root == "gumbel":
             gumbel = GumbelRoot(self.k, self.rng if self.temperature else None, scale=self.temperature or 1.0)
-        result = self.search.run(position_array([state]), budget, seconds=self.time, gumbel=gumbel)
+        session = SearchSession(self.search, position_array([state]), budget, seconds=self.time, gumbel=gumbel)
+        result = session.run(self._evaluate).result
         self.last_result = result
         if self.temperature and gumbel is None:
             weights = result.visits[0].astype(np.float64) ** (1 / self.temperature)
             return int(self.rng.choice(NUM_ACTIONS, p=weights / weights.sum()))
         return int(result.best()[0])
+
+    def _evaluate(self, batch: LeafBatch) -> tuple[np.ndarray, np.ndarray]:
+        return self.network.evaluate(batch.observations)
 
     def _policy_action(self, state: State, mask: int) -> int:
         planes = np.zeros((1, *self.search.kind.shape), dtype=np.int8)

@@ -48,8 +48,11 @@ observation planes with the kernel the env uses, evaluates all of them in one fo
 backs up with a second kernel. A game's tree lives in flat arrays of ``sims + 2`` nodes by 16 actions.
 
 The search knows the game only through the rules core's compiled functions and an evaluator (planes ->
-logits, values): :class:`agents.alphazero.AlphaZeroAgent` plays it one game at a time, training and
-evaluation (:mod:`experiments.training.alphazero`) search many games at once.
+logits, values). :meth:`BatchedSearch.rounds` is the search itself, a generator that hands out each round's
+leaves and takes their evaluation back; :meth:`BatchedSearch.run` drives it with the search's ``evaluator``, and
+the sessions of :mod:`agents.sessions` (self-play, two-model matches, one search) drive it with any caller's
+network: :class:`agents.alphazero.AlphaZeroAgent` plays on them one game at a time, training and evaluation
+(:mod:`experiments.training.alphazero`) many games at once.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ import dataclasses
 import functools
 import math
 import time as clock
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numba
@@ -87,6 +90,9 @@ DEFAULT_C_PUCT = 1.5
 ROOTS = ("puct", "gumbel")
 """The search's roots: PUCT (:meth:`BatchedSearch.run` without ``gumbel``), or the Gumbel root's sequential
 halving (with a :class:`GumbelRoot`)."""
+POLICY_TARGETS = ("visits", "completed_q")
+"""The policy targets of a searched position: the visit distribution (:meth:`SearchResult.policy`) or the
+completed-Q improved policy (:meth:`SearchResult.improved_policy`)."""
 DEFAULT_GUMBEL_ACTIONS = 16
 """The most actions the Gumbel root considers (mctx's ``max_num_considered_actions``: all 16 of a Quarto turn)."""
 DEFAULT_C_VISIT = 50.0
@@ -98,6 +104,9 @@ NO_NODE = -1
 
 Evaluator = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 """Planes ``(n, channels, 16)`` int8 -> (logits ``(n, >= 16)``, values ``(n,)``), float32."""
+Rounds = Generator[np.ndarray, tuple[np.ndarray, np.ndarray], "SearchResult"]
+"""A search in progress (:meth:`BatchedSearch.rounds`): it yields each round's leaf planes, is sent their
+``(logits, values)`` and returns the :class:`SearchResult`."""
 
 
 @register_jitable
@@ -274,7 +283,8 @@ class BatchedSearch:
 
     :param variant: the rules.
     :param kind: the observation kind the evaluator reads (:func:`quarto_env.observation.observation_kind`).
-    :param evaluator: planes -> (logits, values), e.g. :meth:`agents.networks.PolicyValueNetwork.evaluate`.
+    :param evaluator: planes -> (logits, values), e.g. :meth:`agents.networks.PolicyValueNetwork.evaluate`, for
+        :meth:`run`; ``None`` for a search driven from outside, round by round (:meth:`rounds`).
     :param max_games: the most positions searched together.
     :param max_sims: the most simulations per search (the trees are allocated for it).
     :param c_puct: the exploration constant.
@@ -284,7 +294,7 @@ class BatchedSearch:
         self,
         variant: Variant,
         kind: ObservationKind,
-        evaluator: Evaluator,
+        evaluator: Evaluator | None,
         max_games: int,
         max_sims: int,
         c_puct: float = DEFAULT_C_PUCT,
@@ -347,11 +357,27 @@ class BatchedSearch:
         """Search the positions ``roots`` (``(n, NUM_FIELDS)``, as :func:`quarto_env.core.position_array` or
         :attr:`GameBatch.positions` give them; each with a real choice, see :func:`forced_action`) for ``sims``
         simulations each (at most ``max_sims``), stopping early when ``seconds`` is above 0 and that time has
-        passed (after at least one simulation).
+        passed (after at least one simulation), every round's leaves evaluated by the search's ``evaluator``.
 
         ``noise = (alpha, fraction, rng)`` mixes Dirichlet(alpha) noise into the root priors (self-play, PUCT root).
         ``gumbel`` searches with the Gumbel root instead (its phases planned for ``sims``), whose choice is
         :attr:`SearchResult.chosen`."""
+        if self.evaluator is None:
+            raise ValueError("this search has no evaluator: drive its rounds() with one (agents.sessions)")
+        return drive(self.rounds(roots, sims, noise, seconds, gumbel), self.evaluator)
+
+    def rounds(
+        self,
+        roots: np.ndarray,
+        sims: int,
+        noise: tuple[float, float, np.random.Generator] | None = None,
+        seconds: float = 0.0,
+        gumbel: GumbelRoot | None = None,
+    ) -> Rounds:
+        """The search of :meth:`run`, evaluated by its caller: a generator that yields each round's leaf planes
+        (``(leaves, channels, 16)`` int8, a view valid until the next round; :meth:`leaf_masks` and
+        :meth:`leaf_positions` say more of them) and is sent their ``(logits, values)``; it returns the
+        :class:`SearchResult`. A round whose simulations all end on terminal nodes yields nothing."""
         n = len(roots)
         if not 1 <= n <= self.max_games:
             raise ValueError(f"searches 1 to {self.max_games} positions at once, got {n}")
@@ -360,7 +386,7 @@ class BatchedSearch:
         sims = min(sims, self.max_sims)
         start = clock.perf_counter()
         _reset_roots(roots, self.tree, self.variant.group_array, self.variant.counted)
-        self._round(n, self.no_forced_root)  # the roots' priors and values
+        yield from self._round(n, self.no_forced_root)  # the roots' priors and values
         prior = self.prior[:n, 0].copy()
         if noise is not None:
             self._add_noise(n, *noise)
@@ -369,9 +395,9 @@ class BatchedSearch:
         done = 0
         while done < sims and not (seconds and done and clock.perf_counter() - start >= seconds):
             if halving is None:
-                self._round(n, self.no_forced_root)
+                yield from self._round(n, self.no_forced_root)
             else:
-                self._round(n, halving.forced(done))
+                yield from self._round(n, halving.forced(done))
                 halving.after(done, visits, value_sum, network_value)
             done += 1
         return SearchResult(
@@ -384,9 +410,21 @@ class BatchedSearch:
             chosen=None if halving is None else halving.chosen(visits, value_sum, network_value),
         )
 
-    def _round(self, n: int, forced_root: np.ndarray) -> None:
-        """One simulation in every game, whose root action is ``forced_root`` (-1: PUCT's): select leaves, evaluate
-        them in one pass, expand and back up."""
+    def leaf_masks(self, leaves: int) -> np.ndarray:
+        """``(leaves, 16)`` bool: the candidate actions (:func:`candidates`) of the current round's leaves."""
+        games = self.leaf_games[:leaves]
+        bits = self.mask[games, self.leaf[games]]
+        return (bits[:, None] >> np.arange(NUM_ACTIONS) & 1).astype(np.bool_)
+
+    def leaf_positions(self, leaves: int) -> np.ndarray:
+        """``(leaves, NUM_FIELDS)`` int64: the positions of the current round's leaves (rows of
+        :func:`quarto_env.core.position_array`); their roots are :attr:`leaf_games`."""
+        games = self.leaf_games[:leaves]
+        return self.positions[games, self.leaf[games]]
+
+    def _round(self, n: int, forced_root: np.ndarray) -> Generator[np.ndarray, tuple[np.ndarray, np.ndarray], None]:
+        """One simulation in every game, whose root action is ``forced_root`` (-1: PUCT's): select leaves, hand
+        them out for one evaluation, expand and back up."""
         tick = clock.perf_counter()
         self.simulations += n
         leaves = _select(
@@ -404,7 +442,7 @@ class BatchedSearch:
         )
         tock = clock.perf_counter()
         if leaves:
-            logits, values = self.evaluator(self.planes[:leaves])
+            logits, values = yield self.planes[:leaves]
             self.evaluations += leaves
             tack = clock.perf_counter()
             _expand(
@@ -425,6 +463,18 @@ class BatchedSearch:
             actions = np.flatnonzero((int(self.mask[g, 0]) >> np.arange(NUM_ACTIONS)) & 1)
             noise = rng.dirichlet(np.full(len(actions), alpha))
             self.prior[g, 0, actions] = (1 - fraction) * self.prior[g, 0, actions] + fraction * noise
+
+
+def drive(rounds: Rounds, evaluator: Evaluator) -> SearchResult:
+    """Run the search ``rounds`` (:meth:`BatchedSearch.rounds`) to its end, each round's leaves evaluated by
+    ``evaluator``; its result."""
+    try:
+        planes = next(rounds)
+        while True:
+            planes = rounds.send(evaluator(planes))
+    except StopIteration as finished:
+        result: SearchResult = finished.value
+        return result
 
 
 class SearchResult:

@@ -13,13 +13,18 @@ import torch as th
 
 from agents.networks import PolicyValueNetwork
 from agents.puct import BatchedSearch, SearchResult
-from experiments.training.az_selfplay import ReplayBuffer, SelfPlay, SelfPlaySettings
+from agents.sessions import SearchOptions, SelfPlaySession
+from experiments.training.az_selfplay import ReplayBuffer, network_evaluator, search_options
 from experiments.training.config import ConfigError, load_config
 from quarto_env.core import NUM_ACTIONS, Variant, position_array
 from quarto_env.observation import observation_kind
 from tests.test_alphazero import endgame
 
 STANDARD = Variant.make()
+
+
+def rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
 
 
 def filled_buffer(size: int, seed: int = 0) -> ReplayBuffer:
@@ -54,38 +59,49 @@ def test_a_buffer_saved_before_root_values_loads_with_the_outcome_in_their_place
     )
 
 
-def small_selfplay(games: int, **settings: object) -> tuple[SelfPlay, BatchedSearch]:
-    th.manual_seed(0)
-    network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 8)
-    search = BatchedSearch(STANDARD, network.kind, network.evaluate, games, 16)
-    base = {"sims": 16, "temperature_plies": 4, "noise": (0.3, 0.25)}
-    return SelfPlay(search, SelfPlaySettings(**{**base, **settings})), search  # type: ignore[arg-type]
+class SmallSelfPlay:
+    """Endless self-play of ``games`` games with a small untrained network, as the trainer plays it: one round
+    of moves per :meth:`play_move`, drawing from ``rng``."""
+
+    def __init__(self, games: int, rng: np.random.Generator, **options: object) -> None:
+        th.manual_seed(0)
+        network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 8)
+        base = {"simulations": 16, "temperature_plies": 4, "targets": "visits"}
+        settings = SearchOptions(**{**base, **options})  # type: ignore[arg-type]
+        self.session = SelfPlaySession(None, settings, network.kind, STANDARD, rng, parallel=games, records=False)
+        self.search: BatchedSearch = self.session.search
+        self.evaluate = network_evaluator(network)
+
+    def play_move(self) -> SearchResult:
+        result = self.session.play_round(self.evaluate)
+        assert result is not None
+        return result
 
 
 def searched_and_stored(
-    selfplay: SelfPlay, search: BatchedSearch, rounds: int
+    selfplay: SmallSelfPlay, rounds: int
 ) -> tuple[list[tuple[np.ndarray, SearchResult]], tuple[np.ndarray, ...]]:
     """Play ``rounds`` rounds of self-play: every search's roots and result, and every position it stored
     (positions, policy targets, outcomes, root values, concatenated)."""
     searches: list[tuple[np.ndarray, SearchResult]] = []
-    run = search.run
+    search_rounds = selfplay.search.rounds
 
-    def recording_run(roots: np.ndarray, sims: int, **options: object) -> SearchResult:
-        result = run(roots, sims, **options)  # type: ignore[arg-type]
+    def recording_rounds(roots: np.ndarray, sims: int, **options: object):  # type: ignore[no-untyped-def]
+        result = yield from search_rounds(roots, sims, **options)  # type: ignore[arg-type]
         searches.append((roots.copy(), result))
         return result
 
-    search.run = recording_run  # type: ignore[method-assign]
-    rng = np.random.default_rng(0)
+    selfplay.search.rounds = recording_rounds  # type: ignore[method-assign]
     stored = []
     for _ in range(rounds):
-        selfplay.play_move(rng)
-        stored.append(selfplay.pop_positions())
+        selfplay.play_move()
+        samples = selfplay.session.samples()
+        stored.append((samples.positions, samples.policy, samples.value, samples.root_value))
     return searches, tuple(np.concatenate([s[k] for s in stored]) for k in range(4))
 
 
 def test_stored_positions_carry_the_root_value_and_visits_of_their_search() -> None:
-    searches, (positions, policy, outcome, root_value) = searched_and_stored(*small_selfplay(4), 40)
+    searches, (positions, policy, outcome, root_value) = searched_and_stored(SmallSelfPlay(4, rng(0)), 40)
     searched = {
         (roots[g].tobytes(), result.policy()[g].astype(np.float32).tobytes(), float(result.root_value[g]))
         for roots, result in searches
@@ -98,31 +114,31 @@ def test_stored_positions_carry_the_root_value_and_visits_of_their_search() -> N
 
 
 def test_cheap_rounds_store_nothing_and_full_rounds_store_every_game() -> None:
-    selfplay, _ = small_selfplay(4, full_search_share=0.5, cheap_sims=3)
-    rng = np.random.default_rng(3)
+    selfplay = SmallSelfPlay(4, rng(3), full_search_share=0.5, cheap_simulations=3)
+    session = selfplay.session
     sims_seen = set()
     for _ in range(30):
-        stored, cheap = selfplay.stored_rounds, selfplay.cheap_rounds
-        pending_before = [len(p) for p in selfplay.pending]
-        result = selfplay.play_move(rng)
+        stored, cheap = session.stored_rounds, session.cheap_rounds
+        waiting_before = session.waiting
+        result = selfplay.play_move()
         sims_seen.add(result.sims)
-        grew = [len(p) - b for p, b in zip(selfplay.pending, pending_before, strict=True)]
-        if selfplay.stored_rounds > stored:
+        grew = session.waiting - waiting_before
+        if session.stored_rounds > stored:
             assert result.sims == 16
-            assert all(g == 1 or len(p) <= 1 for g, p in zip(grew, selfplay.pending, strict=True))
+            assert all(g == 1 or w <= 1 for g, w in zip(grew, session.waiting, strict=True))
         else:
-            assert selfplay.cheap_rounds == cheap + 1 and result.sims == 3
+            assert session.cheap_rounds == cheap + 1 and result.sims == 3
             assert all(g <= 0 for g in grew)  # nothing added; a game that ended emptied its list
-    assert sims_seen == {3, 16} and selfplay.stored_rounds > 0 and selfplay.cheap_rounds > 0
+    assert sims_seen == {3, 16} and session.stored_rounds > 0 and session.cheap_rounds > 0
 
 
 def test_every_round_is_full_by_default_and_draws_nothing_for_it() -> None:
-    one, _ = small_selfplay(2)
-    rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
-    one.play_move(rng_a)
-    two, _ = small_selfplay(2, full_search_share=1.0)
-    two.play_move(rng_b)
-    assert one.cheap_rounds == 0 and rng_a.random() == rng_b.random()
+    rng_a, rng_b = rng(5), rng(5)
+    one = SmallSelfPlay(2, rng_a)
+    one.play_move()
+    two = SmallSelfPlay(2, rng_b, full_search_share=1.0)
+    two.play_move()
+    assert one.session.cheap_rounds == 0 and rng_a.random() == rng_b.random()
 
 
 def test_the_target_fields_are_validated_with_their_allowed_values() -> None:
@@ -189,8 +205,8 @@ def test_completed_q_of_a_real_search_matches_its_tree() -> None:
 
 
 def test_self_play_stores_the_completed_q_target_when_asked() -> None:
-    selfplay, search = small_selfplay(4, policy_target="completed_q", completed_q_beta=20.0)
-    searches, (_, targets, _, _) = searched_and_stored(selfplay, search, 30)
+    selfplay = SmallSelfPlay(4, rng(0), targets="completed_q", completed_q_beta=20.0)
+    searches, (_, targets, _, _) = searched_and_stored(selfplay, 30)
     expected = {row.tobytes() for _, result in searches for row in result.improved_policy(20.0)}
     assert len(targets) > 0 and all(row.tobytes() in expected for row in targets)
 
@@ -201,12 +217,14 @@ def test_self_play_stores_the_completed_q_target_when_asked() -> None:
 def test_gumbel_self_play_plays_the_roots_choice_at_every_action_and_draws_no_dirichlet_noise() -> None:
     """Every round's searched move is the Gumbel root's choice (even inside ``temperature_plies``, where PUCT
     samples the visits); the root's noise comes from self-play's generator, the Dirichlet noise is off."""
-    selfplay, search = small_selfplay(3, gumbel_actions=4, policy_target="completed_q", temperature_plies=33)
+    generator = rng(4)
+    options = {"root": "gumbel", "gumbel_actions": 4, "targets": "completed_q", "temperature_plies": 33}
+    selfplay = SmallSelfPlay(3, generator, **options)
     events: list[tuple[str, object, object]] = []
-    run, step = search.run, selfplay._step
+    search_rounds, step = selfplay.search.rounds, selfplay.session._step
 
-    def recording_run(roots: np.ndarray, sims: int, **options: object) -> SearchResult:
-        result = run(roots, sims, **options)  # type: ignore[arg-type]
+    def recording_rounds(roots: np.ndarray, sims: int, **options: object):  # type: ignore[no-untyped-def]
+        result = yield from search_rounds(roots, sims, **options)  # type: ignore[arg-type]
         events.append(("search", result, options))
         return result
 
@@ -214,11 +232,10 @@ def test_gumbel_self_play_plays_the_roots_choice_at_every_action_and_draws_no_di
         events.append(("step", games.copy(), actions.copy()))
         step(games, actions)
 
-    search.run = recording_run  # type: ignore[method-assign]
-    selfplay._step = recording_step  # type: ignore[method-assign]
-    rng = np.random.default_rng(4)
+    selfplay.search.rounds = recording_rounds  # type: ignore[method-assign]
+    selfplay.session._step = recording_step  # type: ignore[method-assign]
     for _ in range(12):
-        selfplay.play_move(rng)
+        selfplay.play_move()
     searches = [i for i, event in enumerate(events) if event[0] == "search"]
     assert len(searches) == 12
     for i in searches:
@@ -227,13 +244,14 @@ def test_gumbel_self_play_plays_the_roots_choice_at_every_action_and_draws_no_di
         assert kind == "step" and np.array_equal(games, np.arange(3))
         assert result.chosen is not None and np.array_equal(actions, result.best())  # type: ignore[union-attr]
         assert options["noise"] is None and options["gumbel"].actions == 4  # type: ignore[index]
-        assert options["gumbel"].rng is rng  # type: ignore[index]
+        assert options["gumbel"].rng is generator  # type: ignore[index]
 
 
 def test_the_root_fields_are_validated_with_their_allowed_values() -> None:
     config = load_config(None, ["algorithm=alphazero", "policy=slots", "root=gumbel", "gumbel_actions=8"])
-    assert SelfPlaySettings.of(config.alphazero).gumbel_actions == 8
-    assert SelfPlaySettings.of(load_config(None, ["gumbel_actions=8"]).alphazero).gumbel_actions is None  # root puct
+    assert search_options(config.alphazero).gumbel_actions == 8
+    assert search_options(config.alphazero).root == "gumbel"
+    assert search_options(load_config(None, ["gumbel_actions=8"]).alphazero).root == "puct"
     with pytest.raises(ConfigError, match=r"root must be one of \('puct', 'gumbel'\)"):
         load_config(None, ["root=sequential"])
     with pytest.raises(ConfigError, match="gumbel_actions"):

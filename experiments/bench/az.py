@@ -46,10 +46,10 @@ from rich.table import Table
 from agents.alphazero import load_network
 from agents.checkpoints import CheckpointError
 from agents.networks import PolicyValueNetwork
-from agents.puct import BatchedSearch
+from agents.sessions import SearchOptions, SelfPlaySession
 from experiments.bench import MAX_SECONDS
 from experiments.options import SEED, CommandParser, number_argument
-from experiments.training.az_selfplay import SelfPlay, SelfPlayReport, SelfPlaySettings, play_rounds, self_play
+from experiments.training.az_selfplay import SelfPlayReport, play_rounds, self_play
 from experiments.training.config import MAX_WORKERS, TrainConfig, config_from_dict
 from experiments.training.ray_runtime import RayStartError
 from quarto_env.core import STANDARD
@@ -145,14 +145,13 @@ def main(argv: list[str]) -> int:
 def self_play_rates(network: PolicyValueNetwork, games: int, sims: int, seconds: float, seed: int) -> dict[str, float]:
     """Self-play of ``games`` games side by side for about ``seconds``: positions, games and simulations per
     second, and the tree's share of the search time."""
-    search = BatchedSearch(STANDARD, network.kind, network.evaluate, games, sims)
-    selfplay = SelfPlay(search, SelfPlaySettings(sims, temperature_plies=8, noise=(0.3, 0.25)))
-    rng = np.random.default_rng(seed)
-    play_rounds(selfplay, rng, 1)  # loads the kernels; the counters start again from zero
+    options = SearchOptions(sims, targets="visits")
+    selfplay = SelfPlaySession(None, options, network.kind, STANDARD, seed, parallel=games, records=False)
+    play_rounds(selfplay, network, 1)  # loads the kernels; the counters start again from zero
     reports = []
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
-        reports.append(play_rounds(selfplay, rng, 1))
+        reports.append(play_rounds(selfplay, network, 1))
     elapsed = time.perf_counter() - start
     tree, network_seconds = sum(r.tree_seconds for r in reports), sum(r.network_seconds for r in reports)
     return {
@@ -189,8 +188,8 @@ def compare_workers(
     started_ray = start_ray()
     pools: dict[int, WorkerPool] = {}
     try:
-        selfplay, rng = self_play(config, network, config.variant), np.random.default_rng(seed)
-        play_rounds(selfplay, rng, 1)  # loads the kernels
+        selfplay = self_play(config, config.variant, np.random.default_rng(seed))
+        play_rounds(selfplay, network, 1)  # loads the kernels
         for count in workers:
             pools[count] = pool = WorkerPool(with_workers(config, count), seed, network)
             for _ in range(count):  # each worker's first round: its kernels load
@@ -198,7 +197,7 @@ def compare_workers(
             pool.drain()
         rates: dict[int, list[tuple[float, float]]] = {0: [], **{count: [] for count in workers}}
         for _ in range(rounds):
-            rates[0].append(_timed(lambda: play_rounds(selfplay, rng, 1), seconds))
+            rates[0].append(_timed(lambda: play_rounds(selfplay, network, 1), seconds))
             for count, pool in pools.items():
                 pool.refill()
                 rates[count].append(_timed(pool.next_report, seconds))

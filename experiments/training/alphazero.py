@@ -3,7 +3,8 @@
 
 The loop, top to bottom (:func:`run`; the games and the replay buffer are :mod:`experiments.training.az_selfplay`):
 
-1. ``num_games`` self-play games run side by side. Moves the one-ply rules decide (a win, the only safe piece,
+1. ``num_games`` self-play games run side by side (an endless :class:`agents.sessions.SelfPlaySession`, the
+   learner's network evaluating its batches). Moves the one-ply rules decide (a win, the only safe piece,
    a claim; :func:`agents.puct.forced_action`) are played at once; every other move is searched, all games
    together, by :class:`agents.puct.BatchedSearch` with ``sims`` simulations, Dirichlet noise at the root,
    and the move sampled in proportion to the visits over the first ``temperature_plies`` actions of a game
@@ -278,15 +279,16 @@ class _InProcess:
     network (always its latest weights), drawing from the run's generator as training does."""
 
     def __init__(self, trainer: Trainer, rng: np.random.Generator) -> None:
-        self.selfplay = self_play(trainer.config, trainer.network, trainer.variant)
-        self.rng = rng
+        self.selfplay = self_play(trainer.config, trainer.variant, rng)
+        self.network = trainer.network
         self.version = 0
 
     def next_report(self) -> SelfPlayReport:
-        return play_rounds(self.selfplay, self.rng, 1)
+        return play_rounds(self.selfplay, self.network, 1)
 
     def broadcast(self, network: PolicyValueNetwork, version: int) -> None:
         self.version = version  # the games search with the network itself: nothing to send
+        self.selfplay.model_version = version
 
     def summary(self) -> list[dict[str, Any]]:
         return []

@@ -1,6 +1,9 @@
-"""AlphaZero's self-play games and replay buffer (:mod:`experiments.training.alphazero` trains on them), the
+"""AlphaZero's self-play and replay buffer (:mod:`experiments.training.alphazero` trains on them), the
 searching player of its evaluations, and :class:`SelfPlayReport`, what some rounds of self-play hand the learner
 -- from the training process itself, or from a worker (:mod:`experiments.training.az_workers`).
+
+Self-play is a :class:`agents.sessions.SelfPlaySession` without end, its batches evaluated by the learner's
+network (:func:`self_play`, :func:`play_rounds`): the public sessions and the trainer share one search path.
 """
 
 from __future__ import annotations
@@ -8,11 +11,13 @@ from __future__ import annotations
 import dataclasses
 import io
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from agents.networks import PolicyValueNetwork
-from agents.puct import BatchedSearch, GumbelRoot, SearchResult, forced_actions
+from agents.puct import BatchedSearch, GumbelRoot, forced_actions
+from agents.sessions import LeafBatch, SearchOptions, SearchSession, SelfPlaySession
 from experiments.training.config import AlphaZeroConfig, TrainConfig
 from experiments.training.selfplay import Opponent
 from quarto_env.core import (
@@ -137,7 +142,8 @@ class SearchOpponent(Opponent):
         self.name = "learner"
         self.sims = sims
         self.gumbel = None if gumbel_actions is None else GumbelRoot(gumbel_actions)
-        self.search = BatchedSearch(variant, network.kind, network.evaluate, max_games, max(sims, 1), c)
+        self.evaluate = network_evaluator(network)
+        self.search = BatchedSearch(variant, network.kind, None, max_games, max(sims, 1), c)
 
     @property
     def playing(self) -> str:
@@ -147,54 +153,27 @@ class SearchOpponent(Opponent):
         actions = forced_actions(batch, games)
         open_games = np.flatnonzero(actions < 0)
         if len(open_games):
-            result = self.search.run(batch.positions[games[open_games]], self.sims, gumbel=self.gumbel)
-            actions[open_games] = result.best()
+            roots = batch.positions[games[open_games]]
+            session = SearchSession(self.search, roots, self.sims, gumbel=self.gumbel).run(self.evaluate)
+            actions[open_games] = session.result.best()
         return actions
 
 
-@dataclasses.dataclass(frozen=True)
-class SelfPlaySettings:
-    """How self-play searches, moves and labels its positions: the ``alphazero`` section of the config."""
-
-    sims: int
-    """Simulations of a full search, whose positions are stored."""
-    temperature_plies: int
-    """The first this many actions of a game are sampled in proportion to the visits."""
-    noise: tuple[float, float] | None
-    """Dirichlet ``(alpha, fraction)`` mixed into the root priors of full searches; ``None``: none."""
-    policy_target: str = AlphaZeroConfig.policy_target  # the config's defaults: one home
-    """``visits`` or ``completed_q`` (:func:`policy_target`)."""
-    completed_q_beta: float = AlphaZeroConfig.completed_q_beta
-    full_search_share: float = AlphaZeroConfig.full_search_share
-    """The chance that a round of moves is searched fully and stored (playout-cap randomisation)."""
-    cheap_sims: int = AlphaZeroConfig.cheap_sims
-    """Simulations of the other rounds' searches, without noise; their positions are not stored."""
-    gumbel_actions: int | None = None
-    """``None``: PUCT roots. Else every search has a Gumbel root that considers this many candidates, draws its
-    noise (cheap searches too: it samples the move) and plays its choice at every action; ``noise`` and
-    ``temperature_plies`` do not apply."""
-
-    @classmethod
-    def of(cls, config: AlphaZeroConfig) -> SelfPlaySettings:
-        """The settings of a config's ``alphazero`` section."""
-        return cls(
-            config.sims,
-            config.temperature_plies,
-            (config.dirichlet_alpha, config.dirichlet_fraction),
-            config.policy_target,
-            config.completed_q_beta,
-            config.full_search_share,
-            config.cheap_sims,
-            config.gumbel_actions if config.root == "gumbel" else None,
-        )
-
-
-def policy_target(result: SearchResult, settings: SelfPlaySettings) -> np.ndarray:
-    """The policy targets of a search's roots: its visit distribution (``visits``) or the completed-Q improved
-    policy ``softmax(log prior + beta * completed Q)`` (``completed_q``; :meth:`SearchResult.improved_policy`)."""
-    if settings.policy_target == "completed_q":
-        return result.improved_policy(settings.completed_q_beta)
-    return result.policy()
+def search_options(config: AlphaZeroConfig) -> SearchOptions:
+    """The search options of a config's ``alphazero`` section, for self-play (:class:`SearchOptions`)."""
+    return SearchOptions(
+        simulations=config.sims,
+        root=config.root,
+        c_puct=config.c_puct,
+        dirichlet_alpha=config.dirichlet_alpha,
+        dirichlet_fraction=config.dirichlet_fraction,
+        temperature_plies=config.temperature_plies,
+        targets=config.policy_target,
+        completed_q_beta=config.completed_q_beta,
+        gumbel_actions=config.gumbel_actions,
+        full_search_share=config.full_search_share,
+        cheap_simulations=config.cheap_sims,
+    )
 
 
 def new_network(config: TrainConfig, variant: Variant) -> PolicyValueNetwork:
@@ -203,101 +182,23 @@ def new_network(config: TrainConfig, variant: Variant) -> PolicyValueNetwork:
     return PolicyValueNetwork(config.observation, list(variant.groups), config.net_arch[0], design)
 
 
-def self_play(config: TrainConfig, network: PolicyValueNetwork, variant: Variant) -> SelfPlay:
-    """The config's ``num_games`` self-play games, searched with ``network`` (in the training process or a worker)."""
-    settings = config.alphazero
-    most_sims = max(settings.sims, settings.cheap_sims if settings.full_search_share < 1 else 0)
-    search = BatchedSearch(variant, network.kind, network.evaluate, config.num_games, most_sims, settings.c_puct)
-    return SelfPlay(search, SelfPlaySettings.of(settings))
+def network_evaluator(network: PolicyValueNetwork) -> Callable[[LeafBatch], tuple[np.ndarray, np.ndarray]]:
+    """``network`` as a session's evaluator: a batch's planes through :meth:`PolicyValueNetwork.evaluate`."""
+    return lambda batch: network.evaluate(batch.observations)
 
 
-class SelfPlay:
-    """``max_games`` self-play games side by side, each move searched with all games together.
-
-    :meth:`play_move` plays the forced moves of every game (:func:`forced_actions`), then one searched move in
-    every game -- a full search, stored with its policy target and root value, or (playout-cap randomisation,
-    ``full_search_share`` below 1) a cheap one, not stored; the positions of the games that end are kept, with
-    their outcomes, until :meth:`pop_positions`.
-    """
-
-    def __init__(self, search: BatchedSearch, settings: SelfPlaySettings) -> None:
-        self.search = search
-        self.settings = settings
-        self.games = GameBatch(search.variant, search.max_games)
-        self.plies = np.zeros(search.max_games, dtype=np.int64)
-        """Actions played so far in each game."""
-        self.pending: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in range(search.max_games)]
-        self.finished: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        self.lengths: list[int] = []
-        """The length of every game finished since the last :meth:`pop_positions`."""
-        self.decisive: list[bool] = []
-        self.search_seconds = 0.0
-        self.stored_rounds = self.cheap_rounds = 0
-
-    def play_move(self, rng: np.random.Generator) -> SearchResult:
-        """The forced moves of every game, then one searched move in each; returns the search's result."""
-        games, everyone, settings = self.games, self.games.all_games, self.settings
-        while True:
-            forced = forced_actions(games, everyone)
-            moving = np.flatnonzero(forced >= 0)
-            if not len(moving):
-                break
-            self._step(moving, forced[moving])
-        roots = games.positions.copy()  # every game: the positions as the search starts from them
-        # One draw per round, and none when every round is full: the default run draws what it always drew.
-        full = settings.full_search_share >= 1 or rng.random() < settings.full_search_share
-        gumbel = None if settings.gumbel_actions is None else GumbelRoot(settings.gumbel_actions, rng)
-        noise = None if settings.noise is None or not full or gumbel else (*settings.noise, rng)
-        tick = time.perf_counter()
-        result = self.search.run(roots, settings.sims if full else settings.cheap_sims, noise=noise, gumbel=gumbel)
-        self.search_seconds += time.perf_counter() - tick
-        if full:
-            self.stored_rounds += 1
-            target = policy_target(result, settings)
-            for g in everyone:
-                self.pending[g].append((roots[g], target[g], float(result.root_value[g])))
-        else:
-            self.cheap_rounds += 1
-        if gumbel is not None:
-            self._step(everyone, result.best())  # the Gumbel root's choice: a sample of its improved policy
-        else:
-            sampling = self.plies < settings.temperature_plies
-            self._step(everyone, np.where(sampling, _sampled(result.policy(), rng), result.best()))
-        return result
-
-    def pop_positions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The stored positions of the games finished since the last call: positions, policy targets, outcomes
-        for the player to move (+1 won, 0 drawn, -1 lost) and the search's root values for that player."""
-        found = self.finished or [
-            (np.zeros((0, NUM_FIELDS), np.int64), np.zeros((0, NUM_ACTIONS), np.float32), np.zeros(0), np.zeros(0))
-        ]
-        self.finished = []
-        return tuple(np.concatenate(part) for part in zip(*found, strict=True))  # type: ignore[return-value]
-
-    def _step(self, games: np.ndarray, actions: np.ndarray) -> None:
-        self.games.step(games, actions)
-        self.plies[games] += 1
-        for g in games[self.games.over[games]]:
-            winner = int(self.games.winner[g])
-            if self.pending[g]:
-                positions = np.stack([position for position, _, _ in self.pending[g]])
-                policy = np.stack([target for _, target, _ in self.pending[g]])
-                root_value = np.array([value for _, _, value in self.pending[g]], dtype=np.float32)
-                to_move = positions[:, FIELD_TO_MOVE]
-                outcome = np.where(winner == NO_WINNER, 0.0, np.where(to_move == winner, 1.0, -1.0))
-                self.finished.append((positions, policy, outcome.astype(np.float32), root_value))
-            self.lengths.append(int(self.plies[g]))
-            self.decisive.append(winner != NO_WINNER)
-            self.pending[g] = []
-            self.games.reset(np.array([g]))
-            self.plies[g] = 0
-
-
-def _sampled(policy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One action per row drawn from the visit distribution."""
-    cumulative = np.cumsum(policy, axis=1)
-    draws = rng.random(len(policy))[:, None] * cumulative[:, -1:]
-    return np.minimum((cumulative <= draws).sum(1), NUM_ACTIONS - 1)
+def self_play(config: TrainConfig, variant: Variant, rng: np.random.Generator) -> SelfPlaySession:
+    """The config's ``num_games`` self-play games, without end, drawing from ``rng`` (the training process's own
+    generator, or a worker's); :func:`play_rounds` plays them with a network."""
+    return SelfPlaySession(
+        None,
+        search_options(config.alphazero),
+        config.observation,
+        variant,
+        rng,
+        parallel=config.num_games,
+        records=False,
+    )
 
 
 @dataclasses.dataclass
@@ -309,7 +210,8 @@ class SelfPlayReport:
     policy: np.ndarray
     outcome: np.ndarray
     root_value: np.ndarray
-    """The stored positions of the finished games, as :meth:`SelfPlay.pop_positions` gives them."""
+    """The samples of the finished games (:class:`agents.sessions.Samples`: positions, policy targets, outcomes
+    and root values)."""
     games: int
     """Games played side by side: each round searches (and counts as) this many positions."""
     rounds: int
@@ -337,17 +239,24 @@ class SelfPlayReport:
         return self.games * self.rounds
 
 
-def play_rounds(selfplay: SelfPlay, rng: np.random.Generator, rounds: int) -> SelfPlayReport:
-    """Play ``rounds`` rounds of moves (:meth:`SelfPlay.play_move`) and report them; the counters of ``selfplay``
-    and its search start again from zero."""
+def play_rounds(selfplay: SelfPlaySession, network: PolicyValueNetwork, rounds: int) -> SelfPlayReport:
+    """Play ``rounds`` rounds of moves (:meth:`SelfPlaySession.play_round`), evaluated by ``network``, and report
+    them; the counters of ``selfplay`` and its search start again from zero."""
     search, agreement, root_abs_value = selfplay.search, [], []
+    evaluate = network_evaluator(network)
     cpu_start = time.process_time()
     for _ in range(rounds):
-        result = selfplay.play_move(rng)
+        result = selfplay.play_round(evaluate)
+        if result is None:  # a session with an end (the trainer's has none)
+            break
         agreement.append(float(np.mean(np.argmax(result.prior, 1) == np.argmax(result.visits, 1))))
         root_abs_value.append(float(np.mean(np.abs(result.root_value))))
+    samples = selfplay.samples()
     report = SelfPlayReport(
-        *selfplay.pop_positions(),
+        samples.positions,
+        samples.policy,
+        samples.value,
+        samples.root_value,
         games=search.max_games,
         rounds=rounds,
         stored_rounds=selfplay.stored_rounds,

@@ -52,8 +52,7 @@ class SelfPlayWorker:
             os.setpriority(os.PRIO_PROCESS, 0, niceness)
         variant = config.variant
         self.network = new_network(config, variant).eval()
-        self.selfplay = self_play(config, self.network, variant)
-        self.rng = np.random.default_rng(seed)
+        self.selfplay = self_play(config, variant, np.random.default_rng(seed))
         self.index = index
         self.version = -1
 
@@ -67,8 +66,8 @@ class SelfPlayWorker:
         worker's; given in a list so that Ray passes the reference, not the weights, with every call)."""
         if version != self.version:
             self.network.load_state_dict(ray.get(weights[0]))
-            self.version = version
-        report = play_rounds(self.selfplay, self.rng, 1)
+            self.version = self.selfplay.model_version = version
+        report = play_rounds(self.selfplay, self.network, 1)
         report.worker, report.weights_version = self.index, version
         return report
 
