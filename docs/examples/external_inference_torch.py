@@ -1,0 +1,98 @@
+"""Drive the sessions with a torch model: self-play, a few gradient steps on its samples, then a match of the
+trained model against the one it started from. Any framework works alike (docs/sessions.md); without torch
+this script says so and stops.
+
+    python docs/examples/external_inference_torch.py --games 16 --sims 32 --steps 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+
+import numpy as np
+
+from agents.sessions import ArenaSession, LeafBatch, SearchOptions, SelfPlaySession
+from quarto_env.observation import observation_kind
+
+try:
+    import torch
+except ImportError:
+    print("this example needs torch (pip install torch); the numpy one does not: external_inference.py")
+    sys.exit(0)
+
+OBSERVATION = "tactical"
+
+
+class Model(torch.nn.Module):
+    """Flattened planes -> 16 policy logits and a tanh value."""
+
+    def __init__(self, channels: int, hidden: int = 128) -> None:
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(channels * 16, hidden), torch.nn.ReLU())
+        self.policy = torch.nn.Linear(hidden, 16)
+        self.value = torch.nn.Linear(hidden, 1)
+
+    def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        hidden = self.body(planes)
+        return self.policy(hidden), torch.tanh(self.value(hidden)).squeeze(1)
+
+
+def evaluator(model: Model):  # type: ignore[no-untyped-def]
+    """``model`` as a session's evaluator: a batch's planes in, numpy logits and values out."""
+
+    def evaluate(batch: LeafBatch) -> tuple[np.ndarray, np.ndarray]:
+        with torch.inference_mode():
+            logits, values = model(torch.from_numpy(batch.observations).float())
+        return logits.numpy(), values.numpy()
+
+    return evaluate
+
+
+def train(model: Model, batches: list[dict[str, np.ndarray]], steps: int) -> float:
+    """``steps`` AdamW steps on the samples (policy cross-entropy over the legal actions, value squared error)."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    loss = torch.zeros(())
+    for step in range(steps):
+        batch = {name: torch.from_numpy(array) for name, array in batches[step % len(batches)].items()}
+        logits, values = model(batch["observations"].float())
+        log_policy = torch.log_softmax(logits.masked_fill(~batch["legal"], -1e9), dim=1)
+        loss = -(batch["policy"] * log_policy).sum(1).mean() + ((values - batch["value"]) ** 2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return loss.item()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=16)
+    parser.add_argument("--pairs", type=int, default=8)
+    parser.add_argument("--sims", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.manual_seed(args.seed)
+    model = Model(observation_kind(OBSERVATION).num_channels)
+    start = copy.deepcopy(model)
+    options = SearchOptions(simulations=args.sims)
+
+    selfplay = SelfPlaySession(args.games, options, observation=OBSERVATION, seed=args.seed)
+    samples = selfplay.run(evaluator(model)).samples()
+    arrays = samples.arrays()
+    rows = np.random.default_rng(args.seed).permutation(len(samples))
+    batches = [
+        {name: arrays[name][part] for name in ("observations", "legal", "policy", "value")}
+        for part in np.array_split(rows, max(1, len(rows) // 64))
+    ]
+    loss = train(model, batches, args.steps)
+    print(f"self-play: {len(selfplay.games)} games, {len(samples)} samples; {args.steps} steps, last loss {loss:.3f}")
+
+    arena = ArenaSession(args.pairs, options, observation=OBSERVATION, seed=args.seed, names=("trained", "start"))
+    summary = arena.run(evaluator(model.eval()), evaluator(start.eval())).summary()
+    print(f"match: trained against start, {summary['games']} games, score {summary['score']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
