@@ -27,7 +27,7 @@ One seal, three carriers, for three shapes of file:
   The training checkpoints.
 
 Every file is written atomically (:mod:`agents.files`). A checksum detects damage and edits, not an author who
-recomputes it: it is no signature. Standard library only.
+recomputes it: it is no signature. Standard library only (and the project's error classes).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.files import atomic_write_bytes, atomic_write_text
+from quarto_env.errors import QuartoValueError
 
 SEAL_KEY = "seal"
 """The key of a sealed JSON object that holds its seal."""
@@ -54,8 +55,9 @@ MAX_SEAL_BYTES = 1 << 16
 """A sidecar larger than this is not a seal (read no further)."""
 
 
-class IntegrityError(ValueError):
-    """A sealed file or object that fails its check; the message, one line, names it and what failed."""
+class IntegrityError(QuartoValueError):
+    """A sealed file or object that fails its check; the message, one line, names it and what failed (a
+    :class:`quarto_env.QuartoError`, and a ``ValueError``)."""
 
 
 def sha256(data: bytes) -> str:
