@@ -55,7 +55,7 @@ from typing import Any
 
 import torch as th
 
-from agents.files import atomic_write_bytes
+from agents.files import atomic_write_bytes, input_file
 from agents.integrity import SEAL_ENTRY, IntegrityError, archive_seal, check_archive, is_sealed
 from quarto_env.checks import checked_number, one_line
 from quarto_env.core import Variant
@@ -208,10 +208,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     CRCs); :class:`CheckpointError` if it is missing, of another format, or its ``quarto.json`` is not a mapping
     with a valid variant, observation kind and step count, :class:`DamagedCheckpointError` if it is corrupt,
     truncated or altered."""
-    path = Path(path)
-    if not path.is_file():
-        problem = "is not a file" if path.exists() else "does not exist"
-        raise CheckpointError(f"checkpoint {str(path)!r} {problem} (expected a .zip written by quarto train)")
+    path = input_file(path, "checkpoint", CheckpointError)
     metadata, sealed = _read_metadata_entry(path)
     if not isinstance(metadata, dict):
         raise CheckpointError(

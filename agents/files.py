@@ -145,3 +145,26 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Input paths
+# ---------------------------------------------------------------------------------------------------------
+def input_file(path: str | Path, what: str, error: type[Exception] = ValueError) -> Path:
+    """``path`` as a regular file to read, checked before it is opened; ``error`` (the caller's own kind: a
+    config, checkpoint or record error) naming ``what`` if it is missing, a folder, or not a regular file -- a
+    named pipe, whose reader waits for a writer that may never come, or a device such as ``/dev/zero``, which
+    never ends."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise error(f"{what} {str(path)!r} does not exist") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise error(f"{what} {str(path)!r} cannot be read: {reason}") from None
+    if stat.S_ISDIR(mode):
+        raise error(f"{what} {str(path)!r} is a folder; name a file")
+    if not stat.S_ISREG(mode):
+        raise error(f"{what} {str(path)!r} is not a regular file (a named pipe or a device); name a file")
+    return path

@@ -52,7 +52,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.book import BOOK_FOLDER, rules_name
-from agents.files import atomic_write_text
+from agents.files import atomic_write_text, input_file
 from agents.labels import SOLVER_VERSION, label_positions, values_of_row, worker_pool
 from agents.match import game_states
 from quarto_env.checks import shortened
@@ -217,10 +217,7 @@ def save_suite(suite: Suite, path: Path) -> None:
 def _suite_file(name_or_path: str | Path) -> Path:
     """The file of a shipped suite's name, or the path itself."""
     if isinstance(name_or_path, Path) or str(name_or_path).endswith(".jsonl") or "/" in str(name_or_path):
-        path = Path(name_or_path)
-        if not path.is_file():
-            raise SuiteError(f"suite file {str(path)!r} does not exist")
-        return path
+        return input_file(name_or_path, "suite file", SuiteError)
     if name_or_path not in shipped_suite_names():
         known = ", ".join(shipped_suite_names()) or "none"
         raise SuiteError(f"unknown suite {shortened(str(name_or_path))!r}; shipped suites: {known} (or a .jsonl path)")

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
 
 from agents.base import Agent, SpecError, make_agent, parse_spec
-from agents.files import OutputPathError, output_file, output_folder
+from agents.files import OutputPathError, input_file, output_file, output_folder
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
-from quarto_env.checks import number_parser
+from quarto_env.checks import describe_range, number_parser
 from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, NUM_SQUARES, RulesError, Variant
 from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS
 
@@ -42,10 +42,28 @@ class NumberLimits(TypedDict, total=False):
     integer: bool
 
 
-def number_argument(name: str, **limits: Unpack[NumberLimits]) -> Callable[[str], float]:
+def number_argument(name: str, **limits: Unpack[NumberLimits]) -> NumberArgument:
     """:func:`number_parser` as an argparse ``type=`` that shows its whole message ("argument --delay: delay must
-    be a finite number > 0, got 'nan'"; for a plain ``ValueError`` argparse prints only "invalid delay value")."""
-    return _argument_type(number_parser(name, **limits))
+    be a finite number > 0, got 'nan'"; for a plain ``ValueError`` argparse prints only "invalid delay value"),
+    and whose range ``--help`` shows."""
+    return NumberArgument(name, limits)
+
+
+class NumberArgument:
+    """The argparse ``type=`` of a number option (:func:`number_argument`): called on the text, the checked
+    number; ``limits`` are its bounds, and ``allowed`` its range in words (``an integer >= 1 and <= 64``), which
+    ``--help`` shows."""
+
+    def __init__(self, name: str, limits: NumberLimits) -> None:
+        self._parse = _argument_type(number_parser(name, **limits))
+        self.__name__ = name  # what argparse names a type by
+        self.limits = limits
+        self.allowed = describe_range(
+            limits.get("minimum"), limits.get("above"), limits.get("maximum"), limits.get("integer", False)
+        )
+
+    def __call__(self, text: str) -> float:
+        return self._parse(text)
 
 
 _Parsed = TypeVar("_Parsed")
@@ -81,20 +99,23 @@ _ROLE = re.compile(r":\w+:`~?([^`]+)`")
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
-    """``--help`` with each option's default after its help, ``(default: X)``, where the option has one to show
-    (not ``None``, an empty list or a flag's ``False``) and its help does not already say what its default is
-    (a default of ``None`` that means something, "default runs/NAME__TIME", is written out in the help)."""
+    """``--help`` with each option's range and default after its help, ``(an integer >= 1 and <= 64; default:
+    1)``: the range of a number option (:func:`number_argument`), and the default where the option has one to
+    show (not ``None``, an empty list or a flag's ``False``) and its help does not already say what its default
+    is (a default of ``None`` that means something, "default runs/NAME__TIME", is written out in the help)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = plain_text(action.help or "")
         default = action.default
         shown = action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE)
         nothing = default is None or default is False or default == argparse.SUPPRESS or default in ([], ())
-        if not shown or nothing or "default" in text.lower():
+        facts = [action.type.allowed] if isinstance(action.type, NumberArgument) else []
+        if shown and not nothing and "default" not in text.lower():
+            values = default if isinstance(default, (list, tuple)) else [default]
+            facts.append(f"default: {' '.join(map(_shown_value, values))}")
+        if not facts:
             return text
-        values = default if isinstance(default, (list, tuple)) else [default]
-        listed = " ".join(map(_shown_value, values))
-        return f"{text} (default: {listed.replace('%', '%%')})".lstrip()
+        return f"{text} ({'; '.join(facts).replace('%', '%%')})".lstrip()
 
 
 def _shown_value(value: object) -> str:
@@ -105,42 +126,74 @@ def _shown_value(value: object) -> str:
 
 
 class CommandParser(argparse.ArgumentParser):
-    """The parser of every ``quarto`` command. Its ``--help`` shows the defaults (:class:`DefaultsHelpFormatter`),
-    and no markup (:func:`plain_text`).
-    A syntax error that argparse finds while it parses (an unknown option, a missing or malformed value) prints
-    the usage and the problem, as argparse does; a refusal after parsing -- ``parser.error(...)`` for a value the
-    command cannot use: a bad agent spec, a missing file, an odd ``--games`` -- prints one line, ``PROG:
-    problem``, without the usage, which would only bury it. Both exit with status :data:`USAGE_ERROR`."""
+    """The parser of every ``quarto`` command. Its ``--help`` shows the defaults and the range of each number
+    (:class:`DefaultsHelpFormatter`), and no markup (:func:`plain_text`); it takes no abbreviated option
+    (``--resum`` is no ``--resume``: a later option of the same start would change what an old command line means).
+    A syntax error that argparse finds while it parses -- an unknown option, a missing argument or value --
+    prints the usage and the problem, as argparse does. A value the command cannot use prints one line, ``PROG:
+    problem``, without the usage, which would only bury it: one that argparse refuses while it parses (a
+    ``type=`` that refuses it, an invalid choice, listed with the allowed ones), and a refusal after parsing,
+    ``parser.error(...)`` (a bad agent spec, a missing file, an odd ``--games``). Both exit with status
+    :data:`USAGE_ERROR`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)
         for text in ("description", "epilog"):  # often a module docstring's first paragraph
             if kwargs.get(text):
                 kwargs[text] = plain_text(kwargs[text])
         super().__init__(*args, **kwargs)
         self._parsing = False
+        self._bad_value = False
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Within the block, the command line is being read: an error is a syntax error unless a value was
+        refused (:meth:`_get_value`, :meth:`_check_value`). The parse methods call each other: the outer one
+        counts."""
+        parsing, self._parsing = self._parsing, True
+        if not parsing:
+            self._bad_value = False
+        try:
+            yield
+        finally:
+            self._parsing = parsing
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         # parse_args calls this and then reports unknown arguments itself: both count as parsing.
-        parsing, self._parsing = self._parsing, True
-        try:
+        with self._reading():
             return super().parse_known_args(args, namespace)
-        finally:
-            self._parsing = parsing
 
     def parse_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> argparse.Namespace:
-        parsing, self._parsing = self._parsing, True
-        try:
+        with self._reading():
             return super().parse_args(args, namespace)
-        finally:
-            self._parsing = parsing
+
+    def parse_intermixed_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        with self._reading():
+            return super().parse_intermixed_args(args, namespace)
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError:
+            self._bad_value = True
+            raise
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError:
+            self._bad_value = True
+            raise
 
     def error(self, message: str) -> NoReturn:
-        if self._parsing:
+        if self._parsing and not self._bad_value:
             super().error(message)
         refuse(self.prog, message)
 
@@ -216,6 +269,8 @@ def parse_command(
 
 MAX_JOBS = 64
 """The most worker processes (or solver threads) a command's ``--jobs`` takes."""
+MAX_CHECKPOINT_SECONDS = 24 * 3600
+"""The longest ``--checkpoint-every``, the seconds between two saves of a long computation's state: a day."""
 
 
 def add_jobs_argument(parser: argparse.ArgumentParser, help: str | None = None) -> None:
@@ -280,15 +335,16 @@ def variant_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace)
         parser.error(str(error))
 
 
-def _attributes(words: list[str] | str | None) -> int | list[str] | None:
-    """What the word(s) of ``--attributes`` name: ``None`` (all), a count, or attribute names."""
+def _attributes(words: list[str] | str | None) -> int | str | None:
+    """What the word(s) of ``--attributes`` name: ``None`` (all), a count, or attribute names joined by commas
+    (an empty one, ``colour,,shape``, is for ``Variant.make`` to refuse)."""
     if words is None:
         return None
     if isinstance(words, str):
         words = [words]
     if len(words) == 1 and words[0].strip().isdecimal():
         return int(words[0])
-    return [name for word in words for name in word.replace("+", ",").split(",") if name]
+    return ",".join(words)
 
 
 def _attribute_word(word: str) -> str:
@@ -315,6 +371,15 @@ def output_folder_or_exit(parser: argparse.ArgumentParser, path: Path, option: s
     try:
         return output_folder(path, option)
     except OutputPathError as error:
+        parser.error(str(error))
+
+
+def input_file_or_exit(parser: argparse.ArgumentParser, path: Path, what: str) -> Path:
+    """``path`` checked as a regular file to read (:func:`agents.files.input_file`); a missing file, a folder, a
+    named pipe or a device exits with a usage error naming ``what``."""
+    try:
+        return input_file(path, what)
+    except ValueError as error:
         parser.error(str(error))
 
 

@@ -36,7 +36,7 @@ def checked_number(
     """``value`` if it is a finite number (an integer, with ``integer``) with ``value >= minimum``,
     ``value > above`` and ``value <= maximum`` (each bound optional); ``ValueError`` naming ``name``, the
     value and the allowed range otherwise. Booleans are not numbers here."""
-    allowed = _describe_range(minimum, above, maximum, integer)
+    allowed = describe_range(minimum, above, maximum, integer)
     if isinstance(value, bool | str) or not isinstance(value, numbers.Real):  # numpy's scalars are Real too
         raise QuartoValueError(f"{name} must be {allowed}, got {value!r}")
     # An integer stays an int: exact however large (a float would round 2**60 + 1 or overflow at 10**400).
@@ -80,7 +80,7 @@ def number_parser(
                 raise QuartoValueError(f"{name} must be {allowed}, got {text!r}") from None
         return checked_number(number, name, minimum=minimum, above=above, maximum=maximum, integer=integer)
 
-    allowed = _describe_range(minimum, above, maximum, integer)
+    allowed = describe_range(minimum, above, maximum, integer)
     parse.__name__ = name  # what argparse shows in "invalid <name> value"
     return parse
 
@@ -104,7 +104,8 @@ def one_line(message: object, limit: int = 4 * ECHO_LIMIT) -> str:
     return shortened(" ".join(str(message).split()), limit)
 
 
-def _describe_range(minimum: float | None, above: float | None, maximum: float | None, integer: bool) -> str:
+def describe_range(minimum: float | None, above: float | None, maximum: float | None, integer: bool) -> str:
+    """What :func:`checked_number` allows, in the words of its message: ``an integer >= 1 and <= 64``."""
     kind = "an integer" if integer else "a finite number"
     bounds = [f">= {_bound(minimum)}" if minimum is not None else "", f"> {_bound(above)}" if above is not None else ""]
     bounds.append(f"<= {_bound(maximum)}" if maximum is not None else "")

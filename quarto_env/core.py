@@ -399,13 +399,19 @@ def _attribute_names(attributes: int | str | Iterable[str] | None) -> tuple[str,
         if not 1 <= count <= NUM_ATTRIBUTES:
             raise RulesError(f"attributes count must be 1-4, got {count}")
         return ATTRIBUTES[:count]
+    given = attributes
     if isinstance(attributes, str):
-        attributes = [a for a in attributes.replace("+", ",").split(",") if a]
+        attributes = attributes.replace("+", ",").split(",")
     if not isinstance(attributes, Iterable) or isinstance(attributes, bytes):
         raise RulesError(
             f"attributes must be None, a count 1-4, or names from {', '.join(ATTRIBUTES)}; got {attributes!r}"
         )
     names = list(attributes)
+    if "" in names:  # "colour,,shape", "colour," or "": a name left out, not a shorter list
+        raise RulesError(
+            f"attributes {given!r}: item {names.index('') + 1} is empty; allowed: names from {', '.join(ATTRIBUTES)} "
+            "joined by commas, or a count 1-4"
+        )
     unknown = [a for a in names if a not in ATTRIBUTES]
     if unknown or not names:
         raise RulesError(f"unknown attribute(s) {unknown or names}; allowed: {', '.join(ATTRIBUTES)} or a count 1-4")

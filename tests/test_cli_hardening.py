@@ -24,7 +24,7 @@ BAD_NUMBERS = [
     (["replay", "games.jsonl", "--delay=-inf"], "argument --delay: delay must be a finite number"),
     (["replay", "games.jsonl", "--game", "-3"], "argument --game: game must be an integer >= 0"),
     (["play", "--opponent", "random", "--seed", "1e400"], "argument --seed: seed must be an integer >= 0"),
-    (["bench", "mcts", "--sims", "0"], "argument --sims: sims must be an integer >= 1, got 0"),
+    (["bench", "mcts", "--sims", "0"], "argument --sims: sims must be an integer >= 1 and <= 1000000, got 0"),
     (["bench", "mcts", "--sims", "nan"], "argument --sims: sims must be an integer >= 1"),
     (["bench", "mcts", "--positions", "0"], "argument --positions: positions must be an integer >= 1"),
     (["bench", "mcts", "--seed", "-1"], "argument --seed: seed must be an integer >= 0"),
@@ -200,13 +200,14 @@ def test_ctrl_c_ends_a_command_with_one_line(
 
 
 def assert_usage_error(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """``quarto ARGV`` exits with status 2, and stderr's last line is the message (argparse's usage before it)."""
+    """``quarto ARGV`` exits with status 2, and stderr is one line, the message, without the usage."""
     with pytest.raises(SystemExit) as exit_info:
         cli.main(argv)
     assert exit_info.value.code == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert message in captured.err.strip().splitlines()[-1]
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], captured.err
 
 
 # ---------------------------------------------------------------------------------------------------------

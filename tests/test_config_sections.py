@@ -160,7 +160,7 @@ def test_the_variant_and_the_observation_are_resolved_once_and_saved_as_given() 
         (["ppo.seed=1"], "config key ppo.seed: seed is a common field, given at the top level"),
         (["ppo.lerning_rate=1"], "unknown config key ppo.lerning_rate; allowed in section ppo: n_steps, "),
         (["ppo=3"], "config key ppo must be a mapping of the fields of section ppo"),
-        (["seed.x=1"], "only variant.KEY and ppo.opponents.SPEC take a dotted key"),
+        (["seed.x=1"], "seed takes no dotted key; a dotted key is SECTION.FIELD (ppo.n_steps=..., alphazero."),
     ],
 )
 def test_a_key_in_the_wrong_section_is_one_line_naming_its_section(

@@ -5,9 +5,9 @@ end with
 - no Python traceback on stderr,
 - no hang: an answer within its timeout,
 - a non-zero exit status,
-- and one line that names the problem: stderr's last non-empty line (argparse's usage lines may come
-  before it, and the listing of agent kinds may follow a bad spec's message) mentions the option, field or
-  value at fault.
+- and one line that names the problem: stderr's last non-empty line (the listing of agent kinds may follow a
+  bad spec's message) mentions the option, field or value at fault. argparse's usage may come before it only
+  for a command line of the wrong shape (:data:`SYNTAX_ERRORS`), never for a value.
 
 Every case sets the rest of the command small (two games, a few positions, 64 learner steps), so that a bad
 value that slips through ends in seconds, as a failure, instead of running a tournament or a training.
@@ -276,7 +276,8 @@ def bad_numbers(
     if above is not None:
         values += [f"{above:g}", f"{above - 1:g}"]
     if maximum is not None:
-        values += [f"{maximum + 1:g}", "1e308", str(10**30)]
+        above_maximum = str(maximum + 1) if isinstance(maximum, int) else f"{maximum + 1:g}"  # 1e+06 is 10**6 itself
+        values += [above_maximum, "1e308", str(10**30)]
     if integer:
         values.append("2.5")
     return list(dict.fromkeys(values))
@@ -298,9 +299,9 @@ def number_option_cases() -> Iterator[Case]:
         ("tournament", TOURNAMENT, "--seed", {"integer": True, "minimum": 0}, 20),
         ("tournament", TOURNAMENT, "--opening-plies", {"integer": True, "minimum": 0, "maximum": 7}, 20),
         ("tournament", TOURNAMENT, "--time-limit", {"integer": False, "above": 0}, 20),
-        ("tournament", TOURNAMENT, "--jobs", {"integer": True, "minimum": 1}, 20),
+        ("tournament", TOURNAMENT, "--jobs", {"integer": True, "minimum": 1, "maximum": 64}, 20),
         ("tournament", TOURNAMENT, "--bootstrap", {"integer": True, "minimum": 0}, 20),
-        ("tournament", TOURNAMENT, "--prior-draws", {"integer": False, "minimum": 0}, 20),
+        ("tournament", TOURNAMENT, "--prior-draws", {"integer": False, "minimum": 0, "maximum": 100_000}, 20),
         ("grade", GRADE, "--positions", {"integer": True, "minimum": 1}, 30),
         ("grade", GRADE, "--seed", {"integer": True, "minimum": 0}, 30),
         ("grade", GRADE, "--max-empty", {"integer": True, "minimum": 1, "maximum": 16}, 30),
@@ -309,10 +310,10 @@ def number_option_cases() -> Iterator[Case]:
         ("replay", REPLAY, "--game", {"integer": True, "minimum": 0}, 20),
         ("replay", REPLAY, "--delay", {"integer": False, "above": 0}, 20),
         ("bench env", BENCH_ENV, "--seconds", {"integer": False, "above": 0}, BENCH_TIMEOUT),
-        ("bench env", BENCH_ENV, "--rounds", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
+        ("bench env", BENCH_ENV, "--rounds", {"integer": True, "minimum": 1, "maximum": 1000}, BENCH_TIMEOUT),
         ("bench env", BENCH_ENV, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
-        ("bench mcts", BENCH_MCTS, "--sims", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
-        ("bench mcts", BENCH_MCTS, "--positions", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
+        ("bench mcts", BENCH_MCTS, "--sims", {"integer": True, "minimum": 1, "maximum": 10**6}, BENCH_TIMEOUT),
+        ("bench mcts", BENCH_MCTS, "--positions", {"integer": True, "minimum": 1, "maximum": 1000}, BENCH_TIMEOUT),
         ("bench mcts", BENCH_MCTS, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
         ("bench az", BENCH_AZ, "--games", {"integer": True, "minimum": 1, "maximum": 4096}, BENCH_TIMEOUT),
         ("bench az", BENCH_AZ, "--sims", {"integer": True, "minimum": 1, "maximum": 10_000}, BENCH_TIMEOUT),
@@ -322,15 +323,15 @@ def number_option_cases() -> Iterator[Case]:
         ("bench network", BENCH_NETWORK, "--epochs", {"integer": True, "minimum": 1, "maximum": 10_000}, BENCH_TIMEOUT),
         ("bench network", BENCH_NETWORK, "--test-share", {"integer": False, "above": 0, "maximum": 0.9}, BENCH_TIMEOUT),
         ("bench network", BENCH_NETWORK, "--lr", {"integer": False, "above": 0, "maximum": 1}, BENCH_TIMEOUT),
-        ("bench solver", BENCH_SOLVER, "--positions", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
+        ("bench solver", BENCH_SOLVER, "--positions", {"integer": True, "minimum": 1, "maximum": 10**4}, BENCH_TIMEOUT),
         ("bench solver", BENCH_SOLVER, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
-        ("bench solver", BENCH_SOLVER, "--openings", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
+        ("bench solver", BENCH_SOLVER, "--openings", {"integer": True, "minimum": 1, "maximum": 10**4}, BENCH_TIMEOUT),
         ("bench solver", BENCH_SOLVER, "--budget-moves", {"integer": True, "minimum": 1}, BENCH_TIMEOUT),
         ("bench solver", BENCH_SOLVER, "--jobs", {"integer": True, "minimum": 1, "maximum": 64}, BENCH_TIMEOUT),
         ("bench solver", BENCH_SOLVER, "--table-mb", {"integer": False, "minimum": 1, "maximum": 16384}, BENCH_TIMEOUT),
         ("solve", SOLVE, "--jobs", {"integer": True, "minimum": 1, "maximum": 64}, 60),
         ("solve", SOLVE, "--table-mb", {"integer": False, "minimum": 1, "maximum": 16384}, 60),
-        ("solve", SOLVE, "--checkpoint-every", {"integer": False, "minimum": 1}, 60),
+        ("solve", SOLVE, "--checkpoint-every", {"integer": False, "minimum": 1, "maximum": 86_400}, 60),
         ("book", BOOK, "--min-empty", {"integer": True, "minimum": 1, "maximum": 16}, 30),
         ("suite", SUITE, "--per-stage", {"integer": True, "minimum": 1, "maximum": 10_000}, 30),
         ("suite", SUITE, "--games", {"integer": True, "minimum": 1, "maximum": 100_000}, 30),
@@ -339,7 +340,7 @@ def number_option_cases() -> Iterator[Case]:
         ("dataset", DATASET, "--games", {"integer": True, "minimum": 1, "maximum": 200_000}, 30),
         ("dataset", DATASET, "--min-empty", {"integer": True, "minimum": 2, "maximum": 16}, 30),
         ("dataset", DATASET, "--max-empty", {"integer": True, "minimum": 2, "maximum": 16}, 30),
-        ("dataset", DATASET, "--symmetries", {"integer": True, "minimum": 0}, 30),
+        ("dataset", DATASET, "--symmetries", {"integer": True, "minimum": 0, "maximum": 12_287}, 30),
         ("dataset", DATASET, "--seed", {"integer": True, "minimum": 0}, 30),
         ("bench solver", BENCH_SOLVER, "--games", {"integer": True, "minimum": 0, "maximum": 1000}, BENCH_TIMEOUT),
         ("bench vector", BENCH_VECTOR, "--batches", {"integer": True, "minimum": 1, "maximum": 65_536}, BENCH_TIMEOUT),
@@ -349,8 +350,8 @@ def number_option_cases() -> Iterator[Case]:
         ("book", BOOK, "--jobs", {"integer": True, "minimum": 1, "maximum": 64}, 30),
         ("book", BOOK, "--table-mb", {"integer": False, "minimum": 1, "maximum": 16384}, 30),
         ("book", BOOK, "--checkpoint-every", {"integer": False, "above": 0, "maximum": 86_400}, 30),
-        ("bench train", BENCH_TRAIN, "--steps", {"integer": True, "minimum": 1}, TRAIN_TIMEOUT),
-        ("sweep", SWEEP, "--max-concurrent", {"integer": True, "minimum": 0}, 30),
+        ("bench train", BENCH_TRAIN, "--steps", {"integer": True, "minimum": 1, "maximum": 10**10}, TRAIN_TIMEOUT),
+        ("sweep", SWEEP, "--max-concurrent", {"integer": True, "minimum": 0, "maximum": 1024}, 30),
         ("sweep", SWEEP, "--cpus-per-trial", {"integer": False, "above": 0, "maximum": 1024}, 30),
     ]
     for command, base, option, allowed, timeout in table:
@@ -358,7 +359,7 @@ def number_option_cases() -> Iterator[Case]:
     # the list options of bench solver: one bad value after a good one
     for option, allowed in [
         ("--empties", {"integer": True, "minimum": 1, "maximum": 16}),
-        ("--depths", {"integer": True, "minimum": 1}),
+        ("--depths", {"integer": True, "minimum": 1, "maximum": 32}),
         ("--budgets", {"integer": False, "above": 0, "maximum": 86400}),
     ]:
         for value in bad_numbers(**allowed, draws=2):  # type: ignore[arg-type]
@@ -392,6 +393,17 @@ TRAIN_INT_FIELDS = {
     "sample_games": 0,
 }
 """``quarto train``'s integer fields and their least value."""
+TRAIN_COUNT_MAXIMA = {
+    "total_steps": 10**10,
+    "snapshot_every": 10**10,
+    "eval_every": 10**10,
+    "checkpoint_every": 10**10,
+    "n_epochs": 1000,
+    "max_snapshots": 1000,
+    "grade_positions": 100_000,
+    "batch_size": 2**20,
+}
+"""The upper bounds of ``quarto train``'s counts that had none (``total_steps=1e100`` trained for ever)."""
 TRAIN_FLOAT_FIELDS: dict[str, tuple[float | None, float | None, float | None]] = {
     "learning_rate": (None, 0, None),  # minimum, above, maximum
     "gamma": (None, 0, 1),
@@ -412,6 +424,7 @@ def train_override_cases() -> Iterator[Case]:
 
     for field, least in TRAIN_INT_FIELDS.items():
         values = [*RNG.sample(YAML_NOT_NUMBERS, 2), str(least - 1), "1.5"]
+        values += [str(TRAIN_COUNT_MAXIMA[field] + 1), "1e100"] if field in TRAIN_COUNT_MAXIMA else []
         for value in dict.fromkeys(values):
             yield case(f"{field}={value}", (f"{field}={value}",), (field,))
     for field, (minimum, above, maximum) in TRAIN_FLOAT_FIELDS.items():
@@ -928,6 +941,8 @@ def verdict(case: Case, outcome: Outcome) -> str | None:
     if line is None or not any(name.lower() in line.lower() for name in case.names):
         wanted = " or ".join(repr(n) for n in case.names)
         return f"[not one line] exit {outcome.status}; the last line should name {wanted}; stderr ends:\n{tail}"
+    if "usage:" in outcome.stderr and not any(words in line for words in SYNTAX_ERRORS):
+        return f"[usage] a value error buries its line under the usage; stderr ends:\n{tail}"
     return None
 
 
@@ -996,6 +1011,10 @@ def prepared(case: Case, places: dict[str, str], root: Path, index: int) -> tupl
 
 MISBUILT = ("unrecognized arguments", "expected one argument", "expected at least one argument")
 """argparse's answers to a command line whose shape is wrong: a case that gets one tests nothing."""
+SYNTAX_ERRORS = (*MISBUILT, "the following arguments are required", "not allowed with argument", "unknown command")
+SYNTAX_ERRORS += ("unknown benchmark", "name the benchmark")
+"""The problems that the usage comes with: a command line of the wrong shape. A value the command cannot use is one
+line without it."""
 
 
 def check(case: Case, outcome: Outcome, argv: list[str]) -> None:

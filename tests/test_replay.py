@@ -225,7 +225,7 @@ def test_a_malformed_record_is_told_in_one_line_naming_its_line_and_game(
         (b"", [], "holds no game record: it is empty"),
         (b"\n  \n", [], "holds no game record: it is empty"),
         (json.dumps(WON).encode(), ["--game", "1"], "has 1 game(s): --game must be 0-0, got 1"),
-        (None, [], "cannot read"),  # a folder
+        (None, [], "is a folder; name a file"),
     ],
     ids=["empty", "blank lines only", "no such game", "a folder"],
 )
@@ -244,7 +244,7 @@ def test_a_file_without_the_game_is_told_in_one_line(
 
 def test_a_device_is_refused_rather_than_read_for_ever(capsys: pytest.CaptureFixture[str]) -> None:
     assert replay.main(["/dev/zero"]) == 2
-    assert "it is a device" in capsys.readouterr().err
+    assert "is not a regular file (a named pipe or a device)" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------------------

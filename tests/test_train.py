@@ -82,7 +82,7 @@ def test_field_documentation_covers_every_field() -> None:
         ("early_evals=[8, 8]", r"early_evals must list learner steps >= 0 in increasing order"),
         ("early_evals=16384", r"early_evals must be list\[int\], got 16384"),
         ("seed", r"override 'seed' must be KEY=VALUE"),
-        ("seed.x=1", r"only variant.KEY and ppo.opponents.SPEC take a dotted key"),
+        ("seed.x=1", r"seed takes no dotted key; a dotted key is SECTION.FIELD \(ppo.n_steps=..."),
     ],
 )
 def test_bad_config_values_are_errors_naming_the_field(override: str, message: str) -> None:

@@ -358,7 +358,7 @@ def test_deeply_nested_metadata_is_a_checkpoint_error(tiny_run: tuple[Path, str]
         ("vf_coef=1e38", r"vf_coef must be a finite number >= 0 and <= 1000"),
         ("clip_range=.inf", r"clip_range must be a finite number > 0, got inf"),
         ("max_grad_norm=0", r"max_grad_norm must be a finite number > 0, got 0"),
-        ("batch_size=1", r"batch_size must be an integer >= 2, got 1"),
+        ("batch_size=1", r"batch_size must be an integer >= 2 and <= 1048576, got 1"),
         ("batch_size=4095", r"batch_size must not leave a last minibatch of one step"),
         ("opponents.random=.inf", r"opponents.random must be a finite number >= 0, got inf"),
         ("opponents={random: 1.7e308, greedy: 1.7e308}", r"opponents must give weights with a positive, finite sum"),
@@ -486,7 +486,7 @@ def test_a_config_file_that_is_no_mapping_of_fields_is_one_line(
     [
         (["totl_steps=5"], "; did you mean 'total_steps'?"),
         (["totl_steps=5", "sed=1"], "; did you mean 'seed' for 'sed', 'total_steps' for 'totl_steps'?"),
-        (["xyzzy=1"], "; allowed: algorithm, "),  # nothing near: the list alone
+        (["xyzzy=1"], "; allowed: common fields: algorithm, "),  # nothing near: the list alone
     ],
 )
 def test_a_mistyped_config_key_gets_the_nearest_field(
@@ -499,8 +499,8 @@ def test_a_mistyped_config_key_gets_the_nearest_field(
 
 
 def test_a_folder_or_missing_config_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    for path in (tmp_path, tmp_path / "missing.yaml"):
-        assert "does not exist or is not a file" in refused(["--config", str(path)], capsys)
+    for path, problem in ((tmp_path, "is a folder; name a file"), (tmp_path / "missing.yaml", "does not exist")):
+        assert problem in refused(["--config", str(path)], capsys)
     with pytest.raises(ConfigError, match=r"config field ppo.opponents must be a mapping"):
         (tmp_path / "scalar.yaml").write_text("opponents: 5\n")
         load_config(tmp_path / "scalar.yaml", ["opponents.greedy=1"])

@@ -26,6 +26,7 @@ from agents.minimax import Solver
 from agents.search import table_bits_for
 from experiments.arena.solve import MAX_TABLE_MB, default_table_mb
 from experiments.options import (
+    MAX_CHECKPOINT_SECONDS,
     CommandParser,
     add_empty_squares_argument,
     add_jobs_argument,
@@ -51,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--table-mb", type=number_argument("table-mb", minimum=1, maximum=MAX_TABLE_MB), default=None)
     parser.add_argument(
         "--checkpoint-every",
-        type=number_argument("checkpoint-every", above=0, maximum=86_400),
+        type=number_argument("checkpoint-every", above=0, maximum=MAX_CHECKPOINT_SECONDS),
         default=60.0,
         metavar="S",
         help="seconds between saves of the solved values",

@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.files import OutputPathError, atomic_write, atomic_write_text, output_file, output_folder
+from agents.files import OutputPathError, atomic_write, atomic_write_text, input_file, output_file, output_folder
 from experiments.arena.play import describe_action
 from experiments.arena.records import RecordError, check_record, record_variant
 from experiments.options import CommandParser, number_argument
@@ -188,11 +187,11 @@ def _checked_record(path: Path, number: int, index: int, line: bytes) -> dict:
 
 
 def _read_lines(path: Path) -> list[bytes]:
-    """The lines of ``path`` as bytes (each is decoded alone, so that a bad byte is told with its line); a device
-    such as ``/dev/zero``, which would be read for ever, is refused."""
+    """The lines of ``path`` as bytes (each is decoded alone, so that a bad byte is told with its line); a named
+    pipe, which would wait for a writer, or a device such as ``/dev/zero``, which would be read for ever, is
+    refused (:func:`agents.files.input_file`)."""
+    input_file(path, "games file", RecordError)
     try:
-        if stat.S_ISCHR(path.stat().st_mode) or stat.S_ISBLK(path.stat().st_mode):
-            raise RecordError(f"cannot read {path}: it is a device, not a games.jsonl file")
         return path.read_bytes().split(b"\n")
     except OSError as error:
         raise RecordError(f"cannot read {path}: {error.strerror or error}") from None

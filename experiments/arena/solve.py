@@ -43,6 +43,7 @@ from collections.abc import Iterable
 from agents.minimax import Solver
 from agents.search import TableFileError, load_table, save_table, table_bits_for
 from experiments.options import (
+    MAX_CHECKPOINT_SECONDS,
     MAX_JOBS,
     CommandParser,
     add_progress_and_variant_arguments,
@@ -108,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--checkpoint-every",
-        type=number_argument("--checkpoint-every", minimum=1),
+        type=number_argument("--checkpoint-every", minimum=1, maximum=MAX_CHECKPOINT_SECONDS),
         default=60.0,
         help="seconds between saves of the table with --resume",
     )

@@ -81,6 +81,7 @@ from experiments.arena.tournament_resume import (
     resumed_args,
 )
 from experiments.options import (
+    MAX_JOBS,
     MAX_SEED,
     SEED,
     CommandParser,
@@ -139,8 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--jobs",
-        type=number_argument("jobs", minimum=1, integer=True),
-        default=os.cpu_count() or 1,
+        type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True),
+        default=min(os.cpu_count() or 1, MAX_JOBS),
         help="parallel games, at most the number of cores (default: all cores)",
     )
     parser.add_argument(
@@ -168,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--prior-draws",
-        type=number_argument("prior-draws", minimum=0),
+        type=number_argument("prior-draws", minimum=0, maximum=MAX_GAMES_PER_PAIR),
         default=1.0,
         help="virtual draws per pair (keeps ratings finite; default 1)",
     )

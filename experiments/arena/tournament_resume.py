@@ -17,7 +17,7 @@ from agents.files import atomic_write_text, remove_orphan_temporaries
 from agents.match import GameRecord, opening_state
 from experiments.arena.records import check_record, unsealed_record
 from experiments.arena.schedule import GameJob, PlayedGame
-from experiments.options import output_folder_or_exit, warn
+from experiments.options import input_file_or_exit, output_folder_or_exit, warn
 from experiments.run_folder import code_version, default_run_folder
 from quarto_env.checks import shortened
 from quarto_env.core import RulesError, State, Variant, step
@@ -119,6 +119,8 @@ def _warn_if_other_code(parser: argparse.ArgumentParser, stored: dict[str, Any])
 def _stored_config(parser: argparse.ArgumentParser, folder: Path) -> dict[str, Any]:
     """The ``config.json`` of the tournament in ``folder``; exits if there is none or it is not a tournament's."""
     path = folder / "config.json"
+    if path.exists():  # a pipe or a folder in its place is refused before it is read
+        input_file_or_exit(parser, path, f"--resume {folder}: its config.json")
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -172,6 +174,8 @@ def games_already_played(
     since it was written, by this format) and checked against the schedule. A torn last line (the run was killed
     while writing it) is dropped with a warning; any other bad line exits naming it."""
     path = folder / GAMES_FILE
+    if path.exists():  # a pipe or a folder in its place is refused before it is read
+        input_file_or_exit(parser, path, f"--resume {folder}: its {GAMES_FILE}")
     try:
         text = path.read_text(encoding="utf-8") if path.exists() else ""
     except (OSError, UnicodeDecodeError) as error:

@@ -14,15 +14,17 @@ from experiments.options import number_argument
 
 MAX_SECONDS = 3600.0
 """The most ``--seconds`` of a timed setting per round: an hour is already more than any figure needs."""
+MAX_ROUNDS = 1000
+"""The most ``--rounds`` of measurement: the spread of a figure settles long before."""
 
 
 def add_timing_arguments(
-    parser: argparse.ArgumentParser, seconds: float, timed: str, rounds: int, most_rounds: int | None = None
+    parser: argparse.ArgumentParser, seconds: float, timed: str, rounds: int, most_rounds: int = MAX_ROUNDS
 ) -> None:
     """Add the timing options of a benchmark that measures its settings in turn, round after round:
     ``--seconds`` (default ``seconds``), the time of each ``timed`` setting per round (the help says "seconds
     per ``timed`` and round"), above 0 and at most :data:`MAX_SECONDS`; and ``--rounds`` (default ``rounds``),
-    the rounds of measurement, at least 1 and at most ``most_rounds`` where given."""
+    the rounds of measurement, at least 1 and at most ``most_rounds``."""
     parser.add_argument(
         "--seconds",
         type=number_argument("seconds", above=0, maximum=MAX_SECONDS),
@@ -33,7 +35,7 @@ def add_timing_arguments(
         "--rounds",
         type=number_argument("rounds", minimum=1, maximum=most_rounds, integer=True),
         default=rounds,
-        help="rounds of measurement" + (f", 1-{most_rounds}" if most_rounds is not None else ""),
+        help="rounds of measurement",
     )
 
 

@@ -62,6 +62,8 @@ DEFAULT_BENCH_TABLE_MB = 64
 """The solver's table in the benchmark: larger than the agents' 32 MiB, small enough to clear fast."""
 MAX_BUDGET = 600.0
 """Seconds: a longer minimax:time budget is no benchmark."""
+MAX_POSITIONS = 10_000
+"""The most ``--positions`` per group and ``--openings``: each is solved or searched at every setting."""
 BUDGET_EMPTIES = range(14, 8, -1)
 """The positions timed under a budget, one per number of empty squares."""
 
@@ -78,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--positions",
-        type=number_argument("positions", minimum=1, integer=True),
+        type=number_argument("positions", minimum=1, maximum=MAX_POSITIONS, integer=True),
         default=10,
         help="positions per group",
     )
@@ -97,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--openings",
-        type=number_argument("openings", minimum=1, integer=True),
+        type=number_argument("openings", minimum=1, maximum=MAX_POSITIONS, integer=True),
         default=4,
         help="opening positions for minimax",
     )

@@ -28,7 +28,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from agents.files import atomic_write
 from experiments.bench import exit_if_unwritten
 from experiments.options import CommandParser, number_argument, output_file_argument
-from experiments.training.config import DEFAULT_CONFIG, ConfigError, TrainConfig, load_config
+from experiments.training.config import DEFAULT_CONFIG, MAX_STEPS, ConfigError, TrainConfig, load_config
 from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv
 
@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config (default: configs/default.yaml)")
     parser.add_argument(
         "--steps",
-        type=number_argument("steps", minimum=1, integer=True),
+        type=number_argument("steps", minimum=1, maximum=MAX_STEPS, integer=True),
         default=131072,
         help="learner steps to measure",
     )
@@ -103,7 +103,7 @@ def main(argv: list[str]) -> int:
         metavar="FILE",
         help="write a cProfile of the measured run to FILE",
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides before, between and after the options
     try:  # both configs read before anything is measured: a bad override is told at once
         configs = {"config": load_config(args.config, args.overrides)}
         if not args.no_reference:

@@ -54,6 +54,7 @@ from typing import Any
 import yaml
 
 from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, closest_name, did_you_mean, make_agent, parse_spec
+from agents.files import input_file
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.networks import DEFAULT_DESIGN, DEFAULT_DEVICE, NETWORK_DESIGNS, POLICY_KINDS, check_network, resolve_device
 from agents.puct import DEFAULT_GUMBEL_ACTIONS, ROOTS
@@ -81,6 +82,9 @@ MAX_RESOURCES_PER_ACTOR = 1024
 
 SEED_LIMIT = 2**32
 """Seeds are below this: numpy's global generator takes no other (``train`` folds ``seed + step`` below it)."""
+MAX_STEPS = 10**10
+"""The most learner steps of a run, and the longest interval between its snapshots, evaluations and checkpoints:
+ten billion, days of training at the fastest learner's pace (a larger ``total_steps`` only trains forever)."""
 MAX_GAMES = 1_000_000
 """The most games played side by side (training, or one evaluation): they are allocated at once."""
 MAX_ROLLOUT = 2**20
@@ -91,6 +95,12 @@ MAX_LOSS_WEIGHT = 1000.0
 MAX_EXACT_OUTCOME_EMPTIES = 12
 """The most empty squares at which ``exact_outcome_empties`` solves positions: the solver's comfort, where a
 position still solves fast enough to rescore every game (docs/solver.md gives the times)."""
+MAX_EPOCHS = 1000
+"""The most ``ppo.n_epochs``, passes over each rollout: PPO's clipping stops learning from a rollout long before."""
+MAX_SNAPSHOTS = 1000
+"""The most ``ppo.max_snapshots`` kept in the opponent pool: each is a network held in memory."""
+MAX_GRADE_POSITIONS = 100_000
+"""The most ``grade_positions``, each solved once and graded at every evaluation (``quarto grade``'s own bound)."""
 MAX_SAMPLE_GAMES = 16
 """The most ``sample_games``: each is a table of text and a picture in TensorBoard at every evaluation."""
 EARLY_EVALS = (0, 16_384, 32_768, 65_536, 131_072)
@@ -100,11 +110,11 @@ MAX_NAME_BYTES = 200
 """The longest run name, in UTF-8 bytes: the run folder's name adds its seed and time within 255."""
 RANGES: dict[str, dict[str, float]] = {
     "seed": {"minimum": 0, "maximum": SEED_LIMIT - 1},
-    "total_steps": {"minimum": 1},
+    "total_steps": {"minimum": 1, "maximum": MAX_STEPS},
     "num_games": {"minimum": 1, "maximum": MAX_GAMES},
     "n_steps": {"minimum": 1, "maximum": MAX_ROLLOUT},
-    "batch_size": {"minimum": 2},
-    "n_epochs": {"minimum": 1},
+    "batch_size": {"minimum": 2, "maximum": MAX_ROLLOUT},
+    "n_epochs": {"minimum": 1, "maximum": MAX_EPOCHS},
     "learning_rate": {"above": 0, "maximum": 1},
     "gamma": {"above": 0, "maximum": 1},
     "gae_lambda": {"minimum": 0, "maximum": 1},
@@ -112,14 +122,14 @@ RANGES: dict[str, dict[str, float]] = {
     "ent_coef": {"minimum": 0, "maximum": MAX_LOSS_WEIGHT},
     "vf_coef": {"minimum": 0, "maximum": MAX_LOSS_WEIGHT},
     "max_grad_norm": {"above": 0},
-    "snapshot_every": {"minimum": 1},
-    "max_snapshots": {"minimum": 1},
-    "eval_every": {"minimum": 1},
+    "snapshot_every": {"minimum": 1, "maximum": MAX_STEPS},
+    "max_snapshots": {"minimum": 1, "maximum": MAX_SNAPSHOTS},
+    "eval_every": {"minimum": 1, "maximum": MAX_STEPS},
     "eval_games": {"minimum": 1, "maximum": MAX_GAMES},
     "final_eval_games": {"minimum": 1, "maximum": MAX_GAMES},
-    "grade_positions": {"minimum": 0},
+    "grade_positions": {"minimum": 0, "maximum": MAX_GRADE_POSITIONS},
     "sample_games": {"minimum": 0, "maximum": MAX_SAMPLE_GAMES},
-    "checkpoint_every": {"minimum": 1},
+    "checkpoint_every": {"minimum": 1, "maximum": MAX_STEPS},
     "torch_threads": {"minimum": 1, "maximum": 256},
     "eval_opening_plies": {"minimum": 0, "maximum": MAX_OPENING_PLIES},
     "sims": {"minimum": 1, "maximum": MAX_SEARCH_SIMULATIONS},
@@ -139,7 +149,7 @@ RANGES: dict[str, dict[str, float]] = {
     "cheap_sims": {"minimum": 1, "maximum": MAX_SEARCH_SIMULATIONS},
     "num_env_runners": {"minimum": 0, "maximum": MAX_ENV_RUNNERS},
     "workers": {"minimum": 0, "maximum": MAX_WORKERS},
-    "broadcast_every": {"minimum": 1},
+    "broadcast_every": {"minimum": 1, "maximum": MAX_STEPS},
     "cpus_per_env_runner": {"above": 0, "maximum": MAX_RESOURCES_PER_ACTOR},
     "num_learners": {"minimum": 0, "maximum": MAX_LEARNERS},
     "gpus_per_learner": {"minimum": 0, "maximum": MAX_RESOURCES_PER_ACTOR},
@@ -350,8 +360,8 @@ class TrainConfig:
     early_evals: list[int] = dataclasses.field(default_factory=lambda: list(EARLY_EVALS))
     """Learner steps of the evaluations before the periodic ones take over: 0 evaluates the untrained network
     before training starts, and the doubling steps after it catch the early learning, when the scores move
-    fastest. Each falls, like the periodic ones, at the first step at or past it; steps >= 0 in increasing order,
-    [] for none. A resumed run evaluates only at steps past its checkpoint's."""
+    fastest. Each falls, like the periodic ones, at the first step at or past it; steps >= 0 and <= 10,000,000,000
+    in increasing order, [] for none. A resumed run evaluates only at steps past its checkpoint's."""
     eval_games: int = 200
     """Games against each evaluation opponent, half in each seat, in each evaluation during training."""
     eval_opponents: list[str] = dataclasses.field(default_factory=lambda: ["random", "greedy", "minimax:depth=2"])
@@ -476,13 +486,19 @@ def nested_data(data: dict[str, Any], algorithm: Any) -> dict[str, Any]:
         else:
             unknown.append(str(key))
     if unknown:
-        unknown.sort()
-        allowed = sorted({*COMMON_FIELDS, *SECTIONS, *itertools.chain(*SECTION_FIELDS.values())})
-        raise ConfigError(
-            f"unknown config key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
-            f"{_suggested_fields(unknown, set(allowed))}"
-        )
+        raise unknown_keys(unknown)
     return nested
+
+
+def unknown_keys(unknown: list[str]) -> ConfigError:
+    """The error for config keys that are none of a config's: it lists the allowed ones -- the common fields, and
+    each section with its fields -- and the nearest name of a mistyped one."""
+    allowed = {*COMMON_FIELDS, *SECTIONS, *itertools.chain(*SECTION_FIELDS.values())}
+    sections = "; ".join(f"section {section}: {', '.join(fields)}" for section, fields in SECTION_FIELDS.items())
+    return ConfigError(
+        f"unknown config key(s) {', '.join(sorted(unknown))}; allowed: common fields: {', '.join(COMMON_FIELDS)}; "
+        f"{sections} (a section's field also at the top level){_suggested_fields(sorted(unknown), allowed)}"
+    )
 
 
 def sections_of(field: str) -> list[str]:
@@ -641,8 +657,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 def _read_config_file(path: Path) -> dict[str, Any]:
     """The mapping of fields in the YAML file ``path``; :class:`ConfigError` for anything else."""
-    if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist or is not a file")
+    input_file(path, "config file", ConfigError)
     try:
         loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # SafeLoader underneath
     except UnicodeDecodeError:
@@ -687,12 +702,20 @@ def _apply_override(nested: dict[str, Any], override: str, key: str, value: Any,
     if inner is None:
         target[field] = value
         return
-    if field not in MAPPING_FIELDS or not inner:
-        raise ConfigError(f"override {override!r}: only variant.KEY and ppo.opponents.SPEC take a dotted key")
+    if section is None and field not in COMMON_FIELDS:
+        raise unknown_keys([key])
+    name = field if section is None else f"{section}.{field}"
+    if field in MAPPING_FIELDS and not inner:
+        raise ConfigError(f"override {override!r}: name a key of {name} after the dot, e.g. variant.squares=true")
+    if field not in MAPPING_FIELDS:
+        raise ConfigError(
+            f"override {override!r}: {name} takes no dotted key; a dotted key is SECTION.FIELD "
+            f"({', '.join(f'{s}.{SECTION_FIELDS[s][0]}=...' for s in SECTIONS)}) or a key inside a mapping field "
+            "(variant.squares=true, ppo.opponents.greedy=0.5)"
+        )
     defaults = TrainConfig().to_dict()
     mapping = target.get(field, (defaults if section is None else defaults[section])[field])
     if not isinstance(mapping, dict):
-        name = field if section is None else f"{section}.{field}"
         raise ConfigError(f"override {override!r}: config field {name} must be a mapping, got {mapping!r}")
     target[field] = {**mapping, inner: value}
 
@@ -875,9 +898,10 @@ def _check_values(c: TrainConfig) -> None:
     except ValueError as exc:
         raise ConfigError(f"config field {exc}") from None
     _require(
-        all(step >= 0 for step in c.early_evals) and c.early_evals == sorted(set(c.early_evals)),
+        all(0 <= step <= MAX_STEPS for step in c.early_evals) and c.early_evals == sorted(set(c.early_evals)),
         "early_evals",
-        "must list learner steps >= 0 in increasing order, e.g. [0, 16384, 32768], or [] for none",
+        f"must list learner steps >= 0 in increasing order, e.g. [0, 16384, 32768], or [] for none (each <= "
+        f"{MAX_STEPS})",
         c.early_evals,
     )
     try:

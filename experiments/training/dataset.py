@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from agents.book import shipped_book
-from agents.files import OutputPathError, atomic_write_bytes, output_file
+from agents.files import OutputPathError, atomic_write_bytes, input_file, output_file
 from agents.integrity import IntegrityError, read_sealed_json, write_sealed_json
 from agents.labels import ILLEGAL, label_positions, remove_shard_folder, values_of_row, worker_pool
 from agents.suites import (
@@ -133,6 +133,9 @@ labels, most of a small sample's time (docs/results.md)."""
 
 MAX_GAMES = GAMES_PER_SAMPLED_POSITION * MAX_SAMPLE
 """The most ``--games``: what the largest ``--sample`` plays by default."""
+MAX_SYMMETRY_IMAGES = 32 * 24 * 16 - 1
+"""The most ``--symmetries`` of any variant: standard Quarto's symmetries -- its 32 board symmetries, each with the
+24 orders and 16 complements of the attributes -- less the identity (a variant's own bound is checked after)."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -239,12 +242,11 @@ def load_dataset(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any
     """``(arrays, header)`` of the dataset file ``path``; :class:`DatasetError` in one line for a file that is
     missing, not a dataset, of another format, or damaged (its arrays do not match the header's hash)."""
     name = repr(str(path))
+    input_file(path, "dataset", DatasetError)  # a pipe would block np.load, a device feed it for ever
     try:
         with np.load(path, allow_pickle=False) as data:
             header = json.loads(bytes(data["header"]).decode("utf-8"))
             arrays = {array: data[array] for array in ARRAYS}
-    except FileNotFoundError:
-        raise DatasetError(f"no dataset at {name}") from None
     except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile, zlib.error) as error:
         raise DatasetError(f"{name} is damaged or not a dataset ({_first_line(error)})") from None
     if not isinstance(header, dict) or header.get("format") != DATASET_FORMAT:
@@ -295,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_observation_argument(parser, f"observation planes (default {DEFAULT_OBSERVATION}, as quarto_v1)")
     parser.add_argument(
         "--symmetries",
-        type=number_argument("symmetries", minimum=0, integer=True),
+        type=number_argument("symmetries", minimum=0, maximum=MAX_SYMMETRY_IMAGES, integer=True),
         default=0,
         metavar="K",
         help="add up to K images of each position under random symmetries",

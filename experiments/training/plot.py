@@ -35,7 +35,7 @@ import matplotlib.pyplot as plt
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.files import atomic_write_bytes
-from experiments.options import CommandParser, add_out_argument, output_file_argument
+from experiments.options import CommandParser, add_out_argument, input_file_or_exit, output_file_argument
 from quarto_env.checks import shortened
 
 GRADE_TAG = "eval/grade/value_lost"
@@ -180,6 +180,7 @@ def probe_figure(lines: dict[str, list[ProbePoint]]) -> Any:
 
 def _probe_record(parser: CommandParser, path: Path) -> dict[str, Any]:
     """The JSON record of ``quarto bench network --json`` at ``path``, or one line and exit 2."""
+    input_file_or_exit(parser, path, "probe record")
     try:
         record = json.loads(path.read_text())
         if not isinstance(record, dict) or not {"protocol", "results"} <= record.keys():

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agents.files import OutputPathError, atomic_write_bytes, output_folder
+from agents.files import OutputPathError, atomic_write_bytes, input_file, output_folder
 from experiments.options import CommandParser, number_argument, quiet_logger
 from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents, load_config
@@ -36,6 +36,8 @@ from experiments.training.sweep_stats import SeedRun, aggregate, markdown, read_
 from experiments.training.train import require_ray
 from quarto_env.checks import one_line
 
+MAX_CONCURRENT = 1024
+"""The most ``--max-concurrent`` trials: as many as the largest Ray cluster's CPUs a config may ask for."""
 SWEEP_FILE = "sweep.json"
 CONFIG_COPY = "config.yaml"
 TRIALS = "trials"
@@ -90,7 +92,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--resume", type=Path, metavar="DIR", help="finish the interrupted sweep in DIR")
     parser.add_argument(
         "--max-concurrent",
-        type=number_argument("max-concurrent", minimum=0, integer=True),
+        type=number_argument("max-concurrent", minimum=0, maximum=MAX_CONCURRENT, integer=True),
         default=0,
         metavar="N",
         help="trials at once (0: as many as the free CPUs allow)",
@@ -191,8 +193,7 @@ def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str
         raise SweepError(
             "give a config and --seeds (e.g. quarto sweep configs/default.yaml --seeds 0 1 2), or --resume"
         )
-    if not args.config.is_file():
-        raise SweepError(f"config file {str(args.config)!r} does not exist or is not a file")
+    input_file(args.config, "config file", SweepError)
     seeds, sets = parse_seeds(args.seeds), parse_sets(args.sets)
     check_trials(args.config, plan_trials(sets, seeds))
     name = load_config(args.config).name
@@ -225,6 +226,8 @@ def resumed_sweep(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     ]
     if given:
         raise SweepError(f"--resume {out} takes the sweep's own settings: drop {', '.join(given)}")
+    if (out / SWEEP_FILE).exists():  # a pipe or a folder in its place: refused before it is read
+        input_file(out / SWEEP_FILE, "--resume's sweep file", SweepError)
     try:
         settings = json.loads((out / SWEEP_FILE).read_text(encoding="utf-8"))
         sets = [(str(key), [str(v) for v in values]) for key, values in settings["sets"]]

@@ -117,7 +117,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     add_progress_argument(parser)
     parser.add_argument("--help-config", action="store_true", help="list every config field and exit")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides before, between and after the options
     if args.device is not None:  # the flag is the override device=..., given last so that it wins
         args.overrides.append(f"device={args.device}")
     return args
@@ -181,7 +181,7 @@ def resumed_run(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
     if args.config is not None or args.out is not None:
         raise ConfigError("--resume takes the run's own config and folder: drop --config and --out")
     run_dir = args.resume
-    if not (run_dir / "config.yaml").is_file():
+    if not (run_dir / "config.yaml").exists():  # one that is no regular file is refused as it is read
         raise ConfigError(f"{str(run_dir)!r} is not a run folder: it has no config.yaml")
     return load_config(run_dir / "config.yaml", args.overrides), run_dir
 
