@@ -27,8 +27,9 @@ Compiled
 The whole search runs compiled, one call per move (:func:`run_simulations`): the tree lives in preallocated
 arrays (:class:`Tree`), a simulation replays its path's actions from the root through the core's jitable
 transition ``apply_action`` -- the same code that ``core.step`` runs -- and plays out with
-:func:`quarto_env.fast.random_playout`. Its random draws (expansion order, playouts) come from numba's
-generator, seeded once per move from the agent's own: a seed gives the same games.
+:func:`quarto_env.fast.random_playout`. Its random draws (expansion order, playouts) come from the tree's own
+generator (:func:`quarto_env.fast.random_below`), seeded once per move from the agent's: a seed gives the same
+games.
 
 ``quarto bench mcts`` measures simulations per second, beside those of quartors, a compiled peer, at equal
 strength.
@@ -57,7 +58,7 @@ from quarto_env.core import (
     lowest_bit,
     useful_mask,
 )
-from quarto_env.fast import RECORD_LENGTH, random_member, random_playout
+from quarto_env.fast import RECORD_LENGTH, new_generator, random_member, random_playout
 
 DEFAULT_EXPLORATION = 1.0
 """UCB1's ``c``. The textbook sqrt(2) is for rewards in [0, 1]; with results in [-1, 1] the same bonus is
@@ -96,8 +97,7 @@ class MCTSAgent(Agent):
 
     def act(self, state: State) -> int:
         """The most visited root action after the search; a forced action (the only one searched) at once."""
-        # One seed per move from the agent's generator keeps searches reproducible under a fixed seed, whatever
-        # else in the process draws from numba's generator between moves.
+        # One seed per move from the agent's generator: a fixed seed gives the same searches.
         seed = int(self.rng.integers(2**31))
         start = clock.perf_counter()
         tree = self._tree()
@@ -166,13 +166,13 @@ class Tree:
         self.best: tuple[int, int, float] = (-1, 0, 0.0)
         """``(action, visits, total)`` of the root's most visited child (ties to the higher total)."""
         self._scratch = np.empty((3, MAX_PATH + RECORD_LENGTH), dtype=np.int64)
+        self._generator = new_generator(0)
         self._root: tuple = ()
         self._rules: tuple = ()
-        self._seed = -1
+        self._seed = 0
 
     def start(self, state: State, variant: Variant, seed: int) -> None:
-        """Start a new search of ``state`` (not over) under ``variant``; its first simulation reseeds numba's
-        generator with ``seed`` (>= 0)."""
+        """Start a new search of ``state`` (not over) under ``variant``, its random draws seeded with ``seed``."""
         self.size, self.sims = 0, 0
         self._root, self._rules, self._seed = compiled_fields(state), variant.compiled, seed
 
@@ -180,11 +180,11 @@ class Tree:
         """Run ``count`` more simulations -- none when the root has a single action to search: :attr:`best` is
         that action then, with no visits. The tree must have room for ``count`` more nodes."""
         self.size, done, *best = run_simulations(
-            self.links, self.totals, self.size, count, self._root, self._rules, c, self._scratch, self._seed
-        )
+            self.links, self.totals, self.size, count, self._root, self._rules, c, self._scratch, self._generator,
+            self._seed,
+        )  # fmt: skip
         self.best = (int(best[0]), int(best[1]), float(best[2]))
         self.sims += done
-        self._seed = -1
 
     def reserve(self, count: int) -> None:
         """Make room for ``count`` more nodes (doubling the arrays when they are full)."""
@@ -209,19 +209,19 @@ def searched_actions(occupied, available, hand, to_move, claimable, winner, over
 
 
 @numba.njit(cache=True)
-def run_simulations(links, totals, size, count, root, rules, c, scratch, seed):  # type: ignore[no-untyped-def]
+def run_simulations(links, totals, size, count, root, rules, c, scratch, generator, seed):  # type: ignore[no-untyped-def]
     """Run ``count`` selection-expansion-playout-backup passes on the tree ``links, totals`` of ``size`` nodes
     from the position ``root`` (:func:`~quarto_env.core.compiled_fields`) under ``rules``
-    (:attr:`Variant.compiled`). ``size`` 0 starts a new tree: it seeds numba's generator with ``seed`` (unless
-    negative) and creates the root, and runs no simulation if the root has one action to search. ``scratch``:
+    (:attr:`Variant.compiled`), drawing from ``generator`` (:func:`~quarto_env.fast.new_generator`). ``size`` 0
+    starts a new tree: it seeds the generator with ``seed`` and creates the root, and runs no simulation if the
+    root has one action to search. ``scratch``:
     ``(3, MAX_PATH + RECORD_LENGTH)`` int64, the path, its movers and the playout's record. Returns ``(new size,
     simulations run, best action, its visits, its total)``: the root's most visited child, ties to the higher
     total (the single action, with no visits, when there was nothing to search)."""
     path, movers, record = scratch[0], scratch[1], scratch[2]
     declaration, loses = rules[2], rules[3]
     if size == 0:
-        if seed >= 0:
-            np.random.seed(seed)
+        generator[0] = seed
         untried = searched_actions(*root[1:], declaration, loses)
         links[0, UNTRIED], links[0, FIRST_CHILD], links[0, NEXT_SIBLING], links[0, ACTION] = untried, -1, -1, -1
         links[0, VISITS] = 0
@@ -244,7 +244,7 @@ def run_simulations(links, totals, size, count, root, rules, c, scratch, seed): 
         # Expansion: one untried action, at random.
         untried = links[node, UNTRIED]
         if untried:
-            action = random_member(untried)
+            action = random_member(untried, generator)
             links[node, UNTRIED] = untried & ~(1 << action)
             depth += 1
             path[depth], movers[depth] = size, to_move
@@ -261,7 +261,7 @@ def run_simulations(links, totals, size, count, root, rules, c, scratch, seed): 
             size += 1
         if not over:
             winner, _ = random_playout(
-                (lanes, occupied, available, hand, to_move, claimable, winner, over), rules, record
+                (lanes, occupied, available, hand, to_move, claimable, winner, over), rules, record, generator
             )
         # Backup: +1 / 0 / -1 for the player who chose each node's action.
         links[0, VISITS] += 1
@@ -292,12 +292,3 @@ def _best_child(links, totals, node, c):  # type: ignore[no-untyped-def]
             best, best_score = child, score
         child = links[child, NEXT_SIBLING]
     return best
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Playouts
-# ---------------------------------------------------------------------------------------------------------
-@numba.njit(cache=True)
-def seed_playouts(seed: int) -> None:
-    """Seed numba's generator, which the compiled search draws from."""
-    np.random.seed(seed)

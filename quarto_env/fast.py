@@ -44,25 +44,50 @@ def write_observation(planes, mask, level, fields, groups, counted, declaration,
         mask[action] = (legal >> action) & 1
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Random draws: SplitMix64 (Steele, Lea & Flood 2014), its state one uint64 that the caller holds
+# ---------------------------------------------------------------------------------------------------------
+GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+MIX_1, MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def new_generator(seed: int) -> np.ndarray:
+    """The state of a generator for :func:`random_below` and the playouts: any seed in ``0 .. 2**64 - 1``."""
+    return np.array([seed], dtype=np.uint64)
+
+
+@numba.njit(cache=True, inline="always")
+def random_below(generator, count):  # type: ignore[no-untyped-def]
+    """A random integer in ``0 .. count - 1`` (``count`` from 1 to ``2**32``), advancing ``generator`` (a uint64
+    array of one). SplitMix64 -- a handful of instructions and no thread-local state, where numba's
+    ``np.random`` costs a few dozen -- and the multiply-shift range reduction of Lemire (2019): its bias, under
+    ``count / 2**32``, is below 4e-9 for the 17 actions of a position."""
+    generator[0] += GOLDEN_GAMMA
+    z = generator[0]
+    z = (z ^ (z >> np.uint64(30))) * MIX_1
+    z = (z ^ (z >> np.uint64(27))) * MIX_2
+    z ^= z >> np.uint64(31)
+    return np.int64(((z >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
+
+
 @numba.njit(cache=True)
-def random_member(mask: int) -> int:
-    """A uniformly random set bit of the non-zero action ``mask`` (numba's generator)."""
-    pick = np.random.randint(popcount(mask) + (mask >> DECLARE & 1))  # popcount counts the 16 squares or pieces
+def random_member(mask, generator):  # type: ignore[no-untyped-def]
+    """A uniformly random set bit of the non-zero action ``mask``, drawn from ``generator``."""
+    pick = random_below(generator, popcount(mask) + (mask >> DECLARE & 1))  # popcount counts the 16 squares or pieces
     for _ in range(pick):
         mask &= mask - 1
     return lowest_bit(mask)
 
 
 @numba.njit(cache=True)
-def random_playout(fields, rules, record):  # type: ignore[no-untyped-def]
+def random_playout(fields, rules, record, generator):  # type: ignore[no-untyped-def]
     """Play a game that is not over to its end at random; returns ``(winner, number of actions played)``.
 
     Uniform over the legal actions, except that a declaration is played exactly when something can be
     claimed (a false one would end the game, or repeat forever under the penalty policy). ``fields`` is the
     position (:func:`~quarto_env.core.compiled_fields`), ``rules`` its variant (:attr:`Variant.compiled`); every
     move goes through the core's ``apply_action``. ``record`` (a row of ``RECORD_LENGTH`` integers) receives the
-    actions, then ``-1``, so that a test can replay them. Draws from numba's generator (``np.random.seed``
-    inside compiled code seeds it).
+    actions, then ``-1``, so that a test can replay them. Draws from ``generator`` (:func:`new_generator`).
     """
     lanes, occupied, available, hand, to_move, claimable, winner, over = fields
     declaration = rules[2]
@@ -71,7 +96,7 @@ def random_playout(fields, rules, record):  # type: ignore[no-untyped-def]
         if claimable != 0:
             action = DECLARE
         else:
-            action = random_member(useful_mask(occupied, available, hand, claimable, over, declaration))
+            action = random_member(useful_mask(occupied, available, hand, claimable, over, declaration), generator)
         record[length] = action
         length += 1
         lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
@@ -81,9 +106,10 @@ def random_playout(fields, rules, record):  # type: ignore[no-untyped-def]
     return winner, length
 
 
-def playout_from(variant: Variant, state: State, record: np.ndarray) -> tuple[int, int]:
-    """:func:`random_playout` from ``state`` (not over) under ``variant``: ``(winner, actions played)``."""
-    winner, length = random_playout(compiled_fields(state), variant.compiled, record)
+def playout_from(variant: Variant, state: State, record: np.ndarray, seed: int) -> tuple[int, int]:
+    """:func:`random_playout` from ``state`` (not over) under ``variant``, its generator seeded with ``seed``:
+    ``(winner, actions played)``."""
+    winner, length = random_playout(compiled_fields(state), variant.compiled, record, new_generator(seed))
     return int(winner), int(length)
 
 
@@ -92,7 +118,7 @@ def play_random_games(rules, seed, actions, winners):  # type: ignore[no-untyped
     """Play ``len(winners)`` :func:`random_playout` games from the opening position. Returns the number of
     actions played. ``actions[g]`` (a row of ``RECORD_LENGTH``) receives game ``g``'s actions followed by
     ``-1``, and ``winners[g]`` its winner (0, 1, or ``NO_WINNER``)."""
-    np.random.seed(seed)
+    generator = np.full(1, seed, dtype=np.uint64)
     total = 0
     start = INITIAL_STATE
     for game in range(len(winners)):
@@ -109,6 +135,7 @@ def play_random_games(rules, seed, actions, winners):  # type: ignore[no-untyped
             ),
             rules,
             actions[game],
+            generator,
         )
         winners[game] = winner
         total += length

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from agents.base import SpecError, make_agent
 from agents.match import play_game
-from agents.mcts import FIRST_CHILD, NEXT_SIBLING, TIMED_CHUNK, VISITS, MCTSAgent, Tree, seed_playouts
+from agents.mcts import FIRST_CHILD, NEXT_SIBLING, TIMED_CHUNK, VISITS, MCTSAgent, Tree
 from agents.positions import greedy_game_positions
 from quarto_env.core import (
     DECLARE,
@@ -65,9 +65,8 @@ def python_playout(variant: Variant, state: State, rng: np.random.Generator) -> 
 
 def compiled_playout(variant: Variant, state: State, seed: int) -> tuple[int, list[int]]:
     """The winner of one compiled playout and the actions it recorded."""
-    seed_playouts(seed)
     record = np.empty(RECORD_LENGTH, dtype=np.int64)
-    winner, _ = playout_from(variant, state, record)
+    winner, _ = playout_from(variant, state, record, seed)
     actions = [int(a) for a in record[: list(record).index(-1)]]
     return int(winner), actions
 
