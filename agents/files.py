@@ -13,6 +13,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -59,6 +60,14 @@ def output_folder(path: str | Path, what: str) -> Path:
     return path
 
 
+def output_parent(path: str | Path, what: str) -> Path:
+    """``path``'s folder, created if need be and checked as one where ``path`` can be made whole beside it (a
+    staging file or folder, then one rename); :class:`OutputPathError` naming ``what`` otherwise."""
+    path = Path(path)
+    _writable_folder(path.parent, what, path, probe=path.parent / f"{path.name}.staging")
+    return path.parent
+
+
 def _writable_folder(folder: Path, what: str, named: Path, probe: Path) -> None:
     """Create ``folder`` if need be and check that files can be made in it: by making, and removing at once, the
     temporary file that :func:`atomic_write` would make for ``probe``."""
@@ -100,7 +109,10 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
         write(temporary)
         os.replace(temporary, path)
     except BaseException:
-        temporary.unlink(missing_ok=True)
+        # Best effort: in a folder that became unwritable the temporary cannot go either, and the error that
+        # matters is the write's, not this one.
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
         raise
 
 
@@ -131,7 +143,7 @@ def _temporary_beside(path: Path) -> Path:
 def remove_orphan_temporaries(folder: str | Path) -> list[Path]:
     """Remove the temporary files that :func:`atomic_write` leaves in ``folder`` when its process is killed
     mid-write; returns them. Call it only where no other process is writing into ``folder``."""
-    orphans = [p for p in Path(folder).glob(".*") if p.is_file() and _TEMPORARY_NAME.fullmatch(p.name)]
+    orphans = [p for p in Path(folder).glob(".*") if p.is_file() and is_temporary_name(p.name)]
     for orphan in orphans:
         orphan.unlink(missing_ok=True)
     return orphans
@@ -139,6 +151,12 @@ def remove_orphan_temporaries(folder: str | Path) -> list[Path]:
 
 _TEMPORARY_NAME = re.compile(r"\..+\.[^.]+" + re.escape(TEMPORARY_SUFFIX) + r"(\.\w+)?")
 """``.NAME.RANDOM.tmp`` plus NAME's suffix: the temporary files of :func:`atomic_write`."""
+
+
+def is_temporary_name(name: str) -> bool:
+    """Whether ``name`` is that of a temporary file of :func:`atomic_write` (``.NAME.RANDOM.tmp`` plus NAME's
+    suffix): half a write, never a result."""
+    return _TEMPORARY_NAME.fullmatch(name) is not None
 
 
 def _umask() -> int:

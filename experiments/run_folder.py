@@ -1,24 +1,23 @@
-"""The run folder of every ``quarto`` command that writes one: its default name, the lock that keeps a second
-training process out, and what a command records in it -- ``config.json`` (the settings, the command line and
-the code's version) and its line in ``command.txt`` (in a folder that later commands continue, every command's
-line, each with the time it started and the code's version: :func:`record_command`).
+"""The run folder of every ``quarto`` command that writes one: its default name and what a command records in it
+-- ``config.json`` (the settings, the command line and the code's version) and its line in ``command.txt`` (in a
+folder that later commands continue, every command's line, each with the time it started and the code's version:
+:func:`record_command`).
 
 Default names are ``runs/<name>__<seed>__<time>`` (:func:`default_run_folder`): ``quarto train`` names the
 folder after its config's name and seed, ``quarto grade`` and ``quarto tournament`` after themselves and their
-seed, ``quarto sweep`` after its config's name under ``runs/sweeps/`` (a sweep has many seeds).
+seed, ``quarto sweep`` after its config's name under ``runs/sweeps/`` (a sweep has many seeds). The lock that keeps
+a second writer out, and the refusal of a folder that already holds a result, are :mod:`experiments.output`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,39 +26,12 @@ from agents.files import atomic_write_text
 RUNS_DIR = Path("runs")
 """Where the default run folders are made, relative to the working directory."""
 COMMAND_FILE = "command.txt"
-LOCK_FILE = ".lock"
-"""The file in a run folder that the training process holding the folder keeps locked."""
-
-
-class RunInUseError(RuntimeError):
-    """A run folder that another training process holds."""
 
 
 def default_run_folder(name: str, seed: int | None = None, parent: Path = RUNS_DIR) -> Path:
     """``parent/<name>__<seed>__<time>`` (``<name>__<time>`` without a seed), the time as ``YYYYmmdd-HHMMSS``."""
     parts = [name, *([] if seed is None else [str(seed)]), time.strftime("%Y%m%d-%H%M%S")]
     return parent / "__".join(parts)
-
-
-@contextlib.contextmanager
-def run_lock(run_dir: Path) -> Iterator[None]:
-    """Hold ``run_dir`` for this process: an exclusive ``flock`` on its :data:`LOCK_FILE`, released when the block
-    ends or the process dies (also by ``kill -9``: a stale lock file blocks nobody). :class:`RunInUseError`
-    naming the holder's process id if another process holds it."""
-    with open(run_dir / LOCK_FILE, "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            holder = lock.read().strip() or "unknown"
-            raise RunInUseError(
-                f"run folder {str(run_dir)!r} is in use by another training process (pid {holder}): "
-                "wait for it to end, or stop it"
-            ) from None
-        lock.truncate(0)
-        lock.write(f"{os.getpid()}\n")
-        lock.flush()
-        yield
 
 
 def command_line(command: str, argv: Sequence[str]) -> str:

@@ -238,7 +238,7 @@ def test_an_existing_file_is_replaced_only_with_overwrite(
     with pytest.raises(SystemExit):
         main(argv)
     error = capsys.readouterr().err
-    assert "already exists" in error and "(or give --overwrite)" in error
+    assert "already holds a file: --overwrite replaces it" in error
     assert load_dataset(dataset_file)[1]["observation"] == DEFAULT_OBSERVATION
     assert main([*argv, "--overwrite"]) == 0
     assert load_dataset(dataset_file)[1]["observation"] == "raw"

@@ -187,7 +187,7 @@ def _no_game(prompt: str = "") -> str:
         (lambda tmp: tmp, "is a folder; name a file"),
         (lambda tmp: Path("/dev/null"), "is not a regular file"),
         (lambda tmp: Path("/proc/quarto-test/game.jsonl"), "cannot be created"),
-        (lambda tmp: tmp / "earlier.jsonl", "already exists; remove it or name another file (or give --overwrite)"),
+        (lambda tmp: tmp / "earlier.jsonl", "already holds a file: --overwrite replaces it, or name another"),
     ],
     ids=["folder", "/dev/null", "unwritable", "existing file"],
 )

@@ -352,7 +352,8 @@ def test_reusing_out_refuses_and_names_resume(serial: Path, capsys: pytest.Captu
     before = (serial / "games.jsonl").read_text()
     with pytest.raises(SystemExit) as exit_info:
         run(serial, "--jobs", "1")
-    assert exit_info.value.code == 2 and f"`--resume {serial}` finishes it" in capsys.readouterr().err
+    refusal = f"--resume {serial} continues it, --overwrite replaces it"
+    assert exit_info.value.code == 2 and refusal in capsys.readouterr().err
     assert (serial / "games.jsonl").read_text() == before
 
 

@@ -239,7 +239,7 @@ def test_evaluate_and_plot_curves_read_a_run(
     output = capsys.readouterr().out
     assert output.count("greedy") == 2 and "argmax" in output and "sampled" in output
     for options in ([], ["--argmax"], ["--sampled"]):  # --sampled: the default now, still accepted
-        assert plot_curves.main([str(run_dir), "-o", str(tmp_path / "curves.png"), *options]) == 0
+        assert plot_curves.main([str(run_dir), "-o", str(tmp_path / "curves.png"), "--overwrite", *options]) == 0
         assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     curves = plot_curves.score_curves(run_dir)
     assert set(curves) == {
@@ -369,7 +369,7 @@ def test_resuming_a_run_without_checkpoint_is_a_clear_error(tmp_path: Path, caps
     assert train_module.main(["--resume", str(run_dir)]) == 2
     assert "latest.zip' does not exist" in capsys.readouterr().err
     assert train_module.main(["--run-dir", str(run_dir)]) == 2  # a fresh run never overwrites a folder's run
-    assert "already holds a run: continue it with --resume" in capsys.readouterr().err
+    assert "already holds a run (config.yaml): quarto train --resume" in capsys.readouterr().err
 
 
 def test_same_seed_same_weights(tmp_path: Path) -> None:

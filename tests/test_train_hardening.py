@@ -22,7 +22,7 @@ from test_checkpoints import edit_metadata, rewrite  # the tests' folder is on s
 
 from agents.checkpoints import CheckpointError, read_metadata
 from agents.ppo import load_policy
-from experiments import run_folder
+from experiments import output, run_folder
 from experiments.training import train as train_module
 from experiments.training.config import FIXED_ON_RESUME, ConfigError, check_agents, config_from_dict, load_config
 
@@ -45,7 +45,7 @@ def folder_bytes(run_dir: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(run_dir)): p.read_bytes()
         for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and p.name != run_folder.LOCK_FILE
+        if p.is_file() and p.name != output.LOCK_FILE
     }
 
 
@@ -192,31 +192,31 @@ def test_a_second_process_in_the_same_run_folder_is_refused_until_the_first_dies
     run_dir = copy_run(tiny_run, tmp_path / "run")
     before = folder_bytes(run_dir)
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(run_dir / run_folder.LOCK_FILE)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLD_LOCK, str(run_dir / output.LOCK_FILE)], stdout=subprocess.PIPE, text=True
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         message = refused(["--resume", str(run_dir), "total_steps=4096"], capsys)
-        assert "is in use by another training process (pid 4242)" in message
+        assert "is in use by another process (pid 4242)" in message
         assert "in use" in refused(["--run-dir", str(run_dir)], capsys)  # a new run into it too
     finally:
         holder.kill()  # SIGKILL: the kernel drops the lock with the process
         holder.wait()
     assert folder_bytes(run_dir) == before
-    with run_folder.run_lock(run_dir):  # the stale lock file blocks nobody
-        assert (run_dir / run_folder.LOCK_FILE).read_text().strip() != "4242"
+    with output.claim_output(run_dir, "run", resume=True):  # the stale lock file blocks nobody
+        assert (run_dir / output.LOCK_FILE).read_text().split()[0] != "4242"
 
 
 def test_the_lock_is_held_for_the_run_and_released_after(tmp_path: Path) -> None:
-    with run_folder.run_lock(tmp_path), open(tmp_path / run_folder.LOCK_FILE) as other:
+    with output.claim_output(tmp_path, "run"), open(tmp_path / output.LOCK_FILE) as other:
         with pytest.raises(BlockingIOError):
             fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with (
-            pytest.raises(run_folder.RunInUseError, match="in use by another training process"),
-            run_folder.run_lock(tmp_path),
+            pytest.raises(output.OutputInUseError, match="in use by another process"),
+            output.claim_output(tmp_path, "run"),
         ):
             pass
-    with run_folder.run_lock(tmp_path):
+    with output.claim_output(tmp_path, "run"):
         pass
 
 
@@ -227,7 +227,7 @@ def test_a_start_removes_the_temporaries_of_a_killed_write(tiny_run: tuple[Path,
         orphan.write_bytes(b"half a file")
     kept = run_dir / "checkpoints" / ".keep"
     kept.write_text("not a temporary")
-    (run_dir / run_folder.LOCK_FILE).write_text("99999999\n")  # left by a killed process
+    (run_dir / output.LOCK_FILE).write_text("99999999\n")  # left by a killed process
     stopped_at = read_metadata(run_dir / "checkpoints" / "latest.zip")["num_timesteps"]
     assert train_module.main(["--resume", str(run_dir), f"total_steps={stopped_at}", "final_eval_games=2"]) == 0
     assert not any(orphan.exists() for orphan in orphans) and kept.exists()

@@ -36,6 +36,7 @@ from experiments.options import (
     output_file_argument,
     parse_command,
 )
+from experiments.output import add_overwrite_argument, claim_output
 from quarto_env.core import State, Variant
 from quarto_env.notation import PositionError, format_position, parse_position
 
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_empty_squares_argument(parser, "--min-empty", 12, "the book's deepest boards have this many empty squares")
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="the book file to write")
+    add_overwrite_argument(parser, "--out (default: the variant's shipped book)")
     add_progress_argument(parser, "progress lines")
     add_jobs_argument(parser)
     parser.add_argument("--table-mb", type=number_argument("table-mb", minimum=1, maximum=MAX_TABLE_MB), default=None)
@@ -83,6 +85,20 @@ def main(argv: list[str]) -> int:
     else:
         levels = book_levels(variant, args.min_empty)
     out = args.out or default_book_path(variant)
+    # Held for the whole build: a second build of the same book (or of its partial file) is refused meanwhile.
+    with claim_output(out, "file", overwrite=args.overwrite, prog=parser.prog):
+        return _build(args, variant, out, levels, root)
+
+
+def _build(
+    args: argparse.Namespace,
+    variant: Variant,
+    out: Path,
+    levels: list[dict[tuple[int, int], State]],
+    root: State | None,
+) -> int:
+    """Solve the bottom level of ``levels`` (resuming from the partial file beside ``out``), fill the levels above
+    and write the book to the claimed ``out``; the exit status."""
     partial_path = out.with_name(out.name + ".partial.npz")
     bottom = levels[-1]
     values: dict[tuple[int, int], int] = {}

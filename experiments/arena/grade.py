@@ -78,10 +78,10 @@ from experiments.options import (
     check_specs,
     markdown_table,
     number_argument,
-    output_folder_or_exit,
     parse_command,
     warn,
 )
+from experiments.output import add_overwrite_argument, claim_output
 from experiments.run_folder import default_run_folder, save_run_config
 from quarto_env.checks import shortened
 from quarto_env.core import State, Variant
@@ -152,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out", type=Path, default=None, metavar="DIR", help="output folder (default runs/grade__SEED__TIME)"
     )
+    add_overwrite_argument(parser)
     add_progress_and_variant_arguments(parser, "progress bars")
     return parser
 
@@ -169,18 +170,22 @@ def main(argv: list[str]) -> int:
     for spec in sources:  # built here, with a message, rather than halfway through sampling
         agent_or_exit(parser, spec, variant, seed=0)
     values = PositionValues.from_suite(suite) if suite else values_or_exit(parser, variant, args.cache)
-    out = output_folder_or_exit(parser, args.out or default_run_folder("grade", args.seed), "--out")
-    save_run_config(out, "grade", argv, _config(args, sources, variant, suite))
-
-    if suite is not None:
-        positions = suite_states(suite)
-    else:
-        positions = _sampled_positions(parser, args, variant, sources)
-        if not _value_all(values, positions, progress=not args.no_progress):
-            return 130
-    reports = [grade_agent(agent, variant, positions, values, progress=not args.no_progress) for agent in agents]
-    perfect = [_perfect_play(agent, variant, args) for agent in agents] if args.perfect_games else []
-    _write_reports(out, reports, variant, _graded_on(args, suite, sources), perfect)
+    folder = args.out or default_run_folder("grade", args.seed)
+    # Staged: every file is written at the end into a folder beside --out, which one rename then makes --out.
+    with claim_output(folder, "folder", overwrite=args.overwrite, prog=parser.prog) as out:
+        if suite is not None:
+            positions = suite_states(suite)
+        else:
+            positions = _sampled_positions(parser, args, variant, sources)
+            if not _value_all(values, positions, progress=not args.no_progress):
+                return 130  # nothing staged: nothing is published, an earlier result stays
+        reports = [grade_agent(agent, variant, positions, values, progress=not args.no_progress) for agent in agents]
+        perfect = [_perfect_play(agent, variant, args) for agent in agents] if args.perfect_games else []
+        text = _reports_text(reports, variant, _graded_on(args, suite, sources), perfect)
+        print(f"\n{text}")  # first: a write that fails does not take the table with it
+        save_run_config(out.staging, "grade", argv, _config(args, sources, variant, suite))
+        _write_reports(out.staging, text, reports, _graded_on(args, suite, sources), perfect)
+    print(f"written to {out.path}")
     return 0
 
 
@@ -329,18 +334,26 @@ def values_or_exit(parser: argparse.ArgumentParser, variant: Variant, cache: Pat
     return values
 
 
-def _write_reports(
-    out: Path,
+def _reports_text(
     reports: list[GradeReport],
     variant: Variant,
     graded_on: dict[str, Any],
     perfect: Sequence[PerfectPlayReport] = (),
-) -> None:
-    """Write ``grade.md``, ``grade.json`` (one summary per agent, each with ``graded_on`` and, with perfect-play
-    games, ``perfect_play``) and ``decisions.jsonl`` into ``out``, and print the tables."""
+) -> str:
+    """The tables of ``grade.md``: the grades, then the points lost against perfect play if games were played."""
     text = report_markdown(reports, variant, graded_on)
-    if perfect:
-        text += "\n" + perfect_markdown(perfect)
+    return text + "\n" + perfect_markdown(perfect) if perfect else text
+
+
+def _write_reports(
+    out: Path,
+    text: str,
+    reports: list[GradeReport],
+    graded_on: dict[str, Any],
+    perfect: Sequence[PerfectPlayReport] = (),
+) -> None:
+    """Write ``grade.md`` (``text``: :func:`_reports_text`), ``grade.json`` (one summary per agent, each with
+    ``graded_on`` and, with perfect-play games, ``perfect_play``) and ``decisions.jsonl`` into ``out``."""
     atomic_write_text(out / "grade.md", text)
     summaries = [{**r.summary(), "graded_on": graded_on} for r in reports]
     for summary, played in zip(summaries, perfect, strict=False):
@@ -348,7 +361,6 @@ def _write_reports(
     atomic_write_text(out / "grade.json", json.dumps(summaries, indent=2) + "\n")
     lines = [json.dumps({"agent": r.agent, **dataclasses.asdict(d)}) + "\n" for r in reports for d in r.decisions]
     atomic_write_text(out / "decisions.jsonl", "".join(lines))
-    print(f"\n{text}\nwritten to {out}")
 
 
 def _agent_seed(seed: int, index: int) -> int:

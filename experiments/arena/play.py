@@ -25,14 +25,13 @@ an existing file is replaced only with ``--overwrite``), so that a game is never
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from agents.base import Agent
-from agents.files import OutputPathError, atomic_write_text, output_file
+from agents.files import atomic_write_text
 from agents.match import GameRecord
 from experiments.arena.records import record_line
 from experiments.options import (
@@ -44,6 +43,7 @@ from experiments.options import (
     check_specs,
     parse_command,
 )
+from experiments.output import add_overwrite_argument, claim_if_asked
 from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
 from quarto_env.render import COLUMN_LABELS, HEX, PIECE_LETTERS, describe_piece, piece_code, render_text, square_name
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_out_argument(
         parser, "--save", type=Path, default=None, metavar="FILE", help="write the game as a games.jsonl line here"
     )
-    parser.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
+    add_overwrite_argument(parser)
     # play draws no bar; the flag is taken all the same, so that one command line serves every command
     add_progress_and_variant_arguments(parser, "progress bar (play draws none)")
     return parser
@@ -84,13 +84,12 @@ def main(argv: list[str]) -> int:
     """Run ``quarto play``."""
     parser, args, variant = parse_command(build_parser, argv)
     check_specs(parser, [args.opponent])
-    if args.out:
-        try:
-            output_file(args.out, "--out", overwrite=args.overwrite)
-        except OutputPathError as error:
-            # os.path.isfile, not Path.is_file: that raises for a name too long to look up
-            hint = " (or give --overwrite)" if not args.overwrite and os.path.isfile(args.out) else ""
-            parser.error(f"{error}{hint}")
+    with claim_if_asked(args.out, "file", overwrite=args.overwrite, prog=parser.prog):  # held while playing
+        return _play_and_save(parser, args, variant)
+
+
+def _play_and_save(parser: argparse.ArgumentParser, args: argparse.Namespace, variant: Variant) -> int:
+    """Play the game of the command line and save it to ``--out`` if given; the exit status."""
     rng = np.random.default_rng(args.seed)
     human_first = args.first == "you" or (args.first == "random" and bool(rng.integers(2)))
     human_player = 0 if human_first else 1

@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.files import OutputPathError, atomic_write, atomic_write_text, input_file, output_file, output_folder
+from agents.files import atomic_write, atomic_write_text, input_file
 from experiments.arena.play import describe_action
 from experiments.arena.records import RecordError, check_record, record_variant
 from experiments.options import CommandParser, number_argument
+from experiments.output import add_overwrite_argument, claim_if_asked, claim_output
 from quarto_env.checks import shortened
 from quarto_env.core import INITIAL_STATE, NO_WINNER, RulesError, State, Variant, step
 from quarto_env.notation import format_position
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --html: the exact solver's verdict on each move (kept, won->drawn, won->lost, drawn->lost); "
         "needs the rules' opening book (not the declaration variant)",
     )
+    add_overwrite_argument(parser, "--gif, --frames or --html")
     return parser
 
 
@@ -109,25 +111,25 @@ def main(argv: list[str]) -> int:
     except RecordError as error:
         print(f"quarto replay: {error}", file=sys.stderr)
         return 2
-    try:  # before rendering: a path that cannot be written is told at once, not after the work
-        if args.gif:
-            output_file(args.gif, "--gif")
-        if args.frames:
-            output_folder(args.frames, "--frames")
-    except OutputPathError as error:
-        parser.error(str(error))
     variant = record_variant(record)
     names = (record["seats"][0], record["seats"][1])
-    if args.gif or args.frames:
+    if not (args.gif or args.frames):
+        show(variant, names, frames, pause=not args.no_pause)
+        return 0
+    # Claimed before rendering: a path that cannot be written, or holds a result, is told at once.
+    with (
+        claim_if_asked(args.gif, "file", option="--gif", overwrite=args.overwrite, prog=parser.prog),
+        claim_if_asked(args.frames, "folder", option="--frames", overwrite=args.overwrite, prog=parser.prog) as staged,
+    ):
         pictures = [render_image(variant, state, names, status) for state, status in frames]
-        if args.frames:
-            write_frames(pictures, args.frames)
-            print(f"{len(pictures)} frames written to {args.frames}")
+        if staged is not None:
+            write_frames(pictures, staged.staging)  # the folder appears whole, by one rename
         if args.gif:
             write_gif(pictures, args.gif, args.delay)
-            print(f"animated GIF of {len(pictures)} frames written to {args.gif}")
-        return 0
-    show(variant, names, frames, pause=not args.no_pause)
+    if args.frames:
+        print(f"{len(pictures)} frames written to {args.frames}")
+    if args.gif:
+        print(f"animated GIF of {len(pictures)} frames written to {args.gif}")
     return 0
 
 
@@ -333,8 +335,6 @@ def write_page(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     """``--html``: check every game of the file, the output path and, with ``--grade``, that the solver covers
     the rules, all before anything is written; then write the page atomically."""
     from agents.book import shipped_book
-    from experiments.arena.grading import PositionValues
-    from experiments.arena.viewer import viewer_page
 
     try:
         games = load_games(args.file)
@@ -345,10 +345,6 @@ def write_page(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     except RecordError as error:
         print(f"quarto replay: {error}", file=sys.stderr)
         return 2
-    try:
-        output_file(args.html, "--html")
-    except OutputPathError as error:
-        parser.error(str(error))
     variants = {record_variant(record) for record, _ in games}
     if args.grade:
         for variant in variants:
@@ -359,13 +355,22 @@ def write_page(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
                     file=sys.stderr,
                 )
                 return 2
+    with claim_output(args.html, "file", option="--html", overwrite=args.overwrite, prog=parser.prog):
+        _write_page(args, games, variants)
+    return 0
+
+
+def _write_page(args: argparse.Namespace, games: list[tuple[dict, list[Frame]]], variants: set[Variant]) -> None:
+    """The page of ``games`` with, with ``--grade``, the solver's verdicts, written to the claimed ``--html``."""
+    from experiments.arena.grading import PositionValues
+    from experiments.arena.viewer import viewer_page
+
     viewed = [_viewed_game(index, record, frames) for index, (record, frames) in enumerate(games)]
     values = {variant: PositionValues(variant) for variant in variants} if args.grade else None
     page = viewer_page(viewed, f"quarto replay: {args.file.name}", values, start_game=args.game)
     atomic_write_text(args.html, page)
     graded = " with the solver's verdicts" if args.grade else ""
     print(f"{len(viewed)} game(s) written to {args.html}{graded} ({len(page.encode('utf-8')):,} bytes)")
-    return 0
 
 
 def _viewed_game(index: int, record: dict, frames: list[Frame]) -> ViewedGame:

@@ -51,6 +51,7 @@ from experiments.options import (
     output_file_argument,
     variant_from_args,
 )
+from experiments.output import claim_output
 from quarto_env.checks import shortened
 from quarto_env.core import RulesError
 from quarto_env.notation import parse_position
@@ -215,6 +216,15 @@ def main(argv: list[str]) -> int:
     """Run ``quarto solve``."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.resume is None:
+        return _solve(parser, args)
+    # The table file is held for the whole solve: a second solver saving into it is refused meanwhile.
+    with claim_output(args.resume, "file", option="--resume", resume=True, prog=parser.prog):
+        return _solve(parser, args)
+
+
+def _solve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Answer the positions of the command line; the exit status (130 after Ctrl-C, the table saved)."""
     solver = make_solver(parser, args)
     start = time.perf_counter()
     try:

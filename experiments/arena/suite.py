@@ -45,6 +45,7 @@ from experiments.options import (
     output_file_argument,
     variant_from_args,
 )
+from experiments.output import add_overwrite_argument, claim_output
 
 DEFAULT_PER_STAGE = 300
 
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         "worker processes that play the games and solve the positions (default 1); the suite is the same",
     )
     parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="file to write")
+    add_overwrite_argument(parser)
     add_progress_and_variant_arguments(parser, "progress bars (of --build)")
     return parser
 
@@ -130,17 +132,18 @@ def _build(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list
         parser.error(f"suite {args.name} ships already: a changed suite takes a new version, or give --out")
     command = shlex.join(["quarto", "suite", *argv])
     start = time.perf_counter()
-    suite = build_suite(
-        args.name,
-        variant,
-        args.per_stage,
-        args.seed,
-        PositionSource(args.sources, SUITE_STAGES, args.games),
-        not args.no_progress,
-        command,
-        args.jobs,
-    )
-    save_suite(suite, out)
+    with claim_output(out, "file", overwrite=args.overwrite, prog=parser.prog):
+        suite = build_suite(
+            args.name,
+            variant,
+            args.per_stage,
+            args.seed,
+            PositionSource(args.sources, SUITE_STAGES, args.games),
+            not args.no_progress,
+            command,
+            args.jobs,
+        )
+        save_suite(suite, out)
     print(suite_table(suite))
     print(f"{out}: {len(suite.positions)} positions in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return 0

@@ -31,7 +31,10 @@ interrupted tournament loses only the games in progress; ``quarto tournament --r
 settings of its ``config.json``: it plays the games missing from ``games.jsonl`` (dropping, with a warning, a last
 line cut short by the kill) and writes the results. Same code, same seeds: the games and results equal those
 of an uninterrupted run. Settings given with ``--resume`` must be the run's (only ``--jobs``, ``--no-progress``
-and ``--tensorboard`` may change), and ``--out`` refuses a folder that already holds a run.
+and ``--tensorboard`` may change), and ``--out`` refuses a folder that already holds a run unless ``--overwrite``
+is given. The folder is locked for the run's life: a second tournament in it, or a ``--resume`` while it still
+plays, is refused (:mod:`experiments.output`). The tables are printed before the files are written; without
+matplotlib (the core install) every file but ``ratings.png`` is written, and a note names the extra that draws it.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ from experiments.arena.schedule import GameJob, PlayedGame, playing_pairs, sched
 from experiments.arena.tournament_resume import (
     GAMES_FILE,
     games_already_played,
-    new_run_folder,
+    holds_tournament,
     resumed_args,
 )
 from experiments.options import (
@@ -94,9 +97,10 @@ from experiments.options import (
     variant_from_args,
     warn,
 )
-from experiments.run_folder import save_run_config
+from experiments.output import Output, add_overwrite_argument, claim_output
+from experiments.run_folder import default_run_folder, save_run_config
 from quarto_env.core import Variant
-from quarto_env.extras import require
+from quarto_env.extras import as_missing_extra, require
 from quarto_env.notation import parse_position
 
 if TYPE_CHECKING:
@@ -154,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="finish the interrupted tournament in DIR with its settings: play the games missing from its games.jsonl",
     )
+    add_overwrite_argument(parser)
     parser.add_argument("--anchor", metavar="SPEC", help="agent rated 0 (default: random if playing, else the first)")
     parser.add_argument(
         "--intervals",
@@ -183,6 +188,8 @@ def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.resume is not None:
+        if args.overwrite:
+            parser.error("--resume finishes a run and --overwrite replaces one: give one or the other")
         args = resumed_args(parser, args, argv, lambda given: tournament_config(parser, given)[0])
     config, variant = tournament_config(parser, args)
     if args.tensorboard:
@@ -191,12 +198,37 @@ def main(argv: list[str]) -> int:
     for name in names:  # fail here, with a clear message, rather than in a worker halfway through
         agent_or_exit(parser, name, variant, seed=0)
     jobs = schedule(len(names), args.mode, args.games, args.seed, variant, args.opening_plies)
+    resume = args.resume is not None
+    folder = args.resume if resume else args.out or default_run_folder("tournament", args.seed)
+    with claim_output(
+        folder,
+        "run",
+        option="--resume" if resume else "--out",
+        overwrite=args.overwrite,
+        resume=resume,
+        holds_result=holds_tournament,
+        resume_hint=f"--resume {folder}",
+        prog=parser.prog,
+    ) as run:
+        return _play(parser, args, argv, run, config, variant, jobs)
+
+
+def _play(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    argv: list[str],
+    run: Output,
+    config: dict[str, Any],
+    variant: Variant,
+    jobs: list[GameJob],
+) -> int:
+    """Play the games the claimed ``run`` folder does not hold yet, then write the results; the exit status."""
+    out, names = run.path, config["agents"]
     if args.resume is not None:
-        out = args.resume
         played = games_already_played(parser, out, names, variant, jobs)
         print(f"resuming {out}: {len(played)} of {len(jobs)} games already played")
     else:
-        out = new_run_folder(parser, args)
+        run.replace_previous()
         save_run_config(out, "tournament", argv, {**config, "argv": argv})
         played = []
     workers = _capped_jobs(parser, args.jobs)
@@ -230,12 +262,15 @@ def _write_results(
         seed=args.seed,
     )
     pairs = pair_results(names, games)
+    perfect = perfect_play_reports(names, games, variant)
+    perfect_text = perfect_markdown(perfect) + "\n" if perfect else ""
+    tables = f"{ratings_markdown(ratings, names, games, variant, anchor)}\n{results_markdown(pairs)}\n{perfect_text}"
+    print(f"\n{tables}", end="")  # first: a write that fails does not take the tables with it
     write_outputs(out, names, variant, games, pairs, ratings, anchor, config)
-    perfect = write_perfect_play(out, names, games, variant)
+    write_perfect_play(out, perfect)
     if args.tensorboard:
         log_to_tensorboard(out / "tensorboard", pairs, ratings, config)
-    tables = f"{ratings_markdown(ratings, names, games, variant, anchor)}\n{results_markdown(pairs)}\n{perfect}"
-    print(f"\n{tables}written to {out}")
+    print(f"written to {out}")
 
 
 def tournament_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[dict[str, Any], Variant]:
@@ -500,19 +535,31 @@ def write_outputs(
     atomic_write_text(out / "ratings.csv", _csv(rating_rows))
     atomic_write_text(out / "ratings.md", ratings_markdown(ratings, names, games, variant, anchor))
     title = f"{variant.describe()} Quarto, {config['games_per_pair']} games per pair, seed {config['seed']}"
-    atomic_write(out / "ratings.png", lambda path: plot_ratings(ratings, anchor, title, path, config["intervals"]))
+    draw_picture(out / "ratings.png", lambda path: plot_ratings(ratings, anchor, title, path, config["intervals"]))
 
 
-def write_perfect_play(out: Path, names: Sequence[str], games: Sequence[PlayedGame], variant: Variant) -> str:
-    """Write ``perfect.md`` and ``perfect.json`` when a ``solver`` entrant played (:func:`perfect_play_reports`),
-    and return the table followed by an empty line (``""`` when none did)."""
-    reports = perfect_play_reports(names, games, variant)
+def draw_picture(path: Path, draw: Callable[[Path], None], prog: str = "quarto tournament") -> bool:
+    """Write the picture ``draw`` makes to ``path`` atomically; without the library that draws it (matplotlib, in
+    the train extra) write nothing and print a note naming the extra: a picture only illustrates the tables.
+    Whether it was written."""
+    try:
+        atomic_write(path, draw)
+    except ModuleNotFoundError as error:
+        missing = as_missing_extra(error, f"{path.name} (the picture; every other file is written)")
+        if missing is None:
+            raise
+        print(f"{prog}: note: {missing}", file=sys.stderr)
+        return False
+    return True
+
+
+def write_perfect_play(out: Path, reports: Sequence[PerfectPlayReport]) -> None:
+    """Write ``perfect.md`` and ``perfect.json`` when a ``solver`` entrant played (``reports``:
+    :func:`perfect_play_reports`; nothing when it is empty)."""
     if not reports:
-        return ""
-    text = perfect_markdown(reports)
-    atomic_write_text(out / "perfect.md", text)
+        return
+    atomic_write_text(out / "perfect.md", perfect_markdown(reports))
     atomic_write_text(out / "perfect.json", json.dumps([r.summary() for r in reports], indent=2) + "\n")
-    return text + "\n"
 
 
 def perfect_play_reports(

@@ -1,6 +1,7 @@
 """Finishing an interrupted tournament (``quarto tournament --resume DIR``): the settings its ``config.json``
 fixes, the refusal of a command that would change them, and the games its ``games.jsonl`` already holds, each
-checked against the schedule and replayed through the rules. A fresh run's folder is checked here too.
+checked against the schedule and replayed through the rules. What makes a folder hold a run is said here too
+(:func:`holds_tournament`); the folder itself is claimed, locked and checked by :mod:`experiments.output`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agents.files import atomic_write_text, remove_orphan_temporaries
+from agents.files import atomic_write_text
 from agents.match import GameRecord, opening_state
 from experiments.arena.records import check_record, unsealed_record
 from experiments.arena.schedule import GameJob, PlayedGame
 from experiments.options import input_file_or_exit, output_folder_or_exit, warn
-from experiments.run_folder import code_version, default_run_folder
+from experiments.run_folder import code_version
 from quarto_env.checks import shortened
 from quarto_env.core import RulesError, State, Variant, step
 from quarto_env.notation import format_position
@@ -42,19 +43,13 @@ SETTINGS_FLAGS = {
 }
 """The settings that decide a tournament's games and results (``config.json`` keys), and the flag that sets each:
 a resumed run must keep them."""
-FREE_OPTIONS = ("resume", "out", "jobs", "no_progress", "tensorboard")
+FREE_OPTIONS = ("resume", "out", "overwrite", "jobs", "no_progress", "tensorboard")
 """Options that a resumed run may change: they decide how the games are played, not which."""
 
 
-def new_run_folder(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
-    """``--out`` (or the default folder), checked writable and free of another run before any game."""
-    out = output_folder_or_exit(parser, args.out or default_run_folder("tournament", args.seed), "--out")
-    if (out / "config.json").exists() or (out / GAMES_FILE).exists():
-        parser.error(
-            f"--out {out} already holds a run (its config.json or {GAMES_FILE}): `--resume {out}` finishes it "
-            "(or rewrites its results), or name another folder"
-        )
-    return out
+def holds_tournament(folder: Path) -> bool:
+    """Whether ``folder`` holds a tournament: its ``config.json`` or its ``games.jsonl``."""
+    return (folder / "config.json").exists() or (folder / GAMES_FILE).exists()
 
 
 def resumed_args(
@@ -78,7 +73,6 @@ def resumed_args(
     for dest in FREE_OPTIONS:
         setattr(run_args, dest, getattr(args, dest))
     _warn_if_other_code(parser, stored)
-    remove_orphan_temporaries(folder)  # results being written when the run was killed
     return run_args
 
 

@@ -39,7 +39,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 
 from agents.files import atomic_write_text
-from experiments.bench import add_timing_arguments, exit_if_unwritten
+from experiments.bench import add_timing_arguments
 from experiments.options import (
     SEED,
     CommandParser,
@@ -47,6 +47,7 @@ from experiments.options import (
     add_out_argument,
     output_file_argument,
 )
+from experiments.output import add_overwrite_argument, claim_if_asked
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
 from quarto_env.extras import require
 from quarto_env.fast import random_games
@@ -79,12 +80,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="FILE",
         help="also write the figures, config and command to this JSON file",
     )
+    add_overwrite_argument(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str]) -> int:
     """Run the benchmark and print its figures; returns the exit status."""
     args = parse_args(argv)
+    with claim_if_asked(args.out, "file", overwrite=args.overwrite, prog="quarto bench env"):
+        return _run(args, argv)
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    """Measure, print the figures and write them to the claimed ``--out`` if given."""
     print(_header(args))
     rounds = measure_envs(_env_makers(args.observation), args)
     medians = {name: statistics.median(values) for name, values in rounds.items()}
@@ -120,8 +128,7 @@ def main(argv: list[str]) -> int:
             "core_actions_per_second": {"compiled_single_thread": compiled, "python_core_step": python},
         }
         record = {"command": _command(argv), "config": vars(args) | _machine(), "results": results}
-        with exit_if_unwritten("quarto bench env", "--out", args.out):
-            atomic_write_text(args.out, json.dumps(record, indent=2, default=str) + "\n")
+        atomic_write_text(args.out, json.dumps(record, indent=2, default=str) + "\n")
         print(f"\nwrote {args.out}")
     return 0
 

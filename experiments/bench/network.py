@@ -71,7 +71,6 @@ from agents.networks import (
 from agents.puct import encode_positions, forced_action
 from experiments.arena.grade import check_empty_range, values_or_exit
 from experiments.arena.grading import SOLVER_COMFORT_EMPTY, PositionValues, sample_decisions
-from experiments.bench import exit_if_unwritten
 from experiments.options import (
     SEED,
     CommandParser,
@@ -84,6 +83,7 @@ from experiments.options import (
     output_file_argument,
     parse_command,
 )
+from experiments.output import add_overwrite_argument, claim_if_asked
 from experiments.run_folder import code_version
 from quarto_env.core import (
     NUM_ACTIONS,
@@ -795,6 +795,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--json", type=output_file_argument("--json"), default=None, metavar="FILE", help="also write the figures here"
     )
+    add_overwrite_argument(parser, "--json")
     add_variant_arguments(parser)
     return parser
 
@@ -823,6 +824,12 @@ def protocol(args: argparse.Namespace, settings: TrainSettings, train: ProbeSet,
 def main(argv: list[str]) -> int:
     """Run ``quarto bench network``."""
     parser, args, variant = parse_command(build_parser, argv)
+    with claim_if_asked(args.json, "file", option="--json", overwrite=args.overwrite, prog=parser.prog):
+        return _run(parser, args, variant, argv)
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, variant: Variant, argv: list[str]) -> int:
+    """Fit the designs, print the table and write the figures to the claimed ``--json`` if given."""
     check_empty_range(parser, args.min_empty, args.max_empty)
     if "transformer" in args.network and args.width % TRANSFORMER_HEADS:
         parser.error(f"--width {args.width}: the transformer needs a multiple of its {TRANSFORMER_HEADS} heads")
@@ -870,7 +877,6 @@ def main(argv: list[str]) -> int:
             "protocol": protocol(args, settings, train, test),
             "results": results,
         }
-        with exit_if_unwritten(parser.prog, "--json", args.json):
-            atomic_write_text(args.json, json.dumps(record, indent=2) + "\n")
+        atomic_write_text(args.json, json.dumps(record, indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0

@@ -46,7 +46,6 @@ from agents.positions import greedy_game_positions
 from agents.search import table_bits_for
 from agents.simple import GreedyAgent
 from experiments.arena.solve import add_search_arguments
-from experiments.bench import exit_if_unwritten
 from experiments.options import (
     SEED,
     CommandParser,
@@ -55,6 +54,7 @@ from experiments.options import (
     output_file_argument,
     parse_command,
 )
+from experiments.output import add_overwrite_argument, claim_if_asked
 from quarto_env.core import INITIAL_STATE, MAX_GAME_LENGTH, NUM_SQUARES, State, Variant, step
 from quarto_env.notation import format_position
 
@@ -129,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=output_file_argument("--out"),
         help="also write the figures, config and command to this JSON file",
     )
+    add_overwrite_argument(parser)
     add_variant_arguments(parser, several_words=True)
     return parser
 
@@ -303,6 +304,12 @@ def bench_startup() -> dict:
 def main(argv: list[str]) -> int:
     """Run ``quarto bench solver``."""
     parser, args, variant = parse_command(build_parser, argv)
+    with claim_if_asked(args.out, "file", overwrite=args.overwrite, prog=parser.prog):
+        return _run(parser, args, variant, argv)
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, variant: Variant, argv: list[str]) -> int:
+    """Time the solver, print the figures and write them to the claimed ``--out`` if given."""
     command = "quarto bench solver " + " ".join(argv)
     print(f"# {command}\n# variant: {variant.describe()}, seed {args.seed}; wall-clock seconds (noisy)")
 
@@ -338,7 +345,6 @@ def main(argv: list[str]) -> int:
         config = {**vars(args), "out": str(args.out), "variant": variant.to_dict()}
         results = {"solver": solver, "minimax": minimax, "budgets": budgets, "agent_games": games, "startup": startup}
         record = {"command": command, "config": config, "results": results}
-        with exit_if_unwritten(parser.prog, "--out", args.out):
-            atomic_write_text(args.out, json.dumps(record, indent=2))
+        atomic_write_text(args.out, json.dumps(record, indent=2))
         print(f"\nwrote {args.out}")
     return 0

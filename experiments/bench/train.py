@@ -26,8 +26,8 @@ from rich.table import Table
 from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.files import atomic_write
-from experiments.bench import exit_if_unwritten
 from experiments.options import CommandParser, number_argument, output_file_argument
+from experiments.output import add_overwrite_argument, claim_if_asked
 from experiments.training.config import DEFAULT_CONFIG, MAX_STEPS, ConfigError, TrainConfig, load_config
 from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv
@@ -73,8 +73,7 @@ def measure(config: TrainConfig, steps: int, profile: Path | None = None) -> dic
     model.learn(steps, callback=timer, reset_num_timesteps=False)
     if profiler and profile:  # the profiler is made only with a profile path
         profiler.disable()
-        with exit_if_unwritten(PROG, "--profile", profile):
-            atomic_write(profile, profiler.dump_stats)
+        atomic_write(profile, profiler.dump_stats)
     seconds = time.perf_counter() - start
     done = model.num_timesteps - rollout
     return {
@@ -103,6 +102,7 @@ def main(argv: list[str]) -> int:
         metavar="FILE",
         help="write a cProfile of the measured run to FILE",
     )
+    add_overwrite_argument(parser, "--profile")
     args = parser.parse_intermixed_args(argv)  # overrides before, between and after the options
     try:  # both configs read before anything is measured: a bad override is told at once
         configs = {"config": load_config(args.config, args.overrides)}
@@ -111,10 +111,11 @@ def main(argv: list[str]) -> int:
     except ConfigError as error:
         parser.error(str(error))
 
-    rows = {
-        name: measure(config, args.steps, args.profile if name == "config" else None)
-        for name, config in configs.items()
-    }
+    with claim_if_asked(args.profile, "file", option="--profile", overwrite=args.overwrite, prog=PROG):
+        rows = {
+            name: measure(config, args.steps, args.profile if name == "config" else None)
+            for name, config in configs.items()
+        }
     Console(width=160).print(results_table(rows, args.steps, args.overrides))
     return 0
 

@@ -57,8 +57,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from agents.files import atomic_write_text
-from experiments.bench import add_timing_arguments, exit_if_unwritten
+from experiments.bench import add_timing_arguments
 from experiments.options import SEED, CommandParser, number_argument, output_file_argument
+from experiments.output import add_overwrite_argument, claim_if_asked
 from quarto_env.core import Variant
 from quarto_env.observation import OBSERVATION_KINDS
 from quarto_env.vector import GameBatch, RandomLegalActions, VectorQuarto
@@ -107,6 +108,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--out", type=output_file_argument("--out"), metavar="FILE", help="also write the figures as JSON here"
     )
+    add_overwrite_argument(parser)
     args = parser.parse_args(argv)
     args.batches = list(dict.fromkeys(int(b) for b in args.batches))
     args.observations = list(dict.fromkeys(args.observations))
@@ -117,6 +119,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     """Run the benchmark and print its figures; returns the exit status."""
     args = parse_args(argv)
+    with claim_if_asked(args.out, "file", overwrite=args.overwrite, prog="quarto bench vector"):
+        return _run(args, argv)
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    """Measure, print the figures and write them to the claimed ``--out`` if given."""
     with_pgx = not args.no_pgx and pgx_installed()
     paths = quarto_paths(args.observations)
     if with_pgx:
@@ -375,6 +383,5 @@ def _write(
     results = {"steps_per_second": rounds, "median_steps_per_second": medians, f"ratio_to_{REFERENCE}": ratios}
     config = vars(args) | {"with_pgx": with_pgx} | _machine(with_pgx)
     record = {"command": " ".join(["quarto", "bench", "vector", *argv]), "config": config, "results": results}
-    with exit_if_unwritten("quarto bench vector", "--out", args.out):
-        atomic_write_text(args.out, json.dumps(record, indent=2, default=str) + "\n")
+    atomic_write_text(args.out, json.dumps(record, indent=2, default=str) + "\n")
     print(f"\nwrote {args.out}")

@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from agents.book import shipped_book
-from agents.files import OutputPathError, atomic_write_bytes, input_file, output_file
+from agents.files import atomic_write_bytes, input_file
 from agents.integrity import IntegrityError, read_sealed_json, write_sealed_json
 from agents.labels import ILLEGAL, label_positions, remove_shard_folder, values_of_row, worker_pool
 from agents.suites import (
@@ -88,6 +88,7 @@ from experiments.options import (
     parse_command,
     warn,
 )
+from experiments.output import add_overwrite_argument, claim_output
 from experiments.run_folder import code_version
 from quarto_env.core import (
     NUM_ACTIONS,
@@ -308,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the file does not depend on it",
     )
     parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the .npz file to write")
-    parser.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
+    add_overwrite_argument(parser)
     add_progress_and_variant_arguments(parser, "progress bars")
     return parser
 
@@ -316,8 +317,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run ``quarto dataset``."""
     parser, args, variant = parse_command(build_parser, argv)
-    _check_output(parser, args)
     _check_symmetries(parser, variant, args.symmetries)
+    # Held for the whole run: a second dataset into the same file (or its OUT.parts/) is refused meanwhile.
+    with claim_output(args.out, "file", overwrite=args.overwrite, prog=parser.prog):
+        return _write_dataset(parser, args, variant)
+
+
+def _write_dataset(parser: argparse.ArgumentParser, args: argparse.Namespace, variant: Variant) -> int:
+    """Collect, label and write the positions of the command line into the claimed ``--out``."""
     if args.sample is None:
         solved, source = _suite_positions(parser, variant, args)
     else:
@@ -337,15 +344,6 @@ def main(argv: list[str]) -> int:
         f"{arrays['observations'].shape[1:]}, {variant.num_actions} actions, {os.path.getsize(args.out):,} bytes"
     )
     return 0
-
-
-def _check_output(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Exit with a usage error when ``--out`` cannot be written (or exists, without ``--overwrite``)."""
-    try:
-        output_file(args.out, "--out", overwrite=args.overwrite)
-    except OutputPathError as error:
-        hint = " (or give --overwrite)" if not args.overwrite and os.path.isfile(args.out) else ""
-        parser.error(f"{error}{hint}")
 
 
 def _check_symmetries(parser: argparse.ArgumentParser, variant: Variant, images: int) -> None:

@@ -21,6 +21,7 @@ held out and on the training set, against the number of labelled positions, one 
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import io
 import json
@@ -36,6 +37,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from agents.files import atomic_write_bytes
 from experiments.options import CommandParser, add_out_argument, input_file_or_exit, output_file_argument
+from experiments.output import add_overwrite_argument, claim_output
 from quarto_env.checks import shortened
 
 GRADE_TAG = "eval/grade/value_lost"
@@ -204,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="PNG file to write",
     )
+    add_overwrite_argument(parser)
     parser.add_argument("--x", choices=("steps", "time"), default="steps", help="horizontal axis")
     parser.add_argument(
         "--argmax", action="store_true", help="a second row with the learner playing its most likely action"
@@ -216,6 +219,12 @@ def main(argv: list[str] | None = None) -> int:
         help="draw the data-scaling curve of quarto bench network's --json records instead of training curves",
     )
     args = parser.parse_args(argv)
+    with claim_output(args.out, "file", overwrite=args.overwrite, prog=parser.prog):
+        return _plot(parser, args)
+
+
+def _plot(parser: CommandParser, args: argparse.Namespace) -> int:
+    """Draw the figure the command line asks for into the claimed ``--out``; the exit status."""
     if args.probe:
         figure = probe_figure(probe_lines([_probe_record(parser, path) for path in args.runs]))
         figure.axes[0].set_title(args.title or "supervised probe: exact labels, 6-10 empty squares")

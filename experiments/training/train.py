@@ -27,16 +27,15 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from agents.checkpoints import CheckpointError, recording_code_version
-from agents.files import OutputPathError, atomic_write_bytes, output_folder, remove_orphan_temporaries
+from agents.files import OutputPathError, atomic_write_bytes, remove_orphan_temporaries
 from agents.networks import DEVICES
 from experiments.options import CommandParser, add_out_argument, add_progress_argument
+from experiments.output import OutputError, add_overwrite_argument, claim_output
 from experiments.run_folder import (
-    RunInUseError,
     code_version,
     command_line,
     default_run_folder,
     record_command,
-    run_lock,
 )
 from experiments.training.config import (
     DEFAULT_CONFIG,
@@ -54,7 +53,7 @@ from quarto_env.checks import one_line
 BACKENDS = {
     ("ppo", "sb3"): "experiments.training.sb3_ppo",
     ("ppo", "rllib"): "experiments.training.rllib_ppo",
-    ("alphazero", "sb3"): "experiments.training.alphazero",  # alphazero trains in this process: backend sb3
+    ("alphazero", "torch"): "experiments.training.alphazero",
 }
 """The module that trains each ``(algorithm, backend)`` of the config (:class:`Backend`), imported by name when
 its run starts: importing this module imports none of them."""
@@ -103,6 +102,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--resume", type=Path, metavar="RUN_FOLDER", help="continue the run in RUN_FOLDER (overrides: see below)"
     )
+    add_overwrite_argument(parser, "--out")
     parser.add_argument(
         "--device",
         choices=DEVICES,
@@ -138,13 +138,23 @@ def main(argv: list[str]) -> int:
 
         with hidden_progress(args.no_progress):
             try:
-                train(config, run_dir, resume=resume, command=command_line("train", argv), address=args.address)
+                train(
+                    config,
+                    run_dir,
+                    resume=resume,
+                    command=command_line("train", argv),
+                    address=args.address,
+                    overwrite=args.overwrite,
+                )
             except RunFinished as finished:  # nothing to do, as asked: not an error
                 print(f"quarto train: {finished}")
                 return 0
-    except (ConfigError, CheckpointError, OutputPathError, RunInUseError) as exc:
+    except (ConfigError, CheckpointError, OutputPathError) as exc:
         print(f"quarto train: {exc}", file=sys.stderr)
         return 2
+    except OutputError as exc:  # the run folder refused (2), or a write that failed late (1)
+        print(f"quarto train: {exc}", file=sys.stderr)
+        return exc.status
     except TrainingInterrupted as stop:
         print(f"\nquarto train: interrupted; {stop.next_step()}", file=sys.stderr)
         return STATUS_INTERRUPTED
@@ -204,16 +214,6 @@ def ray_module(config: TrainConfig) -> str | None:
     return "ray" if config.alphazero.workers else None
 
 
-def checked_run_dir(run_dir: Path) -> Path:
-    """``run_dir`` as a folder that can be written, created if need be; :class:`OutputPathError` otherwise."""
-    try:
-        return output_folder(run_dir, "run folder")
-    except OutputPathError:
-        raise
-    except ValueError as exc:  # a path the OS refuses, e.g. with a NUL byte
-        raise OutputPathError(f"run folder {str(run_dir)!r} is not a valid path: {one_line(exc)}") from None
-
-
 def prepare_run_dir(config: TrainConfig, run_dir: Path, command: str) -> None:
     """Write the resolved config and append the command, with the code's version, to ``command.txt``."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -230,15 +230,20 @@ def train(
     resume: bool = False,
     command: str = "quarto train",
     address: str | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Train (or continue training) in ``run_dir`` with the config's backend; returns the final checkpoint's path.
     Everything is checked before anything is written: the libraries the backend needs (:func:`ray_module`), the
     Ray cluster at ``address`` (reachable, and joined before anything is written), the agents the config names,
-    the folder (created if need be), and on ``resume`` the checkpoint and the overrides (the backend's
-    ``start``). The run folder and the TensorBoard line are printed once all of these have passed. The folder
-    is held for the whole run (:func:`experiments.run_folder.run_lock`), and every checkpoint records the code's
-    version of the run's start. Ctrl-C while it trains raises :class:`TrainingInterrupted`."""
+    the folder (created if need be; one that holds a run is refused unless ``resume``, or ``overwrite`` which
+    replaces that run once every check has passed), and on ``resume`` the checkpoint and the overrides (the
+    backend's ``start``). The run folder and the TensorBoard line are printed once all of these have passed. The
+    folder is held for the whole run (:func:`experiments.output.claim_output`: a second process is refused, a
+    write that fails late is :class:`~experiments.output.OutputWriteError`), and every checkpoint records the
+    code's version of the run's start. Ctrl-C while it trains raises :class:`TrainingInterrupted`."""
     needs_ray = ray_module(config)
+    if resume and overwrite:
+        raise ConfigError("--resume continues a run and --overwrite replaces one: give one or the other")
     if needs_ray is not None:
         require_ray("backend rllib" if config.backend == "rllib" else "workers", needs_ray)
     elif address is not None:
@@ -250,12 +255,17 @@ def train(
 
     watch_compiles()  # first: the checks below may compile the game kernels, which takes a while: say so
     check_agents(config)
-    checked_run_dir(run_dir)
-    with run_lock(run_dir), recording_code_version(code_version()):
-        for folder in (run_dir, run_dir / "checkpoints"):
-            remove_orphan_temporaries(folder)  # left by a process killed mid-write; no other writes here now
-        if not resume and (run_dir / "config.yaml").exists():
-            raise ConfigError(f"{str(run_dir)!r} already holds a run: continue it with --resume, or pick another")
+    claim = claim_output(
+        run_dir,
+        "run",
+        option="run folder",
+        overwrite=overwrite,
+        resume=resume,
+        holds_result=lambda folder: (folder / "config.yaml").exists(),
+        resume_hint=f"quarto train --resume {shlex.quote(str(run_dir))}",
+    )
+    with claim as run, recording_code_version(code_version()):
+        remove_orphan_temporaries(run_dir / "checkpoints")  # left by a process killed mid-write (the claim: run_dir's)
         backend = cast(Backend, importlib.import_module(BACKENDS[config.algorithm, config.backend]))
         state = backend.start(config, run_dir, resume)
         started_ray = needs_ray is not None and start_ray(address)
@@ -265,6 +275,7 @@ def train(
 
                 check_gpus(config)
             announce_run(run_dir)  # every check has passed: from here on, the run is on
+            run.replace_previous()  # --overwrite: the earlier run goes only now
             prepare_run_dir(config, run_dir, command)
             try:
                 return backend.run(config, run_dir, state)
