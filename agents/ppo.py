@@ -77,10 +77,11 @@ class SlotPolicy(MaskableActorCriticPolicy):
     :param width: the width of every slot embedding and hidden layer
     """
 
-    def __init__(self, *args: Any, groups: list[int], observation: str, width: int = 64, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, groups: list[int], observation: ObservationKind, width: int = 64, **kwargs: Any
+    ) -> None:
         self.groups = list(groups)
-        self.kind = observation_kind(observation)
-        self.observation = self.kind.name
+        self.kind = observation
         self.width = width
         super().__init__(*args, **kwargs)
 
@@ -102,11 +103,13 @@ class SlotPolicy(MaskableActorCriticPolicy):
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(groups=self.groups, observation=self.observation, width=self.width)
+        data.update(groups=self.groups, observation=self.kind, width=self.width)
         return data
 
 
-def policy_setup(policy: str, variant: Variant, net_arch: list[int], observation: str) -> tuple[type, dict[str, Any]]:
+def policy_setup(
+    policy: str, variant: Variant, net_arch: list[int], observation: ObservationKind
+) -> tuple[type, dict[str, Any]]:
     """The policy class and ``policy_kwargs`` for MaskablePPO: ``net_arch`` gives the MLP's layers, or for
     ``slots`` its width (the first entry)."""
     if policy == "mlp":
@@ -238,8 +241,9 @@ def _policy_for(path: str | Path, metadata: dict[str, Any], variant: Variant) ->
         )
     try:
         net_arch = check_network(config["policy"], config["net_arch"])
-        policy_class, policy_kwargs = policy_setup(config["policy"], variant, net_arch, metadata["observation"])
-        observation_space, action_space = policy_spaces(variant, observation_kind(metadata["observation"]))
+        kind = observation_kind(metadata["observation"])
+        policy_class, policy_kwargs = policy_setup(config["policy"], variant, net_arch, kind)
+        observation_space, action_space = policy_spaces(variant, kind)
         return inference_policy(
             policy_class,
             observation_space=observation_space,

@@ -82,3 +82,45 @@ def test_the_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         exec(compile(example, "README.md", "exec"), {})
     board = out.getvalue()
     assert board.count("\n") >= 4  # the final board, drawn as text
+
+
+ROOT = README.parent
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def relative_links(page: Path) -> list[str]:
+    """The targets of ``page``'s markdown links that point into the repository (web links and anchors dropped),
+    without their ``#anchor``; links inside code are text, not links."""
+    text = re.sub(r"```.*?```|`[^`\n]*`", "", page.read_text(), flags=re.S)
+    targets = (target.partition("#")[0] for target in LINK.findall(text))
+    return [target for target in targets if target and not re.match(r"[a-z]+:", target)]
+
+
+def pages() -> list[Path]:
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda page: page.name)
+def test_every_link_names_a_file_in_the_repository(page: Path) -> None:
+    missing = [target for target in relative_links(page) if not (page.parent / target).exists()]
+    assert not missing, f"{page.relative_to(ROOT)} links to files that are not in the repository: {missing}"
+
+
+def test_every_docs_page_is_reachable_from_the_readme() -> None:
+    reached, todo = {README}, [README]
+    while todo:
+        page = todo.pop()
+        for target in relative_links(page):
+            linked = (page.parent / target).resolve()
+            if linked.suffix == ".md" and linked.exists() and linked not in reached:
+                reached.add(linked)
+                todo.append(linked)
+    unreached = [page.name for page in pages() if page not in reached]
+    assert not unreached, f"docs pages that no link from the README leads to: {unreached}"
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda page: page.name)
+def test_every_source_file_a_page_names_is_in_the_repository(page: Path) -> None:
+    named = re.findall(r"`((?:agents|configs|docs|experiments|quarto_env|tests)/[\w./-]+\.\w+)`", page.read_text())
+    missing = sorted({path for path in named if not (ROOT / path).exists()})
+    assert not missing, f"{page.relative_to(ROOT)} names files that are not in the repository: {missing}"

@@ -290,7 +290,7 @@ def test_each_game_is_in_games_jsonl_as_soon_as_it_ends(tmp_path: Path) -> None:
     seen = []
 
     def check_saved(game: schedule.PlayedGame) -> None:
-        tournament.save_game(log, variant, game)
+        tournament.append_game(log, variant, game)
         seen.append(len((tmp_path / "games.jsonl").read_text().splitlines()))  # read back by another handle
 
     with (tmp_path / "games.jsonl").open("a") as log:

@@ -237,7 +237,7 @@ def _play(
     print(f"{len(missing)} games between {len(names)} agents under {variant.describe()} rules, {workers} jobs -> {out}")
     try:
         with (out / GAMES_FILE).open("a", encoding="utf-8") as log:
-            save = functools.partial(save_game, log, variant)
+            save = functools.partial(append_game, log, variant)
             fresh = play_all(names, missing, variant, args.time_limit, workers, not args.no_progress, save)
     except KeyboardInterrupt:
         print(f"\ninterrupted: `quarto tournament --resume {out}` plays the games missing from it", file=sys.stderr)
@@ -354,7 +354,7 @@ def play_all(
     return [games[job.index] for job in jobs]
 
 
-def save_game(log: TextIO, variant: Variant, game: PlayedGame) -> None:
+def append_game(log: TextIO, variant: Variant, game: PlayedGame) -> None:
     """Append ``game`` to the open ``games.jsonl`` ``log`` and flush it: once this returns, a killed process
     has lost nothing of it."""
     log.write(game_line(game, variant))

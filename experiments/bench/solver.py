@@ -135,8 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 @dataclasses.dataclass
-class SolvedPosition:
-    """One position of the solver benchmark."""
+class SolveTiming:
+    """The solver's figures on one position of the benchmark: its value, best actions, time and nodes."""
 
     position: str
     value: int
@@ -161,7 +161,7 @@ def bench_solver(variant: Variant, empties: int, count: int, seed: int, jobs: in
         start = time.perf_counter()
         best = solver.solve(state).best_actions
         assert best is not None  # listed unless value_only
-        rows.append(SolvedPosition(format_position(state), value, best, seconds, nodes, time.perf_counter() - start))
+        rows.append(SolveTiming(format_position(state), value, best, seconds, nodes, time.perf_counter() - start))
     slowest = max(rows, key=lambda r: r.seconds)
     summary = {
         "empties": empties,

@@ -101,7 +101,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Learner:
 def build_model(config: TrainConfig, variant: Variant, env: SelfPlayVecEnv) -> MaskablePPO:
     """A fresh MaskablePPO learner as the config describes."""
     ppo = config.ppo
-    policy_class, policy_kwargs = policy_setup(config.policy, variant, config.net_arch, config.observation.name)
+    policy_class, policy_kwargs = policy_setup(config.policy, variant, config.net_arch, config.observation)
     learning_rate: Any = ppo.learning_rate
     if ppo.lr_schedule == "linear":
 
