@@ -112,6 +112,7 @@ VARIANT_COMMANDS = {
     "bench solver": ["bench", "solver"],
     "tournament": ["tournament", "random", "greedy"],
     "grade": ["grade", "random"],
+    "suite": ["suite"],  # listing the shipped suites: the flags are checked even where they name nothing
 }
 
 

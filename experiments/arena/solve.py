@@ -49,11 +49,11 @@ from experiments.options import (
     add_progress_and_variant_arguments,
     number_argument,
     output_file_argument,
-    variant_from_args,
+    parse_command,
 )
 from experiments.output import claim_output
 from quarto_env.checks import shortened
-from quarto_env.core import RulesError
+from quarto_env.core import RulesError, Variant
 from quarto_env.notation import parse_position
 
 DEFAULT_PROGRESS_SECONDS = 5.0
@@ -185,10 +185,9 @@ class ProgressReporter:
                 return
 
 
-def make_solver(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Solver:
-    """The solver the arguments ask for, its table loaded from ``--resume`` when that file exists (a bad file
-    exits with status 2)."""
-    variant = variant_from_args(parser, args)
+def make_solver(parser: argparse.ArgumentParser, args: argparse.Namespace, variant: Variant) -> Solver:
+    """The solver of ``variant`` the arguments ask for, its table loaded from ``--resume`` when that file exists (a
+    bad file exits with status 2)."""
     bits = table_bits_for(args.table_mb)
     checkpoint = None
     if args.resume is not None:
@@ -214,18 +213,17 @@ def make_solver(parser: argparse.ArgumentParser, args: argparse.Namespace) -> So
 
 def main(argv: list[str]) -> int:
     """Run ``quarto solve``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    parser, args, variant = parse_command(build_parser, argv)
     if args.resume is None:
-        return _solve(parser, args)
+        return _solve(parser, args, variant)
     # The table file is held for the whole solve: a second solver saving into it is refused meanwhile.
     with claim_output(args.resume, "file", option="--resume", resume=True, prog=parser.prog):
-        return _solve(parser, args)
+        return _solve(parser, args, variant)
 
 
-def _solve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _solve(parser: argparse.ArgumentParser, args: argparse.Namespace, variant: Variant) -> int:
     """Answer the positions of the command line; the exit status (130 after Ctrl-C, the table saved)."""
-    solver = make_solver(parser, args)
+    solver = make_solver(parser, args, variant)
     start = time.perf_counter()
     try:
         with contextlib.nullcontext() if args.no_progress else ProgressReporter(solver):

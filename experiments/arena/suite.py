@@ -43,9 +43,10 @@ from experiments.options import (
     check_specs,
     number_argument,
     output_file_argument,
-    variant_from_args,
+    parse_command,
 )
 from experiments.output import add_overwrite_argument, claim_output
+from quarto_env.core import Variant
 
 DEFAULT_PER_STAGE = 300
 
@@ -88,14 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    parser, args, variant = parse_command(build_parser, argv)
     if args.name is None:
         if args.build:
             parser.error("--build needs the suite's NAME, e.g. standard-v1")
         return _list_suites()
     if args.build:
-        return _build(parser, args, argv)
+        return _build(parser, args, argv, variant)
     try:
         suite = load_suite(args.name)
     except SuiteError as error:
@@ -119,8 +119,7 @@ def _list_suites() -> int:
     return 0
 
 
-def _build(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
-    variant = variant_from_args(parser, args)
+def _build(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str], variant: Variant) -> int:
     if variant.declaration:
         parser.error("suites cover the rules without --declaration")
     rules = rules_name(variant)

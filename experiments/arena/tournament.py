@@ -94,6 +94,7 @@ from experiments.options import (
     check_specs,
     markdown_table,
     number_argument,
+    parse_command,
     variant_from_args,
     warn,
 )
@@ -185,8 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     """Run ``quarto tournament``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    # The variant flags are checked here, first; the run's variant is its config's (a resumed run's own).
+    parser, args, _ = parse_command(build_parser, argv)
     if args.resume is not None:
         if args.overwrite:
             parser.error("--resume finishes a run and --overwrite replaces one: give one or the other")
