@@ -8,7 +8,7 @@ labels and every command's results use them.
 - :func:`atomic_write` (and ``_bytes``, ``_text``): a reader never sees half a file; a run killed mid-write
   leaves at most an orphan temporary file, which :func:`remove_orphan_temporaries` clears.
 
-Standard library only.
+Standard library only, and the project's error classes (:mod:`quarto_env.errors`, standard library only too).
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from quarto_env.errors import QuartoValueError
+
 TEMPORARY_SUFFIX = ".tmp"
 
 
-class OutputPathError(ValueError):
+class OutputPathError(QuartoValueError):
     """A path named for output that cannot be written as asked."""
 
 

@@ -59,18 +59,13 @@ from quarto_env.core import (
     Variant,
     step,
 )
-from quarto_env.errors import CallOrderError, QuartoValueError
+from quarto_env.errors import CallOrderError, EvaluationError, QuartoValueError
 from quarto_env.notation import format_position
 from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind
 from quarto_env.vector import GameBatch
 
 Seed = int | np.random.Generator | None
 """A seed, or a generator to draw from (shared with the caller: the trainer's draws interleave with its own)."""
-
-
-class EvaluationError(QuartoValueError):
-    """An evaluation handed to :meth:`Session.submit` that the search cannot use; the message, one line, names
-    the batch and what is wrong."""
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ from agents.files import (
     remove_orphan_temporaries,
 )
 from experiments.options import USAGE_ERROR
+from quarto_env.errors import QuartoError
 
 WRITE_FAILED = 1
 """The exit status of a write that failed late, through no fault of the command line."""
@@ -65,7 +66,7 @@ _DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
 """Errors of a write that name no file (a ``write`` on an open file) but are the output's all the same."""
 
 
-class OutputError(Exception):
+class OutputError(QuartoError):
     """An output that cannot be claimed or written; ``str(error)`` is the one line to print, ``status`` the exit
     status (:data:`~experiments.options.USAGE_ERROR` for a refusal before any work)."""
 

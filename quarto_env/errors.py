@@ -69,3 +69,8 @@ class CheckpointError(QuartoValueError):
 
 class DatasetError(QuartoValueError):
     """A file that is not a dataset of this format, or whose arrays do not match its hash."""
+
+
+class EvaluationError(QuartoValueError):
+    """An evaluation handed to a search session (:mod:`agents.sessions`) that the search cannot use: logits or
+    values of the wrong shape or type, or not finite; the message, one line, names the batch and what is wrong."""
