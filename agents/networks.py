@@ -39,7 +39,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Sequence
+import math
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -94,6 +96,11 @@ DEVICES = ("auto", "cpu", "cuda")
 
 DEFAULT_DEVICE = "cpu"
 """Where networks run unless told otherwise (when a GPU could pay, not measured: docs/training.md)."""
+
+
+FAST_MIN_BATCH = 48
+"""The smallest batch :meth:`PolicyValueNetwork.evaluate` runs on its fast path (:meth:`SlotNetwork.infer`): on
+smaller ones the forward pass's fewer calls take less time (docs/alphazero.md, "Fast evaluation")."""
 
 
 def resolve_device(name: str) -> th.device:
@@ -172,6 +179,114 @@ class SlotNetwork(nn.Module):
         if self.has_declare:
             logits = th.cat([logits, self.score_declare(context)], dim=1)
         return logits
+
+    def infer(self, planes: np.ndarray, workspace: Workspace) -> tuple[th.Tensor, th.Tensor]:
+        """What :meth:`forward` returns for a batch of planes ``(B, C, 16)`` on the CPU whose placing plane is 0 or 1
+        in every row (as the env writes them), bit for bit on MKL, in less time (docs/alphazero.md, "Fast
+        evaluation"); inference only, inside ``torch.inference_mode``, without the ``declare`` action. The same
+        products in the same order, with less work around them: both embeddings in one product, the channel masks
+        applied to the weights (a 0/1 mask gives the same products), the biases of a product as the weights of an
+        input column of ones (added last, as ``addmm`` adds them), each position scored by the one head its phase
+        reads (the other head's logits are multiplied by 0 in :func:`phase_logits`), in-place activations, and the
+        large intermediates in ``workspace``'s buffers: fresh ones cost hundreds of page faults a pass."""
+        batch, width = len(planes), self.latent_dim_vf
+        slots, embedded, summed, seen, squares_after, chosen, hidden, scores = workspace.views(batch, self._views)
+        slots[..., : self.num_channels].copy_(th.from_numpy(planes).transpose(1, 2))
+        masked = th.cat(
+            [self.embed_square.weight * self.square_channels, self.embed_piece.weight * self.piece_channels]
+        )
+        biases = th.cat([self.embed_square.bias, self.embed_piece.bias])
+        th.mm(
+            slots.view(batch * NUM_SQUARES, -1),
+            th.cat([masked, biases[:, None]], 1).T,
+            out=embedded.view(-1, 2 * width),
+        )
+        squares, pieces = embedded.relu_()[..., :width], embedded[..., width:]
+        th.matmul(self.incidence, squares, out=summed)
+        update = cast(nn.Linear, self.group_update[0])
+        th.addmm(update.bias, summed.view(-1, width), update.weight.T, out=seen.view(-1, width)).relu_()
+        squares = th.matmul(self.incidence.T, seen, out=squares_after).add_(squares)
+        context = apply_layers(self.context, th.cat([squares.mean(1), squares.amax(1), pieces.mean(1)], dim=1))
+        # Each head's rows, placing ones first, gathered into one buffer and scored in another.
+        giving = planes[:, PLACING, 0] == 0
+        order = np.argsort(giving, kind="stable")
+        placed, rows, phase = (
+            int(batch - giving.sum()),
+            th.from_numpy(order),
+            th.from_numpy(giving[order].astype(np.int64)),
+        )
+        th.index_select(squares, 0, rows[:placed], out=chosen[:placed])
+        th.index_select(pieces, 0, rows[placed:], out=chosen[placed:])
+        heads, split = (self.score_square, self.score_piece), placed * NUM_SQUARES
+        for head, part in zip(heads, (slice(0, split), slice(split, None)), strict=True):
+            th.addmm(head.slot.bias, chosen.view(-1, width)[part], head.slot.weight.T, out=hidden[part])
+        # The heads' context layers over every row, as forward (a row's product is then its own), then each row's.
+        terms = th.mm(context, th.cat([head.context.weight for head in heads]).T).view(batch, 2, width)[rows, phase]
+        hidden.view(batch, NUM_SQUARES, width).add_(terms.unsqueeze(1)).relu_()
+        for head, part in zip(heads, (slice(0, split), slice(split, None)), strict=True):
+            th.addmm(head.out.bias, hidden[part], head.out.weight.T, out=scores[part])
+        return th.empty(batch, NUM_SQUARES).index_copy_(0, rows, scores.view(batch, NUM_SQUARES)), context
+
+    def _views(self, workspace: Workspace, batch: int) -> tuple[th.Tensor, ...]:
+        """The buffers :meth:`infer` uses for ``batch`` positions: the slots (with their column of ones), the
+        embeddings, the groups' sums and states, the squares after the round, the heads' rows (over the groups',
+        done with by then), their hidden layers (over the embeddings') and their scores."""
+        width, groups = self.latent_dim_vf, len(self.incidence)
+        slots = workspace.take("slots", batch, NUM_SQUARES, self.num_channels + 1)
+        slots[..., self.num_channels] = 1.0
+        summed, seen = workspace.take("groups", 2, batch, groups, width)
+        return (
+            slots,
+            workspace.take("embedded", batch, NUM_SQUARES, 2 * width),
+            summed,
+            seen,
+            workspace.take("squares", batch, NUM_SQUARES, width),
+            workspace.take("groups", batch, NUM_SQUARES, width),
+            workspace.take("embedded", batch * NUM_SQUARES, width),
+            workspace.take("scores", batch * NUM_SQUARES, 1),
+        )
+
+
+def apply_layers(layers: nn.Sequential, x: th.Tensor) -> th.Tensor:
+    """``layers(x)``, the same numbers, for a stack of linear layers and ReLUs run at inference without the modules'
+    calls, whose overhead is a large share of a pass over a small batch."""
+    for layer in layers:
+        if isinstance(layer, nn.Linear):
+            x = F.linear(x, layer.weight, layer.bias)
+        elif isinstance(layer, nn.ReLU):
+            x = th.relu(x)
+        else:
+            x = layer(x)
+    return x
+
+
+class Workspace:
+    """Buffers that one network's evaluations reuse (:meth:`SlotNetwork.infer`), as large as the largest batch so
+    far: the tensors a pass at 128 leaves would allocate afresh are freed to the OS by glibc after the pass and
+    faulted in again page by page on the next."""
+
+    def __init__(self) -> None:
+        self.buffers: dict[str, th.Tensor] = {}
+        self._views: dict[int, tuple[th.Tensor, ...]] = {}
+
+    def take(self, name: str, *shape: int) -> th.Tensor:
+        """A contiguous float32 tensor of ``shape`` over the start of buffer ``name`` (made larger as needed): two
+        takes of one name share memory, so a buffer serves again once what it held is used."""
+        size = math.prod(shape)
+        buffer = self.buffers.get(name)
+        if buffer is None or len(buffer) < size:
+            buffer = self.buffers[name] = th.empty(size)
+            self._views.clear()  # they hold the smaller buffers
+        return buffer[:size].view(shape)
+
+    def views(self, batch: int, make: Callable[[Workspace, int], tuple[th.Tensor, ...]]) -> tuple[th.Tensor, ...]:
+        """``make(self, batch)``: views of the buffers for a batch of ``batch``, made once (again after a buffer
+        grew)."""
+        views = self._views.get(batch)
+        if views is None:
+            views = make(self, batch)
+            self._views[batch] = views
+        return views
 
 
 class SlotHead(nn.Module):
@@ -578,22 +693,43 @@ class PolicyValueNetwork(nn.Module):
         actions, context = self.body(planes)
         logits, action_value_logits = (actions[..., 0], actions[..., 1:]) if self.action_values else (actions, None)
         head = self.value_head(context)
+        return NetworkOutputs(logits, self._value(head), head if self.wdl else None, action_value_logits)
+
+    def _value(self, head: th.Tensor) -> th.Tensor:
+        """The value ``(B,)`` of the value head's outputs: P(win) - P(loss) of W/D/L logits, or the tanh."""
         if self.wdl:
             probabilities = th.softmax(head, dim=1)
-            return NetworkOutputs(logits, probabilities[:, 2] - probabilities[:, 0], head, action_value_logits)
-        return NetworkOutputs(logits, th.tanh(head.squeeze(1)), None, action_value_logits)
+            return probabilities[:, 2] - probabilities[:, 0]
+        return th.tanh(head.squeeze(1))
 
     def forward(self, planes: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         """``(logits, value)`` for float planes of shape ``(B, channels, 16)``: logits ``(B, 16)``, value ``(B,)``."""
         out = self.outputs(planes)
         return out.logits, out.value
 
-    def evaluate(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate(self, planes: np.ndarray, fast: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Logits and values of ``int8`` planes, as float32 arrays: the evaluator :class:`BatchedSearch` calls
-        (the planes go to the network's device, the results come back)."""
+        (the planes go to the network's device, the results come back). A ``slots`` network on the CPU runs a
+        batch of at least :data:`FAST_MIN_BATCH` on :meth:`SlotNetwork.infer`, the same numbers in less time;
+        ``fast=False`` runs :meth:`forward` always, the reference that ``quarto bench az`` and the tests hold it to."""
         with th.inference_mode():
-            logits, value = self(th.from_numpy(planes).to(device_of(self)).float())
+            if fast and self._infers(planes):
+                logits, context = cast(SlotNetwork, self.body).infer(planes, _workspace(self))
+                value = self._value(apply_layers(self.value_head, context))
+            else:
+                logits, value = self(th.from_numpy(planes).to(device_of(self)).float())
         return logits.cpu().numpy(), value.cpu().numpy()
+
+    def _infers(self, planes: np.ndarray) -> bool:
+        """Whether :meth:`SlotNetwork.infer` computes what :meth:`forward` does for ``planes``, and sooner: a
+        ``slots`` body on the CPU without action values, and at least :data:`FAST_MIN_BATCH` of this network's
+        planes, each placing or giving."""
+        if not isinstance(self.body, SlotNetwork) or self.action_values or device_of(self).type != "cpu":
+            return False
+        if planes.ndim != 3 or planes.shape[1:] != self.kind.shape or len(planes) < FAST_MIN_BATCH:
+            return False
+        placing = planes[:, PLACING, 0]
+        return bool(np.all((placing == 0) | (placing == 1)))
 
     def losses(
         self, planes: np.ndarray, masks: np.ndarray, policy: np.ndarray, value: np.ndarray
@@ -616,6 +752,19 @@ class PolicyValueNetwork(nn.Module):
         if isinstance(self.body, LoopedNetwork):
             shape["iterations"] = self.body.iterations
         return shape
+
+
+_WORKSPACES: weakref.WeakKeyDictionary[nn.Module, Workspace] = weakref.WeakKeyDictionary()
+"""The :class:`Workspace` of each network that has evaluated (kept off the network: copies and pickles of it
+stay without)."""
+
+
+def _workspace(network: nn.Module) -> Workspace:
+    """``network``'s :class:`Workspace`, made on its first use."""
+    workspace = _WORKSPACES.get(network)
+    if workspace is None:
+        workspace = _WORKSPACES[network] = Workspace()
+    return workspace
 
 
 def masked_policy_cross_entropy(logits: th.Tensor, masks: th.Tensor, target: th.Tensor) -> th.Tensor:

@@ -4,6 +4,7 @@ of its training loop (experiments/alphazero.py); the training runs themselves ar
 from __future__ import annotations
 
 import functools
+import re
 import zipfile
 from pathlib import Path
 
@@ -390,3 +391,15 @@ def test_az_is_an_opponent_of_the_gymnasium_env(checkpoint: Path) -> None:
         _observation, reward, terminated, truncated, info = env.step(action)
         done = terminated or truncated
     assert reward in (-1.0, 0.0, 1.0)
+
+
+def test_bench_az_shows_the_fast_evaluation_giving_the_same_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments.bench import az as bench_az
+
+    # 64 games: batches large enough for the fast path (FAST_MIN_BATCH).
+    assert bench_az.main(["--games", "64", "--sims", "4", "--seconds", "0.3", "--width", "16"]) == 0
+    out = capsys.readouterr().out
+    assert "Leaf evaluations A/B: two self-play sessions alike, 64 games side by side" in out
+    assert re.search(r"^ +forward +\d+ .*\n +fast +\d+ ", out, re.MULTILINE), out
+    assert re.search(r"largest \|difference\| of logits and values 0 over [1-9][\d,]* batches", out), out
+    assert "the sessions played the same moves" in out

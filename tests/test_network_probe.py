@@ -18,13 +18,22 @@ import torch.nn.functional as F
 from agents.alphazero import load_network, save_checkpoint
 from agents.checkpoints import CheckpointError, CheckpointHeader
 from agents.minimax import MinimaxAgent, solve
-from agents.networks import EQUIVARIANT_DESIGNS, NETWORK_DESIGNS, LoopedNetwork, PolicyValueNetwork, TransformerNetwork
+from agents.networks import (
+    EQUIVARIANT_DESIGNS,
+    FAST_MIN_BATCH,
+    NETWORK_DESIGNS,
+    LoopedNetwork,
+    PolicyValueNetwork,
+    SlotNetwork,
+    TransformerNetwork,
+    Workspace,
+)
 from agents.puct import encode_positions
 from experiments.arena.grading import PositionValues, exact_action_values
 from experiments.bench import network as probe
 from experiments.training import plot
 from quarto_env.core import NO_PIECE, NO_WINNER, NUM_ACTIONS, NUM_SQUARES, STANDARD, State, bits, position_array, step
-from quarto_env.observation import observation_kind
+from quarto_env.observation import PLACING, ObservationKind, observation_kind
 from quarto_env.symmetry import Symmetries
 
 PROBE_ARGS = ["--positions", "40", "--min-empty", "6", "--max-empty", "8", "--epochs", "2", "--seed", "3"]
@@ -310,6 +319,72 @@ def test_the_transformer_scores_the_same_in_training_and_at_inference() -> None:
         inferred = network.outputs(planes.float()).value_logits
     assert trained is not None and inferred is not None and th.isfinite(inferred).all()
     th.testing.assert_close(trained.detach(), inferred)
+
+
+FAST_BATCHES = (3, FAST_MIN_BATCH, 130, 64, 130)
+"""Batch sizes in the order one network evaluates them: below and at the fast path's smallest, its buffers grown,
+reused for a smaller batch and again for the largest."""
+
+
+def _random_planes(rng: np.random.Generator, batch: int, kind: ObservationKind) -> np.ndarray:
+    """Random 0/1 planes of ``kind``, each row placing or giving (its placing plane all 1 or all 0), as the env's."""
+    planes = rng.integers(0, 2, (batch, kind.num_channels, NUM_SQUARES), dtype=np.int8)
+    planes[:, PLACING] = rng.integers(0, 2, (batch, 1), dtype=np.int8)
+    return planes
+
+
+def count_fast_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the batches evaluated on the fast path (:meth:`SlotNetwork.infer`) from now on, as they come."""
+    sizes: list[int] = []
+    infer = SlotNetwork.infer
+
+    def counted(body: SlotNetwork, planes: np.ndarray, workspace: Workspace) -> tuple[th.Tensor, th.Tensor]:
+        sizes.append(len(planes))
+        return infer(body, planes, workspace)
+
+    monkeypatch.setattr(SlotNetwork, "infer", counted)
+    return sizes
+
+
+@pytest.mark.parametrize("design", NETWORK_DESIGNS)
+@pytest.mark.parametrize("heads", [{}, {"wdl": True}])
+def test_the_fast_evaluation_gives_the_forward_pass_numbers_bit_for_bit(design: str, heads: dict[str, bool]) -> None:
+    # A slots network (the shipped config's width) takes the fast path from FAST_MIN_BATCH positions on; the other
+    # designs (narrow, to stay fast) run their forward pass on both.
+    th.manual_seed(1)
+    width = 64 if design == "slots" else 16
+    network = PolicyValueNetwork(observation_kind("tempo"), list(STANDARD.groups), width, design, **heads).eval()
+    rng = np.random.default_rng(7)
+    for batch in FAST_BATCHES:
+        planes = _random_planes(rng, batch, network.kind)
+        (logits, values), (forward_logits, forward_values) = network.evaluate(planes), network.evaluate(planes, False)
+        assert np.array_equal(logits, forward_logits) and np.array_equal(values, forward_values), batch
+
+
+def test_a_slots_network_takes_the_fast_path_for_large_batches_of_env_planes(monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes = count_fast_batches(monkeypatch)
+    network = _network("slots", kind="tempo")
+    planes = _random_planes(np.random.default_rng(3), 2 * FAST_MIN_BATCH, network.kind)
+    network.evaluate(planes)
+    network.evaluate(planes[: FAST_MIN_BATCH - 1])
+    network.evaluate(planes, fast=False)
+    halfway = planes.astype(np.float32)
+    halfway[0, PLACING] = 0.5  # not an env's planes: the forward pass blends the heads
+    logits = network.evaluate(halfway)[0]
+    assert sizes == [2 * FAST_MIN_BATCH]
+    assert np.array_equal(logits, network.evaluate(halfway, fast=False)[0])
+
+
+def test_the_fast_evaluation_sees_the_weights_change_between_calls() -> None:
+    network = _network("slots", kind="tempo")
+    planes = _random_planes(np.random.default_rng(4), 2 * FAST_MIN_BATCH, network.kind)
+    before = network.evaluate(planes)
+    with th.no_grad():
+        for parameter in network.parameters():
+            parameter.add_(0.1 * th.randn_like(parameter))  # as an optimizer step changes them, in place
+    after, forward = network.evaluate(planes), network.evaluate(planes, fast=False)
+    assert not np.array_equal(before[0], after[0]) and not np.array_equal(before[1], after[1])
+    assert np.array_equal(after[0], forward[0]) and np.array_equal(after[1], forward[1])
 
 
 def test_the_mlp_design_is_not_equivariant_but_memorises_a_small_training_set(

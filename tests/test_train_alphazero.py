@@ -14,6 +14,7 @@ import pytest
 import torch as th
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from agents import networks
 from agents.alphazero import load_network
 from agents.base import make_agent
 from agents.checkpoints import read_metadata
@@ -22,6 +23,7 @@ from experiments.training import train as train_module
 from experiments.training.alphazero import untrained_network
 from experiments.training.config import ConfigError, load_config
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant
+from tests.test_network_probe import count_fast_batches
 from tests.test_train import kill_once_checkpointed
 
 CONFIG = str(Path(__file__).resolve().parent.parent / "configs" / "alphazero.yaml")
@@ -212,6 +214,24 @@ def test_same_seed_same_network(tmp_path: Path) -> None:
         status, _ = train([*TINY_ALPHAZERO, "total_steps=128", "eval_every=100000", "--run-dir", str(tmp_path / name)])
         assert status == 0
         weights.append(load_network(tmp_path / name)[0].state_dict())
+    for key in weights[0]:
+        assert th.equal(weights[0][key], weights[1][key]), key
+
+
+def test_the_fast_evaluation_leaves_a_run_bit_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 64 games: self-play's batches reach the fast path; the second run evaluates by the forward pass alone.
+    fast_batches = count_fast_batches(monkeypatch)
+    weights = []
+    for name, smallest in (("fast", networks.FAST_MIN_BATCH), ("forward", 10**9)):
+        monkeypatch.setattr(networks, "FAST_MIN_BATCH", smallest)
+        overrides = ["num_games=64", "total_steps=256", "eval_every=100000", "--run-dir", str(tmp_path / name)]
+        status, _ = train([*TINY_ALPHAZERO, *overrides])
+        assert status == 0
+        weights.append(load_network(tmp_path / name)[0].state_dict())
+        if name == "fast":
+            assert fast_batches, "the run never took the fast path"
+            fast_batches.clear()
+    assert not fast_batches
     for key in weights[0]:
         assert th.equal(weights[0][key], weights[1][key]), key
 

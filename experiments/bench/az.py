@@ -14,6 +14,14 @@ agent searches) is the reference: the last column is each row's simulations/s ov
 run. No training happens, so these are the upper bounds of ``quarto train``'s self-play rates; its TensorBoard
 ``charts/`` show the rates with training included.
 
+Then the A/B of the leaf evaluations (:meth:`agents.networks.PolicyValueNetwork.evaluate`): two self-play sessions
+alike (the last ``--games``, the seed), one evaluated by the network's forward pass as before (``forward``) and
+one by its fast path (``fast``), their rounds interleaved for about ``--seconds`` (the order swapped every round).
+It prints each path's evaluations, CPU and wall milliseconds per batch (medians), page faults per batch and CPU
+seconds in all, the ratios of the totals (forward over fast), the largest difference between the two paths' logits
+and values on the same positions (the batches of the two sessions, compared while they are the same), and whether
+the two sessions played the same moves. The machine's load average heads it.
+
 With ``--workers N [N ...]`` it compares self-play in this process (``workers: 0``, one core) with N Ray workers
 (``workers: N``, :mod:`experiments.training.az_workers`, each one CPU, one torch thread and its own ``--games``
 games), on a local Ray with every core of the machine: ``--rounds`` rounds, each timing every setting for
@@ -45,7 +53,7 @@ from rich.table import Table
 
 from agents.alphazero import load_network
 from agents.checkpoints import CheckpointError
-from agents.networks import PolicyValueNetwork
+from agents.networks import FAST_MIN_BATCH, PolicyValueNetwork
 from agents.sessions import SearchOptions, SelfPlaySession
 from experiments.bench import MAX_SECONDS
 from experiments.options import SEED, CommandParser, number_argument
@@ -139,6 +147,7 @@ def main(argv: list[str]) -> int:
             f"{games:>14}{rates['positions/s']:>14,.0f}{rates['games/s']:>14,.1f}{rates['sims/s']:>14,.0f}"
             f"{rates['tree share']:>14.0%}{rates['sims/s'] / reference:>14.1f}"
         )
+    print_evaluation_ab(evaluation_ab(network, args.games[-1], args.sims, args.seconds, args.seed))
     return 0
 
 
@@ -160,6 +169,125 @@ def self_play_rates(network: PolicyValueNetwork, games: int, sims: int, seconds:
         "sims/s": sum(r.simulations for r in reports) / elapsed,
         "tree share": tree / max(tree + network_seconds, 1e-9),
     }
+
+
+EVALUATION_PATHS = {"forward": False, "fast": True}
+"""The two paths of the evaluation A/B: the value of :meth:`PolicyValueNetwork.evaluate`'s ``fast``."""
+
+
+@dataclasses.dataclass
+class Evaluations:
+    """The timed evaluations of one path in the A/B, and what they saw."""
+
+    cpu: list[float] = dataclasses.field(default_factory=list)
+    wall: list[float] = dataclasses.field(default_factory=list)
+    faults: list[int] = dataclasses.field(default_factory=list)
+    batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
+    """The round's batches: (planes, logits, values)."""
+
+    def evaluator(self, network: PolicyValueNetwork, fast: bool) -> Callable[[Any], tuple[np.ndarray, np.ndarray]]:
+        """A session's evaluator that times ``network.evaluate(..., fast=fast)`` and keeps what it saw."""
+
+        def evaluate(batch: Any) -> tuple[np.ndarray, np.ndarray]:
+            planes, faults = batch.observations, _page_faults()
+            cpu, wall = time.thread_time(), time.perf_counter()
+            logits, values = network.evaluate(planes, fast=fast)
+            self.wall.append(time.perf_counter() - wall)
+            self.cpu.append(time.thread_time() - cpu)
+            self.faults.append(_page_faults() - faults)
+            self.batches.append((planes.copy(), logits, values))
+            return logits, values
+
+        return evaluate
+
+
+def _page_faults() -> int:
+    """The minor page faults of this thread so far (0 where the platform does not count them per thread)."""
+    import resource
+
+    who = getattr(resource, "RUSAGE_THREAD", None)
+    return resource.getrusage(who).ru_minflt if who is not None else 0
+
+
+def evaluation_ab(network: PolicyValueNetwork, games: int, sims: int, seconds: float, seed: int) -> dict[str, Any]:
+    """The leaf evaluations of two self-play sessions alike (``games`` games side by side, ``sims`` simulations,
+    ``seed``), one per path of :data:`EVALUATION_PATHS`, their rounds interleaved for about ``seconds`` after one
+    warm-up round each: each path's :class:`Evaluations`, the largest difference between the paths' outputs on the
+    same positions, the batches compared, and whether the sessions stayed alike (the same positions searched, so
+    the same moves played)."""
+    options = SearchOptions(sims, targets="visits")
+    sessions = {
+        path: SelfPlaySession(None, options, network.kind, STANDARD, seed, parallel=games, records=False)
+        for path in EVALUATION_PATHS
+    }
+    for path, session in sessions.items():  # loads the kernels and sizes the fast path's buffers
+        session.play_round(Evaluations().evaluator(network, EVALUATION_PATHS[path]))
+    logs = {path: Evaluations() for path in EVALUATION_PATHS}
+    evaluators = {path: logs[path].evaluator(network, fast) for path, fast in EVALUATION_PATHS.items()}
+    difference, compared, alike, rounds = 0.0, 0, True, 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for path in list(EVALUATION_PATHS)[:: 1 if rounds % 2 == 0 else -1]:
+            sessions[path].play_round(evaluators[path])
+        rounds += 1
+        if alike:
+            alike, round_difference, round_compared = _compare(*(logs[path].batches for path in EVALUATION_PATHS))
+            difference, compared = max(difference, round_difference), compared + round_compared
+        for log in logs.values():
+            log.batches.clear()
+    return {
+        "logs": logs,
+        "difference": difference,
+        "compared": compared,
+        "alike": alike,
+        "rounds": rounds,
+        "games": games,
+        "sims": sims,
+        "seconds": seconds,
+        "load": os.getloadavg(),
+    }
+
+
+def _compare(
+    batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]], others: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+) -> tuple[bool, float, int]:
+    """``(alike, difference, compared)`` of one round of the two sessions: whether they evaluated the same positions
+    throughout, the largest difference of the outputs of the batches they shared before they parted, and how many
+    those were."""
+    difference, compared = 0.0, 0
+    for (planes, *outputs), (other_planes, *other_outputs) in zip(batches, others, strict=False):
+        if not np.array_equal(planes, other_planes):
+            return False, difference, compared
+        compared += 1
+        for one, other in zip(outputs, other_outputs, strict=True):
+            difference = max(difference, float(np.max(np.abs(one - other), initial=0.0)))
+    return len(batches) == len(others), difference, compared
+
+
+def print_evaluation_ab(ab: dict[str, Any]) -> None:
+    """Print the evaluation A/B of :func:`evaluation_ab`."""
+    logs: dict[str, Evaluations] = ab["logs"]
+    load = ", ".join(f"{value:.2f}" for value in ab["load"])
+    print(
+        f"\nLeaf evaluations A/B: two self-play sessions alike, {ab['games']} games side by side, {ab['sims']} "
+        f"simulations, {ab['rounds']} rounds each in about {ab['seconds']:g} s, interleaved; load average {load}"
+    )
+    header = ("path", "evaluations", "CPU ms/batch", "wall ms/batch", "faults/batch", "CPU s")
+    print("".join(f"{h:>14}" for h in header))
+    for path, log in logs.items():
+        print(
+            f"{path:>14}{len(log.cpu):>14,}{statistics.median(log.cpu) * 1e3:>14.2f}"
+            f"{statistics.median(log.wall) * 1e3:>14.2f}{statistics.mean(log.faults):>14.0f}{sum(log.cpu):>14.2f}"
+        )
+    forward, fast = (logs[path] for path in EVALUATION_PATHS)
+    print(
+        f"forward/fast: {sum(forward.cpu) / max(sum(fast.cpu), 1e-9):.2f}x the CPU time, "
+        f"{sum(forward.wall) / max(sum(fast.wall), 1e-9):.2f}x the wall time; largest |difference| of logits and "
+        f"values {ab['difference']:.3g} over {ab['compared']:,} batches of the same positions; the sessions "
+        + ("played the same moves" if ab["alike"] else "searched different positions (their moves differ)")
+    )
+    if ab["games"] < FAST_MIN_BATCH:
+        print(f"(below {FAST_MIN_BATCH} positions a batch runs the forward pass on both paths)")
 
 
 def bench_config(
