@@ -320,6 +320,16 @@ def test_tensorboard_shows_the_curves_that_show_learning_side_by_side(tiny_run: 
     assert {tag for tags in charts.values() for tag in tags} <= set(events.Tags()["scalars"])  # none empty
 
 
+def test_losses_are_under_the_losses_group_of_every_backend(tiny_run: tuple[Path, str]) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tiny_run[0] / "tb"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"losses/policy_loss", "losses/value_loss", "losses/entropy_loss", "charts/learning_rate"} <= tags
+    assert not [tag for tag in tags if tag.startswith("train/")]  # SB3's own group name, before 2026-12-05
+
+
 def test_resume_continues_the_step_count_and_the_curves(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
     source, _ = tiny_run
     run_dir = tmp_path / "resumed"

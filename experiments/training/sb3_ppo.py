@@ -33,7 +33,7 @@ import numpy as np
 import torch as th
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.logger import TensorBoardOutputFormat, configure
+from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat, make_output_format
 from stable_baselines3.common.utils import set_random_seed
 from tqdm import tqdm
 
@@ -135,7 +135,7 @@ def run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
     if model.num_timesteps:
         print(f"resuming {run_dir} at step {model.num_timesteps:,} with {len(learner.pool.snapshots)} snapshots")
     # TensorBoard: one folder for the whole run, so a resumed run's curves continue where they stopped.
-    model.set_logger(configure(str(run_dir / "tb"), ["tensorboard"]))
+    model.set_logger(TensorBoardLogger(run_dir / "tb"))
     callback = TrainingCallback(config, run_dir, learner)
     remaining = max(config.total_steps - model.num_timesteps, 0)
     try:
@@ -153,6 +153,32 @@ def run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
     )
     model.logger.dump(model.num_timesteps)  # the last update's losses
     return final
+
+
+SB3_TAGS = {
+    "train/policy_gradient_loss": "losses/policy_loss",
+    "train/clip_fraction": "losses/clipfrac",
+    "train/learning_rate": "charts/learning_rate",
+    "train/n_updates": "charts/n_updates",
+    "train/clip_range": "charts/clip_range",
+}
+"""MaskablePPO's ``train/`` scalars filed under another tag: the update's figures go to ``losses/``, the group
+of every backend (CleanRL's), under the names the other backends give them; the rest of ``train/`` to
+``losses/`` with SB3's name (``entropy_loss`` is minus the entropy), the schedule's values to ``charts/``."""
+
+
+class TensorBoardLogger(Logger):
+    """stable-baselines3's logger writing to TensorBoard in ``folder``, MaskablePPO's ``train/`` scalars renamed
+    by :data:`SB3_TAGS` (runs before 2026-12-05 have them under ``train/``)."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        super().__init__(str(folder), [make_output_format("tensorboard", str(folder))])
+
+    def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
+        if key.startswith("train/"):
+            key = SB3_TAGS.get(key, "losses/" + key.removeprefix("train/"))
+        super().record(key, value, exclude)
 
 
 class TrainingCallback(BaseCallback):
