@@ -124,3 +124,14 @@ def test_every_source_file_a_page_names_is_in_the_repository(page: Path) -> None
     named = re.findall(r"`((?:agents|configs|docs|experiments|quarto_env|tests)/[\w./-]+\.\w+)`", page.read_text())
     missing = sorted({path for path in named if not (ROOT / path).exists()})
     assert not missing, f"{page.relative_to(ROOT)} names files that are not in the repository: {missing}"
+
+
+COMMIT_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b(?!\.\.\.)")
+"""A short or full git commit hash: seven or more hex digits, letters and digits both (an ID cut with ``...`` is
+not one)."""
+
+
+@pytest.mark.parametrize("page", [page for page in pages() if page.name != "results.md"], ids=lambda page: page.name)
+def test_only_results_md_names_commits(page: Path) -> None:
+    found = COMMIT_HASH.findall(page.read_text())
+    assert not found, f"{page.relative_to(ROOT)} names commits {found}: give the date; results.md names the code"
