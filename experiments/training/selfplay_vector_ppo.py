@@ -119,7 +119,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     return Config(**vars(parser.parse_args(argv)))
 
 
-class ActorCritic(nn.Module):
+class MlpActorCritic(nn.Module):
     """The policy and value network: a shared tanh trunk, one masked logit per action and a value head."""
 
     def __init__(self, inputs: int, actions: int, width: int) -> None:
@@ -176,7 +176,7 @@ def per_seat_advantages(
 
 
 @torch.no_grad()
-def evaluate(agent: ActorCritic, config: Config, opponent: str, seed: int) -> float:
+def evaluate(agent: MlpActorCritic, config: Config, opponent: str, seed: int) -> float:
     """The greedy policy's mean score (1 win, 0.5 draw, 0 loss) over ``eval_games`` games against ``opponent``,
     one game per env, the learner's seat drawn per game."""
     envs = QuartoVectorVsAgent(config.eval_games, opponent, observation=config.observation, learner_seat="random")
@@ -208,7 +208,7 @@ def train(config: Config, argv: list[str] | None = None) -> Path:
     obs_np, info = envs.reset()
     assert obs_np is not None
     n, steps, actions_n = config.num_envs, config.num_steps, envs.num_actions
-    agent = ActorCritic(obs_np[0].size, actions_n, config.width)
+    agent = MlpActorCritic(obs_np[0].size, actions_n, config.width)
     optimizer = torch.optim.Adam(agent.parameters(), lr=config.learning_rate, eps=1e-5)
 
     obs_buf = torch.zeros((steps, n, *obs_np.shape[1:]))
