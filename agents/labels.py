@@ -1,7 +1,7 @@
 """Exact labels at scale: the exact value of every legal action of many positions.
 
 The one labeller behind ``quarto dataset --sample``, the suites' builds (:func:`agents.suites.solve_positions`),
-grading's values (:func:`experiments.arena.grading.exact_action_values`) and ``quarto bench network``: each
+grading's values (:func:`experiments.evaluation.grading.exact_action_values`) and ``quarto bench network``: each
 position's legal actions valued for the player to move, +1 win, 0 draw, -1 loss under perfect play, by the exact
 solver (:class:`agents.minimax.Solver`, ``solve(state, all_moves=True)``).
 

@@ -50,7 +50,7 @@ BENCHMARKS: Table = {
     "train": ("experiments.bench.train", "learner steps/s of a short training run"),
     "mcts": ("experiments.bench.mcts", "MCTS simulations/s and time per turn, beside quartors (a compiled peer)"),
     "az": ("experiments.bench.az", "AlphaZero self-play positions/s and simulations/s, tree vs network time"),
-    "network": ("experiments.bench.network", "supervised fit of network designs to exact values; forward time"),
+    "network": ("experiments.probe.network", "supervised fit of network designs to exact values; forward time"),
     "vector": ("experiments.bench.vector", "VectorQuarto steps/s per batch and observation kind; vs pgx if installed"),
 }
 """``quarto bench NAME``: the same, one level down."""

@@ -81,8 +81,8 @@ def test_the_errors_of_the_upper_floors_are_the_exported_ones() -> None:
     from agents.checkpoints import CheckpointError as agents_checkpoint_error
     from agents.search import TableFileError
     from agents.suites import SuiteError
-    from experiments.arena.ratings import RatingError
     from experiments.arena.records import RecordError
+    from experiments.evaluation.ratings import RatingError
     from experiments.training.dataset import DatasetError as dataset_error
     from quarto_env.core import IllegalActionError as core_illegal_action
     from quarto_env.core import RulesError as core_rules_error

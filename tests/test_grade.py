@@ -12,9 +12,10 @@ import pytest
 from agents.base import Agent, make_agent
 from agents.integrity import sealed_json, unsealed_json
 from agents.suites import PositionSource, Suite, build_suite, save_suite, shipped_suite_names
-from experiments.arena import grade, grading
-from experiments.arena.grading import PositionValues, exact_action_values, grade_agent, sample_decisions
-from experiments.arena.ratings import wilson_interval
+from experiments.arena import grade
+from experiments.evaluation import grading
+from experiments.evaluation.grading import PositionValues, exact_action_values, grade_agent, sample_decisions
+from experiments.evaluation.ratings import wilson_interval
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, State, Variant, legal_actions, step
 from quarto_env.notation import parse_position
 

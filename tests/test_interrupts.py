@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.arena.grading import PositionValues, sample_decisions
+from experiments.evaluation.grading import PositionValues, sample_decisions
 from quarto_env.core import STANDARD, Variant
 
 BOOKLESS = Variant.make(declaration=True)

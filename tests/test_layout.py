@@ -1,6 +1,9 @@
 """The house's floors: imports run down, never back up, and no module imports itself through others.
 
-``quarto_env`` (the rules and the envs) is the ground floor, ``agents`` the first, ``experiments`` the top.
+``quarto_env`` (the rules and the envs) is the ground floor, ``agents`` the first, ``experiments`` the top. Inside
+``experiments`` the rooms have floors of their own (:data:`ROOM_FLOOR`): the shared modules beside ``cli.py``, then
+``evaluation`` (the games, grading and ratings that training and the arena share), then ``training``, ``arena`` and
+``probe`` side by side -- none imports another -- then ``bench``, which measures them all, and ``cli.py`` on top.
 Every import statement of the three packages counts -- inside functions too, where an import hides from a
 reader -- except those under ``if TYPE_CHECKING:``, which never run. Names loaded from strings
 (``importlib.import_module``, the agent registry, the command table) are not imports: they are how an upper
@@ -19,6 +22,10 @@ PACKAGES = ("quarto_env", "agents", "experiments")
 FLOOR = {package: floor for floor, package in enumerate(PACKAGES)}
 SHARED_MODULES_BESIDE_CLI = 3
 """The most modules directly in ``experiments/`` besides ``cli.py`` and ``__init__.py``."""
+ROOM_FLOOR = {"evaluation": 1, "training": 2, "arena": 2, "probe": 2, "bench": 3}
+"""The floor of each room (package) of ``experiments``: the shared modules beside ``cli.py`` are floor 0, ``cli.py``
+above every room. A room imports only rooms on lower floors: rooms on one floor never import each other."""
+CLI_FLOOR = max(ROOM_FLOOR.values()) + 1
 
 
 def module_name(path: Path) -> str:
@@ -83,6 +90,50 @@ def test_no_import_runs_back_up(package: str) -> None:
     assert not upward, f"{package} must import nothing above it: " + "; ".join(upward)
 
 
+def room_floor(module: str) -> tuple[str, int]:
+    """The room of an ``experiments`` module (``experiments.training.run``: ``training``) and its floor
+    (:data:`ROOM_FLOOR`); the modules directly in ``experiments`` share the room ``""`` on floor 0, but ``cli``,
+    on top."""
+    parts = module.split(".")
+    if len(parts) > 2 or (len(parts) == 2 and parts[1] in ROOM_FLOOR):
+        return parts[1], ROOM_FLOOR[parts[1]]
+    return ("cli", CLI_FLOOR) if parts[-1] == "cli" else ("", 0)
+
+
+def imports_across_rooms(graph: dict[str, set[str]]) -> list[str]:
+    """The imports between two ``experiments`` rooms that do not run down: to a room on the same floor or above."""
+    wrong = []
+    for module, targets in graph.items():
+        if not module.startswith("experiments."):
+            continue
+        room, floor = room_floor(module)
+        for target in targets:
+            if target.startswith("experiments.") and target != "experiments":
+                target_room, target_floor = room_floor(target)
+                if target_room != room and target_floor >= floor:
+                    wrong.append(f"{module} imports {target}")
+    return sorted(wrong)
+
+
+def test_imports_across_rooms_finds_a_sideways_and_an_upward_one() -> None:
+    """The control: training and the arena are side by side, evaluation under both."""
+    graph = {
+        "experiments.training.run": {"experiments.arena.grade", "experiments.evaluation.games", "experiments.options"},
+        "experiments.evaluation.grading": {"experiments.training.config", "experiments.options"},
+        "experiments.bench.az": {"experiments.training.config"},
+        "experiments.cli": {"experiments.options"},
+    }
+    assert imports_across_rooms(graph) == [
+        "experiments.evaluation.grading imports experiments.training.config",
+        "experiments.training.run imports experiments.arena.grade",
+    ]
+
+
+def test_experiments_rooms_import_only_rooms_below() -> None:
+    wrong = imports_across_rooms(import_graph())
+    assert not wrong, "an experiments room imports one beside or above it: " + "; ".join(wrong)
+
+
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One circle of imports in ``graph`` as a list of modules (the first repeated at the end), or ``None``."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -116,10 +167,10 @@ def test_no_circle_of_imports() -> None:
     assert cycle is None, "a circle of imports: " + " -> ".join(cycle or [])
 
 
-def test_experiments_has_three_rooms_and_few_shared_modules() -> None:
+def test_experiments_has_its_rooms_and_few_shared_modules() -> None:
     folder = REPO / "experiments"
     rooms = sorted(p.name for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").exists())
-    assert rooms == ["arena", "bench", "training"]
+    assert rooms == sorted(ROOM_FLOOR)
     shared = sorted(p.name for p in folder.glob("*.py") if p.name not in ("__init__.py", "cli.py"))
     assert len(shared) <= SHARED_MODULES_BESIDE_CLI, f"too many shared modules beside cli.py: {shared}"
 

@@ -1,4 +1,4 @@
-"""``quarto bench network`` (experiments/bench/network.py) and the designs of agents/networks.py: the probe's labels
+"""``quarto bench network`` (experiments/probe/) and the designs of agents/networks.py: the probe's labels
 against the solver, its shares against a recomputation by brute force, the W/D/L loss weights, the mistake depths,
 the augmentation of the per-action labels; every design's forward pass, symmetry and checkpoint, and the hand
 piece's pathway."""
@@ -29,8 +29,9 @@ from agents.networks import (
     Workspace,
 )
 from agents.puct import encode_positions
-from experiments.arena.grading import PositionValues, exact_action_values
-from experiments.bench import network as probe
+from experiments.evaluation.grading import PositionValues, exact_action_values
+from experiments.probe import fit, positions
+from experiments.probe import network as probe
 from experiments.training import plot
 from quarto_env.core import NO_PIECE, NO_WINNER, NUM_ACTIONS, NUM_SQUARES, STANDARD, State, bits, position_array, step
 from quarto_env.observation import PLACING, ObservationKind, observation_kind
@@ -40,10 +41,10 @@ PROBE_ARGS = ["--positions", "40", "--min-empty", "6", "--max-empty", "8", "--ep
 
 
 @pytest.fixture(scope="module")
-def labelled() -> tuple[list[State], probe.LabelledPositions]:
+def labelled() -> tuple[list[State], positions.LabelledPositions]:
     """40 labelled positions with 6-8 empty squares (seed 3), as the probe builds them, and their states."""
     th.set_num_threads(1)
-    data = probe.label_positions(STANDARD, observation_kind("parity"), 40, 3, 6, 8, PositionValues(STANDARD))
+    data = positions.label_positions(STANDARD, observation_kind("parity"), 40, 3, 6, 8, PositionValues(STANDARD))
     return [_state(row) for row in data.positions], data
 
 
@@ -67,7 +68,7 @@ def brute_force_candidates(state: State) -> list[int]:
     ]
 
 
-def test_labels_equal_the_solvers_values(labelled: tuple[list[State], probe.LabelledPositions]) -> None:
+def test_labels_equal_the_solvers_values(labelled: tuple[list[State], positions.LabelledPositions]) -> None:
     states, data = labelled
     assert len(set(states)) == len(states) == 40
     assert set(data.empties) <= {6, 7, 8}
@@ -84,7 +85,7 @@ def test_labels_equal_the_solvers_values(labelled: tuple[list[State], probe.Labe
 
 
 def test_the_probes_shares_equal_a_recomputation_from_the_labels(
-    labelled: tuple[list[State], probe.LabelledPositions], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    labelled: tuple[list[State], positions.LabelledPositions], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "probe.json"
     args = [*PROBE_ARGS, "--network", "hand", "slots", "--target", "policy", "--value-head", "scalar"]
@@ -95,11 +96,11 @@ def test_the_probes_shares_equal_a_recomputation_from_the_labels(
     assert record["protocol"]["code"]["commit"]
     _, data = labelled
     values = PositionValues(STANDARD)
-    full = probe.probe_set(data, STANDARD, values)
-    train_rows, test_rows = probe.split_rows(len(data), 0.25, 3)
+    full = positions.probe_set(data, STANDARD, values)
+    train_rows, test_rows = positions.split_rows(len(data), 0.25, 3)
     train, test = full.subset(train_rows), full.subset(test_rows)
     assert (len(train), len(test)) == (30, 10)
-    settings = probe.TrainSettings(epochs=2, seed=3, target="policy", value_head="scalar")
+    settings = fit.TrainSettings(epochs=2, seed=3, target="policy", value_head="scalar")
     for result, design in zip(record["results"], ("hand", "slots"), strict=True):
         network = probe.trained_network(probe.DesignChoice(design), train, STANDARD, settings)[0]
         for part, rows in (("train", train), ("test", test)):
@@ -189,7 +190,7 @@ def test_unknown_designs_are_refused() -> None:
 
 
 def test_hand_design_shapes_and_rows_independent(
-    labelled: tuple[list[State], probe.LabelledPositions], monkeypatch: pytest.MonkeyPatch
+    labelled: tuple[list[State], positions.LabelledPositions], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, data = labelled
     network = _network("hand")
@@ -220,7 +221,7 @@ def _square_features(network: PolicyValueNetwork, planes: np.ndarray) -> th.Tens
 
 @pytest.mark.parametrize("design", EQUIVARIANT_DESIGNS)
 def test_every_design_but_slots_lets_the_piece_in_hand_reach_every_square(
-    design: str, labelled: tuple[list[State], probe.LabelledPositions]
+    design: str, labelled: tuple[list[State], positions.LabelledPositions]
 ) -> None:
     states, _ = labelled
     state = next(s for s in states if s.hand != NO_PIECE)
@@ -242,7 +243,7 @@ def test_every_design_but_slots_lets_the_piece_in_hand_reach_every_square(
 @pytest.mark.parametrize("design", EQUIVARIANT_DESIGNS)
 @pytest.mark.parametrize("placing", [True, False])
 def test_designs_are_equivariant_under_board_symmetries(
-    design: str, placing: bool, labelled: tuple[list[State], probe.LabelledPositions]
+    design: str, placing: bool, labelled: tuple[list[State], positions.LabelledPositions]
 ) -> None:
     # Built in: no design gives a square an identity of its own, only its groups (the transformer's attention bias
     # is per relation of two squares, and a board symmetry keeps every relation).
@@ -267,7 +268,7 @@ def test_designs_are_equivariant_under_board_symmetries(
 
 
 def test_a_square_identity_breaks_the_equivariance_test(
-    labelled: tuple[list[State], probe.LabelledPositions], monkeypatch: pytest.MonkeyPatch
+    labelled: tuple[list[State], positions.LabelledPositions], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The test above can fail: a transformer whose squares are told apart (one bias per square pair) is not
     # equivariant.
@@ -388,16 +389,16 @@ def test_the_fast_evaluation_sees_the_weights_change_between_calls() -> None:
 
 
 def test_the_mlp_design_is_not_equivariant_but_memorises_a_small_training_set(
-    labelled: tuple[list[State], probe.LabelledPositions],
+    labelled: tuple[list[State], positions.LabelledPositions],
 ) -> None:
     # The baseline of the structured designs: a square is itself (a board symmetry changes its outputs), and it
     # has the capacity to fit the training set exactly, which the probe's docs use to tell underfitting from a
     # failure to generalise.
     _, data = labelled
-    full = probe.probe_set(data, STANDARD, PositionValues(STANDARD))
-    settings = probe.TrainSettings(epochs=150, batch_size=40, lr=3e-3, augment=False, weight_decay=0.0)
+    full = positions.probe_set(data, STANDARD, PositionValues(STANDARD))
+    settings = fit.TrainSettings(epochs=150, batch_size=40, lr=3e-3, augment=False, weight_decay=0.0)
     network = probe.new_network(probe.DesignChoice("mlp", width=64), STANDARD, settings)
-    probe.train_supervised(network, full, STANDARD, settings)
+    fit.train_supervised(network, full, STANDARD, settings)
     scores = probe.score(network, data, STANDARD, settings.target)
     assert data.critical.sum() >= 10 and not scores.network_lost[data.critical].any()
     symmetries = Symmetries(STANDARD)
@@ -472,9 +473,9 @@ def test_checkpoints_rebuild_the_new_designs_with_their_heads(design: str, tmp_p
 # ---------------------------------------------------------------------------------------------------------
 def test_balanced_class_weights_by_hand() -> None:
     # 6 labels, 3 classes: n / (3 n_c) = 6/3, 6/9, 6/6
-    np.testing.assert_allclose(probe.balanced_class_weights(np.array([0, 1, 1, 1, 2, 2])), [2, 2 / 3, 1], rtol=1e-6)
+    np.testing.assert_allclose(fit.balanced_class_weights(np.array([0, 1, 1, 1, 2, 2])), [2, 2 / 3, 1], rtol=1e-6)
     # a class that never occurs weighs nothing; the two that do: 4 / (2 * 1), 4 / (2 * 3)
-    np.testing.assert_allclose(probe.balanced_class_weights(np.array([1, 1, 1, 2])), [0, 2 / 3, 2], rtol=1e-6)
+    np.testing.assert_allclose(fit.balanced_class_weights(np.array([1, 1, 1, 2])), [0, 2 / 3, 2], rtol=1e-6)
 
 
 def test_weighted_cross_entropy_by_hand() -> None:
@@ -484,29 +485,29 @@ def test_weighted_cross_entropy_by_hand() -> None:
     # row 0: -log(1/3) weighted 0.5; row 1: -log(e^2 / (e^2 + 2)) weighted 2; divided by 2.5
     row0, row1 = math.log(3), -math.log(math.exp(2) / (math.exp(2) + 2))
     expected = (0.5 * row0 + 2 * row1) / 2.5
-    assert probe.weighted_cross_entropy(logits, classes, weights).item() == pytest.approx(expected, rel=1e-6)
+    assert fit.weighted_cross_entropy(logits, classes, weights).item() == pytest.approx(expected, rel=1e-6)
     # "always draw" is no longer the cheapest constant answer: with balanced weights, a constant draw prediction
     # costs more than a uniform one when draws are the majority.
     labels = np.array([1] * 8 + [0, 2])
-    balanced = th.from_numpy(probe.balanced_class_weights(labels))
+    balanced = th.from_numpy(fit.balanced_class_weights(labels))
     targets = th.from_numpy(labels)
     always_draw = th.tensor([[0.0, 3.0, 0.0]]).repeat(10, 1)
     uniform = th.zeros(10, 3)
-    assert probe.weighted_cross_entropy(always_draw, targets, balanced) > probe.weighted_cross_entropy(
+    assert fit.weighted_cross_entropy(always_draw, targets, balanced) > fit.weighted_cross_entropy(
         uniform, targets, balanced
     )
     assert F.cross_entropy(always_draw, targets) < F.cross_entropy(uniform, targets)
 
 
-def test_class_weights_come_from_the_training_set(labelled: tuple[list[State], probe.LabelledPositions]) -> None:
+def test_class_weights_come_from_the_training_set(labelled: tuple[list[State], positions.LabelledPositions]) -> None:
     _, data = labelled
-    full = probe.probe_set(data, STANDARD, PositionValues(STANDARD))
-    weights = probe.class_weights(full)
+    full = positions.probe_set(data, STANDARD, PositionValues(STANDARD))
+    weights = fit.class_weights(full)
     counts = np.bincount(data.values + 1, minlength=3)
     assert np.allclose(weights.value[counts > 0] * counts[counts > 0], len(data) / (counts > 0).sum())
     candidate_values = full.action_values[data.candidates]
     assert set(np.unique(candidate_values)) <= {-1, 0, 1}
-    assert (full.action_values[~data.candidates] == probe.NO_ACTION_VALUE).all()
+    assert (full.action_values[~data.candidates] == positions.NO_ACTION_VALUE).all()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -533,7 +534,7 @@ def test_mistake_depth_is_the_shallowest_search_that_keeps_the_value(
     sees_at: int,
     depth: int,
     bucket: str,
-    labelled: tuple[list[State], probe.LabelledPositions],
+    labelled: tuple[list[State], positions.LabelledPositions],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     states, data = labelled
@@ -544,40 +545,42 @@ def test_mistake_depth_is_the_shallowest_search_that_keeps_the_value(
     monkeypatch.setattr(ScriptedSearcher, "sees_at", sees_at)
     monkeypatch.setattr(ScriptedSearcher, "bad", min(action_values, key=lambda a: action_values[a]))
     monkeypatch.setattr(ScriptedSearcher, "good", next(a for a, v in action_values.items() if v == best))
-    monkeypatch.setattr(probe, "MinimaxAgent", ScriptedSearcher)
+    monkeypatch.setattr(positions, "MinimaxAgent", ScriptedSearcher)
     one = data.subset(np.array([row]))
-    depths = probe.mistake_depths(one, STANDARD, values)
+    depths = positions.mistake_depths(one, STANDARD, values)
     assert list(depths) == [depth]
     scores = probe.Scores(np.zeros(1, int), np.zeros(1, bool), np.ones(1, bool), np.ones(1))
-    rows = {r["depth"]: r for r in probe.depth_rows(probe.ProbeSet(one, np.zeros((1, 16), np.int8), depths), scores)}
+    rows = {
+        r["depth"]: r for r in probe.depth_rows(positions.ProbeSet(one, np.zeros((1, 16), np.int8), depths), scores)
+    }
     assert rows[bucket]["critical"] == 1 and rows[bucket]["network_lost"] == 1.0
     assert sum(rows[d]["critical"] for d in ("tactics", "deeper")) == 1
 
 
 def test_mistake_depths_of_real_positions_agree_with_the_minimax_agent(
-    labelled: tuple[list[State], probe.LabelledPositions],
+    labelled: tuple[list[State], positions.LabelledPositions],
 ) -> None:
     states, data = labelled
     values = PositionValues(STANDARD)
-    depths = probe.mistake_depths(data, STANDARD, values)
+    depths = positions.mistake_depths(data, STANDARD, values)
     assert (depths[~data.critical] == 0).all() and (depths[data.critical] >= 1).all()
     for row in np.flatnonzero(data.critical)[:6]:
         action_values = values.action_values(states[row])
         best = max(action_values.values())
         keeps = [action_values[MinimaxAgent(STANDARD, depth=d).act(states[row])] == best for d in range(1, 5)]
-        assert depths[row] == (keeps.index(True) + 1 if any(keeps) else probe.BEYOND_DEPTHS)
+        assert depths[row] == (keeps.index(True) + 1 if any(keeps) else positions.BEYOND_DEPTHS)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Augmentation
 # ---------------------------------------------------------------------------------------------------------
 def test_augmentation_moves_the_per_action_labels_with_the_positions(
-    labelled: tuple[list[State], probe.LabelledPositions],
+    labelled: tuple[list[State], positions.LabelledPositions],
 ) -> None:
     _, data = labelled
     values = PositionValues(STANDARD)
-    full = probe.probe_set(data, STANDARD, values)
-    batch = probe._moved(full.subset(np.arange(8)), Symmetries(STANDARD), np.random.default_rng(1))
+    full = positions.probe_set(data, STANDARD, values)
+    batch = fit._moved(full.subset(np.arange(8)), Symmetries(STANDARD), np.random.default_rng(1))
     assert not np.array_equal(batch.labels.positions, full.labels.positions[:8])
     assert np.array_equal(
         batch.labels.candidates, encode_positions(batch.labels.positions, observation_kind("parity"), STANDARD)[1]
@@ -591,17 +594,17 @@ def test_augmentation_moves_the_per_action_labels_with_the_positions(
 
 @pytest.mark.parametrize("random_iterations", [False, True])
 def test_random_iterations_vary_the_loop_while_training_only(
-    random_iterations: bool, labelled: tuple[list[State], probe.LabelledPositions]
+    random_iterations: bool, labelled: tuple[list[State], positions.LabelledPositions]
 ) -> None:
     _, data = labelled
-    full = probe.probe_set(data, STANDARD, PositionValues(STANDARD))
-    settings = probe.TrainSettings(epochs=1, batch_size=4, random_iterations=random_iterations)
+    full = positions.probe_set(data, STANDARD, PositionValues(STANDARD))
+    settings = fit.TrainSettings(epochs=1, batch_size=4, random_iterations=random_iterations)
     network = probe.new_network(probe.DesignChoice("looped", width=8, iterations=2), STANDARD, settings)
     body = network.body
     assert isinstance(body, LoopedNetwork)
     seen: list[int] = []
     body.register_forward_pre_hook(lambda module, _args: seen.append(module.iterations))
-    probe.train_supervised(network, full, STANDARD, settings)
+    fit.train_supervised(network, full, STANDARD, settings)
     assert len(seen) == 10 and body.iterations == 2
     if random_iterations:
         assert set(seen) <= {1, 2, 3, 4} and len(set(seen)) > 1
@@ -665,7 +668,7 @@ def test_the_probe_reads_the_observation_it_is_given(tmp_path: Path, capsys: pyt
     record = json.loads(out.read_text())
     assert record["protocol"]["observation"] == record["results"][0]["observation"] == "raw"
     raw, parity = (
-        probe.new_network(probe.DesignChoice("slots", 8, observation=kind), STANDARD, probe.TrainSettings())
+        probe.new_network(probe.DesignChoice("slots", 8, observation=kind), STANDARD, fit.TrainSettings())
         for kind in ("raw", "parity")
     )
     assert (raw.kind.name, parity.kind.name) == ("raw", "parity")

@@ -1,4 +1,4 @@
-"""Points lost against perfect play (experiments/arena/perfect.py): the solver loses nothing, an agent that hands
+"""Points lost against perfect play (experiments/evaluation/perfect.py): the solver loses nothing, an agent that hands
 over won games loses them, the opening values and their sign, and the reports of ``quarto grade
 --perfect-games``, ``quarto evaluate --perfect-games`` and a tournament with a ``solver`` entrant."""
 
@@ -13,7 +13,7 @@ from agents.base import Agent, make_agent
 from agents.match import GameRecord, opening_state
 from agents.minimax import default_solver
 from experiments.arena import tournament
-from experiments.arena.perfect import (
+from experiments.evaluation.perfect import (
     PERFECT_SPEC,
     perfect_game,
     perfect_score,
@@ -21,7 +21,7 @@ from experiments.arena.perfect import (
     points_lost,
     solver_agent,
 )
-from experiments.arena.ratings import wilson_interval
+from experiments.evaluation.ratings import wilson_interval
 from quarto_env.core import NO_WINNER, STANDARD, State, Variant, bits, legal_actions, winning_squares_for
 from quarto_env.notation import parse_position
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.arena.ratings import GameResult, RatingError, expected_score, fit_ratings, wilson_interval
+from experiments.evaluation.ratings import GameResult, RatingError, expected_score, fit_ratings, wilson_interval
 
 
 def simulated_games(true_ratings: list[float], games_per_pair: int, draw_rate: float, seed: int) -> list[GameResult]:

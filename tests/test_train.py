@@ -23,6 +23,7 @@ from agents.base import make_agent
 from agents.checkpoints import CheckpointError, read_metadata
 from agents.match import play_game
 from agents.ppo import load_policy
+from experiments.evaluation.games import EvalResult
 from experiments.training import train as train_module
 from experiments.training.config import (
     SECTIONS,
@@ -33,7 +34,6 @@ from experiments.training.config import (
     load_config,
 )
 from experiments.training.run import Schedule, stopping_step
-from experiments.training.selfplay import EvalResult
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"

@@ -19,7 +19,7 @@ from agents.labels import action_values
 from agents.match import play_game
 from experiments.arena import replay
 from experiments.arena.records import record_line
-from experiments.arena.viewer import move_verdict
+from experiments.evaluation.moves import move_verdict
 from quarto_env.core import NO_WINNER, STANDARD, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
 

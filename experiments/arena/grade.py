@@ -33,9 +33,9 @@ otherwise) and by number of empty squares, plus the share among *critical* decis
 legal action does lose value (elsewhere every move keeps the value and no agent can err).
 
 ``--perfect-games N`` also plays each agent N games against perfect play from seeded random openings and
-reports the points it lost (:mod:`experiments.arena.perfect`).
+reports the points it lost (:mod:`experiments.evaluation.perfect`).
 
-The grading itself is :mod:`experiments.arena.grading`.
+The grading itself is :mod:`experiments.evaluation.grading`.
 """
 
 from __future__ import annotations
@@ -54,20 +54,22 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.base import Agent
-from agents.files import OutputPathError, atomic_write_text, output_file
+from agents.files import atomic_write_text
 from agents.suites import Suite, SuiteError, default_suite_name, load_suite, shipped_suite_names
-from experiments.arena.grading import (
+from experiments.evaluation.grading import (
     DEFAULT_MAX_EMPTY,
     DEFAULT_SOURCES,
     MAX_POSITIONS,
     SOLVER_COMFORT_EMPTY,
     GradeReport,
     PositionValues,
+    check_empty_range,
     grade_agent,
     sample_decisions,
     suite_states,
+    values_or_exit,
 )
-from experiments.arena.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
+from experiments.evaluation.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
 from experiments.options import (
     MAX_SEED,
     SEED,
@@ -79,7 +81,6 @@ from experiments.options import (
     markdown_table,
     number_argument,
     parse_command,
-    warn,
 )
 from experiments.output import add_overwrite_argument, claim_output
 from experiments.run_folder import default_run_folder, save_run_config
@@ -302,36 +303,6 @@ def _config(args: argparse.Namespace, sources: list[str], variant: Variant, suit
         "perfect_games": args.perfect_games,
         "variant": variant.to_dict(),
     }
-
-
-def check_empty_range(parser: argparse.ArgumentParser, min_empty: int, max_empty: int) -> None:
-    """Exit with a usage error when ``--min-empty`` is above ``--max-empty``; warn when ``--max-empty`` is past
-    what the exact solver values quickly (:data:`SOLVER_COMFORT_EMPTY`)."""
-    if min_empty > max_empty:
-        parser.error(f"--min-empty {min_empty} is above --max-empty {max_empty}")
-    if max_empty > SOLVER_COMFORT_EMPTY:
-        warn(
-            parser,
-            f"--max-empty {max_empty}: valuing a position's actions takes the exact solver seconds at "
-            f"{SOLVER_COMFORT_EMPTY} empty squares and about ten times longer for each one more; this can take hours",
-        )
-
-
-def values_or_exit(parser: argparse.ArgumentParser, variant: Variant, cache: Path | None) -> PositionValues:
-    """The value cache of ``--cache`` (empty without one), read and checked writable before any work; a file that
-    is no cache or cannot be written exits with a message, one that is not trusted is solved again (a warning)."""
-    if cache is None:
-        return PositionValues(variant)
-    try:
-        output_file(cache, "--cache")
-        values = PositionValues(variant, cache)
-    except OutputPathError as error:
-        parser.error(str(error))
-    except (ValueError, OSError) as error:  # not a cache at all, another variant's, or unreadable
-        parser.error(f"--cache {cache}: {error}")
-    if values.discarded:
-        warn(parser, f"--cache {cache}: {values.discarded}; solving its positions again")
-    return values
 
 
 def _reports_text(

@@ -34,6 +34,7 @@ from agents.base import Agent
 from agents.files import atomic_write_text
 from agents.match import GameRecord
 from experiments.arena.records import record_line
+from experiments.evaluation.moves import describe_action
 from experiments.options import (
     SEED,
     CommandParser,
@@ -46,7 +47,7 @@ from experiments.options import (
 from experiments.output import add_overwrite_argument, claim_if_asked
 from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
 from quarto_env.notation import format_position
-from quarto_env.render import COLUMN_LABELS, HEX, PIECE_LETTERS, describe_piece, piece_code, render_text, square_name
+from quarto_env.render import COLUMN_LABELS, HEX, PIECE_LETTERS, piece_code, render_text, square_name
 
 FIRST_CHOICES = ("you", "agent", "random")
 HUMAN = "you"
@@ -229,15 +230,6 @@ def parse_piece(word: str) -> int:
         else:
             return piece
     raise ValueError(f"{word!r} is not a piece: type its hex digit 0-f, or a code like TDSH (see 'help')")
-
-
-def describe_action(state: State, action: int) -> str:
-    """What ``action`` does in ``state``, in words."""
-    if action == DECLARE:
-        return 'declares "Quarto!"'
-    if state.placing:
-        return f"places piece {HEX[state.hand]} {piece_code(state.hand)} on square {action} ({square_name(action)})"
-    return f"gives piece {describe_piece(action)}"
 
 
 if __name__ == "__main__":

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agents.files import atomic_write, atomic_write_text, input_file
-from experiments.arena.play import describe_action
 from experiments.arena.records import RecordError, check_record, record_variant
+from experiments.evaluation.moves import describe_action
 from experiments.options import CommandParser, number_argument
 from experiments.output import add_overwrite_argument, claim_if_asked, claim_output
 from quarto_env.checks import shortened
@@ -362,8 +362,8 @@ def write_page(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
 
 def _write_page(args: argparse.Namespace, games: list[tuple[dict, list[Frame]]], variants: set[Variant]) -> None:
     """The page of ``games`` with, with ``--grade``, the solver's verdicts, written to the claimed ``--html``."""
-    from experiments.arena.grading import PositionValues
     from experiments.arena.viewer import viewer_page
+    from experiments.evaluation.grading import PositionValues
 
     viewed = [_viewed_game(index, record, frames) for index, (record, frames) in enumerate(games)]
     values = {variant: PositionValues(variant) for variant in variants} if args.grade else None

@@ -22,7 +22,7 @@ give agents with a time budget (``minimax:time=S``, ``mcts:time=S``) some margin
 
 The output folder holds ``results.csv``/``results.md`` (each pair: wins, draws, losses, score with its 95%
 Wilson interval), ``ratings.csv``/``ratings.md`` (Elo fitted on all games, 95% interval from a bootstrap or
-``--intervals hessian``, anchored on ``--anchor``; see :mod:`experiments.arena.ratings`), ``ratings.png``,
+``--intervals hessian``, anchored on ``--anchor``; see :mod:`experiments.evaluation.ratings`), ``ratings.png``,
 ``games.jsonl`` (one game per line, replayable with ``quarto replay``), ``config.json`` and ``command.txt``;
 with ``--tensorboard`` also ``tensorboard/``.
 
@@ -65,16 +65,6 @@ from agents.match import (
     opening_state,
     play_game,
 )
-from experiments.arena.perfect import (
-    PerfectGame,
-    PerfectPlayReport,
-    perfect_game,
-    perfect_markdown,
-    perfect_score,
-    plays_perfectly_from,
-    solver_agent,
-)
-from experiments.arena.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
 from experiments.arena.records import record_line
 from experiments.arena.schedule import GameJob, PlayedGame, playing_pairs, schedule
 from experiments.arena.tournament_resume import (
@@ -83,6 +73,16 @@ from experiments.arena.tournament_resume import (
     holds_tournament,
     resumed_args,
 )
+from experiments.evaluation.perfect import (
+    PerfectGame,
+    PerfectPlayReport,
+    perfect_game,
+    perfect_markdown,
+    perfect_score,
+    plays_perfectly_from,
+    solver_agent,
+)
+from experiments.evaluation.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
 from experiments.options import (
     MAX_JOBS,
     MAX_SEED,
@@ -567,7 +567,7 @@ def perfect_play_reports(
     names: Sequence[str], games: Sequence[PlayedGame], variant: Variant
 ) -> list[PerfectPlayReport]:
     """For each ``solver`` entrant, every other entrant's points lost in its games against it
-    (:mod:`experiments.arena.perfect`). Only games from openings where the solver is exact count (with the
+    (:mod:`experiments.evaluation.perfect`). Only games from openings where the solver is exact count (with the
     variant's opening book, all of them), and not those it forfeited on time."""
     reports = []
     for s, solver_name in enumerate(names):

@@ -22,18 +22,13 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from experiments.arena.grading import PositionValues
+from experiments.evaluation.grading import PositionValues
+from experiments.evaluation.moves import KEPT, move_verdict
 from quarto_env.core import NUM_SQUARES, State, Variant
 from quarto_env.notation import format_position
 from quarto_env.render import svg_board
 
-__all__ = ["VALUE_NAMES", "ViewedGame", "move_verdict", "viewer_page"]
-
-VALUE_NAMES = {1: "won", 0: "drawn", -1: "lost"}
-"""A position's value under perfect play, for the player to move, in the verdicts' words."""
-
-KEPT = "kept"
-"""The verdict on a move that keeps the position's value."""
+__all__ = ["ViewedGame", "viewer_page"]
 
 
 @dataclass(frozen=True)
@@ -51,13 +46,6 @@ class ViewedGame:
     """The words for each move (the last one says how the game ended)."""
     first_agent_move: int
     """The index of the agents' first move: the ones before are the record's random opening, never graded."""
-
-
-def move_verdict(values: dict[int, int], action: int) -> str:
-    """``kept`` if ``action`` is worth the best of ``values`` (``{action: value}`` of every legal action, for the
-    player to move), else the value the move threw away: ``won->drawn``, ``won->lost`` or ``drawn->lost``."""
-    best, chosen = max(values.values()), values[action]
-    return KEPT if chosen >= best else f"{VALUE_NAMES[best]}->{VALUE_NAMES[chosen]}"
 
 
 def game_verdicts(game: ViewedGame, values: PositionValues) -> list[str | None]:
@@ -108,7 +96,8 @@ def viewer_page(
     start_game: int = 0,
 ) -> str:
     """The HTML page of ``games``, titled ``title``, opening at game ``start_game``; with ``values`` (the exact
-    action values of each game's rules) each agent's move carries the solver's verdict (:func:`move_verdict`)."""
+    action values of each game's rules) each agent's move carries the solver's verdict
+    (:func:`experiments.evaluation.moves.move_verdict`)."""
     table = _LineTable()
     data = []
     for game in games:

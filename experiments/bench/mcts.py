@@ -36,7 +36,7 @@ from agents.labels import action_values
 from agents.mcts import MCTSAgent
 from agents.positions import greedy_game_positions
 from agents.suites import SolvedPosition, load_suite
-from experiments.arena.ratings import wilson_interval
+from experiments.evaluation.ratings import wilson_interval
 from experiments.options import SEED, CommandParser, number_argument
 from quarto_env.core import INITIAL_STATE, NO_PIECE, STANDARD, State, step
 

@@ -71,6 +71,7 @@ from agents.checkpoints import CheckpointError, CheckpointHeader, read_weights, 
 from agents.files import atomic_write_bytes
 from agents.networks import PolicyValueNetwork, device_of, resolve_device
 from agents.puct import encode_positions
+from experiments.evaluation.games import seeded_torch
 from experiments.training.az_selfplay import (
     ExactOutcomes,
     ReplayBuffer,
@@ -92,7 +93,6 @@ from experiments.training.run import (
     run_seed,
     stopping_step,
 )
-from experiments.training.selfplay import seeded_torch
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.symmetry import Symmetries

@@ -18,8 +18,8 @@ import numpy as np
 from agents.networks import PolicyValueNetwork
 from agents.puct import BatchedSearch, GumbelRoot, forced_actions
 from agents.sessions import LeafBatch, SearchOptions, SearchSession, SelfPlaySession
+from experiments.evaluation.games import Opponent
 from experiments.training.config import AlphaZeroConfig, TrainConfig
-from experiments.training.selfplay import Opponent
 from quarto_env.core import (
     FIELD_OCCUPIED,
     FIELD_TO_MOVE,

@@ -76,7 +76,7 @@ from agents.suites import (
     load_suite,
     shipped_suite_names,
 )
-from experiments.arena.grading import SOLVER_COMFORT_EMPTY
+from experiments.evaluation.grading import SOLVER_COMFORT_EMPTY
 from experiments.options import (
     SEED,
     CommandParser,

@@ -22,7 +22,7 @@ learner's network on a GPU (``auto`` or ``cuda``); the opponents play on the CPU
 
 ``--perfect-games N`` also plays each of the learner's ways of playing N games against perfect play, as its agent
 (``ppo:PATH`` or ``az:PATH,sims=S``), from the same kind of seeded openings, and prints the points it lost
-(:mod:`experiments.arena.perfect`).
+(:mod:`experiments.evaluation.perfect`).
 """
 
 from __future__ import annotations
@@ -43,11 +43,12 @@ from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.networks import DEFAULT_DEVICE, DEVICES, resolve_device
 from agents.ppo import load_policy
 from agents.puct import DEFAULT_C_PUCT
-from experiments.arena.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
+from experiments.evaluation.games import EvalResult, Opponent, evaluate_all
+from experiments.evaluation.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
 from experiments.options import CommandParser, add_opening_plies_argument, add_progress_argument, number_argument
 from experiments.training.az_selfplay import SearchOpponent
 from experiments.training.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
-from experiments.training.selfplay import EvalResult, Opponent, evaluate_all, policy_players
+from experiments.training.selfplay import policy_players
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.observation import observation_kind

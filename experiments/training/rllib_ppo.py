@@ -65,6 +65,7 @@ from agents.base import make_agent
 from agents.checkpoints import CheckpointError, CheckpointHeader, read_weights
 from agents.networks import ActorCritic, network_actions, network_for
 from agents.rllib import NETWORK_ENTRY, OPTIMIZER_ENTRY, load_network, save_checkpoint
+from experiments.evaluation.games import NetworkOpponent, learner_players
 from experiments.options import quiet_logger
 from experiments.training.config import SNAPSHOTS, ConfigError, TrainConfig
 from experiments.training.run import (
@@ -78,7 +79,6 @@ from experiments.training.run import (
     read_resume_point,
     run_seed,
 )
-from experiments.training.selfplay import NetworkOpponent, learner_players
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.env import AGENTS

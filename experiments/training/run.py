@@ -43,7 +43,7 @@ the order a run meets these pieces:
     exact solver (``eval/grade/value_lost``, ``_critical``, ``_<phase>``, ``_empty_<low>_<high>``, and the same
     under ``eval/grade/<name>/`` for the other agents a backend grades), with ``sample_games`` a few of the
     games against the last opponent graded move by move (``games/sample_<n>`` and its ``/first_mistake``,
-    :mod:`experiments.training.sample_games`), the progress bar's line (what it is
+    :mod:`experiments.evaluation.sample_games`), the progress bar's line (what it is
     evaluating, then the scores and the seconds the evaluation took) and the scores each checkpoint records
     (``best_score``, ``latest_eval``).
 :func:`finish_run`
@@ -76,7 +76,9 @@ from tqdm import tqdm
 from agents.base import Agent
 from agents.checkpoints import CheckpointError, DamagedCheckpointError, read_metadata, read_weights
 from agents.files import atomic_write_bytes
-from experiments.arena.grading import GradeReport, PositionValues, grade_agent, sample_decisions
+from experiments.evaluation.games import SEAT_NAMES, EvalResult, Opponent, evaluate_all
+from experiments.evaluation.grading import GradeReport, PositionValues, grade_agent, sample_decisions
+from experiments.evaluation.sample_games import game_markdown, graded_games, mistake_picture
 from experiments.training.config import (
     SEED_LIMIT,
     ConfigError,
@@ -84,8 +86,6 @@ from experiments.training.config import (
     check_unchanged_on_resume,
     config_table,
 )
-from experiments.training.sample_games import game_markdown, graded_games, mistake_picture
-from experiments.training.selfplay import SEAT_NAMES, EvalResult, Opponent, evaluate_all
 from quarto_env.checks import checked_number, one_line
 from quarto_env.core import State, Variant
 
@@ -599,7 +599,7 @@ class EvaluationLog:
 
     def log_sample_games(self, result: EvalResult) -> None:
         """Write the games ``result`` kept -- the learner's first way of playing against the last evaluation
-        opponent -- graded move by move (:mod:`experiments.training.sample_games`): each as Markdown under
+        opponent -- graded move by move (:mod:`experiments.evaluation.sample_games`): each as Markdown under
         ``games/sample_<n>`` and the picture of its first value-losing decision under
         ``games/sample_<n>/first_mistake``, at the evaluation's step."""
         assert self.tensorboard is not None

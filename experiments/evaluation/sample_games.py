@@ -2,14 +2,14 @@
 TensorBoard.
 
 They are no extra games: an evaluation keeps its first ``sample_games`` games against the last of
-``eval_opponents`` whole (:func:`experiments.training.selfplay.evaluate`, ``keep_games``), played by the
+``eval_opponents`` whole (:func:`experiments.evaluation.games.evaluate`, ``keep_games``), played by the
 learner's first way of playing (its most likely action, or its search). The evaluation's openings come from the
 config's seed, so the same openings -- and, where neither player has changed, the same games -- recur at every
 evaluation of the run: a researcher watches the learner's mistakes move later and thin out in TensorBoard's step
 slider.
 
 :func:`graded_games` replays them and marks each of the learner's decisions with the exact solver's verdict
-(:func:`experiments.arena.viewer.move_verdict`: ``kept``, ``won->drawn``, ``won->lost`` or ``drawn->lost``) where
+(:func:`experiments.evaluation.moves.move_verdict`: ``kept``, ``won->drawn``, ``won->lost`` or ``drawn->lost``) where
 the solver is fast (:func:`fast_to_grade`: at most :data:`GRADED_MAX_EMPTY` empty squares, or a position that
 the rules' opening book values in one lookup), and ``not graded`` elsewhere: without a book (the declaration
 variant), or at 11 and 12 empty squares under the standard rules (whose book stops at 12), valuing every action
@@ -25,11 +25,10 @@ import dataclasses
 import numpy as np
 
 from agents.book import shipped_book
-from experiments.arena.grading import DEFAULT_MAX_EMPTY, PositionValues
-from experiments.arena.play import describe_action
-from experiments.arena.viewer import KEPT, move_verdict
+from experiments.evaluation.games import SEAT_NAMES, KeptGame
+from experiments.evaluation.grading import DEFAULT_MAX_EMPTY, PositionValues
+from experiments.evaluation.moves import KEPT, describe_action, move_verdict
 from experiments.options import markdown_table
-from experiments.training.selfplay import SEAT_NAMES, KeptGame
 from quarto_env.core import INITIAL_STATE, NO_WINNER, State, Variant, step
 from quarto_env.notation import format_position
 from quarto_env.render import render_image

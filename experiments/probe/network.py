@@ -9,16 +9,16 @@ Example usage::
 
 What it does:
 
-1. **Label.** Positions are sampled from seeded games (:func:`experiments.arena.grading.sample_decisions`), keeping
+1. **Label.** Positions are sampled from seeded games (:func:`experiments.evaluation.grading.sample_decisions`), keeping
    only the distinct ones the search asks the network about (no rules shortcut decides them:
    :func:`agents.puct.forced_action`), until there are ``--positions``. The exact solver values the position and
-   each of its actions (:class:`experiments.arena.grading.PositionValues`, saved to ``--cache`` for later runs).
+   each of its actions (:class:`experiments.evaluation.grading.PositionValues`, saved to ``--cache`` for later runs).
    From those labels the probe derives every candidate's exact value and, for each *critical* position (where
    some candidate loses value), its *mistake depth*: the shallowest minimax depth, 1 to 4 plies, whose choice keeps
-   the value (:func:`mistake_depths`; "beyond" when none does).
+   the value (:func:`.positions.mistake_depths`; "beyond" when none does).
 2. **Split** them at random (``--seed``) into a training and a test set (``--test-share``).
 3. **Train** each ``--network`` design (:data:`agents.networks.NETWORK_DESIGNS`, seeded by ``--network-seed``,
-   Adam, ``--epochs``) supervised on the training set (:func:`probe_loss`). ``--target policy``: the policy
+   Adam, ``--epochs``) supervised on the training set (:func:`.fit.probe_loss`). ``--target policy``: the policy
    target is uniform over the *value-keeping candidates*; ``action-values``: every candidate's exact W/D/L, on a
    per-action head; ``both`` (the default). ``--value-head wdl`` (the default): the value is three classes
    trained with class-balanced cross-entropy (each of W, D and L weighs the same in total, so "always draw" is not
@@ -40,37 +40,31 @@ the seeds, the code version, the date and the load (:func:`protocol`). docs/lear
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import datetime
 import json
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch as th
-import torch.nn.functional as F
 
 from agents.files import atomic_write_text
-from agents.minimax import MinimaxAgent
 from agents.networks import (
     DEFAULT_ITERATIONS,
     MAX_ITERATIONS,
     NETWORK_DESIGNS,
     TRANSFORMER_HEADS,
-    WDL_CLASSES,
     LoopedNetwork,
     PolicyValueNetwork,
     device_of,
-    masked_policy_cross_entropy,
 )
-from agents.puct import encode_positions, forced_action
-from experiments.arena.grade import check_empty_range, values_or_exit
-from experiments.arena.grading import SOLVER_COMFORT_EMPTY, PositionValues, sample_decisions
+from agents.puct import encode_positions
+from experiments.evaluation.grading import SOLVER_COMFORT_EMPTY, check_empty_range, values_or_exit
 from experiments.options import (
     SEED,
     CommandParser,
@@ -84,17 +78,23 @@ from experiments.options import (
     parse_command,
 )
 from experiments.output import add_overwrite_argument, claim_if_asked
+from experiments.probe.fit import TARGETS, VALUE_HEADS, TrainSettings, train_supervised
+from experiments.probe.positions import (
+    BEYOND_DEPTHS,
+    MINIMAX_DEPTHS,
+    TACTICS_DEPTH,
+    LabelledPositions,
+    ProbeSet,
+    label_positions,
+    probe_set,
+    split_rows,
+)
 from experiments.run_folder import code_version
 from quarto_env.core import (
     NUM_ACTIONS,
-    State,
     Variant,
-    compiled_fields,
-    position_array,
-    state_of_row,
 )
-from quarto_env.observation import ObservationKind, observation_kind
-from quarto_env.symmetry import Symmetries
+from quarto_env.observation import observation_kind
 
 OBSERVATION = "parity"
 """The observation kind of the probed networks: AlphaZero's."""
@@ -110,334 +110,6 @@ MIN_POSITIONS = 4
 
 MAX_PROBE_POSITIONS = 200_000
 """The most positions a probe takes: the top of the data-scaling curve (3k, 30k, 200k; docs/learnability.md)."""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Labels
-# ---------------------------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class LabelledPositions:
-    """Positions the search asks the network about, with their exact values. Row ``i`` of every array is
-    position ``i``."""
-
-    positions: np.ndarray
-    """``(n, NUM_FIELDS)``: the positions (rows of :func:`quarto_env.core.position_array`)."""
-    candidates: np.ndarray
-    """``(n, 16)`` bool: the search's candidate actions (:func:`agents.puct.candidates`)."""
-    keeps: np.ndarray
-    """``(n, 16)`` bool: the candidates whose exact value equals the position's."""
-    values: np.ndarray
-    """``(n,)`` int: the exact value of the position for the player to move (-1, 0, 1)."""
-    empties: np.ndarray
-    """``(n,)`` int: empty squares."""
-
-    def __len__(self) -> int:
-        return len(self.positions)
-
-    @property
-    def critical(self) -> np.ndarray:
-        """``(n,)`` bool: whether some candidate loses value."""
-        return (self.candidates & ~self.keeps).any(axis=1)
-
-    def subset(self, rows: np.ndarray) -> LabelledPositions:
-        """The positions of ``rows`` (indices), in that order."""
-        return LabelledPositions(*(getattr(self, f.name)[rows] for f in dataclasses.fields(self)))
-
-
-def label_positions(
-    variant: Variant,
-    kind: ObservationKind,
-    count: int,
-    seed: int,
-    min_empty: int,
-    max_empty: int,
-    values: PositionValues,
-    jobs: int = 1,
-) -> LabelledPositions:
-    """``count`` distinct seeded positions with ``min_empty`` to ``max_empty`` empty squares that the search asks
-    the network about, each labelled by ``values`` (the exact solver, cached; those it lacks are solved in one
-    batch by the labeller of :mod:`agents.labels`, with ``jobs`` worker processes). Sampled in rounds of
-    ``count`` games (seeds ``seed``, ``seed + 1``, ...) until enough are found; ``RuntimeError`` if ten rounds
-    find too few."""
-    found: dict[State, None] = {}
-    for round_ in range(10):
-        for state in sample_decisions(variant, count, seed + round_, max_empty, min_empty):
-            if len(found) < count and _searched(variant, state):
-                found[state] = None
-        if len(found) == count:
-            break
-    else:
-        raise RuntimeError(f"only {len(found)} of {count} searched positions found in {10 * count} games")
-    states = list(found)
-    values.label_missing(states, jobs)
-    positions = position_array(states)
-    candidates = encode_positions(positions, kind, variant)[1]
-    keeps = np.zeros_like(candidates)
-    for row, state in enumerate(states):
-        action_values = values.action_values(state)
-        best = max(action_values.values())
-        for action in np.flatnonzero(candidates[row]):
-            keeps[row, action] = action_values[int(action)] == best
-    exact = np.array([values.value(state) for state in states])
-    empties = np.array([state.num_empty for state in states])
-    return LabelledPositions(positions, candidates, keeps, exact, empties)
-
-
-def _searched(variant: Variant, state: State) -> bool:
-    """Whether the search asks the network about ``state`` (no rules shortcut dictates its action)."""
-    fields = compiled_fields(state)
-    return forced_action(*fields[:4], fields[5], variant.group_array, variant.counted)[0] < 0
-
-
-def split(data: LabelledPositions, test_share: float, seed: int) -> tuple[LabelledPositions, LabelledPositions]:
-    """``(train, test)``: a seeded random split with ``test_share`` of the positions (at least one in each) in
-    the test set."""
-    train_rows, test_rows = split_rows(len(data), test_share, seed)
-    return data.subset(train_rows), data.subset(test_rows)
-
-
-def split_rows(count: int, test_share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of :func:`split`'s training and test sets among ``count`` positions."""
-    order = np.random.default_rng(seed).permutation(count)
-    tests = min(max(round(test_share * count), 1), count - 1)
-    return order[tests:], order[:tests]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# What the probe derives from the labels
-# ---------------------------------------------------------------------------------------------------------
-NO_ACTION_VALUE = -2
-"""The action value of an action that is not a candidate (no target)."""
-
-MINIMAX_DEPTHS = (1, 2, 3, 4)
-"""The minimax depths (plies) tried on each critical position to find its mistake depth."""
-
-BEYOND_DEPTHS = MINIMAX_DEPTHS[-1] + 1
-"""The mistake depth of a critical position that no depth of :data:`MINIMAX_DEPTHS` gets right."""
-
-TACTICS_DEPTH = 3
-"""Mistakes that a minimax of at most this many plies avoids are *tactics*; the rest are *deeper*."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ProbeSet:
-    """Labelled positions with what the probe derives from their labels; row ``i`` is position ``i``."""
-
-    labels: LabelledPositions
-    action_values: np.ndarray
-    """``(n, 16)`` int: each candidate's exact value for the player to move; :data:`NO_ACTION_VALUE` elsewhere."""
-    mistake_depths: np.ndarray
-    """``(n,)`` int: :func:`mistake_depths` (0 for a position that is not critical)."""
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def subset(self, rows: np.ndarray) -> ProbeSet:
-        """The positions of ``rows`` (indices), in that order."""
-        return ProbeSet(self.labels.subset(rows), self.action_values[rows], self.mistake_depths[rows])
-
-
-def action_value_labels(labels: LabelledPositions, values: PositionValues) -> np.ndarray:
-    """``(n, 16)`` int8: the exact value of each candidate of each position (looked up in ``values``, which
-    labelled them), :data:`NO_ACTION_VALUE` for the other actions."""
-    out = np.full(labels.candidates.shape, NO_ACTION_VALUE, dtype=np.int8)
-    for row, position in enumerate(labels.positions):
-        action_values = values.action_values(state_of_row(position))
-        for action in np.flatnonzero(labels.candidates[row]):
-            out[row, action] = action_values[int(action)]
-    return out
-
-
-def mistake_depths(labels: LabelledPositions, variant: Variant, values: PositionValues) -> np.ndarray:
-    """``(n,)`` int: for each critical position the shallowest depth of :data:`MINIMAX_DEPTHS` at which the
-    project's minimax (:class:`agents.minimax.MinimaxAgent`, deterministic) plays an action that keeps the exact
-    value -- how deep a search must look not to make the mistake; :data:`BEYOND_DEPTHS` when none does, 0 for a
-    position where no candidate loses value."""
-    searchers = [MinimaxAgent(variant, depth=depth) for depth in MINIMAX_DEPTHS]
-    depths = np.zeros(len(labels), dtype=np.int64)
-    for row in np.flatnonzero(labels.critical):
-        state = state_of_row(labels.positions[row])
-        action_values = values.action_values(state)
-        best = max(action_values.values())
-        keeping = (
-            depth
-            for depth, agent in zip(MINIMAX_DEPTHS, searchers, strict=True)
-            if action_values[agent.act(state)] == best
-        )
-        depths[row] = next(keeping, BEYOND_DEPTHS)
-    return depths
-
-
-def probe_set(labels: LabelledPositions, variant: Variant, values: PositionValues) -> ProbeSet:
-    """``labels`` with their action values and mistake depths."""
-    return ProbeSet(labels, action_value_labels(labels, values), mistake_depths(labels, variant, values))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Training
-# ---------------------------------------------------------------------------------------------------------
-TARGETS = ("policy", "action-values", "both")
-"""What the policy side trains on: ``policy`` -- uniform over the value-keeping candidates; ``action-values`` --
-every candidate's exact W/D/L (a per-action head, ChessBench's target); ``both``."""
-
-VALUE_HEADS = ("wdl", "scalar")
-"""The value head: ``wdl`` -- three classes with class-balanced cross-entropy; ``scalar`` -- tanh, squared error
-(AlphaZero's)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainSettings:
-    """How a probed network is trained."""
-
-    epochs: int = 40
-    batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    """Adam's L2 penalty, as configs/alphazero.yaml."""
-    augment: bool = True
-    """Move each minibatch by random symmetries of the game."""
-    seed: int = 0
-    target: str = "both"
-    """One of :data:`TARGETS`."""
-    value_head: str = "wdl"
-    """One of :data:`VALUE_HEADS`."""
-    random_iterations: bool = False
-    """Run a looped network's block a random number of times per minibatch, 1 to twice its iterations, so that it
-    learns a step it can repeat rather than a fixed count (others ignore it)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ClassWeights:
-    """The class-balanced weights of the W/D/L losses, from the training set (index: value + 1)."""
-
-    value: np.ndarray
-    """``(3,)``: of the positions' values."""
-    action_value: np.ndarray
-    """``(3,)``: of the candidates' action values."""
-
-
-def balanced_class_weights(classes: np.ndarray, count: int = WDL_CLASSES) -> np.ndarray:
-    """``(count,)`` float32: ``n / (k * n_c)`` for each class ``c`` that occurs ``n_c`` times among the ``n``
-    labels ``classes`` (``k`` classes occur), 0 for a class that does not occur -- so each occurring class weighs
-    the same in total and "always the commonest class" is no longer a minimum of the loss."""
-    counts = np.bincount(classes, minlength=count).astype(np.float64)
-    present = counts > 0
-    weights = np.zeros(count)
-    weights[present] = len(classes) / (present.sum() * counts[present])
-    return weights.astype(np.float32)
-
-
-def class_weights(train: ProbeSet) -> ClassWeights:
-    """The :class:`ClassWeights` of ``train``."""
-    candidate_values = train.action_values[train.labels.candidates]
-    return ClassWeights(
-        balanced_class_weights(train.labels.values + 1), balanced_class_weights(candidate_values.astype(np.int64) + 1)
-    )
-
-
-def weighted_cross_entropy(logits: th.Tensor, classes: th.Tensor, weights: th.Tensor) -> th.Tensor:
-    """``sum_i w[y_i] * CE_i / sum_i w[y_i]`` over the rows of ``logits`` ``(N, 3)`` with classes ``classes``."""
-    return F.cross_entropy(logits, classes, weight=weights)
-
-
-def train_supervised(
-    network: PolicyValueNetwork, data: ProbeSet, variant: Variant, settings: TrainSettings
-) -> list[float]:
-    """Train ``network`` in place on ``data`` (:func:`probe_loss`, Adam, minibatches moved by random symmetries
-    with ``settings.augment``). Returns the mean loss of each epoch."""
-    th.manual_seed(settings.seed)
-    rng = np.random.default_rng(settings.seed)
-    symmetries = Symmetries(variant) if settings.augment else None
-    weights = class_weights(data)
-    optimizer = th.optim.Adam(network.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
-    loop_counts = _loop_counts(network, settings)
-    network.train()
-    losses = []
-    for _ in range(settings.epochs):
-        epoch = []
-        order = rng.permutation(len(data))
-        for start in range(0, len(data), settings.batch_size):
-            batch = _moved(data.subset(order[start : start + settings.batch_size]), symmetries, rng)
-            with loop_counts():
-                loss = probe_loss(network, batch, variant, settings.target, weights)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            epoch.append(loss.item())
-        losses.append(float(np.mean(epoch)))
-    network.eval()
-    return losses
-
-
-LoopCounts = Callable[[], contextlib.AbstractContextManager[None]]
-"""A factory of contexts that set a looped network's iteration count for one minibatch."""
-
-
-def _loop_counts(network: PolicyValueNetwork, settings: TrainSettings) -> LoopCounts:
-    """A context manager factory: for a looped network trained with ``settings.random_iterations``, each context
-    runs the block a random number of times (1 to twice its iterations; its own generator, so the minibatches
-    are those of a fixed count) and restores the count on leaving; otherwise nothing."""
-    body = network.body
-    if not (settings.random_iterations and isinstance(body, LoopedNetwork)):
-        return contextlib.nullcontext
-    rng = np.random.default_rng(settings.seed + 1)
-    trained = body.iterations
-
-    @contextlib.contextmanager
-    def random_count() -> Iterator[None]:
-        body.iterations = int(rng.integers(1, 2 * trained + 1))
-        try:
-            yield
-        finally:
-            body.iterations = trained
-
-    return random_count
-
-
-def _moved(batch: ProbeSet, symmetries: Symmetries | None, rng: np.random.Generator) -> ProbeSet:
-    """``batch`` with each position and its per-action labels moved by one random symmetry (unchanged without
-    ``symmetries``)."""
-    if symmetries is None:
-        return batch
-    labels = batch.labels
-    boards = rng.integers(len(symmetries.images), size=len(batch))
-    relabellings = rng.integers(len(symmetries.sources), size=len(batch))
-    per_action = np.stack([labels.keeps, labels.candidates, batch.action_values], axis=2).astype(np.float32)
-    moved = [symmetries.apply_chosen(labels.positions, per_action[:, :, k], boards, relabellings) for k in range(3)]
-    positions = moved[0][0]
-    keeps, candidates, action_values = (moved[k][1] for k in range(3))
-    moved_labels = dataclasses.replace(labels, positions=positions, keeps=keeps > 0.5, candidates=candidates > 0.5)
-    return ProbeSet(moved_labels, action_values.astype(np.int8), batch.mistake_depths)
-
-
-def probe_loss(
-    network: PolicyValueNetwork, batch: ProbeSet, variant: Variant, target: str, weights: ClassWeights
-) -> th.Tensor:
-    """The supervised loss of one minibatch: the value loss (class-balanced W/D/L cross-entropy, or the squared
-    error of a scalar head), plus for ``target`` ``policy`` or ``both`` the cross-entropy to uniform over the
-    value-keeping candidates, plus for ``action-values`` or ``both`` the class-balanced W/D/L cross-entropy of
-    every candidate's action value."""
-    labels = batch.labels
-    planes, candidates = encode_positions(labels.positions, network.kind, variant)
-    device = device_of(network)
-    out = network.outputs(th.from_numpy(planes).to(device).float())
-    values = th.from_numpy(labels.values).to(device)
-    if out.value_logits is not None:
-        loss = weighted_cross_entropy(out.value_logits, values + 1, th.from_numpy(weights.value).to(device))
-    else:
-        loss = ((out.value - values.float()) ** 2).mean()
-    masks = th.from_numpy(candidates).to(device)
-    if target in ("policy", "both"):
-        keeps = th.from_numpy(labels.keeps).to(device).float()
-        loss = loss + masked_policy_cross_entropy(out.logits, masks, keeps / keeps.sum(1, keepdim=True))
-    if target in ("action-values", "both"):
-        if out.action_value_logits is None:
-            raise ValueError("an action-value target needs a network with action_values=True")
-        classes = th.from_numpy(batch.action_values).to(device).long()[masks] + 1
-        loss = loss + weighted_cross_entropy(
-            out.action_value_logits[masks], classes, th.from_numpy(weights.action_value).to(device)
-        )
-    return loss
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from agents.base import Agent
 from agents.match import DEFAULT_OPENING_PLIES, OPENING_STREAM, GameRecord, opening_state, play_game, random_opening
-from experiments.arena.ratings import wilson_interval
+from experiments.evaluation.ratings import wilson_interval
 from experiments.options import markdown_table, number_argument
 from quarto_env.core import NUM_SQUARES, State, Variant
 

@@ -20,6 +20,7 @@ Graded on a suite of solved positions (:mod:`agents.suites`), nothing is solved:
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Sequence
@@ -31,11 +32,13 @@ from tqdm import tqdm
 
 from agents import labels
 from agents.base import Agent, make_agent
+from agents.files import OutputPathError, output_file
 from agents.integrity import IntegrityError, unsealed_json, write_sealed_json
 from agents.labels import SOLVER_VERSION
 from agents.match import game_states
 from agents.suites import Suite
-from experiments.arena.ratings import wilson_interval
+from experiments.evaluation.ratings import wilson_interval
+from experiments.options import warn
 from quarto_env.checks import shortened
 from quarto_env.core import NUM_SQUARES, State, Variant, legal_actions
 from quarto_env.notation import format_position
@@ -353,3 +356,36 @@ def grade_agent(
             )
         )
     return GradeReport(agent.spec or type(agent).__name__, decisions)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The options of the commands that grade (quarto grade, quarto bench network)
+# ---------------------------------------------------------------------------------------------------------
+def check_empty_range(parser: argparse.ArgumentParser, min_empty: int, max_empty: int) -> None:
+    """Exit with a usage error when ``--min-empty`` is above ``--max-empty``; warn when ``--max-empty`` is past
+    what the exact solver values quickly (:data:`SOLVER_COMFORT_EMPTY`)."""
+    if min_empty > max_empty:
+        parser.error(f"--min-empty {min_empty} is above --max-empty {max_empty}")
+    if max_empty > SOLVER_COMFORT_EMPTY:
+        warn(
+            parser,
+            f"--max-empty {max_empty}: valuing a position's actions takes the exact solver seconds at "
+            f"{SOLVER_COMFORT_EMPTY} empty squares and about ten times longer for each one more; this can take hours",
+        )
+
+
+def values_or_exit(parser: argparse.ArgumentParser, variant: Variant, cache: Path | None) -> PositionValues:
+    """The value cache of ``--cache`` (empty without one), read and checked writable before any work; a file that
+    is no cache or cannot be written exits with a message, one that is not trusted is solved again (a warning)."""
+    if cache is None:
+        return PositionValues(variant)
+    try:
+        output_file(cache, "--cache")
+        values = PositionValues(variant, cache)
+    except OutputPathError as error:
+        parser.error(str(error))
+    except (ValueError, OSError) as error:  # not a cache at all, another variant's, or unreadable
+        parser.error(f"--cache {cache}: {error}")
+    if values.discarded:
+        warn(parser, f"--cache {cache}: {values.discarded}; solving its positions again")
+    return values
