@@ -52,6 +52,7 @@ BENCHMARKS: Table = {
     "az": ("experiments.bench.az", "AlphaZero self-play positions/s and simulations/s, tree vs network time"),
     "network": ("experiments.probe.network", "supervised fit of network designs to exact values; forward time"),
     "vector": ("experiments.bench.vector", "VectorQuarto steps/s per batch and observation kind; vs pgx if installed"),
+    "startup": ("experiments.bench.startup", "a new process: import quarto_env, one env step; warm and cold cache"),
 }
 """``quarto bench NAME``: the same, one level down."""
 COMMANDS["bench"] = (None, COMMANDS["bench"][1] + ", ".join(BENCHMARKS))  # cannot miss a benchmark

@@ -204,6 +204,7 @@ DATASET: Argv = ("dataset", "--sample", "2", "--games", "4", "--min-empty", "4",
 DATASET += ("--out", "<out>/data.npz")
 BENCH_ENV = ("bench", "env", "--seconds", "0.01", "--rounds", "1")
 BENCH_MCTS = ("bench", "mcts", "--sims", "5", "--positions", "1")
+BENCH_STARTUP = ("bench", "startup", "--runs", "1")
 BENCH_AZ = ("bench", "az", "--games", "2", "--sims", "2", "--seconds", "0.1", "--width", "8")
 BENCH_NETWORK = ("bench", "network", "--positions", "12", "--max-empty", "8", "--epochs", "1", "--width", "8")
 BENCH_SOLVER: Argv = ("bench", "solver", "--empties", "4", "--positions", "1", "--depths", "1", "--openings", "1")
@@ -246,6 +247,7 @@ BASELINES: dict[str, tuple[tuple[str, ...], float]] = {
     "dataset": (DATASET, 60),
     "bench env": (BENCH_ENV, 120),
     "bench mcts": (BENCH_MCTS, 120),
+    "bench startup": (BENCH_STARTUP, 120),
     "bench az": (BENCH_AZ, 120),
     "bench network": (BENCH_NETWORK, 120),
     "bench solver": (BENCH_SOLVER, 120),
@@ -315,6 +317,9 @@ def number_option_cases() -> Iterator[Case]:
         ("bench mcts", BENCH_MCTS, "--sims", {"integer": True, "minimum": 1, "maximum": 10**6}, BENCH_TIMEOUT),
         ("bench mcts", BENCH_MCTS, "--positions", {"integer": True, "minimum": 1, "maximum": 1000}, BENCH_TIMEOUT),
         ("bench mcts", BENCH_MCTS, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
+        ("bench mcts", BENCH_MCTS, "--peer-sims", {"integer": True, "minimum": 1, "maximum": 10**6}, BENCH_TIMEOUT),
+        ("bench mcts", BENCH_MCTS, "--strength", {"integer": True, "minimum": 0, "maximum": 1000}, BENCH_TIMEOUT),
+        ("bench startup", BENCH_STARTUP, "--runs", {"integer": True, "minimum": 1, "maximum": 100}, BENCH_TIMEOUT),
         ("bench az", BENCH_AZ, "--games", {"integer": True, "minimum": 1, "maximum": 4096}, BENCH_TIMEOUT),
         ("bench az", BENCH_AZ, "--sims", {"integer": True, "minimum": 1, "maximum": 10_000}, BENCH_TIMEOUT),
         ("bench az", BENCH_AZ, "--seconds", {"integer": False, "above": 0, "maximum": 3600}, BENCH_TIMEOUT),
