@@ -87,13 +87,17 @@ def save_checkpoint(
 
 
 def load_network(
-    path: str | Path, variant: Variant | None = None, device: str = DEFAULT_DEVICE
+    path: str | Path,
+    variant: Variant | None = None,
+    device: str = DEFAULT_DEVICE,
+    metadata: dict[str, Any] | None = None,
 ) -> tuple[PolicyValueNetwork, dict[str, Any]]:
     """The network of an ``alphazero`` checkpoint (read as data; a run folder means its final checkpoint, else its
-    latest) on ``device``, and its metadata; :class:`CheckpointError` for a missing or damaged file, another
-    algorithm's checkpoint, or one trained for another rule variant (``ValueError`` for ``cuda`` without a GPU)."""
+    latest) on ``device``, and its metadata (``metadata``: already read, :func:`checkpoint_metadata`);
+    :class:`CheckpointError` for a missing or damaged file, another algorithm's checkpoint, or one trained for
+    another rule variant (``ValueError`` for ``cuda`` without a GPU)."""
     on_device = resolve_device(device)
-    path, metadata, trained = checkpoint_metadata(path, ALGORITHM, variant)
+    path, metadata, trained = checkpoint_metadata(path, ALGORITHM, variant, metadata)
     shape = metadata.get("network")
     try:
         if not isinstance(shape, dict):

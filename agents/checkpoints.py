@@ -310,14 +310,16 @@ def trained_variant(path: str | Path, metadata: dict[str, Any], variant: Variant
 
 
 def checkpoint_metadata(
-    path: str | Path, algorithm: str, variant: Variant | None
+    path: str | Path, algorithm: str, variant: Variant | None, metadata: dict[str, Any] | None = None
 ) -> tuple[Path, dict[str, Any], Variant]:
     """What every loader reads before the weights: the checkpoint file ``path`` stands for (:func:`checkpoint_path`:
     a run folder means its final checkpoint, else its latest), its metadata, checked to be ``algorithm``'s
     (:func:`check_algorithm`), and the rule variant it was trained for, refused when it is not ``variant``
-    (:func:`trained_variant`). Every failure is a :class:`CheckpointError` naming the file."""
+    (:func:`trained_variant`). ``metadata``: the file's, already read by :func:`read_metadata` (which proves every
+    entry whole: a resume reads it once), checked all the same. Every failure is a :class:`CheckpointError`
+    naming the file."""
     path = checkpoint_path(path)
-    metadata = read_metadata(path)
+    metadata = read_metadata(path) if metadata is None else metadata
     check_algorithm(path, metadata, algorithm)
     return path, metadata, trained_variant(path, metadata, variant)
 

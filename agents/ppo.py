@@ -35,14 +35,11 @@ from agents.checkpoints import (
     METADATA_ENTRY,
     CheckpointError,
     CheckpointHeader,
-    check_algorithm,
     checkpoint_bytes,
     checkpoint_metadata,
     library_versions,
-    read_metadata,
     read_weights,
     saved_bytes,
-    trained_variant,
 )
 from agents.files import atomic_write_bytes
 from agents.networks import (
@@ -196,13 +193,14 @@ def load_policy(path: str | Path, variant: Variant | None = None, device: str = 
     return LoadedPolicy(policy.to(on_device), metadata)
 
 
-def load_training_state(model: BaseAlgorithm, path: str | Path, variant: Variant | None = None) -> dict[str, Any]:
+def load_training_state(
+    model: BaseAlgorithm, path: str | Path, variant: Variant | None = None, metadata: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Load the checkpoint at ``path`` into ``model``, a learner freshly built from the same config: the
     policy's and the optimizer's state (read as weights, never unpickled) and the step count. Returns the
-    metadata; :class:`CheckpointError` as :func:`load_policy`."""
-    metadata = read_metadata(path)
-    check_algorithm(path, metadata, "ppo")
-    trained_variant(path, metadata, variant)
+    metadata (``metadata``: already read, :func:`~agents.checkpoints.checkpoint_metadata`); :class:`CheckpointError`
+    as :func:`load_policy`."""
+    path, metadata, _ = checkpoint_metadata(path, "ppo", variant, metadata)
     parameters = {entry.removesuffix(".pth"): read_weights(path, entry) for entry in (POLICY_ENTRY, OPTIMIZER_ENTRY)}
     try:
         model.set_parameters(parameters, exact_match=True, device=model.device)

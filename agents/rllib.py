@@ -66,14 +66,18 @@ def save_checkpoint(
 
 
 def load_network(
-    path: str | Path, variant: Variant | None = None, device: str = DEFAULT_DEVICE
+    path: str | Path,
+    variant: Variant | None = None,
+    device: str = DEFAULT_DEVICE,
+    metadata: dict[str, Any] | None = None,
 ) -> tuple[ActorCritic, dict[str, Any]]:
     """The network of an rllib checkpoint (a zip, or a run folder for its final checkpoint, else its latest), read
-    as data, in evaluation mode, on ``device``, and its metadata. With ``variant``, a checkpoint trained for another
-    rule variant is refused. Every failure of the file is a :class:`CheckpointError` naming it (``ValueError`` for
-    ``cuda`` without a GPU)."""
+    as data, in evaluation mode, on ``device``, and its metadata (``metadata``: already read,
+    :func:`~agents.checkpoints.checkpoint_metadata`). With ``variant``, a checkpoint trained for another rule variant
+    is refused. Every failure of the file is a :class:`CheckpointError` naming it (``ValueError`` for ``cuda``
+    without a GPU)."""
     on_device = resolve_device(device)
-    path, metadata, trained = checkpoint_metadata(path, ALGORITHM, variant)
+    path, metadata, trained = checkpoint_metadata(path, ALGORITHM, variant, metadata)
     try:
         network = network_for(metadata["config"], observation_kind(metadata["observation"]), trained)
         network.load_state_dict(read_weights(path, NETWORK_ENTRY))

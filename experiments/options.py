@@ -1,16 +1,20 @@
 """Command-line pieces every ``quarto`` command shares: the parser (:class:`CommandParser`: defaults shown in
 ``--help``, the usage only for syntax errors), the output flag (``--out``), ``--no-progress``, the rule-variant
 flags (one spelling for all), seeds, agent specs and output folders checked with a one-line message, warnings
-(and libraries' loggers quieted), and the markdown tables of reports.
+(and libraries' loggers quieted), the markdown tables of reports, and the documentation of a dataclass's fields.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
+import inspect
+import itertools
 import logging
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
@@ -406,3 +410,19 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def field_docs(kind: type) -> dict[str, str]:
+    """Each field's docstring (the string literal under it) in the source of the dataclass ``kind``, on one line:
+    the help of a command whose options are a dataclass's fields (``quarto train --help-config``)."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(kind))).body[0].body  # type: ignore[attr-defined]
+    docs = {}
+    for node, following in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+        ):
+            docs[node.target.id] = " ".join(str(following.value.value).split())
+    return docs

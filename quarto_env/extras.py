@@ -1,14 +1,9 @@
 """The optional extras of the package, and the one line that says which is missing.
 
 ``pip install quarto-env`` gives the rules, the environments, the vector API, the solver with its books and
-suites, and the baseline agents: numpy, numba, gymnasium, pettingzoo, wrapt, tqdm and pillow. Everything else is
-an extra (``pyproject.toml``)::
-
-    train    torch, stable-baselines3, sb3-contrib, tensorboard, pyyaml, rich, matplotlib: quarto train,
-             evaluate, plot, the trained agents (ppo:, az:), tournament --tensorboard, the "human" render mode
-    ray      Ray Tune and RLlib (with train): quarto sweep, backend: rllib, alphazero's workers
-    bench    pgx and pygame: the peers that quarto bench vector and quarto bench env compare against
-    clients  TorchRL and Tianshou: the tests that drive the env through them
+suites, and the baseline agents. Everything else is an extra, declared once -- its packages, and what needs it
+-- in ``pyproject.toml``'s ``[project.optional-dependencies]``; :data:`EXTRA_MODULES` says which modules those
+packages are imported as (tests/test_extras.py keeps the two equal).
 
 A feature whose extra is missing stops with :class:`MissingExtra`, whose message is one line naming the extra
 and the command that installs it; the command line prints it and exits with status 2 before writing anything.
@@ -26,7 +21,8 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "bench": ("pgx", "pygame"),
     "clients": ("torchrl", "tianshou"),
 }
-"""Each extra and the top-level modules it brings (import names, not distribution names)."""
+"""Each extra and the top-level modules its packages in ``pyproject.toml`` are imported as (``pyyaml`` is ``yaml``),
+besides another extra's (``ray`` brings ``train``'s too)."""
 
 EXTRA_OF_MODULE = {module: extra for extra, modules in EXTRA_MODULES.items() for module in modules}
 """Which extra brings a top-level module."""

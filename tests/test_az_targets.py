@@ -15,7 +15,8 @@ from agents.networks import PolicyValueNetwork
 from agents.puct import BatchedSearch, SearchResult
 from agents.sessions import SearchOptions, SelfPlaySession
 from experiments.training.az_selfplay import ReplayBuffer, network_evaluator, search_options
-from experiments.training.config import ConfigError, load_config
+from experiments.training.config import ConfigError
+from experiments.training.config_file import load_config
 from quarto_env.core import NUM_ACTIONS, Variant, position_array
 from quarto_env.observation import observation_kind
 from tests.test_alphazero import endgame

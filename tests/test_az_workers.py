@@ -25,7 +25,7 @@ from agents.checkpoints import read_metadata
 from experiments.bench import az as bench_az
 from experiments.training import train as train_module
 from experiments.training.az_selfplay import new_network
-from experiments.training.config import config_from_dict
+from experiments.training.config_file import config_from_dict
 from tests.test_train import kill_once_checkpointed
 from tests.test_train_alphazero import train
 

@@ -19,7 +19,9 @@ import pytest
 import quarto_env
 from experiments import cli, options
 from experiments.training import train as train_command
-from experiments.training.config import RANGES, ConfigError, describe_fields, load_config
+from experiments.training.config import SECTIONS, ConfigError, TrainConfig, describe_fields
+from experiments.training.config_checks import field_ranges
+from experiments.training.config_file import load_config
 from experiments.training.dataset import load_dataset
 from quarto_env.core import RulesError, Variant
 from tests.test_cli_grammar import COMMAND_LINES, IDS, parser_of
@@ -158,8 +160,9 @@ def test_help_states_the_range_and_the_default(capsys: pytest.CaptureFixture[str
 
 
 def test_every_count_of_the_training_config_has_an_upper_bound_stated_in_help_config() -> None:
-    for name, bounds in RANGES.items():
-        assert "maximum" in bounds or name in {"clip_range", "max_grad_norm"}, name  # those two are no counts
+    for kind in (TrainConfig, *SECTIONS.values()):
+        for name, allowed in field_ranges(kind).items():
+            assert allowed.maximum is not None or name in {"clip_range", "max_grad_norm"}, name  # no counts
     assert "total_steps (int, default 1500000, range >= 1 and <= 10,000,000,000)" in describe_fields()
     assert "ppo.n_epochs (int, default 4, range >= 1 and <= 1,000)" in describe_fields()
 

@@ -18,13 +18,14 @@ import pytest
 import torch as th
 
 import quarto_env
+from agents import checkpoints
 from agents.base import make_agent
 from agents.checkpoints import CHECKPOINT_FORMAT, CheckpointError, checkpoint_bytes, checkpoint_path, read_metadata
 from agents.match import play_game
 from agents.ppo import LoadedPolicy, load_policy, load_training_state
-from experiments.training import evaluate
+from experiments.training import evaluate, sb3_ppo
 from experiments.training import train as train_module
-from experiments.training.config import load_config
+from experiments.training.config_file import load_config
 from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv
 from quarto_env.core import Variant
@@ -152,6 +153,25 @@ def test_resume_restores_weights_optimizer_and_counters(tiny_run: tuple[Path, st
     saved = load_policy(latest).policy.state_dict()
     assert all(th.equal(value, saved[key]) for key, value in model.policy.state_dict().items())
     assert model.policy.optimizer.state_dict()["state"]  # Adam's moments, not a fresh optimizer
+
+
+def count_metadata_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the checkpoints whose metadata is read from now on (each read proves every entry whole)."""
+    reads: list[str] = []
+    read = checkpoints._read_metadata_entry
+    monkeypatch.setattr(checkpoints, "_read_metadata_entry", lambda path: reads.append(Path(path).name) or read(path))
+    return reads
+
+
+def test_a_resume_reads_the_checkpoints_metadata_once(
+    tiny_run: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_run[0], run_dir)
+    config = load_config(run_dir / "config.yaml", ["total_steps=4096"])
+    reads = count_metadata_reads(monkeypatch)
+    learner = sb3_ppo.start(config, run_dir, resume=True)
+    assert reads == ["latest.zip"] and learner.model.num_timesteps >= 1024
 
 
 # ---------------------------------------------------------------------------------------------------------

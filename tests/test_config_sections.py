@@ -1,7 +1,9 @@
 """The config's sections: the common fields at the top level, then ``ppo``, ``alphazero`` and ``rllib``, each a
-nested mapping in YAML and ``SECTION.FIELD=VALUE`` on the command line. The flat spelling of the configs written
-before the sections -- a YAML file, an override, a run folder's ``config.yaml``, a checkpoint -- still loads,
-each field into its section; a field under the wrong section is one line naming its section, exit 2."""
+nested mapping in YAML and ``SECTION.FIELD=VALUE`` on the command line. Run folders and checkpoints record the
+config in sections; the flat layout of those written before the sections -- a YAML file, a run folder's
+``config.yaml``, a checkpoint -- still loads, each field into its section, and so does a section's field given
+without its section on the command line; a field under the wrong section is one line naming its section,
+exit 2. The defaults have one home, the dataclasses: ``configs/default.yaml`` names nothing."""
 
 from __future__ import annotations
 
@@ -9,25 +11,32 @@ import dataclasses
 import shutil
 import subprocess
 import sys
+import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from agents.base import make_agent
 from agents.checkpoints import read_metadata
+from experiments.options import field_docs
 from experiments.training import train as train_module
 from experiments.training.config import (
     COMMON_FIELDS,
-    DEFAULT_CONFIG,
     SECTION_FIELDS,
     SECTIONS,
     AlphaZeroConfig,
     ConfigError,
     PPOConfig,
     TrainConfig,
+    config_table,
+)
+from experiments.training.config_checks import field_ranges
+from experiments.training.config_file import (
+    DEFAULT_CONFIG,
+    check_unchanged_on_resume,
     config_from_dict,
-    field_docs,
     load_config,
     save_config,
 )
@@ -42,6 +51,19 @@ OLD_RUN = DATA / "old_flat_run"
 """A tiny sb3 run folder of the same commit: its flat ``config.yaml`` and its resumable ``latest.zip``."""
 ADDED_SINCE = {"sample_games": TrainConfig.sample_games}
 """The fields added since those files were written, which they load with at their defaults."""
+OLD_DEFAULT_CONFIG = DATA / "old_default_config.yaml"
+"""``configs/default.yaml`` as it was when it restated every default (and turned on the solver grade)."""
+
+
+def flat_view(config: TrainConfig) -> dict[str, Any]:
+    """The config in the flat layout of the old files, to compare with them: every section's field beside the
+    common ones (of the fields of two sections, the ``algorithm``'s)."""
+    data = config.to_dict()
+    flat = {key: value for key, value in data.items() if key not in SECTIONS}
+    for section in sorted(SECTIONS, key=lambda name: name != config.algorithm):  # the algorithm's own first
+        for field, value in data[section].items():
+            flat.setdefault(field, value)
+    return flat
 
 
 def refused(argv: list[str], capsys: pytest.CaptureFixture) -> str:
@@ -59,7 +81,8 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture) -> str:
 def test_an_old_flat_config_loads_every_value_into_its_section(path: Path) -> None:
     flat = yaml.safe_load(path.read_text())
     config = load_config(path)
-    assert config.to_flat_dict() == {**flat, **ADDED_SINCE}  # every field back with its value: none dropped or moved
+    renamed = {"backend": "torch"} if flat["algorithm"] == "alphazero" else {}  # alphazero ran under backend sb3
+    assert flat_view(config) == {**flat, **ADDED_SINCE, **renamed}  # every field back with its value: none dropped
     assert config.variant == STANDARD and config.observation == OBSERVATION_KINDS[flat["observation"]]
     section = getattr(config, flat["algorithm"])  # the fields of two sections go to the algorithm's
     assert section.learning_rate == flat["learning_rate"] and section.batch_size == flat["batch_size"]
@@ -78,11 +101,13 @@ def test_an_old_checkpoint_plays_and_its_flat_config_is_the_checkpoints_format(t
     agent = make_agent(f"ppo:{latest}", STANDARD, 0)
     assert agent.act(INITIAL_STATE) in legal_actions(STANDARD, INITIAL_STATE)
     recorded = read_metadata(latest)["config"]
-    assert load_config(OLD_RUN / "config.yaml").to_flat_dict() == {**recorded, **ADDED_SINCE}  # the checkpoints' format
+    assert "n_steps" in recorded and "ppo" not in recorded  # the old, flat layout
+    config = load_config(OLD_RUN / "config.yaml")
+    assert flat_view(config) == {**recorded, **ADDED_SINCE} and config_from_dict(recorded) == config
 
 
 @pytest.mark.slow
-def test_an_old_run_folder_resumes_and_keeps_writing_flat_checkpoint_configs(
+def test_an_old_run_folder_resumes_and_its_new_checkpoints_record_the_config_in_sections(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     run_dir = tmp_path / "run"
@@ -92,7 +117,8 @@ def test_an_old_run_folder_resumes_and_keeps_writing_flat_checkpoint_configs(
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["ppo"]["n_epochs"] == 2 and "n_epochs" not in saved  # config.yaml is rewritten in sections
     recorded = read_metadata(run_dir / "checkpoints" / "final.zip")["config"]
-    assert recorded == {**old, **ADDED_SINCE, "total_steps": 384, "n_epochs": 2}  # the checkpoint's config: flat
+    assert recorded == saved  # the checkpoint's config: in sections, as config.yaml
+    assert flat_view(config_from_dict(recorded)) == {**old, **ADDED_SINCE, "total_steps": 384, "n_epochs": 2}
     assert read_metadata(run_dir / "checkpoints" / "final.zip")["num_timesteps"] >= 384
 
 
@@ -221,17 +247,58 @@ def test_every_field_has_its_documentation_and_the_sections_are_the_dataclasses(
         assert list(defaults[section]) == list(fields)
 
 
-def test_the_default_config_file_spells_out_the_dataclass_defaults() -> None:
-    """``quarto train`` reads configs/default.yaml, library code and tests ``load_config(None)``: the same run, so
-    a default changed in one home and not the other fails here. The file only turns on the solver grade."""
-    from_file = load_config(DEFAULT_CONFIG)
-    assert from_file.grade_positions > 0 == TrainConfig().grade_positions
-    assert dataclasses.replace(from_file, grade_positions=0) == TrainConfig()
+def test_the_default_config_file_names_nothing_and_trains_the_default_run_of_before() -> None:
+    """The dataclasses are the defaults: ``configs/default.yaml`` names nothing, so ``quarto train`` and
+    ``load_config(None)`` are the same run -- and the run that the file used to spell out, to the bit."""
+    assert yaml.safe_load(DEFAULT_CONFIG.read_text()) == {}
+    assert load_config(DEFAULT_CONFIG) == TrainConfig() == load_config(None)
+    assert load_config(OLD_DEFAULT_CONFIG) == TrainConfig()
 
 
-def test_the_config_module_loads_without_stable_baselines3() -> None:
+def test_every_number_field_has_its_range_attached_to_it() -> None:
+    """A range belongs to a section's field, not to a bare name: ppo.batch_size and alphazero.batch_size each
+    have their own, and a field of the wrong range is named with its section."""
+    for kind in (TrainConfig, *SECTIONS.values()):
+        numbers = {name for name, hint in typing.get_type_hints(kind).items() if hint in (int, float)}
+        assert numbers and set(field_ranges(kind)) == numbers, kind
+    assert field_ranges(PPOConfig)["batch_size"] is not None and field_ranges(AlphaZeroConfig)["batch_size"]
+    with pytest.raises(ConfigError, match=r"config field alphazero\.batch_size must be an integer >= 2"):
+        load_config(None, ["algorithm=alphazero", "alphazero.batch_size=1"])
+
+
+def test_checkpoints_record_the_config_in_sections_as_the_run_folder(tiny_run: tuple[Path, str]) -> None:
+    run_dir, _ = tiny_run
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    for name in ("latest", "final", "best"):
+        assert read_metadata(run_dir / "checkpoints" / f"{name}.zip")["config"] == saved, name
+    assert saved["ppo"]["n_steps"] == 16 and "n_steps" not in saved
+    assert "| ppo.n_steps | 16 |" in config_table(load_config(run_dir / "config.yaml"))  # TensorBoard's table too
+
+
+def test_alphazero_has_its_own_backend_and_old_alphazero_runs_still_load() -> None:
+    assert load_config(DATA.parent.parent / "configs" / "alphazero.yaml").backend == "torch"
+    assert load_config(None, ["algorithm=alphazero"]).backend == "torch"
+    assert load_config(None).backend == "sb3"
+    with pytest.raises(ConfigError, match=r"config field backend must be one of \('torch',\) with algorithm alph"):
+        load_config(None, ["algorithm=alphazero", "backend=rllib"])
+    old = DATA / "old_flat_configs" / "alphazero.yaml"
+    recorded = yaml.safe_load(old.read_text())
+    assert recorded["backend"] == "sb3" and load_config(old).backend == "torch"  # an old run folder's config.yaml
+    metadata = {"config": recorded, "variant": {}, "observation": recorded["observation"]}  # an old checkpoint's
+    check_unchanged_on_resume(load_config(old), metadata)  # the same backend: not a change
+    with pytest.raises(ConfigError, match="config field backend cannot change on --resume"):
+        old_ppo = {**metadata, "config": {**recorded, "algorithm": "ppo"}}  # a ppo run's backend sb3 stays sb3
+        check_unchanged_on_resume(load_config(None, ["backend=rllib"]), old_ppo)
+
+
+def test_the_config_modules_load_without_torch_or_stable_baselines3() -> None:
+    """Reading a config needs neither torch nor stable-baselines3: the schema and the loader import only light
+    modules (a ``device: cuda`` config loads torch to ask it for a GPU)."""
     code = (
-        "import sys, experiments.training.config; print(sorted({'stable_baselines3', 'sb3_contrib'} & {*sys.modules}))"
+        "import sys, experiments.training.config_file; from experiments.training.config_file import load_config; "
+        "load_config('configs/alphazero.yaml'); "
+        "print(sorted({'torch', 'stable_baselines3', 'sb3_contrib'} & {*sys.modules}))"
     )
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert loaded.strip() == "[]"  # SNAPSHOTS lives in the config: it no longer imports selfplay for it
+    repo = DATA.parent.parent
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repo).stdout
+    assert loaded.strip() == "[]"

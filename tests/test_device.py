@@ -20,7 +20,8 @@ from agents.checkpoints import on_cpu, saved_bytes
 from agents.networks import DEFAULT_DEVICE, PolicyValueNetwork, device_of, resolve_device
 from agents.ppo import load_policy
 from experiments.training import evaluate, train
-from experiments.training.config import ConfigError, TrainConfig, load_config
+from experiments.training.config import ConfigError, TrainConfig
+from experiments.training.config_file import load_config
 from quarto_env.core import INITIAL_STATE, STANDARD
 from quarto_env.observation import observation_kind
 

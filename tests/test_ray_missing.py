@@ -77,7 +77,7 @@ def rllib_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from agents.checkpoints import CheckpointHeader
     from agents.networks import network_for
     from agents.rllib import save_checkpoint
-    from experiments.training.config import load_config
+    from experiments.training.config_file import load_config
 
     config = load_config(REPO / "configs" / "rllib.yaml")
     network = network_for(config.to_dict(), config.observation, config.variant)

@@ -18,7 +18,8 @@ from experiments.evaluation.games import AgentOpponent, KeptGame, evaluate
 from experiments.evaluation.grading import PositionValues
 from experiments.evaluation.sample_games import NOT_GRADED, fast_to_grade, game_markdown, graded_games
 from experiments.training import train as train_module
-from experiments.training.config import ConfigError, load_config
+from experiments.training.config import ConfigError
+from experiments.training.config_file import load_config
 from quarto_env.core import INITIAL_STATE, STANDARD, State, Variant, legal_actions, step
 from quarto_env.notation import parse_position
 from tests.test_train_alphazero import TINY_ALPHAZERO

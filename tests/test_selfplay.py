@@ -13,7 +13,7 @@ from torch import nn
 from agents.base import make_agent
 from agents.networks import RowWeights
 from experiments.evaluation.games import AgentOpponent, evaluate, move, seeded_torch
-from experiments.training.config import config_from_dict
+from experiments.training.config_file import config_from_dict
 from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv, SnapshotBank, frozen_copy, policy_players
 from quarto_env.core import DECLARE, NO_WINNER, Variant

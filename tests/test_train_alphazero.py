@@ -19,10 +19,13 @@ from agents.alphazero import load_network
 from agents.base import make_agent
 from agents.checkpoints import read_metadata
 from agents.networks import NETWORK_DESIGNS
+from experiments.training import alphazero
 from experiments.training import train as train_module
 from experiments.training.alphazero import untrained_network
-from experiments.training.config import ConfigError, load_config
+from experiments.training.config import ConfigError
+from experiments.training.config_file import load_config
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant
+from tests.test_checkpoints import count_metadata_reads
 from tests.test_network_probe import count_fast_batches
 from tests.test_train import kill_once_checkpointed
 
@@ -204,8 +207,19 @@ def test_resume_continues_the_steps_and_the_curves(az_run: tuple[Path, str], tmp
 def test_resume_refuses_to_change_the_algorithm(az_run: tuple[Path, str], tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     run_dir = tmp_path / "resumed"
     shutil.copytree(az_run[0], run_dir)
-    assert train_module.main(["--resume", str(run_dir), "algorithm=ppo"]) == 2
+    assert train_module.main(["--resume", str(run_dir), "algorithm=ppo", "backend=sb3"]) == 2
     assert "algorithm cannot change on --resume" in capsys.readouterr().err
+
+
+def test_a_resume_reads_the_checkpoints_metadata_once(
+    az_run: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = tmp_path / "resumed"
+    shutil.copytree(az_run[0], run_dir)
+    config = load_config(run_dir / "config.yaml", ["total_steps=4096"])
+    reads = count_metadata_reads(monkeypatch)
+    trainer = alphazero.start(config, run_dir, resume=True)
+    assert reads == ["latest.zip"] and trainer.steps >= 512
 
 
 def test_same_seed_same_network(tmp_path: Path) -> None:

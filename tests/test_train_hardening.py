@@ -24,7 +24,8 @@ from agents.checkpoints import CheckpointError, read_metadata
 from agents.ppo import load_policy
 from experiments import output, run_folder
 from experiments.training import train as train_module
-from experiments.training.config import FIXED_ON_RESUME, ConfigError, check_agents, config_from_dict, load_config
+from experiments.training.config import FIXED_ON_RESUME, ConfigError, check_agents
+from experiments.training.config_file import config_from_dict, load_config
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -102,7 +103,7 @@ def test_resume_applies_the_hyperparameters_it_is_given(tiny_run: tuple[Path, st
     argv = ["--resume", str(run_dir), *overrides, f"total_steps={stopped_at + 128}", "final_eval_games=2"]
     assert train_module.main([*argv, "opponents.greedy=5e-1"]) == 0
     final = run_dir / "checkpoints" / "final.zip"
-    recorded = read_metadata(final)["config"]
+    recorded = read_metadata(final)["config"]["ppo"]
     assert {key: recorded[key] for key in applied} == applied and recorded["opponents"]["greedy"] == 0.5
     with zipfile.ZipFile(final) as archive:
         model_data = json.loads(archive.read("data"))  # SB3's own record of the learner, as plain JSON

@@ -58,7 +58,8 @@ from agents.sessions import SearchOptions, SelfPlaySession
 from experiments.bench import MAX_SECONDS
 from experiments.options import SEED, CommandParser, number_argument
 from experiments.training.az_selfplay import SelfPlayReport, play_rounds, self_play
-from experiments.training.config import MAX_WORKERS, TrainConfig, config_from_dict
+from experiments.training.config import MAX_WORKERS, TrainConfig
+from experiments.training.config_file import config_from_dict
 from experiments.training.ray_runtime import RayStartError
 from quarto_env.core import STANDARD
 from quarto_env.observation import observation_kind
@@ -295,9 +296,11 @@ def bench_config(
 ) -> TrainConfig:
     """The self-play config of the workers comparison: a checkpoint's training config (``trained``) or the
     defaults for the fresh network, with ``games`` games per process and ``sims`` simulations."""
-    fields = {**(trained or {"algorithm": "alphazero"}), "num_games": games, "sims": sims, "workers": workers}
-    fields.update(net_arch=[network.width], network_design=network.design, observation=network.kind.name)
-    return config_from_dict(fields)
+    config = config_from_dict(trained or {"algorithm": "alphazero"})
+    searches = dataclasses.replace(config.alphazero, sims=sims, workers=workers, network_design=network.design)
+    return dataclasses.replace(
+        config, num_games=games, net_arch=[network.width], observation=network.kind, alphazero=searches
+    )
 
 
 def with_workers(config: TrainConfig, count: int) -> TrainConfig:

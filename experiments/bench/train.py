@@ -28,7 +28,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from agents.files import atomic_write
 from experiments.options import CommandParser, number_argument, output_file_argument
 from experiments.output import add_overwrite_argument, claim_if_asked
-from experiments.training.config import DEFAULT_CONFIG, MAX_STEPS, ConfigError, TrainConfig, load_config
+from experiments.training.config import MAX_STEPS, ConfigError, TrainConfig
+from experiments.training.config_file import DEFAULT_CONFIG, load_config
 from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv
 

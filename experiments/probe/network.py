@@ -97,7 +97,9 @@ from quarto_env.core import (
 from quarto_env.observation import observation_kind
 
 OBSERVATION = "parity"
-"""The observation kind of the probed networks: AlphaZero's."""
+"""The observation kind of the probed networks unless ``--observation`` names another: the planes of the probe's
+first measurements (docs/learnability.md), kept so that they compare; training's default is ``tempo``
+(:class:`experiments.training.config.TrainConfig`)."""
 
 TIMED_BATCH = 128
 """Positions per timed forward pass."""
@@ -411,7 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_observation_argument(
         parser,
-        f"the planes the networks read (default {OBSERVATION}, AlphaZero's; raw: the position alone)",
+        f"the planes the networks read (default {OBSERVATION}, as the probe's first measurements; tempo: training's "
+        "default; raw: the position alone)",
         OBSERVATION,
     )
     defaults = TrainSettings()

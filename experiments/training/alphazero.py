@@ -147,7 +147,7 @@ def _restore(trainer: Trainer, run_dir: Path) -> None:
     resumed = read_resume_point(trainer.config, run_dir, with_pool=False)
     settings = trainer.config.alphazero
     checkpoint = resumed.checkpoint
-    network, _ = load_network(checkpoint, trainer.variant)
+    network, _ = load_network(checkpoint, trainer.variant, metadata=resumed.metadata)
     trainer.network.load_state_dict(network.state_dict())
     trainer.steps, trainer.best_score = resumed.steps, resumed.best_score
     if not resumed.complete:  # the network alone (latest.zip was damaged): a fresh optimizer and an empty buffer
@@ -442,7 +442,7 @@ def write_untrained_checkpoint(config: TrainConfig, run_dir: Path) -> Path:
     path = run_dir / "checkpoints" / UNTRAINED_CHECKPOINT
     if not path.is_file():
         variant = config.variant
-        metadata = {"config": config.to_flat_dict(), "games_played": 0, "reference": "untrained"}
+        metadata = {"config": config.to_dict(), "games_played": 0, "reference": "untrained"}
         network = untrained_network(config, variant)
         save_checkpoint(path, network, CheckpointHeader(variant, network.kind.name, 0), metadata)
     return path
@@ -477,7 +477,7 @@ def _save(trainer: Trainer, evaluations: EvaluationLog, path: Path, resumable: b
     if resumable:  # the optimizer's state is saved from CPU copies, as the network's (agents.checkpoints)
         extras = {OPTIMIZER_ENTRY: saved_bytes(trainer.optimizer.state_dict()), BUFFER_ENTRY: trainer.buffer.to_bytes()}
     metadata = {
-        "config": trainer.config.to_flat_dict(),
+        "config": trainer.config.to_dict(),
         "games_played": trainer.games_played,
         **evaluations.checkpoint_fields(),
     }

@@ -322,7 +322,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Begin:
         return Begin()
     resumed = read_resume_point(config, run_dir, with_pool=True)
     latest = resumed.checkpoint  # latest.zip, or the newest intact checkpoint where it is damaged
-    load_network(latest, config.variant)  # the kind of checkpoint, its variant and its network
+    load_network(latest, config.variant, metadata=resumed.metadata)  # the kind of checkpoint, its variant, its network
     weights = read_weights(latest, NETWORK_ENTRY)
     if resumed.pool is None:  # a checkpoint of the network alone: the pool starts with it, Adam from zero
         return Begin(resumed.steps, weights, [(resumed.steps, weights)], None)
@@ -479,7 +479,7 @@ class Trainer:
     def save(self, path: Path, resumable: bool) -> None:
         """Checkpoint ``main`` (with the snapshots when ``resumable``) atomically at ``path``."""
         # No best_score: this backend keeps no best.zip.
-        metadata = {"config": self.config.to_flat_dict(), "latest_eval": self.evaluations.latest}
+        metadata = {"config": self.config.to_dict(), "latest_eval": self.evaluations.latest}
         extras = {POOL_ENTRY: self.snapshot_weights(), OPTIMIZER_ENTRY: self.optimizer_state()} if resumable else {}
         header = CheckpointHeader(self.variant, self.config.observation.name, self.steps)
         save_checkpoint(path, self.main_weights(), header, metadata, extras)

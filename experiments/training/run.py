@@ -79,13 +79,8 @@ from agents.files import atomic_write_bytes
 from experiments.evaluation.games import SEAT_NAMES, EvalResult, Opponent, evaluate_all
 from experiments.evaluation.grading import GradeReport, PositionValues, grade_agent, sample_decisions
 from experiments.evaluation.sample_games import game_markdown, graded_games, mistake_picture
-from experiments.training.config import (
-    SEED_LIMIT,
-    ConfigError,
-    TrainConfig,
-    check_unchanged_on_resume,
-    config_table,
-)
+from experiments.training.config import SEED_LIMIT, ConfigError, TrainConfig, config_table
+from experiments.training.config_file import check_unchanged_on_resume
 from quarto_env.checks import checked_number, one_line
 from quarto_env.core import State, Variant
 

@@ -84,7 +84,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Learner:
         pool.add_snapshot(model.policy, 0)
         return Learner(model, pool, env, best_score=-1.0)
     # The checkpoint is read as data: weights, optimizer state and step count into the fresh model.
-    load_training_state(model, resumed.checkpoint, variant)
+    load_training_state(model, resumed.checkpoint, variant, resumed.metadata)
     if resumed.pool is None:  # a checkpoint of the network alone (latest.zip was damaged): the pool starts with it
         pool.add_snapshot(model.policy, resumed.steps)
         return Learner(model, pool, env, resumed.best_score)
@@ -280,7 +280,7 @@ class TrainingCallback(BaseCallback):
         header = CheckpointHeader(self.variant, self.config.observation.name, model.num_timesteps)
         metadata = {
             "policy": self.config.policy,
-            "config": self.config.to_flat_dict(),
+            "config": self.config.to_dict(),
             **self.evaluations.checkpoint_fields(),
         }
         extras = {POOL_ENTRY: _pool_bytes(self.learner.pool)} if resumable else {}

@@ -33,10 +33,7 @@ bootstrap stood for them.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
-import itertools
 import json
 import shlex
 import sys
@@ -49,7 +46,7 @@ from torch import nn
 from torch.utils.tensorboard import SummaryWriter
 
 from agents.networks import hidden_layers
-from experiments.options import CommandParser
+from experiments.options import CommandParser, field_docs
 from quarto_env import VectorQuarto
 from quarto_env.vector_env import QuartoVectorVsAgent
 
@@ -98,19 +95,9 @@ class Config:
     """folder of the run folders"""
 
 
-def field_docs() -> dict[str, str]:
-    """Each field's docstring (the string literal under it), for ``--help``."""
-    docs = {}
-    body = ast.parse(inspect.getsource(Config)).body[0].body  # type: ignore[attr-defined]
-    for field, doc in itertools.pairwise(body):
-        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and isinstance(doc, ast.Expr):
-            docs[field.target.id] = str(getattr(doc.value, "value", ""))
-    return docs
-
-
 def parse_config(argv: list[str] | None = None) -> Config:
     parser = CommandParser(description=(__doc__ or "").split("\n\n")[0])
-    docs = field_docs()
+    docs = field_docs(Config)
     for field in dataclasses.fields(Config):
         default = field.default
         parser.add_argument(

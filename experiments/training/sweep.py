@@ -30,7 +30,8 @@ from typing import Any
 from agents.files import OutputPathError, atomic_write_bytes, input_file, output_folder
 from experiments.options import CommandParser, number_argument, quiet_logger
 from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command
-from experiments.training.config import ConfigError, check_agents, load_config
+from experiments.training.config import ConfigError, check_agents
+from experiments.training.config_file import load_config
 from experiments.training.ray_runtime import check_address, check_reachable, start_ray
 from experiments.training.sweep_stats import SeedRun, aggregate, markdown, read_final_eval
 from experiments.training.train import require_ray

@@ -18,7 +18,7 @@ import numpy as np
 
 from agents.files import atomic_write_bytes
 from experiments.options import markdown_table
-from experiments.training.config import load_config
+from experiments.training.config_file import load_config
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 10_000

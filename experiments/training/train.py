@@ -37,16 +37,8 @@ from experiments.run_folder import (
     default_run_folder,
     record_command,
 )
-from experiments.training.config import (
-    DEFAULT_CONFIG,
-    FIXED_ON_RESUME,
-    ConfigError,
-    TrainConfig,
-    check_agents,
-    describe_fields,
-    load_config,
-    save_config,
-)
+from experiments.training.config import FIXED_ON_RESUME, ConfigError, TrainConfig, check_agents, describe_fields
+from experiments.training.config_file import DEFAULT_CONFIG, load_config, save_config
 from experiments.training.ray_runtime import check_address, check_reachable, start_ray
 from quarto_env.checks import one_line
 
