@@ -25,7 +25,7 @@ from experiments.training.alphazero import untrained_network
 from experiments.training.config import ConfigError
 from experiments.training.config_file import load_config
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant
-from tests.test_checkpoints import count_metadata_reads
+from tests.test_checkpoints import metadata_reads_of_a_resume
 from tests.test_network_probe import count_fast_batches
 from tests.test_train import kill_once_checkpointed
 
@@ -214,12 +214,7 @@ def test_resume_refuses_to_change_the_algorithm(az_run: tuple[Path, str], tmp_pa
 def test_a_resume_reads_the_checkpoints_metadata_once(
     az_run: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run_dir = tmp_path / "resumed"
-    shutil.copytree(az_run[0], run_dir)
-    config = load_config(run_dir / "config.yaml", ["total_steps=4096"])
-    reads = count_metadata_reads(monkeypatch)
-    trainer = alphazero.start(config, run_dir, resume=True)
-    assert reads == ["latest.zip"] and trainer.steps >= 512
+    assert metadata_reads_of_a_resume(az_run[0], tmp_path, monkeypatch, alphazero.start) == ["latest.zip"]
 
 
 def test_same_seed_same_network(tmp_path: Path) -> None:
