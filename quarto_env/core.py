@@ -39,11 +39,12 @@ square, the attributes shared by the three (``shared_attributes``) name the piec
 
 Numba
 -----
-The low-level functions below (marked ``@register_jitable``) take and return plain integers and tuples of
-integers, so the compiled search and the batched kernels call the very same rules as the Python API;
-from Python they run as ordinary Python functions. The two bit counts they build on, ``popcount`` and
-``lowest_bit``, have a compiled twin each (``@overload``): one machine instruction instead of Python's
-``int.bit_count``, same results.
+The low-level functions below (marked ``@jitable``, :mod:`quarto_env.jitable`) take and return plain integers
+and tuples of integers, so the compiled search and the batched kernels call the very same rules as the Python
+API; from Python they run as ordinary Python functions, and this module does not import numba: the functions
+are registered with it when something imports it to compile a kernel. The two bit counts they build on,
+``popcount`` and ``lowest_bit``, then get a compiled twin each (``@overload``): one machine instruction instead
+of Python's ``int.bit_count``, same results.
 """
 
 from __future__ import annotations
@@ -52,13 +53,12 @@ import dataclasses
 import functools
 import numbers
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
-from numba.cpython.unsafe.numbers import trailing_zeros
-from numba.extending import intrinsic, overload, register_jitable
 
 from quarto_env.errors import ActionTypeError, IllegalActionError, RulesError
+from quarto_env.jitable import jitable, when_numba_loads
 from quarto_env.outcome import NO_WINNER
 
 # ---------------------------------------------------------------------------------------------------------
@@ -123,20 +123,26 @@ def lowest_bit(mask: int) -> int:
     return (mask & -mask).bit_length() - 1
 
 
-# In compiled code both are one instruction each (the search calls them at every step): LLVM's ctpop and cttz.
-@intrinsic
-def _count_ones(typing_context, mask):  # type: ignore[no-untyped-def]
-    return mask(mask), lambda context, builder, signature, args: builder.ctpop(args[0])
+def _compile_bit_counts(numba: Any) -> None:
+    """Give :func:`popcount` and :func:`lowest_bit` their compiled twins once numba is imported: one instruction
+    each (the search calls them at every step), LLVM's ctpop and cttz."""
+    from numba.cpython.unsafe.numbers import trailing_zeros
+    from numba.extending import intrinsic, overload
+
+    @intrinsic
+    def count_ones(typing_context, mask):  # type: ignore[no-untyped-def]
+        return mask(mask), lambda context, builder, signature, args: builder.ctpop(args[0])
+
+    @overload(popcount)
+    def compiled_popcount(mask):  # type: ignore[no-untyped-def]
+        return lambda mask: count_ones(mask & 0xFFFF)
+
+    @overload(lowest_bit)
+    def compiled_lowest_bit(mask):  # type: ignore[no-untyped-def]
+        return lambda mask: trailing_zeros(mask) if mask else -1
 
 
-@overload(popcount)
-def _compiled_popcount(mask):  # type: ignore[no-untyped-def]
-    return lambda mask: _count_ones(mask & 0xFFFF)
-
-
-@overload(lowest_bit)
-def _compiled_lowest_bit(mask):  # type: ignore[no-untyped-def]
-    return lambda mask: trailing_zeros(mask) if mask else -1
+when_numba_loads(_compile_bit_counts)
 
 
 def bits(mask: int) -> list[int]:
@@ -144,7 +150,7 @@ def bits(mask: int) -> list[int]:
     return [i for i in range(mask.bit_length()) if mask >> i & 1]
 
 
-@register_jitable
+@jitable
 def shared_attributes(lanes: int, squares: int, counted: int) -> tuple[int, int]:
     """Counted attributes that every piece on ``squares`` has as 1, and those every piece has as 0.
 
@@ -159,7 +165,7 @@ def shared_attributes(lanes: int, squares: int, counted: int) -> tuple[int, int]
     return ones & counted, zeros & counted & (0 if squares == 0 else ALL_ATTRIBUTES)
 
 
-@register_jitable
+@jitable
 def pieces_sharing(ones: int, zeros: int) -> int:
     """The 16-bit mask of pieces that have attribute 1 for some bit of ``ones``, or 0 for some of ``zeros``."""
     pieces = 0
@@ -171,7 +177,7 @@ def pieces_sharing(ones: int, zeros: int) -> int:
     return pieces
 
 
-@register_jitable
+@jitable
 def is_winning_group(lanes: int, occupied: int, group: int, counted: int) -> bool:
     """Whether ``group`` is full and its four pieces share a value of a counted attribute."""
     if occupied & group != group:
@@ -180,7 +186,7 @@ def is_winning_group(lanes: int, occupied: int, group: int, counted: int) -> boo
     return (ones | zeros) != 0
 
 
-@register_jitable
+@jitable
 def winning_groups_through(lanes: int, occupied: int, square: int, groups: tuple, counted: int) -> int:
     """Bitmask over group indices of the winning groups that contain ``square``."""
     found = 0
@@ -190,7 +196,7 @@ def winning_groups_through(lanes: int, occupied: int, square: int, groups: tuple
     return found
 
 
-@register_jitable
+@jitable
 def completing_pieces(lanes: int, occupied: int, group: int, counted: int) -> int:
     """Pieces that would make ``group`` winning when placed on its one empty square (0 otherwise)."""
     empty = group & ~occupied
@@ -200,7 +206,7 @@ def completing_pieces(lanes: int, occupied: int, group: int, counted: int) -> in
     return pieces_sharing(ones, zeros)
 
 
-@register_jitable
+@jitable
 def winning_squares(lanes: int, occupied: int, piece: int, groups: tuple, counted: int) -> int:
     """Mask of empty squares where placing ``piece`` completes a winning group."""
     squares = 0
@@ -210,7 +216,7 @@ def winning_squares(lanes: int, occupied: int, piece: int, groups: tuple, counte
     return squares
 
 
-@register_jitable
+@jitable
 def winning_pieces(lanes: int, occupied: int, groups: tuple, counted: int) -> int:
     """Mask of pieces that would win if placed on some empty square: giving one of them loses at once."""
     pieces = 0
@@ -219,13 +225,13 @@ def winning_pieces(lanes: int, occupied: int, groups: tuple, counted: int) -> in
     return pieces
 
 
-@register_jitable
+@jitable
 def place_lanes(lanes: int, piece: int, square: int) -> int:
     """``lanes`` with ``piece`` put on the empty ``square``."""
     return lanes | (PIECE_LANES[piece] << square)
 
 
-@register_jitable
+@jitable
 def piece_on(lanes: int, square: int) -> int:
     """The piece on an occupied ``square``, read back from the lanes."""
     piece = 0
@@ -241,7 +247,7 @@ def signed_lanes(lanes: int) -> int:
     return lanes - (1 << 64) if lanes >> 63 else lanes
 
 
-@register_jitable
+@jitable
 def legal_mask(occupied: int, available: int, hand: int, over: bool, declaration: bool) -> int:
     """:func:`legal_action_mask` on plain integers, for compiled code."""
     if over:
@@ -252,14 +258,14 @@ def legal_mask(occupied: int, available: int, hand: int, over: bool, declaration
     return available | declare
 
 
-@register_jitable
+@jitable
 def useful_mask(occupied: int, available: int, hand: int, claimable: int, over: bool, declaration: bool) -> int:
     """:func:`useful_action_mask` on plain integers, for compiled code."""
     legal = legal_mask(occupied, available, hand, over, declaration)
     return legal if claimable else legal & ~(1 << DECLARE)
 
 
-@register_jitable
+@jitable
 def apply_action(
     lanes: int,
     occupied: int,
@@ -524,14 +530,14 @@ def position_array(states: Iterable[State]) -> np.ndarray:
     return np.array([compiled_fields(s) for s in states], dtype=np.int64).reshape(-1, NUM_FIELDS)
 
 
-@register_jitable
+@jitable
 def position_fields(row):  # type: ignore[no-untyped-def]
     """The fields of the position in ``row`` (of a :func:`position_array`), as the functions above take them:
     ``kernel(*position_fields(positions[i]), *variant.compiled)``."""
     return row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7] != 0
 
 
-@register_jitable
+@jitable
 def step_position(row, action, rules):  # type: ignore[no-untyped-def]
     """Apply the legal ``action`` to the position in ``row`` in place, under ``rules`` (:attr:`Variant.compiled`)."""
     row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7] = apply_action(

@@ -220,6 +220,7 @@ point, which PettingZoo imports itself::
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -239,16 +240,17 @@ from quarto_env.core import (
     INITIAL_STATE,
     NO_WINNER,
     State,
+    Variant,
     checked_action,
     compiled_fields,
+    legal_mask,
     step,
 )
 from quarto_env.errors import ActionTypeError, CallOrderError, IllegalActionError, QuartoValueError
 from quarto_env.extras import require
-from quarto_env.fast import write_observation
 from quarto_env.flags import RuleFlags
 from quarto_env.notation import RESET_OPTIONS, format_position, starting_position
-from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
+from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind, write_planes
 from quarto_env.outcome import Outcome
 from quarto_env.render import render_image, render_text, svg_board
 
@@ -398,12 +400,9 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         self.render_mode = _check_render_mode(render_mode, self.metadata["render_modes"])
 
         # Read on every step: computed once here rather than through the Variant's properties.
-        self._groups = self.variant.groups
-        self._counted = self.variant.counted
         self._num_actions = self.variant.num_actions
         self._level = self.observation_kind.level
         self._shape = self.observation_kind.shape
-        self._declaration = self.variant.declaration
 
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
@@ -505,16 +504,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         acting = agent == self.agent_selection and not (
             self._ended or self.terminations[agent] or self.truncations[agent]
         )
-        write_observation(
-            planes,
-            mask,
-            self._level,
-            compiled_fields(self.game_state),
-            self._groups,
-            self._counted,
-            self._declaration,
-            acting,
-        )
+        observe_into(planes, mask, self._level, self.game_state, self.variant, acting)
         if self._declared_falsely:
             mask[DECLARE] = 0
         return {"observation": planes, "action_mask": mask}
@@ -656,6 +646,43 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         else:
             self._axes_image.set_data(image)
         plt.pause(1 / self.metadata["render_fps"])
+
+
+PYTHON_SECONDS = 0.5
+"""A process writes its observations in Python (:func:`write_observation_in_python`: 30-120 microseconds each,
+a few milliseconds for ``tempo``) until they have taken this long: about what importing numba and loading the
+compiled kernel costs, so that a process stepping a few games never pays it, and one that steps on switches to
+the kernel having spent at most twice the better choice made in hindsight (the ski-rental rule)."""
+_python_seconds_left = [PYTHON_SECONDS]
+
+
+def observe_into(
+    planes: np.ndarray, mask: np.ndarray, level: int, state: State, variant: Variant, acting: bool
+) -> None:
+    """Write the observation of ``state`` under ``variant`` up to ``level`` into ``planes`` (zeroed, ``(channels,
+    16)``) and its action mask into ``mask`` (``int8``; the legal actions when ``acting``, else zeros): the same
+    functions run as Python while numba is not loaded and :data:`PYTHON_SECONDS` are not spent, else compiled
+    (:func:`quarto_env.fast.write_observation`). Either way the same planes."""
+    if _python_seconds_left[0] > 0 and "numba" not in sys.modules:
+        start = time.perf_counter()
+        write_observation_in_python(planes, mask, level, state, variant, acting)
+        _python_seconds_left[0] -= time.perf_counter() - start
+        return
+    from quarto_env.fast import write_observation
+
+    fields = compiled_fields(state)
+    write_observation(planes, mask, level, fields, variant.groups, variant.counted, variant.declaration, acting)
+
+
+def write_observation_in_python(
+    planes: np.ndarray, mask: np.ndarray, level: int, state: State, variant: Variant, acting: bool
+) -> None:
+    """:func:`quarto_env.fast.write_observation`'s work by the same functions run as Python, the position as the
+    kernel takes it (:func:`~quarto_env.core.compiled_fields`): the same planes (the tests compare them on every
+    kind and variant)."""
+    write_planes(planes, level, *compiled_fields(state), variant.groups, variant.counted)
+    legal = legal_mask(state.occupied, state.available, state.hand, state.over, variant.declaration) if acting else 0
+    mask[:] = [(legal >> action) & 1 for action in range(len(mask))]
 
 
 _NON_INTERACTIVE_BACKENDS = {"agg", "cairo", "pdf", "pgf", "ps", "svg", "template"}

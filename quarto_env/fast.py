@@ -1,7 +1,7 @@
 """Compiled helpers of the environment: one call that writes an observation, and random play for benchmarks
 and tests.
 
-Everything here goes through the rules core's ``register_jitable`` functions (``legal_mask``,
+Everything here goes through the rules core's ``@jitable`` functions (``legal_mask``,
 ``apply_action``), so compiled games follow exactly the rules of :func:`quarto_env.core.step`.
 """
 

@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_MODULES = ("quarto_env", "agents", "experiments")
-"""The project's packages (folders beside this one's): their modules that mention numba form one group."""
+"""The project's packages (folders beside this one's): their modules that mention numba or ``jitable`` (the rules
+core's functions that compile into kernels without importing numba, :mod:`quarto_env.jitable`) form one
+group."""
 
 _group_stamps: dict[str, bytes] = {}
 """Resolved source path -> the stamp of its group."""
@@ -44,13 +46,14 @@ def stamp_together(paths: Iterable[str | Path]) -> None:
 
 
 def project_sources() -> list[Path]:
-    """The project's source files that mention numba: those that compile functions or are compiled into them."""
+    """The project's source files that mention numba or ``jitable``: those that compile functions or are compiled
+    into them."""
     root = Path(__file__).resolve().parent.parent
     return [
         path
         for package in PROJECT_MODULES
         for path in sorted((root / package).glob("*.py"))
-        if b"numba" in path.read_bytes()
+        if b"numba" in (text := path.read_bytes()) or b"jitable" in text
     ]
 
 

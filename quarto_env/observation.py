@@ -40,11 +40,10 @@ each empty square threatens, and reads every plane off that with table lookups, 
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, overload
+import functools
+from typing import Any, Literal, overload
 
-import numba
 import numpy as np
-from numba.extending import register_jitable
 
 from quarto_env.core import (
     ALL_SQUARES,
@@ -61,6 +60,7 @@ from quarto_env.core import (
     shared_attributes,
 )
 from quarto_env.errors import QuartoValueError
+from quarto_env.jitable import jitable
 
 OVER = ("squares", "pieces", "both")
 """What a channel's 16 entries stand for: the squares, the pieces, or neither (one value repeated)."""
@@ -208,7 +208,7 @@ def observe(variant: Variant, state: State, kind: str = DEFAULT_OBSERVATION) -> 
     """The observation planes of ``state`` as a new ``int8`` array of shape ``(channels, 16)``."""
     found = observation_kind(kind)
     out = np.zeros(found.shape, dtype=np.int8)
-    encode_observation(out, found.level, *compiled_fields(state), variant.groups, variant.counted)
+    _compiled_encoder()(out, found.level, *compiled_fields(state), variant.groups, variant.counted)
     return out
 
 
@@ -217,6 +217,7 @@ def observe(variant: Variant, state: State, kind: str = DEFAULT_OBSERVATION) -> 
 # ---------------------------------------------------------------------------------------------------------
 # The derived planes come from what each empty square threatens (group_threats), read off with PIECES_WITH_VALUES:
 # no piece is placed to see what follows. Each plane is worked out as a 16-bit mask, then written (_write_plane).
+@jitable
 def piece_values(piece: int) -> int:
     """The 8 attribute values of ``piece`` as a byte: bit ``k`` when its attribute ``k`` is 1, bit ``4 + k`` when
     it is 0. The values that the pieces of a group share make a byte of the same kind."""
@@ -229,15 +230,13 @@ def _read_only(values: list[int]) -> np.ndarray:
     return array
 
 
-PIECE_VALUES = _read_only([piece_values(p) for p in range(NUM_SQUARES)])
-"""``PIECE_VALUES[p]`` is :func:`piece_values` of piece ``p``."""
 PIECES_WITH_VALUES = _read_only([pieces_sharing(values & 0xF, values >> 4) for values in range(256)])
 """``PIECES_WITH_VALUES[values]``: the 16-bit mask of the pieces with at least one of ``values`` (a byte of
 :func:`piece_values`). The pieces that complete a group of three are those with a value the three share; as a
 union over values, the pieces that complete any of several groups are those with a value one of them shares."""
 
 
-@register_jitable
+@jitable
 def write_planes(out, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted):  # type: ignore[no-untyped-def]
     """Write the planes of one position into ``out`` (``(channels, 16)``, C-contiguous, zeroed by the caller):
     those of every kind up to ``level`` (:attr:`ObservationKind.level`). The position comes as the fields of a
@@ -246,7 +245,7 @@ def write_planes(out, level, lanes, occupied, available, hand, to_move, claimabl
     Every plane is a 16-bit mask, written as two 64-bit words of 0/1 bytes (:func:`_write_plane`) through a
     word view of ``out``: two stores per plane instead of sixteen.
 
-    Compiled into each compiled caller (``register_jitable``): the batched kernels of :mod:`quarto_env.vector`
+    Compiled into each compiled caller (``@jitable``): the batched kernels of :mod:`quarto_env.vector`
     call it for every game, inside their loops."""
     words = out.view(np.uint64)  # (channels, 2)
     _write_raw(words, lanes, occupied, available, hand, claimable, groups)
@@ -259,13 +258,29 @@ def write_planes(out, level, lanes, occupied, available, hand, to_move, claimabl
             _write_tempo(words, threats, lanes, occupied, available, hand, groups, counted)
 
 
-@numba.njit(cache=True)
-def encode_observation(out, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted):  # type: ignore[no-untyped-def]
-    """:func:`write_planes` compiled on its own: for Python, and for compiled code that observes now and then."""
+def _encode_observation(  # type: ignore[no-untyped-def]
+    out, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted
+):
+    """:func:`write_planes` compiled on its own (``encode_observation``): for Python, and for compiled code that
+    observes now and then."""
     write_planes(out, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted)
 
 
-@register_jitable
+@functools.cache
+def _compiled_encoder() -> Any:
+    import numba  # here: this module runs without numba until something compiles
+
+    return numba.njit(cache=True)(_encode_observation)
+
+
+def __getattr__(name: str) -> Any:
+    """``encode_observation``: :func:`_encode_observation` compiled, made on first use."""
+    if name == "encode_observation":
+        return _compiled_encoder()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@jitable
 def _write_raw(words, lanes, occupied, available, hand, claimable, groups):  # type: ignore[no-untyped-def]
     _write_plane(words, OCCUPIED, occupied)
     for k in range(NUM_ATTRIBUTES):
@@ -293,7 +308,7 @@ PIECES_WITH_ATTRIBUTE = _read_only([pieces_sharing(1 << k, 0) for k in range(NUM
 """``PIECES_WITH_ATTRIBUTE[k]``: the pieces whose attribute ``k`` is 1 (bit ``k`` of the piece's number)."""
 
 
-@register_jitable
+@jitable
 def _write_plane(words, channel, mask):  # type: ignore[no-untyped-def]
     """Plane ``channel`` of the word view ``words`` (:func:`write_planes`): the 16-bit ``mask``, one entry per
     bit."""
@@ -301,7 +316,7 @@ def _write_plane(words, channel, mask):  # type: ignore[no-untyped-def]
     words[channel, 1] = BYTE_WORDS[(mask >> 8) & 0xFF]
 
 
-@register_jitable
+@jitable
 def group_threats(lanes, occupied, groups, counted, with_pairs):  # type: ignore[no-untyped-def]
     """What every empty square threatens, as one byte of values (:func:`piece_values`) per square, packed eight
     squares to a 64-bit word: ``(threes_low, threes_high, pairs_low, pairs_high)``, squares 0-7 in the low words,
@@ -334,20 +349,20 @@ BYTE_ONES = 0x0101010101010101
 """A 1 in each byte of a 64-bit word."""
 
 
-@register_jitable
+@jitable
 def _add_byte(low, high, square, values):  # type: ignore[no-untyped-def]
     shifted = values << (8 * (square & 7))
     high_half = square >> 3  # 0 or 1: which word, chosen by masks rather than a branch
     return low | (shifted & (high_half - 1)), high | (shifted & -high_half)
 
 
-@register_jitable
+@jitable
 def square_byte(low, high, square):  # type: ignore[no-untyped-def]
     """Byte ``square`` of the 16 packed in ``low`` (squares 0-7) and ``high`` (squares 8-15)."""
     return ((low if square < 8 else high) >> (8 * (square & 7))) & 0xFF
 
 
-@register_jitable
+@jitable
 def repeated_byte(byte):  # type: ignore[no-untyped-def]
     """``byte`` in each of the 8 bytes of a 64-bit word (by shifts: numba's signed products may not overflow)."""
     byte |= byte << 8
@@ -355,7 +370,7 @@ def repeated_byte(byte):  # type: ignore[no-untyped-def]
     return byte | byte << 32
 
 
-@register_jitable
+@jitable
 def nonzero_bytes(word):  # type: ignore[no-untyped-def]
     """A bit per byte of the 64-bit ``word``: bit ``k`` when byte ``k`` is not zero."""
     word |= word >> 4  # then bit 8k is the OR of byte k's bits (sign bits shifted in never reach bit 8k)
@@ -368,14 +383,14 @@ def nonzero_bytes(word):  # type: ignore[no-untyped-def]
     return word & 0xFF
 
 
-@register_jitable
+@jitable
 def squares_with(low, high, values):  # type: ignore[no-untyped-def]
     """The squares whose byte (of the 16 packed in ``low`` and ``high``) has one of ``values``."""
     spread = repeated_byte(values)
     return nonzero_bytes(low & spread) | nonzero_bytes(high & spread) << 8
 
 
-@register_jitable
+@jitable
 def values_at_squares(low, high):  # type: ignore[no-untyped-def]
     """``(once, twice)``: the values in at least one of the 16 bytes packed in ``low`` and ``high``, and those in
     at least two (a threat at two squares survives a piece on either)."""
@@ -386,17 +401,17 @@ def values_at_squares(low, high):  # type: ignore[no-untyped-def]
     return once & 0xFF, twice & 0xFF
 
 
-@register_jitable
+@jitable
 def _write_tactical(words, threats, available, hand):  # type: ignore[no-untyped-def]
     threes_low, threes_high = threats[0], threats[1]
     if hand != NO_PIECE:
-        _write_plane(words, SQUARE_WINS, squares_with(threes_low, threes_high, PIECE_VALUES[hand]))
+        _write_plane(words, SQUARE_WINS, squares_with(threes_low, threes_high, piece_values(hand)))
     else:
         threatened = values_at_squares(threes_low, threes_high)[0]
         _write_plane(words, PIECE_LOSES, PIECES_WITH_VALUES[threatened] & available)
 
 
-@register_jitable
+@jitable
 def _write_lookahead(words, with_parity, threats, occupied, available, hand):  # type: ignore[no-untyped-def]
     if hand != NO_PIECE:
         self_trap, odd_safe = _placement_planes(threats, occupied, available, hand)
@@ -410,7 +425,7 @@ def _write_lookahead(words, with_parity, threats, occupied, available, hand):  #
             _write_plane(words, EVEN_GIVE, even_give)
 
 
-@register_jitable
+@jitable
 def _kept_threats(threes_low, threes_high):  # type: ignore[no-untyped-def]
     """Per square, the values still threatened once a piece is put there, before the groups of three it makes:
     those threatened elsewhere too. Returns them packed as the threats are, and the values threatened anywhere."""
@@ -420,12 +435,12 @@ def _kept_threats(threes_low, threes_high):  # type: ignore[no-untyped-def]
     return kept_low, kept_high, once
 
 
-@register_jitable
+@jitable
 def _placement_planes(threats, occupied, available, hand):  # type: ignore[no-untyped-def]
     """``(self_trap, odd_safe)`` of a position where ``hand`` is to be placed, as square masks."""
     threes_low, threes_high, pairs_low, pairs_high = threats
     kept_low, kept_high, _ = _kept_threats(threes_low, threes_high)
-    values = PIECE_VALUES[hand]
+    values = piece_values(hand)
     after_low = kept_low | (pairs_low & repeated_byte(values))
     after_high = kept_high | (pairs_high & repeated_byte(values))
     self_trap = odd_safe = 0
@@ -439,15 +454,15 @@ def _placement_planes(threats, occupied, available, hand):  # type: ignore[no-un
     return self_trap, odd_safe
 
 
-@register_jitable
+@jitable
 def _quiet_squares(threats, occupied, available, hand):  # type: ignore[no-untyped-def]
     """The empty squares where ``hand`` does not win, when a piece is left to give after it (else none)."""
     if not available:
         return 0
-    return ALL_SQUARES & ~occupied & ~squares_with(threats[0], threats[1], PIECE_VALUES[hand])
+    return ALL_SQUARES & ~occupied & ~squares_with(threats[0], threats[1], piece_values(hand))
 
 
-@register_jitable
+@jitable
 def _give_planes(threats, occupied, available, with_parity):  # type: ignore[no-untyped-def]
     """``(trap_give, even_give)`` of a position where a piece is to be given, as piece masks (``even_give`` only
     ``with_parity``, else as many as ``trap_give`` needed to decide)."""
@@ -471,7 +486,7 @@ def _give_planes(threats, occupied, available, with_parity):  # type: ignore[no-
         while pairs and undecided:
             p = lowest_bit(undecided)
             undecided &= undecided - 1
-            safe_after = safe_here & ~(1 << p) & ~PIECES_WITH_VALUES[pairs & PIECE_VALUES[p]]
+            safe_after = safe_here & ~(1 << p) & ~PIECES_WITH_VALUES[pairs & piece_values(p)]
             if safe_after:
                 trap_give &= ~(1 << p)
             if popcount(safe_after) & 1:
@@ -479,7 +494,7 @@ def _give_planes(threats, occupied, available, with_parity):  # type: ignore[no-
     return trap_give, even_give
 
 
-@register_jitable
+@jitable
 def _write_tempo(words, threats, lanes, occupied, available, hand, groups, counted):  # type: ignore[no-untyped-def]
     """The tempo planes: the give planes of the position after each placement, worked out again from its
     threats. To place: each quiet square, with the piece in hand. To give: each safe piece, on every square."""
@@ -505,7 +520,7 @@ def _write_tempo(words, threats, lanes, occupied, available, hand, groups, count
     _write_plane(words, ALLOWS_EVEN, allows_even)
 
 
-@register_jitable
+@jitable
 def _settable(lanes, occupied, available, piece, squares, groups, counted, any_square):  # type: ignore[no-untyped-def]
     """``(sets_trap, sets_even)``: those of the quiet ``squares`` where placing ``piece`` leaves a trap give, and
     those where it leaves an even give (``available``: the pieces left to give after it). With ``any_square``,
@@ -523,7 +538,7 @@ def _settable(lanes, occupied, available, piece, squares, groups, counted, any_s
     return sets_trap, sets_even
 
 
-@register_jitable
+@jitable
 def _placed_without_threat(trap_give, even_give, pieces, safe_here):  # type: ignore[no-untyped-def]
     """``trap_give`` and ``even_give`` once each of ``pieces`` is placed on a square where it makes no group of
     three: the safe pieces after it are then ``safe_here``, less itself."""

@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
 
 from quarto_env.core import (
     ATTRIBUTE_VALUES,
@@ -55,6 +54,9 @@ from quarto_env.core import (
 )
 from quarto_env.errors import QuartoValueError
 from quarto_env.notation import format_position
+
+if TYPE_CHECKING:
+    from PIL import ImageFont
 
 DEFAULT_NAMES = ("player 0", "player 1")
 """Names of the core's players 0 (who gives first) and 1, unless the caller passes its own."""
@@ -448,6 +450,8 @@ def render_image(
     Winning groups are struck through in red, groups that can be declared in orange; ``last_move``, a square,
     is outlined in blue.
     """
+    from PIL import Image, ImageDraw  # here: most processes never draw a picture
+
     image = Image.new("RGB", (WIDTH, HEIGHT), PAGE)
     draw = ImageDraw.Draw(image)
     for shape in shapes_of(drawing(variant, state, names, status, last_move)):
@@ -464,6 +468,8 @@ def render_image(
 
 @functools.cache
 def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    from PIL import ImageFont
+
     try:
         return ImageFont.load_default(size=size)
     except TypeError:  # Pillow < 10.1 has only the fixed-size bitmap font
