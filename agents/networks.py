@@ -49,33 +49,23 @@ import torch as th
 import torch.nn.functional as F
 from torch import nn
 
+from agents.network_choices import (  # noqa: F401 -- the names a config checks without torch, re-exported
+    DEFAULT_DESIGN,
+    DEFAULT_DEVICE,
+    DEVICES,
+    MAX_LAYERS,
+    MAX_WIDTH,
+    NETWORK_DESIGNS,
+    POLICY_KINDS,
+    check_device_name,
+    check_network,
+)
 from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, Variant
 from quarto_env.observation import IN_HAND, PLACING, ObservationKind
-
-POLICY_KINDS = ("mlp", "slots")
-"""``mlp``: stable-baselines3's MLP on the flattened planes; ``slots``: :class:`SlotPolicy`."""
-
-
-NETWORK_DESIGNS = ("slots", "hand", "transformer", "looped", "mlp")
-"""The bodies of :class:`PolicyValueNetwork`: ``slots`` (:class:`SlotNetwork`, the default and the design of every
-checkpoint whose metadata names none), ``hand`` (:class:`HandSlotNetwork`), ``transformer``
-(:class:`TransformerNetwork`), ``looped`` (:class:`LoopedNetwork`) and ``mlp`` (:class:`FlatNetwork`)."""
-
 
 EQUIVARIANT_DESIGNS = ("slots", "hand", "transformer", "looped")
 """The designs equivariant under the board symmetries by construction; ``mlp`` sees each square as itself and
 learns the symmetries, if at all, from the augmentation."""
-
-
-DEFAULT_DESIGN = "slots"
-
-
-MAX_WIDTH = 4096
-"""The widest layer a config or a checkpoint may ask for (one such layer already holds millions of weights)."""
-
-
-MAX_LAYERS = 8
-"""The most hidden layers of an ``mlp`` network."""
 
 
 MAX_ITERATIONS = 64
@@ -90,14 +80,6 @@ TRANSFORMER_HEADS = 4
 """The attention heads of a ``transformer`` network: its width must be a multiple of them."""
 
 
-DEVICES = ("auto", "cpu", "cuda")
-"""The devices a network may run on: ``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``."""
-
-
-DEFAULT_DEVICE = "cpu"
-"""Where networks run unless told otherwise (when a GPU could pay, not measured: docs/training.md)."""
-
-
 FAST_MIN_BATCH = 48
 """The smallest batch :meth:`PolicyValueNetwork.evaluate` runs on its fast path (:meth:`SlotNetwork.infer`): on
 smaller ones the forward pass's fewer calls take less time (docs/alphazero.md, "Fast evaluation")."""
@@ -106,8 +88,7 @@ smaller ones the forward pass's fewer calls take less time (docs/alphazero.md, "
 def resolve_device(name: str) -> th.device:
     """The torch device ``name`` (one of :data:`DEVICES`) means on this machine; ``ValueError`` in one line for
     another name, or for ``cuda`` where torch sees no GPU."""
-    if name not in DEVICES:
-        raise ValueError(f"unknown device {name!r}; allowed: {', '.join(DEVICES)}")
+    check_device_name(name)
     if name == "cpu" or (name == "auto" and not th.cuda.is_available()):
         return th.device("cpu")
     if not th.cuda.is_available():
@@ -602,22 +583,6 @@ class _RowLinear(nn.Module):
         if self.bias is not None:
             out = out + self.bias[self.rows].unsqueeze(1)
         return out.reshape(*x.shape[:-1], out.shape[-1])
-
-
-def check_network(policy: object, net_arch: object) -> list[int]:
-    """``net_arch`` as the layer sizes of a ``policy`` network: for ``mlp`` 1 to :data:`MAX_LAYERS` sizes, for
-    ``slots`` one width, each an integer from 1 to :data:`MAX_WIDTH`; ``ValueError`` saying what is allowed."""
-    if policy not in POLICY_KINDS:
-        raise ValueError(f"unknown policy {policy!r}; allowed: {', '.join(POLICY_KINDS)}")
-    layers = 1 if policy == "slots" else MAX_LAYERS
-    if (
-        not isinstance(net_arch, list)
-        or not 1 <= len(net_arch) <= layers
-        or not all(type(size) is int and 1 <= size <= MAX_WIDTH for size in net_arch)
-    ):
-        shape = "[width]" if policy == "slots" else f"a list of 1 to {MAX_LAYERS} layer sizes"
-        raise ValueError(f"net_arch of a {policy} network must be {shape}, each 1 to {MAX_WIDTH}, got {net_arch!r}")
-    return net_arch
 
 
 def use_one_thread() -> None:
