@@ -156,23 +156,26 @@ def test_total_steps_rounding_up_is_said_once_before_training(capsys: pytest.Cap
 
 
 def test_an_evaluation_stays_off_the_progress_bars_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    from experiments.evaluation import log
     from experiments.training import run
 
     def slow_evaluation(*args: object) -> list[EvalResult]:
         time.sleep(0.6)
         return [EvalResult("random", {0: (1, 0, 0), 1: (0, 1, 0)}, INITIAL_STATE, True, "argmax")]
 
-    monkeypatch.setattr(run, "evaluate_learner", slow_evaluation)
+    monkeypatch.setattr(log, "evaluate_learner", slow_evaluation)
     bar = run.progress_bar(0, 1000, "step")
     bar.fp = io.StringIO()
     bar.update(500)
     elapsed = bar.format_dict["elapsed"]
-    results, improved = run.EvaluationLog(TrainConfig(), STANDARD, lambda key, value: None).evaluate([], bar)
+    results, improved = log.EvaluationLog(
+        run.evaluation_plan(TrainConfig()), STANDARD, lambda key, value: None
+    ).evaluate([], bar)
     assert bar.format_dict["elapsed"] - elapsed < 0.3  # the ETA reckons with training time alone
     assert improved and results[0].score() == 0.75
     assert re.fullmatch(r"eval argmax: random 0\.75 \(\d s\)", bar.postfix)  # how long the evaluation took
     bar.close()
-    with run.paused(tqdm(disable=True)):  # TQDM_DISABLE=1: no bar, no clock to stop
+    with log.paused(tqdm(disable=True)):  # TQDM_DISABLE=1: no bar, no clock to stop
         pass
 
 

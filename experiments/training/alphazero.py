@@ -72,6 +72,7 @@ from agents.files import atomic_write_bytes
 from agents.networks import PolicyValueNetwork, device_of, resolve_device
 from agents.puct import encode_positions
 from experiments.evaluation.games import seeded_torch
+from experiments.evaluation.log import EvaluationLog
 from experiments.training.az_selfplay import (
     ExactOutcomes,
     ReplayBuffer,
@@ -84,8 +85,8 @@ from experiments.training.az_selfplay import (
 from experiments.training.config import TrainConfig
 from experiments.training.run import (
     Checkpoints,
-    EvaluationLog,
     Schedule,
+    evaluation_plan,
     finish_run,
     open_tensorboard,
     progress_bar,
@@ -188,7 +189,7 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
         writer.add_scalar(key, value, trainer.steps)
 
     evaluations = EvaluationLog(
-        config,
+        evaluation_plan(config),
         variant,
         record,
         trainer.best_score,

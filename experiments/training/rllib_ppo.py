@@ -24,10 +24,11 @@ decisions, as the sb3 backend counts the learner's; a PPO update takes ``num_gam
 (both seats), so ``main``'s steps come in leaps of about half that, and the run stops at the first update at or
 past ``total_steps``. The scheduled tasks run after each update, and a fresh run's evaluation at step 0 before the
 first.
-The run folder is the sb3 backend's, and the run's schedule, checkpoints, evaluations and final table are
-:mod:`experiments.training.run`'s: ``config.yaml``, ``command.txt``, ``.lock``, ``tb/`` with the same tags
+The run folder is the sb3 backend's, and the run's schedule and checkpoints are
+:mod:`experiments.training.run`'s, its evaluations and final table :mod:`experiments.evaluation.log`'s:
+``config.yaml``, ``command.txt``, ``.lock``, ``tb/`` with the same tags
 (``eval/<opponent>/...``, ``eval_sampled/``, ``eval/score`` and, with ``sample_games``, ``games/`` from
-:class:`experiments.training.run.EvaluationLog`,
+:class:`experiments.evaluation.log.EvaluationLog`,
 ``charts/SPS`` in ``main``'s steps per second, ``charts/env_steps_per_second``, ``charts/pool_size``,
 ``charts/train_*_rate``, ``losses/``), ``checkpoints/`` (``latest.zip``, ``step_<N>.zip``, ``final.zip``; no
 ``best.zip``; the project's own format, read as data: :mod:`agents.rllib`) and ``final_eval.json`` (the final
@@ -66,13 +67,14 @@ from agents.checkpoints import CheckpointError, CheckpointHeader, read_weights
 from agents.networks import ActorCritic, network_actions, network_for
 from agents.rllib import NETWORK_ENTRY, OPTIMIZER_ENTRY, load_network, save_checkpoint
 from experiments.evaluation.games import NetworkOpponent, learner_players
+from experiments.evaluation.log import EvaluationLog
 from experiments.options import quiet_logger
 from experiments.training.config import SNAPSHOTS, ConfigError, TrainConfig
 from experiments.training.run import (
     POOL_ENTRY,
     Checkpoints,
-    EvaluationLog,
     Schedule,
+    evaluation_plan,
     finish_run,
     open_tensorboard,
     progress_bar,
@@ -359,7 +361,7 @@ class Trainer:
         self.writer = open_tensorboard(run_dir, config, self.steps)
         # No grade (grade_positions is ignored); the sample games are graded.
         self.evaluations = EvaluationLog(
-            config, self.variant, self.record, tensorboard=lambda: (self.writer, self.steps)
+            evaluation_plan(config), self.variant, self.record, tensorboard=lambda: (self.writer, self.steps)
         )
         self.checkpoints = Checkpoints(run_dir, self.save)
 

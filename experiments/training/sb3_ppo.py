@@ -40,13 +40,14 @@ from tqdm import tqdm
 from agents.checkpoints import CheckpointError, CheckpointHeader
 from agents.networks import resolve_device
 from agents.ppo import PPOAgent, load_policy, load_training_state, policy_setup, save_checkpoint
+from experiments.evaluation.log import EvaluationLog
 from experiments.training.config import TrainConfig
 from experiments.training.run import (
     POOL_ENTRY,
     Checkpoints,
-    EvaluationLog,
     Schedule,
     describe_run,
+    evaluation_plan,
     finish_run,
     progress_bar,
     read_resume_point,
@@ -192,7 +193,7 @@ class TrainingCallback(BaseCallback):
         self.kind = config.observation
         self.learner = learner
         self.evaluations = EvaluationLog(
-            config,
+            evaluation_plan(config),
             self.variant,
             self.record,
             learner.best_score,

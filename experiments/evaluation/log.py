@@ -1,0 +1,354 @@
+"""The evaluation log of a training run, kept alike by every backend: the evaluation games, their TensorBoard
+curves, the grade, the sample games, and the final table.
+
+:class:`EvaluationPlan`
+    what a run's config says of its evaluations (its opponents, games, seed, openings: ``opening_plies`` random
+    actions, by default ``quarto tournament``'s 4, sample games and graded positions), in plain values: this
+    floor does not import training.
+:func:`evaluate_learner`, :class:`EvaluationLog`
+    the evaluation games and their logging: every result under ``eval/<opponent>/<seat>/`` (``eval_sampled/``
+    for a sampled policy, :func:`log_result`), the mean score ``eval/score``, the grade by the exact solver
+    (``eval/grade/value_lost``, ``_critical``, ``_<phase>``, ``_empty_<low>_<high>``, and the same under
+    ``eval/grade/<name>/`` for the other agents a backend grades), with ``sample_games`` a few of the games
+    against the last opponent graded move by move (``games/sample_<n>`` and its ``/first_mistake``,
+    :mod:`experiments.evaluation.sample_games`), the progress bar's line (what it is evaluating, then the scores
+    and the seconds the evaluation took, off the bar's clock: :func:`paused`) and the scores each checkpoint
+    records (``best_score``, ``latest_eval``).
+:func:`report_final`
+    the final table: ``final_eval.json`` (:func:`write_final_eval`), the last point of the eval curves, and the
+    printed tables (:func:`print_results`, :func:`print_grades`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
+
+from agents.base import Agent
+from agents.files import atomic_write_bytes
+from experiments.evaluation.games import SEAT_NAMES, EvalResult, Opponent, evaluate_all
+from experiments.evaluation.grading import GradeReport, PositionValues, grade_agent, sample_decisions
+from experiments.evaluation.sample_games import game_markdown, graded_games, mistake_picture
+from quarto_env.core import State, Variant
+
+FINAL_EVAL_SEED_OFFSET = 1000
+"""The final table plays from ``seed + 1000``: other games than the evaluations during training."""
+
+Record = Callable[[str, float], None]
+"""Records a TensorBoard scalar under a tag, at the run's current step."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationPlan:
+    """The evaluations of a run, as its training config sets them (``eval_opponents``, ``eval_games``, ...)."""
+
+    opponents: Sequence[str]
+    """The agent specs the learner plays, the strongest last (its games are the sample games)."""
+    games: int
+    """The games against each opponent at every evaluation."""
+    final_games: int
+    """The games against each opponent in the final table."""
+    seed: int
+    """The run's seed: the evaluations' games and the graded positions start from it."""
+    opening_plies: int
+    """The random actions that open every game."""
+    sample_games: int = 0
+    """The games of every evaluation kept whole and graded move by move (0: none)."""
+    grade_positions: int = 0
+    """The positions the exact solver grades at every evaluation (0: no grade)."""
+
+
+def evaluate_learner(
+    players: Sequence[Opponent], plan: EvaluationPlan, variant: Variant, *, final: bool = False
+) -> list[EvalResult]:
+    """``players`` (the learner's ways of playing: most likely action, sampled policy, search) against every
+    evaluation opponent of the plan from its openings: ``games`` games each, or ``final_games`` for the final
+    table, from :data:`FINAL_EVAL_SEED_OFFSET` seeds further. Each keeps its first ``sample_games`` games whole
+    (none for the final table)."""
+    games = plan.final_games if final else plan.games
+    seed = plan.seed + FINAL_EVAL_SEED_OFFSET if final else plan.seed
+    keep = 0 if final else plan.sample_games
+    return evaluate_all(players, plan.opponents, variant, games, seed, plan.opening_plies, keep)
+
+
+EVAL_PREFIXES = ("eval_sampled", "eval")
+"""Where an evaluation's results go: the learner sampling its policy, or playing its most likely action (a search)."""
+
+
+def tag_name(spec: str) -> str:
+    """The agent ``spec`` as it names its TensorBoard tags: ``minimax:depth=2`` is ``minimax_depth2``."""
+    return spec.replace(":", "_").replace("=", "").replace(",", "_")
+
+
+def log_result(record: Record, result: EvalResult) -> None:
+    """Record win/draw/loss rates and the score against one opponent, per seat and overall, under ``eval/``
+    (most likely action) or ``eval_sampled/``."""
+    prefix = "eval" if result.deterministic else "eval_sampled"
+    name = tag_name(result.opponent)
+    for seat, seat_name in enumerate(SEAT_NAMES):
+        for key, value in result.rates(seat).items():
+            record(f"{prefix}/{name}/{seat_name}/{key}", value)
+    record(f"{prefix}/{name}/score", result.score())
+
+
+GRADE_BUCKETS = ((1, 4), (5, 7), (8, 10), (11, 16))
+"""Empty-square ranges of the per-bucket grade curves (``eval/grade/value_lost_empty_5_7``)."""
+
+
+def grade_shares(report: GradeReport) -> dict[str, float]:
+    """The shares of the report's decisions that lose value, by curve name: ``value_lost`` overall,
+    ``_critical``, ``_<phase>`` and ``_empty_<low>_<high>`` (the :data:`GRADE_BUCKETS` with positions)."""
+    shares = {"value_lost": report.share_lost()[0], "value_lost_critical": report.critical()[0]}
+    for phase, (share, *_) in report.by_phase().items():
+        shares[f"value_lost_{phase}"] = share
+    for low, high in GRADE_BUCKETS:
+        share, _, _, count = report.share_lost_between(low, high)
+        if count:
+            shares[f"value_lost_empty_{low}_{high}"] = share
+    return shares
+
+
+TensorBoard = Callable[[], tuple[SummaryWriter, int]]
+"""The run's TensorBoard writer and its current step, for what :class:`EvaluationLog` writes besides scalars."""
+SAMPLE_TAG = "games/sample_{number}"
+"""The Text tag of sample game ``number``; its first mistake's picture is ``games/sample_<number>/first_mistake``."""
+
+
+Graded = Callable[[], dict[str, Agent]]
+"""The agents to grade, by name: ``""`` the learner as it plays (``eval/grade/value_lost``), any other name
+under its own prefix (``eval/grade/policy/value_lost``)."""
+
+
+class EvaluationLog:
+    """The evaluations during a run, logged alike by every backend; and what a checkpoint records of them.
+
+    ``grading`` makes the agents to grade at every evaluation (:data:`Graded`; ``None``: the backend does not
+    grade), ``references`` those graded once, at the first evaluation, and logged again at every one -- a flat
+    line to compare with, such as the same search with an untrained network. With ``grade_positions`` in the
+    plan, the grade is on positions sampled, and solved, once per run. With ``sample_games`` in the plan,
+    every evaluation also writes that many of its games, graded move by move, to ``tensorboard``
+    (:meth:`log_sample_games`)."""
+
+    def __init__(
+        self,
+        plan: EvaluationPlan,
+        variant: Variant,
+        record: Record,
+        best_score: float = -1.0,
+        grading: Graded | None = None,
+        references: Graded | None = None,
+        tensorboard: TensorBoard | None = None,
+    ) -> None:
+        self.plan = plan
+        self.variant = variant
+        self.record = record
+        self.best_score = best_score
+        """The best mean score so far (-1 before the first evaluation): ``best.zip``'s."""
+        self.latest: dict[str, float] = {}
+        """The latest evaluation's scores, by opponent (and ``value lost``, the grade)."""
+        self.grading = grading if plan.grade_positions else None
+        self.references = references if plan.grade_positions else None
+        self.tensorboard = tensorboard
+        self._reference_grades: dict[str, GradeReport] | None = None
+        self._positions: list[State] | None = None
+        self._values = PositionValues(variant)
+        """The exact action values of the graded positions and sample games, solved once per run."""
+
+    def evaluate(self, players: Sequence[Opponent], progress: tqdm) -> tuple[list[EvalResult], bool]:
+        """One evaluation of ``players`` (:func:`evaluate_learner`), logged (:meth:`log`), off the progress bar's
+        clock (:func:`paused`); the bar says it is evaluating, then the scores and the seconds it took. Returns the
+        results, and whether the mean score is the best so far (then ``best.zip`` is due)."""
+        started = time.perf_counter()
+        with paused(progress):
+            progress.set_postfix_str(f"evaluating at step {progress.n:,} ...")
+            results = evaluate_learner(players, self.plan, self.variant)
+            improved = self.log(results)
+        progress.set_postfix_str(f"{self._summary(results)} ({time.perf_counter() - started:.0f} s)")
+        return results, improved
+
+    def log(self, results: list[EvalResult]) -> bool:
+        """Log one evaluation: every result, the mean score, the grade; whether the mean score is the best so far."""
+        for result in results:
+            log_result(self.record, result)
+        score = float(np.mean([r.score() for r in results]))
+        self.record("eval/score", score)
+        self.latest = {f"{r.opponent}{'' if r.deterministic else ' (sampled)'}": r.score() for r in results}
+        if self.grading is not None:
+            for name, report in self.grade_all(self.grading()).items():
+                self._log_grade(name, grade_shares(report))
+        if self.plan.sample_games and self.tensorboard is not None:
+            self.log_sample_games(results[len(self.plan.opponents) - 1])
+        improved = score > self.best_score
+        self.best_score = max(self.best_score, score)
+        return improved
+
+    def checkpoint_fields(self) -> dict[str, Any]:
+        """What a checkpoint's ``quarto.json`` records of the evaluations."""
+        return {"best_score": self.best_score, "latest_eval": self.latest}
+
+    def grade_all(self, agents: dict[str, Agent]) -> dict[str, GradeReport]:
+        """The exact solver's grade of each of ``agents`` and of the ``references`` (graded at the first call,
+        then reused), by name, on the run's positions (sampled and solved once per run)."""
+        if self._positions is None:
+            self._positions = sample_decisions(self.variant, self.plan.grade_positions, self.plan.seed)
+        positions, values = self._positions, self._values
+        if self.references is not None and self._reference_grades is None:
+            references = self.references().items()
+            self._reference_grades = {
+                name: grade_agent(agent, self.variant, positions, values) for name, agent in references
+            }
+        reports = {name: grade_agent(agent, self.variant, positions, values) for name, agent in agents.items()}
+        return {**reports, **(self._reference_grades or {})}
+
+    def log_sample_games(self, result: EvalResult) -> None:
+        """Write the games ``result`` kept -- the learner's first way of playing against the last evaluation
+        opponent -- graded move by move (:mod:`experiments.evaluation.sample_games`): each as Markdown under
+        ``games/sample_<n>`` and the picture of its first value-losing decision under
+        ``games/sample_<n>/first_mistake``, at the evaluation's step."""
+        assert self.tensorboard is not None
+        writer, step = self.tensorboard()
+        for number, game in enumerate(graded_games(result.games, result.opponent, self.variant, self._values)):
+            tag = SAMPLE_TAG.format(number=number)
+            writer.add_text(tag, game_markdown(game), step)
+            writer.add_image(f"{tag}/first_mistake", mistake_picture(game, self.variant), step, dataformats="HWC")
+
+    def _log_grade(self, name: str, shares: dict[str, float]) -> None:
+        """Record ``shares`` under ``eval/grade/`` (``eval/grade/<name>/`` for another agent than the learner)."""
+        prefix = "eval/grade/" + (f"{tag_name(name)}/" if name else "")
+        for curve, share in shares.items():
+            self.record(prefix + curve, share)
+        if not name:
+            self.latest["value lost"] = shares["value_lost"]
+
+    def _summary(self, results: list[EvalResult]) -> str:
+        """``eval argmax/sampled: random 0.98/0.95 greedy 0.71/0.64``: each opponent's score per way of playing."""
+        scores: dict[str, list[str]] = {}
+        for r in results:
+            scores.setdefault(r.opponent, []).append(f"{r.score():.2f}")
+        playing = "/".join(dict.fromkeys(r.playing for r in results))
+        line = f"eval {playing}: " + " ".join(f"{opponent} {'/'.join(s)}" for opponent, s in scores.items())
+        return line + (f" value lost {self.latest['value lost']:.3f}" if "value lost" in self.latest else "")
+
+
+@contextlib.contextmanager
+def paused(progress: tqdm) -> Iterator[None]:
+    """Keep the time the block takes off ``progress``'s clock (tqdm's ``time.time``): an evaluation does not
+    count as training time, so the rate and the ETA do not jump after it."""
+    started = time.time()
+    try:
+        yield
+    finally:
+        if not progress.disable:  # a disabled bar (TQDM_DISABLE=1) has no clock
+            pause = time.time() - started
+            progress.start_t += pause
+            progress.last_print_t += pause
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The final table
+# ---------------------------------------------------------------------------------------------------------
+
+
+def report_final(
+    run_dir: Path,
+    checkpoint: Path,
+    steps: int,
+    results: list[EvalResult],
+    grades: dict[str, GradeReport],
+    record: Record,
+) -> None:
+    """The final table of ``checkpoint`` at ``steps``: written to ``run_dir``'s ``final_eval.json``, recorded as
+    the last point of the eval curves, and printed (with the ``grades``, where the backend graded)."""
+    write_final_eval(run_dir, checkpoint, steps, results, grades)
+    for result in results:
+        log_result(record, result)
+    print_results(results, steps)
+    if grades:
+        print_grades(grades)
+
+
+LEARNER_GRADE = "learner"
+"""The name of the learner's own grade in ``final_eval.json`` and the final table (``""`` in :data:`Graded`)."""
+
+
+def write_final_eval(
+    run_dir: Path,
+    checkpoint: Path,
+    steps: int,
+    results: list[EvalResult],
+    grades: dict[str, GradeReport] | None = None,
+) -> None:
+    """Write the final table to ``final_eval.json``: the results and, where graded, ``grades`` (by agent, each
+    :meth:`GradeReport.summary`: every share as ``[share, low, high, count]``)."""
+    summary: dict[str, Any] = {
+        "checkpoint": str(checkpoint),
+        "num_timesteps": steps,
+        "results": [
+            {
+                "opponent": r.opponent,
+                "policy": r.playing,
+                "games": r.num_games,
+                "score": r.score(),
+                "wins_draws_losses_by_seat": r.counts,
+            }
+            for r in results
+        ],
+    }
+    if grades:
+        summary["grades"] = {name or LEARNER_GRADE: report.summary() for name, report in grades.items()}
+    atomic_write_bytes(run_dir / "final_eval.json", json.dumps(summary, indent=2).encode())
+
+
+def print_grades(grades: dict[str, GradeReport]) -> None:
+    """The final grades: per graded agent the share of value-losing decisions with its 95% interval, among the
+    critical ones, and per empty-square bucket; the untrained reference's share over the learner's, where both
+    are there (how many times fewer mistakes learning made)."""
+    table = Table(
+        title="value-losing decisions, graded by the exact solver",
+        caption="share of the decisions that lose value (all: with its 95% interval; 1-4, ...: by empty squares), "
+        "on the same positions for every agent",
+    )
+    buckets = [(lo, hi) for lo, hi in GRADE_BUCKETS if any(r.share_lost_between(lo, hi)[3] for r in grades.values())]
+    for column in ("agent", "n", "all", "critical", *(f"{lo}-{hi}" for lo, hi in buckets)):
+        table.add_column(column, justify="left" if column == "agent" else "right", no_wrap=True)
+    for name, report in grades.items():
+        share, low, high, _ = report.share_lost()
+        by_bucket = [report.share_lost_between(lo, hi) for lo, hi in buckets]
+        cells = [f"{bucket[0]:.3f}" if bucket[3] else "-" for bucket in (report.critical(), *by_bucket)]
+        table.add_row(name or LEARNER_GRADE, str(len(report.decisions)), f"{share:.3f} [{low:.2f}, {high:.2f}]", *cells)
+    Console().print(table)
+    if "" in grades and "untrained" in grades and grades[""].share_lost()[0] > 0:
+        ratio = grades["untrained"].share_lost()[0] / grades[""].share_lost()[0]
+        print(f"untrained / learner: {ratio:.2f}x the value-losing decisions")
+
+
+def print_results(results: list[EvalResult], steps: int) -> None:
+    """The evaluation table: per opponent, learner policy and seat, wins/draws/losses and the score."""
+    table = Table(
+        title=f"final evaluation after {steps:,} learner steps",
+        caption="score = (wins + draws/2) / games; learner: argmax = its most likely action, sampled = its policy, "
+        "search N = the most visited action of N simulations",
+    )
+    for column in ("opponent", "learner", "games", "first W/D/L", "second W/D/L", "score"):
+        table.add_column(column, justify="left" if column in ("opponent", "learner") else "right", no_wrap=True)
+    for r in results:
+        table.add_row(
+            r.opponent,
+            r.playing,
+            str(r.num_games),
+            "/".join(map(str, r.counts[0])),
+            "/".join(map(str, r.counts[1])),
+            f"{r.score():.3f}",
+        )
+    Console().print(table)
