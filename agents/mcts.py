@@ -47,15 +47,20 @@ from numba.extending import register_jitable
 
 from agents.base import Agent
 from quarto_env.core import (
+    FIELD_OVER,
+    FIELD_TO_MOVE,
+    FIELD_WINNER,
     MAX_GAME_LENGTH,
     NO_WINNER,
+    NUM_FIELDS,
     STANDARD,
     State,
     Variant,
-    apply_action,
     compiled_fields,
     legal_mask,
     lowest_bit,
+    position_fields,
+    step_position,
     useful_mask,
 )
 from quarto_env.fast import RECORD_LENGTH, new_generator, random_member, random_playout
@@ -144,8 +149,9 @@ class SearchStats:
 UNTRIED, FIRST_CHILD, NEXT_SIBLING, ACTION, VISITS = range(5)
 """The columns of a tree's ``links`` (int32, one row per node, the root at row 0): the actions not expanded yet
 (a bit mask), the latest expanded child and the next older sibling (-1: none), the action leading to the
-node (-1 at the root), and its visits. A node keeps no position: a simulation replays the actions from the
-root on its way down, which costs less than storing and copying eight fields per node."""
+node (-1 at the root), and its visits. Each node's position is a row of the tree's ``positions``
+(:func:`~quarto_env.core.position_array`'s form): made once, when the node is expanded, where replaying the
+path's actions would judge every placement on it again at every simulation."""
 NUM_LINKS = 5
 MAX_PATH = 2 * MAX_GAME_LENGTH
 """Room for the nodes of one path from the root: at most one per action of a game, declarations included."""
@@ -157,6 +163,7 @@ class Tree:
 
     def __init__(self, capacity: int) -> None:
         self.links = np.empty((capacity, NUM_LINKS), dtype=np.int32)
+        self.positions = np.empty((capacity, NUM_FIELDS), dtype=np.int64)
         self.totals = np.empty(capacity, dtype=np.float64)
         """Sum of the playout results of each node for the player who chose its action."""
         self.size = 0
@@ -167,21 +174,21 @@ class Tree:
         """``(action, visits, total)`` of the root's most visited child (ties to the higher total)."""
         self._scratch = np.empty((3, MAX_PATH + RECORD_LENGTH), dtype=np.int64)
         self._generator = new_generator(0)
-        self._root: tuple = ()
         self._rules: tuple = ()
         self._seed = 0
 
     def start(self, state: State, variant: Variant, seed: int) -> None:
         """Start a new search of ``state`` (not over) under ``variant``, its random draws seeded with ``seed``."""
         self.size, self.sims = 0, 0
-        self._root, self._rules, self._seed = compiled_fields(state), variant.compiled, seed
+        self.positions[0] = compiled_fields(state)
+        self._rules, self._seed = variant.compiled, seed
 
     def simulate(self, count: int, c: float) -> None:
         """Run ``count`` more simulations -- none when the root has a single action to search: :attr:`best` is
         that action then, with no visits. The tree must have room for ``count`` more nodes."""
         self.size, done, *best = run_simulations(
-            self.links, self.totals, self.size, count, self._root, self._rules, c, self._scratch, self._generator,
-            self._seed,
+            self.links, self.positions, self.totals, self.size, count, self._rules, c, self._scratch,
+            self._generator, self._seed,
         )  # fmt: skip
         self.best = (int(best[0]), int(best[1]), float(best[2]))
         self.sims += done
@@ -191,11 +198,12 @@ class Tree:
         if self.size + count <= len(self.links):
             return
         capacity = max(2 * len(self.links), self.size + count)
-        links = np.empty((capacity, NUM_LINKS), dtype=np.int32)
-        links[: self.size] = self.links[: self.size]
-        totals = np.empty(capacity, dtype=np.float64)
-        totals[: self.size] = self.totals[: self.size]
-        self.links, self.totals = links, totals
+        grown = []
+        for array in (self.links, self.positions, self.totals):
+            bigger = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
+            bigger[: self.size] = array[: self.size]
+            grown.append(bigger)
+        self.links, self.positions, self.totals = grown
 
 
 @register_jitable
@@ -209,12 +217,12 @@ def searched_actions(occupied, available, hand, to_move, claimable, winner, over
 
 
 @numba.njit(cache=True)
-def run_simulations(links, totals, size, count, root, rules, c, scratch, generator, seed):  # type: ignore[no-untyped-def]
-    """Run ``count`` selection-expansion-playout-backup passes on the tree ``links, totals`` of ``size`` nodes
-    from the position ``root`` (:func:`~quarto_env.core.compiled_fields`) under ``rules``
-    (:attr:`Variant.compiled`), drawing from ``generator`` (:func:`~quarto_env.fast.new_generator`). ``size`` 0
-    starts a new tree: it seeds the generator with ``seed`` and creates the root, and runs no simulation if the
-    root has one action to search. ``scratch``:
+def run_simulations(links, positions, totals, size, count, rules, c, scratch, generator, seed):  # type: ignore[no-untyped-def]
+    """Run ``count`` selection-expansion-playout-backup passes on the tree ``links, positions, totals`` of ``size``
+    nodes under ``rules`` (:attr:`Variant.compiled`), drawing from ``generator``
+    (:func:`~quarto_env.fast.new_generator`). ``size`` 0 starts a new tree from the position in ``positions[0]``:
+    it seeds the generator with ``seed`` and makes that row the root, and runs no simulation if the root has one
+    action to search. ``scratch``:
     ``(3, MAX_PATH + RECORD_LENGTH)`` int64, the path, its movers and the playout's record. Returns ``(new size,
     simulations run, best action, its visits, its total)``: the root's most visited child, ties to the higher
     total (the single action, with no visits, when there was nothing to search)."""
@@ -222,7 +230,7 @@ def run_simulations(links, totals, size, count, root, rules, c, scratch, generat
     declaration, loses = rules[2], rules[3]
     if size == 0:
         generator[0] = seed
-        untried = searched_actions(*root[1:], declaration, loses)
+        untried = searched_actions(*position_fields(positions[0])[1:], declaration, loses)
         links[0, UNTRIED], links[0, FIRST_CHILD], links[0, NEXT_SIBLING], links[0, ACTION] = untried, -1, -1, -1
         links[0, VISITS] = 0
         totals[0] = 0.0
@@ -230,39 +238,32 @@ def run_simulations(links, totals, size, count, root, rules, c, scratch, generat
         if untried & (untried - 1) == 0:
             return size, 0, lowest_bit(untried), 0, 0.0
     for _ in range(count):
-        lanes, occupied, available, hand, to_move, claimable, winner, over = root
         node, depth = 0, 0
         path[0] = 0
         # Selection: down the UCB1 children while every action of the node has been tried.
         while links[node, UNTRIED] == 0 and links[node, FIRST_CHILD] >= 0:
+            parent = node
             node = _best_child(links, totals, node, c)
             depth += 1
-            path[depth], movers[depth] = node, to_move
-            lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
-                lanes, occupied, available, hand, to_move, claimable, np.int64(links[node, ACTION]), *rules
-            )
+            path[depth], movers[depth] = node, positions[parent, FIELD_TO_MOVE]
         # Expansion: one untried action, at random.
         untried = links[node, UNTRIED]
         if untried:
             action = random_member(untried, generator)
             links[node, UNTRIED] = untried & ~(1 << action)
             depth += 1
-            path[depth], movers[depth] = size, to_move
-            lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
-                lanes, occupied, available, hand, to_move, claimable, action, *rules
-            )
-            links[size, UNTRIED] = searched_actions(
-                occupied, available, hand, to_move, claimable, winner, over, declaration, loses
-            )
+            path[depth], movers[depth] = size, positions[node, FIELD_TO_MOVE]
+            positions[size] = positions[node]
+            step_position(positions[size], action, rules)
+            links[size, UNTRIED] = searched_actions(*position_fields(positions[size])[1:], declaration, loses)
             links[size, FIRST_CHILD], links[size, NEXT_SIBLING] = -1, links[node, FIRST_CHILD]
             links[size, ACTION], links[size, VISITS] = action, 0
             totals[size] = 0.0
             links[node, FIRST_CHILD] = size
+            node = size
             size += 1
-        if not over:
-            winner, _ = random_playout(
-                (lanes, occupied, available, hand, to_move, claimable, winner, over), rules, record, generator
-            )
+        fields = position_fields(positions[node])
+        winner = fields[FIELD_WINNER] if fields[FIELD_OVER] else random_playout(fields, rules, record, generator)[0]
         # Backup: +1 / 0 / -1 for the player who chose each node's action.
         links[0, VISITS] += 1
         for d in range(1, depth + 1):
