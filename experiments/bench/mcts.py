@@ -12,9 +12,9 @@ each. At their defaults (``--sims 2000`` per decision, ``--peer-sims 3200`` per 
 share of turns (``--strength``; docs/baselines.md), so the two speeds compare at equal strength. The table gives
 each engine's simulations per second and milliseconds per turn, with the ratios ours / theirs (sims/s) and
 theirs / ours (time per turn): above 1, ours is faster. Where quartors does not import, only our figures are
-printed, and a line says how to get the comparison. Both run in the same process on the same positions, so the
-ratios are the figures to quote; absolute speeds depend on the machine and its load. Compilation (or the
-cache's load) happens before the clock starts.
+printed, and a line says how to get the comparison. Both run in the same process on the same positions, in
+alternating rounds whose medians are printed, so the ratios are the figures to quote; absolute speeds depend on
+the machine and its load. Compilation (or the cache's load) happens before the clock starts.
 
 ``--strength N`` grades both engines' turns on N positions of the ``standard-v1`` suite with a piece in hand and
 6-12 empty squares: a turn loses value when its value under perfect play (the placement's, then the give's, by
@@ -23,7 +23,7 @@ the exact solver) is below the position's.
 
 from __future__ import annotations
 
-import dataclasses
+import statistics
 import time
 from collections.abc import Callable
 from types import ModuleType
@@ -167,46 +167,52 @@ def print_speeds(agent: MCTSAgent, peer: PeerSearch | None, position_sets: dict[
     if peer is not None:
         header += f"{'quartors sims/s':>17}{'ms/turn':>9}{'sims/s ratio':>14}{'turn ratio':>12}"
     print(header)
+    engines: dict[str, Turn] = {"ours": lambda state, _: our_turn(agent, state)}
+    if peer is not None:
+        engines["quartors"] = peer.turn
     for name, positions in position_sets.items():
-        ours = time_turns(lambda state, _: our_turn(agent, state), positions, seed)
-        row = f"{name:<26}{ours.sims_per_second:>13,.0f}{ours.ms_per_turn:>9.1f}"
-        if peer is not None:
-            theirs = time_turns(peer.turn, positions, seed)
-            row += f"{theirs.sims_per_second:>17,.0f}{theirs.ms_per_turn:>9.1f}"
-            sims_ratio = ours.sims_per_second / theirs.sims_per_second
-            row += f"{sims_ratio:>14.2f}{theirs.ms_per_turn / ours.ms_per_turn:>12.2f}"
+        ours, *theirs = median_speeds(engines, positions, seed)
+        row = f"{name:<26}{ours[0]:>13,.0f}{ours[1]:>9.2f}"
+        if theirs:
+            row += f"{theirs[0][0]:>17,.0f}{theirs[0][1]:>9.2f}"
+            row += f"{ours[0] / theirs[0][0]:>14.2f}{theirs[0][1] / ours[1]:>12.2f}"
         print(row)
 
 
-@dataclasses.dataclass(frozen=True)
-class Timing:
-    """Turns played, the simulations they searched, and their seconds."""
-
-    turns: int
-    sims: int
-    seconds: float
-
-    @property
-    def sims_per_second(self) -> float:
-        return self.sims / self.seconds
-
-    @property
-    def ms_per_turn(self) -> float:
-        return 1000 * self.seconds / self.turns
-
+ROUNDS = 5
+"""Rounds of measurement per position set, the engines in alternation within each: medians are printed."""
+MIN_ROUND_SECONDS = 0.05
+"""Each round plays the set's turns over and over for at least this long: a turn near the end takes well under a
+millisecond, too short to time alone."""
 
 Turn = Callable[[State, int], tuple[list[int], int]]
 """An engine's turn from a position with a seed: its actions and the simulations it searched."""
 
 
-def time_turns(turn: Turn, positions: list[State], seed: int) -> Timing:
-    """One turn from each of ``positions``, timed."""
-    turn(positions[0], seed)  # compile or load what the engine needs before the clock starts
-    sims = 0
+def median_speeds(engines: dict[str, Turn], positions: list[State], seed: int) -> list[tuple[float, float]]:
+    """``(simulations per second, milliseconds per turn)`` of each engine on ``positions``, medians of rounds."""
+    for turn in engines.values():
+        turn(positions[0], seed)  # compile or load what the engine needs before the clock starts
+    rounds: dict[str, list[tuple[float, float]]] = {engine: [] for engine in engines}
+    for _ in range(ROUNDS):
+        for engine, turn in engines.items():
+            rounds[engine].append(time_turns(turn, positions, seed))
+    return [
+        (statistics.median(s for s, _ in speeds), statistics.median(m for _, m in speeds)) for speeds in rounds.values()
+    ]
+
+
+def time_turns(turn: Turn, positions: list[State], seed: int) -> tuple[float, float]:
+    """``(simulations per second, milliseconds per turn)`` of turns from ``positions``, in order and over again
+    until :data:`MIN_ROUND_SECONDS` have passed."""
+    turns = sims = 0
     start = time.perf_counter()
-    for number, state in enumerate(positions):
-        sims += turn(state, seed + number)[1]
-    return Timing(len(positions), sims, time.perf_counter() - start)
+    while turns == 0 or time.perf_counter() - start < MIN_ROUND_SECONDS:
+        for number, state in enumerate(positions):
+            sims += turn(state, seed + number)[1]
+        turns += len(positions)
+    seconds = time.perf_counter() - start
+    return sims / seconds, 1000 * seconds / turns
 
 
 def print_strength(agent: MCTSAgent, peer: PeerSearch | None, count: int, seed: int) -> None:
