@@ -18,14 +18,12 @@ import torch.nn.functional as F
 from agents.alphazero import load_network, save_checkpoint
 from agents.checkpoints import CheckpointError, CheckpointHeader
 from agents.minimax import MinimaxAgent, solve
+from agents.network_designs import EQUIVARIANT_DESIGNS, LoopedNetwork, TransformerNetwork
 from agents.networks import (
-    EQUIVARIANT_DESIGNS,
     FAST_MIN_BATCH,
     NETWORK_DESIGNS,
-    LoopedNetwork,
     PolicyValueNetwork,
     SlotNetwork,
-    TransformerNetwork,
     Workspace,
 )
 from agents.puct import encode_positions

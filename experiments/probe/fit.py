@@ -13,9 +13,9 @@ import numpy as np
 import torch as th
 import torch.nn.functional as F
 
+from agents.network_designs import LoopedNetwork
 from agents.networks import (
     WDL_CLASSES,
-    LoopedNetwork,
     PolicyValueNetwork,
     device_of,
     masked_policy_cross_entropy,

@@ -54,15 +54,8 @@ import numpy as np
 import torch as th
 
 from agents.files import atomic_write_text
-from agents.networks import (
-    DEFAULT_ITERATIONS,
-    MAX_ITERATIONS,
-    NETWORK_DESIGNS,
-    TRANSFORMER_HEADS,
-    LoopedNetwork,
-    PolicyValueNetwork,
-    device_of,
-)
+from agents.network_designs import DEFAULT_ITERATIONS, MAX_ITERATIONS, TRANSFORMER_HEADS, LoopedNetwork
+from agents.networks import NETWORK_DESIGNS, PolicyValueNetwork, device_of
 from agents.puct import encode_positions
 from experiments.evaluation.grading import SOLVER_COMFORT_EMPTY, check_empty_range, values_or_exit
 from experiments.options import (
