@@ -1,59 +1,39 @@
 """
-# Quarto (``quarto_v1``)
-
-| Creation            | ``quarto_env.env(**flags)`` or ``pettingzoo.make("aec", "quarto_v1", **flags)``        |
-|---------------------|----------------------------------------------------------------------------------------|
-| Actions             | Discrete                                                                               |
-| Parallel API        | No                                                                                     |
-| Manual control      | No (``quarto play`` plays in the terminal)                                             |
-| Agents              | ``agents = ["player_0", "player_1"]``                                                  |
-| Action shape        | ``()``                                                                                 |
-| Action values       | ``Discrete(16)``; ``Discrete(17)`` with ``declaration=True`` (action 16 declares)      |
-| Observation shape   | ``{"observation": (channels, 16), "action_mask": (16,) or (17,)}``; 19 channels default |
-| Observation values  | ``[0, 1]``, ``int8``                                                                   |
-| Render modes        | ``"ansi"``, ``"rgb_array"``, ``"human"``                                               |
+# Quarto
 
 Quarto is a two-player game on a 4x4 board with 16 pieces that belong to nobody. Each piece is tall or
 short, light or dark, round or square, hollow or solid. On your turn you **place** the piece your opponent
-gave you on an empty square, then **give** your opponent one of the pieces left. Whoever completes a row,
-column or diagonal of four pieces that share an attribute wins; after 16 placements without such a line the
-game is a draw. The very first action of the game is a give. The precise rules, and every variant below,
-are in ``docs/rules.md``; the rules themselves live in :mod:`quarto_env.core`.
+gave you on an empty square, then **give** your opponent one of the pieces left, so **the same agent acts
+twice in a row**: read ``env.agent_selection`` (or use ``env.agent_iter()``) instead of assuming alternation.
+The very first action of the game is a give. Whoever completes a row, column or diagonal of four pieces that
+share an attribute wins; after 16 placements without such a line the game is a draw. The precise rules and
+their variants are in ``docs/rules.md`` (the code in :mod:`quarto_env.core`); the keyword arguments that pick
+them, the infos, illegal moves and errors, rendering and the speed are in ``docs/environment.md``.
 
-## Agents and turns
+| Import             | ``quarto_env.env(**flags)`` or ``pettingzoo.make("aec", "quarto_v1", **flags)``         |
+|--------------------|-----------------------------------------------------------------------------------------|
+| Actions            | Discrete                                                                                |
+| Parallel API       | No                                                                                      |
+| Manual Control     | No (``quarto play`` plays in the terminal)                                              |
+| Agents             | ``agents = ["player_0", "player_1"]``                                                   |
+| Agents count       | 2                                                                                       |
+| Action Shape       | ``()``                                                                                  |
+| Action Values      | ``Discrete(16)``; ``Discrete(17)`` with ``declaration=True`` (action 16 declares)       |
+| Observation Shape  | ``{"observation": (channels, 16), "action_mask": (16,) or (17,)}``; 19 channels default |
+| Observation Values | ``[0, 1]``, ``int8``                                                                    |
 
-``player_0`` and ``player_1`` sit at the table; who gives first is drawn from the reset seed or fixed with
-``first_player``. **The same agent acts twice in a row** -- it places, then it gives -- so always read
-``env.agent_selection`` (or use ``env.agent_iter()``) instead of assuming alternation.
-
-## Action space
-
-One ``Discrete`` space serves both phases:
-
-- placing: action ``a`` in 0-15 puts the piece in hand on square ``a`` (squares numbered row by row,
-  ``4 * row + col``);
-- giving: action ``a`` in 0-15 gives piece ``a`` (bit 0 tall, bit 1 dark, bit 2 square, bit 3 hollow: piece
-  ``5`` is tall, light, square, solid);
-- with ``declaration=True`` only: action ``16`` declares "Quarto!".
-
-The phase is in the observation: channel 16 (:data:`quarto_env.observation.PLACING`) is all ones when the next
-action places, all zeros when it gives.
-
-## Observation space
+## Observation Space
 
 ``{"observation": int8 (channels, 16), "action_mask": int8 (num_actions,)}``, from the acting agent's view.
-Quarto is impartial -- no piece belongs to a player -- so both agents see the same planes; the
-``action_mask`` is all zeros for the agent that is not acting and after the game ends, however it ended.
-
-The planes hold everything needed to play perfectly. ``observation=`` picks one of five nested kinds, each
-the previous one plus planes computed by the rules core: ``raw`` (17 channels: the position and the phase),
-``tactical`` (19, the default: plus the 1-ply wins and losing gives), ``lookahead`` (21: plus the traps one
-turn deeper), ``parity`` (23: plus the parity of the safe pieces) and ``tempo`` (27: plus the traps and
-parities one turn further on; what ``quarto train`` uses by default; far slower to observe, see
-docs/results.md).
-The planes are exactly those the trainer sees, so a checkpoint plays in ``quarto_env.env(**env_kwargs)`` with
-the ``env_kwargs`` stored in it. The kinds and channels are one table, :data:`quarto_env.observation.CHANNELS`
-and :data:`~quarto_env.observation.OBSERVATION_KINDS`; this is it:
+Quarto is impartial -- no piece belongs to a player -- so both agents see the same planes. They hold
+everything needed to play perfectly. ``observation=`` picks one of five nested kinds, each the previous one
+plus planes computed by the rules core: ``raw`` (17 channels: the position and the phase), ``tactical`` (19,
+the default: plus the 1-ply wins and losing gives), ``lookahead`` (21: plus the traps one turn deeper),
+``parity`` (23: plus the parity of the safe pieces) and ``tempo`` (27: plus the traps and parities one turn
+further on; what ``quarto train`` uses by default; far slower to observe, see docs/results.md). The planes are
+exactly those the trainer sees, so a checkpoint plays in ``quarto_env.env(**env_kwargs)`` with the
+``env_kwargs`` stored in it. The kinds and channels are one table, :data:`quarto_env.observation.CHANNELS` and
+:data:`~quarto_env.observation.OBSERVATION_KINDS`; this is it:
 
 | ch. | name          | kind      | over    | meaning |
 |----:|---------------|-----------|---------|---------|
@@ -85,10 +65,24 @@ and :data:`~quarto_env.observation.OBSERVATION_KINDS`; this is it:
 |  25 | allows_trap   | tempo     | pieces  | a safe piece the receiver can place so as to leave a trap_give |
 |  26 | allows_even   | tempo     | pieces  | a safe piece the receiver can place so as to leave an even_give |
 
-### Legal actions mask
+### Legal Actions Mask
 
 ``action_mask[a]`` is 1 when action ``a`` is legal: the empty squares when placing, the pieces neither on the
-board nor in hand when giving, and the declaration at every decision of the declaration variant.
+board nor in hand when giving, and the declaration at every decision of the declaration variant. It is all
+zeros for the agent that is not acting and after the game ends, however it ended.
+
+## Action Space
+
+One ``Discrete`` space serves both phases:
+
+- placing: action ``a`` in 0-15 puts the piece in hand on square ``a`` (squares numbered row by row,
+  ``4 * row + col``);
+- giving: action ``a`` in 0-15 gives piece ``a`` (bit 0 tall, bit 1 dark, bit 2 square, bit 3 hollow: piece
+  ``5`` is tall, light, square, solid);
+- with ``declaration=True`` only: action ``16`` declares "Quarto!".
+
+The phase is in the observation: channel 16 (:data:`quarto_env.observation.PLACING`) is all ones when the next
+action places, all zeros when it gives.
 
 ## Rewards
 
@@ -103,99 +97,10 @@ the game goes on with the same agent to act, which **may not declare again befor
 give**: the declaration is masked out, and repeating it is an illegal action. So every game ends, after at
 most 65 actions (32 placements and gives, each preceded by at most one false declaration, and one true
 declaration). With a ``time_limit``, an agent that takes longer than that many seconds to answer loses: -1
-for it, +1 for its opponent.
+for it, +1 for its opponent. Under ``env()`` an illegal move (an action the mask forbids) ends the game: -1
+for the agent that played it, 0 for the other.
 
-## Variants (keyword arguments, any combination)
-
-| flag                          | values                                                          | default     |
-|-------------------------------|-----------------------------------------------------------------|-------------|
-| ``attributes``                | ``None`` (all four), a count 1-4 (the first that many of        | ``None``    |
-|                               | height, colour, shape, top), a name or a list of names          |             |
-| ``squares``                   | ``True``: the nine 2x2 blocks win too                           | ``False``   |
-| ``declaration``               | ``True``: a completed group must be declared (action 16)        | ``False``   |
-| ``false_declaration``         | ``"lose"``: a declaration with nothing to claim loses;          | ``"lose"``  |
-|                               | ``"penalty"``: it is ignored, with a penalty reward             |             |
-| ``false_declaration_penalty`` | a number <= 0, the reward of an ignored false declaration       | ``-0.1``    |
-| ``first_player``              | ``"random"`` (from the reset seed), ``0``/``1``,                | ``"random"``|
-|                               | ``"player_0"``/``"player_1"``                                   |             |
-| ``observation``               | ``"raw"`` (17 planes), ``"tactical"`` (19), ``"lookahead"``     | tactical    |
-|                               | (21), ``"parity"`` (23) or ``"tempo"`` (27)                     |             |
-| ``time_limit``                | seconds per decision, or ``None``                               | ``None``    |
-| ``clock``                     | the function that reads the time (tests inject a fake one)      | monotonic   |
-| ``render_mode``               | ``None``, ``"ansi"``, ``"rgb_array"``, ``"human"``              | ``None``    |
-
-A bad value raises a ``ValueError`` naming the allowed values (``false_declaration="penalty"`` needs
-``declaration=True``); every error the env raises is a :class:`quarto_env.QuartoError` (see
-:mod:`quarto_env.errors`). In the declaration variant the placer may
-declare instead of giving; if it gives, its opponent may declare before placing; after that placement the
-groups are dead (see ``docs/rules.md``). ``reset(options={"position": "f9.......0..3... 5"})`` starts from a
-position in the notation of :mod:`quarto_env.notation` (a string: any other type raises ``TypeError``, as do
-options that are not ``None`` or a dict; a malformed or finished position raises ``PositionError``; other keys
-get a warning, as PettingZoo's ``api_test`` passes one); the agent to act is the one seated as the player to
-move there (the first player is the one who gave the first piece).
-
-The time limit is the tournament rule: the clock runs from the moment ``reset`` or ``step`` hands control to
-the agent until its ``step`` call. It measures whatever the caller does in between (observing, thinking),
-so a training loop should leave it at ``None``.
-
-## Illegal moves
-
-``env()`` wraps ``raw_env`` in PettingZoo's standard wrappers, like the classic environments:
-``TerminateIllegalWrapper(illegal_reward=-1)``, ``AssertOutOfBoundsWrapper`` and ``OrderEnforcingWrapper``
-(subclassed only so that the attributes read on every turn come from the unwrapped env in one hop instead
-of a ``__getattr__`` call per layer, which cost more than the turn itself; their behaviour is unchanged).
-Two kinds of bad action are told apart:
-
-- **An illegal move** -- an action of the action space (0-15, or 0-16 with ``declaration=True``) that the mask
-  forbids (an occupied square, a piece already used, a repeated false declaration) -- ends the game at once:
-  -1 for the agent that played it, 0 for the other, a warning is logged, both agents are terminated (and, as
-  that wrapper does, truncated), and both infos say ``Outcome.ILLEGAL_ACTION`` (5) with the other agent as
-  the ``winner``. A player's mistake is part of the game a learner plays.
-- **Malformed input** -- an action outside the action space (``16`` without the declaration variant, ``999``,
-  ``-1``), ``None`` for an agent still playing, or anything but a Python or numpy integer (a float, a
-  string, a bool, which would otherwise be read as some other action) -- is the caller's bug, not a move: it
-  raises :class:`~quarto_env.errors.IllegalActionError` (a ``ValueError``; :class:`~quarto_env.errors.ActionTypeError`,
-  also a ``TypeError``, for a non-integer) naming the action and the range, and nothing changes.
-
-``raw_env`` itself never accepts an illegal action: it raises :class:`~quarto_env.errors.IllegalActionError`,
-naming the legal alternatives. Every check is explicit code, so all of this holds under ``python -O`` too (the
-stock ``AssertOutOfBoundsWrapper`` checks with an ``assert``). A ``reset`` that fails (a bad position) leaves
-the env as it was. After the game ends each agent is stepped once more with ``None`` (PettingZoo's dead
-step); any other action then raises ``IllegalActionError``. Once both have taken that step (``env.agents`` is
-empty), ``last()`` and ``step()`` raise :class:`~quarto_env.errors.CallOrderError` (a ``RuntimeError``)
-saying to call ``reset()``.
-
-## Infos
-
-Every info holds the same two keys, for both agents, from ``reset`` on, and only Python ``int`` values -- no
-string, no ``None`` -- so that clients that turn infos into tensors (TorchRL's ``PettingZooWrapper``, Tianshou's
-``Batch``) take them unchanged:
-
-| key           | during the game                | once the game has ended                                       |
-|---------------|--------------------------------|---------------------------------------------------------------|
-| ``"outcome"`` | ``Outcome.IN_PLAY`` (0)        | ``Outcome.WIN`` (1), ``DRAW`` (2), ``FALSE_DECLARATION`` (3)  |
-|               |                                | ``TIME_LIMIT`` (4) or ``ILLEGAL_ACTION`` (5, ``env()`` only)   |
-| ``"winner"``  | ``NO_WINNER`` (-1)             | ``i`` when ``player_i`` won (its index in                     |
-|               |                                | ``possible_agents``); ``NO_WINNER`` (-1) after a draw         |
-
-``Outcome`` (an ``IntEnum``: ``Outcome(info["outcome"]).name`` names a code) and ``NO_WINNER`` are exported by
-``quarto_env`` (:mod:`quarto_env.outcome`). After an illegal move the ``winner`` is the other agent, although
-its reward is 0 (PettingZoo's ``TerminateIllegalWrapper`` gives only the -1). The phase is
-the observation's channel 16. ``env.unwrapped.game_state`` is the position as a :class:`quarto_env.core.State`
-and ``env.unwrapped.position`` in the position notation.
-
-## Creating it without importing ``quarto_env``
-
-``import quarto_env`` registers ``quarto_v1`` with PettingZoo's registry (PettingZoo 1.27 and later), so
-``pettingzoo.make("aec", "quarto_v1", **flags)`` works after it. PettingZoo has no module prefix like
-Gymnasium's ``"module:id"``: in a program that never imports ``quarto_env``, pass an ``EnvSpec`` with the entry
-point, which PettingZoo imports itself::
-
-    import pettingzoo
-
-    env = pettingzoo.make("aec", pettingzoo.EnvSpec("quarto_v1", entry_point="quarto_env:env"), squares=True)
-
-## Version history
+## Version History
 
 * v1: an illegal move (an action outside the mask) ends the game with ``info["outcome"] ==
   Outcome.ILLEGAL_ACTION`` (5) and the other agent as ``info["winner"]`` in both infos, which said ``IN_PLAY``
@@ -350,7 +255,7 @@ class _OrderEnforcing(_OneHop, wrappers.OrderEnforcingWrapper):
 
 
 class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
-    """The unwrapped ``quarto_v1`` AEC environment; see the module docstring for the whole specification."""
+    """The unwrapped ``quarto_v1`` AEC environment; the module docstring is its page, docs/environment.md the rest."""
 
     metadata: dict[str, Any] = {  # noqa: RUF012 -- PettingZoo reads it from the class
         "render_modes": ["ansi", "rgb_array", "human"],
@@ -443,7 +348,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """Start a new game; ``seed`` seeds the draw of the first player, ``options={"position": ...}`` sets
-        the starting position (see the module docstring)."""
+        the starting position (see docs/environment.md)."""
         start = self._starting_state(options)  # checked first: bad options change nothing
         if seed is not None:
             self.np_random, self.np_random_seed = seeding.np_random(seed)
