@@ -23,7 +23,8 @@ search as the AlphaZero trainer, which runs on these sessions itself (docs/sessi
 
 :meth:`Session.run` drives a session with one evaluator per model (``batch -> (logits, values)``), and
 :meth:`Session.play_round` one round of moves at a time (the trainer's rhythm: it trains between rounds).
-:mod:`agents.sample_files` writes the samples as a versioned, sharded dataset.
+:mod:`agents.sample_files` writes the samples as a versioned, sharded dataset. :class:`SearchOptions` lives in
+:mod:`agents.search_options` and :class:`LeafBatch` in :mod:`agents.leaf_batch`; both are imported from here too.
 """
 
 from __future__ import annotations
@@ -36,19 +37,17 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from agents.leaf_batch import LeafBatch
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES, GameRecord, opening_state, random_opening
 from agents.puct import (
-    DEFAULT_C_PUCT,
-    DEFAULT_GUMBEL_ACTIONS,
-    POLICY_TARGETS,
-    ROOTS,
     BatchedSearch,
     GumbelRoot,
     SearchResult,
     encode_positions,
     forced_actions,
 )
-from quarto_env.checks import checked_number, one_line
+from agents.search_options import SearchOptions
+from quarto_env.checks import checked_number
 from quarto_env.core import (
     FIELD_TO_MOVE,
     INITIAL_STATE,
@@ -59,77 +58,13 @@ from quarto_env.core import (
     Variant,
     step,
 )
-from quarto_env.errors import CallOrderError, EvaluationError, QuartoValueError
+from quarto_env.errors import CallOrderError, QuartoValueError
 from quarto_env.notation import format_position
 from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind
 from quarto_env.vector import GameBatch
 
 Seed = int | np.random.Generator | None
 """A seed, or a generator to draw from (shared with the caller: the trainer's draws interleave with its own)."""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Search options
-# ---------------------------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class SearchOptions:
-    """How a session searches, moves and labels: the options of the AlphaZero config's ``alphazero`` section
-    (:func:`experiments.training.az_selfplay.search_options` maps one onto the other). An arena uses
-    ``simulations``, ``root``, ``c_puct`` and ``gumbel_actions`` alone: its searches draw no noise and play their
-    best action."""
-
-    simulations: int = 64
-    """Simulations of a full search (at least 0; 0 evaluates the root alone)."""
-    root: str = "puct"
-    """``puct`` or ``gumbel`` (:data:`agents.puct.ROOTS`). A Gumbel root draws its own noise in every self-play
-    search and plays its choice at every action: ``dirichlet_*`` and ``temperature_plies`` then do not apply."""
-    c_puct: float = DEFAULT_C_PUCT
-    dirichlet_alpha: float | None = 0.3
-    """The Dirichlet noise mixed into the root priors of self-play's full PUCT searches; ``None``: none."""
-    dirichlet_fraction: float = 0.25
-    """The noise's weight, 0 to 1."""
-    temperature_plies: int = 8
-    """The first this many actions of a self-play game are sampled in proportion to the visits (PUCT root)."""
-    targets: str = "completed_q"
-    """The policy target of a sample (:data:`agents.puct.POLICY_TARGETS`): ``visits``, the visit distribution, or
-    ``completed_q``, the completed-Q improved policy (:meth:`agents.puct.SearchResult.improved_policy`)."""
-    completed_q_beta: float = 20.0
-    gumbel_actions: int = DEFAULT_GUMBEL_ACTIONS
-    """The most candidates a Gumbel root considers (1 to 16)."""
-    full_search_share: float = 1.0
-    """Playout-cap randomisation: the chance that a round of self-play moves gets a full search whose positions
-    become samples; the other rounds search ``cheap_simulations`` without noise and keep nothing (0 < share <=
-    1)."""
-    cheap_simulations: int = 16
-
-    def __post_init__(self) -> None:
-        for name in ("simulations", "temperature_plies", "cheap_simulations"):
-            checked_number(getattr(self, name), name, minimum=0, integer=True)
-        _check_choice("root", self.root, ROOTS)
-        _check_choice("targets", self.targets, POLICY_TARGETS)
-        checked_number(self.c_puct, "c_puct", above=0)
-        if self.dirichlet_alpha is not None:
-            checked_number(self.dirichlet_alpha, "dirichlet_alpha (or None: no noise)", above=0)
-        checked_number(self.dirichlet_fraction, "dirichlet_fraction", minimum=0, maximum=1)
-        checked_number(self.completed_q_beta, "completed_q_beta", above=0)
-        checked_number(self.gumbel_actions, "gumbel_actions", minimum=1, maximum=NUM_ACTIONS, integer=True)
-        checked_number(self.full_search_share, "full_search_share", above=0, maximum=1)
-
-    @property
-    def most_simulations(self) -> int:
-        """The largest search a self-play round makes: what the trees are allocated for."""
-        return max(self.simulations, self.cheap_simulations if self.full_search_share < 1 else 0)
-
-    def policy_target(self, result: SearchResult) -> np.ndarray:
-        """``(n, 16)`` the policy targets of a search's roots (:attr:`targets`)."""
-        if self.targets == "completed_q":
-            return result.improved_policy(self.completed_q_beta)
-        return result.policy()
-
-
-def _check_choice(name: str, value: object, allowed: Sequence[str]) -> None:
-    if value not in allowed:
-        raise QuartoValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
 
 
 def _kinds(observation: str | ObservationKind | Sequence[str | ObservationKind]) -> tuple[ObservationKind, ...]:
@@ -146,90 +81,8 @@ def _pair(values: Any, name: str) -> tuple[Any, Any]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The protocol: batches of leaves out, evaluations in
+# The protocol: batches of leaves out (agents.leaf_batch), evaluations in
 # ---------------------------------------------------------------------------------------------------------
-class LeafBatch:
-    """The leaves of one round of a search, to evaluate with one model.
-
-    Arrays, ``n`` leaves: :attr:`observations` ``(n, channels, 16)`` int8, the planes of the session's
-    observation kind for that model (a view of the search's buffer: valid until :meth:`Session.submit`, and not
-    to be written to; copy it to keep it); :attr:`legal` ``(n, 16)`` bool, the actions the search considers at
-    each leaf (the empty squares, or the safe pieces: never none); :attr:`positions` ``(n, NUM_FIELDS)`` int64,
-    each leaf's position (a row of :func:`quarto_env.core.position_array`, for an evaluator that reads positions,
-    such as a solver); :attr:`games` ``(n,)`` int64, the session's number of the game each leaf belongs to. The
-    last three are read from the trees when first asked for, so before :meth:`Session.submit`.
-    """
-
-    def __init__(self, index: int, model: int, search: BatchedSearch, planes: np.ndarray, games: np.ndarray) -> None:
-        self.index = index
-        """The batch's number in its session, from 0: error messages name it."""
-        self.model = model
-        """The model slot that evaluates it: 0 in self-play, 0 or 1 in an arena."""
-        self.observations = planes
-        self._search, self._session_games = search, games
-        self._open = True
-
-    def __len__(self) -> int:
-        return len(self.observations)
-
-    # Read from the search's trees when first asked (most evaluators need the planes alone), so before submit().
-    @functools.cached_property
-    def legal(self) -> np.ndarray:
-        """``(n, 16)`` bool: the actions the search considers at each leaf."""
-        return self._leaf_array(self._search.leaf_masks)
-
-    @functools.cached_property
-    def positions(self) -> np.ndarray:
-        """``(n, NUM_FIELDS)`` int64: each leaf's position."""
-        return self._leaf_array(self._search.leaf_positions)
-
-    @functools.cached_property
-    def games(self) -> np.ndarray:
-        """``(n,)`` int64: the session's number of each leaf's game."""
-        return self._leaf_array(lambda leaves: self._session_games[self._search.leaf_games[:leaves]])
-
-    def _leaf_array(self, read: Callable[[int], np.ndarray]) -> np.ndarray:
-        if not self._open:
-            raise CallOrderError(
-                f"batch {self.index} was submitted: read its legal, positions or games before submit()"
-            )
-        return read(len(self))
-
-    def close(self) -> None:
-        """The batch is evaluated: the search moves on, and what it did not read yet is gone."""
-        self._open = False
-
-    def checked(self, logits: object, values: object) -> tuple[np.ndarray, np.ndarray]:
-        """``(logits, values)`` as float32 arrays once checked; :class:`EvaluationError` naming this batch unless
-        logits are ``(n, 16)`` and values ``(n,)``, both floating point, the logits finite at every legal action
-        (anything, ``-inf`` included, elsewhere: ignored) and the values finite and within [-1, 1], as float32."""
-        n, where = len(self), f"batch {self.index} (model {self.model}, {len(self)} leaves)"
-        arrays = []
-        for name, given, shape in (("logits", logits, (n, NUM_ACTIONS)), ("values", values, (n,))):
-            try:
-                array = np.asarray(given)
-            except (TypeError, ValueError, RuntimeError) as error:  # a tensor that needs .detach(), a ragged list
-                raise EvaluationError(f"{where}: {name} are no array ({one_line(error)})") from None
-            if array.dtype.kind != "f":
-                raise EvaluationError(f"{where}: {name} must be floating point (float16/32/64), got {array.dtype}")
-            if array.shape != shape:
-                raise EvaluationError(f"{where}: {name} must have shape {shape}, got {array.shape}")
-            arrays.append(np.ascontiguousarray(array, np.float32))
-        logits_array, values_array = arrays
-        if not np.isfinite(logits_array).all():  # then, as -inf is fine where the search never looks, look closer
-            finite = np.isfinite(logits_array) | ~self.legal
-            if not finite.all():
-                leaf = int(np.flatnonzero(~finite.all(1))[0])
-                raise EvaluationError(f"{where}: logits of leaf {leaf} are not finite at a legal action (NaN or inf)")
-        within = np.abs(values_array) <= 1  # NaN is not
-        if not within.all():
-            leaf = int(np.flatnonzero(~within)[0])
-            raise EvaluationError(
-                f"{where}: values must be finite and within [-1, 1]; leaf {leaf} has {values_array[leaf]}"
-            )
-        return logits_array, values_array
-
-
 Evaluation = tuple[np.ndarray, np.ndarray]
 BatchEvaluator = Callable[[LeafBatch], tuple[Any, Any]]
 """A model as :meth:`Session.run` calls it: a batch -> ``(logits, values)``."""

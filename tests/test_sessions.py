@@ -16,7 +16,6 @@ from agents.integrity import sealed_json
 from agents.sample_files import MANIFEST, MANIFEST_KIND, SAMPLES_FORMAT, SampleDataset, SampleWriter
 from agents.sessions import (
     ArenaSession,
-    EvaluationError,
     LeafBatch,
     SearchOptions,
     SelfPlaySession,
@@ -24,7 +23,7 @@ from agents.sessions import (
 from experiments.arena.records import record_line
 from experiments.arena.replay import load_games
 from quarto_env.core import FIELD_TO_MOVE, NUM_ACTIONS, STANDARD, Variant, position_array, state_of_row
-from quarto_env.errors import CallOrderError, DatasetError, QuartoError, QuartoValueError
+from quarto_env.errors import CallOrderError, DatasetError, EvaluationError, QuartoError, QuartoValueError
 from quarto_env.notation import format_position
 from quarto_env.observation import OBSERVATION_KINDS
 

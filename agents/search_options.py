@@ -1,0 +1,78 @@
+"""The options of a session's searches (:class:`SearchOptions`): how it searches, moves and labels its samples.
+
+Apart from :mod:`agents.sessions`, which imports them (and from which they are imported), so a reader of the
+sessions' play does not wade through the options' checks first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from agents.puct import DEFAULT_C_PUCT, DEFAULT_GUMBEL_ACTIONS, POLICY_TARGETS, ROOTS, SearchResult
+from quarto_env.checks import checked_number
+from quarto_env.core import NUM_ACTIONS
+from quarto_env.errors import QuartoValueError
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchOptions:
+    """How a session searches, moves and labels: the options of the AlphaZero config's ``alphazero`` section
+    (:func:`experiments.training.az_selfplay.search_options` maps one onto the other). An arena uses
+    ``simulations``, ``root``, ``c_puct`` and ``gumbel_actions`` alone: its searches draw no noise and play their
+    best action."""
+
+    simulations: int = 64
+    """Simulations of a full search (at least 0; 0 evaluates the root alone)."""
+    root: str = "puct"
+    """``puct`` or ``gumbel`` (:data:`agents.puct.ROOTS`). A Gumbel root draws its own noise in every self-play
+    search and plays its choice at every action: ``dirichlet_*`` and ``temperature_plies`` then do not apply."""
+    c_puct: float = DEFAULT_C_PUCT
+    dirichlet_alpha: float | None = 0.3
+    """The Dirichlet noise mixed into the root priors of self-play's full PUCT searches; ``None``: none."""
+    dirichlet_fraction: float = 0.25
+    """The noise's weight, 0 to 1."""
+    temperature_plies: int = 8
+    """The first this many actions of a self-play game are sampled in proportion to the visits (PUCT root)."""
+    targets: str = "completed_q"
+    """The policy target of a sample (:data:`agents.puct.POLICY_TARGETS`): ``visits``, the visit distribution, or
+    ``completed_q``, the completed-Q improved policy (:meth:`agents.puct.SearchResult.improved_policy`)."""
+    completed_q_beta: float = 20.0
+    gumbel_actions: int = DEFAULT_GUMBEL_ACTIONS
+    """The most candidates a Gumbel root considers (1 to 16)."""
+    full_search_share: float = 1.0
+    """Playout-cap randomisation: the chance that a round of self-play moves gets a full search whose positions
+    become samples; the other rounds search ``cheap_simulations`` without noise and keep nothing (0 < share <=
+    1)."""
+    cheap_simulations: int = 16
+
+    def __post_init__(self) -> None:
+        for name in ("simulations", "temperature_plies", "cheap_simulations"):
+            checked_number(getattr(self, name), name, minimum=0, integer=True)
+        _check_choice("root", self.root, ROOTS)
+        _check_choice("targets", self.targets, POLICY_TARGETS)
+        checked_number(self.c_puct, "c_puct", above=0)
+        if self.dirichlet_alpha is not None:
+            checked_number(self.dirichlet_alpha, "dirichlet_alpha (or None: no noise)", above=0)
+        checked_number(self.dirichlet_fraction, "dirichlet_fraction", minimum=0, maximum=1)
+        checked_number(self.completed_q_beta, "completed_q_beta", above=0)
+        checked_number(self.gumbel_actions, "gumbel_actions", minimum=1, maximum=NUM_ACTIONS, integer=True)
+        checked_number(self.full_search_share, "full_search_share", above=0, maximum=1)
+
+    @property
+    def most_simulations(self) -> int:
+        """The largest search a self-play round makes: what the trees are allocated for."""
+        return max(self.simulations, self.cheap_simulations if self.full_search_share < 1 else 0)
+
+    def policy_target(self, result: SearchResult) -> np.ndarray:
+        """``(n, 16)`` the policy targets of a search's roots (:attr:`targets`)."""
+        if self.targets == "completed_q":
+            return result.improved_policy(self.completed_q_beta)
+        return result.policy()
+
+
+def _check_choice(name: str, value: object, allowed: Sequence[str]) -> None:
+    if value not in allowed:
+        raise QuartoValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
