@@ -9,7 +9,7 @@ The positions: the opening (a give) and seeded greedy-game positions with a piec
 squares. `quartors <https://pypi.org/project/quartors/>`_ (a Quarto engine in Rust, Python >= 3.13) plays a
 turn -- place, then give -- as one action of one search; our ``mcts`` agent plays it as two decisions, a search
 each. At their defaults (``--sims 2000`` per decision, ``--peer-sims 3200`` per turn) both lose value in the same
-share of turns (``--strength``; docs/baselines.md), so the two speeds compare at equal strength. The table gives
+share of turns (``--strength``; docs/arena.md), so the two speeds compare at equal strength. The table gives
 each engine's simulations per second and milliseconds per turn, with the ratios ours / theirs (sims/s) and
 theirs / ours (time per turn): above 1, ours is faster. Where quartors does not import, only our figures are
 printed, and a line says how to get the comparison. Both run in the same process on the same positions, in
