@@ -21,6 +21,7 @@ from agents.checkpoints import (
     read_weights,
     write_checkpoint,
 )
+from agents.gumbel_root import DEFAULT_GUMBEL_ACTIONS, GumbelRoot
 from agents.networks import (
     DEFAULT_DEVICE,
     PolicyValueNetwork,
@@ -30,10 +31,8 @@ from agents.networks import (
 )
 from agents.puct import (
     DEFAULT_C_PUCT,
-    DEFAULT_GUMBEL_ACTIONS,
     ROOTS,
     BatchedSearch,
-    GumbelRoot,
     SearchResult,
     forced_action,
 )

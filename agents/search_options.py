@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.puct import DEFAULT_C_PUCT, DEFAULT_GUMBEL_ACTIONS, POLICY_TARGETS, ROOTS, SearchResult
+from agents.gumbel_root import DEFAULT_GUMBEL_ACTIONS
+from agents.puct import DEFAULT_C_PUCT, POLICY_TARGETS, ROOTS, SearchResult
 from quarto_env.checks import checked_number
 from quarto_env.core import NUM_ACTIONS
 from quarto_env.errors import QuartoValueError

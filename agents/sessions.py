@@ -37,11 +37,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from agents.gumbel_root import GumbelRoot
 from agents.leaf_batch import LeafBatch
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES, GameRecord, opening_state, random_opening
 from agents.puct import (
     BatchedSearch,
-    GumbelRoot,
     SearchResult,
     encode_positions,
     forced_actions,

@@ -12,8 +12,9 @@ import torch as th
 
 from agents.alphazero import AlphaZeroAgent
 from agents.base import AGENT_KINDS, SpecError, parse_spec
+from agents.gumbel_root import GumbelRoot, halving_phases
 from agents.networks import PolicyValueNetwork
-from agents.puct import ROOTS, BatchedSearch, GumbelRoot, SearchResult, halving_phases
+from agents.puct import ROOTS, BatchedSearch, SearchResult
 from quarto_env.core import (
     NO_PIECE,
     NUM_ACTIONS,

@@ -15,8 +15,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from agents.gumbel_root import GumbelRoot
 from agents.networks import PolicyValueNetwork
-from agents.puct import BatchedSearch, GumbelRoot, forced_actions
+from agents.puct import BatchedSearch, forced_actions
 from agents.sessions import LeafBatch, SearchOptions, SearchSession, SelfPlaySession
 from experiments.evaluation.games import Opponent
 from experiments.training.config import AlphaZeroConfig, TrainConfig

@@ -49,6 +49,7 @@ import typing
 from typing import Annotated, Any
 
 from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, make_agent, parse_spec
+from agents.gumbel_root import DEFAULT_GUMBEL_ACTIONS
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.network_choices import (
     DEFAULT_DESIGN,
@@ -58,7 +59,7 @@ from agents.network_choices import (
     check_device_name,
     check_network,
 )
-from agents.puct import DEFAULT_GUMBEL_ACTIONS, ROOTS
+from agents.puct import ROOTS
 from experiments.options import field_docs, markdown_table
 from experiments.training.config_checks import (
     SHORT,
