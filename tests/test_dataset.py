@@ -210,7 +210,10 @@ BAD = {
     "min above max": (["--sample", "2", "--min-empty", "6", "--max-empty", "5"], ["--min-empty 6 is above"]),
     "both sources": (["--sample", "2", "--suite", "x"], ["not allowed with"]),
     "games with a suite": (["--suite", "<suite>", "--games", "3"], ["--games goes with --sample"]),
-    "symmetries": (["--suite", "<suite>", "--symmetries", "12288"], ["symmetries must be an integer >= 0 and <= 12287"]),
+    "symmetries": (
+        ["--suite", "<suite>", "--symmetries", "12288"],
+        ["symmetries must be an integer >= 0 and <= 12287"],
+    ),
     "declaration sample": (["--sample", "2", "--declaration"], ["--sample takes no --declaration"]),
     "other rules": (["--suite", "<suite>", "--squares"], ["is for standard rules, not squares"]),
     "no default suite": (["--attributes", "2"], ["no shipped suite", "--suite FILE or --sample N"]),
