@@ -319,3 +319,18 @@ def test_the_checks_hold_under_python_optimized() -> None:
     illegal = {"outcome": int(Outcome.ILLEGAL_ACTION), "winner": report["infos"]["player_0"]["winner"]}
     assert report["infos"] == {"player_0": illegal, "player_1": illegal} and illegal["winner"] in (0, 1)
     assert report["last"] == "CallOrderError" and report["vector"] == "QuartoValueError"
+
+
+def test_the_commands_refusals_are_quarto_errors_too() -> None:
+    """Every refusal class of the commands' own modules (output paths, outputs, configs, sweeps, resumable
+    files) is a QuartoError, so one ``except quarto_env.QuartoError`` catches them all."""
+    from agents.files import OutputPathError
+    from agents.integrity import IntegrityError
+    from experiments.output import OutputError
+    from experiments.training.config_checks import ConfigError
+    from experiments.training.sweep import SweepError
+
+    for error in (OutputPathError, IntegrityError, OutputError, ConfigError, SweepError):
+        assert issubclass(error, quarto_env.QuartoError), error
+    for error in (OutputPathError, IntegrityError, ConfigError, SweepError):
+        assert issubclass(error, ValueError), error  # callers that caught ValueError still do

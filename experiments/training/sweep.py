@@ -36,6 +36,7 @@ from experiments.training.ray_runtime import check_address, check_reachable, sta
 from experiments.training.sweep_stats import SeedRun, aggregate, markdown, read_final_eval
 from experiments.training.train import require_ray
 from quarto_env.checks import one_line
+from quarto_env.errors import QuartoValueError
 
 MAX_CONCURRENT = 1024
 """The most ``--max-concurrent`` trials: as many as the largest Ray cluster's CPUs a config may ask for."""
@@ -45,7 +46,7 @@ TRIALS = "trials"
 """The bootstrap draws from its own fixed seed, so that the same trials always give the same intervals."""
 
 
-class SweepError(ValueError):
+class SweepError(QuartoValueError):
     """A sweep that cannot run as asked: a bad setting, address or folder."""
 
 
