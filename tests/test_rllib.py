@@ -448,7 +448,8 @@ def test_resume_restores_mains_optimizer_state(rllib_run: tuple[Path, str], tmp_
     (buffers,) = saved.values()  # one optimizer, main's
     assert {"step", "exp_avg", "exp_avg_sq"} <= set(buffers[0]) and float(buffers[0]["step"]) > 0
     assert any(float(b["exp_avg"].abs().sum()) > 0 for b in buffers.values())
-    config = load_config(run_dir / "config.yaml", ["learning_rate=1e-3"])
+    # total_steps raised: a run finished at its total_steps is left alone by a resume (RunFinished)
+    config = load_config(run_dir / "config.yaml", ["learning_rate=1e-3", "total_steps=1200"])
     trainer = Trainer(config, run_dir, start(config, run_dir, resume=True))
     try:
         restored = trainer.optimizer_state()
@@ -490,7 +491,7 @@ def test_a_remote_learner_trains_and_gets_its_optimizer_state_back(local_ray: An
     run_dir = tmp_path / "run"
     status, _ = train([*TINY_RLLIB, "num_learners=1", "--run-dir", str(run_dir)])
     assert status == 0
-    config = load_config(run_dir / "config.yaml")
+    config = load_config(run_dir / "config.yaml", ["total_steps=1200"])  # more steps: a finished run stays as it is
     trainer = Trainer(config, run_dir, start(config, run_dir, resume=True))
     try:
         assert not trainer.algorithm.learner_group.is_local  # a Learner actor, not this process

@@ -278,7 +278,7 @@ def test_failed_trial_is_reported_and_resume_finishes_it(
     assert "1 trial(s) failed: seed=1" in first[2]
     assert f"`quarto sweep --resume {out}` finishes them" in first[2]
     assert second[0] == 0, second[2]
-    assert "in use by another training process" in (out / "trials" / "seed=1" / "train.log").read_text()
+    assert "is in use by another process" in (out / "trials" / "seed=1" / "train.log").read_text()
     for seed in (0, 1):
         run_dir = out / "trials" / f"seed={seed}"
         assert (run_dir / "final_eval.json").exists()
