@@ -147,12 +147,17 @@ def temporaries(path: Path) -> list[str]:
 # ---------------------------------------------------------------------------------------------------------
 # Verdicts
 # ---------------------------------------------------------------------------------------------------------
-def refused_in_one_line(result: Result, *fragments: str) -> str:
-    """The verdict on a value the command must refuse: status 2, one line naming the problem, no usage."""
+def crashed(result: Result) -> str:
+    """``hang`` or ``traceback`` where the process did either, else ``""``: the first verdicts of every case."""
     if result.returncode is None:
         return "hang"
-    if TRACEBACK in result.stderr:
-        return "traceback"
+    return "traceback" if TRACEBACK in result.stderr else ""
+
+
+def refused_in_one_line(result: Result, *fragments: str) -> str:
+    """The verdict on a value the command must refuse: status 2, one line naming the problem, no usage."""
+    if broken := crashed(result):
+        return broken
     if result.returncode == 0:
         return "silent accept"
     if "usage:" in result.stderr:
@@ -165,10 +170,8 @@ def refused_in_one_line(result: Result, *fragments: str) -> str:
 
 def refused_as_syntax(result: Result, *fragments: str) -> str:
     """The verdict on a syntax error (an unknown or abbreviated flag): status 2, the usage allowed."""
-    if result.returncode is None:
-        return "hang"
-    if TRACEBACK in result.stderr:
-        return "traceback"
+    if broken := crashed(result):
+        return broken
     if result.returncode == 0:
         return "silent accept"
     text = result.stderr.lower()
@@ -178,10 +181,8 @@ def refused_as_syntax(result: Result, *fragments: str) -> str:
 
 
 def succeeded(result: Result, *fragments: str) -> str:
-    if result.returncode is None:
-        return "hang"
-    if TRACEBACK in result.stderr:
-        return "traceback"
+    if broken := crashed(result):
+        return broken
     text = (result.stdout + result.stderr).lower()
     if result.returncode != 0 or not all(f.lower() in text for f in fragments):
         return "wrong answer"
@@ -459,10 +460,8 @@ def _altered_shard(context: Context) -> str:
         return "harness error: no shard to alter"
     _swap_wins_and_losses(shards[0])
     result = context.quarto(*argv, timeout=300)
-    if result.returncode is None:
-        return "hang"
-    if TRACEBACK in result.stderr:
-        return "traceback"
+    if broken := crashed(result):
+        return broken
     if result.returncode == 0 and not any(w in result.stderr.lower() for w in ("redo", "redone", "checksum", "again")):
         return "silent accept"  # the altered shard was used without a word
     return "ok" if result.returncode in (0, 2) else "wrong answer"
@@ -529,10 +528,8 @@ made read-only mid-run would make it fail (``PermissionError``), late: after the
 
 def _late_failure(context: Context, fail: str, argv: list[str], out: str, printed: str) -> str:
     result = context.python("-c", FAILING_WRITES, fail, *argv, timeout=600)
-    if result.returncode is None:
-        return "hang"
-    if TRACEBACK in result.stderr:
-        return "traceback"
+    if broken := crashed(result):
+        return broken
     if result.returncode == 0:
         return "silent accept"
     if printed.lower() not in result.stdout.lower() or temporaries(context.folder / out):
