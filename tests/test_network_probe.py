@@ -42,7 +42,9 @@ PROBE_ARGS = ["--positions", "40", "--min-empty", "6", "--max-empty", "8", "--ep
 def labelled() -> tuple[list[State], positions.LabelledPositions]:
     """40 labelled positions with 6-8 empty squares (seed 3), as the probe builds them, and their states."""
     th.set_num_threads(1)
-    data = positions.label_positions(STANDARD, observation_kind("parity"), 40, 3, 6, 8, PositionValues(STANDARD))
+    data = positions.sample_labelled_positions(
+        STANDARD, observation_kind("parity"), 40, 3, 6, 8, PositionValues(STANDARD)
+    )
     return [_state(row) for row in data.positions], data
 
 

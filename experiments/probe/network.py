@@ -78,8 +78,8 @@ from experiments.probe.positions import (
     TACTICS_DEPTH,
     LabelledPositions,
     ProbeSet,
-    label_positions,
     probe_set,
+    sample_labelled_positions,
     split_rows,
 )
 from experiments.run_folder import code_version
@@ -508,7 +508,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, variant: Var
 
     start = time.perf_counter()
     try:
-        labels = label_positions(
+        labels = sample_labelled_positions(
             variant,
             observation_kind(OBSERVATION),
             args.positions,

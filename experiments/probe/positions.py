@@ -1,6 +1,6 @@
 """The probe's positions (:mod:`experiments.probe`): positions the search asks a network about, sampled from
-seeded games and labelled with the exact solver's values (:func:`label_positions`), split into a training and a
-test set (:func:`split`), and what the probe derives from the labels: every candidate's exact value and each
+seeded games and labelled with the exact solver's values (:func:`sample_labelled_positions`), split into a training
+and a test set (:func:`split`), and what the probe derives from the labels: every candidate's exact value and each
 critical position's mistake depth (:func:`probe_set`).
 """
 
@@ -55,7 +55,7 @@ class LabelledPositions:
         return LabelledPositions(*(getattr(self, f.name)[rows] for f in dataclasses.fields(self)))
 
 
-def label_positions(
+def sample_labelled_positions(
     variant: Variant,
     kind: ObservationKind,
     count: int,
