@@ -277,18 +277,53 @@ MAX_CHECKPOINT_SECONDS = 24 * 3600
 """The longest ``--checkpoint-every``, the seconds between two saves of a long computation's state: a day."""
 
 
-def add_jobs_argument(parser: argparse.ArgumentParser, help: str | None = None) -> None:
-    """Add ``--jobs``: the worker processes that share a command's work, 1 to :data:`MAX_JOBS`, default 1."""
-    jobs = number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True)
-    parser.add_argument("--jobs", type=jobs, default=1, help=help)
+def add_number_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    option: str,
+    default: Any,
+    help: str | None = None,
+    *,
+    name: str | None = None,
+    nargs: str | None = None,
+    metavar: str | None = None,
+    **limits: Unpack[NumberLimits],
+) -> None:
+    """Add the number option ``option`` (``--positions``), checked within ``limits`` (:func:`number_argument`:
+    a bad value is one line naming ``name``, by default the option without its dashes; ``--help`` shows the range
+    and ``default``); ``nargs`` and ``metavar`` as argparse takes them."""
+    kind = number_argument(name or option.lstrip("-"), **limits)
+    parser.add_argument(option, type=kind, nargs=nargs, default=default, metavar=metavar, help=help)
+
+
+def add_integer_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    option: str,
+    default: Any,
+    help: str | None = None,
+    *,
+    fewest: int,
+    most: int | None,
+    name: str | None = None,
+    nargs: str | None = None,
+    metavar: str | None = None,
+) -> None:
+    """Add the integer option ``option``, from ``fewest`` to ``most`` (``None``: no upper bound), as
+    :func:`add_number_argument` adds a number: the most common number option, a count."""
+    limits: NumberLimits = {"minimum": fewest, "maximum": most, "integer": True}
+    add_number_argument(parser, option, default, help, name=name, nargs=nargs, metavar=metavar, **limits)
+
+
+def add_jobs_argument(parser: argparse.ArgumentParser, help: str | None = None, default: int = 1) -> None:
+    """Add ``--jobs``: the worker processes that share a command's work, 1 to :data:`MAX_JOBS`, ``default`` 1
+    unless said."""
+    add_integer_argument(parser, "--jobs", default, help, fewest=1, most=MAX_JOBS)
 
 
 def add_opening_plies_argument(parser: argparse.ArgumentParser, help: str) -> None:
     """Add ``--opening-plies``: the random actions that open each pair of games, the same for both seatings
     (:func:`agents.match.random_opening`), 0 to :data:`~agents.match.MAX_OPENING_PLIES`, default
     :data:`~agents.match.DEFAULT_OPENING_PLIES` for every command that plays such pairs."""
-    plies = number_argument("opening-plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True)
-    parser.add_argument("--opening-plies", type=plies, default=DEFAULT_OPENING_PLIES, help=help)
+    add_integer_argument(parser, "--opening-plies", DEFAULT_OPENING_PLIES, help, fewest=0, most=MAX_OPENING_PLIES)
 
 
 def add_empty_squares_argument(
@@ -302,8 +337,7 @@ def add_empty_squares_argument(
     """Add ``option`` (``--min-empty`` or ``--max-empty``): a bound on the empty squares of the positions a command
     works on, an integer from ``fewest`` to 16; a bad value is refused with a message naming ``name`` (default:
     the option without its dashes)."""
-    empty = number_argument(name or option.lstrip("-"), minimum=fewest, maximum=NUM_SQUARES, integer=True)
-    parser.add_argument(option, type=empty, default=default, help=help)
+    add_integer_argument(parser, option, default, help, fewest=fewest, most=NUM_SQUARES, name=name)
 
 
 def add_observation_argument(parser: argparse.ArgumentParser, help: str, default: str = DEFAULT_OBSERVATION) -> None:
@@ -367,6 +401,11 @@ MAX_SEED = 2**32 - 1
 
 SEED = number_argument("seed", minimum=0, maximum=MAX_SEED, integer=True)
 """The argparse ``type=`` of ``--seed``."""
+
+
+def add_seed_argument(parser: argparse.ArgumentParser, help: str, default: int = 0) -> None:
+    """Add ``--seed``: an integer from 0 to :data:`MAX_SEED` (:data:`SEED`), ``default`` 0 unless said."""
+    parser.add_argument("--seed", type=SEED, default=default, help=help)
 
 
 def output_folder_or_exit(parser: argparse.ArgumentParser, path: Path, option: str) -> Path:

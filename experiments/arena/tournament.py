@@ -86,14 +86,16 @@ from experiments.evaluation.ratings import INTERVAL_METHODS, GameResult, Rating,
 from experiments.options import (
     MAX_JOBS,
     MAX_SEED,
-    SEED,
     CommandParser,
+    add_integer_argument,
+    add_jobs_argument,
+    add_number_argument,
     add_opening_plies_argument,
     add_progress_and_variant_arguments,
+    add_seed_argument,
     agent_or_exit,
     check_specs,
     markdown_table,
-    number_argument,
     parse_command,
     variant_from_args,
     warn,
@@ -122,13 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
         "ppo:PATH,deterministic=false. An interrupted tournament is finished with --resume DIR.",
     )
     parser.add_argument("agents", nargs="*", metavar="AGENT_SPEC", help="the agents, as specs (with --resume: none)")
-    parser.add_argument(
-        "--games",
-        type=number_argument("games", minimum=2, maximum=MAX_GAMES_PER_PAIR, integer=True),
-        default=20,
-        help="games per pair, even: half in each seating",
+    add_integer_argument(
+        parser, "--games", 20, "games per pair, even: half in each seating", fewest=2, most=MAX_GAMES_PER_PAIR
     )
-    parser.add_argument("--seed", type=SEED, default=0, help=f"master seed of every game, 0-{MAX_SEED}")
+    add_seed_argument(parser, f"master seed of every game, 0-{MAX_SEED}")
     parser.add_argument("--mode", choices=MODES, default="round-robin", help="who plays whom")
     add_opening_plies_argument(
         parser,
@@ -136,19 +135,17 @@ def build_parser() -> argparse.ArgumentParser:
         f"default {DEFAULT_OPENING_PLIES})",
     )
     parser.add_argument("--field", metavar="SPEC", help="with --mode vs-field: the agent everyone plays")
-    parser.add_argument(
+    add_number_argument(
+        parser,
         "--time-limit",
-        type=number_argument("time-limit", above=0, maximum=MAX_SECONDS_PER_MOVE),
-        default=None,
+        None,
+        "per-move limit: a move that takes longer forfeits the game (default: none)",
         metavar="SECONDS",
-        help="per-move limit: a move that takes longer forfeits the game (default: none)",
+        above=0,
+        maximum=MAX_SECONDS_PER_MOVE,
     )
-    parser.add_argument(
-        "--jobs",
-        type=number_argument("jobs", minimum=1, maximum=MAX_JOBS, integer=True),
-        default=min(os.cpu_count() or 1, MAX_JOBS),
-        help="parallel games, at most the number of cores (default: all cores)",
-    )
+    cores = min(os.cpu_count() or 1, MAX_JOBS)
+    add_jobs_argument(parser, "parallel games, at most the number of cores (default: all cores)", default=cores)
     parser.add_argument(
         "--out", type=Path, default=None, metavar="DIR", help="output folder (default runs/tournament__SEED__TIME)"
     )
@@ -167,17 +164,16 @@ def build_parser() -> argparse.ArgumentParser:
         default="bootstrap",
         help="rating intervals: bootstrap over games, or the Hessian (wider, honest for few or one-sided games)",
     )
-    parser.add_argument(
-        "--bootstrap",
-        type=number_argument("bootstrap", minimum=0, maximum=MAX_BOOTSTRAP, integer=True),
-        default=1000,
-        help="bootstrap refits for the intervals",
+    add_integer_argument(
+        parser, "--bootstrap", 1000, "bootstrap refits for the intervals", fewest=0, most=MAX_BOOTSTRAP
     )
-    parser.add_argument(
+    add_number_argument(
+        parser,
         "--prior-draws",
-        type=number_argument("prior-draws", minimum=0, maximum=MAX_GAMES_PER_PAIR),
-        default=1.0,
-        help="virtual draws per pair (keeps ratings finite; default 1)",
+        1.0,
+        "virtual draws per pair (keeps ratings finite; default 1)",
+        minimum=0,
+        maximum=MAX_GAMES_PER_PAIR,
     )
     parser.add_argument("--tensorboard", action="store_true", help="also log ratings and tables to DIR/tensorboard")
     add_progress_and_variant_arguments(parser)

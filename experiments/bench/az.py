@@ -56,7 +56,7 @@ from agents.checkpoints import CheckpointError
 from agents.networks import FAST_MIN_BATCH, PolicyValueNetwork
 from agents.sessions import SearchOptions, SelfPlaySession
 from experiments.bench import MAX_SECONDS
-from experiments.options import SEED, CommandParser, number_argument
+from experiments.options import CommandParser, add_integer_argument, add_number_argument, add_seed_argument
 from experiments.training.az_selfplay import SelfPlayReport, play_rounds, self_play
 from experiments.training.config import MAX_WORKERS, TrainConfig
 from experiments.training.config_file import config_from_dict
@@ -71,42 +71,33 @@ DEFAULT_GAMES = (1, 16, 128)
 def main(argv: list[str]) -> int:
     """Run the benchmark; one row per number of games."""
     parser = CommandParser(prog="quarto bench az", description=__doc__.split("\n")[0])
-    parser.add_argument(
+    add_integer_argument(
+        parser,
         "--games",
-        type=number_argument("games", minimum=1, maximum=4096, integer=True),
-        nargs="+",
-        default=None,
-        help=f"numbers of games searched side by side (default {' '.join(map(str, DEFAULT_GAMES))}; the first is the "
+        None,
+        f"numbers of games searched side by side (default {' '.join(map(str, DEFAULT_GAMES))}; the first is the "
         f"reference); with --workers, one number: the games of each process (default {DEFAULT_GAMES[-1]})",
-    )
-    parser.add_argument(
-        "--workers",
-        type=number_argument("workers", minimum=1, maximum=MAX_WORKERS, integer=True),
+        fewest=1,
+        most=4096,
         nargs="+",
-        default=None,
-        help="compare self-play in this process with this many Ray workers (each N; see --rounds)",
     )
-    parser.add_argument(
-        "--rounds",
-        type=number_argument("rounds", minimum=1, maximum=1000, integer=True),
-        default=3,
-        help="with --workers: rounds of timing every setting in turn",
+    workers = "compare self-play in this process with this many Ray workers (each N; see --rounds)"
+    add_integer_argument(parser, "--workers", None, workers, fewest=1, most=MAX_WORKERS, nargs="+")
+    add_integer_argument(
+        parser, "--rounds", 3, "with --workers: rounds of timing every setting in turn", fewest=1, most=1000
     )
-    parser.add_argument(
+    add_integer_argument(
+        parser,
         "--sims",
-        type=number_argument("sims", minimum=1, maximum=10_000, integer=True),
-        default=64,
-        help="simulations per searched move (default 64, as configs/alphazero.yaml)",
+        64,
+        "simulations per searched move (default 64, as configs/alphazero.yaml)",
+        fewest=1,
+        most=10_000,
     )
-    parser.add_argument(
-        "--seconds",
-        type=number_argument("seconds", above=0, maximum=MAX_SECONDS),
-        default=10.0,
-        help="self-play time per row",
-    )
-    parser.add_argument("--width", type=number_argument("width", minimum=1, maximum=1024, integer=True), default=64)
+    add_number_argument(parser, "--seconds", 10.0, "self-play time per row", above=0, maximum=MAX_SECONDS)
+    add_integer_argument(parser, "--width", 64, fewest=1, most=1024)
     parser.add_argument("--checkpoint", default=None, help="an alphazero checkpoint or run folder (default: fresh)")
-    parser.add_argument("--seed", type=SEED, default=0, help="seed of the network and the games")
+    add_seed_argument(parser, "seed of the network and the games")
     args = parser.parse_args(argv)
     if args.workers and args.games and len(args.games) > 1:
         parser.error(f"--games takes one number with --workers (the games of each process), got {args.games}")

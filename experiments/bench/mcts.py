@@ -37,7 +37,7 @@ from agents.mcts import MCTSAgent
 from agents.positions import greedy_game_positions
 from agents.suites import SolvedPosition, load_suite
 from experiments.evaluation.ratings import wilson_interval
-from experiments.options import SEED, CommandParser, number_argument
+from experiments.options import CommandParser, add_integer_argument, add_seed_argument
 from quarto_env.core import INITIAL_STATE, NO_PIECE, STANDARD, State, step
 
 EMPTY_SQUARES = (12, 8, 4)
@@ -118,31 +118,28 @@ def our_turn(agent: MCTSAgent, state: State) -> tuple[list[int], int]:
 def main(argv: list[str]) -> int:
     """Run the benchmark and print one row per position set."""
     parser = CommandParser(prog="quarto bench mcts", description=__doc__.split("\n")[0])
-    parser.add_argument(
+    add_integer_argument(
+        parser,
         "--sims",
-        type=number_argument("sims", minimum=1, maximum=MAX_SIMULATIONS, integer=True),
-        default=EQUAL_STRENGTH_SIMS,
-        help="our simulations per decision (two decisions a turn)",
+        EQUAL_STRENGTH_SIMS,
+        "our simulations per decision (two decisions a turn)",
+        fewest=1,
+        most=MAX_SIMULATIONS,
     )
-    parser.add_argument(
+    add_integer_argument(
+        parser,
         "--peer-sims",
-        type=number_argument("peer-sims", minimum=1, maximum=MAX_SIMULATIONS, integer=True),
-        default=EQUAL_STRENGTH_PEER_SIMS,
-        help="quartors' simulations per turn",
+        EQUAL_STRENGTH_PEER_SIMS,
+        "quartors' simulations per turn",
+        fewest=1,
+        most=MAX_SIMULATIONS,
     )
-    parser.add_argument(
-        "--positions",
-        type=number_argument("positions", minimum=1, maximum=MAX_POSITIONS, integer=True),
-        default=6,
-        help="positions per number of empty squares",
+    add_integer_argument(
+        parser, "--positions", 6, "positions per number of empty squares", fewest=1, most=MAX_POSITIONS
     )
-    parser.add_argument(
-        "--strength",
-        type=number_argument("strength", minimum=0, maximum=MAX_POSITIONS, integer=True),
-        default=0,
-        help=f"also grade both engines' turns on this many {STRENGTH_SUITE} positions (0: no grading)",
-    )
-    parser.add_argument("--seed", type=SEED, default=0, help="seed of the positions and the searches")
+    strength = f"also grade both engines' turns on this many {STRENGTH_SUITE} positions (0: no grading)"
+    add_integer_argument(parser, "--strength", 0, strength, fewest=0, most=MAX_POSITIONS)
+    add_seed_argument(parser, "seed of the positions and the searches")
     args = parser.parse_args(argv)
     position_sets: dict[str, list[State]] = {"16 empty (opening give)": [INITIAL_STATE]}
     for empty in EMPTY_SQUARES:

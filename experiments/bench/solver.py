@@ -47,10 +47,11 @@ from agents.search import table_bits_for
 from agents.simple import GreedyAgent
 from experiments.arena.solve import add_search_arguments
 from experiments.options import (
-    SEED,
     CommandParser,
+    add_integer_argument,
+    add_number_argument,
+    add_seed_argument,
     add_variant_arguments,
-    number_argument,
     output_file_argument,
     parse_command,
 )
@@ -71,57 +72,24 @@ BUDGET_EMPTIES = range(14, 8, -1)
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
     parser = CommandParser(prog="quarto bench solver", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--empties",
-        type=number_argument("empties", minimum=1, maximum=NUM_SQUARES, integer=True),
-        nargs="+",
-        default=[8, 10, 12],
-        help="empty squares per group, 1-16",
+    add_integer_argument(
+        parser, "--empties", [8, 10, 12], "empty squares per group, 1-16", fewest=1, most=NUM_SQUARES, nargs="+"
     )
-    parser.add_argument(
-        "--positions",
-        type=number_argument("positions", minimum=1, maximum=MAX_POSITIONS, integer=True),
-        default=10,
-        help="positions per group",
+    add_integer_argument(parser, "--positions", 10, "positions per group", fewest=1, most=MAX_POSITIONS)
+    add_seed_argument(parser, "seed of the position sample")
+    depths = f"minimax depths in plies, 1-{MAX_GAME_LENGTH}"
+    add_integer_argument(
+        parser, "--depths", [1, 2, 3, 4, 6, 8], depths, fewest=1, most=MAX_GAME_LENGTH, name="depth", nargs="+"
     )
-    parser.add_argument(
-        "--seed",
-        type=SEED,
-        default=0,
-        help="seed of the position sample",
+    add_integer_argument(parser, "--openings", 4, "opening positions for minimax", fewest=1, most=MAX_POSITIONS)
+    budgets = f"minimax:time values in seconds, at most {MAX_BUDGET:g}"
+    add_number_argument(
+        parser, "--budgets", [0.01, 0.1, 1.0], budgets, name="budget", nargs="+", above=0, maximum=MAX_BUDGET
     )
-    parser.add_argument(
-        "--depths",
-        type=number_argument("depth", minimum=1, maximum=MAX_GAME_LENGTH, integer=True),
-        nargs="+",
-        default=[1, 2, 3, 4, 6, 8],
-        help=f"minimax depths in plies, 1-{MAX_GAME_LENGTH}",
-    )
-    parser.add_argument(
-        "--openings",
-        type=number_argument("openings", minimum=1, maximum=MAX_POSITIONS, integer=True),
-        default=4,
-        help="opening positions for minimax",
-    )
-    parser.add_argument(
-        "--budgets",
-        type=number_argument("budget", above=0, maximum=MAX_BUDGET),
-        nargs="+",
-        default=[0.01, 0.1, 1.0],
-        help=f"minimax:time values in seconds, at most {MAX_BUDGET:g}",
-    )
-    parser.add_argument(
-        "--budget-moves",
-        type=number_argument("budget-moves", minimum=1, maximum=len(BUDGET_EMPTIES), integer=True),
-        default=len(BUDGET_EMPTIES),
-        help=f"moves timed per budget, 1-{len(BUDGET_EMPTIES)}",
-    )
-    parser.add_argument(
-        "--games",
-        type=number_argument("games", minimum=0, maximum=1000, integer=True),
-        default=4,
-        help="whole games of the solver agent against itself, every move timed (default 4; 0: none)",
-    )
+    moves = len(BUDGET_EMPTIES)
+    add_integer_argument(parser, "--budget-moves", moves, f"moves timed per budget, 1-{moves}", fewest=1, most=moves)
+    games = "whole games of the solver agent against itself, every move timed (default 4; 0: none)"
+    add_integer_argument(parser, "--games", 4, games, fewest=0, most=1000)
     add_search_arguments(parser, DEFAULT_BENCH_TABLE_MB, "larger than the agents' 32 MiB, small enough to clear fast")
     parser.add_argument("--skip-startup", action="store_true", help="do not time process start-up")
     parser.add_argument(

@@ -78,13 +78,13 @@ from agents.suites import (
 )
 from experiments.evaluation.grading import SOLVER_COMFORT_EMPTY
 from experiments.options import (
-    SEED,
     CommandParser,
     add_empty_squares_argument,
+    add_integer_argument,
     add_jobs_argument,
     add_observation_argument,
     add_progress_and_variant_arguments,
-    number_argument,
+    add_seed_argument,
     parse_command,
     warn,
 )
@@ -273,20 +273,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--suite", default=None, metavar="NAME", help="a shipped suite or a .jsonl suite file")
-    source.add_argument(
-        "--sample",
-        type=number_argument("sample", minimum=1, maximum=MAX_SAMPLE, integer=True),
-        default=None,
-        metavar="N",
-        help="sample and solve up to N positions per number of empty squares instead of reading a suite",
-    )
-    parser.add_argument("--seed", type=SEED, default=0, help="seed of the sampled games and the symmetries (0)")
-    parser.add_argument(
+    sample = "sample and solve up to N positions per number of empty squares instead of reading a suite"
+    add_integer_argument(source, "--sample", None, sample, fewest=1, most=MAX_SAMPLE, metavar="N")
+    add_seed_argument(parser, "seed of the sampled games and the symmetries (0)")
+    add_integer_argument(
+        parser,
         "--games",
-        type=number_argument("games", minimum=1, maximum=MAX_GAMES, integer=True),
-        default=None,
-        help=f"with --sample: games played for positions (default {GAMES_PER_SAMPLED_POSITION} per position "
+        None,
+        f"with --sample: games played for positions (default {GAMES_PER_SAMPLED_POSITION} per position "
         "asked for: twice --sample)",
+        fewest=1,
+        most=MAX_GAMES,
     )
     low, high = SAMPLE_EMPTY
     add_empty_squares_argument(
@@ -296,13 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
         parser, "--max-empty", None, f"most empty squares, 2-16 (sample: {high})", fewest=2, name="empty squares"
     )
     add_observation_argument(parser, f"observation planes (default {DEFAULT_OBSERVATION}, as quarto_v1)")
-    parser.add_argument(
-        "--symmetries",
-        type=number_argument("symmetries", minimum=0, maximum=MAX_SYMMETRY_IMAGES, integer=True),
-        default=0,
-        metavar="K",
-        help="add up to K images of each position under random symmetries",
-    )
+    symmetries = "add up to K images of each position under random symmetries"
+    add_integer_argument(parser, "--symmetries", 0, symmetries, fewest=0, most=MAX_SYMMETRY_IMAGES, metavar="K")
     add_jobs_argument(
         parser,
         "with --sample: worker processes that play the games and label the positions (default 1); "

@@ -45,9 +45,15 @@ from agents.ppo import load_policy
 from agents.puct import DEFAULT_C_PUCT
 from experiments.evaluation.games import EvalResult, Opponent, evaluate_all
 from experiments.evaluation.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
-from experiments.options import CommandParser, add_opening_plies_argument, add_progress_argument, number_argument
+from experiments.options import (
+    CommandParser,
+    add_integer_argument,
+    add_opening_plies_argument,
+    add_progress_argument,
+    add_seed_argument,
+)
 from experiments.training.az_selfplay import SearchOpponent
-from experiments.training.config import MAX_GAMES, SEED_LIMIT, check_agent_specs
+from experiments.training.config import MAX_GAMES, check_agent_specs
 from experiments.training.selfplay import policy_players
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
@@ -78,30 +84,22 @@ def main(argv: list[str] | None = None) -> int:
         "while it trains)",
     )
     parser.add_argument("--opponents", nargs="+", default=["random", "greedy", "minimax:depth=2"], help="agent specs")
-    parser.add_argument(
-        "--games",
-        type=number_argument("games", minimum=1, maximum=MAX_GAMES, integer=True),
-        default=4000,
-        help="games per opponent and learner policy",
-    )
-    parser.add_argument(
-        "--seed",
-        type=number_argument("seed", minimum=0, maximum=SEED_LIMIT - 1, integer=True),
-        default=12345,
-        help="seed of the opponents and the sampled policy",
-    )
+    add_integer_argument(parser, "--games", 4000, "games per opponent and learner policy", fewest=1, most=MAX_GAMES)
+    add_seed_argument(parser, "seed of the opponents and the sampled policy", default=12345)
     add_opening_plies_argument(
         parser,
         f"random actions starting each pair of games, shared by both seatings (0-{MAX_OPENING_PLIES}; default "
         f"{DEFAULT_OPENING_PLIES}, as quarto tournament; 0: the empty board)",
     )
-    parser.add_argument(
+    add_integer_argument(
+        parser,
         "--sims",
-        type=number_argument("sims", minimum=0, maximum=MAX_SEARCH_SIMULATIONS, integer=True),
-        nargs="+",
-        default=[DEFAULT_SEARCH_SIMULATIONS],
-        help="alphazero checkpoints: simulations per move, one row each (0: the policy alone; default "
+        [DEFAULT_SEARCH_SIMULATIONS],
+        "alphazero checkpoints: simulations per move, one row each (0: the policy alone; default "
         f"{DEFAULT_SEARCH_SIMULATIONS})",
+        fewest=0,
+        most=MAX_SEARCH_SIMULATIONS,
+        nargs="+",
     )
     parser.add_argument(
         "--device",

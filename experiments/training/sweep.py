@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.files import OutputPathError, atomic_write_bytes, input_file, output_folder
-from experiments.options import CommandParser, number_argument, quiet_logger
+from experiments.options import CommandParser, add_integer_argument, add_number_argument, quiet_logger
 from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents
 from experiments.training.config_file import load_config
@@ -92,20 +92,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/sweeps/NAME__TIME)")
     parser.add_argument("--resume", type=Path, metavar="DIR", help="finish the interrupted sweep in DIR")
-    parser.add_argument(
-        "--max-concurrent",
-        type=number_argument("max-concurrent", minimum=0, maximum=MAX_CONCURRENT, integer=True),
-        default=0,
-        metavar="N",
-        help="trials at once (0: as many as the free CPUs allow)",
-    )
-    parser.add_argument(
-        "--cpus-per-trial",
-        type=number_argument("cpus-per-trial", above=0, maximum=1024),
-        default=1.0,
-        metavar="N",
-        help="CPUs reserved per trial (default 1: training uses one torch thread)",
-    )
+    concurrent = "trials at once (0: as many as the free CPUs allow)"
+    add_integer_argument(parser, "--max-concurrent", 0, concurrent, fewest=0, most=MAX_CONCURRENT, metavar="N")
+    cpus = "CPUs reserved per trial (default 1: training uses one torch thread)"
+    add_number_argument(parser, "--cpus-per-trial", 1.0, cpus, metavar="N", above=0, maximum=1024)
     return parser.parse_args(argv)
 
 
