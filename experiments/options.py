@@ -403,8 +403,9 @@ SEED = number_argument("seed", minimum=0, maximum=MAX_SEED, integer=True)
 """The argparse ``type=`` of ``--seed``."""
 
 
-def add_seed_argument(parser: argparse.ArgumentParser, help: str, default: int = 0) -> None:
-    """Add ``--seed``: an integer from 0 to :data:`MAX_SEED` (:data:`SEED`), ``default`` 0 unless said."""
+def add_seed_argument(parser: argparse.ArgumentParser, help: str, default: int | None = 0) -> None:
+    """Add ``--seed``: an integer from 0 to :data:`MAX_SEED` (:data:`SEED`), ``default`` 0 unless said (``None``:
+    none given)."""
     parser.add_argument("--seed", type=SEED, default=default, help=help)
 
 

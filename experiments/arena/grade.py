@@ -72,14 +72,14 @@ from experiments.evaluation.grading import (
 from experiments.evaluation.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
 from experiments.options import (
     MAX_SEED,
-    SEED,
     CommandParser,
     add_empty_squares_argument,
+    add_integer_argument,
     add_progress_and_variant_arguments,
+    add_seed_argument,
     agent_or_exit,
     check_specs,
     markdown_table,
-    number_argument,
     parse_command,
 )
 from experiments.output import add_overwrite_argument, claim_output
@@ -117,18 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
         "variant's newest shipped suite, unless a sampling option below is given)",
     )
     add_perfect_games_argument(parser)
-    parser.add_argument(
-        "--positions",
-        type=number_argument("positions", minimum=1, maximum=MAX_POSITIONS, integer=True),
-        default=None,
-        help=f"sampling: positions to sample (default {SAMPLING_DEFAULTS['positions']})",
-    )
-    parser.add_argument(
-        "--seed",
-        type=SEED,
-        default=0,
-        help=f"seed of the agents, the sampled games and the perfect-play openings, 0-{MAX_SEED}",
-    )
+    positions = f"sampling: positions to sample (default {SAMPLING_DEFAULTS['positions']})"
+    add_integer_argument(parser, "--positions", None, positions, fewest=1, most=MAX_POSITIONS)
+    add_seed_argument(parser, f"seed of the agents, the sampled games and the perfect-play openings, 0-{MAX_SEED}")
     add_empty_squares_argument(
         parser,
         "--max-empty",

@@ -36,10 +36,10 @@ from agents.match import GameRecord
 from experiments.arena.records import record_line
 from experiments.evaluation.moves import describe_action
 from experiments.options import (
-    SEED,
     CommandParser,
     add_out_argument,
     add_progress_and_variant_arguments,
+    add_seed_argument,
     agent_or_exit,
     check_specs,
     parse_command,
@@ -66,12 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--opponent", required=True, metavar="SPEC", help="the agent to play, e.g. minimax:depth=3")
     parser.add_argument("--first", choices=FIRST_CHOICES, default="random", help="who gives the first piece")
-    parser.add_argument(
-        "--seed",
-        type=SEED,
-        default=None,
-        help="seed of the agent and of --first random",
-    )
+    add_seed_argument(parser, "seed of the agent and of --first random", default=None)
     add_out_argument(
         parser, "--save", type=Path, default=None, metavar="FILE", help="write the game as a games.jsonl line here"
     )

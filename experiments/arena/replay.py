@@ -35,7 +35,7 @@ import numpy as np
 from agents.files import atomic_write, atomic_write_text, input_file
 from experiments.arena.records import RecordError, check_record, record_variant
 from experiments.evaluation.moves import describe_action
-from experiments.options import CommandParser, number_argument
+from experiments.options import CommandParser, add_integer_argument, add_number_argument
 from experiments.output import add_overwrite_argument, claim_if_asked, claim_output
 from quarto_env.checks import shortened
 from quarto_env.core import INITIAL_STATE, NO_WINNER, RulesError, State, Variant, step
@@ -63,20 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
         "file into one HTML page (--html) to step through in a browser, offline.",
     )
     parser.add_argument("file", type=Path, help="a games.jsonl file")
-    parser.add_argument(
-        "--game",
-        type=number_argument("game", minimum=0, integer=True),
-        default=0,
-        help="which game of the file, from 0; blank lines do not count",
+    add_integer_argument(
+        parser, "--game", 0, "which game of the file, from 0; blank lines do not count", fewest=0, most=None
     )
     parser.add_argument("--gif", type=Path, default=None, metavar="OUT.gif", help="write an animated GIF")
     parser.add_argument("--frames", type=Path, default=None, metavar="DIR", help="write PNG frames into DIR")
-    parser.add_argument(
-        "--delay",
-        type=number_argument("delay", minimum=MIN_DELAY, maximum=MAX_DELAY),
-        default=1.0,
-        help=f"seconds per GIF frame, {MIN_DELAY:g}-{MAX_DELAY:g}",
-    )
+    delay = f"seconds per GIF frame, {MIN_DELAY:g}-{MAX_DELAY:g}"
+    add_number_argument(parser, "--delay", 1.0, delay, minimum=MIN_DELAY, maximum=MAX_DELAY)
     parser.add_argument("--no-pause", action="store_true", help="print every move without waiting for Enter")
     parser.add_argument(
         "--html",

@@ -36,12 +36,12 @@ from agents.suites import (
     suite_path,
 )
 from experiments.options import (
-    SEED,
     CommandParser,
+    add_integer_argument,
     add_jobs_argument,
     add_progress_and_variant_arguments,
+    add_seed_argument,
     check_specs,
-    number_argument,
     output_file_argument,
     parse_command,
 )
@@ -58,19 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("name", nargs="?", default=None, help="a suite's name, RULES-vN (none: list the shipped ones)")
     parser.add_argument("--build", action="store_true", help="build the suite NAME (standard rules or the flags')")
-    parser.add_argument(
-        "--per-stage",
-        type=number_argument("per-stage", minimum=1, maximum=10_000, integer=True),
-        default=DEFAULT_PER_STAGE,
-        help="most positions per stage",
-    )
-    parser.add_argument(
-        "--games",
-        type=number_argument("games", minimum=1, maximum=100_000, integer=True),
-        default=DEFAULT_GAMES,
-        help="games played for positions",
-    )
-    parser.add_argument("--seed", type=SEED, default=0, help="seed of the games and of the draw")
+    add_integer_argument(parser, "--per-stage", DEFAULT_PER_STAGE, "most positions per stage", fewest=1, most=10_000)
+    add_integer_argument(parser, "--games", DEFAULT_GAMES, "games played for positions", fewest=1, most=100_000)
+    add_seed_argument(parser, "seed of the games and of the draw")
     parser.add_argument(
         "--sources",
         nargs="+",

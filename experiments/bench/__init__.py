@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from experiments.options import number_argument
+from experiments.options import add_integer_argument, add_number_argument
 
 MAX_SECONDS = 3600.0
 """The most ``--seconds`` of a timed setting per round: an hour is already more than any figure needs."""
@@ -21,15 +21,6 @@ def add_timing_arguments(
     ``--seconds`` (default ``seconds``), the time of each ``timed`` setting per round (the help says "seconds
     per ``timed`` and round"), above 0 and at most :data:`MAX_SECONDS`; and ``--rounds`` (default ``rounds``),
     the rounds of measurement, at least 1 and at most ``most_rounds``."""
-    parser.add_argument(
-        "--seconds",
-        type=number_argument("seconds", above=0, maximum=MAX_SECONDS),
-        default=seconds,
-        help=f"seconds per {timed} and round, at most {MAX_SECONDS:g}",
-    )
-    parser.add_argument(
-        "--rounds",
-        type=number_argument("rounds", minimum=1, maximum=most_rounds, integer=True),
-        default=rounds,
-        help="rounds of measurement",
-    )
+    timing = f"seconds per {timed} and round, at most {MAX_SECONDS:g}"
+    add_number_argument(parser, "--seconds", seconds, timing, above=0, maximum=MAX_SECONDS)
+    add_integer_argument(parser, "--rounds", rounds, "rounds of measurement", fewest=1, most=most_rounds)

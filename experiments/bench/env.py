@@ -41,10 +41,10 @@ from pettingzoo import AECEnv
 from agents.files import atomic_write_text
 from experiments.bench import add_timing_arguments
 from experiments.options import (
-    SEED,
     CommandParser,
     add_observation_argument,
     add_out_argument,
+    add_seed_argument,
     output_file_argument,
 )
 from experiments.output import add_overwrite_argument, claim_if_asked
@@ -64,12 +64,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "rules core's random-play actions/s.",
     )
     add_timing_arguments(parser, seconds=2.0, timed="env", rounds=3)
-    parser.add_argument(
-        "--seed",
-        type=SEED,
-        default=0,
-        help="seed of the random players and the games",
-    )
+    add_seed_argument(parser, "seed of the random players and the games")
     add_observation_argument(
         parser, f"quarto_v1's observation option (default {DEFAULT_OBSERVATION}, the env's default)"
     )

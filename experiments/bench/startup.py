@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from experiments.options import CommandParser, number_argument
+from experiments.options import CommandParser, add_integer_argument
 
 FIRST_STEP = """
 import numpy as np
@@ -41,12 +41,7 @@ MAX_RUNS = 100
 def main(argv: list[str]) -> int:
     """Time the runs and print one row for warm processes, one for cold."""
     parser = CommandParser(prog="quarto bench startup", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--runs",
-        type=number_argument("runs", minimum=1, maximum=MAX_RUNS, integer=True),
-        default=5,
-        help="processes timed for each row",
-    )
+    add_integer_argument(parser, "--runs", 5, "processes timed for each row", fewest=1, most=MAX_RUNS)
     args = parser.parse_args(argv)
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
     print(f"import quarto_env, quarto_env.env(), reset, one step: a new process each run; load average {load}")

@@ -26,7 +26,7 @@ from rich.table import Table
 from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.files import atomic_write
-from experiments.options import CommandParser, number_argument, output_file_argument
+from experiments.options import CommandParser, add_integer_argument, output_file_argument
 from experiments.output import add_overwrite_argument, claim_if_asked
 from experiments.training.config import MAX_STEPS, ConfigError, TrainConfig
 from experiments.training.config_file import DEFAULT_CONFIG, load_config
@@ -90,12 +90,7 @@ def main(argv: list[str]) -> int:
     parser = CommandParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config (default: configs/default.yaml)")
-    parser.add_argument(
-        "--steps",
-        type=number_argument("steps", minimum=1, maximum=MAX_STEPS, integer=True),
-        default=131072,
-        help="learner steps to measure",
-    )
+    add_integer_argument(parser, "--steps", 131072, "learner steps to measure", fewest=1, most=MAX_STEPS)
     parser.add_argument("--no-reference", action="store_true", help="skip the reference MLP measurement")
     parser.add_argument(
         "--profile",

@@ -58,7 +58,7 @@ import numpy as np
 
 from agents.files import atomic_write_text
 from experiments.bench import add_timing_arguments
-from experiments.options import SEED, CommandParser, number_argument, output_file_argument
+from experiments.options import CommandParser, add_integer_argument, add_seed_argument, output_file_argument
 from experiments.output import add_overwrite_argument, claim_if_asked
 from quarto_env.core import Variant
 from quarto_env.observation import OBSERVATION_KINDS
@@ -86,13 +86,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description="Steps/s of random self-play on VectorQuarto per batch size and observation kind, the older "
         "GameBatch loop, and pgx's connect_four and tic_tac_toe when pgx is installed (ratios to connect_four).",
     )
-    parser.add_argument(
-        "--batches",
-        nargs="+",
-        type=number_argument("batches", minimum=1, maximum=MAX_BATCH, integer=True),
-        default=list(DEFAULT_BATCHES),
-        metavar="N",
-        help=f"batch sizes, games per call, 1-{MAX_BATCH}",
+    batches = f"batch sizes, games per call, 1-{MAX_BATCH}"
+    add_integer_argument(
+        parser, "--batches", list(DEFAULT_BATCHES), batches, fewest=1, most=MAX_BATCH, nargs="+", metavar="N"
     )
     parser.add_argument(
         "--observations",
@@ -103,7 +99,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help=f"VectorQuarto's observation kinds to time, of {', '.join(KINDS)} (default all)",
     )
     add_timing_arguments(parser, seconds=0.3, timed="path, batch", rounds=5, most_rounds=1000)
-    parser.add_argument("--seed", type=SEED, default=0, help="seed of the games and the random actions")
+    add_seed_argument(parser, "seed of the games and the random actions")
     parser.add_argument("--no-pgx", action="store_true", help="leave pgx out even where it is installed")
     parser.add_argument(
         "--out", type=output_file_argument("--out"), metavar="FILE", help="also write the figures as JSON here"

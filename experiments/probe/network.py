@@ -62,11 +62,13 @@ from experiments.options import (
     SEED,
     CommandParser,
     add_empty_squares_argument,
+    add_integer_argument,
     add_jobs_argument,
+    add_number_argument,
     add_observation_argument,
+    add_seed_argument,
     add_variant_arguments,
     markdown_table,
-    number_argument,
     output_file_argument,
     parse_command,
 )
@@ -362,12 +364,8 @@ def _action_value_lost(result: dict[str, Any], index: int) -> float | None:
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
     parser = CommandParser(prog="quarto bench network", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--positions",
-        type=number_argument("positions", minimum=MIN_POSITIONS, maximum=MAX_PROBE_POSITIONS, integer=True),
-        default=3000,
-        help="labelled positions, train and test together",
-    )
+    positions = "labelled positions, train and test together"
+    add_integer_argument(parser, "--positions", 3000, positions, fewest=MIN_POSITIONS, most=MAX_PROBE_POSITIONS)
     add_empty_squares_argument(parser, "--min-empty", 6, "fewest empty squares")
     add_empty_squares_argument(
         parser,
@@ -375,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
         10,
         f"most empty squares (default 10; above {SOLVER_COMFORT_EMPTY} the solver takes minutes per position)",
     )
-    parser.add_argument("--seed", type=SEED, default=0, help="seed of the positions, the split and the networks")
+    add_seed_argument(parser, "seed of the positions, the split and the networks")
     parser.add_argument(
         "--network-seed",
         type=SEED,
@@ -383,12 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed of the networks' weights and minibatches alone (default: --seed), to repeat a row on the same "
         "labels and split",
     )
-    parser.add_argument(
-        "--test-share",
-        type=number_argument("test-share", above=0, maximum=0.9),
-        default=0.25,
-        help="share of the positions held out for testing, above 0 and at most 0.9",
-    )
+    test_share = "share of the positions held out for testing, above 0 and at most 0.9"
+    add_number_argument(parser, "--test-share", 0.25, test_share, above=0, maximum=0.9)
     parser.add_argument(
         "--network",
         nargs="+",
@@ -397,13 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"designs to train, the first is the time reference (of {', '.join(NETWORK_DESIGNS)}; "
         "default: slots hand)",
     )
-    parser.add_argument("--width", type=number_argument("width", minimum=1, maximum=1024, integer=True), default=64)
-    parser.add_argument(
-        "--iterations",
-        type=number_argument("iterations", minimum=1, maximum=MAX_ITERATIONS, integer=True),
-        default=DEFAULT_ITERATIONS,
-        help="iterations of the looped design's weight-tied block",
-    )
+    add_integer_argument(parser, "--width", 64, fewest=1, most=1024)
+    iterations = "iterations of the looped design's weight-tied block"
+    add_integer_argument(parser, "--iterations", DEFAULT_ITERATIONS, iterations, fewest=1, most=MAX_ITERATIONS)
     add_observation_argument(
         parser,
         f"the planes the networks read (default {OBSERVATION}, as the probe's first measurements; tempo: training's "
@@ -429,24 +419,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="train a looped design with a random number of iterations per minibatch (1 to twice --iterations)",
     )
-    parser.add_argument(
-        "--epochs",
-        type=number_argument("epochs", minimum=1, maximum=10_000, integer=True),
-        default=defaults.epochs,
-        help="passes over the training set",
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=number_argument("batch-size", minimum=1, maximum=65_536, integer=True),
-        default=defaults.batch_size,
-        help="positions per gradient step",
-    )
-    parser.add_argument(
-        "--lr",
-        type=number_argument("lr", above=0, maximum=1),
-        default=defaults.lr,
-        help="Adam's learning rate",
-    )
+    add_integer_argument(parser, "--epochs", defaults.epochs, "passes over the training set", fewest=1, most=10_000)
+    batch = "positions per gradient step"
+    add_integer_argument(parser, "--batch-size", defaults.batch_size, batch, fewest=1, most=65_536)
+    add_number_argument(parser, "--lr", defaults.lr, "Adam's learning rate", above=0, maximum=1)
     parser.add_argument(
         "--augment",
         action=argparse.BooleanOptionalAction,
