@@ -1,6 +1,6 @@
 """The minimax agent, the exact solver as a function (:func:`solve`) and as an agent.
 
-All three run the compiled negamax of :mod:`agents.search` (where plies, nodes and scores are defined) and
+All three run the compiled negamax of :mod:`agents.search_kernels` (where plies, nodes and scores are defined) and
 share its rules shortcuts. On top of it, this module handles the declaration variant, which the search never
 sees: a player who can declare does so at once -- it wins, and waiting could only hand the claim to the
 opponent or let the group die. A false declaration never helps (it loses, or under the ``penalty`` policy
@@ -25,7 +25,8 @@ import numpy as np
 
 from agents.base import Agent
 from agents.book import OpeningBook, shipped_book
-from agents.search import EXACT_DEPTH, HITS, NODES, PROBES, WIN, Search
+from agents.search import Search
+from agents.search_kernels import EXACT_DEPTH, HITS, NODES, PROBES, WIN
 from agents.value_cache import ValueCache, default_cache
 from quarto_env.core import (
     ALL_SQUARES,
@@ -119,7 +120,7 @@ class Solver:
 
     @property
     def table(self) -> np.ndarray:
-        """The transposition table (see :mod:`agents.search`)."""
+        """The transposition table (see :mod:`agents.search_table`)."""
         return self.search.table
 
     def running_counts(self) -> dict[str, int]:
@@ -310,12 +311,12 @@ DEFAULT_DEPTH = 2
 SMALL_TABLE_MAX_DEPTH = 6
 SMALL_TABLE_BITS = 16
 """Minimax at a fixed depth up to ``SMALL_TABLE_MAX_DEPTH`` plies uses a table of ``2**16`` entries (1 MiB: an
-entry is 16 bytes) instead of the default ``2**21`` of :mod:`agents.search` (32 MiB)."""
+entry is 16 bytes) instead of the default ``2**21`` of :mod:`agents.search_table` (32 MiB)."""
 
 
 class MinimaxAgent(Agent):
     """Negamax alpha-beta to a depth in plies (one placement or one give each), with the evaluation of
-    :mod:`agents.search` at the horizon, or iterative deepening under a time budget per move.
+    :mod:`agents.search_kernels` at the horizon, or iterative deepening under a time budget per move.
 
     * ``depth=N`` (``time=0``): search ``N`` plies.
     * ``time=S``: search 1, 2, 3, ... plies until ``S`` seconds (wall clock, Python included) would be
@@ -327,7 +328,7 @@ class MinimaxAgent(Agent):
     Any depth at least the plies left in the game is an exact search. The agent takes a win when it sees one,
     declares as soon as it may (its own group, or one the opponent missed) and never declares falsely. It is
     deterministic given the position. After each ``act``: ``last_nodes``, ``last_depth`` (plies of the deepest
-    finished search), ``last_score`` (see :mod:`agents.search`), ``last_seconds``.
+    finished search), ``last_score`` (see :mod:`agents.search_kernels`), ``last_seconds``.
     """
 
     def __init__(self, variant: Variant = STANDARD, seed: int | None = None, depth: int = 0, time: float = 0.0):

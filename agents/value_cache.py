@@ -1,6 +1,6 @@
 """Exact values kept across runs: a SQLite file of proven positions, keyed by canonical board.
 
-The solver's transposition table (:mod:`agents.search`) keys the give nodes with many empty squares by their
+The solver's transposition table (:mod:`agents.search_table`) keys the give nodes with many empty squares by their
 canonical form under every symmetry of the game, and an entry searched to the end of the game holds proven
 bounds on the value of every position of that class (exact where they meet). :class:`ValueCache` keeps such
 entries: a
@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.search import TABLE_FILE_FORMAT, entries_from_rows, pack_bounds, proven_rows, store_entries, unpack_bounds
+from agents.search_table import entries_from_rows, store_entries
+from agents.search_table_files import TABLE_FILE_FORMAT, pack_bounds, proven_rows, unpack_bounds
 from quarto_env.core import Variant
 
 CACHE_ENV = "QUARTO_CACHE_DIR"

@@ -79,7 +79,7 @@ def test_the_errors_of_the_upper_floors_are_the_exported_ones() -> None:
     from agents.base import SpecError as agents_spec_error
     from agents.book import BookError
     from agents.checkpoints import CheckpointError as agents_checkpoint_error
-    from agents.search import TableFileError
+    from agents.search_table_files import TableFileError
     from agents.suites import SuiteError
     from experiments.arena.records import RecordError
     from experiments.evaluation.ratings import RatingError

@@ -23,17 +23,10 @@ import pytest
 from agents import interrupts
 from agents.minimax import Solver
 from agents.positions import greedy_game_positions
-from agents.search import (
-    EXACT_DEPTH,
-    WIN,
-    Search,
-    SearchInterrupted,
-    TableFileError,
-    load_table,
-    read_table_header,
-    save_table,
-    table_bits_for,
-)
+from agents.search import Search, SearchInterrupted
+from agents.search_kernels import EXACT_DEPTH, WIN
+from agents.search_table import table_bits_for
+from agents.search_table_files import TableFileError, load_table, read_table_header, save_table
 from agents.value_cache import ValueCache, default_cache_path
 from experiments.arena import solve as solve_command
 from quarto_env.core import NO_PIECE, STANDARD, State, Variant, from_board

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from agents import SpecError, make_agent
 from agents.minimax import MinimaxAgent, SolverAgent, solve
 from agents.positions import greedy_game_positions
-from agents.search import EXACT_DEPTH, WIN, Search
+from agents.search import Search
+from agents.search_kernels import EXACT_DEPTH, WIN
 from quarto_env.core import (
     ATTRIBUTES,
     DECLARE,

@@ -2,7 +2,8 @@
 
 The reference is a plain exhaustive negamax over :func:`quarto_env.core.step` -- every legal action, the
 declaration included, no pruning, no rules shortcuts, no symmetries -- memoised on the exact state (a dict
-lookup, so that samples with 6 empty squares run in seconds). It shares no code with :mod:`agents.search`.
+lookup, so that samples with 6 empty squares run in seconds). It shares no code with the search
+(:mod:`agents.search` and the ``agents.search_*`` modules it runs).
 """
 
 from __future__ import annotations

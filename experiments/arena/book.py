@@ -23,7 +23,7 @@ from pathlib import Path
 
 from agents.book import BookError, OpeningBook, book_levels, default_book_path, fill_levels, load_book, save_book
 from agents.minimax import Solver
-from agents.search import table_bits_for
+from agents.search_table import table_bits_for
 from experiments.arena.solve import MAX_TABLE_MB, default_table_mb
 from experiments.options import (
     MAX_CHECKPOINT_SECONDS,

@@ -41,7 +41,8 @@ import time
 from collections.abc import Iterable
 
 from agents.minimax import Solver
-from agents.search import TableFileError, load_table, save_table, table_bits_for
+from agents.search_table import table_bits_for
+from agents.search_table_files import TableFileError, load_table, save_table
 from experiments.options import (
     MAX_CHECKPOINT_SECONDS,
     MAX_JOBS,

@@ -43,7 +43,7 @@ import time
 from agents.files import atomic_write_text
 from agents.minimax import MinimaxAgent, Solver
 from agents.positions import greedy_game_positions
-from agents.search import table_bits_for
+from agents.search_table import table_bits_for
 from agents.simple import GreedyAgent
 from experiments.arena.solve import add_search_arguments
 from experiments.options import (

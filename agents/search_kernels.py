@@ -1,0 +1,487 @@
+"""The compiled negamax alpha-beta search behind the minimax agent and the exact solver; Python runs it
+through :class:`agents.search.Search`.
+
+Plies and nodes
+---------------
+A **ply** is one action: a placement or a give (a declaration is never searched: it is taken at the root,
+see :mod:`agents.minimax`). A full turn -- place the piece in hand, then give one -- is two plies. The search
+recurses on **give nodes**: the player to move gives a piece, the opponent places it (both plies inline in
+one call), and the opponent becomes the giver of the child node. A position with a piece in hand is searched
+by :func:`search_root`, which tries each placement and continues at the give node that follows. Every
+give node visited counts as one **node**, except those with one or two empty squares in a search to the end:
+their parent solves them inline (a safe last piece draws; see :func:`_last_two`). Near the end, from
+``endgame_empties`` empty squares (default 6), a search to the end continues in the leaner :func:`endgame`.
+
+Scores
+------
+Scores are integers for the side to move: ``WIN`` (a proven win), ``-WIN`` (a proven loss), ``0`` at a full
+board (a draw), and ``+-EVAL`` from the evaluation at the horizon of a depth-limited search. A score of
+``+-WIN`` is always proven, whatever the depth.
+
+**Evaluation at the horizon** (:func:`evaluate`): the parity of the *safe* pieces -- those the side to move
+could give without letting the receiver win at once. If no placement changed the threats, the players would
+give safe pieces in turn and the one left without a safe piece to give would lose; so an odd count is
+``+EVAL`` for the player who gives next, an even count ``-EVAL``. Both kinds of node are scored that way,
+since at a placement node the side to move also gives next.
+
+Rules shortcuts, all exact: a piece in hand with a winning square wins (``WIN``); a giver with no safe piece
+loses (``-WIN``); only safe pieces are searched (an unsafe give loses at once, worse than any alternative); a
+safe last piece is a draw (``0``); and a board on which no group can still be won
+(:func:`can_still_be_won`) is a draw.
+
+The moves are searched in the order of :mod:`agents.search_ordering`, and give nodes are stored in the
+transposition table of :mod:`agents.search_table`.
+
+Numba
+-----
+Every function here (and those of :mod:`agents.search_ordering` and :mod:`agents.search_table` it calls) is
+compiled with ``cache=True``: a second process loads the machine code from ``__pycache__`` instead of compiling
+again, until a compiled module of the project changes (:mod:`quarto_env.numba_cache`). The search releases the GIL
+(``nogil=True``), so that threads search in parallel and a Python thread can stop a search from outside
+(:mod:`agents.interrupts`).
+
+Lanes are int64 inside (the rules core's 64-bit lanes seen as
+two's complement; see :func:`quarto_env.core.signed_lanes`). The search is one self-recursive function:
+numba's on-disk cache does not support mutually recursive ones.
+"""
+
+from __future__ import annotations
+
+import numba
+
+from agents.search_ordering import (
+    GIVES,
+    SHARING,
+    describe_threats,
+    list_pieces,
+    order_gives,
+    order_placements,
+)
+from agents.search_table import (
+    CANONICAL_FLAG,
+    INFO,
+    USED_FLAG,
+    board_hash,
+    counted_lanes,
+    pack_data,
+    probe_table,
+    store_entry,
+    unpack_data,
+)
+from quarto_env.core import (
+    ALL_ATTRIBUTES,
+    ALL_PIECES,
+    ALL_SQUARES,
+    NUM_ATTRIBUTES,
+    NUM_SQUARES,
+    PIECES_WITH_ATTRIBUTE,
+    lowest_bit,
+    place_lanes,
+    popcount,
+    shared_attributes,
+    winning_pieces,
+    winning_squares,
+)
+from quarto_env.symmetry import canonical_board
+
+WIN = 100
+"""Score of a proven win for the side to move."""
+EVAL = 1
+"""Size of a heuristic score at the horizon; far below ``WIN`` so that no evaluation is mistaken for a proof."""
+INFINITY = WIN + 1
+"""Beyond every score: the widest window is ``(-INFINITY, INFINITY)``."""
+EXACT_DEPTH = 2 * NUM_SQUARES + 1
+"""A remaining depth that reaches the end of every game: results searched to it are exact."""
+
+# stats array slots
+NODES = 0
+ABORTED = 1
+BEST_ACTION = 2
+PROBES = 3
+"""Table lookups..."""
+HITS = 4
+"""... and how many found their key."""
+PATH_MOVES = 5
+"""``stats[PATH_MOVES + 2 * ply]``: moves searched so far at the node of the current path at ``ply``, and
+``stats[PATH_MOVES + 2 * ply + 1]``: its moves in all (at a give node a move is a give and the placement that
+answers it), for the first ``PATH_PLIES`` plies: how far a long search has come."""
+PATH_PLIES = 4
+STATS_SIZE = PATH_MOVES + 2 * PATH_PLIES
+
+BUSY_SLOTS = 4096
+"""With several threads, ``shared[1:]`` holds marks of the boards being searched (see :func:`negamax_give`)..."""
+BUSY_EMPTIES = 8
+"""... those with at least this many empty squares."""
+
+# settings array slots
+CANONICAL_EMPTIES = 0
+DRAW_TEST_EMPTIES = 1
+TABLE_EMPTIES = 2
+GIVE_ORDER_EMPTIES = 3
+ENDGAME_EMPTIES = 4
+
+
+@numba.njit(cache=True)
+def evaluate(safe: int) -> int:
+    """The horizon score for the side to move, who gives next and has the ``safe`` mask of safe pieces."""
+    return EVAL if popcount(safe) & 1 else -EVAL
+
+
+@numba.njit(cache=True)
+def _last_two(lanes, occupied, available, safe, groups, counted) -> int:
+    """The exact score, for the giver, of a give node with two empty squares ``a`` and ``b`` and two pieces
+    (``safe``: the giver's safe pieces among them, not none). The receiver places the given piece ``g`` on one
+    square and must give the last piece ``l``, which goes on the other: the receiver loses (``WIN``) if ``l``
+    wins both ways, and draws (``0``) otherwise. ``l`` on ``b`` wins after ``g`` on ``a`` when it completes
+
+    * a group through ``b`` and not ``a``: one already full but for ``b``, so ``l`` is in ``threats[b]``, the
+      pieces that complete one of those; or
+    * a group through both: its two pieces, ``g`` and ``l`` share an attribute -- which does not depend on
+      the arrangement, nor on which of the two pieces is given.
+    """
+    empty = ALL_SQUARES & ~occupied
+    first, second = lowest_bit(available), lowest_bit(available & (available - 1))
+    a = lowest_bit(empty)
+    threats_a, threats_b = 0, 0
+    for group in groups:
+        open_squares = group & empty
+        if open_squares == 0:
+            continue
+        ones, zeros = shared_attributes(lanes, group & occupied, counted)
+        if open_squares == empty:  # through both squares
+            if ones & first & second or zeros & ~first & ~second & ALL_ATTRIBUTES:
+                return WIN
+        elif open_squares >> a & 1:
+            threats_a |= SHARING[ones | zeros << 4]
+        else:
+            threats_b |= SHARING[ones | zeros << 4]
+    while safe:
+        piece = lowest_bit(safe)
+        safe &= safe - 1
+        last = first if piece == second else second
+        if (threats_a & threats_b) >> last & 1:
+            return WIN
+    return 0
+
+
+@numba.njit(cache=True)
+def can_still_be_won(lanes, occupied, available, groups, counted) -> bool:
+    """Whether some group could still be completed as a winning group with the ``available`` pieces.
+
+    A group that is not full can be won only through a counted attribute value that all its pieces share, and
+    only if enough available pieces have that value to fill its empty squares. When no group passes this
+    test, every continuation is a draw.
+    """
+    for group in groups:
+        filled = group & occupied
+        if filled == group:
+            continue
+        needed = popcount(group & ~occupied)
+        if filled:
+            ones, zeros = shared_attributes(lanes, filled, counted)
+        else:
+            ones, zeros = counted, counted
+        for k in range(NUM_ATTRIBUTES):
+            with_value = available & PIECES_WITH_ATTRIBUTE[k]
+            if ones >> k & 1 and popcount(with_value) >= needed:
+                return True
+            if zeros >> k & 1 and popcount(available & ~with_value) >= needed:
+                return True
+    return False
+
+
+@numba.njit(cache=True)
+def _busy_mark(shared, lanes: int, occupied: int) -> tuple[int, int]:
+    """``(slot, tag)``: where in ``shared`` a board (not canonical) is marked as being searched, and the
+    non-zero tag that marks it."""
+    mixed = board_hash(lanes, occupied)
+    tag = (mixed ^ (mixed >> 31)) | 1
+    return 1 + (tag >> 1 & (shared.shape[0] - 2)), tag
+
+
+@numba.njit(cache=True)
+def _mark_busy(shared, lanes: int, occupied: int) -> int:
+    """Mark the board as being searched by this thread; returns its slot in ``shared``."""
+    slot, tag = _busy_mark(shared, lanes, occupied)
+    shared[slot] = tag
+    return slot
+
+
+@numba.njit(cache=True)
+def _is_busy(shared, lanes: int, occupied: int) -> bool:
+    """Whether a thread marked the board as being searched (a mark may be stale or overwritten: a hint only)."""
+    slot, tag = _busy_mark(shared, lanes, occupied)
+    return shared[slot] == tag
+
+
+# Explicit signatures: one compiled version of each search function, whatever the variant (the groups are an
+# array) or the constants a caller passes. A recursive function cached with several versions crashes numba.
+_INT = numba.types.int64
+_VECTOR = numba.types.Array(_INT, 1, "C")
+_MATRIX = numba.types.Array(_INT, 2, "C")
+_CONST_VECTOR = numba.types.Array(_INT, 1, "C", readonly=True)
+_CONST_MATRIX = numba.types.Array(_INT, 2, "C", readonly=True)
+_SCRATCH = numba.types.Array(_INT, 3, "C")
+_CONTEXT = (
+    _CONST_VECTOR,
+    _INT,
+    _CONST_MATRIX,
+    _CONST_MATRIX,
+    _VECTOR,
+    _MATRIX,
+    _SCRATCH,
+    _VECTOR,
+    _INT,
+    _VECTOR,
+)
+"""The types of the arguments shared by both search functions: groups, counted, low, high, settings, table,
+scratch, stats, ply, shared."""
+
+
+@numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _CONST_VECTOR, _INT, _SCRATCH, _INT, _VECTOR), cache=True)
+def endgame(lanes, occupied, available, safe, alpha, beta, groups, counted, scratch, ply, stats) -> int:
+    """The exact score, for the giver, of a give node with 3 to ``endgame_empties`` empty squares (``safe``: the
+    giver's safe pieces, not none), fail-soft within ``(alpha, beta)``: :func:`negamax_give` without what
+    costs more than it saves this close to the end -- the table, the ordering of the gives, the draw test, the
+    stop flag (such a subtree has tens of nodes on average, so the search above checks it again soon) and the
+    progress counts. Counts its nodes in ``stats``. Searching a few more nodes this way is faster (docs/solver.md
+    has the figures, and the thresholds tried)."""
+    stats[NODES] += 1
+    empties = NUM_SQUARES - popcount(occupied)
+    orders = scratch[ply]
+    describe_threats(lanes, occupied, groups, counted, orders)
+    best = -INFINITY
+    while safe:
+        piece = lowest_bit(safe)
+        safe &= safe - 1
+        after_give = available & ~(1 << piece)
+        floor = max(alpha, best)
+        score = WIN  # a placement leaving the receiver no safe piece to give loses for the receiver
+        order = orders[piece]
+        order_placements(occupied, after_give, piece, orders, order)
+        for i in range(empties):
+            if score <= floor:
+                break
+            square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
+            if safe_next:
+                placed_lanes, placed = place_lanes(lanes, piece, square), occupied | 1 << square
+                if empties == 3:
+                    reply = _last_two(placed_lanes, placed, after_give, safe_next, groups, counted)
+                else:
+                    reply = endgame(
+                        placed_lanes, placed, after_give, safe_next, -min(beta, score), -floor, groups, counted,
+                        scratch, ply + 1, stats,
+                    )  # fmt: skip
+                score = min(score, -reply)
+        if score > best:
+            best = score
+            if best >= beta:
+                break
+    return best
+
+
+@numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
+def negamax_give(
+    lanes, occupied, available, safe, alpha, beta, depth, groups, counted, low, high, settings, table, scratch,
+    stats, ply, shared,
+):  # fmt: skip
+    """Score of the give node ``(lanes, occupied, available)`` for the player about to give (``safe``: the mask
+    of available pieces that do not let the receiver win at once, or -1 to compute it), searched to
+    ``depth`` more plies, fail-soft within the window ``(alpha, beta)`` (``alpha < beta``):
+
+    * if the true score ``v`` lies strictly inside the window, returns ``v``;
+    * if ``v <= alpha``, returns an upper bound ``u`` of it with ``v <= u <= alpha``;
+    * if ``v >= beta``, returns a lower bound ``l`` of it with ``beta <= l <= v``.
+
+    The "true score" is the depth-limited negamax score with :func:`evaluate` at the horizon; it is the exact
+    game value (``WIN``, ``0`` or ``-WIN``) once ``depth`` reaches the end of the game. ``groups`` and
+    ``counted`` are the variant's groups and counted attributes; boards with at least
+    ``settings[CANONICAL_EMPTIES]`` empty squares are keyed by their canonical form under the symmetries in
+    ``low, high``, and those with at most ``settings[DRAW_TEST_EMPTIES]`` are tested for a certain draw
+    (:func:`can_still_be_won`). Counts nodes, table probes and hits in
+    ``stats``; once the stop flag ``shared[0]`` is set (Ctrl-C, a deadline, another thread done), it sets
+    ``stats[ABORTED]`` and returns a meaningless 0 (storing nothing from then on). At the root (``ply`` 0) it
+    always searches (a stored bound would not name a move) and writes the best piece to ``stats[BEST_ACTION]``.
+    It counts the moves searched at the first plies of the current path (``PATH_MOVES``). With several
+    threads (``shared`` longer than the flag), it marks the boards it is searching, and leaves for last the
+    placements (but the first) whose boards another thread has marked.
+    """
+    root = ply == 0
+    stats[NODES] += 1
+    empties = NUM_SQUARES - popcount(occupied)
+    if shared[0]:  # one load per node: cheap next to the rest of the node
+        stats[ABORTED] = 1
+    if stats[ABORTED]:
+        return 0
+    if available == 0:  # the board is full: a draw
+        return 0
+    if safe < 0:
+        safe = available & ~winning_pieces(lanes, occupied, groups, counted)
+    if root:  # a first answer, for the returns below that search no piece
+        stats[BEST_ACTION] = lowest_bit(safe if safe else available)
+    if safe == 0:  # every piece lets the receiver win
+        return -WIN
+    if empties == 1:  # the last piece is safe: it fills the board without a win
+        return 0
+    if depth >= 2 * empties:  # the search reaches the end of the game: its result is exact
+        depth = EXACT_DEPTH
+    if depth == 0:
+        return evaluate(safe)
+    if empties <= settings[DRAW_TEST_EMPTIES] and not can_still_be_won(lanes, occupied, available, groups, counted):
+        return 0
+
+    # Transposition table: a stored bound may settle the node or narrow the window; its best piece goes first.
+    stored = empties >= settings[TABLE_EMPTIES]
+    key_occupied, key_lanes, row = 0, 0, -1
+    if stored:
+        if empties >= settings[CANONICAL_EMPTIES]:
+            key_occupied, key_lanes = canonical_board(lanes, occupied, counted, low, high)
+            key_occupied |= CANONICAL_FLAG | USED_FLAG
+        else:
+            key_occupied, key_lanes = occupied | USED_FLAG, counted_lanes(lanes, counted)
+        row = probe_table(table, key_occupied, key_lanes)
+        stats[PROBES] += 1
+    hint = -1
+    if row >= 0:
+        stats[HITS] += 1
+        lower, upper, stored_depth, hint = unpack_data(table[row, INFO])
+        # A proven win or loss holds at any depth. The root always searches, to name its best piece.
+        if (stored_depth >= depth or lower == WIN or upper == -WIN) and not root:
+            if lower >= beta or lower == upper:
+                return lower
+            if upper <= alpha:
+                return upper
+            alpha, beta = max(alpha, lower), min(beta, upper)
+    original_alpha, original_beta = alpha, beta
+
+    best, best_piece = -INFINITY, -1
+    orders = scratch[ply]
+    # Ordering the gives costs every placement of every piece: worth it only for large subtrees. Below that,
+    # the placements of a piece are ordered when it is tried.
+    gives_ordered = depth >= 2 and empties >= settings[GIVE_ORDER_EMPTIES]
+    if gives_ordered:
+        num_pieces = order_gives(lanes, occupied, available, safe, hint, groups, counted, orders)
+    else:
+        num_pieces = list_pieces(safe, hint, orders[GIVES])
+        if depth >= 2:
+            describe_threats(lanes, occupied, groups, counted, orders)
+    busy_slot = _mark_busy(shared, lanes, occupied) if shared.shape[0] > 1 and empties >= BUSY_EMPTIES else -1
+    on_path = ply < PATH_PLIES
+    if on_path:
+        stats[PATH_MOVES + 2 * ply], stats[PATH_MOVES + 2 * ply + 1] = 0, num_pieces * empties
+    for j in range(num_pieces):
+        piece = orders[GIVES, j] & 0xFF
+        # The receiver places ``piece``; its best placement is the minimum, for the giver, over the squares.
+        after_give = available & ~(1 << piece)
+        floor = max(alpha, best)  # the giver already has this much: a placement holding it there refutes
+        score = INFINITY
+        if depth == 1:  # the horizon falls after the give: score the receiver's position, who gives next
+            score = -evaluate(safe & ~(1 << piece))
+        else:
+            order = orders[piece]
+            if not gives_ordered:
+                order_placements(occupied, after_give, piece, orders, order)
+            # With several threads, a placement whose subtree another thread is searching now waits for a second
+            # pass: by then that thread may have stored its value.
+            may_defer = shared.shape[0] > 1 and empties - 1 >= BUSY_EMPTIES
+            deferred = 0
+            for second_pass in range(2 if may_defer else 1):
+                for i in range(empties):
+                    if score <= floor:
+                        break
+                    if second_pass and not deferred >> i & 1:
+                        continue
+                    square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
+                    placed = occupied | 1 << square  # not full: a node with one empty square returned above
+                    if safe_next == 0:
+                        reply = -WIN  # the receiver has no safe piece left to give
+                    elif empties == 2:
+                        reply = 0  # the receiver's last piece is safe: it fills the board without a win
+                    elif 3 < empties <= settings[ENDGAME_EMPTIES] + 1 and depth >= 2 * empties:  # exact child
+                        reply = endgame(
+                            place_lanes(lanes, piece, square), placed, after_give, safe_next, -min(beta, score),
+                            -floor, groups, counted, scratch, ply + 1, stats,
+                        )  # fmt: skip
+                    else:
+                        placed_lanes = place_lanes(lanes, piece, square)
+                        if may_defer and i > 0 and not second_pass and _is_busy(shared, placed_lanes, placed):
+                            deferred |= 1 << i
+                            continue
+                        reply = negamax_give(
+                            placed_lanes, placed, after_give, safe_next, -min(beta, score), -floor, depth - 2,
+                            groups, counted, low, high, settings, table, scratch, stats, ply + 1, shared,
+                        )  # fmt: skip
+                        if stats[ABORTED]:
+                            return 0
+                    score = min(score, -reply)
+                    if on_path:
+                        stats[PATH_MOVES + 2 * ply] += 1
+        if on_path:  # the placements after a refutation count as searched
+            stats[PATH_MOVES + 2 * ply] = (j + 1) * empties
+        if score > best:
+            best, best_piece = score, piece
+            if best >= beta:
+                break
+
+    if busy_slot >= 0:
+        shared[busy_slot] = 0
+    if root:
+        stats[BEST_ACTION] = best_piece
+    if stored:
+        lower = best if best > original_alpha else -WIN
+        upper = best if best < original_beta else WIN
+        store_entry(table, key_occupied, key_lanes, empties, pack_data(lower, upper, depth, best_piece))
+    return best
+
+
+_POSITION = (_INT, _INT, _INT, _INT, _INT, _INT, _INT, numba.types.boolean)
+"""The types of a position's fields, as :func:`quarto_env.core.compiled_fields` hands them over."""
+
+
+@numba.njit(_INT(*_POSITION, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
+def search_root(
+    lanes, occupied, available, hand, to_move, claimable, winner, over, alpha, beta, depth, groups, counted, low,
+    high, settings, table, scratch, stats, ply, shared,
+):  # fmt: skip
+    """Score of any position that is not over, for the side to move, with the contract of :func:`negamax_give`;
+    the best action (a square when ``hand`` is a piece, else a piece) goes to ``stats[BEST_ACTION]``.
+
+    With a piece in hand it places it on each empty square in turn -- a winning square scores ``WIN`` at once
+    -- and continues at the give node that follows, with the same player to move. ``ply`` is 0 from Python:
+    an integer argument rather than a constant, so that numba compiles (and caches) one version.
+    """
+    if hand < 0:
+        return negamax_give(
+            lanes, occupied, available, -1, alpha, beta, depth, groups, counted, low, high, settings, table,
+            scratch, stats, ply, shared,
+        )  # fmt: skip
+    wins = winning_squares(lanes, occupied, hand, groups, counted)
+    if wins:
+        stats[BEST_ACTION] = lowest_bit(wins)
+        return WIN
+    best = -INFINITY
+    empty = ALL_SQUARES & ~occupied
+    stats[PATH_MOVES], stats[PATH_MOVES + 1] = 0, popcount(empty)
+    while empty:
+        square = lowest_bit(empty)
+        empty &= empty - 1
+        placed = occupied | 1 << square
+        if placed == ALL_SQUARES:
+            score = 0
+        elif depth <= 1:  # the horizon falls after the placement; the same player gives next
+            safe = available & ~winning_pieces(place_lanes(lanes, hand, square), placed, groups, counted)
+            score = evaluate(safe) if safe else -WIN
+        else:
+            score = negamax_give(
+                place_lanes(lanes, hand, square), placed, available, -1, max(alpha, best), beta, depth - 1, groups,
+                counted, low, high, settings, table, scratch, stats, ply + 1, shared,
+            )  # fmt: skip
+        if stats[ABORTED]:
+            return 0
+        stats[PATH_MOVES] += 1
+        if score > best:
+            best = score
+            stats[BEST_ACTION] = square
+            if best >= beta:
+                break
+    return best

@@ -1,0 +1,165 @@
+"""The move ordering of the compiled search (:mod:`agents.search_kernels`): the order in which a give node tries
+its gives and the placements that answer them, worked out from the threats on the board.
+
+Every placement of every safe piece is scored by the safe pieces it leaves to the placer (who gives next).
+Placements leaving the fewest come first, ties to the squares in the most groups (a placement leaving none
+loses at once and comes last); pieces come
+in increasing order of the safe pieces their placements leave in total, after the table's best piece. Both
+put the smallest subtrees first, and threats are what decide Quarto.
+
+The orders are written into a node's working space, ``scratch[ply]`` of the search: one row per piece for its
+placements, then the rows named below (``GIVES`` ... ``GROUPS_THROUGH``). Every function here is compiled with
+numba, ``cache=True``, and called from the search's kernels.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from quarto_env.core import (
+    ALL_PIECES,
+    ALL_SQUARES,
+    NUM_PIECES,
+    NUM_SQUARES,
+    lowest_bit,
+    pieces_sharing,
+    popcount,
+    shared_attributes,
+)
+
+SHARING = np.array([pieces_sharing(code & 0xF, code >> 4) for code in range(256)], dtype=np.int64)
+"""``SHARING[ones | zeros << 4]``: the pieces with attribute 1 for some bit of ``ones`` or 0 for some of ``zeros``
+(:func:`~quarto_env.core.pieces_sharing` as a table)."""
+# Rows of a node's working space (``scratch[ply]``), after the placement orders of the 16 pieces:
+GIVES, ELSEWHERE, HALF_FULL, GROUPS_THROUGH = NUM_PIECES, NUM_PIECES + 1, NUM_PIECES + 2, NUM_PIECES + 3
+SCRATCH_ROWS = NUM_PIECES + 4
+
+
+@numba.njit(cache=True)
+def describe_threats(lanes, occupied, groups, counted, orders) -> None:
+    """Describe, for each empty square ``s``, how a placement on ``s`` changes the winning pieces; in rows of
+    ``orders``:
+
+    * ``ELSEWHERE[s]``: the pieces that complete a group not through ``s`` -- the part of
+      :func:`~quarto_env.core.winning_pieces` that a placement on ``s`` leaves unchanged;
+    * ``HALF_FULL[s]``: one byte ``ones | zeros << 4`` per group through ``s`` with two pieces and one other
+      empty square, the counted attributes its two pieces share (groups sharing none are left out). A placement
+      on ``s`` turns such a group into a threat exactly for the attributes the placed piece shares too;
+    * ``GROUPS_THROUGH[s]``: the number of groups through ``s``.
+
+    A group through ``s`` with three pieces becomes full: it holds no threat after a placement on ``s``."""
+    elsewhere, half_full, through = orders[ELSEWHERE], orders[HALF_FULL], orders[GROUPS_THROUGH]
+    empty = ALL_SQUARES & ~occupied
+    for square in range(NUM_SQUARES):
+        elsewhere[square], half_full[square], through[square] = 0, 0, 0
+    for group in groups:
+        open_squares = group & ~occupied
+        filled = popcount(group & occupied)
+        code = 0
+        if filled == 2 or filled == 3:
+            ones, zeros = shared_attributes(lanes, group & occupied, counted)
+            code = ones | zeros << 4
+        if filled == 3 and code:
+            others = empty & ~group
+            while others:
+                elsewhere[lowest_bit(others)] |= SHARING[code]
+                others &= others - 1
+        while open_squares:
+            square = lowest_bit(open_squares)
+            open_squares &= open_squares - 1
+            through[square] += 1
+            if filled == 2 and code:
+                half_full[square] = half_full[square] << 8 | code
+
+
+@numba.njit(cache=True)
+def _winning_pieces_after(piece, square, orders) -> int:
+    """``winning_pieces`` of the board after ``piece`` is placed on ``square``, from the rows of
+    :func:`describe_threats`."""
+    pieces = orders[ELSEWHERE, square]
+    codes = orders[HALF_FULL, square]
+    while codes:
+        code = codes & 0xFF
+        codes >>= 8
+        pieces |= SHARING[(code & piece) | (code >> 4 & ~piece & 0xF) << 4]
+    return pieces
+
+
+@numba.njit(cache=True)
+def order_placements(occupied, available, piece, orders, order) -> int:
+    """Fill ``order`` with the empty squares for ``piece`` in the order to search them; returns their count
+    (``orders``: a node's working space, filled by :func:`describe_threats`).
+
+    Each entry is ``priority << 24 | safe << 8 | square``, where ``safe`` is the mask of pieces the placer can
+    give safely afterwards. Placements leaving the fewest safe pieces come first: they make the smallest
+    subtrees (the next give has the fewest choices) and are often the strongest, since they create threats.
+    Placements leaving none lose at once and come last. Ties go to the squares in the most groups (the
+    diagonals' squares in the standard game), where a piece makes or blocks the most threats. Both save many
+    nodes (docs/baselines.md gives how many).
+    """
+    count = 0
+    empty = ALL_SQUARES & ~occupied
+    while empty:
+        square = lowest_bit(empty)
+        empty &= empty - 1
+        safe = available & ~_winning_pieces_after(piece, square, orders)
+        priority = (NUM_PIECES + 1 - popcount(safe)) * 32 + orders[GROUPS_THROUGH, square] if safe else 0
+        entry = priority << 24 | safe << 8 | square
+        _insert_descending(order, count, entry)
+        count += 1
+    return count
+
+
+@numba.njit(cache=True)
+def _insert_descending(buffer, count, entry) -> None:
+    """Insert ``entry`` into ``buffer[:count]``, kept sorted largest first (one step of an insertion sort)."""
+    i = count
+    while i > 0 and buffer[i - 1] < entry:
+        buffer[i] = buffer[i - 1]
+        i -= 1
+    buffer[i] = entry
+
+
+@numba.njit(cache=True)
+def list_pieces(pieces, hint, out) -> int:
+    """Fill ``out`` with the ``pieces`` to give, ``hint`` first, the others in index order; returns their count
+    (used at the horizon, where no placement is searched)."""
+    count = 0
+    if hint >= 0 and pieces >> hint & 1:
+        out[0] = hint
+        count = 1
+        pieces &= ~(1 << hint)
+    while pieces:
+        out[count] = lowest_bit(pieces)
+        pieces &= pieces - 1
+        count += 1
+    return count
+
+
+@numba.njit(cache=True)
+def order_gives(lanes, occupied, available, safe, hint, groups, counted, orders) -> int:
+    """Order the gives and the placements that answer them; returns the number of safe pieces.
+
+    Row ``GIVES`` of ``orders`` gets the safe pieces in the order to try them (entries ``priority << 8 |
+    piece``): the table's best piece ``hint`` first, then the pieces whose placements leave the receiver the
+    fewest safe pieces in total -- the smallest subtrees, and the hardest for the receiver. Row ``p`` gets the
+    placements of piece ``p`` (see :func:`order_placements`); the rows of :func:`describe_threats` are filled too.
+    (docs/baselines.md gives the measured effect of the move ordering.)
+    """
+    count = 0
+    pieces = safe
+    out = orders[GIVES]
+    describe_threats(lanes, occupied, groups, counted, orders)
+    while pieces:
+        piece = lowest_bit(pieces)
+        pieces &= pieces - 1
+        n = order_placements(occupied, available & ~(1 << piece), piece, orders, orders[piece])
+        total = 0
+        for i in range(n):
+            total += popcount(orders[piece, i] >> 8 & ALL_PIECES)
+        priority = 1 << 20 if piece == hint else (1 << 12) - total
+        entry = priority << 8 | piece
+        _insert_descending(out, count, entry)
+        count += 1
+    return count
