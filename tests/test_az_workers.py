@@ -182,7 +182,7 @@ def test_a_run_with_workers_resumes(workers_run: tuple[Path, str], tmp_path: Pat
 
 @pytest.mark.ray
 def test_a_killed_worker_is_restarted(local_ray: Any) -> None:
-    from experiments.training.az_workers import WorkerPool
+    from experiments.training.az_workers import START_SECONDS, WorkerPool
 
     config = config_from_dict({"algorithm": "alphazero", "num_games": 4, "sims": 2, "net_arch": [8], "workers": 2})
     lines: list[str] = []
@@ -191,7 +191,9 @@ def test_a_killed_worker_is_restarted(local_ray: Any) -> None:
         assert pool.next_report().searched == 4
         killed = pool.places[0]["pid"]
         os.kill(killed, signal.SIGKILL)
-        deadline = time.time() + 60
+        # The restart waits (inside next_report) for the new worker to start, up to START_SECONDS: on a loaded
+        # machine importing torch and loading the kernels alone can take a minute.
+        deadline = time.time() + START_SECONDS + 60
         while time.time() < deadline:
             report = pool.next_report()
             if pool.restarts[0] and report.worker == 0:
