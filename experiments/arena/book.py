@@ -30,9 +30,9 @@ from experiments.options import (
     CommandParser,
     add_empty_squares_argument,
     add_jobs_argument,
+    add_number_argument,
     add_progress_argument,
     add_variant_arguments,
-    number_argument,
     output_file_argument,
     parse_command,
 )
@@ -51,13 +51,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_overwrite_argument(parser, "--out (default: the variant's shipped book)")
     add_progress_argument(parser, "progress lines")
     add_jobs_argument(parser)
-    parser.add_argument("--table-mb", type=number_argument("table-mb", minimum=1, maximum=MAX_TABLE_MB), default=None)
-    parser.add_argument(
+    add_number_argument(parser, "--table-mb", None, minimum=1, maximum=MAX_TABLE_MB)
+    add_number_argument(
+        parser,
         "--checkpoint-every",
-        type=number_argument("checkpoint-every", above=0, maximum=MAX_CHECKPOINT_SECONDS),
-        default=60.0,
+        60.0,
+        "seconds between saves of the solved values",
         metavar="S",
-        help="seconds between saves of the solved values",
+        above=0,
+        maximum=MAX_CHECKPOINT_SECONDS,
     )
     parser.add_argument(
         "--root",

@@ -47,8 +47,9 @@ from experiments.options import (
     MAX_CHECKPOINT_SECONDS,
     MAX_JOBS,
     CommandParser,
+    add_integer_argument,
+    add_number_argument,
     add_progress_and_variant_arguments,
-    number_argument,
     output_file_argument,
     parse_command,
 )
@@ -76,19 +77,13 @@ def default_table_mb() -> int:
 def add_search_arguments(parser: argparse.ArgumentParser, table_mb: float, why: str) -> None:
     """``--jobs`` and ``--table-mb`` (default ``table_mb``, explained by ``why``): the solver's threads and
     table, for ``quarto solve`` and ``quarto bench solver``."""
-    parser.add_argument(
-        "--jobs",
-        type=number_argument("--jobs", minimum=1, maximum=MAX_JOBS, integer=True),
-        default=1,
-        help=f"threads searching together, 1-{MAX_JOBS} (default 1; the machine has {os.cpu_count()} cores)",
+    jobs_help = f"threads searching together, 1-{MAX_JOBS} (default 1; the machine has {os.cpu_count()} cores)"
+    add_integer_argument(parser, "--jobs", 1, jobs_help, fewest=1, most=MAX_JOBS, name="--jobs")
+    table_help = (
+        f"transposition table size in MiB, rounded down to a power of two of 16-byte entries (default {table_mb:g}: "
+        f"{why})"
     )
-    parser.add_argument(
-        "--table-mb",
-        type=number_argument("--table-mb", minimum=1, maximum=MAX_TABLE_MB),
-        default=table_mb,
-        help=f"transposition table size in MiB, rounded down to a power of two of 16-byte entries "
-        f"(default {table_mb:g}: {why})",
-    )
+    add_number_argument(parser, "--table-mb", table_mb, table_help, name="--table-mb", minimum=1, maximum=MAX_TABLE_MB)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,11 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="save the table to FILE every --checkpoint-every seconds and on Ctrl-C, and start from it when it "
         "exists: a long proof survives a restart",
     )
-    parser.add_argument(
+    add_number_argument(
+        parser,
         "--checkpoint-every",
-        type=number_argument("--checkpoint-every", minimum=1, maximum=MAX_CHECKPOINT_SECONDS),
-        default=60.0,
-        help="seconds between saves of the table with --resume",
+        60.0,
+        "seconds between saves of the table with --resume",
+        name="--checkpoint-every",
+        minimum=1,
+        maximum=MAX_CHECKPOINT_SECONDS,
     )
     add_progress_and_variant_arguments(parser, "progress lines", several_words=True)
     return parser
