@@ -46,6 +46,7 @@ from typing import Any, cast
 import numpy as np
 from tqdm import tqdm
 
+from agents.files import remove_orphan_temporaries
 from agents.integrity import (
     IntegrityError,
     read_sealed,
@@ -316,9 +317,11 @@ def _save_shard(folder: Path, index: int, rows: np.ndarray, states: Sequence[Sta
 
 
 def remove_shard_folder(folder: Path) -> None:
-    """Delete what :func:`label_positions` wrote to ``folder`` (its shards, their seals and ``labels.json``), and
-    the folder itself once it is empty; files of anyone else stay, and so does the folder then."""
+    """Delete what :func:`label_positions` wrote to ``folder`` (its shards, their seals and ``labels.json``, and
+    the half-written files of an earlier run killed mid-write), and the folder itself once it is empty; files of
+    anyone else stay, and so does the folder then. The caller holds the folder: nothing else writes into it."""
     for path in [*_shard_files(folder), folder / LABELS_FILE]:
         path.unlink(missing_ok=True)
+    remove_orphan_temporaries(folder)
     with contextlib.suppress(OSError):
         folder.rmdir()

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from agents import labels
+from agents.files import is_temporary_name
 from agents.minimax import Solver
 from agents.suites import PositionSource, collect_positions
 from experiments.training import dataset
@@ -125,6 +126,10 @@ def test_a_resumed_run_labels_only_what_was_left(tmp_path: Path, monkeypatch: py
     with pytest.raises(KeyboardInterrupt):
         main([*SAMPLE, "--out", str(out)])
     assert not out.exists() and len(list(parts_folder(out).glob("shard-*.npy"))) == 2
+    # What a kill in the middle of writing the third shard leaves: half a file under atomic_write's name.
+    half_written = parts_folder(out) / ".shard-00002.npy.k1ll3d.tmp.npy"
+    half_written.write_bytes(b"\x93NUMPY")
+    assert is_temporary_name(half_written.name)
 
     def no_games(*args: object, **kwargs: object) -> None:
         raise AssertionError("the positions are read back, not collected again")
