@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from experiments.output import LOCK_FILE, hold_lock
 from experiments.training import ray_runtime, sweep, sweep_stats
 from experiments.training.ray_runtime import RayStartError, check_address
 from experiments.training.sweep import SweepError, parse_sets, plan_trials, split_values
@@ -122,6 +123,34 @@ def test_missing_config_is_refused(tmp_path: Path) -> None:
     status, _, err = run_main([str(tmp_path / "nope.yaml"), "--seeds", "0"])
     assert status == 2
     assert "does not exist" in err
+
+
+def test_a_sweep_folder_in_use_is_refused_naming_its_holder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sweep, "check_ray", lambda address: None)  # refused before Ray is needed
+    monkeypatch.setattr(sweep, "_run_on_ray", lambda *args: pytest.fail("a second sweep ran"))
+    out = tmp_path / "sweep"
+    out.mkdir()
+    with hold_lock(out / LOCK_FILE, "the first sweep"):
+        status, _, err = run_main(["configs/default.yaml", "--seeds", "0", "--out", str(out)])
+    assert status == 2 and err.count("\n") == 1
+    assert f"sweep folder {str(out)!r} is in use by another process (pid {os.getpid()}" in err
+    assert list(out.iterdir()) == []
+
+
+def test_a_sweep_started_meanwhile_is_not_written_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "sweep"
+    lock = sweep.hold_lock
+
+    def started_while_waiting_for_the_lock(path: Path, named: str) -> contextlib.AbstractContextManager[None]:
+        (out / sweep.SWEEP_FILE).write_text("{}")  # another sweep, between the first check and the lock
+        return lock(path, named)
+
+    monkeypatch.setattr(sweep, "check_ray", lambda address: None)
+    monkeypatch.setattr(sweep, "hold_lock", started_while_waiting_for_the_lock)
+    monkeypatch.setattr(sweep, "_run_on_ray", lambda *args: pytest.fail("the second sweep ran"))
+    status, _, err = run_main(["configs/default.yaml", "--seeds", "0", "--out", str(out)])
+    assert status == 2 and f"already holds a sweep: `quarto sweep --resume {out}` finishes it" in err
+    assert (out / sweep.SWEEP_FILE).read_text() == "{}"
 
 
 @pytest.mark.ray

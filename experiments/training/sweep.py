@@ -29,6 +29,7 @@ from typing import Any
 
 from agents.files import OutputPathError, atomic_write_bytes, input_file, output_folder
 from experiments.options import CommandParser, add_integer_argument, add_number_argument, quiet_logger
+from experiments.output import LOCK_FILE, OutputError, hold_lock
 from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents
 from experiments.training.config_file import load_config
@@ -191,8 +192,7 @@ def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str
     name = load_config(args.config).name
     check_ray(args.address)
     out = output_folder(args.out or default_run_folder(name, parent=RUNS_DIR / "sweeps"), "--out")
-    if (out / SWEEP_FILE).exists():
-        raise SweepError(f"--out {out} already holds a sweep: `quarto sweep --resume {out}` finishes it")
+    refuse_a_second_sweep(out)
     settings = {
         "config": str(args.config),
         "seeds": seeds,
@@ -200,6 +200,12 @@ def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str
         "command": command_line("sweep", argv),
     }
     return out, settings
+
+
+def refuse_a_second_sweep(out: Path) -> None:
+    """:class:`SweepError` if ``out`` already holds a sweep: a new one is never written over it."""
+    if (out / SWEEP_FILE).exists():
+        raise SweepError(f"--out {out} already holds a sweep: `quarto sweep --resume {out}` finishes it")
 
 
 def write_sweep(out: Path, settings: dict[str, Any]) -> None:
@@ -332,10 +338,23 @@ def main(argv: list[str]) -> int:
     try:
         check_address(args.address)
         out, settings = resumed_sweep(args) if args.resume is not None else new_sweep(args, argv)
-        failed = _run_on_ray(out, settings, args, argv)
+        # One process at a time drives a sweep folder, results included; a second is refused, naming the first.
+        with hold_lock(out / LOCK_FILE, f"sweep folder {str(out)!r}"):
+            if args.resume is None:
+                refuse_a_second_sweep(out)  # again, now that it is ours: another may have started it meanwhile
+            return _sweep(out, settings, args, argv)
     except (SweepError, ConfigError, OutputPathError) as exc:
         print(f"quarto sweep: {exc}", file=sys.stderr)
         return 2
+    except OutputError as exc:
+        print(f"quarto sweep: {exc}", file=sys.stderr)
+        return exc.status
+
+
+def _sweep(out: Path, settings: dict[str, Any], args: argparse.Namespace, argv: list[str]) -> int:
+    """Run the trials of the claimed ``out`` and report them; the exit status."""
+    try:
+        failed = _run_on_ray(out, settings, args, argv)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside Tune's run (which catches the first)
         failed = []
     if not (out / SWEEP_FILE).exists():
