@@ -11,7 +11,7 @@ from what earlier runs proved, and a position solved once is not solved again.
 The file is ``$QUARTO_CACHE_DIR/values.sqlite`` (default ``~/.cache/quarto``; ``QUARTO_CACHE_DIR=off`` turns the
 cache off). SQLite makes concurrent writers from several processes safe. Each row names its variant and the
 layout version of the table entries: rows of another version are never read. A row holds numbers only, never
-pickled data.
+pickled data, and is checked as it is read (:func:`sound_rows`): a damaged one is ignored, in one line on stderr.
 """
 
 from __future__ import annotations
@@ -20,13 +20,16 @@ import contextlib
 import json
 import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from agents.search_table import entries_from_rows, store_entries
+from agents.search_kernels import WIN
+from agents.search_table import CANONICAL_FLAG, USED_FLAG, entries_from_rows, store_entries
 from agents.search_table_files import TABLE_FILE_FORMAT, pack_bounds, proven_rows, unpack_bounds
-from quarto_env.core import Variant
+from quarto_env.core import NUM_SQUARES, Variant
+from quarto_env.symmetry import LANE_MASK
 
 CACHE_ENV = "QUARTO_CACHE_DIR"
 """Environment variable naming the cache folder; ``off`` turns the cache off."""
@@ -41,6 +44,31 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS positions (
     PRIMARY KEY (variant, version, key_occupied, key_lanes))"""
 _INSERT = """INSERT INTO positions VALUES (?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT DO UPDATE SET lower = max(lower, excluded.lower), upper = min(upper, excluded.upper)"""
+
+
+def sound_rows(columns: np.ndarray) -> np.ndarray:
+    """Which rows ``(key_occupied, key_lanes, empties, lower, upper, best_piece)`` could have been harvested: a
+    used, canonical key whose board has ``empties`` empty squares (at least :data:`MIN_EMPTIES`), four lanes of
+    piece attributes on the board's squares only, and proven bounds (each a win, a draw or a loss, the lower no
+    higher than the upper) with a piece or none. A row that fails was damaged or written by hand: loading it
+    could make the solver's answers wrong."""
+    key_occupied, key_lanes, empties, lower, upper, best_piece = columns.T
+    board = key_occupied & LANE_MASK
+    filled = np.array([bin(int(b)).count("1") for b in board], dtype=np.int64)
+    flags = USED_FLAG | CANONICAL_FLAG
+    lanes_on_board = np.all([(key_lanes >> (NUM_SQUARES * k) & LANE_MASK & ~board) == 0 for k in range(4)], axis=0)
+    proven = (-WIN, 0, WIN)
+    return (
+        (key_occupied & ~LANE_MASK == flags)
+        & (filled == NUM_SQUARES - empties)
+        & (empties >= MIN_EMPTIES)
+        & lanes_on_board
+        & np.isin(lower, proven)
+        & np.isin(upper, proven)
+        & (lower <= upper)
+        & (best_piece >= -1)
+        & (best_piece < NUM_SQUARES)
+    )
 
 
 def default_cache_path() -> Path | None:
@@ -79,11 +107,20 @@ class ValueCache:
                 "ORDER BY empties DESC LIMIT ?",
                 (self.variant_key, TABLE_FILE_FORMAT, len(table) // LOADED_SHARE),
             ).fetchall()
-        if rows:
-            columns = np.array(rows, dtype=np.int64)
-            lower, upper, best_piece = columns[:, 3], columns[:, 4], columns[:, 5]
-            store_entries(table, np.stack([*columns[:, :3].T, pack_bounds(lower, upper, best_piece)], axis=1))
-        return len(rows)
+        if not rows:
+            return 0
+        columns = np.array(rows, dtype=np.int64)
+        sound = sound_rows(columns)
+        if not sound.all():
+            print(
+                f"{self.path}: {np.count_nonzero(~sound)} damaged row(s) ignored (not proven bounds of a canonical "
+                "position); delete the file to start the cache afresh",
+                file=sys.stderr,
+            )
+            columns = columns[sound]
+        lower, upper, best_piece = columns[:, 3], columns[:, 4], columns[:, 5]
+        store_entries(table, np.stack([*columns[:, :3].T, pack_bounds(lower, upper, best_piece)], axis=1))
+        return len(columns)
 
     def harvest(self, table: np.ndarray) -> int:
         """Add the proven bounds in ``table`` of positions with at least ``MIN_EMPTIES`` empty squares (a position

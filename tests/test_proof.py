@@ -7,6 +7,7 @@ table and the cache), whose results the brute-force tests of ``tests/test_solver
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -27,7 +28,7 @@ from agents.search import Search, SearchInterrupted
 from agents.search_kernels import EXACT_DEPTH, WIN
 from agents.search_table import table_bits_for
 from agents.search_table_files import TableFileError, load_table, read_table_header, save_table
-from agents.value_cache import ValueCache, default_cache_path
+from agents.value_cache import ValueCache, default_cache_path, sound_rows
 from experiments.arena import solve as solve_command
 from quarto_env.core import NO_PIECE, STANDARD, State, Variant, from_board
 from quarto_env.notation import format_position, parse_position
@@ -261,6 +262,29 @@ def test_every_cached_bound_holds_for_its_position(tmp_path: Path) -> None:
         state = board_of_entry(key_occupied, key_lanes)
         assert not state.placing and not state.over
         assert lower <= fresh.value(state) * WIN <= upper, format_position(state)
+
+
+def test_damaged_cache_rows_are_ignored_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cache = ValueCache(STANDARD, tmp_path / "values.sqlite")
+    states = greedy_game_positions(12, 2, seed=21)
+    first = Solver(STANDARD, cache=cache, table_bits=18)
+    results = [first.solve(state) for state in states]
+    columns = "key_occupied, key_lanes, empties, lower, upper, best_piece"
+    with contextlib.closing(sqlite3.connect(cache.path)) as connection, connection:
+        rows = connection.execute(f"SELECT {columns} FROM positions").fetchall()
+        assert len(rows) >= 4 and sound_rows(np.array(rows, dtype=np.int64)).all()  # every harvested row passes
+        damage = ["lower = 7, upper = 7", f"lower = {WIN}, upper = {-WIN}", "empties = empties - 1", "best_piece = 16"]
+        for change, (key_occupied, key_lanes, *_) in zip(damage, rows, strict=False):
+            connection.execute(
+                f"UPDATE positions SET {change} WHERE key_occupied = ? AND key_lanes = ?", (key_occupied, key_lanes)
+            )
+    capsys.readouterr()
+    second = Solver(STANDARD, cache=ValueCache(STANDARD, cache.path), table_bits=18)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{cache.path}: 4 damaged row(s) ignored" in err
+    for state, result in zip(states, results, strict=True):
+        again = second.solve(state)
+        assert (again.value, again.best_actions) == (result.value, result.best_actions)
 
 
 def test_the_cache_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
