@@ -54,7 +54,7 @@ def sound_rows(columns: np.ndarray) -> np.ndarray:
     could make the solver's answers wrong."""
     key_occupied, key_lanes, empties, lower, upper, best_piece = columns.T
     board = key_occupied & LANE_MASK
-    filled = np.array([bin(int(b)).count("1") for b in board], dtype=np.int64)
+    filled = sum(board >> square & 1 for square in range(NUM_SQUARES))
     flags = USED_FLAG | CANONICAL_FLAG
     lanes_on_board = np.all([(key_lanes >> (NUM_SQUARES * k) & LANE_MASK & ~board) == 0 for k in range(4)], axis=0)
     proven = (-WIN, 0, WIN)
