@@ -23,6 +23,7 @@ from experiments.training.dataset import (
     DatasetError,
     load_dataset,
     main,
+    save_dataset,
 )
 from experiments.training.train_on_dataset import Config, train
 from quarto_env.core import Variant
@@ -189,6 +190,61 @@ def test_a_damaged_file_is_refused_in_one_line(dataset_file: Path, damage: str) 
     with pytest.raises(DatasetError, match="damaged") as caught:
         load_dataset(dataset_file)
     assert "\n" not in str(caught.value)
+
+
+def test_check_reads_a_file_and_says_what_it_holds(dataset_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--check", str(dataset_file)]) == 0
+    count = load_dataset(dataset_file)[1]["count"]
+    expected = f"{dataset_file}: {count:,} solved positions, {DEFAULT_OBSERVATION} planes: hash and rows checked\n"
+    assert capsys.readouterr().out == expected
+
+
+@pytest.mark.parametrize("lie", ["value", "critical", "illegal action labelled", "legal action unlabelled"])
+def test_check_refuses_rows_that_lie_under_a_fresh_hash(
+    dataset_file: Path, lie: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    arrays, header = load_dataset(dataset_file)
+    arrays = {name: array.copy() for name, array in arrays.items()}
+    mask = arrays["action_mask"] == 1
+    row = int(np.flatnonzero(arrays["critical"] & ~mask.all(axis=1))[0])
+    legal, illegal = np.flatnonzero(mask[row]), np.flatnonzero(~mask[row])
+    if lie == "value":
+        arrays["value"][row] = arrays["action_values"][row, legal].min()  # critical: below the best
+    elif lie == "critical":
+        arrays["critical"][row] = False
+    elif lie == "illegal action labelled":
+        arrays["action_values"][row, illegal[0]] = 0
+    else:
+        arrays["action_values"][row, legal[0]] = ILLEGAL
+    save_dataset(dataset_file, arrays, {k: v for k, v in header.items() if k not in ("format", "count", "sha256")})
+    load_dataset(dataset_file)  # its hash is fresh: only the rows tell
+    assert main(["--check", str(dataset_file)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("quarto dataset: ") and f"row {row} (" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--sample", "3"], "--check reads a dataset and takes no other option: drop --sample"),
+        (["--observation=raw", "--squares"], "drop --observation --squares"),
+    ],
+)
+def test_check_takes_no_other_option(
+    dataset_file: Path, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--check", str(dataset_file), *argv])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_check_of_a_missing_path_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--check", str(tmp_path / "nope.npz")])
+    assert exited.value.code == 2 and "does not exist: name a dataset file or a folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["--check", str(tmp_path / "nope.npz"), "--out", str(tmp_path / "x.npz")])
+    assert exited.value.code == 2 and "not allowed with" in capsys.readouterr().err
 
 
 def test_the_default_observation_is_the_envs() -> None:

@@ -22,6 +22,7 @@ from agents.sessions import (
 )
 from experiments.arena.records import record_line
 from experiments.arena.replay import load_games
+from experiments.training import dataset as dataset_command
 from quarto_env.core import FIELD_TO_MOVE, NUM_ACTIONS, STANDARD, Variant, position_array, state_of_row
 from quarto_env.errors import CallOrderError, DatasetError, EvaluationError, QuartoError, QuartoValueError
 from quarto_env.notation import format_position
@@ -264,6 +265,24 @@ def test_validate_refuses_rows_that_lie(samples_folder: tuple[Path, int], tmp_pa
         writer.write(arrays)
     with pytest.raises(DatasetError, match="shard 0: row 3 has no legal action"):
         SampleDataset(tmp_path / "lie").validate()
+
+
+def test_quarto_dataset_check_validates_a_samples_folder(
+    samples_folder: tuple[Path, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, rows = samples_folder
+    assert dataset_command.main(["--check", str(folder)]) == 0
+    assert capsys.readouterr().out == (
+        f"{folder}: {rows} self-play samples in {-(-rows // 40)} shard(s), tactical planes, standard rules: "
+        "every shard checked\n"
+    )
+    copy = tampered_copy(folder, tmp_path / "data")
+    shard = copy / "shard-00001.npz"
+    shard.write_bytes(shard.read_bytes()[:-10])
+    assert dataset_command.main(["--check", str(copy)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "quarto dataset: " in captured.err and "shard 1 (shard-00001.npz)" in captured.err
 
 
 def test_a_dataset_of_another_version_is_refused_in_one_line(samples_folder: tuple[Path, int], tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ Example usage::
     quarto dataset --suite standard-v1 --observation parity --symmetries 7 --out data.npz
     quarto dataset --sample 200 --seed 1 --min-empty 4 --max-empty 10 --squares --out squares.npz
     quarto dataset --sample 2000 --min-empty 6 --max-empty 10 --jobs 2 --out big.npz   # Ctrl-C, then again: resumes
+    quarto dataset --check big.npz          # hash and rows checked; or a folder of self-play samples (exit 1 if bad)
 
 The positions come from a suite of solved positions (:mod:`agents.suites`: ``--suite`` names a shipped one or a
 ``.jsonl`` file; the default is the variant's newest shipped suite), or are sampled afresh: ``--sample N`` keeps up
@@ -65,6 +66,7 @@ from agents.book import shipped_book
 from agents.files import atomic_write_bytes, input_file
 from agents.integrity import IntegrityError, read_sealed_json, write_sealed_json
 from agents.labels import ILLEGAL, label_positions, remove_shard_folder, values_of_row, worker_pool
+from agents.sample_files import SampleDataset
 from agents.suites import (
     DEFAULT_SOURCES,
     PositionSource,
@@ -300,7 +302,15 @@ def build_parser() -> argparse.ArgumentParser:
         "with --sample: worker processes that play the games and label the positions (default 1); "
         "the file does not depend on it",
     )
-    parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the .npz file to write")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--out", type=Path, metavar="FILE", help="the .npz file to write")
+    target.add_argument(
+        "--check",
+        type=Path,
+        metavar="PATH",
+        help="check a dataset instead of writing one: a file of this command, or a folder of self-play samples "
+        "(agents.sample_files); exit 1 if it fails",
+    )
     add_overwrite_argument(parser)
     add_progress_and_variant_arguments(parser, "progress bars")
     return parser
@@ -309,6 +319,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run ``quarto dataset``."""
     parser, args, variant = parse_command(build_parser, argv)
+    if args.check is not None:
+        others = [token.partition("=")[0] for token in argv if token.startswith("-") and token != "--check"]
+        if others:
+            parser.error(f"--check reads a dataset and takes no other option: drop {' '.join(others)}")
+        return _check(parser, args.check)
     _check_symmetries(parser, variant, args.symmetries)
     # Held for the whole run: a second dataset into the same file (or its OUT.parts/) is refused meanwhile.
     with claim_output(args.out, "file", overwrite=args.overwrite, prog=parser.prog):
@@ -336,6 +351,52 @@ def _write_dataset(parser: argparse.ArgumentParser, args: argparse.Namespace, va
         f"{arrays['observations'].shape[1:]}, {variant.num_actions} actions, {os.path.getsize(args.out):,} bytes"
     )
     return 0
+
+
+def _check(parser: argparse.ArgumentParser, path: Path) -> int:
+    """``--check PATH``: one line on what ``path`` holds once every part of it proves itself (exit 0), or on the
+    first failure (exit 1)."""
+    if not path.exists():
+        parser.error(f"--check {str(path)!r} does not exist: name a dataset file or a folder of self-play samples")
+    try:
+        print(check_dataset(path))
+    except DatasetError as error:
+        print(f"{parser.prog}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def check_dataset(path: Path) -> str:
+    """Check the dataset at ``path`` whole -- a file of this command (its hash, then its rows: :func:`check_rows`),
+    or a folder of self-play samples (:meth:`agents.sample_files.SampleDataset.validate`) -- and say what it holds,
+    in one line; :class:`DatasetError` naming the first failure."""
+    if path.is_dir():
+        samples = SampleDataset(path)
+        counts = samples.validate()
+        return (
+            f"{path}: {counts['rows']:,} self-play samples in {counts['shards']} shard(s), {samples.kind.name} "
+            f"planes, {samples.variant.describe()} rules: every shard checked"
+        )
+    arrays, header = load_dataset(path)
+    check_rows(arrays, repr(str(path)))
+    return f"{path}: {header['count']:,} solved positions, {header['observation']} planes: hash and rows checked"
+
+
+def check_rows(arrays: dict[str, np.ndarray], name: str) -> None:
+    """:class:`DatasetError` unless every row labels exactly its legal actions with a value (-1, 0 or +1) and
+    :data:`ILLEGAL` elsewhere, its value is the best of them, and ``critical`` says whether one loses value."""
+    legal = arrays["action_mask"] == 1
+    values = arrays["action_values"].astype(np.int64)
+    labelled = np.where(legal, np.isin(values, (-1, 0, 1)), values == ILLEGAL).all(axis=1) & legal.any(axis=1)
+    best = np.where(legal, values, -2).max(axis=1)
+    worst = np.where(legal, values, 2).min(axis=1)
+    sound = labelled & (arrays["value"] == best) & (arrays["critical"] == (worst < best))
+    if not sound.all():
+        row = int(np.flatnonzero(~sound)[0])
+        raise DatasetError(
+            f"{name}: row {row} ({arrays['positions'][row]}) does not hold its legal actions' values, the best of "
+            f"them as its value and whether one loses value ({np.count_nonzero(~sound)} such row(s))"
+        )
 
 
 def _check_symmetries(parser: argparse.ArgumentParser, variant: Variant, images: int) -> None:
