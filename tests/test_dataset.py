@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import io
 import json
+import os
 import zipfile
 from pathlib import Path
 
@@ -241,7 +242,15 @@ def test_check_takes_no_other_option(
 def test_check_of_a_missing_path_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["--check", str(tmp_path / "nope.npz")])
-    assert exited.value.code == 2 and "does not exist: name a dataset file or a folder" in capsys.readouterr().err
+    assert exited.value.code == 2
+    assert (
+        "--check '" in (err := capsys.readouterr().err)
+        and "nope.npz' does not exist (a dataset file or a folder" in err
+    )
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(SystemExit) as exited:
+        main(["--check", str(tmp_path / "pipe")])
+    assert exited.value.code == 2 and "is not a regular file" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
         main(["--check", str(tmp_path / "nope.npz"), "--out", str(tmp_path / "x.npz")])
     assert exited.value.code == 2 and "not allowed with" in capsys.readouterr().err

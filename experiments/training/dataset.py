@@ -356,8 +356,11 @@ def _write_dataset(parser: argparse.ArgumentParser, args: argparse.Namespace, va
 def _check(parser: argparse.ArgumentParser, path: Path) -> int:
     """``--check PATH``: one line on what ``path`` holds once every part of it proves itself (exit 0), or on the
     first failure (exit 1)."""
-    if not path.exists():
-        parser.error(f"--check {str(path)!r} does not exist: name a dataset file or a folder of self-play samples")
+    if not path.is_dir():
+        try:  # a path that is no file to read is the command line's fault, not the dataset's
+            input_file(path, "--check", DatasetError)
+        except DatasetError as error:
+            parser.error(f"{error} (a dataset file or a folder of self-play samples)")
     try:
         print(check_dataset(path))
     except DatasetError as error:
