@@ -194,10 +194,10 @@ def test_a_damaged_file_is_refused_in_one_line(dataset_file: Path, damage: str) 
 
 
 def test_check_reads_a_file_and_says_what_it_holds(dataset_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--check", str(dataset_file)]) == 0
     count = load_dataset(dataset_file)[1]["count"]
     expected = f"{dataset_file}: {count:,} solved positions, {DEFAULT_OBSERVATION} planes: hash and rows checked\n"
-    assert capsys.readouterr().out == expected
+    assert main(["--check", str(dataset_file)]) == 0 and capsys.readouterr().out == expected
+    assert main([f"--check={dataset_file}"]) == 0 and capsys.readouterr().out == expected
 
 
 @pytest.mark.parametrize("lie", ["value", "critical", "illegal action labelled", "legal action unlabelled"])

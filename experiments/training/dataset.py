@@ -320,7 +320,8 @@ def main(argv: list[str]) -> int:
     """Run ``quarto dataset``."""
     parser, args, variant = parse_command(build_parser, argv)
     if args.check is not None:
-        others = [token.partition("=")[0] for token in argv if token.startswith("-") and token != "--check"]
+        options = [token.partition("=")[0] for token in argv if token.startswith("-")]
+        others = [option for option in options if option != "--check"]
         if others:
             parser.error(f"--check reads a dataset and takes no other option: drop {' '.join(others)}")
         return _check(parser, args.check)
