@@ -103,7 +103,7 @@ def test_a_value_error_is_one_line_without_the_usage_and_writes_nothing(
 def test_an_unknown_option_or_a_missing_argument_still_shows_the_usage(capsys: pytest.CaptureFixture[str]) -> None:
     for argv, problem in [
         (["dataset", "--sample", "4", "--out", "d.npz", "--nosuch"], "unrecognized arguments: --nosuch"),
-        (["dataset", "--sample", "4"], "the following arguments are required: --out"),
+        (["dataset", "--sample", "4"], "one of the arguments --out --check is required"),
         (["grade", "random", "--positions"], "argument --positions: expected one argument"),
     ]:
         status, _, err = run(argv, capsys)
