@@ -290,11 +290,14 @@ def _read_shard(variant: Variant, path: Path, states: Sequence[State]) -> np.nda
 def _labels_fit(variant: Variant, states: Sequence[State], rows: np.ndarray) -> bool:
     """Whether each row labels exactly the legal actions of its position with a value, -1, 0 or +1."""
     actions = np.arange(variant.num_actions)
-    for state, row in zip(states, rows, strict=True):
-        legal = (legal_action_mask(variant, state) >> actions) & 1 == 1
-        if not (np.isin(row[legal], (-1, 0, 1)).all() and (row[~legal] == ILLEGAL).all()):
-            return False
-    return True
+    legal = np.array([(legal_action_mask(variant, state) >> actions) & 1 == 1 for state in states], dtype=bool)
+    return bool(rows_label_legal_actions(legal.reshape(rows.shape), rows).all())
+
+
+def rows_label_legal_actions(legal: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per row of labels (``rows``, ``(n, A)``): whether it labels exactly its ``legal`` actions (``(n, A)`` bool)
+    with a value, -1, 0 or +1, and every other action :data:`ILLEGAL`."""
+    return np.asarray(np.where(legal, np.isin(rows, (-1, 0, 1)), rows == ILLEGAL).all(axis=1))
 
 
 def _redone(reason: str, count: int) -> np.ndarray | None:

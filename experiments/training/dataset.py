@@ -65,7 +65,14 @@ import numpy as np
 from agents.book import shipped_book
 from agents.files import atomic_write_bytes, input_file
 from agents.integrity import IntegrityError, read_sealed_json, write_sealed_json
-from agents.labels import ILLEGAL, label_positions, remove_shard_folder, values_of_row, worker_pool
+from agents.labels import (
+    ILLEGAL,
+    label_positions,
+    remove_shard_folder,
+    rows_label_legal_actions,
+    values_of_row,
+    worker_pool,
+)
 from agents.sample_files import SampleDataset
 from agents.suites import (
     DEFAULT_SOURCES,
@@ -391,7 +398,7 @@ def check_rows(arrays: dict[str, np.ndarray], name: str) -> None:
     :data:`ILLEGAL` elsewhere, its value is the best of them, and ``critical`` says whether one loses value."""
     legal = arrays["action_mask"] == 1
     values = arrays["action_values"].astype(np.int64)
-    labelled = np.where(legal, np.isin(values, (-1, 0, 1)), values == ILLEGAL).all(axis=1) & legal.any(axis=1)
+    labelled = rows_label_legal_actions(legal, values) & legal.any(axis=1)
     best = np.where(legal, values, -2).max(axis=1)
     worst = np.where(legal, values, 2).min(axis=1)
     sound = labelled & (arrays["value"] == best) & (arrays["critical"] == (worst < best))
