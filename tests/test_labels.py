@@ -55,6 +55,20 @@ def test_small_positions_are_labelled_as_brute_force_values_them() -> None:
     assert {max(v.values()) for v in values} == {-1, 0, 1}  # won, drawn and lost positions all checked
 
 
+def test_rows_fit_only_when_they_label_exactly_the_legal_actions_with_a_value() -> None:
+    states = positions((6, 5), 4, seed=3)
+    rows = labels.label_positions(STANDARD, states)
+    legal = np.array([[a in legal_actions(STANDARD, s) for a in range(NUM_ACTIONS)] for s in states])
+    assert labels.rows_label_legal_actions(legal, rows).all() and labels._labels_fit(STANDARD, states, rows)
+    row = int(np.flatnonzero(~legal.all(axis=1))[0])  # a position with a masked action
+    masked, playable = int(np.flatnonzero(~legal[row])[0]), int(np.flatnonzero(legal[row])[0])
+    for action, label in [(masked, 0), (playable, labels.ILLEGAL), (playable, 2)]:
+        lying = rows.copy()
+        lying[row, action] = label
+        fits = labels.rows_label_legal_actions(legal, lying)
+        assert np.flatnonzero(~fits).tolist() == [row] and not labels._labels_fit(STANDARD, states, lying)
+
+
 def test_larger_positions_are_labelled_as_the_solver_values_each_child_alone() -> None:
     states = positions((9, 8), 6, seed=2)
     rows = labels.label_positions(STANDARD, states)
