@@ -180,8 +180,9 @@ def check_ray(address: str | None) -> None:
 
 
 def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str, Any]]:
-    """The folder and settings of a new sweep, everything checked; writes nothing (:func:`write_sweep` does, once
-    Ray is up, so that a sweep that could not start leaves no ``sweep.json`` to refuse the same command again)."""
+    """The folder and settings of a new sweep, everything checked but a sweep already in the folder (:func:`main`
+    checks that under the folder's lock); writes nothing (:func:`write_sweep` does, once Ray is up, so that a sweep
+    that could not start leaves no ``sweep.json`` to refuse the same command again)."""
     if args.config is None or not args.seeds:
         raise SweepError(
             "give a config and --seeds (e.g. quarto sweep configs/default.yaml --seeds 0 1 2), or --resume"
@@ -192,7 +193,6 @@ def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str
     name = load_config(args.config).name
     check_ray(args.address)
     out = output_folder(args.out or default_run_folder(name, parent=RUNS_DIR / "sweeps"), "--out")
-    refuse_a_second_sweep(out)
     settings = {
         "config": str(args.config),
         "seeds": seeds,
@@ -341,14 +341,11 @@ def main(argv: list[str]) -> int:
         # One process at a time drives a sweep folder, results included; a second is refused, naming the first.
         with hold_lock(out / LOCK_FILE, f"sweep folder {str(out)!r}"):
             if args.resume is None:
-                refuse_a_second_sweep(out)  # again, now that it is ours: another may have started it meanwhile
+                refuse_a_second_sweep(out)  # under the lock: another sweep may have started it a moment ago
             return _sweep(out, settings, args, argv)
-    except (SweepError, ConfigError, OutputPathError) as exc:
+    except (SweepError, ConfigError, OutputPathError, OutputError) as exc:
         print(f"quarto sweep: {exc}", file=sys.stderr)
-        return 2
-    except OutputError as exc:
-        print(f"quarto sweep: {exc}", file=sys.stderr)
-        return exc.status
+        return exc.status if isinstance(exc, OutputError) else 2
 
 
 def _sweep(out: Path, settings: dict[str, Any], args: argparse.Namespace, argv: list[str]) -> int:
