@@ -359,7 +359,9 @@ def test_reusing_out_refuses_and_names_resume(serial: Path, capsys: pytest.Captu
 
 @pytest.mark.slow
 def test_a_kill_9_loses_at_most_the_game_in_progress(tmp_path: Path) -> None:
-    argv = ["random", "mcts:sims=150", "--games", "16", "--seed", "3", "--jobs", "1", "--bootstrap", "20"]
+    # Games of a few tenths of a second each, so that the kill lands with games left to play even when this
+    # process waits for a core: with random against mcts:sims=150 the last twelve games took 15 ms in all.
+    argv = ["mcts:sims=20000", "mcts:sims=25000", "--games", "16", "--seed", "3", "--jobs", "1", "--bootstrap", "20"]
     log = tmp_path / "killed" / "games.jsonl"
     process = subprocess.Popen(
         [sys.executable, "-m", "experiments.cli", "tournament", *argv, "--no-progress", "--out", str(log.parent)],
