@@ -20,6 +20,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "ray": ("ray", "scipy"),
     "bench": ("pgx", "pygame"),
     "clients": ("torchrl", "tianshou"),
+    "jax": ("jax", "pgx", "mctx", "equinox", "optax"),
 }
 """Each extra and the top-level modules its packages in ``pyproject.toml`` are imported as (``pyyaml`` is ``yaml``),
 besides another extra's (``ray`` brings ``train``'s too)."""

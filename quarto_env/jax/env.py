@@ -1,0 +1,266 @@
+"""``quarto_v1`` as a ``pgx.Env``: :class:`QuartoEnv` and its :class:`State` (the page is ``docs/jax.md``).
+
+The same game as :func:`quarto_env.env`, seat for seat: player ``i`` is ``player_i``, a turn is a placement then
+a give by the same player, the first action is a give, action 16 declares in the declaration variant. The rules
+are :mod:`quarto_env.jax.rules`; this module adds pgx's contract around them (rewards per seat, the mask all True
+once the game is over, an illegal action ends the game) and the conversions to and from the compiled core's
+position arrays (:func:`quarto_env.core.position_array`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pgx.core
+from pgx._src.struct import dataclass
+
+import quarto_env.jax.rules as rules
+from quarto_env.core import NUM_FIELDS, NUM_SQUARES, piece_on
+from quarto_env.errors import ActionTypeError, QuartoValueError
+from quarto_env.flags import RuleFlags
+from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
+
+ENV_ID = "quarto"
+VERSION = "v1"
+"""The version of ``quarto_v1`` this env plays (docs/environment.md's history)."""
+
+FALSE = jnp.bool_(False)
+TRUE = jnp.bool_(True)
+
+
+@dataclass
+class State(pgx.core.State):
+    """A position of :class:`QuartoEnv`: pgx's six public fields, and the position in private ones."""
+
+    current_player: jax.Array = jnp.int32(0)
+    """The seat to act: 0 is ``player_0``. It changes after a give, not after a placement."""
+    observation: jax.Array = jnp.zeros((19, 16), dtype=jnp.bool_)
+    rewards: jax.Array = jnp.zeros(2, dtype=jnp.float32)
+    """What the last step gave each seat: +1/-1 at a win, the penalty of an ignored false declaration."""
+    terminated: jax.Array = FALSE
+    truncated: jax.Array = FALSE
+    legal_action_mask: jax.Array = jnp.ones(16, dtype=jnp.bool_)
+    _step_count: jax.Array = jnp.int32(0)
+    _board: jax.Array = jnp.full(16, -1, dtype=jnp.int32)
+    """The piece on each square, ``-1`` where empty."""
+    _hand: jax.Array = jnp.int32(-1)
+    """The piece to place, ``-1`` when the next action is a give."""
+    _available: jax.Array = jnp.int32(0xFFFF)
+    """The mask of pieces that can be given."""
+    _to_move: jax.Array = jnp.int32(0)
+    """The core's player to act (0 gave first)."""
+    _first: jax.Array = jnp.int32(0)
+    """The seat playing as the core's player 0: ``current_player == _to_move ^ _first``."""
+    _claimable: jax.Array = jnp.int32(0)
+    _winner: jax.Array = jnp.int32(-1)
+    """The core's player who won, ``-1`` while playing and after a draw."""
+    _declared_falsely: jax.Array = FALSE
+    """An ignored false declaration (penalty policy) was the last action: the declaration is masked."""
+
+    @property
+    def env_id(self) -> Any:
+        return ENV_ID
+
+
+class QuartoEnv(pgx.core.Env):
+    """Quarto for pgx, any rule variant: ``quarto_env.jax.env(**flags)`` makes one (the flags of
+    ``quarto_env.env``, and ``observation=`` one of its kinds)."""
+
+    def __init__(self, observation: str = DEFAULT_OBSERVATION, **flags: Any) -> None:
+        super().__init__()
+        self.flags = RuleFlags.of(flags, "quarto_env.jax.env")
+        self.variant = self.flags.variant
+        self.observation_kind = observation_kind(observation)
+        self.tables = rules.Tables.of(self.variant)
+
+    def __repr__(self) -> str:
+        return f"QuartoEnv({self.variant.describe()}, observation={self.observation_kind.name!r})"
+
+    @property
+    def id(self) -> Any:
+        return ENV_ID
+
+    @property
+    def version(self) -> str:
+        return VERSION
+
+    @property
+    def num_players(self) -> int:
+        return 2
+
+    @property
+    def num_actions(self) -> int:
+        return self.variant.num_actions
+
+    @property
+    def observation_shape(self) -> tuple[int, ...]:
+        return self.observation_kind.shape
+
+    def init(self, key: jax.Array) -> State:
+        return super().init(key)  # type: ignore[return-value]
+
+    def step(self, state: pgx.core.State, action: jax.Array, key: jax.Array | None = None) -> State:
+        """pgx's ``Env.step``, the same contract written as one pass of selects: an ended game stays as it is
+        with zero rewards; an illegal action -- masked, or outside ``0..num_actions - 1``, which pgx's indexing
+        would clamp to a legal one -- ends the game with -1 for the seat that took it and +1 for the other, the
+        position unchanged; once ended, every action is marked legal. pgx's own step nests three ``lax.cond``
+        around the game's step, which ``vmap`` turns into selects of the whole state each: this costs a
+        third as much per step on a CPU (``quarto bench jax``). An action of the wrong type or shape is refused
+        before any tracing, in one line."""
+        assert isinstance(state, State)
+        action = checked_action_array(action, state, self.num_actions)
+        in_range = (action >= 0) & (action < self.num_actions)
+        legal = in_range & jnp.any(state.legal_action_mask & (jnp.arange(self.num_actions) == action))
+        done = state.terminated | state.truncated
+        illegal = ~done & ~legal
+        played = self._step(state, jnp.clip(action, 0, self.num_actions - 1), key)
+        kept = done | illegal
+        after = jax.tree.map(lambda old, new: jnp.where(kept, old, new), state, played)
+        actor = jnp.arange(2) == state.current_player
+        rewards = jnp.where(illegal, jnp.where(actor, -1.0, 1.0), jnp.where(done, 0.0, played.rewards))
+        terminated = done | illegal | played.terminated
+        observation = jnp.where(kept, state.observation, self.observe(played))
+        return after.replace(  # type: ignore[no-any-return]
+            rewards=rewards.astype(jnp.float32),
+            terminated=terminated,
+            legal_action_mask=played.legal_action_mask | terminated,
+            observation=observation,
+            _step_count=state._step_count + (~done).astype(jnp.int32),
+        )
+
+    def _init(self, key: jax.Array) -> State:
+        seat = self.flags.first_seat
+        first = jax.random.bernoulli(key).astype(jnp.int32) if seat is None else jnp.int32(seat)
+        state = State(current_player=first, _first=first)  # type: ignore[call-arg]
+        return state.replace(legal_action_mask=self._legal(state))  # type: ignore[attr-defined,no-any-return]
+
+    def _step(self, state: pgx.core.State, action: jax.Array, key: Any) -> State:
+        assert isinstance(state, State)
+        board, hand, available, to_move, claimable, winner, over, declared_falsely = rules.play(
+            self.tables, state._board, state._hand, state._available, state._to_move, state._claimable, action
+        )
+        seat_of_winner = winner ^ state._first
+        won = jnp.where(jnp.arange(2) == seat_of_winner, 1.0, -1.0)
+        rewards = jnp.where(winner >= 0, won, 0.0).astype(jnp.float32)
+        penalty = jnp.where(jnp.arange(2) == state.current_player, self.flags.penalty, 0.0)
+        rewards = jnp.where(declared_falsely, penalty, rewards).astype(jnp.float32)
+        state = state.replace(  # type: ignore[attr-defined]
+            current_player=to_move ^ state._first,
+            rewards=rewards,
+            terminated=over,
+            _board=board,
+            _hand=hand,
+            _available=available,
+            _to_move=to_move,
+            _claimable=claimable,
+            _winner=winner,
+            _declared_falsely=declared_falsely,
+        )
+        return state.replace(legal_action_mask=self._legal(state))  # type: ignore[no-any-return]
+
+    def _legal(self, state: State) -> jax.Array:
+        return rules.legal_actions(
+            self.tables, state._board, state._hand, state._available, state.terminated, state._declared_falsely
+        )
+
+    def _observe(self, state: pgx.core.State, player_id: jax.Array) -> jax.Array:
+        # Quarto is impartial: both seats see the same planes, the position and the phase.
+        assert isinstance(state, State)
+        return rules.planes(
+            self.tables, self.observation_kind.level, state._board, state._hand, state._available, state._claimable
+        )
+
+    # -----------------------------------------------------------------------------------------------------
+    # The compiled core's positions
+    # -----------------------------------------------------------------------------------------------------
+    def to_positions(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, first_seats)``: the games of ``state`` (one, or a batch of any shape) as rows of
+        :func:`quarto_env.core.position_array` (shape ``batch + (8,)``) and the seat playing the core's player 0
+        in each (``batch``)."""
+        fields = (state._board, state._hand, state._available, state._to_move, state._claimable, state._winner)
+        board, hand, available, to_move, claimable, winner, over, first = (
+            np.asarray(a) for a in jax.device_get((*fields, state.terminated, state._first))
+        )
+        occupied = board >= 0
+        lanes = np.zeros(board.shape[:-1], dtype=np.uint64)
+        for k in range(4):
+            bits_k = (occupied & ((np.maximum(board, 0) >> k) & 1).astype(bool)).astype(np.uint64)
+            lanes |= (bits_k << (np.arange(NUM_SQUARES, dtype=np.uint64) + np.uint64(16 * k))).sum(-1, dtype=np.uint64)
+        occupied_mask = (occupied.astype(np.int64) << np.arange(NUM_SQUARES)).sum(-1)
+        rows = np.stack(
+            [lanes.view(np.int64), occupied_mask, available, hand, to_move, claimable, winner, over], axis=-1
+        ).astype(np.int64)
+        return rows, first.astype(np.int64)
+
+    def from_positions(self, positions: Any, first_seats: Any = 0) -> State:
+        """The games in ``positions`` (rows of :func:`quarto_env.core.position_array`, shape ``batch + (8,)``) as
+        a :class:`State` of that batch shape, ``first_seats`` (broadcast to the batch) the seat playing the core's
+        player 0. Rewards are zero; an ended game's mask is all True."""
+        rows = np.asarray(positions, dtype=np.int64)
+        if rows.ndim < 1 or rows.shape[-1] != NUM_FIELDS:
+            raise QuartoValueError(
+                f"positions must have {NUM_FIELDS} fields in their last axis, got shape {rows.shape}"
+            )
+        batch = rows.shape[:-1]
+        lanes = rows[..., 0].astype(np.uint64)
+        occupied = rows[..., 1]
+        board = np.full((*batch, NUM_SQUARES), -1, dtype=np.int32)
+        for index in np.ndindex(*batch):
+            for square in range(NUM_SQUARES):
+                if occupied[index] >> square & 1:
+                    board[(*index, square)] = piece_on(int(lanes[index]), square)
+        first = np.broadcast_to(np.asarray(first_seats, dtype=np.int32), batch)
+        if not np.isin(first, (0, 1)).all():
+            raise QuartoValueError(f"first_seats must be 0 or 1, got {np.unique(first).tolist()}")
+        available, hand, to_move = rows[..., 2], rows[..., 3], rows[..., 4]
+        steps = (NUM_SQUARES - _popcount(available)) + _popcount(occupied)
+
+        def one(board, hand, available, to_move, claimable, winner, over, first, steps):  # type: ignore[no-untyped-def]
+            state = State(  # type: ignore[call-arg]
+                current_player=to_move ^ first,
+                terminated=over,
+                _step_count=steps,
+                _board=board,
+                _hand=hand,
+                _available=available,
+                _to_move=to_move,
+                _first=first,
+                _claimable=claimable,
+                _winner=winner,
+            )
+            legal = self._legal(state)
+            state = state.replace(legal_action_mask=jnp.where(over, True, legal))  # type: ignore[attr-defined]
+            return state.replace(observation=self.observe(state))
+
+        arrays = [board, hand, available, to_move, rows[..., 5], rows[..., 6], rows[..., 7] != 0, first, steps]
+        fields = [jnp.asarray(a, dtype=jnp.bool_ if a.dtype == bool else jnp.int32) for a in arrays]
+        fn = one
+        for _ in batch:
+            fn = jax.vmap(fn)
+        return fn(*fields)  # type: ignore[no-any-return]
+
+
+def _popcount(masks: np.ndarray) -> np.ndarray:
+    return np.array([int(m).bit_count() for m in np.ravel(masks)], dtype=np.int32).reshape(np.shape(masks))
+
+
+def checked_action_array(action: Any, state: pgx.core.State, num_actions: int) -> jax.Array:
+    """``action`` as an ``int32`` array for ``state``: an integer of the state's batch shape. Everything checked
+    here is static (types and shapes), so it is checked under ``jit`` too, while tracing; values are not."""
+    dtype = getattr(action, "dtype", None)
+    if (
+        isinstance(action, bool)
+        or (dtype is None and not isinstance(action, int))
+        or (dtype is not None and not jnp.issubdtype(dtype, jnp.integer))
+    ):
+        kind = dtype if dtype is not None else type(action).__name__
+        raise ActionTypeError(f"an action must be an integer 0-{num_actions - 1} (int32 under jit), got {kind}")
+    shape = np.shape(action)
+    batch = np.shape(state.terminated)
+    if shape != batch:
+        hint = "; for a batch, step with jax.vmap(env.step)" if batch or shape else ""
+        raise QuartoValueError(f"the action's shape {shape} is not the state's batch shape {batch}{hint}")
+    return jnp.asarray(action, dtype=jnp.int32)
