@@ -109,7 +109,7 @@ def test_a_row_of_tall_pieces_wins_for_the_placer() -> None:
     assert np.asarray(state.legal_action_mask).all()  # pgx: every action legal once the game has ended
     again = play(env, state, 0)  # a step after the end changes nothing and rewards nothing
     assert np.asarray(again.rewards).tolist() == [0.0, 0.0] and int(again._step_count) == int(state._step_count)
-    np.testing.assert_array_equal(np.asarray(again._board), np.asarray(state._board))
+    np.testing.assert_array_equal(np.asarray(again._lanes), np.asarray(state._lanes))
 
 
 def test_without_the_attribute_counted_the_same_row_does_not_win() -> None:
@@ -128,7 +128,7 @@ def test_an_illegal_action_ends_the_game_against_the_seat_that_took_it(
     after = standard.step(state, jnp.int32(action))
     assert bool(after.terminated)
     assert np.asarray(after.rewards).tolist() == [1.0, -1.0]
-    np.testing.assert_array_equal(np.asarray(after._board), np.asarray(state._board))
+    assert int(after._occupied) == int(state._occupied) and int(after._hand) == int(state._hand)
     assert int(after._available) == int(state._available)
 
 

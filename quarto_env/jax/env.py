@@ -18,7 +18,7 @@ import pgx.core
 from pgx._src.struct import dataclass
 
 import quarto_env.jax.rules as rules
-from quarto_env.core import NUM_FIELDS, NUM_SQUARES, piece_on
+from quarto_env.core import NUM_FIELDS, NUM_SQUARES
 from quarto_env.errors import ActionTypeError, QuartoValueError
 from quarto_env.flags import RuleFlags
 from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
@@ -44,8 +44,11 @@ class State(pgx.core.State):
     truncated: jax.Array = FALSE
     legal_action_mask: jax.Array = jnp.ones(16, dtype=jnp.bool_)
     _step_count: jax.Array = jnp.int32(0)
-    _board: jax.Array = jnp.full(16, -1, dtype=jnp.int32)
-    """The piece on each square, ``-1`` where empty."""
+    _lanes: jax.Array = jnp.zeros(4, dtype=jnp.int32)
+    """The board's attribute lanes: bit ``s`` of ``_lanes[k]`` is set when the piece on square ``s`` has
+    attribute ``k`` (:mod:`quarto_env.jax.rules`)."""
+    _occupied: jax.Array = jnp.int32(0)
+    """The mask of occupied squares."""
     _hand: jax.Array = jnp.int32(-1)
     """The piece to place, ``-1`` when the next action is a give."""
     _available: jax.Array = jnp.int32(0xFFFF)
@@ -139,9 +142,10 @@ class QuartoEnv(pgx.core.Env):
 
     def _step(self, state: pgx.core.State, action: jax.Array, key: Any) -> State:
         assert isinstance(state, State)
-        board, hand, available, to_move, claimable, winner, over, declared_falsely = rules.play(
-            self.tables, state._board, state._hand, state._available, state._to_move, state._claimable, action
-        )
+        lanes, occupied, hand, available, to_move, claimable, winner, over, declared_falsely = rules.play(
+            self.tables, state._lanes, state._occupied, state._hand, state._available, state._to_move,
+            state._claimable, action,
+        )  # fmt: skip
         seat_of_winner = winner ^ state._first
         won = jnp.where(jnp.arange(2) == seat_of_winner, 1.0, -1.0)
         rewards = jnp.where(winner >= 0, won, 0.0).astype(jnp.float32)
@@ -151,7 +155,8 @@ class QuartoEnv(pgx.core.Env):
             current_player=to_move ^ state._first,
             rewards=rewards,
             terminated=over,
-            _board=board,
+            _lanes=lanes,
+            _occupied=occupied,
             _hand=hand,
             _available=available,
             _to_move=to_move,
@@ -163,14 +168,15 @@ class QuartoEnv(pgx.core.Env):
 
     def _legal(self, state: State) -> jax.Array:
         return rules.legal_actions(
-            self.tables, state._board, state._hand, state._available, state.terminated, state._declared_falsely
+            self.tables, state._occupied, state._hand, state._available, state.terminated, state._declared_falsely
         )
 
     def _observe(self, state: pgx.core.State, player_id: jax.Array) -> jax.Array:
         # Quarto is impartial: both seats see the same planes, the position and the phase.
         assert isinstance(state, State)
+        level = self.observation_kind.level
         return rules.planes(
-            self.tables, self.observation_kind.level, state._board, state._hand, state._available, state._claimable
+            self.tables, level, state._lanes, state._occupied, state._hand, state._available, state._claimable
         )
 
     # -----------------------------------------------------------------------------------------------------
@@ -180,18 +186,13 @@ class QuartoEnv(pgx.core.Env):
         """``(positions, first_seats)``: the games of ``state`` (one, or a batch of any shape) as rows of
         :func:`quarto_env.core.position_array` (shape ``batch + (8,)``) and the seat playing the core's player 0
         in each (``batch``)."""
-        fields = (state._board, state._hand, state._available, state._to_move, state._claimable, state._winner)
-        board, hand, available, to_move, claimable, winner, over, first = (
-            np.asarray(a) for a in jax.device_get((*fields, state.terminated, state._first))
+        fields = (state._lanes, state._occupied, state._available, state._hand, state._to_move, state._claimable)
+        lanes, occupied, available, hand, to_move, claimable, winner, over, first = (
+            np.asarray(a) for a in jax.device_get((*fields, state._winner, state.terminated, state._first))
         )
-        occupied = board >= 0
-        lanes = np.zeros(board.shape[:-1], dtype=np.uint64)
-        for k in range(4):
-            bits_k = (occupied & ((np.maximum(board, 0) >> k) & 1).astype(bool)).astype(np.uint64)
-            lanes |= (bits_k << (np.arange(NUM_SQUARES, dtype=np.uint64) + np.uint64(16 * k))).sum(-1, dtype=np.uint64)
-        occupied_mask = (occupied.astype(np.int64) << np.arange(NUM_SQUARES)).sum(-1)
+        packed = (lanes.astype(np.uint64) << (16 * np.arange(4, dtype=np.uint64))).sum(-1, dtype=np.uint64)
         rows = np.stack(
-            [lanes.view(np.int64), occupied_mask, available, hand, to_move, claimable, winner, over], axis=-1
+            [packed.view(np.int64), occupied, available, hand, to_move, claimable, winner, over], axis=-1
         ).astype(np.int64)
         return rows, first.astype(np.int64)
 
@@ -205,25 +206,20 @@ class QuartoEnv(pgx.core.Env):
                 f"positions must have {NUM_FIELDS} fields in their last axis, got shape {rows.shape}"
             )
         batch = rows.shape[:-1]
-        lanes = rows[..., 0].astype(np.uint64)
-        occupied = rows[..., 1]
-        board = np.full((*batch, NUM_SQUARES), -1, dtype=np.int32)
-        for index in np.ndindex(*batch):
-            for square in range(NUM_SQUARES):
-                if occupied[index] >> square & 1:
-                    board[(*index, square)] = piece_on(int(lanes[index]), square)
+        lanes = (rows[..., :1].view(np.uint64) >> (16 * np.arange(4, dtype=np.uint64))) & np.uint64(0xFFFF)
         first = np.broadcast_to(np.asarray(first_seats, dtype=np.int32), batch)
         if not np.isin(first, (0, 1)).all():
             raise QuartoValueError(f"first_seats must be 0 or 1, got {np.unique(first).tolist()}")
-        available, hand, to_move = rows[..., 2], rows[..., 3], rows[..., 4]
+        occupied, available, hand, to_move = rows[..., 1], rows[..., 2], rows[..., 3], rows[..., 4]
         steps = (NUM_SQUARES - _popcount(available)) + _popcount(occupied)
 
-        def one(board, hand, available, to_move, claimable, winner, over, first, steps):  # type: ignore[no-untyped-def]
+        def one(lanes, occupied, hand, available, to_move, claimable, winner, over, first, steps):  # type: ignore[no-untyped-def]
             state = State(  # type: ignore[call-arg]
                 current_player=to_move ^ first,
                 terminated=over,
                 _step_count=steps,
-                _board=board,
+                _lanes=lanes,
+                _occupied=occupied,
                 _hand=hand,
                 _available=available,
                 _to_move=to_move,
@@ -235,8 +231,21 @@ class QuartoEnv(pgx.core.Env):
             state = state.replace(legal_action_mask=jnp.where(over, True, legal))  # type: ignore[attr-defined]
             return state.replace(observation=self.observe(state))
 
-        arrays = [board, hand, available, to_move, rows[..., 5], rows[..., 6], rows[..., 7] != 0, first, steps]
-        fields = [jnp.asarray(a, dtype=jnp.bool_ if a.dtype == bool else jnp.int32) for a in arrays]
+        arrays = [
+            lanes,
+            occupied,
+            hand,
+            available,
+            to_move,
+            rows[..., 5],
+            rows[..., 6],
+            rows[..., 7] != 0,
+            first,
+            steps,
+        ]
+        fields = [
+            jnp.asarray(a.astype(np.int64), dtype=jnp.int32) if a.dtype != bool else jnp.asarray(a) for a in arrays
+        ]
         fn = one
         for _ in batch:
             fn = jax.vmap(fn)
