@@ -9,6 +9,7 @@ position arrays (:func:`quarto_env.core.position_array`).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -120,19 +121,21 @@ class QuartoEnv(pgx.core.Env):
         done = state.terminated | state.truncated
         illegal = ~done & ~legal
         played = self._step(state, jnp.clip(action, 0, self.num_actions - 1), key)
-        kept = done | illegal
-        after = jax.tree.map(lambda old, new: jnp.where(kept, old, new), state, played)
+        kept = done | illegal  # the position stays as it was
+        after = jax.tree.map(
+            lambda old, new: jnp.where(kept, old, new), state, played.replace(observation=state.observation)
+        )
         actor = jnp.arange(2) == state.current_player
         rewards = jnp.where(illegal, jnp.where(actor, -1.0, 1.0), jnp.where(done, 0.0, played.rewards))
         terminated = done | illegal | played.terminated
-        observation = jnp.where(kept, state.observation, self.observe(played))
-        return after.replace(  # type: ignore[no-any-return]
+        after = after.replace(  # type: ignore[attr-defined]
             rewards=rewards.astype(jnp.float32),
             terminated=terminated,
             legal_action_mask=played.legal_action_mask | terminated,
-            observation=observation,
             _step_count=state._step_count + (~done).astype(jnp.int32),
         )
+        # Observed once, from the position chosen (a kept one observes as it did): no select of the planes.
+        return after.replace(observation=self.observe(after))  # type: ignore[no-any-return]
 
     def _init(self, key: jax.Array) -> State:
         seat = self.flags.first_seat
@@ -213,6 +216,26 @@ class QuartoEnv(pgx.core.Env):
         occupied, available, hand, to_move = rows[..., 1], rows[..., 2], rows[..., 3], rows[..., 4]
         steps = (NUM_SQUARES - _popcount(available)) + _popcount(occupied)
 
+        fields = [
+            lanes,
+            occupied,
+            hand,
+            available,
+            to_move,
+            rows[..., 5],
+            rows[..., 6],
+            rows[..., 7] != 0,
+            first,
+            steps,
+        ]
+        arrays = [jnp.asarray(f) if f.dtype == bool else jnp.asarray(f.astype(np.int64), jnp.int32) for f in fields]
+        return self._state_of_fields(len(batch))(*arrays)  # type: ignore[no-any-return]
+
+    @functools.cache  # noqa: B019 -- one compiled function per env and batch rank, kept while the env lives
+    def _state_of_fields(self, rank: int) -> Any:
+        """The jitted function from the fields of :meth:`from_positions` to a :class:`State`, ``vmap``-ed ``rank``
+        times (the planes of a batch of positions: eager, one batch costs seconds)."""
+
         def one(lanes, occupied, hand, available, to_move, claimable, winner, over, first, steps):  # type: ignore[no-untyped-def]
             state = State(  # type: ignore[call-arg]
                 current_player=to_move ^ first,
@@ -227,29 +250,13 @@ class QuartoEnv(pgx.core.Env):
                 _claimable=claimable,
                 _winner=winner,
             )
-            legal = self._legal(state)
-            state = state.replace(legal_action_mask=jnp.where(over, True, legal))  # type: ignore[attr-defined]
+            state = state.replace(legal_action_mask=self._legal(state) | over)  # type: ignore[attr-defined]
             return state.replace(observation=self.observe(state))
 
-        arrays = [
-            lanes,
-            occupied,
-            hand,
-            available,
-            to_move,
-            rows[..., 5],
-            rows[..., 6],
-            rows[..., 7] != 0,
-            first,
-            steps,
-        ]
-        fields = [
-            jnp.asarray(a.astype(np.int64), dtype=jnp.int32) if a.dtype != bool else jnp.asarray(a) for a in arrays
-        ]
-        fn = one
-        for _ in batch:
-            fn = jax.vmap(fn)
-        return fn(*fields)  # type: ignore[no-any-return]
+        make = one
+        for _ in range(rank):
+            make = jax.vmap(make)
+        return jax.jit(make)
 
 
 def _popcount(masks: np.ndarray) -> np.ndarray:

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from quarto_env.core import DECLARE, NUM_ATTRIBUTES, NUM_PIECES, NUM_SQUARES, PIECES_WITH_ATTRIBUTE, Variant
-from quarto_env.observation import OBSERVATION_KINDS, piece_values
+from quarto_env.observation import piece_values
 
 NO_PIECE = -1
 NO_WINNER = -1
@@ -52,11 +52,6 @@ BIT = np.int32(1) << np.arange(16, dtype=np.int32)
 ATTRIBUTE = np.arange(NUM_ATTRIBUTES, dtype=np.int32)
 OTHER_SQUARES = ~np.eye(NUM_SQUARES, dtype=bool)
 """``OTHER_SQUARES[s, t]``: ``t`` is not ``s``."""
-PIECE_ATTRIBUTES = np.array([[p >> k & 1 for p in range(NUM_PIECES)] for k in range(4)], dtype=bool)
-"""``PIECE_ATTRIBUTES[k, p]``: piece ``p`` has attribute ``k`` (a constant plane of the observation)."""
-assert all(int((PIECE_ATTRIBUTES[k] * BIT).sum()) == PIECES_WITH_ATTRIBUTE[k] for k in range(4))
-NUM_CHANNELS = [kind.num_channels for kind in OBSERVATION_KINDS.values()]
-"""The channels of each kind, by level."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,28 +166,26 @@ def give_planes(tables: Tables, lanes: jax.Array, occupied: jax.Array,
 def planes(tables: Tables, level: int, lanes: jax.Array, occupied: jax.Array, hand: jax.Array,
            available: jax.Array, claimable: jax.Array) -> jax.Array:  # fmt: skip
     """The observation planes up to ``level`` (:attr:`quarto_env.observation.ObservationKind.level`, static), as
-    a bool ``(channels, 16)`` array equal to :func:`quarto_env.observation.observe`'s."""
-    on_square = flags_of(occupied)
-    ones = flags_of(lanes)  # (4, 16)
-    placing = hand >= 0
+    a bool ``(channels, 16)`` array equal to :func:`quarto_env.observation.observe`'s. Every plane is worked out as
+    a 16-bit mask, as the compiled kernel does, and the masks become planes in one operation at the end."""
     if tables.declaration:
         claimed_groups = (claimable >> jnp.arange(len(tables.groups), dtype=jnp.int32)) & 1 != 0
-        claimed = jnp.any(claimed_groups[:, None] & jnp.asarray(tables.group_has), 0)
+        claimed = bit_or(jnp.where(claimed_groups, jnp.asarray(tables.groups), 0), 0)
     else:  # nothing is ever claimable
-        claimed = jnp.zeros(NUM_SQUARES, dtype=jnp.bool_)
-    rows = [
-        on_square[None, :],
-        ones & on_square,
-        ~ones & on_square,
-        claimed[None, :],
-        flags_of(available)[None, :],
-        (jnp.arange(NUM_PIECES) == hand)[None, :],
-        jnp.asarray(PIECE_ATTRIBUTES),
-        jnp.broadcast_to(placing, (1, NUM_SQUARES)),
+        claimed = jnp.int32(0)
+    masks = [
+        occupied,
+        *(lanes & occupied),
+        *(~lanes & occupied),
+        claimed,
+        available,
+        jnp.where(hand >= 0, 1 << jnp.maximum(hand, 0), 0),
+        *PIECES_WITH_ATTRIBUTE,
+        jnp.where(hand >= 0, ALL, 0),
     ]
     if level >= 1:
-        rows.append(flags_of(jnp.stack(derived_planes(tables, level, lanes, occupied, hand, available))))
-    return jnp.concatenate(rows)[: NUM_CHANNELS[level]]
+        masks += derived_planes(tables, level, lanes, occupied, hand, available)
+    return flags_of(jnp.stack([jnp.asarray(mask, dtype=jnp.int32) for mask in masks]))
 
 
 def derived_planes(tables: Tables, level: int, lanes: jax.Array, occupied: jax.Array, hand: jax.Array,
