@@ -95,6 +95,31 @@ def check_algorithm(path: str | Path, metadata: dict[str, Any], expected: str) -
         raise CheckpointError(f"checkpoint {str(path)!r} holds a {found} network, not a {expected} one{hint}")
 
 
+DEFAULT_BACKEND = "torch"
+"""The backend of a checkpoint that names none in its ``quarto.json``: every one written before ``backend: jax``."""
+BACKEND_READERS = {"torch": "the torch backend", "jax": "backend jax (the jax extra)"}
+"""What reads the networks of each backend's checkpoints."""
+
+
+def checkpoint_backend(metadata: dict[str, Any]) -> str:
+    """The framework whose network a checkpoint holds: ``jax`` when its ``quarto.json`` says ``backend: jax``,
+    else :data:`DEFAULT_BACKEND` (the torch networks of every other backend: ``sb3``, ``rllib``, ``torch``, or
+    none recorded)."""
+    return "jax" if metadata.get("backend") == "jax" else DEFAULT_BACKEND
+
+
+def check_backend(path: str | Path, metadata: dict[str, Any], expected: str) -> None:
+    """Refuse, in one line, a checkpoint whose network is another framework's than ``expected`` (a JAX network
+    loaded by the torch backend, or the reverse): ``az:PATH`` plays either, only its own backend resumes it."""
+    found = checkpoint_backend(metadata)
+    if found != expected:
+        reader = BACKEND_READERS.get(found, f"backend {found}")
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} holds a {found} network, not a {expected} one: {reader} resumes it "
+            "(az:PATH plays either)"
+        )
+
+
 _code_version: dict[str, Any] | None = None
 """What :func:`recording_code_version` is recording now, if anything."""
 
@@ -310,17 +335,22 @@ def trained_variant(path: str | Path, metadata: dict[str, Any], variant: Variant
 
 
 def checkpoint_metadata(
-    path: str | Path, algorithm: str, variant: Variant | None, metadata: dict[str, Any] | None = None
+    path: str | Path,
+    algorithm: str,
+    variant: Variant | None,
+    metadata: dict[str, Any] | None = None,
+    backend: str = DEFAULT_BACKEND,
 ) -> tuple[Path, dict[str, Any], Variant]:
     """What every loader reads before the weights: the checkpoint file ``path`` stands for (:func:`checkpoint_path`:
     a run folder means its final checkpoint, else its latest), its metadata, checked to be ``algorithm``'s
     (:func:`check_algorithm`), and the rule variant it was trained for, refused when it is not ``variant``
     (:func:`trained_variant`). ``metadata``: the file's, already read by :func:`read_metadata` (which proves every
-    entry whole: a resume reads it once), checked all the same. Every failure is a :class:`CheckpointError`
-    naming the file."""
+    entry whole: a resume reads it once), checked all the same, and its network ``backend``'s
+    (:func:`check_backend`). Every failure is a :class:`CheckpointError` naming the file."""
     path = checkpoint_path(path)
     metadata = read_metadata(path) if metadata is None else metadata
     check_algorithm(path, metadata, algorithm)
+    check_backend(path, metadata, backend)
     return path, metadata, trained_variant(path, metadata, variant)
 
 

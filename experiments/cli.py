@@ -52,6 +52,7 @@ BENCHMARKS: Table = {
     "az": ("experiments.bench.az", "AlphaZero self-play positions/s and simulations/s, tree vs network time"),
     "network": ("experiments.probe.network", "supervised fit of network designs to exact values; forward time"),
     "vector": ("experiments.bench.vector", "VectorQuarto steps/s per batch and observation kind; vs pgx if installed"),
+    "jax": ("experiments.bench.jax", "quarto_env.jax steps/s vs pgx; --check vs the compiled core; --device-check"),
     "startup": ("experiments.bench.startup", "a new process: import quarto_env, one env step; warm and cold cache"),
 }
 """``quarto bench NAME``: the same, one level down."""

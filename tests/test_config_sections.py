@@ -49,7 +49,7 @@ OLD_CONFIGS = sorted((DATA / "old_flat_configs").glob("*.yaml"))
 838baac): every field at the top level."""
 OLD_RUN = DATA / "old_flat_run"
 """A tiny sb3 run folder of the same commit: its flat ``config.yaml`` and its resumable ``latest.zip``."""
-ADDED_SINCE = {"sample_games": TrainConfig.sample_games}
+ADDED_SINCE = {"sample_games": TrainConfig.sample_games, "rollout_steps": AlphaZeroConfig.rollout_steps}
 """The fields added since those files were written, which they load with at their defaults."""
 OLD_DEFAULT_CONFIG = DATA / "old_default_config.yaml"
 """``configs/default.yaml`` as it was when it restated every default (and turned on the solver grade)."""
@@ -279,7 +279,7 @@ def test_alphazero_has_its_own_backend_and_old_alphazero_runs_still_load() -> No
     assert load_config(DATA.parent.parent / "configs" / "alphazero.yaml").backend == "torch"
     assert load_config(None, ["algorithm=alphazero"]).backend == "torch"
     assert load_config(None).backend == "sb3"
-    with pytest.raises(ConfigError, match=r"config field backend must be one of \('torch',\) with algorithm alph"):
+    with pytest.raises(ConfigError, match=r"config field backend must be one of \('torch', 'jax'\) with algor"):
         load_config(None, ["algorithm=alphazero", "backend=rllib"])
     old = DATA / "old_flat_configs" / "alphazero.yaml"
     recorded = yaml.safe_load(old.read_text())

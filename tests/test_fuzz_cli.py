@@ -46,6 +46,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from quarto_env.extras import missing_module
+
 REPO = Path(__file__).resolve().parent.parent
 AS_ROOT = os.geteuid() == 0
 TRACEBACK = "Traceback (most recent call last)"
@@ -211,6 +213,7 @@ BENCH_SOLVER: Argv = ("bench", "solver", "--empties", "4", "--positions", "1", "
 BENCH_SOLVER += ("--budgets", "0.01", "--budget-moves", "1", "--skip-startup", "--games", "0")
 BENCH_VECTOR: Argv = ("bench", "vector", "--batches", "1", "4", "--observations", "none", "raw", "--no-pgx")
 BENCH_VECTOR += ("--seconds", "0.01", "--rounds", "1")
+BENCH_JAX = ("bench", "jax", "--check", "2", "--batch", "2", "--planes", "raw", "--variants", "standard")
 TINY_TRAINING = (
     "total_steps=64",
     "num_games=2",
@@ -252,6 +255,7 @@ BASELINES: dict[str, tuple[tuple[str, ...], float]] = {
     "bench network": (BENCH_NETWORK, 120),
     "bench solver": (BENCH_SOLVER, 120),
     "bench vector": (BENCH_VECTOR, 120),
+    "bench jax": (BENCH_JAX, 120),
     "bench train": (BENCH_TRAIN, 180),
     "train": (TRAIN, 180),
     "plot": (PLOT, 60),
@@ -352,6 +356,8 @@ def number_option_cases() -> Iterator[Case]:
         ("bench vector", BENCH_VECTOR, "--seconds", {"integer": False, "above": 0, "maximum": 3600}, BENCH_TIMEOUT),
         ("bench vector", BENCH_VECTOR, "--rounds", {"integer": True, "minimum": 1, "maximum": 1000}, BENCH_TIMEOUT),
         ("bench vector", BENCH_VECTOR, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
+        ("bench jax", BENCH_JAX, "--check", {"integer": True, "minimum": 1, "maximum": 10_000_000}, BENCH_TIMEOUT),
+        ("bench jax", BENCH_JAX, "--batch", {"integer": True, "minimum": 1, "maximum": 65_536}, BENCH_TIMEOUT),
         ("book", BOOK, "--jobs", {"integer": True, "minimum": 1, "maximum": 64}, 30),
         ("book", BOOK, "--table-mb", {"integer": False, "minimum": 1, "maximum": 16384}, 30),
         ("book", BOOK, "--checkpoint-every", {"integer": False, "above": 0, "maximum": 86_400}, 30),
@@ -1121,6 +1127,8 @@ def test_the_small_command_lines_the_cases_change_succeed(
     command: str, places: dict[str, str], case_folders: Path, commands_loaded: None
 ) -> None:
     """The control: each case's command line, with its one bad value left out, runs to the end."""
+    if command == "bench jax" and missing_module("jax") is not None:
+        pytest.skip("bench jax runs with the jax extra only (its bad values are refused without it, as tested)")
     base, timeout = BASELINES[command]
     case = Case(command, base, ())
     case, argv, folder = prepared(case, places, case_folders, next(_counter))

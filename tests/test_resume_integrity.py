@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_train_hardening import copy_run, folder_bytes, refused  # the tests' folder is on sys.path
 
 from agents import labels
 from agents.checkpoints import DamagedCheckpointError, read_metadata
@@ -25,6 +24,7 @@ from experiments.arena import tournament
 from experiments.training import dataset
 from experiments.training import train as train_module
 from quarto_env.core import State, Variant
+from tests.test_train_hardening import copy_run, folder_bytes, refused
 
 SAMPLE = ["--sample", "12", "--games", "40", "--min-empty", "4", "--max-empty", "8", "--seed", "5", "--no-progress"]
 SHARD = 7

@@ -535,7 +535,7 @@ def test_the_backend_field_is_checked() -> None:
 
     with pytest.raises(ConfigError, match=r"backend must be one of \('sb3', 'rllib'\)"):
         load_config(CONFIG, ["backend=ray"])
-    with pytest.raises(ConfigError, match=r"backend must be one of \('torch',\) with algorithm alphazero"):
+    with pytest.raises(ConfigError, match=r"backend must be one of \('torch', 'jax'\) with algorithm alphazero"):
         load_config(CONFIG, ["algorithm=alphazero"])
     with pytest.raises(ConfigError, match="num_env_runners must be an integer >= 0"):
         load_config(CONFIG, ["num_env_runners=-1"])

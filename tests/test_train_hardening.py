@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 import torch as th
-from test_checkpoints import edit_metadata, rewrite  # the tests' folder is on sys.path (rootdir-relative imports)
 
 from agents.checkpoints import CheckpointError, read_metadata
 from agents.ppo import load_policy
@@ -26,6 +25,7 @@ from experiments import output, run_folder
 from experiments.training import train as train_module
 from experiments.training.config import FIXED_ON_RESUME, ConfigError, check_agents
 from experiments.training.config_file import config_from_dict, load_config
+from tests.test_checkpoints import edit_metadata, rewrite
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

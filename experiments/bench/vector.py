@@ -129,8 +129,8 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     if not with_pgx and not args.no_pgx:
         print(INSTALL_HINT + "\n")
     rounds = measure(paths, args)
-    medians = {name: _medians(by_batch) for name, by_batch in rounds.items()}
-    ratios = {name: _ratios(by_batch, medians[REFERENCE]) for name, by_batch in medians.items()} if with_pgx else {}
+    medians = medians_of(rounds)
+    ratios = ratios_to_reference(medians) if with_pgx else {}
     print(results_table(medians, ratios, args.batches))
     if args.out:
         _write(args, argv, rounds, medians, ratios, with_pgx)
@@ -196,12 +196,17 @@ class GameBatchRunner:
         pass
 
 
+def vector_paths(observations: list[str]) -> dict[str, Maker]:
+    """VectorQuarto with each kind of ``observations`` (of :data:`KINDS`), ``VectorQuarto KIND``."""
+    return {
+        f"VectorQuarto {kind}": functools.partial(VectorRunner, observation=None if kind == "none" else kind)
+        for kind in observations
+    }
+
+
 def quarto_paths(observations: list[str]) -> dict[str, Maker]:
     """This project's paths: VectorQuarto with each kind asked for, the numpy sampler, the GameBatch loop."""
-    paths: dict[str, Maker] = {}
-    for kind in observations:
-        observation = None if kind == "none" else kind
-        paths[f"VectorQuarto {kind}"] = functools.partial(VectorRunner, observation=observation)
+    paths = vector_paths(observations)
     paths["VectorQuarto none, numpy sampler"] = functools.partial(VectorRunner, observation=None, numpy_sampler=True)
     paths["GameBatch loop, none"] = GameBatchRunner
     return paths
@@ -218,19 +223,21 @@ def pgx_installed() -> bool:
 class PgxRunner:
     """pgx's ``game`` at ``batch``: each ``jax.jit`` call draws random legal actions and steps every game under
     pgx's auto-reset, ``fused`` times in a ``fori_loop`` (1: a call per step); ``finish`` waits for the device
-    (``block_until_ready``)."""
+    (``block_until_ready``). ``game`` is one of pgx's ids, or a ``pgx.Env`` object (an env from outside pgx, such
+    as ``quarto_env.jax.env()``: ``quarto bench jax``)."""
 
-    def __init__(self, game: str, batch: int, seed: int, fused: int) -> None:
+    def __init__(self, game: Any, batch: int, seed: int, fused: int, sampler: str = "act_randomly") -> None:
         import jax
         import pgx
         from pgx.experimental import act_randomly, auto_reset
 
-        env = pgx.make(game)  # type: ignore[arg-type]  # pgx's EnvId is a Literal of the names
+        env = pgx.make(game) if isinstance(game, str) else game  # type: ignore[arg-type]  # EnvId: a Literal
         step_one = auto_reset(env.step, env.init)
+        sample = act_randomly if sampler == "act_randomly" else uniform_legal_actions
 
         def play(state: Any, key: Any) -> tuple[Any, Any]:
             key, act_key, step_key = jax.random.split(key, 3)
-            actions = act_randomly(act_key, state.legal_action_mask)
+            actions = sample(act_key, state.legal_action_mask)
             return jax.vmap(step_one)(state, actions, jax.random.split(step_key, batch)), key
 
         def play_fused(state: Any, key: Any) -> tuple[Any, Any]:
@@ -251,13 +258,26 @@ class PgxRunner:
         self._block(self.state)
 
 
-def pgx_paths() -> dict[str, Maker]:
-    """pgx's games as its own benchmark plays them (:data:`PGX_FUSED_STEPS` steps a call), and connect_four with a
-    call per step."""
+def uniform_legal_actions(key: Any, legal_action_mask: Any) -> Any:
+    """A uniformly random legal action per row of ``legal_action_mask``, as pgx's ``act_randomly`` draws it, by
+    the argmax of uniform noise over the legal actions rather than a categorical draw from log-probabilities: the
+    same distribution, without the two logarithms per action of the Gumbel trick, whose cost on a CPU grows
+    steeply past a dozen actions (``quarto bench jax``'s ``uniform sampler`` paths)."""
+    import jax
+    import jax.numpy as jnp
+
+    noise = jax.random.uniform(key, legal_action_mask.shape)
+    return jnp.argmax(jnp.where(legal_action_mask, noise, -1.0), axis=-1)
+
+
+def pgx_paths(per_step: bool = True) -> dict[str, Maker]:
+    """pgx's games as its own benchmark plays them (:data:`PGX_FUSED_STEPS` steps a call), and with ``per_step``
+    connect_four with a call per step."""
     paths: dict[str, Maker] = {
         f"pgx {game}": functools.partial(PgxRunner, game, fused=PGX_FUSED_STEPS) for game in PGX_GAMES
     }
-    paths["pgx connect_four, a call per step"] = functools.partial(PgxRunner, "connect_four", fused=1)
+    if per_step:
+        paths["pgx connect_four, a call per step"] = functools.partial(PgxRunner, "connect_four", fused=1)
     return paths
 
 
@@ -288,8 +308,9 @@ def measure(paths: dict[str, Maker], args: argparse.Namespace) -> dict[str, dict
 
 
 def warm_up(runner: Runner) -> None:
-    """Compile and load everything the runner calls (pgx's ``jax.jit`` compiles here), untimed."""
-    for _ in range(WARM_UP_CALLS):
+    """Compile and load everything the runner calls (pgx's ``jax.jit`` compiles here), untimed: its
+    ``warm_up_calls`` calls where it says (a runner whose calls are long), else :data:`WARM_UP_CALLS`."""
+    for _ in range(getattr(runner, "warm_up_calls", WARM_UP_CALLS)):
         runner.step()
     runner.finish()
 
@@ -321,8 +342,18 @@ def _medians(by_batch: dict[int, list[float]]) -> dict[int, float]:
     return {batch: statistics.median(values) for batch, values in by_batch.items()}
 
 
+def medians_of(rounds: dict[str, dict[int, list[float]]]) -> dict[str, dict[int, float]]:
+    """Every path's median steps/s over the rounds, per batch."""
+    return {name: _medians(by_batch) for name, by_batch in rounds.items()}
+
+
 def _ratios(by_batch: dict[int, float], reference: dict[int, float]) -> dict[int, float]:
     return {batch: rate / reference[batch] for batch, rate in by_batch.items()}
+
+
+def ratios_to_reference(medians: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:
+    """Every path's medians as ratios to :data:`REFERENCE`'s at the same batch."""
+    return {name: _ratios(by_batch, medians[REFERENCE]) for name, by_batch in medians.items()}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -346,7 +377,7 @@ def _cell(rate: float, ratio: float | None) -> str:
 
 
 def _header(args: argparse.Namespace, with_pgx: bool) -> str:
-    machine = _machine(with_pgx)
+    machine = machine_record(with_pgx)
     pgx = f", pgx {machine['pgx']} on JAX {machine['jax']} ({machine['jax_backend']})" if with_pgx else ""
     load = ", ".join(f"{value:.1f}" for value in machine["load_average"])
     return (
@@ -357,15 +388,29 @@ def _header(args: argparse.Namespace, with_pgx: bool) -> str:
     )
 
 
-def _machine(with_pgx: bool) -> dict[str, Any]:
+def machine_record(with_pgx: bool) -> dict[str, Any]:
+    """The machine's CPUs, load, Python and numpy, and with ``with_pgx`` pgx's and JAX's versions and backend."""
     machine = {
         "cpu_count": os.cpu_count(),
         "load_average": list(os.getloadavg()),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "platform": platform.platform(),
+        "cpu_model": cpu_model(),
     }
     return machine | pgx_versions() if with_pgx else machine
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``'s first ``model name`` on Linux), else what ``platform`` says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def _write(
@@ -376,8 +421,21 @@ def _write(
     ratios: dict[str, dict[int, float]],
     with_pgx: bool,
 ) -> None:
+    config = vars(args) | {"with_pgx": with_pgx} | machine_record(with_pgx)
+    write_record(args.out, ["quarto", "bench", "vector", *argv], config, rounds, medians, ratios)
+
+
+def write_record(
+    out: Any,
+    command: list[str],
+    config: dict[str, Any],
+    rounds: dict[str, dict[int, list[float]]],
+    medians: dict[str, dict[int, float]],
+    ratios: dict[str, dict[int, float]],
+) -> None:
+    """Write a run's figures as JSON to ``out`` (the command, its config and machine, every round's steps/s, the
+    medians and their ratios), and say so."""
     results = {"steps_per_second": rounds, "median_steps_per_second": medians, f"ratio_to_{REFERENCE}": ratios}
-    config = vars(args) | {"with_pgx": with_pgx} | _machine(with_pgx)
-    record = {"command": " ".join(["quarto", "bench", "vector", *argv]), "config": config, "results": results}
-    atomic_write_text(args.out, json.dumps(record, indent=2, default=str) + "\n")
-    print(f"\nwrote {args.out}")
+    record = {"command": " ".join(command), "config": config, "results": results}
+    atomic_write_text(out, json.dumps(record, indent=2, default=str) + "\n")
+    print(f"\nwrote {out}")

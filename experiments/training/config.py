@@ -80,7 +80,7 @@ LR_SCHEDULES = ("constant", "linear")
 POLICY_TARGETS = ("visits", "completed_q")
 """What the alphazero network's policy learns from a search: its visit distribution, or Gumbel MuZero's
 improved policy ``softmax(log prior + completed_q_beta * completed Q)``."""
-ALGORITHM_BACKENDS = {"ppo": ("sb3", "rllib"), "alphazero": ("torch",)}
+ALGORITHM_BACKENDS = {"ppo": ("sb3", "rllib"), "alphazero": ("torch", "jax")}
 """The implementations that train each algorithm (``backend``), the default first."""
 ALGORITHMS = tuple(ALGORITHM_BACKENDS)
 MAX_ENV_RUNNERS = 1024
@@ -109,6 +109,8 @@ MAX_EXACT_OUTCOME_EMPTIES = 12
 position still solves fast enough to rescore every game (docs/solver.md gives the times)."""
 MAX_EPOCHS = 1000
 """The most ``ppo.n_epochs``, passes over each rollout: PPO's clipping stops learning from a rollout long before."""
+MAX_ROLLOUT_STEPS = 4096
+"""The most ``alphazero.rollout_steps`` of one jitted self-play iteration (``backend: jax``)."""
 MAX_SNAPSHOTS = 1000
 """The most ``ppo.max_snapshots`` kept in the opponent pool: each is a network held in memory."""
 MAX_GRADE_POSITIONS = 100_000
@@ -264,6 +266,10 @@ class AlphaZeroConfig:
     broadcast_every: Steps = 1
     """With ``workers``: the learner's gradient steps between two sends of its weights to the workers (each
     worker loads them before its next round of moves)."""
+    rollout_steps: Annotated[int, Range(1, MAX_ROLLOUT_STEPS)] = 64
+    """``backend: jax``: the actions every one of the ``num_games`` games takes per jitted iteration (new games
+    each iteration; the positions of a game still on at its end are not stored). An iteration adds ``num_games *
+    rollout_steps`` searched positions and trains on them; a game is at most 33 actions."""
 
 
 @dataclasses.dataclass
@@ -372,7 +378,8 @@ class TrainConfig:
     the rllib backend refuses any but cpu (Ray places its learner and runners). The periodic evaluations play
     the learner there; the frozen snapshots and the final table's reloaded checkpoint play on the CPU.
     Checkpoints are device-free: a run may resume on another device, and this field may change on
-    ``--resume``."""
+    ``--resume``. With ``backend: jax`` it is JAX's device: ``cpu``, ``auto`` (JAX's default, a GPU where a GPU
+    build of jax sees one) or ``cuda`` (refused where JAX sees no GPU); its evaluations run on the CPU."""
     ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
     """The ``ppo`` section."""
     alphazero: AlphaZeroConfig = dataclasses.field(default_factory=AlphaZeroConfig)
@@ -528,7 +535,14 @@ def _check_values(c: TrainConfig) -> None:
         f"{MAX_STEPS})",
         c.early_evals,
     )
-    _check_device(c.device)
+    if c.backend == "jax":  # JAX places its arrays itself: torch's view of the GPUs does not apply
+        try:
+            check_device_name(c.device)
+        except ValueError as exc:
+            raise ConfigError(f"config field device: {exc}") from None
+        _check_jax(c)
+    else:
+        _check_device(c.device)
     _check_combinations(c)
     _check_opponents(c)
 
@@ -598,6 +612,31 @@ def _check_combinations(c: TrainConfig) -> None:
             f"must be <= alphazero.buffer_size = {buffer}",
             c.alphazero.batch_size,
         )
+
+
+JAX_FIXED: dict[str, tuple[Any, str]] = {
+    "network_design": ("slots", "its network is the slots network in equinox"),
+    "full_search_share": (1.0, "every position of its jitted self-play is searched alike"),
+    "exact_outcome_empties": (0, "the solver runs on the CPU, outside the jitted iteration"),
+    "workers": (0, "its self-play is batched on one device"),
+    "augment": (False, "the symmetries are not applied on the device"),
+}
+"""The ``alphazero`` options that mean nothing to ``backend: jax``, each with the one value it takes and why."""
+
+
+def _check_jax(c: TrainConfig) -> None:
+    """``backend: jax`` takes the ``alphazero`` options that have a meaning in its jitted self-play."""
+    for field, (allowed, why) in JAX_FIXED.items():
+        value = getattr(c.alphazero, field)
+        require(value == allowed, f"alphazero.{field}", f"must be {allowed!r} with backend jax ({why})", value)
+    rollout = c.num_games * c.alphazero.rollout_steps
+    require(
+        c.alphazero.buffer_size >= rollout,
+        "alphazero.buffer_size",
+        f"must be >= num_games * alphazero.rollout_steps = {rollout} with backend jax (an iteration stores them at "
+        "once)",
+        c.alphazero.buffer_size,
+    )
 
 
 def _check_name(name: str) -> None:

@@ -41,14 +41,18 @@ from experiments.training.config import FIXED_ON_RESUME, ConfigError, TrainConfi
 from experiments.training.config_file import DEFAULT_CONFIG, load_config, save_config
 from experiments.training.ray_runtime import check_address, check_reachable, start_ray
 from quarto_env.checks import one_line
+from quarto_env.extras import require as require_extra
 
 BACKENDS = {
     ("ppo", "sb3"): "experiments.training.sb3_ppo",
     ("ppo", "rllib"): "experiments.training.rllib_ppo",
     ("alphazero", "torch"): "experiments.training.alphazero",
+    ("alphazero", "jax"): "experiments.training.alphazero_jax",
 }
 """The module that trains each ``(algorithm, backend)`` of the config (:class:`Backend`), imported by name when
 its run starts: importing this module imports none of them."""
+NEEDS_EXTRA = {("alphazero", "jax"): "jax"}
+"""The extra a backend needs besides ``train`` (checked before anything is written: :func:`train`)."""
 NEEDS_RAY = {("ppo", "rllib"): "ray.rllib"}
 """The part of Ray a backend needs (the ``ray`` extra), checked before anything is written: :func:`require_ray`;
 alphazero needs Ray itself with ``workers`` (:func:`ray_module`)."""
@@ -234,6 +238,13 @@ def train(
     write that fails late is :class:`~experiments.output.OutputWriteError`), and every checkpoint records the
     code's version of the run's start. Ctrl-C while it trains raises :class:`TrainingInterrupted`."""
     needs_ray = ray_module(config)
+    extra = NEEDS_EXTRA.get((config.algorithm, config.backend))
+    if extra is not None:  # one line naming the extra (quarto_env.extras), before anything is written
+        require_extra(extra, f"backend {config.backend}")
+    if config.backend == "jax":  # the device JAX trains on, before the run folder is claimed
+        from experiments.training.alphazero_jax import jax_device
+
+        jax_device(config.device)
     if resume and overwrite:
         raise ConfigError("--resume continues a run and --overwrite replaces one: give one or the other")
     if needs_ray is not None:

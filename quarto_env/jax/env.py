@@ -10,7 +10,7 @@ position arrays (:func:`quarto_env.core.position_array`).
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -114,7 +114,7 @@ class QuartoEnv(pgx.core.Env):
         around the game's step, which ``vmap`` turns into selects of the whole state each: this costs a
         third as much per step on a CPU (``quarto bench jax``). An action of the wrong type or shape is refused
         before any tracing, in one line."""
-        assert isinstance(state, State)
+        state = cast(State, state)
         action = checked_action_array(action, state, self.num_actions)
         in_range = (action >= 0) & (action < self.num_actions)
         legal = in_range & jnp.any(state.legal_action_mask & (jnp.arange(self.num_actions) == action))
@@ -144,7 +144,7 @@ class QuartoEnv(pgx.core.Env):
         return state.replace(legal_action_mask=self._legal(state))  # type: ignore[attr-defined,no-any-return]
 
     def _step(self, state: pgx.core.State, action: jax.Array, key: Any) -> State:
-        assert isinstance(state, State)
+        state = cast(State, state)
         lanes, occupied, hand, available, to_move, claimable, winner, over, declared_falsely = rules.play(
             self.tables, state._lanes, state._occupied, state._hand, state._available, state._to_move,
             state._claimable, action,
@@ -176,7 +176,7 @@ class QuartoEnv(pgx.core.Env):
 
     def _observe(self, state: pgx.core.State, player_id: jax.Array) -> jax.Array:
         # Quarto is impartial: both seats see the same planes, the position and the phase.
-        assert isinstance(state, State)
+        state = cast(State, state)
         level = self.observation_kind.level
         return rules.planes(
             self.tables, level, state._lanes, state._occupied, state._hand, state._available, state._claimable
