@@ -17,7 +17,10 @@ from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS, Agen
 from agents.checkpoints import (
     CheckpointError,
     CheckpointHeader,
+    checkpoint_backend,
     checkpoint_metadata,
+    checkpoint_path,
+    read_metadata,
     read_weights,
     write_checkpoint,
 )
@@ -46,6 +49,7 @@ from quarto_env.core import (
     compiled_fields,
     position_array,
 )
+from quarto_env.extras import require
 from quarto_env.observation import encode_observation, observation_kind
 
 ALGORITHM = "alphazero"
@@ -83,6 +87,22 @@ def save_checkpoint(
     metadata = {"network": network.describe(), **metadata}
     entries = {NETWORK_ENTRY: network.state_dict(), **(extras or {})}
     write_checkpoint(path, ALGORITHM, header, metadata, entries)
+
+
+def load_network_of_either_backend(path: str, variant: Variant, device: str) -> PolicyValueNetwork:
+    """The network of an ``alphazero`` checkpoint of either backend, as :class:`AlphaZeroAgent` plays it: the
+    checkpoint's ``backend`` (:func:`agents.checkpoints.checkpoint_backend`) picks the reader -- torch's, on
+    ``device`` with one torch thread, or JAX's (the ``jax`` extra), which runs on the CPU whatever ``device``
+    says."""
+    if checkpoint_backend(read_metadata(checkpoint_path(path))) == "jax":
+        require("jax", f"playing the JAX checkpoint {path!r}")  # one line naming the extra where it is missing
+        from agents.jax_network import JaxEvaluator
+        from agents.jax_network import load_network as load_jax_network
+
+        return JaxEvaluator(load_jax_network(path, variant)[0])  # type: ignore[return-value]
+    network, _ = load_network(path, variant, device)
+    use_one_thread()  # given a network, as in training, the caller's setting stands
+    return network
 
 
 def load_network(
@@ -161,8 +181,7 @@ class AlphaZeroAgent(Agent):
         if network is None:
             if not path:
                 raise CheckpointError("the az agent needs a checkpoint: az:PATH (a .zip, or a run folder)")
-            network, _ = load_network(path, variant, device)
-            use_one_thread()  # given a network, as in training, the caller's setting stands
+            network = load_network_of_either_backend(path, variant, device)
         self.network = network
         self.sims = sims
         self.time = time

@@ -313,7 +313,7 @@ register(
 register(
     AgentKind(
         "az",
-        "agents.trained:alphazero_agent",
+        "agents.alphazero:AlphaZeroAgent",
         "a network trained by quarto train with algorithm alphazero, playing with its search (az:PATH, a .zip or "
         "a run folder for its final.zip, else latest.zip; az:PATH,checkpoint=best its best.zip; az:PATH,sims=0 "
         "plays the network's policy alone; az:PATH,root=gumbel,k=16 searches with the Gumbel root)",
