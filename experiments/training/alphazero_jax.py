@@ -191,24 +191,14 @@ def search(network: SlotsNetwork, env: QuartoEnv, settings: AlphaZeroConfig, key
     legal = state.legal_action_mask
     prior = masked_logits(logits, legal)
     root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=state)
+    common = (network, key, root, recurrent_fn(env), settings.sims)
     if settings.root == "gumbel":
         out = mctx.gumbel_muzero_policy(
-            network,
-            key,
-            root,
-            recurrent_fn(env),
-            settings.sims,
-            invalid_actions=~legal,
-            max_num_considered_actions=settings.gumbel_actions,
+            *common, invalid_actions=~legal, max_num_considered_actions=settings.gumbel_actions
         )
-        action = out.action
     else:
         out = mctx.muzero_policy(
-            network,
-            key,
-            root,
-            recurrent_fn(env),
-            settings.sims,
+            *common,
             invalid_actions=~legal,
             qtransform=puct_q,
             dirichlet_fraction=settings.dirichlet_fraction,
@@ -216,9 +206,11 @@ def search(network: SlotsNetwork, env: QuartoEnv, settings: AlphaZeroConfig, key
             pb_c_init=settings.c_puct,
             pb_c_base=PB_C_BASE,
         )
-        greedy = jnp.argmax(out.search_tree.summary().visit_counts, axis=1)
-        action = jnp.where(state._step_count < settings.temperature_plies, out.action, greedy)
     summary = out.search_tree.summary()
+    action = out.action
+    if settings.root != "gumbel":  # PUCT samples by the visits over the first plies, then plays the most visited
+        greedy = jnp.argmax(summary.visit_counts, axis=1)
+        action = jnp.where(state._step_count < settings.temperature_plies, out.action, greedy)
     if settings.policy_target == "completed_q":
         completed = jnp.where(summary.visit_counts > 0, summary.qvalues, summary.value[:, None])
         improved = jax.nn.log_softmax(prior) + settings.completed_q_beta * completed
