@@ -137,7 +137,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default="tempo",
         metavar="KIND",
         help="with --check: the observation kind whose planes are compared (tempo holds every kind's; parity, the "
-        "kinds but tempo's four planes, at a hundredth of the cost)",
+        "kinds but tempo's four planes, far cheaper)",
     )
     parser.add_argument("--small", action="store_true", help="with --device-check: the small size (automatic on a CPU)")
     parser.add_argument(

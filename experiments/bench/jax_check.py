@@ -13,8 +13,8 @@ every step, for every game still in play, it compares the five things a learner 
   kind's as their first channels; the finished game's last planes, ``info["final_observation"]``, where the
   compiled core has already reset).
 
-``tempo`` costs both cores far more than the other kinds (in JAX, on a CPU, about 100 times ``parity``: it works
-the give planes out again for each of 256 placements), so a long check may compare ``parity``'s 23 planes, and
+``tempo`` costs both cores far more than the other kinds (in JAX it works the give planes out again for each of
+256 placements; docs/results.md has the figures), so a long check may compare ``parity``'s 23 planes, and
 ``tempo``'s on fewer games.
 
 A step of a game with any difference counts once per field that differs; the goal is zero of each.

@@ -25,11 +25,12 @@ from quarto_env.extras import require
 require("jax", "quarto_env.jax")
 
 from quarto_env.jax.env import ENV_ID, VERSION, QuartoEnv, State  # noqa: E402
+from quarto_env.observation import DEFAULT_OBSERVATION  # noqa: E402
 
 __all__ = ["ENV_ID", "VERSION", "QuartoEnv", "State", "env"]
 
 
-def env(observation: str = "tactical", **flags: Any) -> QuartoEnv:
+def env(observation: str = DEFAULT_OBSERVATION, **flags: Any) -> QuartoEnv:
     """A :class:`QuartoEnv` for the rule ``flags`` of :func:`quarto_env.env` (``attributes``, ``squares``,
     ``declaration``, ``false_declaration``, ``false_declaration_penalty``, ``first_player``) and one of the
     observation kinds (``raw``, ``tactical``, ``lookahead``, ``parity``, ``tempo``). Bad flags are refused in

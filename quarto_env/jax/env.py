@@ -111,8 +111,8 @@ class QuartoEnv(pgx.core.Env):
         with zero rewards; an illegal action -- masked, or outside ``0..num_actions - 1``, which pgx's indexing
         would clamp to a legal one -- ends the game with -1 for the seat that took it and +1 for the other, the
         position unchanged; once ended, every action is marked legal. pgx's own step nests three ``lax.cond``
-        around the game's step, which ``vmap`` turns into selects of the whole state each: this costs a
-        third as much per step on a CPU (``quarto bench jax``). An action of the wrong type or shape is refused
+        around the game's step, which ``vmap`` turns into selects of the whole state each: one pass
+        costs less (``quarto bench jax``; figures in docs/results.md). An action of the wrong type or shape is refused
         before any tracing, in one line."""
         state = cast(State, state)
         action = checked_action_array(action, state, self.num_actions)
