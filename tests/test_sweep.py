@@ -380,7 +380,7 @@ def test_an_rllib_sweep_on_a_two_node_cluster(tmp_path: Path) -> None:
     invalid), on one node too."""
     pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
-    from test_rllib import TINY_RLLIB
+    from tests.test_rllib import TINY_RLLIB
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
     try:
