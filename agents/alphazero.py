@@ -32,6 +32,7 @@ from agents.networks import (
     resolve_device,
     use_one_thread,
 )
+from agents.pretrained import pretrained_path
 from agents.puct import (
     DEFAULT_C_PUCT,
     ROOTS,
@@ -181,7 +182,7 @@ class AlphaZeroAgent(Agent):
         if network is None:
             if not path:
                 raise CheckpointError("the az agent needs a checkpoint: az:PATH (a .zip, or a run folder)")
-            network = load_network_of_either_backend(path, variant, device)
+            network = load_network_of_either_backend(pretrained_path(path, "az", variant), variant, device)
         self.network = network
         self.sims = sims
         self.time = time

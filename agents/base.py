@@ -180,6 +180,16 @@ MAX_SIMULATIONS = 10**6
 """MCTS simulations per move, capped so that every move ends: a million take a minute at most at the speeds of
 ``quarto bench mcts`` (docs/arena.md). A move that never returns could not even forfeit on ``--time-limit``,
 which is measured when it does."""
+MAX_DEPTH = 16
+"""Minimax plies per move (``depth``), capped so that every move ends, as :data:`MAX_SIMULATIONS` are: over the
+positions of a game, 16 plies took at most 24 s (at 12 empty squares, on 2 busy cores), 17 took 100 s and more,
+and each ply beyond multiplies it again (an exact search from the opening runs for hours). ``time=S`` searches
+deeper within its budget; and where no more plies than ``depth`` are left, the search is exact anyway."""
+DEPTH = number_parser("depth", minimum=1, maximum=MAX_DEPTH, integer=True)
+"""The ``depth`` option of ``minimax`` and ``solver``."""
+EXPLORATION = number_parser("c", above=0, maximum=100)
+"""The exploration constant ``c`` of the tree searches (``mcts``, ``az``): positive and at most 100, a hundred
+times the values that play well, so that a mistyped exponent (``c=1e308``) is refused, not searched with."""
 MAX_SEARCH_SIMULATIONS = 100_000
 """The most simulations of one ``az`` search (its tree is allocated for them: about 31 MB)."""
 DEFAULT_SEARCH_SIMULATIONS = 800
@@ -205,9 +215,9 @@ register(
         "deepening up to depth within the time); plain minimax searches 2 plies",
         {
             "depth": Option(
-                number_parser("depth", minimum=1, integer=True),
+                DEPTH,
                 0,
-                "plies (a placement or a give each); with time, the cap; 0: 2, or no cap with time",
+                f"plies (a placement or a give each), 1-{MAX_DEPTH}; with time, the cap; none: 2, or no cap with time",
             ),
             "time": Option(SECONDS, 0.0, "seconds per move, iterative deepening; always answers in time"),
         },
@@ -225,11 +235,7 @@ register(
                 "solve exactly at or below this many empty squares (at least the opening book's bottom, if any)",
             ),
             "time": Option(SECONDS, 1.0, "seconds per move for the minimax played before that"),
-            "depth": Option(
-                number_parser("depth", minimum=1, integer=True),
-                0,
-                "plies for that minimax instead of time: reproducible games",
-            ),
+            "depth": Option(DEPTH, 0, f"plies for that minimax instead of time, 1-{MAX_DEPTH}: reproducible games"),
         },
     )
 )
@@ -243,7 +249,7 @@ register(
                 number_parser("sims", minimum=1, maximum=MAX_SIMULATIONS, integer=True), 2000, "simulations per move"
             ),
             "time": Option(SECONDS, 0.0, "seconds per move; replaces sims when set"),
-            "c": Option(number_parser("c", above=0), 1.0, "UCB1 exploration constant"),
+            "c": Option(EXPLORATION, 1.0, "UCB1 exploration constant"),
         },
     )
 )
@@ -299,10 +305,11 @@ register(
         "ppo",
         "agents.ppo:PPOAgent",
         "a MaskablePPO checkpoint written by quarto train (ppo:PATH, a .zip or a run folder for its final.zip; "
-        "ppo:PATH,checkpoint=best its best.zip; ppo:PATH,deterministic=false samples; a path may hold a comma "
+        "ppo:pretrained the network shipped for the rules played; ppo:PATH,checkpoint=best its best.zip; "
+        "ppo:PATH,deterministic=false samples; a path may hold a comma "
         "unless one is followed by NAME=)",
         {
-            "path": Option(str, "", "checkpoint .zip or run folder"),
+            "path": Option(str, "", "checkpoint .zip, run folder, or pretrained"),
             "checkpoint": CHECKPOINT,
             "deterministic": Option(_boolean, True, "true: the most likely action; false: sample the policy"),
             "device": DEVICE,
@@ -315,10 +322,11 @@ register(
         "az",
         "agents.alphazero:AlphaZeroAgent",
         "a network trained by quarto train with algorithm alphazero, playing with its search (az:PATH, a .zip or "
-        "a run folder for its final.zip, else latest.zip; az:PATH,checkpoint=best its best.zip; az:PATH,sims=0 "
+        "a run folder for its final.zip, else latest.zip; az:pretrained the network shipped for the rules played; "
+        "az:PATH,checkpoint=best its best.zip; az:PATH,sims=0 "
         "plays the network's policy alone; az:PATH,root=gumbel,k=16 searches with the Gumbel root)",
         {
-            "path": Option(str, "", "checkpoint .zip or run folder"),
+            "path": Option(str, "", "checkpoint .zip, run folder, or pretrained"),
             "checkpoint": CHECKPOINT,
             "sims": Option(
                 number_parser("sims", minimum=0, maximum=MAX_SEARCH_SIMULATIONS, integer=True),
@@ -332,7 +340,7 @@ register(
                 "0: the most visited action; above 0: sample visits ** (1 / temperature); root=gumbel: 0 plays "
                 "its choice without noise, above 0 scales its Gumbel noise",
             ),
-            "c": Option(number_parser("c", above=0, maximum=100), 1.5, "PUCT exploration constant"),
+            "c": Option(EXPLORATION, 1.5, "PUCT exploration constant"),
             "device": DEVICE,
             "root": Option(
                 _search_root,
@@ -357,7 +365,7 @@ register(
         "final.zip, else latest.zip; rllib:PATH,checkpoint=best its best.zip; rllib:PATH,deterministic=false "
         "samples)",
         {
-            "path": Option(str, "", "checkpoint .zip or run folder"),
+            "path": Option(str, "", "checkpoint .zip, run folder, or pretrained"),
             "checkpoint": CHECKPOINT,
             "deterministic": Option(_boolean, True, "true: the most likely action; false: sample the policy"),
             "device": DEVICE,

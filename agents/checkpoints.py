@@ -42,10 +42,12 @@ import dataclasses
 import importlib.metadata
 import io
 import json
+import lzma
 import multiprocessing
 import pickle
 import platform
 import re
+import struct
 import sys
 import zipfile
 import zlib
@@ -79,6 +81,24 @@ class DamagedCheckpointError(CheckpointError):
     """A checkpoint whose bytes are not those written: truncated, corrupt, or its entries not those its seal
     proves. (A checkpoint that is whole but wrong -- another run's, metadata of the wrong shape -- is a plain
     :class:`CheckpointError`.)"""
+
+
+ZIP_DAMAGE = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    OSError,
+    NotImplementedError,
+    RuntimeError,
+    ValueError,
+    struct.error,
+)
+"""What :mod:`zipfile` raises on damaged bytes, whichever byte it is: a bad signature, size or CRC
+(``BadZipFile``), compressed data that does not decompress (``zlib.error``, ``LZMAError``, ``OSError`` for
+bzip2, ``EOFError``), a central directory that names a version needed to extract or a compression method it does
+not read (``NotImplementedError``), an encryption flag (``RuntimeError``), a name that is not UTF-8
+(``UnicodeDecodeError``, a ``ValueError``). One changed byte can lead to any of them."""
 
 
 AGENT_KINDS_OF_ALGORITHMS = {"ppo": "ppo", "alphazero": "az", "rllib-ppo": "rllib"}
@@ -283,8 +303,8 @@ def _read_metadata_entry(path: Path) -> tuple[Any, bool]:
             text = archive.read(METADATA_ENTRY)
     except IntegrityError as exc:
         raise DamagedCheckpointError(str(exc)) from None
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
-        raise DamagedCheckpointError(f"{where} is corrupt or truncated ({one_line(exc)})") from exc
+    except ZIP_DAMAGE as exc:
+        raise DamagedCheckpointError(f"{where} is corrupt or truncated ({_zip_problem(exc)})") from exc
     try:
         return json.loads(text), sealed
     except RecursionError:
@@ -299,17 +319,9 @@ def read_weights(path: str | Path, entry: str, missing_ok: bool = False) -> Any:
     numbers, strings and containers of them, never code. :class:`CheckpointError` if it is missing (``None``
     instead with ``missing_ok``: an entry that older checkpoints lack), damaged, or holds anything else (it is
     refused unread)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            if entry not in archive.namelist():
-                if missing_ok:
-                    return None
-                raise CheckpointError(f"checkpoint {str(path)!r} has no {entry} entry")
-            data = archive.read(entry)
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r}: entry {entry} is corrupt or truncated ({one_line(exc)})"
-        ) from exc
+    data = entry_bytes(path, entry, missing_ok)
+    if data is None:
+        return None
     try:
         return th.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
@@ -320,6 +332,28 @@ def read_weights(path: str | Path, entry: str, missing_ok: bool = False) -> Any:
         raise CheckpointError(
             f"checkpoint {str(path)!r}: entry {entry} is corrupt or truncated ({type(exc).__name__}: {one_line(exc)})"
         ) from exc
+
+
+def entry_bytes(path: str | Path, entry: str, missing_ok: bool = False) -> bytes | None:
+    """The bytes of the checkpoint's entry ``entry``; :class:`CheckpointError` if it has none (``None`` instead
+    with ``missing_ok``), :class:`DamagedCheckpointError` if the archive or the entry is damaged
+    (:data:`ZIP_DAMAGE`): changed after :func:`read_metadata` proved it, or never proved."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if entry not in archive.namelist():
+                if missing_ok:
+                    return None
+                raise CheckpointError(f"checkpoint {str(path)!r} has no {entry} entry")
+            return archive.read(entry)
+    except ZIP_DAMAGE as exc:
+        raise DamagedCheckpointError(
+            f"checkpoint {str(path)!r}: entry {entry} is corrupt or truncated ({_zip_problem(exc)})"
+        ) from exc
+
+
+def _zip_problem(exc: BaseException) -> str:
+    """What :mod:`zipfile` found, in words: its message, or the error's kind where the message is empty."""
+    return one_line(exc) or type(exc).__name__
 
 
 def trained_variant(path: str | Path, metadata: dict[str, Any], variant: Variant | None) -> Variant:

@@ -3,11 +3,13 @@
 Python runs a signal handler only between bytecodes of the main thread, so a long compiled call there never
 sees Ctrl-C: the ``KeyboardInterrupt`` waits until the call returns, minutes later. The searches of
 :mod:`agents.search_kernels` therefore release the GIL and poll a stop flag (a one-element array) every few hundred
-nodes, and this module sets the flags of the running searches when SIGINT arrives:
+nodes, and this module sets the flags of the running searches when SIGINT arrives (or SIGTERM, where the program
+handles it as Ctrl-C, as the ``quarto`` command does: :func:`experiments.cli.sigterm_as_interrupt`):
 
 * :func:`install` points Python's signal *wakeup fd* (:func:`signal.set_wakeup_fd`) at a pipe. The C-level
   handler writes the signal's number there at once, even while the main thread is inside compiled code.
-* A daemon thread reads the pipe; on SIGINT it sets every flag registered with :func:`stopping`.
+* A daemon thread reads the pipe; on SIGINT or SIGTERM it sets every flag registered with :func:`stopping`. (The
+  handler writes only the signals Python handles: SIGTERM comes through where a handler is set for it.)
 * The search returns, and Python's own handler then raises ``KeyboardInterrupt`` as usual.
 
 Nothing changes for a program that has set a wakeup fd of its own (asyncio does): :func:`install` leaves it be,
@@ -32,11 +34,13 @@ from collections.abc import Iterator
 import numpy as np
 
 STOPPED_BY_CTRL_C = 1
-"""The value a stop flag gets on SIGINT..."""
+"""The value a stop flag gets on SIGINT (or SIGTERM)..."""
 STOPPED_BY_ANOTHER_THREAD = 2
 """... when another thread of the search has finished it..."""
 STOPPED_BY_DEADLINE = 3
 """... and when its deadline has passed."""
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""The signals that stop the running searches."""
 
 _flags: dict[int, np.ndarray] = {}
 _lock = threading.Lock()
@@ -73,12 +77,12 @@ def install() -> bool:
 
 
 def _watch(read_end: int) -> None:
-    """Set the registered stop flags whenever SIGINT's number comes through the pipe."""
+    """Set the registered stop flags whenever the number of one of :data:`STOP_SIGNALS` comes through the pipe."""
     while True:
         received = os.read(read_end, 64)
         if not received:
             return
-        if signal.SIGINT in received:
+        if any(number in received for number in STOP_SIGNALS):
             with _lock:
                 for flag in _flags.values():
                     flag[0] = STOPPED_BY_CTRL_C
@@ -86,7 +90,7 @@ def _watch(read_end: int) -> None:
 
 @contextlib.contextmanager
 def stopping(flag: np.ndarray) -> Iterator[None]:
-    """Within the block, SIGINT sets ``flag[0]`` to :data:`STOPPED_BY_CTRL_C`."""
+    """Within the block, SIGINT (or SIGTERM) sets ``flag[0]`` to :data:`STOPPED_BY_CTRL_C`."""
     with _lock:
         _flags[id(flag)] = flag
     try:

@@ -178,9 +178,15 @@ def _label_shard(task: tuple[int, Variant, list[State]]) -> tuple[int, np.ndarra
 def worker_pool(jobs: int) -> Iterator[Pool]:
     """A pool of ``jobs`` spawned worker processes that ignore Ctrl-C (the parent's to handle: leaving the block
     by an exception terminates them wherever they are). Spawned, not forked, as the tournament's: workers start
-    clean, with no inherited threads (the progress bar's, :mod:`agents.interrupts`')."""
+    clean, with no inherited threads (the progress bar's, :mod:`agents.interrupts`'). They are started with SIGINT
+    ignored, which a new Python process keeps: a terminal's Ctrl-C reaches the whole process group, and a worker
+    still importing would print a traceback."""
     context = multiprocessing.get_context("spawn")
-    pool = context.Pool(jobs, initializer=_init_worker)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        pool = context.Pool(jobs, initializer=_init_worker)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         yield pool
     except BaseException:

@@ -39,6 +39,11 @@ class LeafBatch:
     def __len__(self) -> int:
         return len(self.observations)
 
+    @property
+    def label(self) -> str:
+        """How error messages name the batch: ``batch 7 (model 1, 128 leaves)``."""
+        return f"batch {self.index} (model {self.model}, {len(self)} leaves)"
+
     # Read from the search's trees when first asked (most evaluators need the planes alone), so before submit().
     @functools.cached_property
     def legal(self) -> np.ndarray:
@@ -70,7 +75,7 @@ class LeafBatch:
         """``(logits, values)`` as float32 arrays once checked; :class:`EvaluationError` naming this batch unless
         logits are ``(n, 16)`` and values ``(n,)``, both floating point, the logits finite at every legal action
         (anything, ``-inf`` included, elsewhere: ignored) and the values finite and within [-1, 1], as float32."""
-        n, where = len(self), f"batch {self.index} (model {self.model}, {len(self)} leaves)"
+        n, where = len(self), self.label
         arrays = []
         for name, given, shape in (("logits", logits, (n, NUM_ACTIONS)), ("values", values, (n,))):
             try:

@@ -28,6 +28,7 @@ from agents.book import OpeningBook, shipped_book
 from agents.search import Search
 from agents.search_kernels import EXACT_DEPTH, HITS, NODES, PROBES, WIN
 from agents.value_cache import ValueCache, default_cache
+from quarto_env.checks import checked_number
 from quarto_env.core import (
     ALL_SQUARES,
     DECLARE,
@@ -333,8 +334,10 @@ class MinimaxAgent(Agent):
 
     def __init__(self, variant: Variant = STANDARD, seed: int | None = None, depth: int = 0, time: float = 0.0):
         super().__init__(variant, seed)
-        if depth < 0 or time < 0:
-            raise ValueError(f"minimax depth and time must be >= 0, got depth={depth}, time={time}")
+        # Deeper than the end of every game is the same search. (Specs stop at agents.base.MAX_DEPTH: a move
+        # searched deeper from an early position takes minutes to hours.)
+        checked_number(depth, "minimax depth", minimum=0, maximum=EXACT_DEPTH, integer=True)
+        checked_number(time, "minimax time", minimum=0)
         self.time_budget = time
         self.max_depth = depth or (EXACT_DEPTH if time else DEFAULT_DEPTH)
         # A shallow fixed-depth search stores few positions: a small table keeps many agents cheap in memory.

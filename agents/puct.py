@@ -211,6 +211,14 @@ class BatchedSearch:
         self.evaluations = 0
         """Positions the evaluator was asked about, cumulated (a simulation ending on a terminal node asks none)."""
 
+    @staticmethod
+    def bytes_per_game(kind: ObservationKind, max_sims: int) -> int:
+        """Bytes of the arrays above per game, for trees of ``max_sims`` simulations: what a caller checks against
+        the machine's memory before it asks for many games (:mod:`agents.sessions`)."""
+        node = NUM_FIELDS * 8 + 8 + 1 + 1 + 4 + NUM_ACTIONS * (4 + 4 + 4 + 4)  # positions .. prior
+        game = 4 + MAX_DEPTH * 2 * 4 + 4 + 8 + 4 + kind.shape[0] * kind.shape[1]  # num_nodes .. planes
+        return (max_sims + 2) * node + game
+
     def run(
         self,
         roots: np.ndarray,

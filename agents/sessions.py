@@ -10,7 +10,7 @@ search as the AlphaZero trainer, which runs on these sessions itself (docs/sessi
     while not session.done:
         batch = session.pending()                       # a LeafBatch
         logits, values = my_network(batch.observations)  # (n, 16) and (n,), floating point
-        session.submit(logits, values)
+        session.submit(logits, values, batch=batch)      # batch=: tied to it (optional)
     samples = session.samples()                          # training samples of the finished games
     session.games                                        # the finished games' records (quarto replay)
 
@@ -20,6 +20,13 @@ search as the AlphaZero trainer, which runs on these sessions itself (docs/sessi
 - :class:`ArenaSession`: a match of two models, ``num_pairs`` pairs of games from shared random openings, the
   seats swapped between the two games of a pair; each batch says which model (slot 0 or 1) evaluates it.
 - :class:`SearchSession`: one search of positions given to it: the ``az:`` agent's move, or an analysis.
+
+Failures are one line, and lose nothing: an evaluation the search cannot use (or an evaluator of :meth:`Session.run`
+that raises or returns no ``(logits, values)`` pair) is an :class:`~quarto_env.errors.EvaluationError` naming the
+batch, which stays pending, to be submitted again; a submit for a batch that :meth:`Session.pending` did not hand
+out (a second submit for one batch) is a :class:`~quarto_env.errors.CallOrderError`; an exception or an interrupt
+inside the search itself (not in the evaluator) stops the session, and its next use says so. Arguments are checked
+when given, counts against this machine's memory before anything is allocated.
 
 :meth:`Session.run` drives a session with one evaluator per model (``batch -> (logits, values)``), and
 :meth:`Session.play_round` one round of moves at a time (the trainer's rhythm: it trains between rounds).
@@ -31,8 +38,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -47,7 +55,7 @@ from agents.puct import (
     forced_actions,
 )
 from agents.search_options import SearchOptions
-from quarto_env.checks import checked_number
+from quarto_env.checks import checked_number, one_line, shortened
 from quarto_env.core import (
     FIELD_TO_MOVE,
     INITIAL_STATE,
@@ -58,13 +66,69 @@ from quarto_env.core import (
     Variant,
     step,
 )
-from quarto_env.errors import CallOrderError, QuartoValueError
+from quarto_env.errors import CallOrderError, EvaluationError, QuartoTypeError, QuartoValueError, RulesError
 from quarto_env.notation import format_position
 from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind
-from quarto_env.vector import GameBatch
+from quarto_env.vector import GameBatch, memory_bytes
 
 Seed = int | np.random.Generator | None
 """A seed, or a generator to draw from (shared with the caller: the trainer's draws interleave with its own)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The arguments, checked before anything is allocated
+# ---------------------------------------------------------------------------------------------------------
+MAX_COUNT = 10**15
+"""The most games a self-play session plays, and its highest model version: far beyond any run, and exact in
+the float64 a logger may turn them into."""
+VARIANT_FLAGS = tuple(field.name for field in dataclasses.fields(Variant))
+"""The keywords of :meth:`Variant.make`: what a mapping given as a session's ``variant`` may name."""
+
+
+def checked_variant(variant: object) -> Variant:
+    """The rules a session's ``variant`` names: a :class:`Variant`, a mapping of its flags as configs write it
+    (``{"squares": True}``, the keywords of :meth:`Variant.make`) or ``None`` for standard Quarto."""
+    if variant is None:
+        return STANDARD
+    if isinstance(variant, Variant):
+        return variant
+    if not isinstance(variant, Mapping):
+        raise QuartoTypeError(
+            f"variant must be a Variant, a mapping of its flags (e.g. {{'squares': True}}) or None, got "
+            f"{type(variant).__name__} {shortened(repr(variant))}"
+        )
+    unknown = sorted(map(str, set(variant) - set(VARIANT_FLAGS)))
+    if unknown:
+        raise QuartoTypeError(f"variant has no flag {', '.join(unknown)}; its flags: {', '.join(VARIANT_FLAGS)}")
+    try:
+        return Variant.make(**variant)
+    except (RulesError, TypeError) as error:  # TypeError: attributes of a type no rule knows
+        raise RulesError(f"variant {shortened(repr(dict(variant)))} is not a rule variant: {one_line(error)}") from None
+
+
+def _generator(seed: object) -> np.random.Generator:
+    """The generator a :data:`Seed` names."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+        raise QuartoTypeError(f"seed must be an integer >= 0, a numpy Generator or None, got {shortened(repr(seed))}")
+    if seed is not None and seed < 0:
+        raise QuartoValueError(f"seed must be an integer >= 0, a numpy Generator or None, got {seed}")
+    return np.random.default_rng(seed)
+
+
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise QuartoTypeError(f"{name} must be True or False, got {shortened(repr(value))}")
+    return value
+
+
+def _options(options: object, name: str = "options") -> SearchOptions:
+    if not isinstance(options, SearchOptions):
+        raise QuartoTypeError(
+            f"{name} must be a SearchOptions (e.g. SearchOptions(simulations=32)), got {type(options).__name__}"
+        )
+    return options
 
 
 def _kinds(observation: str | ObservationKind | Sequence[str | ObservationKind]) -> tuple[ObservationKind, ...]:
@@ -75,9 +139,45 @@ def _kinds(observation: str | ObservationKind | Sequence[str | ObservationKind])
 
 
 def _pair(values: Any, name: str) -> tuple[Any, Any]:
-    if not isinstance(values, Sequence) or len(values) != 2:
-        raise QuartoValueError(f"{name} must be one value or a pair (one per model), got {values!r}")
+    if isinstance(values, str) or not isinstance(values, Sequence) or len(values) != 2:
+        raise QuartoValueError(f"{name} must be one value or a pair (one per model), got {shortened(repr(values))}")
     return values[0], values[1]
+
+
+def _checked_games(count: object, name: str, unit_bytes: int, owner: str, unit: str = "game") -> int:
+    """``count`` (an integer >= 1) of games (or pairs: ``unit``) whose search trees take ``unit_bytes`` each, if
+    they fit in this machine's memory: checked before the trees are allocated, so that a huge count is one line
+    rather than numpy's ``MemoryError`` (as :func:`quarto_env.vector.checked_num_envs` does for the env's)."""
+    games = int(checked_number(count, name, minimum=1, integer=True))
+    memory = memory_bytes()
+    gib = f"{memory / 2**30:.1f} GiB"
+    bound = memory // unit_bytes
+    if bound < 1:
+        raise QuartoValueError(
+            f"{owner}: one {unit}'s search trees take {unit_bytes:,} bytes, more than this machine's {gib} of "
+            "memory: search fewer simulations"
+        )
+    if games > bound:
+        raise QuartoValueError(
+            f"{owner}: {name} must be an integer >= 1 and <= {bound:,} here, got {games:,}: each {unit}'s search "
+            f"trees take {unit_bytes:,} bytes, and {bound:,} fill this machine's {gib} of memory"
+        )
+    return games
+
+
+def _described(error: BaseException) -> str:
+    """An exception in a few words: ``KeyboardInterrupt``, ``ZeroDivisionError (division by zero)``."""
+    message = one_line(error)
+    return f"{type(error).__name__} ({message})" if message else type(error).__name__
+
+
+def _shape_of(value: object) -> str:
+    """What an evaluator returned, for a message: ``None``, ``a tuple of 3``, ``a dict``."""
+    if value is None:
+        return "None"
+    if isinstance(value, tuple | list):
+        return f"a {type(value).__name__} of {len(value)}"
+    return f"a {type(value).__name__}"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -102,13 +202,20 @@ class Session:
 
     def __init__(self) -> None:
         self.batches = 0
-        """Batches handed out so far."""
+        """Batches made so far, the pending one included (their :attr:`LeafBatch.index` counts from 0)."""
         self.rounds = 0
         """Rounds of moves played so far."""
         self.last_result: SearchResult | None = None
         """The search result of the last round of moves."""
         self._events: Events = self._play()
         self._batch: LeafBatch | None = None
+        self._handed_out = False
+        """Whether :meth:`pending` gave the caller :attr:`_batch`: only a batch the caller has seen takes an
+        evaluation."""
+        self._submitted: int | None = None
+        """The number of the last batch submitted."""
+        self._stopped: str | None = None
+        """What stopped the search inside its play (an exception or an interrupt): it cannot go on."""
         self._over = False
 
     def _play(self) -> Events:
@@ -116,7 +223,8 @@ class Session:
 
     @property
     def done(self) -> bool:
-        """Whether every game has ended: no batch is pending, and none will be."""
+        """Whether every game has ended: no batch is pending, and none will be. Asking plays on to the next batch;
+        :class:`CallOrderError` if an exception stopped the search (see the module)."""
         self._advance()
         return self._over
 
@@ -125,40 +233,43 @@ class Session:
         self._advance()
         if self._batch is None:
             raise CallOrderError("the session is done: every game has ended, no batch is pending")
+        self._handed_out = True
         return self._batch
 
-    def submit(self, logits: object, values: object) -> None:
+    def submit(self, logits: object, values: object, *, batch: LeafBatch | int | np.integer | None = None) -> None:
         """The evaluation of the pending batch: policy logits ``(n, 16)`` and values ``(n,)`` (for the player to
         move at each leaf, in [-1, 1]), floating point, as numpy arrays or anything :func:`numpy.asarray` takes.
-        Checked first (:meth:`LeafBatch.checked`: :class:`EvaluationError`, and the session is left as it was);
-        then the search goes on to the next batch."""
-        if self._batch is None:
-            raise CallOrderError("no batch is pending: call pending() first, and submit once per batch")
-        evaluation = self._batch.checked(logits, values)
-        self._batch.close()
-        self._batch = None
+
+        ``batch``, the :class:`LeafBatch` that :meth:`pending` returned (or its :attr:`~LeafBatch.index`), ties
+        the evaluation to it: :class:`CallOrderError` unless it is the pending one. Without it the evaluation is
+        for the batch :meth:`pending` last returned, once: a second submit is a :class:`CallOrderError` too.
+        Checked first (:meth:`LeafBatch.checked`: :class:`EvaluationError`, and the batch stays pending: submit
+        again); then the search goes on to the next batch."""
+        pending = self._submittable(batch)
+        evaluation = pending.checked(logits, values)
+        self._submitted = pending.index
         self._next(evaluation)
 
     def run(self: RunSession, *evaluators: BatchEvaluator) -> RunSession:
-        """Play to the end, each batch evaluated by ``evaluators[batch.model]`` (one per model); returns itself."""
+        """Play to the end, each batch evaluated by ``evaluators[batch.model]`` (one per model); returns itself.
+        An evaluator that raises, or returns no ``(logits, values)`` pair, is an :class:`EvaluationError` naming
+        the batch, which stays pending: ``run`` again goes on from it."""
         self._check_evaluators(evaluators)
         while not self.done:
-            batch = self.pending()
-            self.submit(*evaluators[batch.model](batch))
+            self._evaluate(self.pending(), evaluators)
         return self
 
     def play_round(self, *evaluators: BatchEvaluator) -> SearchResult | None:
         """Play one round of moves -- the forced moves, then a searched move in every game -- its batches
-        evaluated by ``evaluators[batch.model]``; the round's search result (the last model's in an arena), or
-        ``None`` when the session is done."""
+        evaluated by ``evaluators[batch.model]`` (failures as :meth:`run`'s); the round's search result (the last
+        model's in an arena), or ``None`` when the session is done."""
         self._check_evaluators(evaluators)
         rounds = self.rounds
         while self.rounds == rounds and not self._over:
             if self._batch is None:
                 self._next(None)
             else:
-                batch = self._batch
-                self.submit(*evaluators[batch.model](batch))
+                self._evaluate(self.pending(), evaluators)
         return self.last_result if self.rounds > rounds else None
 
     def _check_evaluators(self, evaluators: tuple[BatchEvaluator, ...]) -> None:
@@ -166,24 +277,88 @@ class Session:
             raise QuartoValueError(
                 f"this session takes {self.models} evaluator(s), one per model; got {len(evaluators)}"
             )
+        for model, evaluator in enumerate(evaluators):
+            if not callable(evaluator):
+                raise QuartoTypeError(
+                    f"evaluator {model} must be callable, batch -> (logits, values); got {type(evaluator).__name__}"
+                )
+
+    def _evaluate(self, batch: LeafBatch, evaluators: tuple[BatchEvaluator, ...]) -> None:
+        """Evaluate ``batch`` (handed out) with its model's evaluator, and submit the evaluation."""
+        try:
+            evaluation = evaluators[batch.model](batch)
+        except Exception as error:  # the caller's network: its own error is the cause, kept in the chain
+            raise EvaluationError(f"{batch.label}: the evaluator raised {_described(error)}") from error
+        if not isinstance(evaluation, tuple | list) or len(evaluation) != 2:
+            raise EvaluationError(
+                f"{batch.label}: the evaluator must return a pair (logits, values), got {_shape_of(evaluation)}"
+            )
+        self.submit(*evaluation, batch=batch)
+
+    def _submittable(self, batch: object) -> LeafBatch:
+        """The pending batch, if :meth:`pending` handed it out and ``batch`` (when given) names it."""
+        self._check_going()
+        pending = self._batch if self._handed_out else None
+        if pending is None:
+            if self._submitted is None:
+                raise CallOrderError("no batch is pending: call pending() first, and submit once per batch")
+            raise CallOrderError(
+                f"batch {self._submitted} is submitted already: call pending() for the next batch (submit once per "
+                "batch)"
+            )
+        if batch is None or batch is pending:
+            return pending
+        if isinstance(batch, LeafBatch):  # a stale one, or one of another session (perhaps of the same number)
+            named = f"batch {batch.index}" + (" of another session" if batch.index == pending.index else "")
+        elif isinstance(batch, int | np.integer) and not isinstance(batch, bool):
+            if batch == pending.index:
+                return pending
+            named = f"batch {batch}"
+        else:
+            raise QuartoTypeError(
+                f"batch must be the LeafBatch that pending() returned, or its index; got {type(batch).__name__}"
+            )
+        raise CallOrderError(
+            f"the evaluation is for {named}, but the pending batch is {pending.label}: submit each batch's "
+            "evaluation once, with the batch pending() returned"
+        )
+
+    def _check_going(self) -> None:
+        if self._stopped is not None:
+            raise CallOrderError(
+                f"the session cannot go on: {self._stopped} stopped its search; what it finished is kept "
+                "(samples(), games), start a new session for the rest"
+            )
 
     def _advance(self) -> None:
         """Play on to the next batch (through the ends of rounds), unless one is pending or the session is done."""
+        self._check_going()
         while self._batch is None and not self._over:
             self._next(None)
 
     def _next(self, evaluation: Evaluation | None) -> None:
-        """One step of :meth:`_play`: to its next batch, or to the end of a round of moves, or to its end."""
+        """One step of :meth:`_play` -- with the evaluation of the pending batch, if one is -- to its next batch,
+        or to the end of a round of moves, or to its end."""
+        self._check_going()
+        # Until the step is recorded below: an interrupt in between would lose it (the play waits for the
+        # evaluation of a batch the session no longer holds), so it stops the session instead.
+        self._stopped = "an interrupt"
         try:
             event = next(self._events) if evaluation is None else self._events.send(evaluation)
         except StopIteration:
             self._over = True
-            return
-        if isinstance(event, LeafBatch):
-            self._batch = event
-        else:
+            event = None
+        except BaseException as error:  # an interrupt or a bug inside the play: its generator is gone with it
+            self._stopped = _described(error)
+            raise
+        if self._batch is not None:  # evaluated: the search moved on, and what the batch did not read is gone
+            self._batch.close()
+        self._batch = event if isinstance(event, LeafBatch) else None
+        self._handed_out = False
+        if isinstance(event, SearchResult):
             self.rounds += 1
             self.last_result = event
+        self._stopped = None
 
     def _search(
         self,
@@ -216,6 +391,14 @@ class SearchSession(Session):
     trainer's evaluation games, or an analysis."""
 
     def __init__(self, search: BatchedSearch, roots: np.ndarray, sims: int, **options: Any) -> None:
+        if not isinstance(search, BatchedSearch):
+            raise QuartoTypeError(f"search must be an agents.puct.BatchedSearch, got {type(search).__name__}")
+        roots = _checked_roots(roots, search.max_games)
+        sims = int(checked_number(sims, "sims", minimum=0, integer=True))
+        try:  # here rather than at the first batch, where the search would stop the session
+            inspect.signature(search.rounds).bind(roots, sims, **options)
+        except TypeError as error:
+            raise QuartoTypeError(f"SearchSession: {error}; the search takes noise, seconds and gumbel") from None
         self.search, self.roots, self.sims, self.options = search, roots, sims, options
         self._result: SearchResult | None = None
         super().__init__()
@@ -230,6 +413,18 @@ class SearchSession(Session):
     def _play(self) -> Events:
         games = np.arange(len(self.roots))
         self._result = yield from self._search(self.search, self.roots, self.sims, games, **self.options)
+
+
+def _checked_roots(roots: object, most: int) -> np.ndarray:
+    """``roots`` as ``(n, NUM_FIELDS)`` integer rows, 1 <= n <= ``most``: what a search of them takes."""
+    array = np.asarray(roots)
+    if array.dtype.kind not in "iu" or array.ndim != 2 or array.shape[1] != NUM_FIELDS:
+        raise QuartoValueError(
+            f"roots must be integer rows of quarto_env.core.position_array, shape (n, {NUM_FIELDS}); got "
+            f"{array.dtype} of shape {array.shape}"
+        )
+    checked_number(len(array), "the number of roots", minimum=1, maximum=most, integer=True)
+    return array.astype(np.int64, copy=False)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -327,7 +522,8 @@ class _PlaysGames(Session):
         """The finished games, in the order they ended (none kept with ``records=False``)."""
         self._actions: list[list[int]] = [[] for _ in range(slots)]
         self.lengths: list[int] = []
-        """The length of every finished game, in the order they ended (the trainer empties it as it logs it)."""
+        """The length of every finished game, in the order they ended (:meth:`SelfPlaySession.take_counters`
+        empties it)."""
         self.decisive: list[bool] = []
         super().__init__()
 
@@ -400,9 +596,11 @@ class SelfPlaySession(_PlaysGames):
         the trainer plays; then ``parallel`` is required.
     :param options: the search (:class:`SearchOptions`).
     :param observation: the kind of the batches' planes (:data:`quarto_env.observation.OBSERVATION_KINDS`).
-    :param variant: the rules.
-    :param seed: the seed of the noise and the sampled moves, or a generator to draw from.
-    :param parallel: games played side by side (each round's batches have up to this many leaves).
+    :param variant: the rules: a :class:`Variant`, a mapping of its flags (``{"squares": True}``, as configs
+        write it) or ``None``, standard Quarto (:func:`checked_variant`).
+    :param seed: the seed of the noise and the sampled moves (an integer >= 0), or a generator to draw from.
+    :param parallel: games played side by side (each round's batches have up to this many leaves); their search
+        trees must fit in this machine's memory, which is checked first.
     :param records: keep every finished game's record (:attr:`games`); off for endless play, which would pile
         them up.
     """
@@ -412,25 +610,30 @@ class SelfPlaySession(_PlaysGames):
         num_games: int | None,
         options: SearchOptions = SearchOptions(),
         observation: str | ObservationKind = DEFAULT_OBSERVATION,
-        variant: Variant = STANDARD,
+        variant: Variant | Mapping[str, Any] | None = STANDARD,
         seed: Seed = None,
         parallel: int | None = None,
         records: bool = True,
     ) -> None:
         if num_games is not None:
-            checked_number(num_games, "num_games", minimum=1, integer=True)
-        if parallel is None:
-            if num_games is None:
-                raise QuartoValueError("endless self-play (num_games=None) needs parallel, the games side by side")
-            parallel = num_games
-        checked_number(parallel, "parallel", minimum=1, integer=True)
-        slots = parallel if num_games is None else min(parallel, num_games)
-        self.num_games = num_games
-        self.options = options
+            checked_number(num_games, "num_games", minimum=1, maximum=MAX_COUNT, integer=True)
+        if parallel is None and num_games is None:
+            raise QuartoValueError("endless self-play (num_games=None) needs parallel, the games side by side")
+        options = self.options = _options(options)
         self.kind = observation_kind(observation)
-        self.search = BatchedSearch(variant, self.kind, None, slots, options.most_simulations, options.c_puct)
+        variant, rng, records = checked_variant(variant), _generator(seed), _flag(records, "records")
+        sims = options.most_simulations
+        game_bytes = BatchedSearch.bytes_per_game(self.kind, sims)
+        owner = f"SelfPlaySession ({sims:,} simulations, {self.kind.name} planes)"
+        name = "parallel" if parallel is not None else "num_games, all side by side without parallel,"
+        slots = _checked_games(parallel if parallel is not None else num_games, name, game_bytes, owner)
+        if num_games is not None:
+            slots = min(slots, int(num_games))
+        self.num_games = None if num_games is None else int(num_games)
+        self.parallel = slots
+        """Games played side by side: a round's batches have up to this many leaves."""
+        self.search = BatchedSearch(variant, self.kind, None, slots, sims, options.c_puct)
         self.model_version = 0
-        """The version of the model now evaluating (set it as the model changes): every sample carries it."""
         self.started = self.finished = 0
         self.stored_rounds = self.cheap_rounds = 0
         """Rounds searched fully (their positions kept) and cheaply (kept nothing)."""
@@ -438,9 +641,40 @@ class SelfPlaySession(_PlaysGames):
         """Wall time inside searches, the evaluations included."""
         self._stored: list[list[tuple[np.ndarray, np.ndarray, float, int, int]]] = [[] for _ in range(slots)]
         self._samples: list[tuple[np.ndarray, ...]] = []
-        super().__init__(variant, slots, np.random.default_rng(seed), records)
+        super().__init__(variant, slots, rng, records)
         for slot in range(slots):
             self._next_game(slot)
+
+    @property
+    def model_version(self) -> int:
+        """The version of the model now evaluating (set it as the model changes: an integer >= 0, checked when
+        set): every sample carries the version of the model that searched it."""
+        return self._model_version
+
+    @model_version.setter
+    def model_version(self, version: object) -> None:
+        self._model_version = int(checked_number(version, "model_version", minimum=0, maximum=MAX_COUNT, integer=True))
+
+    def take_counters(self) -> SelfPlayCounters:
+        """What the session counted since the last call -- rounds, the ended games' lengths, the search's
+        simulations and timings -- and the counters start again from zero: the trainer logs them this way."""
+        search = self.search
+        counters = SelfPlayCounters(
+            stored_rounds=self.stored_rounds,
+            cheap_rounds=self.cheap_rounds,
+            lengths=self.lengths,
+            decisive=self.decisive,
+            simulations=search.simulations,
+            evaluations=search.evaluations,
+            tree_seconds=search.tree_seconds,
+            network_seconds=search.network_seconds,
+            search_seconds=self.search_seconds,
+        )
+        self.stored_rounds = self.cheap_rounds = 0
+        self.lengths, self.decisive = [], []
+        search.simulations = search.evaluations = 0  # the session's own search: no one else counts on it
+        search.tree_seconds = search.network_seconds = self.search_seconds = 0.0
+        return counters
 
     @property
     def waiting(self) -> np.ndarray:
@@ -510,6 +744,30 @@ class SelfPlaySession(_PlaysGames):
         return ("self-play", "self-play")
 
 
+@dataclasses.dataclass
+class SelfPlayCounters:
+    """What a :class:`SelfPlaySession` counted between two calls of :meth:`~SelfPlaySession.take_counters`."""
+
+    stored_rounds: int
+    """Rounds of moves searched fully: their positions are (or become) samples."""
+    cheap_rounds: int
+    """Rounds searched cheaply (playout-cap randomisation): nothing kept."""
+    lengths: list[int]
+    """The length of each game that ended, in the order they ended."""
+    decisive: list[bool]
+    """Whether each of those games had a winner."""
+    simulations: int
+    """Simulations run: one per game in play per search round."""
+    evaluations: int
+    """Leaves handed out for evaluation."""
+    tree_seconds: float
+    """Time in the search's tree kernels."""
+    network_seconds: float
+    """Time between a batch handed out and its evaluation back: the caller's network."""
+    search_seconds: float
+    """Wall time inside searches, the evaluations included."""
+
+
 def _no_samples() -> tuple[np.ndarray, ...]:
     floats, ints = np.zeros(0, np.float32), np.zeros(0, np.int64)
     return (
@@ -543,6 +801,7 @@ class ArenaSession(_PlaysGames):
     :param options: one :class:`SearchOptions` for both models, or a pair (their ``simulations``, ``root``,
         ``c_puct`` and ``gumbel_actions`` apply).
     :param observation: one kind for both models, or a pair.
+    :param variant: the rules, as :class:`SelfPlaySession` takes them.
     :param names: the models' names in the game records.
     """
 
@@ -553,24 +812,30 @@ class ArenaSession(_PlaysGames):
         num_pairs: int,
         options: SearchOptions | Sequence[SearchOptions] = SearchOptions(),
         observation: str | ObservationKind | Sequence[str | ObservationKind] = DEFAULT_OBSERVATION,
-        variant: Variant = STANDARD,
+        variant: Variant | Mapping[str, Any] | None = STANDARD,
         seed: Seed = None,
         names: tuple[str, str] = ("model 0", "model 1"),
         opening_plies: int = DEFAULT_OPENING_PLIES,
     ) -> None:
-        checked_number(num_pairs, "num_pairs", minimum=1, integer=True)
         checked_number(opening_plies, "opening_plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True)
-        both = _pair(options, "options") if not isinstance(options, SearchOptions) else (options, options)
-        self.options: tuple[SearchOptions, SearchOptions] = both
+        pair = (options, options) if isinstance(options, SearchOptions) else _pair(options, "options")
+        self.options: tuple[SearchOptions, SearchOptions] = (_options(pair[0]), _options(pair[1]))
         self.kinds = _kinds(observation)
-        self.names = _pair(names, "names")
-        games = 2 * num_pairs
+        if not isinstance(names, tuple | list) or len(names) != 2 or not all(isinstance(n, str) for n in names):
+            raise QuartoTypeError(f"names must be a pair of strings, one per model; got {shortened(repr(names))}")
+        self.names = (names[0], names[1])
+        variant, rng = checked_variant(variant), _generator(seed)
+        sims = [max(option.simulations, 1) for option in self.options]
+        pair_bytes = 2 * sum(BatchedSearch.bytes_per_game(k, n) for k, n in zip(self.kinds, sims, strict=True))
+        owner = f"ArenaSession ({sims[0]:,} and {sims[1]:,} simulations)"
+        pairs = _checked_games(num_pairs, "num_pairs", pair_bytes, owner, unit="pair")
+        games = 2 * pairs
         self.searches = [
-            BatchedSearch(variant, kind, None, games, max(option.simulations, 1), option.c_puct)
-            for kind, option in zip(self.kinds, self.options, strict=True)
+            BatchedSearch(variant, kind, None, games, n, option.c_puct)
+            for kind, n, option in zip(self.kinds, sims, self.options, strict=True)
         ]
-        super().__init__(variant, games, np.random.default_rng(seed), records=True)
-        self.openings = [random_opening(variant, opening_plies, self.rng) for _ in range(num_pairs)]
+        super().__init__(variant, games, rng, records=True)
+        self.openings = [random_opening(variant, opening_plies, self.rng) for _ in range(pairs)]
         for game in range(games):
             self.game_of[game] = game
             self.boards.set_state(np.array([game]), opening_state(variant, self.openings[game // 2]))

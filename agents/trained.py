@@ -1,5 +1,6 @@
 """What every agent that plays a trained checkpoint shares (``ppo:PATH``, ``rllib:PATH``): the options, the
-refusal of a missing path, one torch thread, the seed, and a first move played at once.
+refusal of a missing path, the shipped networks (``ppo:pretrained``), one torch thread, the seed, and a first
+move played at once.
 
 A subclass reads its own checkpoint format in :meth:`TrainedAgent.load` and plays in ``act``.
 """
@@ -13,6 +14,7 @@ import torch as th
 from agents.base import Agent
 from agents.checkpoints import CheckpointError
 from agents.networks import DEFAULT_DEVICE, use_one_thread
+from agents.pretrained import pretrained_path
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant
 from quarto_env.observation import observation_kind
 
@@ -36,7 +38,7 @@ class TrainedAgent(Agent):
         if not path:
             name = self.kind_name
             raise CheckpointError(f"the {name} agent needs a checkpoint: {name}:PATH (a .zip, or a run folder)")
-        observation = self.load(path, device)
+        observation = self.load(pretrained_path(path, self.kind_name, variant), device)
         use_one_thread()
         self.kind = observation_kind(observation)
         self.deterministic = deterministic

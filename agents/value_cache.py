@@ -84,6 +84,8 @@ class ValueCache:
 
     def __init__(self, variant: Variant, path: str | Path) -> None:
         self.path = Path(path)
+        self.unwritable = False
+        """Whether a harvest failed (said once, on stderr)."""
         self.variant_key = json.dumps(variant.to_dict(), sort_keys=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as connection:
@@ -129,14 +131,18 @@ class ValueCache:
         if len(entries) == 0:
             return 0
         lower, upper, _, best_piece = unpack_bounds(entries[:, 3])
-        with self._connect() as connection, connection:
-            connection.executemany(
-                _INSERT,
-                [
-                    (self.variant_key, TABLE_FILE_FORMAT, *map(int, entry[:3]), int(low), int(high), int(best))
-                    for entry, low, high, best in zip(entries, lower, upper, best_piece, strict=True)
-                ],
-            )
+        rows = [
+            (self.variant_key, TABLE_FILE_FORMAT, *map(int, entry[:3]), int(low), int(high), int(best))
+            for entry, low, high, best in zip(entries, lower, upper, best_piece, strict=True)
+        ]
+        try:
+            with self._connect() as connection, connection:
+                connection.executemany(_INSERT, rows)
+        except sqlite3.OperationalError as error:  # a full disk, a file-size limit: the cache is a help, not a result
+            if not self.unwritable:
+                print(f"{self.path}: the values found are not cached ({error})", file=sys.stderr)
+            self.unwritable = True
+            return 0
         return len(entries)
 
 

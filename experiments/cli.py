@@ -11,13 +11,19 @@ Example usage::
 problem with the nearest name (``quarto trian``: ``did you mean 'train'?``), exit status 2. A command whose
 reader goes away (``quarto solve - < positions.txt | head -1``) stops quietly with exit status 141, as a Unix
 tool killed by ``SIGPIPE`` does; Ctrl-C stops any command with status 130 and one line, not a traceback.
+``SIGTERM`` (``kill PID``, ``timeout``, a job scheduler's stop) does what Ctrl-C does -- it keeps what Ctrl-C
+keeps (a grade's solved values, a tournament's games, a training's ``latest.zip``) and leaves no lock or staging
+folder -- and exits with status 143, a process stopped by ``SIGTERM``'s (:func:`sigterm_as_interrupt`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import signal
 import sys
+from collections.abc import Iterator
 
 from quarto_env.extras import MissingExtra, as_missing_extra
 
@@ -120,13 +126,45 @@ def main(argv: list[str] | None = None) -> int:
     if argv[0] in ("-V", "--version"):
         print(version_line())
         return 0
+    with sigterm_as_interrupt() as terminated:
+        try:
+            status = dispatch(argv, COMMANDS, "quarto", "COMMAND", "command")
+        except BrokenPipeError:
+            return _reader_gone()
+        except KeyboardInterrupt:
+            print(f"\nquarto {argv[0]}: interrupted", file=sys.stderr)
+            status = STATUS_INTERRUPTED
+    return STATUS_TERMINATED if status == STATUS_INTERRUPTED and terminated else status
+
+
+STATUS_INTERRUPTED = 128 + signal.SIGINT
+"""The exit status after Ctrl-C (``SIGINT``, 2), as a shell reports a process it stopped."""
+STATUS_TERMINATED = 128 + signal.SIGTERM
+"""The exit status after ``SIGTERM`` (15), which is handled as Ctrl-C (:func:`sigterm_as_interrupt`)."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[list[int]]:
+    """Within the block ``SIGTERM`` raises ``KeyboardInterrupt``, as Ctrl-C does: every command's Ctrl-C path (what
+    it saves, the output it releases) runs for it too, and a compiled search stops at once (:mod:`agents.interrupts`
+    watches for both). The block gets a list that the signal's number is appended to. Left alone where
+    ``SIGTERM`` is ignored (a parent's choice) or handled already, and off the main thread (no handler there)."""
+    received: list[int] = []
+
+    def interrupt(number: int, frame: object) -> None:
+        received.append(number)
+        raise KeyboardInterrupt
+
+    ours = False
+    with contextlib.suppress(ValueError):  # not the main thread of the main interpreter
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, interrupt)
+            ours = True
     try:
-        return dispatch(argv, COMMANDS, "quarto", "COMMAND", "command")
-    except BrokenPipeError:
-        return _reader_gone()
-    except KeyboardInterrupt:
-        print(f"\nquarto {argv[0]}: interrupted", file=sys.stderr)
-        return 130
+        yield received
+    finally:
+        if ours:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 STATUS_READER_GONE = 128 + 13

@@ -12,6 +12,7 @@ import contextlib
 import inspect
 import itertools
 import logging
+import os
 import re
 import sys
 import textwrap
@@ -184,6 +185,8 @@ class CommandParser(argparse.ArgumentParser):
 
     def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
         try:
+            if action.type is Path and not arg_string:  # Path("") is ".", the current folder: never what was meant
+                raise argparse.ArgumentError(action, "'' is an empty path: name a file or folder")
             return super()._get_value(action, arg_string)
         except argparse.ArgumentError:
             self._bad_value = True
@@ -315,8 +318,24 @@ def add_integer_argument(
 
 def add_jobs_argument(parser: argparse.ArgumentParser, help: str | None = None, default: int = 1) -> None:
     """Add ``--jobs``: the worker processes that share a command's work, 1 to :data:`MAX_JOBS`, ``default`` 1
-    unless said."""
+    unless said (:func:`all_cores` for a command that uses them all unasked)."""
     add_integer_argument(parser, "--jobs", default, help, fewest=1, most=MAX_JOBS)
+
+
+def all_cores() -> int:
+    """The cores of this machine, at most :data:`MAX_JOBS`: the default ``--jobs`` of a command that uses them all."""
+    return min(os.cpu_count() or 1, MAX_JOBS)
+
+
+def capped_jobs(parser: argparse.ArgumentParser | None, jobs: int) -> int:
+    """``jobs``, or the number of cores if that is fewer (with a warning when ``parser`` is given): more worker
+    processes than cores only add memory and slow each one."""
+    cores = os.cpu_count() or 1
+    if jobs <= cores:
+        return jobs
+    if parser is not None:
+        warn(parser, f"--jobs {jobs} is more than the {cores} cores of this machine; using {cores}")
+    return cores
 
 
 def add_opening_plies_argument(parser: argparse.ArgumentParser, help: str) -> None:

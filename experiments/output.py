@@ -3,19 +3,23 @@
 - **Nothing is replaced unasked.** An output that already holds a result is refused before any work, in one line
   naming ``--overwrite`` (and ``--resume`` where the run can go on), exit status 2.
 - **One writer at a time.** The writer holds an exclusive ``flock`` on its output for its whole life
-  (:func:`hold_lock`): ``RUN/.lock`` inside a run folder, ``.NAME.lock`` beside a file or a staged folder. A
-  second writer is refused in one line naming the first (its pid and command). The kernel drops the lock of a
-  process that dies, ``kill -9`` included, so the lock file a dead process left blocks nobody.
+  (:func:`hold_lock`, the lock of :mod:`agents.files` that sample datasets take too): ``RUN/.lock`` inside a run
+  folder, ``.NAME.lock`` beside a file or a staged folder. A second writer is refused in one line naming the first
+  (its pid and command). The kernel drops the lock of a process that dies, ``kill -9`` included, so the lock file
+  a dead process left blocks nobody, and the next writer clears what it left: its temporary files and staging
+  folder (:func:`agents.files.remove_orphans_of`).
 - **Whole or not at all.** A file is written by :func:`agents.files.atomic_write` (a temporary file beside it,
   then one rename). A result of several files (kind ``folder``) is written into a staging folder beside it and
   made visible by one rename when the block ends without an error: a failure at any point leaves the previous
   result or nothing, never half a folder. A run folder that grows over time (kind ``run``: ``quarto train``,
   ``quarto tournament``, which ``--resume`` continues) cannot be staged whole: there each file is atomic and the
-  folder is locked.
+  folder is locked. An output named by a link: a file or a staged folder replaces the link (what it points to
+  is left as it was, and no link stays aside); a run folder is written through it.
 - **A late write failure is one line.** An ``OSError`` on the output's paths inside the block (a path taken by
-  a folder, a folder made unwritable, a full disk) becomes one line naming the path and the cause, exit status
-  :data:`WRITE_FAILED`, with no temporary file left behind: a run's temporaries are removed, a staging folder
-  too (one that failed only at its last rename is kept, and named).
+  a folder, a folder made unwritable, a full disk, a file over the size limit) becomes one line naming the path
+  and the cause, exit status :data:`WRITE_FAILED`, with no temporary file left behind: a run's temporaries are
+  removed, a staging folder too (one that failed only at its last rename is kept, and named).
+- **An empty path is refused as empty**: ``Path("")`` would be ``.``, the current folder.
 
 Example::
 
@@ -31,24 +35,27 @@ import argparse
 import contextlib
 import dataclasses
 import errno
-import fcntl
 import os
-import secrets
-import shlex
 import shutil
 import sys
-import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal
 
+from agents import files
 from agents.files import (
     OutputPathError,
+    aside_path,
     is_temporary_name,
+    named_path,
     output_file,
     output_folder,
     output_parent,
+    remove_entry,
     remove_orphan_temporaries,
+    remove_orphans_of,
+    staging_folder_beside,
 )
 from experiments.options import USAGE_ERROR
 from quarto_env.errors import QuartoError
@@ -62,8 +69,10 @@ Kind = Literal["file", "folder", "run"]
 """``file``: one file, written atomically; ``folder``: several files, staged and published by one rename;
 ``run``: a folder that grows over the run (and that ``--resume`` continues), each file atomic."""
 
-_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
-"""Errors of a write that name no file (a ``write`` on an open file) but are the output's all the same."""
+_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG)
+"""Errors of a write that name no file (a ``write`` on an open file) but are the output's all the same: a full
+disk or quota, a read-only or failing one, a file over the size limit (``ulimit -f``; ``EFBIG`` where
+``SIGXFSZ`` is ignored)."""
 
 
 class OutputError(QuartoError):
@@ -105,12 +114,8 @@ class Output:
         if self.kind != "run" or not self.replaces:
             return
         for entry in self.path.iterdir():
-            if entry.name == LOCK_FILE:
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+            if entry.name != LOCK_FILE:
+                remove_entry(entry)
 
 
 def add_overwrite_argument(parser: argparse.ArgumentParser, what: str = "--out") -> None:
@@ -138,7 +143,7 @@ def claim_output(
     way to go on. :class:`OutputError` in one line; with ``prog``, printed as ``PROG: message`` and the command
     exits with its status. An output that is not always asked for: :func:`claim_if_asked`."""
     try:
-        with _claimed(Path(path), kind, option, overwrite, resume, holds_result, resume_hint) as output:
+        with _claimed(_output_path(path, option), kind, option, overwrite, resume, holds_result, resume_hint) as output:
             yield output
     except OutputError as error:
         if prog is None:
@@ -169,16 +174,20 @@ def _claimed(
     _check_path(path, kind, option)
     lock = path / LOCK_FILE if kind == "run" else path.parent / f".{path.name}.lock"
     with hold_lock(lock, named):
+        # What a writer killed mid-work left (kill -9, a power cut): ours to clear, now that we hold the lock.
+        if kind == "run":
+            remove_orphan_temporaries(path)
+        else:
+            remove_orphans_of(path)
         earlier = (holds_result or _holds_anything)(path)
         if earlier and not (overwrite or resume):
             raise OutputExistsError(_exists_text(named, path, kind, resume_hint))
-        if kind == "run":
-            remove_orphan_temporaries(path)  # left by a process killed mid-write; we hold the folder now
         staging = _staging_folder(named, path) if kind == "folder" else path
         output = Output(path, kind, option, staging, replaces=earlier and overwrite)
         settled = False  # the staging folder published, or kept and named: not to be removed
         try:
-            yield output
+            with _writer_threads_quiet(output):
+                yield output
         except OSError as error:
             if not _concerns(error, output):
                 raise
@@ -190,6 +199,14 @@ def _claimed(
         finally:
             if kind == "folder" and not settled:
                 shutil.rmtree(staging, ignore_errors=True)
+
+
+def _output_path(path: str | Path, option: str) -> Path:
+    """``path`` as a ``Path``, refused if it is empty (``Path("")`` is ``.``, the current folder)."""
+    try:
+        return named_path(path, option)
+    except OutputPathError as error:
+        raise OutputError(str(error)) from None
 
 
 def _check_path(path: Path, kind: Kind, option: str) -> None:
@@ -232,30 +249,26 @@ def _exists_text(named: str, path: Path, kind: Kind, resume_hint: str | None) ->
 
 
 def _staging_folder(named: str, path: Path) -> Path:
-    """A new empty folder beside ``path`` (same file system: the rename is atomic), with the usual permissions."""
     try:
-        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".staging", dir=path.parent))
+        return staging_folder_beside(path)
     except OSError as error:
         raise OutputError(f"{named} cannot be written: no folder can be made beside it ({error.strerror})") from None
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(staging, 0o777 & ~mask)  # mkdtemp makes it private; the published folder gets the usual mode
-    return staging
 
 
 def _publish(named: str, output: Output) -> None:
     """Make the staging folder ``output.path`` by one rename (moving an earlier result aside first, then removing
-    it); an empty one is removed instead. :class:`OutputWriteError` naming where the results are kept if the
-    rename fails."""
+    it); an empty one is removed instead. A link at ``output.path`` is the output's name, not its place: the
+    result replaces the link, as a file output's rename does, and what it points to is left as it was.
+    :class:`OutputWriteError` naming where the results are kept if the rename fails."""
     if not any(output.staging.iterdir()):
         output.staging.rmdir()
         return
     path, aside = output.path, None
     try:
-        if os.path.isdir(path) and _holds_anything(path):
-            if not output.replaces:  # made by a writer that does not lock, while this one worked
+        if os.path.islink(path) or _holds_anything(path):
+            if _holds_anything(path) and not output.replaces:  # made by a writer that does not lock, meanwhile
                 raise OSError(errno.EEXIST, "a result appeared there meanwhile", str(path))
-            aside = path.with_name(f".{path.name}.{secrets.token_hex(4)}.replaced")
+            aside = aside_path(path)
             os.rename(path, aside)
         os.rename(output.staging, path)  # also onto an empty folder, which it replaces
     except OSError as error:
@@ -266,7 +279,26 @@ def _publish(named: str, output: Output) -> None:
             f"{named} could not be written ({cause}): the results are kept in {str(output.staging)!r}"
         ) from None
     if aside is not None:
-        shutil.rmtree(aside, ignore_errors=True)
+        remove_entry(aside)  # a link named as the output goes, never what it points to
+
+
+@contextlib.contextmanager
+def _writer_threads_quiet(output: Output) -> Iterator[None]:
+    """Within the block, a thread that dies of a write into ``output`` prints no traceback. TensorBoard writes its
+    events in a thread of its own: a full disk or a file-size limit kills that thread, whose writer then raises the
+    same error in the main thread at its next call -- the one line that :func:`claim_output` prints. Other errors,
+    and other threads' failures, are printed as always."""
+    previous = threading.excepthook
+
+    def hook(failure: threading.ExceptHookArgs) -> None:
+        if not (isinstance(failure.exc_value, OSError) and _concerns(failure.exc_value, output)):
+            previous(failure)
+
+    threading.excepthook = hook
+    try:
+        yield
+    finally:
+        threading.excepthook = previous
 
 
 def _concerns(error: OSError, output: Output) -> bool:
@@ -321,63 +353,13 @@ def _seen_as(name: Path, output: Output) -> Path:
 # ---------------------------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def hold_lock(lock: Path, named: str) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on the file ``lock`` for the block, with this process's id and command in it;
-    :class:`OutputInUseError` naming ``named`` and the holder if another process holds it. The kernel releases
-    the lock when the holder dies (``kill -9`` too): a lock file left by a dead process is simply taken over.
-    The file is removed when the block ends (while still held, so that no one locks a file about to go; a
-    process that opened it before is sent to the new one: :func:`_locked`)."""
-    handle = _locked(lock, named)
-    try:
-        handle.truncate(0)
-        handle.write(f"{os.getpid()} {this_command()}\n")
-        handle.flush()
+    """:func:`agents.files.hold_lock` (the one lock of every writer, sample datasets' too), its refusals an
+    :class:`OutputError`: :class:`OutputInUseError` where another writer holds it."""
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(files.hold_lock(lock, named))
+        except files.InUseError as error:
+            raise OutputInUseError(str(error)) from None
+        except OutputPathError as error:
+            raise OutputError(str(error)) from None
         yield
-    finally:
-        with contextlib.suppress(OSError):
-            lock.unlink()
-        handle.close()
-
-
-def _locked(lock: Path, named: str) -> TextIO:
-    """The open ``lock`` file, locked by this process; retried while the file that got locked is no longer the one
-    at ``lock`` (its holder removed it between this process's open and its lock)."""
-    while True:
-        try:
-            handle = open(lock, "a+", encoding="utf-8")  # noqa: SIM115 -- held open for the lock's life
-        except OSError as error:
-            raise OutputError(f"{named} cannot be locked: {str(lock)!r} cannot be made ({error.strerror})") from None
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip()
-            handle.close()
-            raise OutputInUseError(
-                f"{named} is in use by another process ({_holder_text(holder)}): wait for it to end, or stop it"
-            ) from None
-        if _same_file(handle.fileno(), lock):
-            return handle
-        handle.close()
-
-
-def _same_file(descriptor: int, path: Path) -> bool:
-    try:
-        named = os.stat(path)
-    except FileNotFoundError:
-        return False
-    opened = os.fstat(descriptor)
-    return (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino)
-
-
-def _holder_text(holder: str) -> str:
-    """``pid 4242: quarto grade random`` from a lock file's ``4242 quarto grade random``."""
-    pid, _, command = holder.partition(" ")
-    return f"pid {pid or 'unknown'}" + (f": {command}" if command else "")
-
-
-def this_command() -> str:
-    """This process's command line, as a lock file records it: ``quarto grade random --out g``."""
-    program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
-    if program in ("cli.py", "__main__.py"):  # python -m experiments.cli
-        program = "quarto"
-    return shlex.join([program, *sys.argv[1:]])

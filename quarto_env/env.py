@@ -106,7 +106,8 @@ for the agent that played it, 0 for the other.
   Outcome.ILLEGAL_ACTION`` (5) and the other agent as ``info["winner"]`` in both infos, which said ``IN_PLAY``
   and ``NO_WINNER`` before; an action outside the action space or ``None`` for a live agent raises
   ``IllegalActionError`` (a ``ValueError``) instead of an ``AssertionError`` (an ``IndexError`` under ``python
-  -O``); ``last()`` after the game raises ``CallOrderError`` instead of a ``KeyError``; reset options that are
+  -O``); ``last()`` after the game, and ``step()``, ``observe()``, ``render()`` or ``state()`` before
+  ``reset()``, raise ``CallOrderError`` instead of a ``KeyError`` or an ``AssertionError``; reset options that are
   not a dict raise ``TypeError``. The id stays ``quarto_v1``: games, rewards and observations are unchanged,
   and only calls that used to crash or that read an illegal move's infos see a difference.
 * v1: ``observation="tempo"`` added (27 planes); the other kinds are unchanged.
@@ -239,10 +240,32 @@ class _AssertOutOfBounds(_OneHop, wrappers.AssertOutOfBoundsWrapper):
 
 
 class _OrderEnforcing(_OneHop, wrappers.OrderEnforcingWrapper):
-    """PettingZoo's ``OrderEnforcingWrapper``, with one-hop attribute reads."""
+    """PettingZoo's ``OrderEnforcingWrapper``, with one-hop attribute reads; ``step()``, ``observe()``,
+    ``render()`` and ``state()`` before ``reset()`` raise :class:`~quarto_env.errors.CallOrderError` (the stock
+    wrapper's ``AssertionError`` says the same, but is no error of ours to catch)."""
 
     def __str__(self) -> str:
         return str(self.env)  # the stock wrapper prints the bare env name, unless subclassed
+
+    def step(self, action: int | None) -> None:
+        self._require_reset("step()")
+        super().step(action)
+
+    def observe(self, agent: str) -> dict[str, np.ndarray] | None:
+        self._require_reset("observe()")
+        return super().observe(agent)
+
+    def render(self) -> str | np.ndarray | None:
+        self._require_reset("render()")
+        return super().render()  # type: ignore[return-value]
+
+    def state(self) -> np.ndarray:
+        self._require_reset("state()")
+        return super().state()
+
+    def _require_reset(self, call: str) -> None:
+        if not self._has_reset:
+            self._raw.require_game_in_play(call)  # no game yet: the CallOrderError of a call before reset()
 
     def last(self, observe: bool = True) -> tuple[dict[str, np.ndarray] | None, float, bool, bool, dict[str, Any]]:
         """As PettingZoo's; :class:`~quarto_env.errors.CallOrderError` when no game is in play."""

@@ -73,4 +73,5 @@ class DatasetError(QuartoValueError):
 
 class EvaluationError(QuartoValueError):
     """An evaluation handed to a search session (:mod:`agents.sessions`) that the search cannot use: logits or
-    values of the wrong shape or type, or not finite; the message, one line, names the batch and what is wrong."""
+    values of the wrong shape or type, or not finite -- or an evaluator that raised (its error the cause) or returned
+    no ``(logits, values)`` pair; the message, one line, names the batch and what is wrong."""

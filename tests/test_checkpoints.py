@@ -10,7 +10,9 @@ import json
 import pickle
 import re
 import shutil
+import struct
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from experiments.training.config_file import load_config
 from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv
 from quarto_env.core import Variant
+from tests.test_bad_input import assert_one_line
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -385,3 +388,113 @@ def test_evaluate_refuses_a_folder_without_checkpoints_in_one_line(
     assert captured.out == "" and captured.err.count("\n") == 1
     assert captured.err.startswith(f"quarto evaluate: folder {str(tmp_path)!r} has no checkpoints/final.zip")
     assert "it holds no checkpoints of quarto train" in captured.err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Zip damage, whichever byte: one CheckpointError, everywhere a checkpoint is loaded
+# ---------------------------------------------------------------------------------------------------------
+VERSION_NEEDED, FLAGS, COMPRESSION = 6, 8, 10
+"""Offsets of three 2-byte fields in a zip's central-directory record."""
+
+
+def central_records(data: bytes) -> list[int]:
+    """The offsets of the central-directory records of the zip ``data``, the archive's own (torch's entries are
+    zips too, with directories of their own)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        offset, count = archive.start_dir, len(archive.infolist())
+    records = []
+    for _ in range(count):
+        records.append(offset)
+        names, extra, comment = struct.unpack_from("<HHH", data, offset + 28)
+        offset += 46 + names + extra + comment
+    return records
+
+
+def with_field(checkpoint: Path, field: int, value: int, record: int = 0) -> None:
+    """Set the 2-byte ``field`` of a central-directory record (the first: the metadata's) of ``checkpoint`` to
+    ``value``: one byte or two changed, where no checksum looks."""
+    data = bytearray(checkpoint.read_bytes())
+    struct.pack_into("<H", data, central_records(bytes(data))[record] + field, value)
+    checkpoint.write_bytes(bytes(data))
+
+
+HEADER_DAMAGE: dict[str, Callable[[Path], None]] = {
+    "version-needed": lambda path: with_field(path, VERSION_NEEDED, 99),  # NotImplementedError, "version 9.9"
+    "compression-method": lambda path: with_field(path, COMPRESSION, 99),  # NotImplementedError
+    "lzma-method": lambda path: with_field(path, COMPRESSION, zipfile.ZIP_LZMA, record=1),  # lzma.LZMAError
+    "encrypted-flag": lambda path: with_field(path, FLAGS, 1),  # RuntimeError, "password required"
+}
+"""Damage in the central directory that zipfile reports with other errors than ``BadZipFile``."""
+
+
+@pytest.fixture(scope="module")
+def small_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A valid checkpoint of 3 KB: its metadata, one entry of weights, its seal."""
+    path = tmp_path_factory.mktemp("small") / "small.zip"
+    header = checkpoints.CheckpointHeader(Variant.make(), "tempo", 0)
+    checkpoints.write_checkpoint(path, "alphazero", header, {}, {"network.pth": {"weight": th.arange(4.0)}})
+    return path
+
+
+def load_whole(path: Path) -> None:
+    """Read the small checkpoint as every loader does: its metadata (the seal proves every entry), then weights."""
+    read_metadata(path)
+    checkpoints.read_weights(path, "network.pth")
+
+
+@pytest.mark.slow
+def test_bytes_flipped_anywhere_in_a_checkpoint_are_one_checkpoint_error(
+    small_checkpoint: Path, tmp_path: Path
+) -> None:
+    """Every third byte inverted, and every byte of the central directory and its end in two ways: each load
+    raises a CheckpointError or, where zipfile reads no such byte (a date, an attribute), loads. (The fault run
+    flips every byte: ``checkpoint: byte-flip sweep``.)"""
+    data = small_checkpoint.read_bytes()
+    directory = central_records(data)[0]
+    flips = [(offset, 0xFF) for offset in range(0, len(data), 3)]
+    flips += [(offset, mask) for offset in range(directory, len(data)) for mask in (0x01, 0x80)]
+    damaged, refused = tmp_path / "damaged.zip", 0
+    for offset, mask in flips:
+        flipped = bytearray(data)
+        flipped[offset] ^= mask
+        damaged.write_bytes(bytes(flipped))
+        try:
+            load_whole(damaged)
+        except CheckpointError as error:
+            assert "\n" not in str(error) and str(damaged) in str(error), (offset, mask, error)
+            refused += 1
+    assert refused > len(flips) * 3 / 4  # the rest fell on bytes zipfile does not read
+
+
+@pytest.mark.parametrize("damage", HEADER_DAMAGE.values(), ids=HEADER_DAMAGE.keys())
+def test_a_central_directory_zipfile_cannot_read_is_a_damaged_checkpoint(
+    damage: Callable[[Path], None], small_checkpoint: Path, tmp_path: Path
+) -> None:
+    checkpoint = tmp_path / "small.zip"
+    shutil.copy(small_checkpoint, checkpoint)
+    damage(checkpoint)
+    with pytest.raises(checkpoints.DamagedCheckpointError, match=r"is corrupt or truncated \(.+\)$"):
+        load_whole(checkpoint)
+
+
+@pytest.mark.parametrize("damage", ["version-needed", "compression-method"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "<ckpt>", "--games", "2"],
+        ["tournament", "ppo:<ckpt>", "random", "--games", "2", "--out", "<tmp>/t", "--no-progress"],
+        ["grade", "ppo:<ckpt>", "--out", "<tmp>/g", "--no-progress"],
+        ["play", "--opponent", "ppo:<ckpt>"],
+    ],
+    ids=["evaluate", "tournament", "grade", "play"],
+)
+def test_every_command_refuses_a_damaged_checkpoint_in_one_line(
+    argv: list[str], damage: str, tiny_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = tmp_path / "final.zip"
+    shutil.copy(tiny_run[0] / "checkpoints" / "final.zip", checkpoint)
+    HEADER_DAMAGE[damage](checkpoint)
+    argv = [word.replace("<ckpt>", str(checkpoint)).replace("<tmp>", str(tmp_path)) for word in argv]
+    line = assert_one_line(argv, f"checkpoint {str(checkpoint)!r} is corrupt or truncated", capsys)
+    assert "NotImplementedError" not in line
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["final.zip"]  # nothing written

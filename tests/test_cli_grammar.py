@@ -232,10 +232,11 @@ def test_ctrl_c_in_train_closes_the_bar_then_names_the_resume_command(
     assert train.main(["--out", str(run_dir), "eval_opponents=[random]", "grade_positions=0"]) == 130
     assert bars and bars[0].disable  # closed before the message
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    if checkpointed:
-        assert last == f"quarto train: interrupted; continue it with: quarto train --resume {run_dir}"
-    else:
-        assert last.startswith("quarto train: interrupted; it stopped before its first checkpoint")
+    if checkpointed:  # an empty latest.zip: no checkpoint a resume can take, and the line says so
+        assert last.startswith("quarto train: interrupted; it cannot be resumed (checkpoint ")
+    else:  # the story of tests/test_first_hour.py
+        story = f"it has no checkpoint yet: quarto train --resume {run_dir} starts it from step 0"
+        assert last == f"quarto train: interrupted; {story}"
 
 
 def test_no_progress_hides_the_training_bar() -> None:

@@ -1,8 +1,10 @@
 """Ctrl-C during a long compiled search: ``quarto tournament``, ``quarto grade`` and ``quarto play`` run as real
 processes, get SIGINT while their search runs for a minute or more, and stop with status 130 and a message
-(:mod:`agents.interrupts` stops the search within milliseconds); and ``quarto sweep`` while its trial trains. Each
-test prints the seconds from the signal to the message and to the exit (run with ``-s`` to see them; the exit adds
-the interpreter's shutdown, about 0.3 s once numba is loaded); only a hang guard bounds them."""
+(:mod:`agents.interrupts` stops the search within milliseconds); and ``quarto sweep`` while its trial trains.
+SIGTERM does the same, with status 143: a grade keeps its solved values, a tournament its games, a training its
+``latest.zip``, and none leaves a lock or a staging folder. Each test prints the seconds from the signal to the
+message and to the exit (run with ``-s`` to see them; the exit adds the interpreter's shutdown, about 0.3 s once
+numba is loaded); only a hang guard bounds them."""
 
 from __future__ import annotations
 
@@ -80,12 +82,23 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
+"""The exit status after each signal: 128 and its number, as a shell reports a process the signal stopped."""
+SIGNALS, SIGNAL_NAMES = [signal.SIGINT, signal.SIGTERM], ["SIGINT", "SIGTERM"]
+
+
 def interrupt(
-    args: list[str], marker: str, stream: str = "stdout", said: str = "stderr", group: bool = False
+    args: list[str],
+    marker: str,
+    stream: str = "stdout",
+    said: str = "stderr",
+    group: bool = False,
+    sent: signal.Signals = signal.SIGINT,
 ) -> tuple[str, str]:
     """Run ``quarto ARGS``, wait for ``marker`` on ``stream`` and then :data:`SEARCH_WAIT` seconds, send
-    SIGINT (with ``group``, to its whole process group, as a terminal's Ctrl-C does), and check that it says
-    "interrupted" on ``said`` and exits with status 130; returns its ``(stdout, stderr)``."""
+    ``sent`` (with ``group``, to its whole process group, as a terminal's Ctrl-C or a service manager's stop
+    does), and check that it says "interrupted" on ``said`` and exits with the signal's :data:`STATUS`; returns
+    its ``(stdout, stderr)``."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # each line shows at once, not when the pipe buffer fills
     process = subprocess.Popen(
         [sys.executable, "-m", "experiments.cli", *args],
@@ -106,32 +119,55 @@ def interrupt(
         time.sleep(SEARCH_WAIT)
         assert process.poll() is None, "the command ended before the signal: its search was not long"
         if group:
-            os.killpg(process.pid, signal.SIGINT)
+            os.killpg(process.pid, sent)
         else:
-            process.send_signal(signal.SIGINT)
+            process.send_signal(sent)
         signalled = time.perf_counter()
         outputs[said].wait_for("interrupted", EXIT_TIMEOUT)
         message = time.perf_counter() - signalled
         status = process.wait(EXIT_TIMEOUT)
         stopped = time.perf_counter() - signalled
-        print(f"\nquarto {args[0]}: message {message:.3f} s, exit {status} {stopped:.3f} s after SIGINT", end=" ")
+        print(f"\nquarto {args[0]}: message {message:.3f} s, exit {status} {stopped:.3f} s after {sent.name}", end=" ")
     finally:
         process.kill()
         process.wait()
     stdout, stderr = outputs["stdout"].close(), outputs["stderr"].close()
-    assert status == 130, f"{stdout}\n{stderr}"
+    assert status == STATUS[sent], f"{stdout}\n{stderr}"
     assert "Traceback" not in stderr, stderr
     return stdout, stderr
 
 
-@pytest.mark.parametrize(("jobs", "group"), [(1, False), (2, False), (2, True)])
-def test_tournament_stops_inside_a_move(tmp_path: Path, jobs: int, group: bool) -> None:
+@pytest.mark.parametrize(
+    ("jobs", "group", "sent"),
+    [(1, False, signal.SIGINT), (2, False, signal.SIGINT), (2, True, signal.SIGINT), (2, True, signal.SIGTERM)],
+    ids=["1-job", "2-jobs", "2-jobs-group", "2-jobs-group-SIGTERM"],
+)
+def test_tournament_stops_inside_a_move(tmp_path: Path, jobs: int, group: bool, sent: signal.Signals) -> None:
     """A minute-long minimax move, played in this process or in a worker (which gets the signal too with
-    ``group``), stops at once; the message says how to finish the tournament."""
+    ``group``), stops at once; the message says how to finish the tournament, and the folder stays for it,
+    unlocked."""
     out = tmp_path / "run"
     args = ["tournament", "minimax:time=60", "random", "--games", "2", "--jobs", str(jobs), "--out", str(out)]
-    _, stderr = interrupt([*args, "--no-progress"], marker="games between", group=group)
+    _, stderr = interrupt([*args, "--no-progress"], marker="games between", group=group, sent=sent)
     assert f"interrupted: `quarto tournament --resume {out}`" in stderr
+    assert (out / "games.jsonl").is_file() and leftovers(tmp_path) == []
+
+
+def leftovers(folder: Path) -> list[str]:
+    """The locks, staging folders and temporary files under ``folder``."""
+    return [str(path) for path in folder.rglob("*") if path.name.endswith((".lock", ".staging")) or ".tmp" in path.name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sent", SIGNALS, ids=SIGNAL_NAMES)
+def test_training_saves_its_latest_checkpoint(tmp_path: Path, sent: signal.Signals) -> None:
+    """Stopped while it trains, ``quarto train`` saves ``latest.zip`` and says how to go on from it; the run
+    folder is left unlocked."""
+    out = tmp_path / "run"
+    args = ["train", "total_steps=10000000", "num_games=8", "n_steps=16", "batch_size=64", "eval_every=100000000"]
+    _, stderr = interrupt([*args, "early_evals=[]", "--out", str(out), "--no-progress"], "TensorBoard", sent=sent)
+    assert f"continue it with: quarto train --resume {out}" in stderr
+    assert (out / "checkpoints" / "latest.zip").is_file() and leftovers(tmp_path) == []
 
 
 def slow_second_position(max_seed: int = 200) -> int:
@@ -144,16 +180,19 @@ def slow_second_position(max_seed: int = 200) -> int:
     raise AssertionError(f"no such seed below {max_seed}")
 
 
-def test_grade_keeps_the_values_solved_before_ctrl_c(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sent", SIGNALS, ids=SIGNAL_NAMES)
+def test_grade_keeps_the_values_solved_before_ctrl_c(tmp_path: Path, sent: signal.Signals) -> None:
     """Interrupted while solving its second position, ``quarto grade`` says it valued one of two and leaves the
-    first one's values in ``--cache``, where the next run finds them."""
+    first one's values in ``--cache``, where the next run finds them; of its output folder, neither a lock nor a
+    staging folder is left."""
     seed = slow_second_position()
     cache = tmp_path / "values.json"
     args = ["grade", "random", "--positions", "2", "--max-empty", "16", "--seed", str(seed), "--declaration"]
     # "1/2": the bar shows the first position valued (under load, "solving" alone came before it was)
-    _, stderr = interrupt([*args, "--cache", str(cache), "--out", str(tmp_path / "run")], "1/2", "stderr")
+    _, stderr = interrupt([*args, "--cache", str(cache), "--out", str(tmp_path / "run")], "1/2", "stderr", sent=sent)
     assert "quarto grade: interrupted after valuing 1 of 2 positions" in stderr
     assert f"values so far are kept in --cache {cache}" in stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["values.json"]
     assert len(json.loads(cache.read_text())["positions"]) == 1
     values = PositionValues(BOOKLESS, cache)
     assert values.discarded is None

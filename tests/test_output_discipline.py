@@ -6,17 +6,21 @@ without matplotlib writes everything but its picture and exits 0."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from agents import files
 from experiments import cli, output
 from experiments.arena import grade as grade_command
 
@@ -185,7 +189,7 @@ def test_a_second_writer_is_refused_naming_the_first(
     with output.claim_output(out, kind, resume=True):
         assert quarto(argv(out, games_file)) == 2
     error = capsys.readouterr().err.strip().splitlines()
-    assert len(error) == 1 and f"is in use by another process (pid {os.getpid()}: " in error[0], error
+    assert len(error) == 1 and f"is in use by another writer in this process (pid {os.getpid()}: " in error[0], error
     assert not out.exists() or kind == "run"
 
 
@@ -194,8 +198,8 @@ def test_the_lock_names_its_holder_and_goes_with_the_block(tmp_path: Path) -> No
     with output.claim_output(out, "file"):
         lock = tmp_path / ".data.npz.lock"
         pid, command = lock.read_text().split(" ", 1)
-        assert int(pid) == os.getpid() and command.strip() == output.this_command()
-        in_use = rf"--out '{out}' is in use by another process \(pid "
+        assert int(pid) == os.getpid() and command.strip() == files.this_command()
+        in_use = rf"--out '{out}' is in use by another writer in this process \(pid "
         with pytest.raises(output.OutputInUseError, match=in_use), output.claim_output(out, "file"):
             pass
     assert not lock.exists()
@@ -237,6 +241,169 @@ def test_the_lock_of_a_killed_writer_is_released_by_the_kernel(tmp_path: Path) -
     with output.claim_output(out, "folder") as claimed:  # its lock file is still there; its lock is not
         (claimed.staging / "grade.md").write_text("new")
     assert (out / "grade.md").read_text() == "new"
+
+
+def test_the_next_writer_clears_what_a_killed_writer_left(tmp_path: Path) -> None:
+    """kill -9 while a grade is staged: the staging folder stays; the next writer of the same output removes it
+    (and a temporary file of its name), and nothing of another output's."""
+    out = tmp_path / "grade"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_AND_DIE, str(out)], cwd=REPOSITORY, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    (tmp_path / ".grade.abcd1234.staging").mkdir()  # as mkdtemp names it
+    (tmp_path / ".grade.abcd1234.staging" / "grade.md").write_text("half a result")
+    (tmp_path / ".grade.x1y2z3w4.tmp").write_text("half a file")
+    others = [".grade2.abcd1234.staging", ".other.npz.abcd1234.tmp.npz"]  # another output's, maybe alive
+    for name in others:
+        (tmp_path / name).mkdir()
+    killed = [p.name for p in tmp_path.iterdir() if p.name.startswith(".grade.") and p.name.endswith(".staging")]
+    assert len(killed) == 2
+    with output.claim_output(out, "folder") as claimed:
+        (claimed.staging / "grade.md").write_text("new")
+    assert leftovers(tmp_path) == others and (out / "grade.md").read_text() == "new"
+    data = tmp_path / "data.npz"
+    orphan = tmp_path / ".data.npz.k9k9k9k9.tmp.npz"
+    orphan.write_bytes(b"half a dataset")
+    with output.claim_output(data, "file"):
+        assert not orphan.exists()
+
+
+def test_an_earlier_result_moved_aside_by_a_killed_writer_is_put_back(tmp_path: Path) -> None:
+    """Killed between its two renames: the earlier result is aside, the output gone. The next writer puts it back
+    (and so refuses to replace it unasked)."""
+    aside = tmp_path / ".grade.0a1b2c3d.replaced"
+    _earlier_folder(aside, "grade.md")
+    with (
+        pytest.raises(output.OutputExistsError, match="already holds a result"),
+        output.claim_output(tmp_path / "grade", "folder"),
+    ):
+        pass
+    assert (tmp_path / "grade" / "grade.md").read_text() == EARLIER and leftovers(tmp_path) == []
+
+
+def test_a_writer_thread_dying_of_a_file_size_limit_prints_no_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TensorBoard's event thread dies of EFBIG; its writer raises the same error in the main thread, which is
+    the one line. The thread's own traceback is left out; any other thread's failure is printed as ever."""
+    printed: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda failure: printed.append(failure.exc_value))
+
+    def dies(error: BaseException) -> None:
+        def run() -> None:
+            raise error
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+
+    with output.claim_output(tmp_path / "run", "run"):
+        dies(OSError(errno.EFBIG, "File too large"))
+        dies(KeyError("a bug"))
+    dies(OSError(errno.EFBIG, "File too large"))  # after the block: printed again
+    assert [type(error) for error in printed] == [KeyError, OSError]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# --overwrite onto a link: the result replaces the link, nothing stays aside, the link's target is untouched
+# ---------------------------------------------------------------------------------------------------------
+GRADE = ["grade", "random", "--positions", "2", "--max-empty", "4", "--no-progress"]
+
+
+@pytest.mark.parametrize("target", ["a result", "an empty folder", "nothing"])
+def test_overwrite_onto_a_linked_output_leaves_no_link_behind(tmp_path: Path, target: str) -> None:
+    real, out = tmp_path / "real", tmp_path / "out"
+    if target == "a result":
+        _earlier_folder(real, "grade.md")
+    elif target == "an empty folder":
+        real.mkdir()
+    out.symlink_to(real)
+    before = tree(real) if real.exists() else None
+    assert quarto([*GRADE, "--out", str(out), "--overwrite"]) == 0
+    assert out.is_dir() and not out.is_symlink() and (out / "grade.md").exists()
+    assert leftovers(tmp_path) == [] and (tree(real) if real.exists() else None) == before
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A file-size limit (EFBIG) is one line: a real process under RLIMIT_FSIZE, SIGXFSZ ignored
+# ---------------------------------------------------------------------------------------------------------
+def _under_file_size_limit(limit: int) -> Callable[[], None]:
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, not a signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return limited
+
+
+@pytest.mark.parametrize(
+    ("command", "out"),
+    [
+        (["dataset", "--min-empty", "4", "--max-empty", "4", "--no-progress", "--out"], "data.npz"),
+        ([*GRADE, "--out"], "grade"),
+    ],
+)
+def test_a_file_size_limit_is_one_line(tmp_path: Path, command: list[str], out: str) -> None:
+    environment = dict(os.environ, PYTHONPATH=str(REPOSITORY), PYTHONDONTWRITEBYTECODE="1")
+    environment["QUARTO_CACHE_DIR"] = "off"
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.cli", *command, str(tmp_path / out)],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_under_file_size_limit(300),
+    )
+    error = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(error) == 1 and "(File too large)" in error[0], done.stderr[-2000:]
+    assert f"--out '{tmp_path / out}'" in error[0] and leftovers(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# An empty path is refused as empty: Path("") is ".", the current folder
+# ---------------------------------------------------------------------------------------------------------
+EMPTY = {
+    "grade --out": [*GRADE, "--out", ""],
+    "tournament --out": ["tournament", "random", "greedy", "--games", "2", "--jobs", "1", "--out", ""],
+    "train --out": ["train", "total_steps=64", "--out", ""],
+    "train --config": ["train", "--config", "", "--out", "run"],
+    "tournament --resume": ["tournament", "--resume", ""],
+    "dataset --out": ["dataset", "--min-empty", "4", "--max-empty", "4", "--out", ""],
+    "dataset --check": ["dataset", "--check", ""],
+    "replay": ["replay", ""],
+    "plot": ["plot", "", "--out", "p.png"],
+    "book --out": ["book", "--out", ""],
+}
+
+
+@pytest.mark.parametrize("command", EMPTY)
+def test_an_empty_path_is_refused_as_empty(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert quarto(EMPTY[command]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "'' is an empty path: name a file or folder" in error[0], error
+    assert "usage:" not in error[0] and list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_suite_is_no_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert quarto(["dataset", "--suite", "", "--out", str(tmp_path / "d.npz")]) == 2
+    assert "unknown suite ''" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
+def test_claim_output_refuses_an_empty_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for kind in ("file", "folder", "run"):
+        with (
+            pytest.raises(output.OutputError, match="--out '' is an empty path"),
+            output.claim_output("", kind),  # type: ignore[arg-type]
+        ):
+            pass
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow

@@ -1,9 +1,10 @@
 """Resumable state proves itself (agents/integrity.py): a partial file altered into well-formed data -- a dataset
 shard whose draws became wins, whose wins and losses are swapped or whose masked action is a win, the dataset's
 plan of positions, a tournament's game record, a training checkpoint -- is redone or refused, never used; a
-damaged ``latest.zip`` is passed over for the newest intact checkpoint, named in one line; a resume with fewer
-``total_steps`` than done is refused and a finished run left alone, byte for byte. (The grade's value cache, sealed
-the same way, is tested with the rest of it: tests/test_grade.py, ``test_a_tampered_or_stale_cache...``.)"""
+damaged ``latest.zip`` (truncated, altered, or a byte of its central directory that zipfile cannot read) is passed
+over for the newest intact checkpoint, named in one line; a resume with fewer ``total_steps`` than done is refused
+and a finished run left alone, byte for byte. (The grade's value cache, sealed the same way, is tested with the
+rest of it: tests/test_grade.py, ``test_a_tampered_or_stale_cache...``.)"""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from experiments.arena import tournament
 from experiments.training import dataset
 from experiments.training import train as train_module
 from quarto_env.core import State, Variant
+from tests.test_checkpoints import HEADER_DAMAGE
 from tests.test_train_hardening import copy_run, folder_bytes, refused
 
 SAMPLE = ["--sample", "12", "--games", "40", "--min-empty", "4", "--max-empty", "8", "--seed", "5", "--no-progress"]
@@ -193,7 +195,11 @@ def altered(checkpoint: Path) -> None:
             archive.writestr(name, data)
 
 
-@pytest.mark.parametrize("damage", [truncated, altered])
+@pytest.mark.parametrize(
+    "damage",
+    [truncated, altered, HEADER_DAMAGE["version-needed"], HEADER_DAMAGE["compression-method"]],
+    ids=["truncated", "altered", "version-needed", "compression-method"],
+)
 def test_a_damaged_latest_zip_goes_on_from_the_newest_intact_checkpoint(
     damage: Callable[[Path], None], tiny_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -5,6 +5,7 @@ game records and two-model matches), the numpy example of docs/examples, and the
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -198,7 +199,20 @@ def test_the_numpy_example_plays_self_play_and_a_match(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "self-play: 2 games" in done.stdout and "match: mlp against uniform, 2 games" in done.stdout
+    assert re.search(r"score [\d.]+ \(95% interval [\d.]+ to [\d.]+\)", done.stdout), done.stdout
     assert len(load_games(tmp_path / "games.jsonl")) == 2 and SampleDataset(tmp_path / "data").rows > 0
+
+
+@pytest.mark.slow
+def test_the_torch_example_says_what_its_match_can_tell() -> None:
+    pytest.importorskip("torch")
+    example = REPO / "docs" / "examples" / "external_inference_torch.py"
+    arguments = ["--games", "2", "--pairs", "2", "--sims", "4", "--steps", "2"]
+    done = subprocess.run([sys.executable, str(example), *arguments], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert re.search(
+        r"4 games, score [\d.]+ \(95% interval [\d.]+ to [\d.]+\): .*(stronger|weaker|0.5 is inside)", done.stdout
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -133,7 +133,7 @@ def test_a_sweep_folder_in_use_is_refused_naming_its_holder(tmp_path: Path, monk
     with hold_lock(out / LOCK_FILE, "the first sweep"):
         status, _, err = run_main(["configs/default.yaml", "--seeds", "0", "--out", str(out)])
     assert status == 2 and err.count("\n") == 1
-    assert f"sweep folder {str(out)!r} is in use by another process (pid {os.getpid()}" in err
+    assert f"sweep folder {str(out)!r} is in use by another writer in this process (pid {os.getpid()}" in err
     assert list(out.iterdir()) == []
 
 
@@ -380,6 +380,7 @@ def test_an_rllib_sweep_on_a_two_node_cluster(tmp_path: Path) -> None:
     invalid), on one node too."""
     pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
+
     from tests.test_rllib import TINY_RLLIB
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})

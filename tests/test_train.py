@@ -369,12 +369,11 @@ def test_what_a_run_does_between_rollouts_sees_the_network_trained_to_its_step(
     assert all(th.equal(at_512[key], trained[key]) for key in trained)
 
 
-def test_resuming_a_run_without_checkpoint_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_a_run_without_checkpoint_is_refused_to_a_new_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``--resume`` trains it from step 0 (tests/test_first_hour.py)."""
     run_dir = tmp_path / "no-checkpoint"
     run_dir.mkdir()
     (run_dir / "config.yaml").write_text("total_steps: 1000\n")
-    assert train_module.main(["--resume", str(run_dir)]) == 2
-    assert "latest.zip' does not exist" in capsys.readouterr().err
     assert train_module.main(["--run-dir", str(run_dir)]) == 2  # a fresh run never overwrites a folder's run
     assert "already holds a run (config.yaml): quarto train --resume" in capsys.readouterr().err
 

@@ -213,7 +213,7 @@ def test_the_lock_is_held_for_the_run_and_released_after(tmp_path: Path) -> None
         with pytest.raises(BlockingIOError):
             fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with (
-            pytest.raises(output.OutputInUseError, match="in use by another process"),
+            pytest.raises(output.OutputInUseError, match="in use by another writer in this process"),
             output.claim_output(tmp_path, "run"),
         ):
             pass

@@ -6,12 +6,13 @@ The session owns the games and the search trees; this script owns the network. E
 holds the leaves of one round of the search (observation planes, legal actions, which model); the script answers
 with policy logits and values, and the search goes on. It plays self-play games (training samples, written as a
 dataset with ``--dataset DIR``; the games for ``quarto replay`` with ``--records FILE``), then a match of the MLP
-against a uniform evaluator. The contract is in docs/sessions.md.
+against a uniform evaluator, its score with a 95% interval. The contract is in docs/sessions.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,8 @@ import numpy as np
 from agents.sample_files import SampleDataset, SampleWriter
 from agents.sessions import ArenaSession, LeafBatch, SearchOptions, SelfPlaySession
 from experiments.arena.records import record_line
+from experiments.evaluation.ratings import wilson_interval
+from quarto_env.errors import QuartoError
 from quarto_env.observation import observation_kind
 
 OBSERVATION = "tactical"
@@ -60,7 +63,7 @@ def main() -> None:
     selfplay = SelfPlaySession(args.games, options, observation=OBSERVATION, seed=args.seed)
     while not selfplay.done:
         batch = selfplay.pending()
-        selfplay.submit(*network(batch))
+        selfplay.submit(*network(batch), batch=batch)
     samples = selfplay.samples()
     lengths = [len(game.record.actions) for game in selfplay.games]
     print(
@@ -80,11 +83,15 @@ def main() -> None:
     # A match: model 0 the MLP, model 1 the uniform evaluator; run() passes each batch to its model.
     arena = ArenaSession(args.pairs, options, observation=OBSERVATION, seed=args.seed, names=("mlp", "uniform"))
     summary = arena.run(network, uniform).summary()
+    low, high = wilson_interval(summary["score"], summary["games"])  # a draw counts as half a win
     print(
         f"match: mlp against uniform, {summary['games']} games: {summary['wins']} won, {summary['draws']} drawn, "
-        f"{summary['losses']} lost, score {summary['score']:.3f}"
+        f"{summary['losses']} lost, score {summary['score']:.3f} (95% interval {low:.3f} to {high:.3f})"
     )
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except QuartoError as error:  # the library's refusal (a dataset of other planes, a bad count): its one line
+        sys.exit(f"{Path(__file__).name}: {error}")

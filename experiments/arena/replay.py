@@ -18,8 +18,10 @@ Interactively, each move is shown as the environment's text picture; press Enter
 then Enter to stop. With ``--gif`` or ``--frames`` the pictures (:func:`quarto_env.render.render_image`) are
 written instead, one per position, and nothing waits for the keyboard. With ``--html`` every game of the file is
 checked and written into one self-contained HTML page (:mod:`experiments.arena.viewer`), with ``--grade`` the
-exact solver's verdict on each move; rules with no opening book (the declaration variant) are refused for
-``--grade``, whose early positions would take the solver minutes each.
+exact solver's verdict on each move: one value-only solve per position, the games shared among ``--jobs`` worker
+processes (default: all cores), a progress bar on stderr (:func:`experiments.arena.viewer.graded_verdicts`).
+Rules with no opening book (the declaration variant) are refused for ``--grade``, whose early positions would
+take the solver minutes each.
 """
 
 from __future__ import annotations
@@ -35,7 +37,15 @@ import numpy as np
 from agents.files import atomic_write, atomic_write_text, input_file
 from experiments.arena.records import RecordError, check_record, record_variant
 from experiments.evaluation.moves import describe_action
-from experiments.options import CommandParser, add_integer_argument, add_number_argument
+from experiments.options import (
+    CommandParser,
+    add_integer_argument,
+    add_jobs_argument,
+    add_number_argument,
+    add_progress_argument,
+    all_cores,
+    capped_jobs,
+)
 from experiments.output import add_overwrite_argument, claim_if_asked, claim_output
 from quarto_env.checks import shortened
 from quarto_env.core import INITIAL_STATE, NO_WINNER, RulesError, State, Variant, step
@@ -85,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --html: the exact solver's verdict on each move (kept, won->drawn, won->lost, drawn->lost); "
         "needs the rules' opening book (not the declaration variant)",
     )
+    add_jobs_argument(parser, "with --grade: worker processes that solve the games (default: all cores)", all_cores())
+    add_progress_argument(parser, "progress bar of --grade")
     add_overwrite_argument(parser, "--gif, --frames or --html")
     return parser
 
@@ -95,6 +107,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.grade and not args.html:
         parser.error("--grade grades the moves of the --html page: give --html OUT.html")
+    if args.grade:
+        args.jobs = capped_jobs(parser, args.jobs)
     if args.html and (args.gif or args.frames):
         parser.error("--html writes a page of every game: use it without --gif and --frames")
     if args.html:
@@ -349,18 +363,17 @@ def write_page(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
                 )
                 return 2
     with claim_output(args.html, "file", option="--html", overwrite=args.overwrite, prog=parser.prog):
-        _write_page(args, games, variants)
+        _write_page(args, games)
     return 0
 
 
-def _write_page(args: argparse.Namespace, games: list[tuple[dict, list[Frame]]], variants: set[Variant]) -> None:
+def _write_page(args: argparse.Namespace, games: list[tuple[dict, list[Frame]]]) -> None:
     """The page of ``games`` with, with ``--grade``, the solver's verdicts, written to the claimed ``--html``."""
-    from experiments.arena.viewer import viewer_page
-    from experiments.evaluation.grading import PositionValues
+    from experiments.arena.viewer import graded_verdicts, viewer_page
 
     viewed = [_viewed_game(index, record, frames) for index, (record, frames) in enumerate(games)]
-    values = {variant: PositionValues(variant) for variant in variants} if args.grade else None
-    page = viewer_page(viewed, f"quarto replay: {args.file.name}", values, start_game=args.game)
+    verdicts = graded_verdicts(viewed, args.jobs, progress=not args.no_progress) if args.grade else None
+    page = viewer_page(viewed, f"quarto replay: {args.file.name}", verdicts, start_game=args.game)
     atomic_write_text(args.html, page)
     graded = " with the solver's verdicts" if args.grade else ""
     print(f"{len(viewed)} game(s) written to {args.html}{graded} ({len(page.encode('utf-8')):,} bytes)")

@@ -84,7 +84,6 @@ from experiments.evaluation.perfect import (
 )
 from experiments.evaluation.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
 from experiments.options import (
-    MAX_JOBS,
     MAX_SEED,
     CommandParser,
     add_integer_argument,
@@ -94,11 +93,12 @@ from experiments.options import (
     add_progress_and_variant_arguments,
     add_seed_argument,
     agent_or_exit,
+    all_cores,
+    capped_jobs,
     check_specs,
     markdown_table,
     parse_command,
     variant_from_args,
-    warn,
 )
 from experiments.output import Output, add_overwrite_argument, claim_output
 from experiments.run_folder import default_run_folder, save_run_config
@@ -144,8 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         above=0,
         maximum=MAX_SECONDS_PER_MOVE,
     )
-    cores = min(os.cpu_count() or 1, MAX_JOBS)
-    add_jobs_argument(parser, "parallel games, at most the number of cores (default: all cores)", default=cores)
+    add_jobs_argument(parser, "parallel games, at most the number of cores (default: all cores)", default=all_cores())
     parser.add_argument(
         "--out", type=Path, default=None, metavar="DIR", help="output folder (default runs/tournament__SEED__TIME)"
     )
@@ -228,7 +227,7 @@ def _play(
         run.replace_previous()
         save_run_config(out, "tournament", argv, {**config, "argv": argv})
         played = []
-    workers = _capped_jobs(parser, args.jobs)
+    workers = capped_jobs(parser, args.jobs)
     done = {game.job.index for game in played}
     missing = [job for job in jobs if job.index not in done]
     print(f"{len(missing)} games between {len(names)} agents under {variant.describe()} rules, {workers} jobs -> {out}")
@@ -285,7 +284,7 @@ def tournament_config(parser: argparse.ArgumentParser, args: argparse.Namespace)
         "opening_plies": args.opening_plies,
         "seed": args.seed,
         "time_limit": args.time_limit,
-        "jobs": _capped_jobs(None, args.jobs),
+        "jobs": capped_jobs(None, args.jobs),
         "anchor": anchor,
         "intervals": args.intervals,
         "bootstrap": args.bootstrap,
@@ -314,17 +313,6 @@ def _checked_agent_names(parser: argparse.ArgumentParser, args: argparse.Namespa
     if args.games % 2:
         parser.error(f"--games must be an even number >= 2 (half the games in each seating), got {args.games}")
     return names
-
-
-def _capped_jobs(parser: argparse.ArgumentParser | None, jobs: int) -> int:
-    """``jobs``, or the number of cores if that is fewer (with a warning when ``parser`` is given): more worker
-    processes than cores only add memory and slow each game's clock."""
-    cores = os.cpu_count() or 1
-    if jobs <= cores:
-        return jobs
-    if parser is not None:
-        warn(parser, f"--jobs {jobs} is more than the {cores} cores of this machine; using {cores}")
-    return cores
 
 
 def play_all(

@@ -3,9 +3,9 @@
 The page needs no network: its boards are the SVG pictures of :func:`quarto_env.render.svg_board`, its style and
 its script are inline. It holds a list of the games (players and result), the board of the chosen position with
 buttons and the arrow keys to step through the game, and the move list: each move in words with the position it
-leads to in the project's notation (:mod:`quarto_env.notation`). With grading, each of the agents' moves carries
-the exact solver's verdict: ``kept`` (the move keeps the position's value under perfect play) or the value it
-threw away, ``won->drawn``, ``won->lost`` or ``drawn->lost``.
+leads to in the project's notation (:mod:`quarto_env.notation`). With grading (:func:`graded_verdicts`), each of
+the agents' moves carries the exact solver's verdict: ``kept`` (the move keeps the position's value under perfect
+play) or the value it threw away, ``won->drawn``, ``won->lost`` or ``drawn->lost``.
 
 Kept small: a board's SVG is stored as a list of numbers, each naming one line of SVG in a table of the distinct
 lines of all the pictures (a piece on a square is the same line in every position that has it), and the
@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from experiments.evaluation.grading import PositionValues
-from experiments.evaluation.moves import KEPT, move_verdict
+from experiments.evaluation.moves import KEPT, graded_games
 from quarto_env.core import NUM_SQUARES, State, Variant
 from quarto_env.notation import format_position
 from quarto_env.render import svg_board
 
-__all__ = ["ViewedGame", "viewer_page"]
+__all__ = ["ViewedGame", "graded_verdicts", "viewer_page"]
 
 
 @dataclass(frozen=True)
@@ -48,13 +47,11 @@ class ViewedGame:
     """The index of the agents' first move: the ones before are the record's random opening, never graded."""
 
 
-def game_verdicts(game: ViewedGame, values: PositionValues) -> list[str | None]:
-    """The verdict on each move of ``game`` (``None`` for the random opening's moves), from the exact values
-    that ``values`` holds or solves."""
-    return [
-        move_verdict(values.action_values(before), action) if ply >= game.first_agent_move else None
-        for ply, (before, action) in enumerate(zip(game.states[:-1], game.actions, strict=True))
-    ]
+def graded_verdicts(games: Sequence[ViewedGame], jobs: int = 1, progress: bool = False) -> list[list[str | None]]:
+    """The exact solver's verdict on each move of ``games`` (``None`` for the random opening's moves), the
+    positions valued in batches in ``jobs`` worker processes (:func:`experiments.evaluation.moves.graded_games`;
+    ``progress``: a bar on stderr)."""
+    return graded_games([(game.variant, game.states, game.first_agent_move) for game in games], jobs, progress)
 
 
 class _LineTable:
@@ -92,18 +89,17 @@ def _game_data(game: ViewedGame, verdicts: Sequence[str | None] | None, table: _
 def viewer_page(
     games: Sequence[ViewedGame],
     title: str,
-    values: Mapping[Variant, PositionValues] | None = None,
+    verdicts: Sequence[Sequence[str | None]] | None = None,
     start_game: int = 0,
 ) -> str:
-    """The HTML page of ``games``, titled ``title``, opening at game ``start_game``; with ``values`` (the exact
-    action values of each game's rules) each agent's move carries the solver's verdict
-    (:func:`experiments.evaluation.moves.move_verdict`)."""
+    """The HTML page of ``games``, titled ``title``, opening at game ``start_game``; with ``verdicts`` (one per
+    move of each game, ``None`` for the random opening's: :func:`graded_verdicts`) each agent's move carries the
+    solver's verdict."""
     table = _LineTable()
-    data = []
-    for game in games:
-        verdicts = game_verdicts(game, values[game.variant]) if values is not None else None
-        data.append(_game_data(game, verdicts, table))
-    payload = {"lines": table.lines(), "games": data, "start": start_game, "graded": values is not None}
+    data = [
+        _game_data(game, verdicts[number] if verdicts is not None else None, table) for number, game in enumerate(games)
+    ]
+    payload = {"lines": table.lines(), "games": data, "start": start_game, "graded": verdicts is not None}
     script_data = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
     entries = "\n".join(
         _game_entry(number, game, entry) for number, (game, entry) in enumerate(zip(games, data, strict=True))

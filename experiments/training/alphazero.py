@@ -92,6 +92,7 @@ from experiments.training.run import (
     progress_bar,
     read_resume_point,
     run_seed,
+    saved_on_interrupt,
     stopping_step,
 )
 from quarto_env.checks import one_line
@@ -211,8 +212,9 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
             checkpoints.save_best()
         writer.flush()
 
-    # The bar closes as the block ends, also on Ctrl-C: it must not redraw under quarto train's message.
-    with progress, _self_play_source(trainer, rng, progress.write) as source:
+    # The bar closes as the block ends, also on Ctrl-C: it must not redraw under quarto train's message. Ctrl-C
+    # saves latest.zip with the rounds stored so far (one in progress is lost: steps count a round once stored).
+    with saved_on_interrupt(checkpoints), progress, _self_play_source(trainer, rng, progress.write) as source:
         if schedule.due(trainer.steps):  # a fresh run's evaluation at step 0, before it trains
             evaluate()
         while trainer.steps < config.total_steps:

@@ -242,8 +242,8 @@ class SelfPlayReport:
 
 def play_rounds(selfplay: SelfPlaySession, network: PolicyValueNetwork, rounds: int) -> SelfPlayReport:
     """Play ``rounds`` rounds of moves (:meth:`SelfPlaySession.play_round`), evaluated by ``network``, and report
-    them; the counters of ``selfplay`` and its search start again from zero."""
-    search, agreement, root_abs_value = selfplay.search, [], []
+    them; the counters of ``selfplay`` start again from zero (:meth:`SelfPlaySession.take_counters`)."""
+    agreement, root_abs_value = [], []
     evaluate = network_evaluator(network)
     cpu_start = time.process_time()
     for _ in range(rounds):
@@ -253,26 +253,23 @@ def play_rounds(selfplay: SelfPlaySession, network: PolicyValueNetwork, rounds: 
         agreement.append(float(np.mean(np.argmax(result.prior, 1) == np.argmax(result.visits, 1))))
         root_abs_value.append(float(np.mean(np.abs(result.root_value))))
     samples = selfplay.samples()
+    counters = selfplay.take_counters()
     report = SelfPlayReport(
         samples.positions,
         samples.policy,
         samples.value,
         samples.root_value,
-        games=search.max_games,
+        games=selfplay.parallel,
         rounds=rounds,
-        stored_rounds=selfplay.stored_rounds,
-        lengths=selfplay.lengths,
-        decisive=selfplay.decisive,
+        stored_rounds=counters.stored_rounds,
+        lengths=counters.lengths,
+        decisive=counters.decisive,
         agreement=agreement,
         root_abs_value=root_abs_value,
-        simulations=search.simulations,
-        tree_seconds=search.tree_seconds,
-        network_seconds=search.network_seconds,
-        search_seconds=selfplay.search_seconds,
+        simulations=counters.simulations,
+        tree_seconds=counters.tree_seconds,
+        network_seconds=counters.network_seconds,
+        search_seconds=counters.search_seconds,
         cpu_seconds=time.process_time() - cpu_start,
     )
-    search.simulations = search.evaluations = 0
-    search.tree_seconds = search.network_seconds = selfplay.search_seconds = 0.0
-    selfplay.lengths, selfplay.decisive = [], []
-    selfplay.stored_rounds = selfplay.cheap_rounds = 0
     return report

@@ -2,7 +2,10 @@
 
 A config file is a YAML mapping of the fields of :mod:`experiments.training.config` (the schema): the common
 fields at the top level, each section a nested mapping (``ppo: {n_steps: 64}``). A field left out keeps its
-default. It is read with YAML's safe loader, a key given twice in one mapping refused.
+default. It is read with YAML's safe loader, a key given twice in one mapping refused, and so is, before it is
+built, a file over :data:`MAX_CONFIG_BYTES` or YAML that stands for more than :data:`MAX_CONFIG_VALUES` values
+once its aliases are expanded (an alias bomb: a few lines of aliases of aliases that stand for billions of
+values); the values of overrides are read the same way.
 
 Overrides
 ---------
@@ -39,7 +42,7 @@ from typing import Any
 import yaml
 
 from agents.base import closest_name, did_you_mean
-from agents.files import input_file
+from agents.files import input_file, read_file_bytes
 from experiments.training.config import (
     COMMON_FIELDS,
     FIXED_ON_RESUME,
@@ -49,7 +52,7 @@ from experiments.training.config import (
     TrainConfig,
 )
 from experiments.training.config_checks import SHORT
-from quarto_env.checks import one_line
+from quarto_env.checks import one_line, shortened
 from quarto_env.core import Variant
 from quarto_env.observation import ObservationKind
 
@@ -230,8 +233,30 @@ def _put(nested: dict[str, Any], section: str, field: str, value: Any) -> None:
 # ---------------------------------------------------------------------------------------------------------
 # YAML and the override grammar
 # ---------------------------------------------------------------------------------------------------------
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key given twice in one mapping (plain YAML keeps the last silently)."""
+MAX_CONFIG_BYTES = 1 << 20
+"""The largest config file read: a config is a few kilobytes."""
+MAX_CONFIG_VALUES = 100_000
+"""The most values (scalars, lists and mappings) a config's YAML may stand for with its aliases expanded: a config
+holds about a hundred."""
+
+
+class TooManyValues(yaml.YAMLError):
+    """YAML that stands for more than :data:`MAX_CONFIG_VALUES` values with its aliases expanded."""
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (plain YAML keeps the last silently), and a
+    document that stands for more than :data:`MAX_CONFIG_VALUES` values with its aliases expanded: checked on
+    its node graph, where an alias is one shared node, before any value is built (:class:`TooManyValues`)."""
+
+    def compose_document(self) -> yaml.Node:
+        document = super().compose_document()
+        if _expanded_size(document, MAX_CONFIG_VALUES) > MAX_CONFIG_VALUES:
+            raise TooManyValues(
+                f"stands for more than {MAX_CONFIG_VALUES:,} values once its aliases are expanded (aliases of "
+                "aliases, or an alias within its own anchor): refused before it is built"
+            )
+        return document
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -247,21 +272,52 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+def _expanded_size(node: yaml.Node, limit: int) -> int:
+    """How many nodes ``node`` stands for with every alias expanded (an alias counts its anchor's nodes each time
+    it is used), up to ``limit + 1``: in time linear in the distinct nodes, each counted once. A node found within
+    itself (an alias inside its own anchor) stands for endlessly many."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) not in sizes:
+            sizes[id(node)] = limit + 1  # until counted: met again within itself, it is endless
+            children = node.value if isinstance(node, yaml.SequenceNode) else []
+            if isinstance(node, yaml.MappingNode):
+                children = [child for pair in node.value for child in pair]
+            total = 1
+            for child in children:
+                total = min(total + size(child), limit + 1)
+            sizes[id(node)] = total
+        return sizes[id(node)]
+
+    return size(node)
+
+
+def _yaml_value(text: str, where: str) -> Any:
+    """The value of the YAML ``text``, read by :class:`_ConfigLoader`; :class:`ConfigError` beginning with
+    ``where`` for text that is not YAML, is nested too deeply, or stands for too many values."""
+    try:
+        return yaml.load(text, Loader=_ConfigLoader)  # SafeLoader underneath
+    except RecursionError:
+        raise ConfigError(f"{where} is nested too deeply to be a config") from None
+    except TooManyValues as exc:
+        raise ConfigError(f"{where} {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where} is not valid YAML: {one_line(exc)}") from None
+
+
 def _read_config_file(path: Path) -> dict[str, Any]:
     """The mapping of fields in the YAML file ``path``; :class:`ConfigError` for anything else."""
-    input_file(path, "config file", ConfigError)
+    where = f"config file {str(path)!r}"
+    input_file(path, "config file", ConfigError)  # a pipe, a device or a folder, refused with advice
+    data = read_file_bytes(path, "config file", MAX_CONFIG_BYTES, ConfigError)
     try:
-        loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # SafeLoader underneath
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (a binary file?)") from None
-    except OSError as exc:
-        raise ConfigError(f"config file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
-    except RecursionError:
-        raise ConfigError(f"config file {str(path)!r} is nested too deeply to be a config") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {one_line(exc)}") from None
+        raise ConfigError(f"{where} is not UTF-8 text (a binary file?)") from None
+    loaded = _yaml_value(text, where)
     if loaded is not None and not isinstance(loaded, dict):
-        raise ConfigError(f"config file {str(path)!r} must hold a mapping of fields, got {type(loaded).__name__}")
+        raise ConfigError(f"{where} must hold a mapping of fields, got {type(loaded).__name__}")
     return loaded or {}
 
 
@@ -272,13 +328,10 @@ def _parse_override(override: str) -> tuple[str, Any]:
     key, eq, text = override.rpartition("=") if at_last else override.partition("=")
     if not eq or not key:
         raise ConfigError(
-            f"override {override!r} must be KEY=VALUE, e.g. total_steps=200000, ppo.learning_rate=1e-3 or "
-            "variant.squares=true"
+            f"override {shortened(override)!r} must be KEY=VALUE, e.g. total_steps=200000, ppo.learning_rate=1e-3 "
+            "or variant.squares=true"
         )
-    try:
-        return key, yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"override {override!r}: the value is not valid YAML: {one_line(exc)}") from None
+    return key, _yaml_value(text, f"override {shortened(override)!r}: the value")
 
 
 def _apply_override(nested: dict[str, Any], override: str, key: str, value: Any, algorithm: Any) -> None:

@@ -54,8 +54,6 @@ import io
 import json
 import os
 import sys
-import zipfile
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -63,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from agents.book import shipped_book
-from agents.files import atomic_write_bytes, input_file
+from agents.files import atomic_write_bytes, input_file, read_file_bytes
 from agents.integrity import IntegrityError, read_sealed_json, write_sealed_json
 from agents.labels import (
     ILLEGAL,
@@ -73,7 +71,7 @@ from agents.labels import (
     values_of_row,
     worker_pool,
 )
-from agents.sample_files import SampleDataset
+from agents.sample_files import SampleDataset, read_npz
 from agents.suites import (
     DEFAULT_SOURCES,
     PositionSource,
@@ -129,6 +127,9 @@ ARRAYS = (
     "positions",
 )
 """The data arrays of a file, in the order their hash reads them."""
+
+MAX_DATASET_BYTES = 1 << 34
+"""The most bytes of a dataset file, and of its arrays unpacked (16 GiB): a file over it is refused unread."""
 
 SAMPLE_EMPTY = (4, 10)
 """The default ``--min-empty`` and ``--max-empty`` of ``--sample``: the suites' last stage, and grading's bound."""
@@ -238,11 +239,15 @@ def arrays_digest(arrays: dict[str, np.ndarray]) -> str:
 
 def save_dataset(path: str | Path, arrays: dict[str, np.ndarray], header: dict[str, Any]) -> dict[str, Any]:
     """Write ``arrays`` (:data:`ARRAYS`) to ``path`` atomically as a compressed ``.npz``, with ``header`` plus the
-    format, the count and the hash; returns the full header."""
+    format, the count and the hash; returns the full header. A file :func:`load_dataset` would refuse as too large
+    (:data:`MAX_DATASET_BYTES`) is refused before it is written."""
     header = {"format": DATASET_FORMAT, **header, "count": len(arrays["value"]), "sha256": arrays_digest(arrays)}
     header_bytes = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
-    buffer = io.BytesIO()
     named: dict[str, Any] = {"header": header_bytes, **{name: arrays[name] for name in ARRAYS}}
+    unpacked = sum(array.nbytes for array in named.values())
+    if unpacked > MAX_DATASET_BYTES:
+        raise DatasetError(f"{unpacked:,} bytes of arrays are more than a dataset file holds, {MAX_DATASET_BYTES:,}")
+    buffer = io.BytesIO()
     np.savez_compressed(buffer, **named)
     atomic_write_bytes(path, buffer.getvalue())
     return header
@@ -250,25 +255,70 @@ def save_dataset(path: str | Path, arrays: dict[str, np.ndarray], header: dict[s
 
 def load_dataset(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """``(arrays, header)`` of the dataset file ``path``; :class:`DatasetError` in one line for a file that is
-    missing, not a dataset, of another format, or damaged (its arrays do not match the header's hash)."""
+    missing, no regular file or over :data:`MAX_DATASET_BYTES` (refused unread), not a dataset, of another format,
+    damaged at any byte (its zip, its arrays' headers, or arrays that do not match the header's hash), or whose
+    arrays, under a hash made afresh, are not of the dtypes and shapes its header says."""
     name = repr(str(path))
-    input_file(path, "dataset", DatasetError)  # a pipe would block np.load, a device feed it for ever
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            header = json.loads(bytes(data["header"]).decode("utf-8"))
-            arrays = {array: data[array] for array in ARRAYS}
-    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile, zlib.error) as error:
-        raise DatasetError(f"{name} is damaged or not a dataset ({_first_line(error)})") from None
-    if not isinstance(header, dict) or header.get("format") != DATASET_FORMAT:
-        found = header.get("format") if isinstance(header, dict) else None
-        raise DatasetError(f"{name} is dataset format {found!r}; this code reads format {DATASET_FORMAT}")
-    if header.get("sha256") != arrays_digest(arrays) or header.get("count") != len(arrays["value"]):
+    payload = read_file_bytes(path, "dataset", MAX_DATASET_BYTES, DatasetError)
+    found = read_npz(payload, f"dataset {name}", MAX_DATASET_BYTES)
+    missing = [array for array in ("header", *ARRAYS) if array not in found]
+    if missing:
+        raise DatasetError(f"{name} is damaged or not a dataset: it lacks the arrays {', '.join(missing)}")
+    header = _header_of(found["header"], name)
+    if header.get("format") != DATASET_FORMAT:
+        raise DatasetError(
+            f"{name} is dataset format {header.get('format')!r}; this code reads format {DATASET_FORMAT}"
+        )
+    arrays = {array: found[array] for array in ARRAYS}
+    if header.get("sha256") != arrays_digest(arrays):
         raise DatasetError(f"{name} is damaged: its arrays do not match its header's hash")
+    _check_layout(arrays, header, name)
     return arrays, header
 
 
-def _first_line(error: BaseException) -> str:
-    return str(error).splitlines()[0] if str(error) else type(error).__name__
+def _header_of(array: np.ndarray, name: str) -> dict[str, Any]:
+    """The header of a file, from its ``header`` array (UTF-8 JSON as bytes)."""
+    try:
+        if array.dtype != np.uint8 or array.ndim != 1:
+            raise ValueError("not a byte array")
+        header = json.loads(array.tobytes().decode("utf-8"))
+    except (ValueError, RecursionError):  # not bytes, not UTF-8, not JSON, nested too deep
+        header = None
+    if not isinstance(header, dict):
+        raise DatasetError(f"{name} is damaged or not a dataset: its header is no JSON object")
+    return header
+
+
+def _check_layout(arrays: dict[str, np.ndarray], header: dict[str, Any], name: str) -> None:
+    """:class:`DatasetError` unless each array has the dtype and shape that the header's count, observation kind
+    and actions give it (what a file written by :func:`save_dataset` has, and what :func:`check_rows` reads)."""
+    count, actions = header.get("count"), header.get("actions")
+    try:
+        channels = observation_kind(header.get("observation")).num_channels  # type: ignore[arg-type]
+    except ValueError:
+        channels = None
+    if type(count) is not int or count < 0 or actions not in (NUM_ACTIONS, NUM_ACTIONS + 1) or channels is None:
+        raise DatasetError(f"{name}'s header has no count, observation kind and actions that this code reads")
+    layout = {
+        "observations": (np.int8, (count, channels, NUM_SQUARES)),
+        "action_mask": (np.int8, (count, actions)),
+        "value": (np.int8, (count,)),
+        "action_values": (np.int8, (count, actions)),
+        "empty": (np.int8, (count,)),
+        "placing": (np.bool_, (count,)),
+        "critical": (np.bool_, (count,)),
+        "origin": (np.int32, (count,)),
+        "positions": (np.str_, (count,)),
+    }
+    for array, (dtype, shape) in layout.items():
+        found = arrays[array]
+        text = dtype is np.str_  # of any length
+        if (found.dtype.kind != "U" if text else found.dtype != np.dtype(dtype)) or found.shape != shape:
+            expected = "unicode" if text else np.dtype(dtype).str
+            raise DatasetError(
+                f"{name}: {array} is {found.dtype.str} {found.shape}, where its header says {expected} {shape}: "
+                "altered, and no dataset of this command"
+            )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -430,7 +480,7 @@ def _suite_positions(
     """The positions of ``--suite`` (default: the variant's), within the bounds of empty squares."""
     if args.games is not None:
         parser.error("--games goes with --sample: a suite's positions are chosen already")
-    name = args.suite or default_suite_name(variant)
+    name = args.suite if args.suite is not None else default_suite_name(variant)  # "" is refused as no suite
     if name is None:
         shipped = ", ".join(shipped_suite_names()) or "none"
         parser.error(

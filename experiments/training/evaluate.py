@@ -8,7 +8,10 @@ Example usage::
 
 The checkpoint is a ``.zip`` or a run folder, which means its ``final.zip`` (``latest.zip`` while it trains), as
 ``ppo:RUN``, ``az:RUN`` and ``rllib:RUN`` do (:func:`agents.checkpoints.checkpoint_path`); the file taken is said on
-stderr. ``--checkpoint best`` (or the path of ``best.zip``) takes the network of the best evaluation score.
+stderr. ``--checkpoint best`` (or the path of ``best.zip``) takes the network of the best evaluation score. The
+agent spec that plays it is taken too, as ``quarto train`` prints it: ``quarto evaluate ppo:RUN`` or
+``az:RUN,checkpoint=best`` (:func:`learner_checkpoint`). Every spec, the opponents' too, is checked before anything
+is loaded: a mistyped one is one line at once, not after the checkpoint has loaded.
 
 The games are played side by side as in training (the learner's moves in one batched call per turn), half with
 the learner giving first. A PPO learner plays its most likely action (argmax) and, separately, samples its
@@ -28,17 +31,34 @@ learner's network on a GPU (``auto`` or ``cuda``); the opponents play on the CPU
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import math
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import torch as th
 from rich.console import Console
 from rich.table import Table
 
 from agents.alphazero import load_network
-from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS, make_agent
-from agents.checkpoints import check_algorithm, checkpoint_name, checkpoint_path, read_metadata
+from agents.base import (
+    AGENT_KINDS,
+    DEFAULT_SEARCH_SIMULATIONS,
+    MAX_SEARCH_SIMULATIONS,
+    SpecError,
+    make_agent,
+    parse_spec,
+)
+from agents.checkpoints import (
+    AGENT_KINDS_OF_ALGORITHMS,
+    check_algorithm,
+    checkpoint_name,
+    checkpoint_path,
+    read_metadata,
+)
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.networks import DEFAULT_DEVICE, DEVICES, resolve_device
 from agents.ppo import load_policy
@@ -53,7 +73,7 @@ from experiments.options import (
     add_seed_argument,
 )
 from experiments.training.az_selfplay import SearchOpponent
-from experiments.training.config import MAX_GAMES, check_agent_specs
+from experiments.training.config import MAX_GAMES, ConfigError, check_agent_specs
 from experiments.training.selfplay import policy_players
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
@@ -72,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(prog="quarto evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "checkpoint",
-        help="a checkpoint .zip written by quarto train, or a run folder (its final.zip, see --checkpoint)",
+        help="a checkpoint .zip written by quarto train, a run folder (its final.zip, see --checkpoint), or the agent "
+        "spec that plays one (ppo:RUN, az:RUN,checkpoint=best)",
     )
     parser.add_argument(
         "--checkpoint",
@@ -114,13 +135,16 @@ def main(argv: list[str] | None = None) -> int:
     th.set_num_threads(1)
     th.manual_seed(args.seed)
     try:
-        resolve_device(args.device)  # first: a refusal prints nothing before its line, not even the file taken
-        checkpoint = checkpoint_path(args.checkpoint, args.checkpoint_name)  # a run folder: the file it stands for
-        learners, steps, variant = _learners(checkpoint, args)
-        check_agent_specs([("--opponents", spec) for spec in args.opponents], variant, args.seed)
+        resolve_device(args.device)
+        taken = io.StringIO()
+        with contextlib.redirect_stderr(taken):  # the files that run folders stand for, said once all is checked
+            checkpoint, metadata = _checked_specs(args)
+        sys.stderr.write(taken.getvalue())
+        learners, steps = _learners(checkpoint, metadata, args)
     except ValueError as exc:  # CheckpointError, a device this machine lacks, an opponent that cannot play
         print(f"{parser.prog}: {one_line(exc)}", file=sys.stderr)
         return 2
+    variant = Variant.make(**metadata["variant"])
     table = Table(
         title=f"{checkpoint} ({steps:,} learner steps, {variant.describe()}, {_openings(args.opening_plies)})",
         caption="score = (wins + draws/2) / games; the interval assumes independent games, which a deterministic "
@@ -175,16 +199,70 @@ def _openings(plies: int) -> str:
     return f"random {plies}-action openings" if plies else "from the empty board"
 
 
-def _learners(checkpoint: Path, args: argparse.Namespace) -> tuple[list[Opponent], int, Variant]:
-    """The ways of playing of the ``checkpoint`` file (each named for the table by its ``playing``); its step count
-    and rule variant."""
+def _checked_specs(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+    """Every agent of the command checked before the learner's network loads: the opponents' specs (read no
+    file: a mistyped one is told at once), the learner's checkpoint (:func:`learner_checkpoint`) and its metadata,
+    then the opponents built for its rules. The checkpoint's path and metadata."""
+    opponents = [("--opponents", spec) for spec in args.opponents]
+    check_spec_syntax(opponents)
+    checkpoint = learner_checkpoint(args.checkpoint, args.checkpoint_name)
     metadata = read_metadata(checkpoint)
+    check_agent_specs(opponents, Variant.make(**metadata["variant"]), args.seed)
+    return checkpoint, metadata
+
+
+def check_spec_syntax(named: list[tuple[str, str]]) -> None:
+    """Parse the spec of every ``(where, spec)`` pair (its kind, options and values), reading no file;
+    :class:`ConfigError` naming where the first bad one was given."""
+    for where, spec in named:
+        try:
+            parse_spec(spec)
+        except SpecError as exc:
+            raise ConfigError(f"{where}: agent {spec!r} cannot play: {one_line(exc)}") from exc
+
+
+def learner_checkpoint(learner: str, name: str | None = None) -> Path:
+    """The checkpoint file that ``learner`` names: a checkpoint ``.zip``, a run folder (``name``, from
+    ``--checkpoint``, chooses within it: :func:`agents.checkpoints.checkpoint_path`), or the spec of an agent that
+    plays one (``ppo:RUN``, ``az:PATH,checkpoint=best``), whose kind must be the checkpoint's and which may give
+    only its path and checkpoint (the ways of playing are this command's options). A path that exists is a path,
+    whatever its name; so is one that does not begin with an agent kind."""
+    if os.path.lexists(learner) or learner.partition(":")[0].strip() not in AGENT_KINDS:
+        return checkpoint_path(learner, name)
+    kind, values = parse_spec(learner)
+    if "checkpoint" not in kind.options:
+        raise SpecError(
+            f"{learner!r} plays no checkpoint: give a checkpoint .zip, a run folder, or the spec of one "
+            f"({', '.join(f'{k}:PATH' for k, kind in AGENT_KINDS.items() if 'checkpoint' in kind.options)})"
+        )
+    other = sorted(key for key, value in values.items() if key not in SPEC_PARTS and value != kind.options[key].default)
+    if other:
+        raise SpecError(
+            f"spec {learner!r}: quarto evaluate takes its path and checkpoint alone, not {', '.join(other)} (it plays "
+            "every way the checkpoint can: see --sims and --device)"
+        )
+    if values["checkpoint"] and name is not None and values["checkpoint"] != name:
+        raise SpecError(f"spec {learner!r} names checkpoint={values['checkpoint']}, --checkpoint {name}: give one")
+    checkpoint = checkpoint_path(values["path"], values["checkpoint"] or name)
+    check_algorithm(checkpoint, read_metadata(checkpoint), ALGORITHM_OF_KIND[kind.name])
+    return checkpoint
+
+
+SPEC_PARTS = ("path", "checkpoint")
+"""What a learner's spec gives :func:`learner_checkpoint`: where the checkpoint is."""
+ALGORITHM_OF_KIND = {kind: algorithm for algorithm, kind in AGENT_KINDS_OF_ALGORITHMS.items()}
+"""The training algorithm whose checkpoints each agent kind plays."""
+
+
+def _learners(checkpoint: Path, metadata: dict[str, Any], args: argparse.Namespace) -> tuple[list[Opponent], int]:
+    """The ways of playing of the ``checkpoint`` file, whose metadata is ``metadata`` (each named for the table by
+    its ``playing``), and its step count."""
     if metadata.get("algorithm", "ppo") == "alphazero":
         network, metadata = load_network(checkpoint, device=args.device)
         variant = Variant.make(**metadata["variant"])
         searches = [SearchOpponent(network, variant, args.games, sims, DEFAULT_C_PUCT) for sims in args.sims]
-        return list(searches), int(metadata["num_timesteps"]), variant
+        return list(searches), int(metadata["num_timesteps"])
     check_algorithm(checkpoint, metadata, "ppo")
     loaded = load_policy(checkpoint, device=args.device)
     players = policy_players(loaded.policy, observation_kind(loaded.observation))
-    return list(players), loaded.num_timesteps, loaded.variant
+    return list(players), loaded.num_timesteps

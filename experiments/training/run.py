@@ -36,7 +36,9 @@ the order a run meets these pieces:
 :class:`Checkpoints`
     the set in ``checkpoints/``, each written by the backend's save function: ``step_<N>.zip`` (the network) and
     ``latest.zip`` (resumable) on schedule, ``best.zip`` when the evaluation score improves, ``final.zip`` and
-    ``latest.zip`` at the end.
+    ``latest.zip`` at the end, and ``latest.zip`` at Ctrl-C (:func:`saved_on_interrupt`): whenever a run is
+    stopped, :func:`interrupted_story` says what it holds, and ``--resume`` goes on from there (a run stopped
+    before its first checkpoint starts from step 0: :func:`has_checkpoint`).
 :func:`evaluation_plan`
     the config's evaluations (its opponents, games, seed, openings, sample games and graded positions) as the
     evaluation log's :class:`~experiments.evaluation.log.EvaluationPlan`, which each backend's
@@ -54,8 +56,12 @@ import contextlib
 import dataclasses
 import functools
 import json
+import os
 import re
+import shlex
+import signal
 import sys
+import threading
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -157,23 +163,41 @@ def resume_checkpoint(run_dir: Path) -> tuple[Path, dict[str, Any], DamagedCheck
     """The checkpoint a resume of ``run_dir`` goes on from, its metadata, and the damage of ``latest.zip`` when
     that was passed over: ``latest.zip`` if it is whole, else the intact checkpoint of ``checkpoints/`` with the
     most steps (``final.zip`` before a ``step_N.zip`` and that before ``best.zip`` at equal steps: the ones
-    that hold more of the run's state first). :class:`CheckpointError` for ``latest.zip``'s problem when it is
-    whole but wrong, or when no intact checkpoint is left."""
+    that hold more of the run's state first) -- also where ``latest.zip`` is missing beside others (a run killed
+    before its first scheduled checkpoint keeps the ``best.zip`` of its evaluation at step 0).
+    :class:`CheckpointError` for ``latest.zip``'s problem when it is whole but wrong, or when no intact checkpoint
+    is left."""
     folder = run_dir / "checkpoints"
     latest = folder / "latest.zip"
     try:
-        return latest, read_metadata(latest), None
-    except DamagedCheckpointError as damage:
-        intact = []
-        for rank, pattern in enumerate(("best.zip", "step_*.zip", "final.zip")):
-            for path in sorted(folder.glob(pattern)):
-                with contextlib.suppress(CheckpointError):
-                    metadata = read_metadata(path)
-                    intact.append((int(metadata["num_timesteps"]), rank, path, metadata))
-        if not intact:
-            raise CheckpointError(f"{damage}; no intact checkpoint beside it to go on from") from None
-        _, _, path, metadata = max(intact, key=lambda found: found[:2])
-        return path, metadata, damage
+        if os.path.lexists(latest) or not has_checkpoint(run_dir):
+            return latest, read_metadata(latest), None
+        damage = DamagedCheckpointError(f"checkpoint {str(latest)!r} is missing")
+    except DamagedCheckpointError as error:
+        damage = error
+    intact = []
+    for rank, pattern in enumerate(FALLBACK_CHECKPOINTS):
+        for path in sorted(folder.glob(pattern)):
+            with contextlib.suppress(CheckpointError):
+                metadata = read_metadata(path)
+                intact.append((int(metadata["num_timesteps"]), rank, path, metadata))
+    if not intact:
+        raise CheckpointError(f"{damage}; no intact checkpoint beside it to go on from") from None
+    _, _, path, metadata = max(intact, key=lambda found: found[:2])
+    return path, metadata, damage
+
+
+FALLBACK_CHECKPOINTS = ("best.zip", "step_*.zip", "final.zip")
+"""The checkpoints a resume falls back on where ``latest.zip`` is damaged or missing, in the order that ranks
+them at equal steps (the last holds the most of the run's state)."""
+
+
+def has_checkpoint(run_dir: Path) -> bool:
+    """Whether the run has saved a checkpoint a resume can go on from (``latest.zip`` or one of
+    :data:`FALLBACK_CHECKPOINTS`; alphazero's ``untrained.zip`` is a reference, not the run's). A run stopped
+    before its first has none: ``quarto train --resume`` starts it from step 0."""
+    folder = run_dir / "checkpoints"
+    return any(any(folder.glob(pattern)) for pattern in ("latest.zip", *FALLBACK_CHECKPOINTS))
 
 
 def check_steps_left(config: TrainConfig, run_dir: Path, point: ResumePoint) -> None:
@@ -416,12 +440,65 @@ class Checkpoints:
         """``best.zip``: the network of the best evaluation so far (``ppo:RUN_FOLDER`` plays it)."""
         self.save(self.folder / "best.zip", False)
 
-    def save_final(self) -> Path:
-        """``final.zip`` and ``latest.zip``, both resumable (a finished run continues with a larger
-        ``total_steps``); returns the final one's path."""
-        self.save(self.final, True)
+    def save_latest(self) -> None:
+        """``latest.zip`` alone (resumable): the run as it stands, at Ctrl-C (:func:`saved_on_interrupt`)."""
         self.save(self.latest, True)
+
+    def save_final(self) -> Path:
+        """``latest.zip`` and ``final.zip``, both resumable (a finished run continues with a larger
+        ``total_steps``); returns the final one's path. ``latest.zip`` first: a run stopped between the two
+        resumes at its last step, and only writes its final table."""
+        self.save(self.latest, True)
+        self.save(self.final, True)
         return self.final
+
+
+@contextlib.contextmanager
+def saved_on_interrupt(checkpoints: Checkpoints) -> Iterator[None]:
+    """Ctrl-C inside the block first saves ``latest.zip`` as the run stands (:meth:`Checkpoints.save_latest`,
+    atomically, a second Ctrl-C held until it is written), then goes on as the ``KeyboardInterrupt`` it was:
+    ``quarto train --resume`` continues from there, whenever the run was stopped (:func:`interrupted_story`)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        with interrupts_held():
+            checkpoints.save_latest()
+        raise
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Within the block, SIGINT is held: the block runs to its end, and a ``KeyboardInterrupt`` follows if one
+    came. (Only the main thread can set a handler; elsewhere the block runs as it is.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt
+
+
+def interrupted_story(run_dir: Path) -> str:
+    """What a run stopped by Ctrl-C has left, read from its folder, and the command that goes on: the one story
+    whenever it was stopped. Without ``config.yaml`` it had not started (nothing was written); otherwise
+    ``quarto train --resume`` continues it from the checkpoint a resume takes (:func:`resume_checkpoint`), or,
+    stopped before its first checkpoint, starts it from step 0."""
+    if not (run_dir / "config.yaml").is_file():
+        return "the run had not started: nothing was written; the same command starts it"
+    resume = f"quarto train --resume {shlex.quote(str(run_dir))}"
+    if not has_checkpoint(run_dir):
+        return f"it has no checkpoint yet: {resume} starts it from step 0"
+    try:
+        checkpoint, metadata, _ = resume_checkpoint(run_dir)
+    except CheckpointError as error:
+        return f"it cannot be resumed ({error}); --overwrite starts it again"
+    where = f"checkpoints/{checkpoint.name}"
+    return f"{where} holds it at step {int(metadata['num_timesteps']):,}: continue it with: {resume}"
 
 
 # ---------------------------------------------------------------------------------------------------------

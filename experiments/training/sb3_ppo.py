@@ -52,6 +52,7 @@ from experiments.training.run import (
     progress_bar,
     read_resume_point,
     run_seed,
+    saved_on_interrupt,
     stopping_step,
 )
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv, policy_players
@@ -139,11 +140,15 @@ def run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
     model.set_logger(TensorBoardLogger(run_dir / "tb"))
     callback = TrainingCallback(config, run_dir, learner)
     remaining = max(config.total_steps - model.num_timesteps, 0)
-    try:
-        if remaining:
-            model.learn(remaining, callback=callback, reset_num_timesteps=False, log_interval=1)
-    finally:  # also on Ctrl-C: the bar must not redraw under quarto train's message
-        callback.close()
+    with saved_on_interrupt(callback.checkpoints):  # Ctrl-C: latest.zip, less a rollout being collected
+        try:
+            if remaining:
+                model.learn(remaining, callback=callback, reset_num_timesteps=False, log_interval=1)
+        except KeyboardInterrupt:
+            callback.drop_rollout_in_progress()
+            raise
+        finally:  # also on Ctrl-C: the bar must not redraw under quarto train's message
+            callback.close()
     final = finish_run(
         config,
         callback.checkpoints,
@@ -205,6 +210,8 @@ class TrainingCallback(BaseCallback):
         self.schedule = Schedule(config, step)
         self.progress: tqdm | None = None
         self._last_time, self._last_step = time.perf_counter(), step
+        self._collecting_from: int | None = None
+        """The step at which the rollout being collected began; ``None`` between collection and the update."""
 
     def _on_training_start(self) -> None:
         step = self.learner.model.num_timesteps
@@ -218,6 +225,7 @@ class TrainingCallback(BaseCallback):
         # Between two rollouts the network has been updated on every step so far, so the tasks due here see it as
         # trained to this step (before the first rollout: a fresh run's evaluation at step 0).
         model, step = self.learner.model, self.learner.model.num_timesteps
+        self._collecting_from = step
         due = self.schedule.due(step)
         if "snapshot" in due:
             self.learner.pool.add_snapshot(model.policy, step)
@@ -232,6 +240,7 @@ class TrainingCallback(BaseCallback):
         return True
 
     def _on_rollout_end(self) -> None:
+        self._collecting_from = None  # collected whole: the update trains on it
         # Learner steps per second since the previous rollout: collection, the PPO update and any evaluation.
         now, step = time.perf_counter(), self.learner.model.num_timesteps
         self.logger.record("charts/SPS", (step - self._last_step) / max(now - self._last_time, 1e-9))
@@ -286,6 +295,12 @@ class TrainingCallback(BaseCallback):
         }
         extras = {POOL_ENTRY: _pool_bytes(self.learner.pool)} if resumable else {}
         save_checkpoint(path, model, header, metadata, extras)
+
+    def drop_rollout_in_progress(self) -> None:
+        """Stopped while collecting a rollout: count its steps out, so that a checkpoint saved now holds the
+        network trained on the steps it claims (the rollout, never trained on, is lost as a kill loses it)."""
+        if self._collecting_from is not None:
+            self.learner.model.num_timesteps = self._collecting_from
 
     def close(self) -> None:
         if self.progress is not None:

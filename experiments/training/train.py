@@ -162,18 +162,18 @@ STATUS_INTERRUPTED = 128 + 2
 
 
 class TrainingInterrupted(Exception):
-    """Ctrl-C while the run trained (its folder written): :meth:`next_step` says how to continue it."""
+    """Ctrl-C in :func:`train`, at any point: :meth:`next_step` says what the run folder holds and how to go on."""
 
     def __init__(self, run_dir: Path) -> None:
         super().__init__(str(run_dir))
         self.run_dir = run_dir
 
     def next_step(self) -> str:
-        """The command that continues the run from its ``latest.zip``; or, stopped before its first checkpoint,
-        that there is nothing to continue."""
-        if (self.run_dir / "checkpoints" / "latest.zip").is_file():
-            return f"continue it with: quarto train --resume {shlex.quote(str(self.run_dir))}"
-        return f"it stopped before its first checkpoint: nothing to resume; remove {str(self.run_dir)!r} to start over"
+        """What the run folder holds and the command that goes on from it
+        (:func:`experiments.training.run.interrupted_story`)."""
+        from experiments.training.run import interrupted_story  # here: the run machinery loads TensorBoard
+
+        return interrupted_story(self.run_dir)
 
 
 def new_run(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
@@ -236,7 +236,19 @@ def train(
     backend's ``start``). The run folder and the TensorBoard line are printed once all of these have passed. The
     folder is held for the whole run (:func:`experiments.output.claim_output`: a second process is refused, a
     write that fails late is :class:`~experiments.output.OutputWriteError`), and every checkpoint records the
-    code's version of the run's start. Ctrl-C while it trains raises :class:`TrainingInterrupted`."""
+    code's version of the run's start. A resume of a run stopped before its first checkpoint trains it from
+    step 0. Ctrl-C at any point raises :class:`TrainingInterrupted`, once the backend has saved the run to resume
+    it (:func:`experiments.training.run.saved_on_interrupt`)."""
+    try:
+        return _train(config, run_dir, resume, command, address, overwrite)
+    except KeyboardInterrupt:  # the backend has closed its progress bar on the way out
+        raise TrainingInterrupted(run_dir) from None
+
+
+def _train(
+    config: TrainConfig, run_dir: Path, resume: bool, command: str, address: str | None, overwrite: bool
+) -> Path:
+    """:func:`train`, but for Ctrl-C."""
     needs_ray = ray_module(config)
     extra = NEEDS_EXTRA.get((config.algorithm, config.backend))
     if extra is not None:  # one line naming the extra (quarto_env.extras), before anything is written
@@ -254,7 +266,7 @@ def train(
             f"--address {address} is for a run on Ray: backend rllib, or algorithm alphazero with workers >= 1"
         )
     check_reachable(address)
-    from experiments.training.run import announce_run, watch_compiles  # here: the run machinery loads TensorBoard
+    from experiments.training.run import announce_run, has_checkpoint, watch_compiles  # here: loads TensorBoard
 
     watch_compiles()  # first: the checks below may compile the game kernels, which takes a while: say so
     check_agents(config)
@@ -270,7 +282,8 @@ def train(
     with claim as run, recording_code_version(code_version()):
         remove_orphan_temporaries(run_dir / "checkpoints")  # left by a process killed mid-write (the claim: run_dir's)
         backend = cast(Backend, importlib.import_module(BACKENDS[config.algorithm, config.backend]))
-        state = backend.start(config, run_dir, resume)
+        from_start = resume and not has_checkpoint(run_dir)  # stopped before its first checkpoint
+        state = backend.start(config, run_dir, resume and not from_start)
         started_ray = needs_ray is not None and start_ray(address)
         try:
             if config.backend == "rllib":  # once Ray is up (the GPUs may be on other nodes), before any file
@@ -278,12 +291,11 @@ def train(
 
                 check_gpus(config)
             announce_run(run_dir)  # every check has passed: from here on, the run is on
+            if from_start:
+                print(f"resuming {run_dir} from step 0: it stopped before its first checkpoint", flush=True)
             run.replace_previous()  # --overwrite: the earlier run goes only now
             prepare_run_dir(config, run_dir, command)
-            try:
-                return backend.run(config, run_dir, state)
-            except KeyboardInterrupt:  # the backend has closed its progress bar on the way out
-                raise TrainingInterrupted(run_dir) from None
+            return backend.run(config, run_dir, state)
         finally:
             if started_ray:
                 import ray
