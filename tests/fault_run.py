@@ -2274,7 +2274,7 @@ def _newcomer_replay_jobs_zero(context: Context) -> str:
 @case("newcomer: Ctrl-C during replay --grade on 2 worker processes")
 def _newcomer_replay_ctrl_c(context: Context) -> str:
     games = _newcomer_games(context, 20)
-    argv = ["replay", games, "--html", "p.html", "--grade", "--jobs", "2"]
+    argv = ["replay", games, "--html", "p.html", "--grade", "--jobs", "2", "--no-progress"]
     process = context.start(sys.executable, "-c", INTERRUPTED_AT, "graded game", "0", *argv)
     result = finish(process, 600)
     if broken := crashed(result):
