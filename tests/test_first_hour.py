@@ -357,8 +357,10 @@ def test_the_readme_names_every_tensorboard_group_a_run_writes(tiny_run: tuple[P
 
 
 def test_the_readme_says_how_long_its_test_command_takes_and_where_that_was_measured() -> None:
+    import re
+
     text = README.read_text()
-    tests_section = text[text.index("## Run the tests") : text.index("## Train with self-play")]
-    assert "2-core" in tests_section and "under load" in tests_section
-    assert "5 min 53 s" in tests_section and "docs/results.md" in tests_section
-    assert "5 min 53 s" in (README.parent / "docs" / "results.md").read_text()
+    words = " ".join(text[text.index("## Run the tests") : text.index("## Train with self-play")].split())
+    assert re.search(r"\b\d+ min(utes)? on a quiet 2-core machine", words) and "under load" in words
+    assert "docs/results.md" in words
+    assert "README's test command, `python -m pytest`" in (README.parent / "docs" / "results.md").read_text()
