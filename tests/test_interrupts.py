@@ -234,3 +234,23 @@ def test_an_interrupted_sweep_says_one_line_and_writes_no_empty_results(tmp_path
     assert "Tuner.restore" not in stderr and "Error" not in stderr, stderr
     assert (out / "sweep.json").exists()
     assert not [name for name in ("results.csv", "results.md", "curves.csv", "curves.png") if (out / name).exists()]
+
+
+def test_a_sigterm_while_a_checkpoint_is_saved_waits_for_the_save() -> None:
+    """``quarto train`` holds Ctrl-C while it saves ``latest.zip`` at an interrupt; a SIGTERM that Python handles
+    (``quarto`` makes it Ctrl-C) is held the same, and raised once the save is done."""
+    from experiments.training.run import interrupts_held
+
+    def interrupt(number: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    saved = False
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt), interrupts_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # Python runs the handler here, between two bytecodes
+            saved = True
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert saved

@@ -72,6 +72,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from agents.checkpoints import CheckpointError, DamagedCheckpointError, read_metadata, read_weights
+from agents.interrupts import STOP_SIGNALS
 from experiments.evaluation.games import Opponent
 from experiments.evaluation.grading import GradeReport
 from experiments.evaluation.log import (
@@ -468,17 +469,20 @@ def saved_on_interrupt(checkpoints: Checkpoints) -> Iterator[None]:
 
 @contextlib.contextmanager
 def interrupts_held() -> Iterator[None]:
-    """Within the block, SIGINT is held: the block runs to its end, and a ``KeyboardInterrupt`` follows if one
-    came. (Only the main thread can set a handler; elsewhere the block runs as it is.)"""
+    """Within the block, SIGINT is held, and SIGTERM where Python handles it (``quarto`` makes it Ctrl-C: see
+    :func:`experiments.cli.sigterm_as_interrupt`): the block runs to its end, and a ``KeyboardInterrupt`` follows
+    if one came. (Only the main thread can set a handler; elsewhere the block runs as it is.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
+    handled = [number for number in STOP_SIGNALS if callable(signal.getsignal(number))]
+    previous = {number: signal.signal(number, lambda signum, frame: received.append(signum)) for number in handled}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     if received:
         raise KeyboardInterrupt
 
