@@ -89,16 +89,25 @@ class Context:
         process = self.start(sys.executable, *argv, stdin=stdin)
         return finish(process, timeout, stdin)
 
-    def start(self, *argv: str, stdin: str | None = None) -> subprocess.Popen[str]:
+    def start(
+        self,
+        *argv: str,
+        stdin: str | None = None,
+        environment: dict[str, str] | None = None,
+        before_exec: Callable[[], None] | None = None,
+    ) -> subprocess.Popen[str]:
+        """``argv`` in the case's folder, with the fault run's environment (or ``environment``), ``before_exec``
+        run in the child before it starts (a resource limit)."""
         return subprocess.Popen(
             list(argv),
             cwd=self.folder,
-            env=self.environment,
+            env=self.environment if environment is None else environment,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,  # its own process group: a hang is killed with its children
+            preexec_fn=before_exec,
         )
 
     def start_quarto(self, *argv: str) -> subprocess.Popen[str]:
@@ -1080,25 +1089,14 @@ def _check(context: Context, path: str, timeout: float = 120) -> Result:
 
 
 def _limited(context: Context, argv: list[str], memory: int, timeout: float = 120) -> Result:
-    """A ``quarto`` process whose address space is bounded (RLIMIT_AS): a reader that reads without end fails
-    fast, instead of taking the machine's memory."""
+    """A ``quarto`` process whose address space is bounded (RLIMIT_AS): a reader that reads without end, or a
+    command that builds an alias bomb, fails fast instead of taking the machine's memory."""
     import resource
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
-    process = subprocess.Popen(
-        [sys.executable, "-m", "experiments.cli", *argv],
-        cwd=context.folder,
-        env=context.environment,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=limit,
-    )
-    return finish(process, timeout)
+    return finish(context.start(sys.executable, "-m", "experiments.cli", *argv, before_exec=limit), timeout)
 
 
 SAMPLES_LIBRARY = "from agents.sample_files import SampleDataset, SampleWriter; from quarto_env.core import STANDARD"
@@ -1522,18 +1520,8 @@ def _under_file_size_limit(context: Context, argv: list[str], limit: int, timeou
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     environment = dict(context.environment, PYTHONDONTWRITEBYTECODE="1", QUARTO_CACHE_DIR="off")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "experiments.cli", *argv],
-        cwd=context.folder,
-        env=environment,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=limited,
-    )
-    return finish(process, timeout)
+    command = [sys.executable, "-m", "experiments.cli", *argv]
+    return finish(context.start(*command, environment=environment, before_exec=limited), timeout)
 
 
 def _file_size_limit(context: Context, argv: list[str], out: str, limit: int = 300) -> str:
@@ -1976,44 +1964,22 @@ def _alias_bomb(levels: int = 10, width: int = 9) -> str:
     return "[" + ", ".join(items) + "]"
 
 
-def _quarto_memory_bounded(context: Context, argv: list[str], timeout: float = 90) -> Result:
-    """``quarto ARGV`` with at most 4 GB of address space: a command that builds an alias bomb fails, not the
-    machine."""
-    import resource
-
-    def bounded() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-
-    process = subprocess.Popen(
-        [sys.executable, "-m", "experiments.cli", *argv],
-        cwd=context.folder,
-        env=context.environment,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=bounded,
-    )
-    return finish(process, timeout)
-
-
 @case("bound: train --config with an alias bomb under variant.attributes (the issue's example)")
 def _bound_bomb_file(context: Context) -> str:
     (context.folder / "bomb.yaml").write_text(f"variant:\n  attributes: {_alias_bomb()}\n")
-    result = _quarto_memory_bounded(context, ["train", "--config", "bomb.yaml", "--out", "t"])
+    result = _limited(context, ["train", "--config", "bomb.yaml", "--out", "t"], 4 << 30, timeout=90)
     return refused_in_one_line(result, "bomb.yaml", "aliases")
 
 
 @case("bound: train override with an alias bomb")
 def _bound_bomb_override(context: Context) -> str:
-    result = _quarto_memory_bounded(context, ["train", f"variant={{attributes: {_alias_bomb()}}}", "--out", "t"])
+    result = _limited(context, ["train", f"variant={{attributes: {_alias_bomb()}}}", "--out", "t"], 4 << 30, timeout=90)
     return refused_in_one_line(result, "override", "aliases")
 
 
 @case("bound: train override with an alias inside its own anchor")
 def _bound_alias_loop(context: Context) -> str:
-    result = _quarto_memory_bounded(context, ["train", "variant.attributes=&a [*a]", "--out", "t"])
+    result = _limited(context, ["train", "variant.attributes=&a [*a]", "--out", "t"], 4 << 30, timeout=90)
     return refused_in_one_line(result, "override", "aliases")
 
 
@@ -2022,7 +1988,7 @@ def _bound_bomb_resume(context: Context) -> str:
     run = context.tiny_run()
     (run / "config.yaml").write_text(f"variant:\n  attributes: {_alias_bomb()}\n")
     before = snapshot(run)
-    result = _quarto_memory_bounded(context, ["train", "--resume", str(run)])
+    result = _limited(context, ["train", "--resume", str(run)], 4 << 30, timeout=90)
     return unchanged(before, run, refused_in_one_line(result, "config.yaml", "aliases"))
 
 
