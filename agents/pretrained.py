@@ -11,9 +11,9 @@ altered after install is refused in one line before a byte of it is read as a ne
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from pathlib import Path
 
+from agents.integrity import sha256
 from quarto_env.core import STANDARD, Variant
 from quarto_env.errors import CheckpointError
 
@@ -77,7 +77,7 @@ def pretrained_path(path: str, agent: str, variant: Variant = STANDARD) -> str:
         raise CheckpointError(f"no {agent} network is shipped for {variant.describe()}: the shipped ones are {offered}")
     file = PRETRAINED_FOLDER / shipped.file
     try:
-        digest = hashlib.sha256(file.read_bytes()).hexdigest()
+        digest = sha256(file.read_bytes())
     except OSError as exc:
         raise CheckpointError(f"the shipped network {str(file)!r} cannot be read ({exc.strerror}): reinstall") from exc
     if digest != shipped.sha256:
