@@ -1,9 +1,9 @@
 """The ``az:PATH`` agent: a network trained by ``quarto train --config configs/alphazero.yaml``, playing with
-the search of :mod:`agents.puct` (its PUCT root, or with ``az:PATH,root=gumbel,k=16`` its Gumbel root) on a
-:class:`agents.sessions.SearchSession` per move, and its
-checkpoints (``algorithm: alphazero`` in :mod:`agents.checkpoints`' format: ``network.pth``, and for resuming
+the search of :mod:`agents.tree.puct` (its PUCT root, or with ``az:PATH,root=gumbel,k=16`` its Gumbel root) on a
+:class:`agents.tree.sessions.PUCTSession` per move, and its
+checkpoints (``algorithm: alphazero`` in :mod:`agents.networks.checkpoints`' format: ``network.pth``, and for resuming
 ``optimizer.pth`` and the replay buffer). The network runs on the ``device`` asked for (``az:PATH,device=auto``;
-:func:`agents.networks.resolve_device`), its checkpoints are device-free.
+:func:`agents.networks.policy_value.resolve_device`), its checkpoints are device-free.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS, Agent
-from agents.checkpoints import (
+from agents.base import Agent
+from agents.networks.checkpoints import (
     CheckpointError,
     CheckpointHeader,
     checkpoint_backend,
@@ -24,23 +24,24 @@ from agents.checkpoints import (
     read_weights,
     write_checkpoint,
 )
-from agents.gumbel_root import DEFAULT_GUMBEL_ACTIONS, GumbelRoot
-from agents.networks import (
+from agents.networks.policy_value import (
     DEFAULT_DEVICE,
     PolicyValueNetwork,
     network_from_description,
     resolve_device,
     use_one_thread,
 )
-from agents.pretrained import pretrained_path
-from agents.puct import (
+from agents.networks.pretrained import pretrained_path
+from agents.specs import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS
+from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS, GumbelRoot
+from agents.tree.puct import (
     DEFAULT_C_PUCT,
     ROOTS,
-    BatchedSearch,
-    SearchResult,
+    PUCTResult,
+    PUCTSearch,
     forced_action,
 )
-from agents.sessions import LeafBatch, SearchSession
+from agents.tree.sessions import LeafBatch, PUCTSession
 from quarto_env.checks import one_line
 from quarto_env.core import (
     NUM_ACTIONS,
@@ -92,13 +93,13 @@ def save_checkpoint(
 
 def load_network_of_either_backend(path: str, variant: Variant, device: str) -> PolicyValueNetwork:
     """The network of an ``alphazero`` checkpoint of either backend, as :class:`AlphaZeroAgent` plays it: the
-    checkpoint's ``backend`` (:func:`agents.checkpoints.checkpoint_backend`) picks the reader -- torch's, on
+    checkpoint's ``backend`` (:func:`agents.networks.checkpoints.checkpoint_backend`) picks the reader -- torch's, on
     ``device`` with one torch thread, or JAX's (the ``jax`` extra), which runs on the CPU whatever ``device``
     says."""
     if checkpoint_backend(read_metadata(checkpoint_path(path))) == "jax":
         require("jax", f"playing the JAX checkpoint {path!r}")  # one line naming the extra where it is missing
-        from agents.jax_network import JaxEvaluator
-        from agents.jax_network import load_network as load_jax_network
+        from agents.networks.jax_network import JaxEvaluator
+        from agents.networks.jax_network import load_network as load_jax_network
 
         return JaxEvaluator(load_jax_network(path, variant)[0])  # type: ignore[return-value]
     network, _ = load_network(path, variant, device)
@@ -150,12 +151,12 @@ class AlphaZeroAgent(Agent):
         searches without noise and plays the search's choice; above 0 draws the Gumbel noise at this scale.
     :param c: the PUCT exploration constant.
     :param root: ``puct`` or ``gumbel`` (:data:`ROOTS`): the Gumbel root spends ``sims`` by sequential halving over
-        the ``k`` best candidates and plays its :attr:`~agents.puct.SearchResult.chosen` (it takes ``sims``, not
+        the ``k`` best candidates and plays its :attr:`~agents.tree.puct.PUCTResult.chosen` (it takes ``sims``, not
         ``time``).
     :param k: the most candidates the Gumbel root considers.
     :param device: where a loaded network runs: ``cpu``, ``cuda`` or ``auto`` (a ``network`` given stays where it is).
 
-    Loading a checkpoint sets torch to one thread (:func:`agents.networks.use_one_thread`).
+    Loading a checkpoint sets torch to one thread (:func:`agents.networks.policy_value.use_one_thread`).
     """
 
     def __init__(
@@ -188,8 +189,8 @@ class AlphaZeroAgent(Agent):
         self.time = time
         self.temperature = temperature
         budget = MAX_SEARCH_SIMULATIONS if time else max(sims, 1)
-        self.search = BatchedSearch(variant, network.kind, None, 1, budget, c)
-        self.last_result: SearchResult | None = None
+        self.search = PUCTSearch(variant, network.kind, None, 1, budget, c)
+        self.last_result: PUCTResult | None = None
         self.act(State())  # load the compiled kernels now, not inside a timed move
 
     def act(self, state: State) -> int:
@@ -203,7 +204,7 @@ class AlphaZeroAgent(Agent):
         gumbel = None
         if self.root == "gumbel":
             gumbel = GumbelRoot(self.k, self.rng if self.temperature else None, scale=self.temperature or 1.0)
-        session = SearchSession(self.search, position_array([state]), budget, seconds=self.time, gumbel=gumbel)
+        session = PUCTSession(self.search, position_array([state]), budget, seconds=self.time, gumbel=gumbel)
         result = session.run(self._evaluate).result
         self.last_result = result
         if self.temperature and gumbel is None:

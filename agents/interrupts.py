@@ -2,7 +2,7 @@
 
 Python runs a signal handler only between bytecodes of the main thread, so a long compiled call there never
 sees Ctrl-C: the ``KeyboardInterrupt`` waits until the call returns, minutes later. The searches of
-:mod:`agents.search_kernels` therefore release the GIL and poll a stop flag (a one-element array) every few hundred
+:mod:`agents.solver.kernels` therefore release the GIL and poll a stop flag (a one-element array) every few hundred
 nodes, and this module sets the flags of the running searches when SIGINT arrives (or SIGTERM, where the program
 handles it as Ctrl-C, as the ``quarto`` command does: :func:`experiments.cli.sigterm_as_interrupt`):
 

@@ -1,16 +1,17 @@
 """Agents trained with MaskablePPO: the SB3 policy over the slots network, its checkpoints, and :class:`PPOAgent`.
 
 A MaskablePPO checkpoint is the ``.zip`` file that stable-baselines3 writes, with the project's
-``quarto.json`` added (:mod:`agents.checkpoints`). :func:`load_policy` rebuilds the network from that
+``quarto.json`` added (:mod:`agents.networks.checkpoints`). :func:`load_policy` rebuilds the network from that
 metadata and loads ``policy.pth`` as weights; resuming (:func:`load_training_state`) reads the optimizer's
 state the same way and the step count from ``quarto.json``. stable-baselines3's ``data`` entry, which holds
 cloudpickled objects, is never deserialized. A stable-baselines3 zip opened with SB3's own
 ``MaskablePPO.load`` unpickles code, so only load zips you trust that way.
 
 A checkpoint's weights are saved from CPU copies and loaded onto the ``device`` asked for (``cpu`` by default;
-:func:`agents.networks.resolve_device`), so a checkpoint trained on a GPU plays on a CPU and the reverse.
+:func:`agents.networks.policy_value.resolve_device`), so a checkpoint trained on a GPU plays on a CPU and the reverse.
 
-The ``slots`` policy (:class:`SlotPolicy`) is :class:`agents.networks.SlotNetwork` as SB3's ``mlp_extractor``.
+The ``slots`` policy (:class:`SlotPolicy`) is :class:`agents.networks.policy_value.SlotNetwork` as SB3's
+``mlp_extractor``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from torch import nn
 
 from agents.base import Agent
-from agents.checkpoints import (
+from agents.networks.checkpoints import (
     CHECKPOINT_FORMAT,
     METADATA_ENTRY,
     CheckpointError,
@@ -41,8 +42,7 @@ from agents.checkpoints import (
     read_weights,
     saved_bytes,
 )
-from agents.files import atomic_write_bytes
-from agents.networks import (
+from agents.networks.policy_value import (
     DEFAULT_DEVICE,
     POLICY_KINDS,
     SlotNetwork,
@@ -50,6 +50,7 @@ from agents.networks import (
     choose_actions,
     resolve_device,
 )
+from agents.storage.files import atomic_write_bytes
 from agents.trained import TrainedAgent
 from quarto_env.checks import one_line
 from quarto_env.core import State, Variant
@@ -174,10 +175,10 @@ class LoadedPolicy:
 
 def load_policy(path: str | Path, variant: Variant | None = None, device: str = DEFAULT_DEVICE) -> LoadedPolicy:
     """The policy of the checkpoint at ``path`` (or of a run folder's ``checkpoints/final.zip``, as ``ppo:RUN``
-    plays: :func:`agents.checkpoints.checkpoint_path`), rebuilt from its metadata and loaded with ``policy.pth``
-    read as weights: nothing in the file is unpickled, so nothing in it runs. With ``variant``, a checkpoint
-    trained for another rule variant is refused. The policy runs on ``device`` (``auto``, ``cpu`` or ``cuda``;
-    ``ValueError`` for ``cuda`` without a GPU). Every failure of the file is a :class:`CheckpointError` naming
+    plays: :func:`agents.networks.checkpoints.checkpoint_path`), rebuilt from its metadata and loaded with
+    ``policy.pth`` read as weights: nothing in the file is unpickled, so nothing in it runs. With ``variant``, a
+    checkpoint trained for another rule variant is refused. The policy runs on ``device`` (``auto``, ``cpu`` or
+    ``cuda``; ``ValueError`` for ``cuda`` without a GPU). Every failure of the file is a :class:`CheckpointError` naming
     it."""
     on_device = resolve_device(device)
     path, metadata, trained = checkpoint_metadata(path, "ppo", variant)
@@ -198,8 +199,8 @@ def load_training_state(
 ) -> dict[str, Any]:
     """Load the checkpoint at ``path`` into ``model``, a learner freshly built from the same config: the
     policy's and the optimizer's state (read as weights, never unpickled) and the step count. Returns the
-    metadata (``metadata``: already read, :func:`~agents.checkpoints.checkpoint_metadata`); :class:`CheckpointError`
-    as :func:`load_policy`."""
+    metadata (``metadata``: already read, :func:`~agents.networks.checkpoints.checkpoint_metadata`);
+    :class:`CheckpointError` as :func:`load_policy`."""
     path, metadata, _ = checkpoint_metadata(path, "ppo", variant, metadata)
     parameters = {entry.removesuffix(".pth"): read_weights(path, entry) for entry in (POLICY_ENTRY, OPTIMIZER_ENTRY)}
     try:
@@ -282,7 +283,7 @@ class PPOAgent(TrainedAgent):
 
     ``PATH`` may also be a run folder, meaning its ``checkpoints/final.zip`` (``checkpoint=best``: its
     ``best.zip``). The network runs on ``device`` (``ppo:PATH,device=auto``;
-    :func:`agents.networks.resolve_device`). Loading sets torch to one thread (:func:`use_one_thread`).
+    :func:`agents.networks.policy_value.resolve_device`). Loading sets torch to one thread (:func:`use_one_thread`).
     """
 
     kind_name = "ppo"

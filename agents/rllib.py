@@ -1,7 +1,7 @@
 """Networks trained by RLlib's PPO (``quarto train`` with ``backend: rllib``) and the ``rllib:PATH`` agent.
 
-The network, :class:`agents.networks.ActorCritic`, is a plain torch module -- no ray needed to play it. During
-training it lives inside an RLlib ``RLModule`` (:mod:`experiments.training.rllib_ppo`).
+The network, :class:`agents.networks.policy_value.ActorCritic`, is a plain torch module -- no ray needed to play it.
+During training it lives inside an RLlib ``RLModule`` (:mod:`experiments.training.rllib_ppo`).
 
 Checkpoints
 -----------
@@ -11,10 +11,10 @@ training config, library versions) and ``network.pth``, the network's ``state_di
 ``final.zip`` add ``pool.pt`` (the frozen past selves) and ``optimizer.pth`` (``main``'s Adam state), for
 ``--resume``. Everything is read as data:
 :func:`load_network` rebuilds the network from ``quarto.json`` and reads the weights with
-``torch.load(weights_only=True)`` (:func:`agents.checkpoints.read_weights`). A missing, damaged or foreign file is a
-:class:`agents.checkpoints.CheckpointError` naming the file and the problem; a checkpoint of MaskablePPO or AlphaZero
-names the agent kind that plays it. The weights are saved from CPU copies and loaded onto the ``device`` asked for
-(``rllib:PATH,device=auto``; :func:`agents.networks.resolve_device`).
+``torch.load(weights_only=True)`` (:func:`agents.networks.checkpoints.read_weights`). A missing, damaged or foreign file
+is a :class:`agents.networks.checkpoints.CheckpointError` naming the file and the problem; a checkpoint of MaskablePPO
+or AlphaZero names the agent kind that plays it. The weights are saved from CPU copies and loaded onto the ``device``
+asked for (``rllib:PATH,device=auto``; :func:`agents.networks.policy_value.resolve_device`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 import torch as th
 
-from agents.checkpoints import (
+from agents.networks.checkpoints import (
     METADATA_ENTRY,
     CheckpointError,
     CheckpointHeader,
@@ -32,7 +32,7 @@ from agents.checkpoints import (
     read_weights,
     write_checkpoint,
 )
-from agents.networks import DEFAULT_DEVICE, ActorCritic, network_actions, network_for, resolve_device
+from agents.networks.policy_value import DEFAULT_DEVICE, ActorCritic, network_actions, network_for, resolve_device
 from agents.trained import TrainedAgent
 from quarto_env.checks import one_line
 from quarto_env.core import State, Variant
@@ -73,8 +73,8 @@ def load_network(
 ) -> tuple[ActorCritic, dict[str, Any]]:
     """The network of an rllib checkpoint (a zip, or a run folder for its final checkpoint, else its latest), read
     as data, in evaluation mode, on ``device``, and its metadata (``metadata``: already read,
-    :func:`~agents.checkpoints.checkpoint_metadata`). With ``variant``, a checkpoint trained for another rule variant
-    is refused. Every failure of the file is a :class:`CheckpointError` naming it (``ValueError`` for ``cuda``
+    :func:`~agents.networks.checkpoints.checkpoint_metadata`). With ``variant``, a checkpoint trained for another rule
+    variant is refused. Every failure of the file is a :class:`CheckpointError` naming it (``ValueError`` for ``cuda``
     without a GPU)."""
     on_device = resolve_device(device)
     path, metadata, trained = checkpoint_metadata(path, ALGORITHM, variant, metadata)

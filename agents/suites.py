@@ -17,7 +17,7 @@ What a suite holds
   relabelling: a suite keeps one of them. The earliest stages hold few positions for that reason: with
   standard rules there is one canonical position with 16 empty squares to give from and one to place on.
 * **Exact values.** Every legal action's value for the player to move (+1 win, 0 draw, -1 loss) by the exact
-  solver (:func:`agents.minimax.solve`, exact from the first move with the variant's opening book). A position
+  solver (:func:`agents.solver.minimax.solve`, exact from the first move with the variant's opening book). A position
   is *critical* when some action loses value.
 
 The file
@@ -51,10 +51,10 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from agents.book import BOOK_FOLDER, rules_name
-from agents.files import atomic_write_text, input_file
-from agents.labels import SOLVER_VERSION, label_positions, values_of_row, worker_pool
 from agents.match import game_states
+from agents.solver.book import BOOK_FOLDER, rules_name
+from agents.solver.labels import SOLVER_VERSION, label_positions, values_of_row, worker_pool
+from agents.storage.files import atomic_write_text, input_file
 from quarto_env.checks import shortened
 from quarto_env.core import State, Variant, legal_actions, position_array
 from quarto_env.errors import QuartoValueError
@@ -326,7 +326,7 @@ def collect_positions(
     positions the games reached (all of them when there are fewer: the earliest stages have few distinct
     positions at all).
 
-    ``jobs`` above 1 (or a ``pool`` of :func:`agents.labels.worker_pool`) plays the games in worker processes;
+    ``jobs`` above 1 (or a ``pool`` of :func:`agents.solver.labels.worker_pool`) plays the games in worker processes;
     the positions are the same for every ``jobs``."""
     if variant.declaration:
         raise ValueError("suites hold no declaration-variant positions: the notation cannot say what is claimable")
@@ -372,7 +372,7 @@ def _distinct_positions(
     """For each game of the task (a pair of ``(spec, seed)``), its decision positions (two or more legal actions)
     with a number of empty squares in ``stages``, each with its symmetry key
     (:meth:`quarto_env.symmetry.Symmetries.position_key`). A game stops once it is below the smallest stage."""
-    from agents.base import make_agent
+    from agents.specs import make_agent
 
     variant, stages, games = task
     out = []
@@ -396,7 +396,7 @@ def _symmetries(variant: Variant) -> Symmetries:
 def solve_positions(
     variant: Variant, states: Sequence[State], progress: bool = False, jobs: int = 1, pool: Pool | None = None
 ) -> list[SolvedPosition]:
-    """Every legal action's exact value in each of ``states``, by the labeller of :mod:`agents.labels` (the
+    """Every legal action's exact value in each of ``states``, by the labeller of :mod:`agents.solver.labels` (the
     variant's default solver, its opening book and value cache; ``jobs`` worker processes, or ``pool``'s)."""
     labels = label_positions(variant, states, jobs, progress, pool=pool)
     return [SolvedPosition(state, values_of_row(row)) for state, row in zip(states, labels, strict=True)]

@@ -12,9 +12,9 @@ from abc import abstractmethod
 import torch as th
 
 from agents.base import Agent
-from agents.checkpoints import CheckpointError
-from agents.networks import DEFAULT_DEVICE, use_one_thread
-from agents.pretrained import pretrained_path
+from agents.networks.checkpoints import CheckpointError
+from agents.networks.policy_value import DEFAULT_DEVICE, use_one_thread
+from agents.networks.pretrained import pretrained_path
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant
 from quarto_env.observation import observation_kind
 

@@ -112,7 +112,7 @@ def dispatch(argv: list[str], table: Table, prog: str, noun: str, kind: str) -> 
 
 def _suggestion(name: str, table: Table) -> str:
     """``"; did you mean 'train'?"`` for a name near one of ``table``'s, else ``""``."""
-    from agents.base import did_you_mean  # here, not above: every command would pay for numpy and the rules core
+    from agents.specs import did_you_mean  # here, not above: every command would pay for numpy and the rules core
 
     return did_you_mean(name, table)
 

@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
 
-from agents.base import Agent, SpecError, make_agent, parse_spec
-from agents.files import OutputPathError, input_file, output_file, output_folder
+from agents.base import Agent
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
+from agents.specs import SpecError, make_agent, parse_spec
+from agents.storage.files import OutputPathError, input_file, output_file, output_folder
 from quarto_env.checks import describe_range, number_parser
 from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, NUM_SQUARES, RulesError, Variant
 from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS
@@ -438,7 +439,7 @@ def output_folder_or_exit(parser: argparse.ArgumentParser, path: Path, option: s
 
 
 def input_file_or_exit(parser: argparse.ArgumentParser, path: Path, what: str) -> Path:
-    """``path`` checked as a regular file to read (:func:`agents.files.input_file`); a missing file, a folder, a
+    """``path`` checked as a regular file to read (:func:`agents.storage.files.input_file`); a missing file, a folder, a
     named pipe or a device exits with a usage error naming ``what``."""
     try:
         return input_file(path, what)

@@ -3,12 +3,12 @@
 - **Nothing is replaced unasked.** An output that already holds a result is refused before any work, in one line
   naming ``--overwrite`` (and ``--resume`` where the run can go on), exit status 2.
 - **One writer at a time.** The writer holds an exclusive ``flock`` on its output for its whole life
-  (:func:`hold_lock`, the lock of :mod:`agents.files` that sample datasets take too): ``RUN/.lock`` inside a run
+  (:func:`hold_lock`, the lock of :mod:`agents.storage.files` that sample datasets take too): ``RUN/.lock`` inside a run
   folder, ``.NAME.lock`` beside a file or a staged folder. A second writer is refused in one line naming the first
   (its pid and command). The kernel drops the lock of a process that dies, ``kill -9`` included, so the lock file
   a dead process left blocks nobody, and the next writer clears what it left: its temporary files and staging
-  folder (:func:`agents.files.remove_orphans_of`).
-- **Whole or not at all.** A file is written by :func:`agents.files.atomic_write` (a temporary file beside it,
+  folder (:func:`agents.storage.files.remove_orphans_of`).
+- **Whole or not at all.** A file is written by :func:`agents.storage.files.atomic_write` (a temporary file beside it,
   then one rename). A result of several files (kind ``folder``) is written into a staging folder beside it and
   made visible by one rename when the block ends without an error: a failure at any point leaves the previous
   result or nothing, never half a folder. A run folder that grows over time (kind ``run``: ``quarto train``,
@@ -43,8 +43,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from agents import files
-from agents.files import (
+from agents.storage import files
+from agents.storage.files import (
     OutputPathError,
     aside_path,
     is_temporary_name,
@@ -353,7 +353,7 @@ def _seen_as(name: Path, output: Output) -> Path:
 # ---------------------------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def hold_lock(lock: Path, named: str) -> Iterator[None]:
-    """:func:`agents.files.hold_lock` (the one lock of every writer, sample datasets' too), its refusals an
+    """:func:`agents.storage.files.hold_lock` (the one lock of every writer, sample datasets' too), its refusals an
     :class:`OutputError`: :class:`OutputInUseError` where another writer holds it."""
     with contextlib.ExitStack() as held:
         try:

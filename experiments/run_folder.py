@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.files import atomic_write_text
+from agents.storage.files import atomic_write_text
 
 RUNS_DIR = Path("runs")
 """Where the default run folders are made, relative to the working directory."""

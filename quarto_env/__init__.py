@@ -133,8 +133,8 @@ def _register_with_gymnasium(gymnasium: Any) -> None:
     if GYMNASIUM_ENV_ID not in gymnasium.registry:
         gymnasium.register(  # each entry point builds the opponent from its agent spec
             GYMNASIUM_ENV_ID,
-            entry_point="agents.vs_agent:make_vs_agent",
-            vector_entry_point="agents.vector_vs_agent:make_vector_vs_agent",  # gymnasium.make_vec: batched games
+            entry_point="agents.envs.vs_agent:make_vs_agent",
+            vector_entry_point="agents.envs.vector_vs_agent:make_vector_vs_agent",  # gymnasium.make_vec: batched games
         )
 
 

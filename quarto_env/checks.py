@@ -7,7 +7,7 @@
 - :func:`checked_first_player` and :func:`checked_penalty`: the flags that ``quarto_v1`` and
   :class:`quarto_env.vector.VectorQuarto` take beside the rules (which :meth:`quarto_env.core.Variant.make` checks).
 
-Files written whole or not at all, and output paths checked before any work, are :mod:`agents.files`'.
+Files written whole or not at all, and output paths checked before any work, are :mod:`agents.storage.files`'.
 
 Standard library only, like the rules core.
 """

@@ -18,7 +18,7 @@ Each is also the built-in error it is a kind of -- a bad value a ``ValueError``,
                                            ``last`` after the game is over)
 
 The classes live here, on the ground floor, although agents and experiments raise some of them: so
-``import quarto_env`` exports all of them without importing those packages (``agents.base.SpecError`` is
+``import quarto_env`` exports all of them without importing those packages (``agents.specs.SpecError`` is
 ``quarto_env.SpecError``). Standard library only.
 """
 
@@ -72,6 +72,6 @@ class DatasetError(QuartoValueError):
 
 
 class EvaluationError(QuartoValueError):
-    """An evaluation handed to a search session (:mod:`agents.sessions`) that the search cannot use: logits or
+    """An evaluation handed to a search session (:mod:`agents.tree.sessions`) that the search cannot use: logits or
     values of the wrong shape or type, or not finite -- or an evaluator that raised (its error the cause) or returned
     no ``(logits, values)`` pair; the message, one line, names the batch and what is wrong."""

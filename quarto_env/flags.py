@@ -1,6 +1,6 @@
 """The rule flags of Quarto, in one place: :class:`RuleFlags`, taken by the AEC env (``quarto_env.env``), the
 Gymnasium envs (:mod:`quarto_env.single_agent`, :mod:`quarto_env.vector_env`), :class:`quarto_env.VectorQuarto`
-and the agent-spec entry points (:mod:`agents.vs_agent`).
+and the agent-spec entry points (:mod:`agents.envs.vs_agent`).
 
 Four flags make the rule variant (:class:`quarto_env.core.Variant`); two more say how a game is played out:
 ``false_declaration_penalty`` (the reward of an ignored false declaration) and ``first_player`` (who gives first).

@@ -3,7 +3,7 @@
 Numba saves the machine code of each ``cache=True`` function beside its source file and trusts it for as long as
 that one file is unchanged. But the machine code of a function includes the functions it calls from other files
 -- numba compiles them in -- so after an edit to ``quarto_env/core.py`` alone, the solver in
-``agents/search_kernels.py`` would go on running the old rules, silently.
+``agents/solver/kernels.py`` would go on running the old rules, silently.
 
 Here the cache files of a group of source files carry a stamp of the whole group: change any file of it and every
 function of the group is compiled again (once; the new code is cached in the same files). :func:`stamp_together`
@@ -52,7 +52,7 @@ def project_sources() -> list[Path]:
     return [
         path
         for package in PROJECT_MODULES
-        for path in sorted((root / package).glob("*.py"))
+        for path in sorted((root / package).rglob("*.py"))
         if b"numba" in (text := path.read_bytes()) or b"jitable" in text
     ]
 

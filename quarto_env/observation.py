@@ -23,7 +23,7 @@ tables; :func:`channel_table` prints them (the env's docstring holds that text, 
     plus two planes on the count of *safe* pieces (those that cannot win at once) after an action. When no
     placement changes the threats, players give safe pieces in turn and the one left without one loses, so an
     odd count is good for the player who gives next (the horizon evaluation of ``minimax``,
-    :mod:`agents.search_kernels`).
+    :mod:`agents.solver.kernels`).
 ``tempo``
     plus the ``lookahead`` and ``parity`` gives one turn further on: the placements after which the placer can
     give a trap (or an even count), and the gives after which the receiver can. The planes of the other kinds

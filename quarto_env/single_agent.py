@@ -13,8 +13,8 @@
 
 A single-agent Gymnasium view of the PettingZoo game ``quarto_v1`` (:mod:`quarto_env.env`): the learner
 plays one seat, a fixed opponent plays the other: through ``gymnasium.make``, any agent spec of
-:mod:`agents.base` (``random``, ``greedy``, ``minimax:depth=2``, ``ppo:PATH``...), built by the registered
-entry point :func:`agents.vs_agent.make_vs_agent`; constructed directly, any player object -- anything with
+:mod:`agents.specs` (``random``, ``greedy``, ``minimax:depth=2``, ``ppo:PATH``...), built by the registered
+entry point :func:`agents.envs.vs_agent.make_vs_agent`; constructed directly, any player object -- anything with
 ``act(state) -> action`` and ``reset()``, as the agents of :mod:`agents` have. It is a thin layer over
 :class:`quarto_env.env.raw_env`, so every rule, variant flag, observation kind and reset option of
 ``quarto_v1`` holds here unchanged; ``env.unwrapped.raw`` is that AEC env (``game_state``, ``position``,
@@ -80,7 +80,7 @@ raises :class:`~quarto_env.core.IllegalActionError`.
 | ``render_mode``               | ``None``, ``"ansi"``, ``"rgb_array"``, ``"human"``              | ``None``     |
 
 A bad value raises ``ValueError`` naming the allowed values (a bad agent spec raises
-:class:`agents.base.SpecError`, a ``ValueError`` that lists the agent kinds). A spec's opponent is built once,
+:class:`agents.specs.SpecError`, a ``ValueError`` that lists the agent kinds). A spec's opponent is built once,
 with ``make_agent(opponent, variant)``; a player object without ``act`` and ``reset`` raises ``TypeError``.
 
 ## Seeds and reset options

@@ -35,7 +35,7 @@ where it is to move, and one compiled call of VectorQuarto's kernels to play the
 | a :class:`BatchedOpponent`                    | anything with its ``seed``, ``start`` and ``act`` methods    |
 
 Constructed directly, ``QuartoVectorVsAgent`` takes the first three and :class:`BatchedOpponent` objects;
-agent specs are built by its entry point :func:`agents.vector_vs_agent.make_vector_vs_agent` (``quarto_env``
+agent specs are built by its entry point :func:`agents.envs.vector_vs_agent.make_vector_vs_agent` (``quarto_env``
 imports nothing from ``agents``). Like ``QuartoVsAgent``, an opponent that repeats a false declaration under
 the penalty rule plays a random action of the mask instead (:class:`PlayerOpponent`); any other illegal
 opponent action raises :class:`~quarto_env.core.IllegalActionError`.
@@ -89,12 +89,12 @@ every game. A network opponent that samples draws from torch's generator, which 
 
 ## Training with MaskablePPO (sb3-contrib)
 
-Stable-Baselines3 takes its own ``VecEnv``; :class:`agents.sb3_vector.SB3VectorEnv` adapts this one
+Stable-Baselines3 takes its own ``VecEnv``; :class:`agents.envs.sb3_vector.SB3VectorEnv` adapts this one
 (``terminal_observation`` from ``final_obs``, ``action_masks`` passed through)::
 
     import gymnasium
     import quarto_env  # registers quarto_env/QuartoVsAgent-v1 and its vector entry point
-    from agents.sb3_vector import SB3VectorEnv
+    from agents.envs.sb3_vector import SB3VectorEnv
     from sb3_contrib import MaskablePPO
 
     envs = gymnasium.make_vec("quarto_env/QuartoVsAgent-v1", num_envs=64, opponent="greedy")
@@ -324,7 +324,7 @@ def batched_opponent(opponent: str | BatchedOpponent | NetworkActions, kind: Obs
         if opponent.strip() not in COMPILED_OPPONENTS:
             raise QuartoValueError(
                 f"opponent {opponent!r}: QuartoVectorVsAgent takes 'random', 'greedy', a network callable or a "
-                "BatchedOpponent; other agent specs through gymnasium.make_vec or agents.vector_vs_agent"
+                "BatchedOpponent; other agent specs through gymnasium.make_vec or agents.envs.vector_vs_agent"
             )
         return CompiledOpponent(opponent.strip())
     if all(callable(getattr(opponent, name, None)) for name in ("seed", "start", "act")):

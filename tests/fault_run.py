@@ -60,7 +60,7 @@ TINY_TRAINING = [
 """A training of a few seconds, as tests/conftest.py's (sectioned keys)."""
 POSITION = "6.e2....d8..9..1 5"
 ILLEGAL_LABEL = -2
-"""agents.labels.ILLEGAL: the label of a masked action in a dataset shard."""
+"""agents.solver.labels.ILLEGAL: the label of a masked action in a dataset shard."""
 
 
 @dataclasses.dataclass
@@ -697,11 +697,11 @@ SESSION_PRELUDE = textwrap.dedent("""
     import os, signal, threading
     import numpy as np
     import quarto_env
-    from agents.puct import BatchedSearch
-    from agents.sessions import ArenaSession, SearchOptions, SearchSession, SelfPlaySession
+    from agents.tree.puct import PUCTSearch
+    from agents.tree.sessions import ArenaSession, PUCTOptions, PUCTSession, SelfPlaySession
     from quarto_env.core import INITIAL_STATE, STANDARD, position_array
     from quarto_env.observation import observation_kind
-    FEW = SearchOptions(simulations=4)
+    FEW = PUCTOptions(simulations=4)
     def uniform(batch):
         return np.zeros((len(batch), 16), np.float32), np.zeros(len(batch), np.float32)
     def started(games=2, **options):  # a session whose batch 0 was evaluated: the faults come at batch 1
@@ -912,7 +912,7 @@ def _session_interrupt_timed(context: Context) -> str:
         SelfPlaySession(2, FEW, seed=0).run(uniform)  # the kernels compiled first
         outcomes = []
         for delay in (0.02, 0.05, 0.1, 0.15, 0.25):
-            session = SelfPlaySession(400, SearchOptions(simulations=16), seed=0, parallel=40)
+            session = SelfPlaySession(400, PUCTOptions(simulations=16), seed=0, parallel=40)
             timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
             timer.start()
             try:
@@ -962,10 +962,10 @@ SESSION_ARGUMENTS: list[tuple[str, str, str]] = [
     ("arena variant=7", "ArenaSession(1, FEW, variant=7)", "variant must be a Variant"),
     ("SelfPlaySession(10**12)", "SelfPlaySession(10**12)", "num_games"),
     ("parallel=10**12", "SelfPlaySession(None, FEW, parallel=10**12)", "parallel must be an integer >= 1 and <="),
-    ("simulations=10**9", "SelfPlaySession(4, SearchOptions(simulations=10**9))", "fewer simulations"),
+    ("simulations=10**9", "SelfPlaySession(4, PUCTOptions(simulations=10**9))", "fewer simulations"),
     ("ArenaSession(10**12)", "ArenaSession(10**12, FEW)", "num_pairs must be an integer >= 1 and <="),
     ("num_games=None without parallel", "SelfPlaySession(None, FEW)", "needs parallel"),
-    ("options as a dict", "SelfPlaySession(2, {'simulations': 8})", "SearchOptions"),
+    ("options as a dict", "SelfPlaySession(2, {'simulations': 8})", "PUCTOptions"),
     ("seed='abc'", "SelfPlaySession(2, FEW, seed='abc')", "seed must be an integer >= 0, a numpy Generator"),
     ("seed=-1", "SelfPlaySession(2, FEW, seed=-1)", "seed must be an integer >= 0"),
     ("names='ab'", "ArenaSession(1, FEW, names='ab')", "names must be a pair of strings"),
@@ -973,19 +973,19 @@ SESSION_ARGUMENTS: list[tuple[str, str, str]] = [
     ("run with a non-callable", "SelfPlaySession(2, FEW).run('my_network')", "evaluator 0 must be callable"),
     ("a match with one evaluator", "ArenaSession(1, FEW).run(uniform)", "takes 2 evaluator"),
     (
-        "SearchSession with float roots",
-        "SearchSession(BatchedSearch(STANDARD, observation_kind('raw'), None, 1, 8), np.zeros((1, 8)), 8)",
+        "PUCTSession with float roots",
+        "PUCTSession(PUCTSearch(STANDARD, observation_kind('raw'), None, 1, 8), np.zeros((1, 8)), 8)",
         "roots must be integer rows",
     ),
     (
-        "SearchSession with more roots than its trees",
-        "SearchSession(BatchedSearch(STANDARD, observation_kind('raw'), None, 1, 8), "
+        "PUCTSession with more roots than its trees",
+        "PUCTSession(PUCTSearch(STANDARD, observation_kind('raw'), None, 1, 8), "
         "position_array([INITIAL_STATE] * 3), 8).run(uniform)",
         "the number of roots must be an integer >= 1 and <= 1, got 3",
     ),
     (
-        "SearchSession with an unknown option",
-        "SearchSession(BatchedSearch(STANDARD, observation_kind('raw'), None, 1, 8), "
+        "PUCTSession with an unknown option",
+        "PUCTSession(PUCTSearch(STANDARD, observation_kind('raw'), None, 1, 8), "
         "position_array([INITIAL_STATE]), 8, temperature=1)",
         "temperature",
     ),
@@ -1009,9 +1009,9 @@ def _session_variant_mapping(context: Context) -> str:
 MAKE_SAMPLES = textwrap.dedent("""
     import sys
     import numpy as np
-    from agents.puct import encode_positions
-    from agents.sample_files import SampleWriter
-    from agents.sessions import Samples
+    from agents.tree.puct import encode_positions
+    from agents.tree.sample_files import SampleWriter
+    from agents.tree.sessions import Samples
     from quarto_env.core import INITIAL_STATE, Variant, legal_actions, position_array, step
     from quarto_env.observation import observation_kind
     folder, kind, variant = sys.argv[1], observation_kind(sys.argv[2]), Variant.make(squares=sys.argv[3] == "squares")
@@ -1045,7 +1045,7 @@ def _samples(context: Context, name: str = "data", kind: str = "tactical", rules
 
 
 def _seal(payload: bytes, kind: str, **meta: object) -> dict[str, object]:
-    """agents.integrity's seal of ``payload``, made here: what a hand that edits a file can make too."""
+    """agents.storage.integrity's seal of ``payload``, made here: what a hand that edits a file can make too."""
     return {"kind": kind, "format": 1, "bytes": len(payload), "sha256": hashlib.sha256(payload).hexdigest(), **meta}
 
 
@@ -1099,7 +1099,9 @@ def _limited(context: Context, argv: list[str], memory: int, timeout: float = 12
     return finish(context.start(sys.executable, "-m", "experiments.cli", *argv, before_exec=limit), timeout)
 
 
-SAMPLES_LIBRARY = "from agents.sample_files import SampleDataset, SampleWriter; from quarto_env.core import STANDARD"
+SAMPLES_LIBRARY = (
+    "from agents.tree.sample_files import SampleDataset, SampleWriter; from quarto_env.core import STANDARD"
+)
 
 
 @case("samples: two SampleWriters on one folder in one process")
@@ -1296,7 +1298,7 @@ for _offset, _field in [(6, "version needed"), (8, "flags"), (10, "compression m
 SHARD_SWEEP = textwrap.dedent("""
     import hashlib, json, sys, traceback
     from pathlib import Path
-    from agents.sample_files import SampleDataset
+    from agents.tree.sample_files import SampleDataset
     from quarto_env.errors import DatasetError
     folder = Path(sys.argv[1])
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -1654,8 +1656,8 @@ for _name, _argv, _damage in [
 CHECKPOINT_SWEEP = textwrap.dedent("""
     import struct, sys, zipfile
     from pathlib import Path
-    from agents.checkpoints import CheckpointError, CheckpointHeader, read_metadata, read_weights, write_checkpoint
-    from quarto_env.core import Variant
+    from agents.networks.checkpoints import CheckpointError, CheckpointHeader, read_metadata, read_weights,
+    write_checkpoint from quarto_env.core import Variant
     mask, source = int(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else None
     if source is None:  # a small valid checkpoint: its metadata, one entry of weights, its seal
         import torch
@@ -1953,7 +1955,7 @@ def _bound_evaluate(context: Context) -> str:
 
 
 case("bound: library MinimaxAgent(depth=10**6)")(
-    lambda context: _library(context, "from agents.minimax import MinimaxAgent; MinimaxAgent(depth=10**6)", "33")
+    lambda context: _library(context, "from agents.solver.minimax import MinimaxAgent; MinimaxAgent(depth=10**6)", "33")
 )
 
 

@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from agents.base import AGENT_KINDS, RESOLVED_BY_MAKE_AGENT, make_agent
+from agents.specs import AGENT_KINDS, RESOLVED_BY_MAKE_AGENT, make_agent
 from quarto_env.core import STANDARD
 
 
@@ -33,7 +33,7 @@ def test_the_registry_and_the_class_agree_on_every_default(name: str) -> None:
 
 def test_the_solver_is_exact_from_12_empty_squares_as_documented(monkeypatch: pytest.MonkeyPatch) -> None:
     """12 by default; a smaller ``empties`` is raised to the opening book's bottom, which is as cheap to solve."""
-    from agents import minimax
+    from agents.solver import minimax
 
     assert AGENT_KINDS["solver"].options["empties"].default == 12
     assert make_agent("solver", STANDARD, seed=0).empties == 12

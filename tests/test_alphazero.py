@@ -13,11 +13,11 @@ import pytest
 import torch as th
 
 from agents.alphazero import AlphaZeroAgent, load_network, save_checkpoint
-from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, make_agent
-from agents.checkpoints import CheckpointError, CheckpointHeader
 from agents.match import play_game
-from agents.networks import PolicyValueNetwork, device_of, resolve_device
-from agents.puct import BatchedSearch, candidates, encode_positions, forced_action
+from agents.networks.checkpoints import CheckpointError, CheckpointHeader
+from agents.networks.policy_value import PolicyValueNetwork, device_of, resolve_device
+from agents.specs import MAX_SEARCH_SIMULATIONS, SpecError, make_agent
+from agents.tree.puct import PUCTSearch, candidates, encode_positions, forced_action
 from experiments.training.az_selfplay import ReplayBuffer
 from quarto_env.core import (
     DECLARE,
@@ -152,7 +152,7 @@ def test_a_claimable_group_is_declared() -> None:
 def test_the_root_value_approaches_the_exact_value(seed: int) -> None:
     variant = STANDARD if seed < 6 else Variant.make(squares=True)
     state = endgame(variant, seed, 5)
-    search = BatchedSearch(variant, observation_kind("raw"), uniform, 1, 4000)
+    search = PUCTSearch(variant, observation_kind("raw"), uniform, 1, 4000)
     result = search.run(position_array([state]), 4000)
     exact = exact_value(variant, state)
     assert abs(float(result.root_value[0]) - exact) < 0.2
@@ -164,7 +164,7 @@ def test_the_root_value_approaches_the_exact_value(seed: int) -> None:
 
 def test_visits_add_up_and_stay_on_candidates() -> None:
     states = [endgame(STANDARD, seed, 8) for seed in range(6)] + [INITIAL_STATE]
-    search = BatchedSearch(STANDARD, observation_kind("parity"), hashed, len(states), 50)
+    search = PUCTSearch(STANDARD, observation_kind("parity"), hashed, len(states), 50)
     result = search.run(position_array(states), 50)
     for state, visits in zip(states, result.visits, strict=True):
         mask = candidates(*compiled_fields(state)[:4], STANDARD.group_array, STANDARD.counted)[0]
@@ -175,10 +175,10 @@ def test_visits_add_up_and_stay_on_candidates() -> None:
 
 def test_the_batched_search_agrees_with_one_game_searches() -> None:
     states = [endgame(STANDARD, seed, 6 + seed % 5) for seed in range(10)]
-    together = BatchedSearch(STANDARD, observation_kind("parity"), hashed, len(states), 120).run(
+    together = PUCTSearch(STANDARD, observation_kind("parity"), hashed, len(states), 120).run(
         position_array(states), 120
     )
-    alone = BatchedSearch(STANDARD, observation_kind("parity"), hashed, 1, 120)
+    alone = PUCTSearch(STANDARD, observation_kind("parity"), hashed, 1, 120)
     for i, state in enumerate(states):
         single = alone.run(position_array([state]), 120)
         assert np.array_equal(single.visits[0], together.visits[i])
@@ -186,7 +186,7 @@ def test_the_batched_search_agrees_with_one_game_searches() -> None:
 
 
 def test_noise_changes_the_searched_priors_and_keeps_a_distribution() -> None:
-    search = BatchedSearch(STANDARD, observation_kind("parity"), uniform, 2, 10)
+    search = PUCTSearch(STANDARD, observation_kind("parity"), uniform, 2, 10)
     result = search.run(position_array([INITIAL_STATE] * 2), 10, noise=(0.3, 0.25, np.random.default_rng(0)))
     searched = search.prior[:2, 0]  # the priors the search used
     assert np.allclose(searched.sum(1), 1.0)
@@ -381,7 +381,7 @@ def test_a_damaged_network_entry_is_refused(checkpoint: Path, tmp_path: Path) ->
 
 
 def test_az_is_an_opponent_of_the_gymnasium_env(checkpoint: Path) -> None:
-    from agents.vs_agent import make_vs_agent
+    from agents.envs.vs_agent import make_vs_agent
 
     env = make_vs_agent(opponent=f"az:{checkpoint},sims=8")
     _, info = env.reset(seed=0)

@@ -1,5 +1,5 @@
-"""``backend: jax`` for ``algorithm: alphazero`` (experiments.training.alphazero_jax, agents.jax_network): the sign
-of a value in the search's recurrent function and in the self-play targets, pinned on positions the solver
+"""``backend: jax`` for ``algorithm: alphazero`` (experiments.training.alphazero_jax, agents.networks.jax_network): the
+sign of a value in the search's recurrent function and in the self-play targets, pinned on positions the solver
 values; a tiny run end to end (its folder, its checkpoints), its resume, ``az:RUN`` playing it, and the refusals:
 a checkpoint of the other backend, the options that mean nothing on JAX, the missing extra. Skipped without the
 jax extra. The run's jitted iteration compiles once for the whole module (about 20 seconds on a CPU)."""
@@ -21,13 +21,13 @@ pytest.importorskip("quarto_env.jax")
 import jax
 import jax.numpy as jnp
 
-from agents import jax_network
 from agents.alphazero import load_network as load_torch_network
 from agents.alphazero import save_checkpoint as save_torch_checkpoint
-from agents.base import make_agent
-from agents.checkpoints import CheckpointError, CheckpointHeader
-from agents.minimax import Solver
-from agents.networks import PolicyValueNetwork
+from agents.networks import jax_network
+from agents.networks.checkpoints import CheckpointError, CheckpointHeader
+from agents.networks.policy_value import PolicyValueNetwork
+from agents.solver.minimax import Solver
+from agents.specs import make_agent
 from experiments.training import alphazero_jax
 from experiments.training.config import ConfigError, TrainConfig
 from experiments.training.config_file import load_config

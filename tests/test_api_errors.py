@@ -76,10 +76,10 @@ def test_every_exported_error_is_a_quarto_error_and_its_built_in_kind(error: typ
 def test_the_errors_of_the_upper_floors_are_the_exported_ones() -> None:
     """The classes that agents and experiments raise are the very ones ``quarto_env`` exports, and their own
     error classes are QuartoErrors too: one ``except QuartoError`` catches them all."""
-    from agents.base import SpecError as agents_spec_error
-    from agents.book import BookError
-    from agents.checkpoints import CheckpointError as agents_checkpoint_error
-    from agents.search_table_files import TableFileError
+    from agents.networks.checkpoints import CheckpointError as agents_checkpoint_error
+    from agents.solver.book import BookError
+    from agents.solver.table_files import TableFileError
+    from agents.specs import SpecError as agents_spec_error
     from agents.suites import SuiteError
     from experiments.arena.records import RecordError
     from experiments.evaluation.ratings import RatingError
@@ -324,8 +324,8 @@ def test_the_checks_hold_under_python_optimized() -> None:
 def test_the_commands_refusals_are_quarto_errors_too() -> None:
     """Every refusal class of the commands' own modules (output paths, outputs, configs, sweeps, resumable
     files) is a QuartoError, so one ``except quarto_env.QuartoError`` catches them all."""
-    from agents.files import OutputPathError
-    from agents.integrity import IntegrityError
+    from agents.storage.files import OutputPathError
+    from agents.storage.integrity import IntegrityError
     from experiments.output import OutputError
     from experiments.training.config_checks import ConfigError
     from experiments.training.sweep import SweepError

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.base import SpecError, parse_spec
+from agents.specs import SpecError, parse_spec
 from experiments.options import MAX_SEED, SEED
 from experiments.run_folder import code_version
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch as th
 
-from agents.networks import PolicyValueNetwork
-from agents.puct import BatchedSearch, SearchResult
-from agents.sessions import SearchOptions, SelfPlaySession
+from agents.networks.policy_value import PolicyValueNetwork
+from agents.tree.puct import PUCTResult, PUCTSearch
+from agents.tree.sessions import PUCTOptions, SelfPlaySession
 from experiments.training.az_selfplay import ReplayBuffer, network_evaluator, search_options
 from experiments.training.config import ConfigError
 from experiments.training.config_file import load_config
@@ -68,12 +68,12 @@ class SmallSelfPlay:
         th.manual_seed(0)
         network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 8)
         base = {"simulations": 16, "temperature_plies": 4, "targets": "visits"}
-        settings = SearchOptions(**{**base, **options})  # type: ignore[arg-type]
+        settings = PUCTOptions(**{**base, **options})  # type: ignore[arg-type]
         self.session = SelfPlaySession(None, settings, network.kind, STANDARD, rng, parallel=games, records=False)
-        self.search: BatchedSearch = self.session.search
+        self.search: PUCTSearch = self.session.search
         self.evaluate = network_evaluator(network)
 
-    def play_move(self) -> SearchResult:
+    def play_move(self) -> PUCTResult:
         result = self.session.play_round(self.evaluate)
         assert result is not None
         return result
@@ -81,10 +81,10 @@ class SmallSelfPlay:
 
 def searched_and_stored(
     selfplay: SmallSelfPlay, rounds: int
-) -> tuple[list[tuple[np.ndarray, SearchResult]], tuple[np.ndarray, ...]]:
+) -> tuple[list[tuple[np.ndarray, PUCTResult]], tuple[np.ndarray, ...]]:
     """Play ``rounds`` rounds of self-play: every search's roots and result, and every position it stored
     (positions, policy targets, outcomes, root values, concatenated)."""
-    searches: list[tuple[np.ndarray, SearchResult]] = []
+    searches: list[tuple[np.ndarray, PUCTResult]] = []
     search_rounds = selfplay.search.rounds
 
     def recording_rounds(roots: np.ndarray, sims: int, **options: object):  # type: ignore[no-untyped-def]
@@ -156,7 +156,7 @@ def test_the_target_fields_are_validated_with_their_allowed_values() -> None:
 # ---------------------------------------------------------------------------------------------------------
 # The completed-Q policy target
 # ---------------------------------------------------------------------------------------------------------
-def hand_made_result() -> SearchResult:
+def hand_made_result() -> PUCTResult:
     """One root with candidates 0, 1 and 2: action 0 visited twice (values 1 and 0), action 1 once (-1), action
     2 never; the root value is the mean of the three simulations, 0/3 = 0."""
     prior = np.zeros((1, NUM_ACTIONS), np.float32)
@@ -165,7 +165,7 @@ def hand_made_result() -> SearchResult:
     visits[0, :2] = [2, 1]
     value_sum = np.zeros((1, NUM_ACTIONS), np.float32)
     value_sum[0, :2] = [1.0, -1.0]
-    return SearchResult(visits, np.array([0.0], np.float32), prior, np.array([0.3], np.float32), 3, value_sum)
+    return PUCTResult(visits, np.array([0.0], np.float32), prior, np.array([0.3], np.float32), 3, value_sum)
 
 
 def test_completed_q_takes_the_mean_value_of_visited_actions_and_the_root_value_elsewhere() -> None:
@@ -187,7 +187,7 @@ def test_the_improved_policy_is_the_softmax_of_log_prior_plus_beta_q() -> None:
 def test_completed_q_of_a_real_search_matches_its_tree() -> None:
     th.manual_seed(1)
     network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 8)
-    search = BatchedSearch(STANDARD, network.kind, network.evaluate, 3, 24)
+    search = PUCTSearch(STANDARD, network.kind, network.evaluate, 3, 24)
     roots = position_array([endgame(STANDARD, s, 10) for s in range(3)])
     result = search.run(roots, 24)
     q = result.completed_q()
@@ -283,7 +283,7 @@ def test_exact_outcomes_replace_the_outcome_near_the_end_and_leave_the_rest() ->
 
 
 def test_exact_outcomes_agree_with_the_solver_on_late_positions() -> None:
-    from agents.minimax import solve
+    from agents.solver.minimax import solve
     from experiments.training.az_selfplay import ExactOutcomes
 
     states = [endgame(STANDARD, seed, 8) for seed in range(6)]

@@ -21,7 +21,7 @@ import torch as th
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.alphazero import load_network
-from agents.checkpoints import read_metadata
+from agents.networks.checkpoints import read_metadata
 from experiments.bench import az as bench_az
 from experiments.training import train as train_module
 from experiments.training.az_selfplay import new_network

@@ -58,7 +58,7 @@ def test_the_table_shows_ratios_where_pgx_was_measured() -> None:
 
 JAX_HOMES = (
     "quarto_env/jax/",  # the rules in JAX (the jax extra)
-    "agents/jax_network.py",
+    "agents/networks/jax_network.py",
     "experiments/training/alphazero_jax.py",  # backend: jax
     "experiments/bench/vector.py",  # pgx, the peer
     "experiments/bench/jax.py",

@@ -1,4 +1,4 @@
-"""The opening book (agents/book.py): its values and action values against the exact solver on small books, its
+"""The opening book (agents/solver/book.py): its values and action values against the exact solver on small books, its
 keys under the game's symmetries, the level enumeration against random play, and the file's refusals."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.book import (
+from agents.solver.book import (
     BookError,
     OpeningBook,
     board_key,
@@ -19,7 +19,7 @@ from agents.book import (
     load_book,
     save_book,
 )
-from agents.minimax import Solver
+from agents.solver.minimax import Solver
 from quarto_env.core import NO_PIECE, STANDARD, State, Variant, from_board, legal_actions, step
 from quarto_env.notation import parse_position
 from quarto_env.symmetry import board_symmetries
@@ -209,7 +209,7 @@ def test_quarto_book_refuses_a_partial_file_of_another_build(tmp_path: Path, cap
 def test_the_shipped_book_is_refused_with_a_warning_when_damaged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agents.book as book_module
+    import agents.solver.book as book_module
 
     monkeypatch.setattr(book_module, "BOOK_FOLDER", tmp_path)
     book_module.shipped_book.cache_clear()
@@ -230,7 +230,7 @@ def test_the_shipped_book_is_refused_with_a_warning_when_damaged(
 
 
 def test_the_solver_agent_plays_from_the_book_where_it_covers(small_books, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    import agents.minimax as minimax
+    import agents.solver.minimax as minimax
 
     variant, root, book, solver = small_books[0]
     monkeypatch.setattr(minimax, "shipped_book", lambda _: book)
@@ -274,10 +274,10 @@ def test_a_positions_key_is_shared_by_its_images_and_by_nothing_else() -> None:
 
 @pytest.mark.parametrize("variant", [STANDARD, SQUARES], ids=["standard", "squares"])
 def test_a_shipped_book_holds_every_early_board_and_a_sample_agrees_with_live_solves(variant: Variant) -> None:
-    """The shipped book checks out (its header and hash: :func:`agents.book.shipped_book`), starts from the empty
+    """The shipped book checks out (its header and hash: :func:`agents.solver.book.shipped_book`), starts from the empty
     board, holds exactly the canonical boards that :func:`book_levels` lists down to its bottom, and a seeded
     sample of its bottom entries, solved live by a solver without it, has the book's values."""
-    from agents.book import shipped_book
+    from agents.solver.book import shipped_book
 
     book = shipped_book(variant)
     assert book is not None, "the standard and squares books ship with the package"

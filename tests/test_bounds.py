@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import quarto_env
-from agents.base import MAX_DEPTH, SpecError, parse_spec
-from agents.minimax import MinimaxAgent
+from agents.solver.minimax import MinimaxAgent
+from agents.specs import MAX_DEPTH, SpecError, parse_spec
 from experiments.training.config import ConfigError
 from experiments.training.config_file import MAX_CONFIG_BYTES, MAX_CONFIG_VALUES, load_config
 from quarto_env.errors import CallOrderError

@@ -20,11 +20,17 @@ import pytest
 import torch as th
 
 import quarto_env
-from agents import checkpoints
-from agents.base import make_agent
-from agents.checkpoints import CHECKPOINT_FORMAT, CheckpointError, checkpoint_bytes, checkpoint_path, read_metadata
 from agents.match import play_game
+from agents.networks import checkpoints
+from agents.networks.checkpoints import (
+    CHECKPOINT_FORMAT,
+    CheckpointError,
+    checkpoint_bytes,
+    checkpoint_path,
+    read_metadata,
+)
 from agents.ppo import LoadedPolicy, load_policy, load_training_state
+from agents.specs import make_agent
 from experiments.training import evaluate, sb3_ppo
 from experiments.training import train as train_module
 from experiments.training.config_file import load_config
@@ -304,9 +310,9 @@ def test_format_1_checkpoints_still_load_with_derived_env_kwargs(tiny_run: tuple
 def test_a_run_folder_means_its_final_checkpoint(
     tiny_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agents.checkpoints
+    import agents.networks.checkpoints
 
-    monkeypatch.setattr(agents.checkpoints, "_said", set())
+    monkeypatch.setattr(agents.networks.checkpoints, "_said", set())
     run_dir = tiny_run[0]
     kept = run_dir / "checkpoints"
     assert checkpoint_path(run_dir) == kept / "final.zip"
@@ -331,7 +337,7 @@ def test_a_run_folder_means_its_final_checkpoint(
 
 
 def test_the_checkpoint_option_names_one_in_a_run_folder_for_every_kind(tiny_run: tuple[Path, str]) -> None:
-    from agents.base import SpecError, make_agent, parse_spec
+    from agents.specs import SpecError, make_agent, parse_spec
 
     run_dir = tiny_run[0]
     best = load_policy(run_dir / "checkpoints" / "best.zip").policy.state_dict()

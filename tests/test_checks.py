@@ -1,5 +1,5 @@
 """Tests of :mod:`quarto_env.checks` (finite, in-range numbers with messages that name the field and what is
-allowed), :mod:`agents.files` (output paths checked before any work; atomic writes that never leave half a file,
+allowed), :mod:`agents.storage.files` (output paths checked before any work; atomic writes that never leave half a file,
 and the clean-up of the temporaries a killed writer leaves) and the argparse types of :mod:`experiments.options`."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.files import (
+from agents.storage.files import (
     TEMPORARY_SUFFIX,
     OutputPathError,
     atomic_write,
@@ -561,7 +561,7 @@ def test_a_failing_writer_of_a_new_file_leaves_nothing(tmp_path: Path) -> None:
 
 KILLED_WRITER = """
 import os, signal, sys
-from agents.files import atomic_write
+from agents.storage.files import atomic_write
 
 def write(temporary):
     temporary.write_bytes(b"half of the new conte")

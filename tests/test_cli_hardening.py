@@ -244,7 +244,7 @@ def test_bench_train_without_the_reference_shows_a_dash_not_nan() -> None:
     ],
 )
 def test_a_mistyped_agent_kind_or_option_gets_the_nearest_name(spec: str, hint: str) -> None:
-    from agents.base import SpecError, parse_spec
+    from agents.specs import SpecError, parse_spec
 
     with pytest.raises(SpecError) as refusal:
         parse_spec(spec)

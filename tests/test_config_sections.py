@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from agents.base import make_agent
-from agents.checkpoints import read_metadata
+from agents.networks.checkpoints import read_metadata
+from agents.specs import make_agent
 from experiments.options import field_docs
 from experiments.training import train as train_module
 from experiments.training.config import (

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import quarto_env
-from agents.minimax import solve
+from agents.solver.minimax import solve
 from agents.suites import PositionSource, Suite, build_suite, save_suite
 from experiments.training.dataset import (
     ARRAYS,

@@ -1,6 +1,6 @@
 """The ``device`` of training and of every agent that runs a network: one resolver
-(:func:`agents.networks.resolve_device`), ``cpu`` by default, ``auto`` meaning cuda only where torch sees a GPU,
-and ``cuda`` refused in one line on a machine without one -- by the config, by an agent spec, by ``quarto train``,
+(:func:`agents.networks.policy_value.resolve_device`), ``cpu`` by default, ``auto`` meaning cuda only where torch sees a
+GPU, and ``cuda`` refused in one line on a machine without one -- by the config, by an agent spec, by ``quarto train``,
 ``quarto evaluate`` and ``quarto tournament`` before they write anything. Checkpoints are device-free: saved from
 CPU copies, loaded onto the device asked for.
 
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import torch as th
 
-from agents.base import AGENT_KINDS, SpecError, make_agent, parse_spec
-from agents.checkpoints import on_cpu, saved_bytes
-from agents.networks import DEFAULT_DEVICE, PolicyValueNetwork, device_of, resolve_device
+from agents.networks.checkpoints import on_cpu, saved_bytes
+from agents.networks.policy_value import DEFAULT_DEVICE, PolicyValueNetwork, device_of, resolve_device
 from agents.ppo import load_policy
+from agents.specs import AGENT_KINDS, SpecError, make_agent, parse_spec
 from experiments.training import evaluate, train
 from experiments.training.config import ConfigError, TrainConfig
 from experiments.training.config_file import load_config

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agents.checkpoints import read_metadata
+from agents.networks.checkpoints import read_metadata
 from tests.conftest import TINY_TRAINING
 
 TINY = [
@@ -219,7 +219,7 @@ def test_replay_grade_shows_progress_on_stderr_and_solves_each_position_once_by_
 ) -> None:
     """The grading batch: no position's every action is valued (a search or two per action), each position is
     solved once for its value, and a bar on stderr counts them (--no-progress hides it)."""
-    from agents.minimax import Solver
+    from agents.solver.minimax import Solver
     from experiments.arena import replay
 
     games = scripted_games(tmp_path, range(2))

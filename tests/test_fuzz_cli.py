@@ -985,8 +985,8 @@ def commands_loaded() -> None:
         "experiments.training.sb3_ppo",  # the backend train imports when a run starts
         *(f"experiments.bench.{name}" for name in ("env", "mcts", "solver", "train", "vector")),
         "agents.simple",
-        "agents.minimax",
-        "agents.mcts",
+        "agents.solver.minimax",
+        "agents.tree.uct",
         "agents.ppo",
         "PIL.Image",
     ]:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.base import Agent, make_agent
-from agents.integrity import sealed_json, unsealed_json
+from agents.base import Agent
+from agents.specs import make_agent
+from agents.storage.integrity import sealed_json, unsealed_json
 from agents.suites import PositionSource, Suite, build_suite, save_suite, shipped_suite_names
 from experiments.arena import grade
 from experiments.evaluation import grading

@@ -1,4 +1,4 @@
-"""The Gumbel root of the batched search (agents/puct.py): sequential halving against a pure-Python reference on
+"""The Gumbel root of the batched search (agents/tree/puct.py): sequential halving against a pure-Python reference on
 known Q values, the top-k draw, the budget, batching, the degenerate cases, the completed-Q target under both
 roots, and the ``az`` agent's ``root=gumbel`` option."""
 
@@ -11,10 +11,10 @@ import pytest
 import torch as th
 
 from agents.alphazero import AlphaZeroAgent
-from agents.base import AGENT_KINDS, SpecError, parse_spec
-from agents.gumbel_root import GumbelRoot, halving_phases
-from agents.networks import PolicyValueNetwork
-from agents.puct import ROOTS, BatchedSearch, SearchResult
+from agents.networks.policy_value import PolicyValueNetwork
+from agents.specs import AGENT_KINDS, SpecError, parse_spec
+from agents.tree.gumbel_root import GumbelRoot, halving_phases
+from agents.tree.puct import ROOTS, PUCTResult, PUCTSearch
 from quarto_env.core import (
     NO_PIECE,
     NUM_ACTIONS,
@@ -97,7 +97,7 @@ def reference_halving(
     return visits, max(reached, key=score)
 
 
-def chosen(result: SearchResult) -> np.ndarray:
+def chosen(result: PUCTResult) -> np.ndarray:
     """The Gumbel root's choices of ``result`` (a PUCT root's result has none: the test fails)."""
     assert result.chosen is not None
     return result.chosen
@@ -158,7 +158,7 @@ def test_the_gumbel_root_matches_a_pure_python_sequential_halving(
     q = rng.uniform(-1, 1, NUM_ACTIONS)
     logits = rng.normal(0, 1, NUM_ACTIONS)
     root = placing_root(placed, hand)
-    search = BatchedSearch(STANDARD, PARITY, known_q_evaluator(hand, placed, q, logits), 1, sims)
+    search = PUCTSearch(STANDARD, PARITY, known_q_evaluator(hand, placed, q, logits), 1, sims)
     gumbel = GumbelRoot(k, np.random.default_rng(seed + 100) if noisy else None)
     result = search.run(position_array([root]), sims, gumbel=gumbel)
 
@@ -177,7 +177,7 @@ def test_the_gumbel_root_matches_a_pure_python_sequential_halving(
 def test_the_considered_actions_are_the_top_k_by_noise_plus_log_prior(seed: int) -> None:
     k, sims = 5, 40  # 40 >= 5: the first phase visits each considered action
     root = endgame(STANDARD, seed, 10)
-    result = BatchedSearch(STANDARD, PARITY, small_network(seed).evaluate, 1, sims).run(
+    result = PUCTSearch(STANDARD, PARITY, small_network(seed).evaluate, 1, sims).run(
         position_array([root]), sims, gumbel=GumbelRoot(k, np.random.default_rng(seed))
     )
     noise = np.random.default_rng(seed).gumbel(size=NUM_ACTIONS)
@@ -193,7 +193,7 @@ def test_the_gumbel_root_spends_exactly_the_budget_on_candidates(k: int, sims: i
     # The chosen action is among the most visited even when the budget ends inside a phase whose last visits
     # lowered the Q of the actions they reached (the hashed values swing from -1 to 1).
     roots = [endgame(STANDARD, seed, 6 + seed % 9) for seed in range(24)]
-    result = BatchedSearch(STANDARD, PARITY, hashed, len(roots), sims).run(
+    result = PUCTSearch(STANDARD, PARITY, hashed, len(roots), sims).run(
         position_array(roots), sims, gumbel=GumbelRoot(k, np.random.default_rng(0))
     )
     assert result.sims == sims and np.all(result.visits.sum(1) == sims)
@@ -204,10 +204,10 @@ def test_the_gumbel_root_spends_exactly_the_budget_on_candidates(k: int, sims: i
 
 def test_the_batched_gumbel_search_agrees_with_one_game_searches() -> None:
     roots = [endgame(STANDARD, seed, 6 + seed % 5) for seed in range(10)]
-    together = BatchedSearch(STANDARD, PARITY, hashed, len(roots), 48).run(
+    together = PUCTSearch(STANDARD, PARITY, hashed, len(roots), 48).run(
         position_array(roots), 48, gumbel=GumbelRoot(8, np.random.default_rng(3))
     )
-    alone = BatchedSearch(STANDARD, PARITY, hashed, 1, 48)
+    alone = PUCTSearch(STANDARD, PARITY, hashed, 1, 48)
     rng = np.random.default_rng(3)  # the batch draws its noise row by row from the same stream
     for i, root in enumerate(roots):
         single = alone.run(position_array([root]), 48, gumbel=GumbelRoot(8, rng))
@@ -218,7 +218,7 @@ def test_the_batched_gumbel_search_agrees_with_one_game_searches() -> None:
 
 def test_one_considered_action_takes_every_simulation() -> None:
     root = endgame(STANDARD, 1, 9)
-    search = BatchedSearch(STANDARD, PARITY, small_network().evaluate, 1, 20)
+    search = PUCTSearch(STANDARD, PARITY, small_network().evaluate, 1, 20)
     result = search.run(position_array([root]), 20, gumbel=GumbelRoot(1))
     top = int(np.argmax(result.prior[0]))  # no noise: the top candidate by log prior
     assert result.visits[0, top] == 20 and chosen(result)[0] == top
@@ -236,13 +236,13 @@ def test_a_root_with_one_candidate_plays_it() -> None:
     board = [3, 4, 9, 2, 10, 1, 14, 8, 6, 11, 12, 15, 5, 13, 7, NO_PIECE]
     state = from_board(board, hand=0)
     assert not has_winning_group(STANDARD, state) and not winning_squares_for(STANDARD, state, 0)
-    result = BatchedSearch(STANDARD, PARITY, hashed, 1, 5).run(position_array([state]), 5, gumbel=GumbelRoot(16))
+    result = PUCTSearch(STANDARD, PARITY, hashed, 1, 5).run(position_array([state]), 5, gumbel=GumbelRoot(16))
     assert result.visits[0, 15] == 5 and chosen(result)[0] == 15
 
 
 def test_the_puct_root_is_unchanged_and_chooses_nothing() -> None:
     roots = [endgame(STANDARD, seed, 8) for seed in range(3)]
-    result = BatchedSearch(STANDARD, PARITY, hashed, 3, 30).run(position_array(roots), 30)
+    result = PUCTSearch(STANDARD, PARITY, hashed, 3, 30).run(position_array(roots), 30)
     assert result.chosen is None
     assert np.array_equal(result.best(), np.argmax(result.visits + result.prior * 0.5, axis=1))
 
@@ -252,7 +252,7 @@ def test_bad_gumbel_settings_are_refused_with_the_allowed_values() -> None:
         GumbelRoot(0)
     with pytest.raises(ValueError, match="c_scale must be at least 0"):
         GumbelRoot(c_scale=-1.0)
-    search = BatchedSearch(STANDARD, PARITY, hashed, 1, 4)
+    search = PUCTSearch(STANDARD, PARITY, hashed, 1, 4)
     with pytest.raises(ValueError, match="noise=None with gumbel"):
         search.run(
             position_array([endgame(STANDARD, 0, 8)]), 4, (0.3, 0.25, np.random.default_rng(0)), 0.0, GumbelRoot()
@@ -260,12 +260,12 @@ def test_bad_gumbel_settings_are_refused_with_the_allowed_values() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The completed-Q target (SearchResult.completed_q, improved_policy), recomputed from the tree
+# The completed-Q target (PUCTResult.completed_q, improved_policy), recomputed from the tree
 # ---------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("gumbel", [None, GumbelRoot(4)])
 def test_the_improved_policy_matches_a_recomputation_from_the_tree(gumbel: GumbelRoot | None) -> None:
     roots = [endgame(STANDARD, seed, 7 + seed) for seed in range(4)]
-    search = BatchedSearch(STANDARD, PARITY, small_network(2).evaluate, len(roots), 20)
+    search = PUCTSearch(STANDARD, PARITY, small_network(2).evaluate, len(roots), 20)
     result = search.run(position_array(roots), 20, gumbel=gumbel)
     beta = 20.0
     policy, q = result.improved_policy(beta), result.completed_q()
@@ -286,7 +286,7 @@ def test_the_improved_policy_matches_a_recomputation_from_the_tree(gumbel: Gumbe
 
 def test_without_simulations_completed_q_is_the_networks_value() -> None:
     roots = [endgame(STANDARD, seed, 9) for seed in range(3)]
-    result = BatchedSearch(STANDARD, PARITY, hashed, 3, 4).run(position_array(roots), 0)
+    result = PUCTSearch(STANDARD, PARITY, hashed, 3, 4).run(position_array(roots), 0)
     q = result.completed_q()
     assert result.sims == 0 and np.allclose(result.root_value, result.network_value)
     assert np.allclose(q, np.where(result.prior > 0, result.network_value[:, None], 0.0))
@@ -301,7 +301,7 @@ def test_the_az_agent_plays_the_gumbel_roots_choice_without_noise_when_greedy() 
     state = endgame(STANDARD, 5, 9)
     agents = [AlphaZeroAgent(STANDARD, seed, network=network, sims=24, root="gumbel", k=4) for seed in (0, 1)]
     actions = {agent.act(state) for agent in agents}
-    expected = BatchedSearch(STANDARD, PARITY, network.evaluate, 1, 24).run(
+    expected = PUCTSearch(STANDARD, PARITY, network.evaluate, 1, 24).run(
         position_array([state]), 24, gumbel=GumbelRoot(4)
     )
     assert actions == {int(chosen(expected)[0])}

@@ -23,7 +23,7 @@ from experiments.evaluation.grading import PositionValues, sample_decisions
 from quarto_env.core import STANDARD, Variant
 
 BOOKLESS = Variant.make(declaration=True)
-"""Rules that no opening book covers (:func:`agents.book.shipped_book`): the solver solves their early positions
+"""Rules that no opening book covers (:func:`agents.solver.book.shipped_book`): the solver solves their early positions
 live, for minutes, which is what these tests interrupt. Standard rules answer them from the book at once."""
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +38,7 @@ EXIT_TIMEOUT = 60.0
 @pytest.fixture(scope="module", autouse=True)
 def compiled_search() -> None:
     """Load (or compile and cache) the compiled search once, so that the commands start in a second or two."""
-    from agents.minimax import MinimaxAgent
+    from agents.solver.minimax import MinimaxAgent
 
     MinimaxAgent(STANDARD, time=1.0)
 

@@ -1,4 +1,4 @@
-"""The labeller (agents/labels.py) and ``quarto dataset --sample`` on top of it: every label against values found
+"""The labeller (agents/solver/labels.py) and ``quarto dataset --sample`` on top of it: every label against values found
 another way (brute force, or the solver on each child alone), the compiled symmetry keys against their
 definition, the same file for ``--jobs 1`` and ``--jobs 2``, a run interrupted (Ctrl-C, then a kill) that the
 same command finishes into the file of an uninterrupted run, and bad arguments refused before anything is
@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import labels
-from agents.files import is_temporary_name
-from agents.minimax import Solver
+from agents.solver import labels
+from agents.solver.minimax import Solver
+from agents.storage.files import is_temporary_name
 from agents.suites import PositionSource, collect_positions
 from experiments.training import dataset
 from experiments.training.dataset import ARRAYS, load_dataset, main, parts_folder
@@ -34,8 +34,8 @@ def positions(stages: tuple[int, ...], per_stage: int, seed: int) -> list[State]
 
 
 def solver_alone(state: State) -> dict[int, int]:
-    """Each action's value from a fresh solver's :meth:`~agents.minimax.Solver.value` of its child alone (no book,
-    no cache, no bound from the position's own value)."""
+    """Each action's value from a fresh solver's :meth:`~agents.solver.minimax.Solver.value` of its child alone (no
+    book, no cache, no bound from the position's own value)."""
     values = {}
     for action in legal_actions(STANDARD, state):
         child = step(STANDARD, state, action)

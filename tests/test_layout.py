@@ -4,6 +4,12 @@
 ``experiments`` the rooms have floors of their own (:data:`ROOM_FLOOR`): the shared modules beside ``cli.py``, then
 ``evaluation`` (the games, grading and ratings that training and the arena share), then ``training``, ``arena`` and
 ``probe`` side by side -- none imports another -- then ``bench``, which measures them all, and ``cli.py`` on top.
+``agents`` has rooms too (:data:`AGENT_ROOM_FLOOR`): on the ground the agent interface and the few modules every
+room stands on (:data:`AGENT_GROUND`) beside ``storage``; above them ``solver``, ``tree`` and ``networks`` side by
+side, none importing another; then the players, directly in ``agents/`` (the specs, the trained agents, the suites,
+which play games between agents named by specs); and ``envs``, the environments against an agent named by a spec,
+on top. The JAX core is rules, so it lives on the ground floor, in ``quarto_env.jax``; its network is in
+``agents.networks``, beside the torch ones.
 Every import statement of the three packages counts -- inside functions too, where an import hides from a
 reader -- except those under ``if TYPE_CHECKING:``, which never run. Names loaded from strings
 (``importlib.import_module``, the agent registry, the command table) are not imports: they are how an upper
@@ -26,6 +32,15 @@ ROOM_FLOOR = {"evaluation": 1, "training": 2, "arena": 2, "probe": 2, "bench": 3
 """The floor of each room (package) of ``experiments``: the shared modules beside ``cli.py`` are floor 0, ``cli.py``
 above every room. A room imports only rooms on lower floors: rooms on one floor never import each other."""
 CLI_FLOOR = max(ROOM_FLOOR.values()) + 1
+AGENT_ROOM_FLOOR = {"storage": 0, "solver": 1, "tree": 1, "networks": 1, "envs": 3}
+"""The floor of each room (package) of ``agents``; the players directly in ``agents/`` are on floor
+:data:`AGENT_PLAYERS_FLOOR`, but the :data:`AGENT_GROUND` modules, on floor 0."""
+AGENT_GROUND = frozenset({"base", "match", "simple", "interrupts"})
+"""The modules directly in ``agents/`` that the rooms stand on: the agent interface, a game between agents, the
+simplest agents (which sample positions for the solver) and the stopping of compiled searches."""
+AGENT_PLAYERS_FLOOR = 2
+MOST_AGENT_MODULES_ON_TOP = 12
+"""The most modules directly in ``agents/``, ``__init__.py`` included: the rest live in rooms."""
 
 
 def module_name(path: Path) -> str:
@@ -74,7 +89,7 @@ def import_graph() -> dict[str, set[str]]:
 def test_the_graph_sees_function_level_imports() -> None:
     """The control: the labeller's lazy import of the solver, and the command table's targets' absence."""
     graph = import_graph()
-    assert "agents.minimax" in graph["agents.labels"]  # imported inside a function
+    assert "agents.solver.minimax" in graph["agents.solver.labels"]  # imported inside a function
     assert not any(name.startswith("experiments.training") for name in graph["experiments.cli"])  # by string only
 
 
@@ -157,6 +172,60 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def agent_room_floor(module: str) -> tuple[str, int]:
+    """The room of an ``agents`` module (``agents.solver.book``: ``solver``) and its floor: the players directly in
+    ``agents/`` share the room ``""``, the ground modules the room ``"ground"`` (:data:`AGENT_GROUND`)."""
+    parts = module.split(".")
+    if len(parts) > 2 or (len(parts) == 2 and parts[1] in AGENT_ROOM_FLOOR):
+        return parts[1], AGENT_ROOM_FLOOR[parts[1]]
+    if parts[-1] in AGENT_GROUND:
+        return "ground", 0
+    return "", AGENT_PLAYERS_FLOOR
+
+
+def agent_imports_across_rooms(graph: dict[str, set[str]]) -> list[str]:
+    """The imports between two ``agents`` rooms that do not run down. The package itself (``agents``, which every
+    import of a submodule runs) is no room."""
+    wrong = []
+    for module, targets in graph.items():
+        if not module.startswith("agents."):
+            continue
+        room, floor = agent_room_floor(module)
+        for target in targets:
+            if target.startswith("agents."):
+                target_room, target_floor = agent_room_floor(target)
+                if target_room != room and target_floor >= floor:
+                    wrong.append(f"{module} imports {target}")
+    return sorted(wrong)
+
+
+def test_agent_imports_across_rooms_finds_a_sideways_and_an_upward_one() -> None:
+    """The control: the solver and the tree searches side by side, the specs above both."""
+    graph = {
+        "agents.tree.sessions": {"agents.solver.book", "agents.match"},
+        "agents.solver.suites": {"agents.specs", "agents.storage.files"},
+        "agents.specs": {"agents.base"},
+    }
+    assert agent_imports_across_rooms(graph) == [
+        "agents.solver.suites imports agents.specs",
+        "agents.tree.sessions imports agents.solver.book",
+    ]
+
+
+def test_agents_rooms_import_only_rooms_below() -> None:
+    wrong = agent_imports_across_rooms(import_graph())
+    assert not wrong, "an agents room imports one beside or above it: " + "; ".join(wrong)
+
+
+def test_agents_has_its_rooms_and_few_modules_on_top() -> None:
+    folder = REPO / "agents"
+    rooms = sorted(p.name for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert rooms == sorted(AGENT_ROOM_FLOOR)
+    on_top = sorted(p.name for p in folder.glob("*.py"))
+    assert len(on_top) <= MOST_AGENT_MODULES_ON_TOP, f"too many modules directly in agents/: {on_top}"
+    assert all((folder / f"{name}.py").exists() for name in AGENT_GROUND)
+
+
 def test_find_cycle_finds_one() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
@@ -181,7 +250,13 @@ def test_the_checkpoint_format_and_the_other_agents_need_no_stable_baselines3() 
     import subprocess
     import sys
 
-    modules = ["agents.checkpoints", "agents.networks", "agents.puct", "agents.alphazero", "agents.rllib"]
+    modules = [
+        "agents.networks.checkpoints",
+        "agents.networks.policy_value",
+        "agents.tree.puct",
+        "agents.alphazero",
+        "agents.rllib",
+    ]
     heavy = "{'stable_baselines3', 'sb3_contrib', 'ray'}"
     probe = f"import sys, {', '.join(modules)}; print(sorted({heavy} & set(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)

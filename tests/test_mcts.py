@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.base import SpecError, make_agent
 from agents.match import play_game
-from agents.mcts import FIRST_CHILD, NEXT_SIBLING, TIMED_CHUNK, VISITS, MCTSAgent, Tree
-from agents.positions import greedy_game_positions
+from agents.solver.positions import greedy_game_positions
+from agents.specs import SpecError, make_agent
+from agents.tree.uct import FIRST_CHILD, NEXT_SIBLING, TIMED_CHUNK, VISITS, UCTAgent, UCTTree
 from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
@@ -106,13 +106,13 @@ ROW_OF_THREE = [1, 3, 5] + [NO_PIECE] * 13
 
 def test_takes_an_immediate_win() -> None:
     state = from_board(ROW_OF_THREE, hand=7)
-    assert MCTSAgent(seed=0, sims=300).act(state) == 3
+    assert UCTAgent(seed=0, sims=300).act(state) == 3
 
 
 def test_never_hands_over_a_winning_piece_when_a_safe_one_exists() -> None:
     state = from_board(ROW_OF_THREE)  # giving: short hollow pieces 8, 10, 12, 14 are the only safe ones
     for seed in range(3):
-        assert MCTSAgent(seed=seed, sims=2000).act(state) in (8, 10, 12, 14)
+        assert UCTAgent(seed=seed, sims=2000).act(state) in (8, 10, 12, 14)
 
 
 @pytest.mark.parametrize("policy", ["lose", "penalty"])
@@ -120,8 +120,8 @@ def test_declaration_variant_declares_a_claim_and_never_declares_falsely(policy:
     variant = Variant.make(declaration=True, false_declaration=policy)
     placed = step(variant, from_board(ROW_OF_THREE, hand=7), 3)
     assert placed.claimable and not placed.over
-    assert MCTSAgent(variant, seed=0, sims=200).act(placed) == DECLARE
-    agent = MCTSAgent(variant, seed=1, sims=200)
+    assert UCTAgent(variant, seed=0, sims=200).act(placed) == DECLARE
+    agent = UCTAgent(variant, seed=1, sims=200)
     for seed in range(20):
         state = random_position(variant, seed, plies=seed % 20 + 2)
         if not state.over and not state.claimable:
@@ -130,13 +130,13 @@ def test_declaration_variant_declares_a_claim_and_never_declares_falsely(policy:
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.describe() for v in VARIANTS])
 def test_plays_legal_games_in_every_variant(variant: Variant) -> None:
-    record = play_game(variant, [MCTSAgent(variant, seed=0, sims=60), make_agent("random", variant, seed=1)])
+    record = play_game(variant, [UCTAgent(variant, seed=0, sims=60), make_agent("random", variant, seed=1)])
     assert record.end in ("win", "draw")
 
 
 def test_same_seed_same_game_and_different_seed_different_search() -> None:
     def game(seed: int) -> list[int]:
-        return play_game(STANDARD, [MCTSAgent(seed=seed, sims=100), make_agent("greedy", seed=5)]).actions
+        return play_game(STANDARD, [UCTAgent(seed=seed, sims=100), make_agent("greedy", seed=5)]).actions
 
     assert game(11) == game(11)
     assert any(game(11) != game(s) for s in (12, 13, 14))
@@ -145,7 +145,7 @@ def test_same_seed_same_game_and_different_seed_different_search() -> None:
 def test_beats_random_play() -> None:
     score = 0.0
     for g in range(10):
-        mcts, rand = MCTSAgent(seed=g, sims=200), make_agent("random", seed=100 + g)
+        mcts, rand = UCTAgent(seed=g, sims=200), make_agent("random", seed=100 + g)
         seat = g % 2
         record = play_game(STANDARD, [mcts, rand] if seat == 0 else [rand, mcts])
         score += record.score(seat)
@@ -154,7 +154,7 @@ def test_beats_random_play() -> None:
 
 def test_time_budget_and_spec() -> None:
     agent = make_agent("mcts:time=0.05", STANDARD, seed=0)
-    assert isinstance(agent, MCTSAgent) and agent.time == 0.05
+    assert isinstance(agent, UCTAgent) and agent.time == 0.05
     agent.act(INITIAL_STATE)
     assert agent.last_search is not None and agent.last_search.sims >= 1
     assert make_agent("mcts:sims=7,c=0.5", seed=0).sims == 7
@@ -168,15 +168,15 @@ def test_bad_specs_are_rejected(spec: str) -> None:
 
 def test_bad_constructor_arguments_are_rejected() -> None:
     with pytest.raises(ValueError, match="sims must be >= 1"):
-        MCTSAgent(sims=0)
+        UCTAgent(sims=0)
     with pytest.raises(ValueError, match="time must be >= 0"):
-        MCTSAgent(time=-1)
+        UCTAgent(time=-1)
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.describe() for v in VARIANTS])
 def test_every_simulation_adds_one_visit_along_one_path(variant: Variant) -> None:
     state = random_position(variant, seed=4, plies=7)
-    tree = Tree(301)
+    tree = UCTTree(301)
     tree.start(state, variant, seed=0)
     tree.simulate(300, 1.0)
     links = tree.links[: tree.size]
@@ -202,7 +202,7 @@ def _children(links: np.ndarray, node: int) -> list[int]:
 
 
 def test_a_time_budget_grows_the_tree_past_its_first_chunk() -> None:
-    agent = MCTSAgent(seed=0, time=0.2)
+    agent = UCTAgent(seed=0, time=0.2)
     agent.act(INITIAL_STATE)
     assert agent.last_search is not None and agent.last_search.sims > 2 * TIMED_CHUNK
 

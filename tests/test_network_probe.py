@@ -1,4 +1,4 @@
-"""``quarto bench network`` (experiments/probe/) and the designs of agents/networks.py: the probe's labels
+"""``quarto bench network`` (experiments/probe/) and the designs of agents/networks/policy_value.py: the probe's labels
 against the solver, its shares against a recomputation by brute force, the W/D/L loss weights, the mistake depths,
 the augmentation of the per-action labels; every design's forward pass, symmetry and checkpoint, and the hand
 piece's pathway."""
@@ -16,17 +16,17 @@ import torch as th
 import torch.nn.functional as F
 
 from agents.alphazero import load_network, save_checkpoint
-from agents.checkpoints import CheckpointError, CheckpointHeader
-from agents.minimax import MinimaxAgent, solve
-from agents.network_designs import EQUIVARIANT_DESIGNS, LoopedNetwork, TransformerNetwork
-from agents.networks import (
+from agents.networks.checkpoints import CheckpointError, CheckpointHeader
+from agents.networks.designs import EQUIVARIANT_DESIGNS, LoopedNetwork, TransformerNetwork
+from agents.networks.policy_value import (
     FAST_MIN_BATCH,
     NETWORK_DESIGNS,
     PolicyValueNetwork,
     SlotNetwork,
     Workspace,
 )
-from agents.puct import encode_positions
+from agents.solver.minimax import MinimaxAgent, solve
+from agents.tree.puct import encode_positions
 from experiments.evaluation.grading import PositionValues, exact_action_values
 from experiments.probe import fit, positions
 from experiments.probe import network as probe

@@ -57,12 +57,12 @@ def test_without_a_group_numba_keeps_the_stale_code(tmp_path: Path) -> None:
 
 
 def test_the_project_modules_are_one_group() -> None:
-    import agents.search_kernels
+    import agents.solver.kernels
     import quarto_env.core
 
     sources = {path.name for path in numba_cache.project_sources()}
     assert {"core.py", "search_kernels.py", "search_ordering.py", "search_table.py", "fast.py", "puct.py"} <= sources
-    locator = agents.search_kernels.negamax_give._cache._impl.locator
+    locator = agents.solver.kernels.negamax_give._cache._impl.locator
     assert type(locator).__module__ == numba_cache.__name__
     group_of_core = numba_cache._group_stamps[str(Path(quarto_env.core.__file__).resolve())]
     assert locator.get_source_stamp()[1] == group_of_core

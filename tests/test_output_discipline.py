@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from agents import files
+from agents.storage import files
 from experiments import cli, output
 from experiments.arena import grade as grade_command
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agents.base import Agent, make_agent
+from agents.base import Agent
 from agents.match import GameRecord, opening_state
-from agents.minimax import default_solver
+from agents.solver.minimax import default_solver
+from agents.specs import make_agent
 from experiments.arena import tournament
 from experiments.evaluation.perfect import (
     PERFECT_SPEC,

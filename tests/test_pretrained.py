@@ -1,5 +1,5 @@
-"""The trained networks shipped in the wheel (agents.pretrained): each is playable by a spec with no training, for
-the rules it was trained on, is in the wheel's package data, and is refused in one line once altered."""
+"""The trained networks shipped in the wheel (agents.networks.pretrained): each is playable by a spec with no training,
+for the rules it was trained on, is in the wheel's package data, and is refused in one line once altered."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from agents import pretrained
-from agents.base import make_agent
-from agents.checkpoints import CheckpointError, check_algorithm, read_metadata
-from agents.pretrained import PRETRAINED, SHIPPED, SQUARES, pretrained_path
+from agents.networks import pretrained
+from agents.networks.checkpoints import CheckpointError, check_algorithm, read_metadata
+from agents.networks.pretrained import PRETRAINED, SHIPPED, SQUARES, pretrained_path
+from agents.specs import make_agent
 from experiments.training.ship import playing_copy
 from quarto_env.core import STANDARD, State, Variant
 

@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 
 from agents import interrupts
-from agents.minimax import Solver
-from agents.positions import greedy_game_positions
-from agents.search import Search, SearchInterrupted
-from agents.search_kernels import EXACT_DEPTH, WIN
-from agents.search_table import table_bits_for
-from agents.search_table_files import TableFileError, load_table, read_table_header, save_table
-from agents.value_cache import ValueCache, default_cache_path, sound_rows
+from agents.solver.alphabeta import AlphaBetaInterrupted, AlphaBetaSearch
+from agents.solver.kernels import EXACT_DEPTH, WIN
+from agents.solver.minimax import Solver
+from agents.solver.positions import greedy_game_positions
+from agents.solver.table import table_bits_for
+from agents.solver.table_files import TableFileError, load_table, read_table_header, save_table
+from agents.solver.value_cache import ValueCache, default_cache_path, sound_rows
 from experiments.arena import solve as solve_command
 from quarto_env.core import NO_PIECE, STANDARD, State, Variant, from_board
 from quarto_env.notation import format_position, parse_position
@@ -67,7 +67,7 @@ def test_two_threads_agree_with_one_on_every_best_action(variant: Variant) -> No
 
 def test_a_search_stopped_from_another_thread_raises_search_interrupted() -> None:
     """What the SIGINT watcher does, done by hand: the flag stops every thread within milliseconds."""
-    search = Search(STANDARD, table_bits=16, jobs=2)
+    search = AlphaBetaSearch(STANDARD, table_bits=16, jobs=2)
     stopped_at = []
 
     def stop_soon() -> None:
@@ -77,7 +77,7 @@ def test_a_search_stopped_from_another_thread_raises_search_interrupted() -> Non
 
     stopper = threading.Thread(target=stop_soon)
     stopper.start()
-    with pytest.raises(SearchInterrupted):
+    with pytest.raises(AlphaBetaInterrupted):
         search.run(parse_position("................ -"), EXACT_DEPTH, -1, 0)
     stopper.join()
     assert search.progress()["nodes"] > 0
@@ -103,7 +103,7 @@ def test_a_saved_table_seeds_a_table_of_another_size(tmp_path: Path) -> None:
 
 
 def test_bad_table_files_are_refused_by_name(tmp_path: Path) -> None:
-    table = Search(STANDARD, table_bits=10).table
+    table = AlphaBetaSearch(STANDARD, table_bits=10).table
     with pytest.raises(TableFileError, match="no such file"):
         load_table(tmp_path / "missing.npz", table, STANDARD)
     damaged = tmp_path / "damaged.npz"

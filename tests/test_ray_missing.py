@@ -74,8 +74,8 @@ def test_the_finder_hides_ray() -> None:
 @pytest.fixture(scope="module")
 def rllib_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An untrained ``rllib:`` checkpoint, written without Ray (the format is the project's own)."""
-    from agents.checkpoints import CheckpointHeader
-    from agents.networks import network_for
+    from agents.networks.checkpoints import CheckpointHeader
+    from agents.networks.policy_value import network_for
     from agents.rllib import save_checkpoint
     from experiments.training.config_file import load_config
 

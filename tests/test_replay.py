@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from agents.base import make_agent
 from agents.match import play_game
+from agents.specs import make_agent
 from experiments.arena import replay
 from experiments.arena.records import record_line
 from quarto_env.core import STANDARD, Variant, step

@@ -1,5 +1,5 @@
-"""Resumable state proves itself (agents/integrity.py): a partial file altered into well-formed data -- a dataset
-shard whose draws became wins, whose wins and losses are swapped or whose masked action is a win, the dataset's
+"""Resumable state proves itself (agents/storage/integrity.py): a partial file altered into well-formed data -- a
+dataset shard whose draws became wins, whose wins and losses are swapped or whose masked action is a win, the dataset's
 plan of positions, a tournament's game record, a training checkpoint -- is redone or refused, never used; a
 damaged ``latest.zip`` (truncated, altered, or a byte of its central directory that zipfile cannot read) is passed
 over for the newest intact checkpoint, named in one line; a resume with fewer ``total_steps`` than done is refused
@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import labels
-from agents.checkpoints import DamagedCheckpointError, read_metadata
-from agents.integrity import SEAL_ENTRY, IntegrityError, read_sealed, write_sealed
+from agents.networks.checkpoints import DamagedCheckpointError, read_metadata
 from agents.ppo import load_policy
+from agents.solver import labels
+from agents.storage.integrity import SEAL_ENTRY, IntegrityError, read_sealed, write_sealed
 from experiments.arena import tournament
 from experiments.training import dataset
 from experiments.training import train as train_module

@@ -54,10 +54,10 @@ VARIANTS = [{}, {"squares": True, "attributes": 3}, {"declaration": True, "false
 def test_the_rllib_agent_plays_a_run_folders_latest_checkpoint_on_the_device_asked_for(tmp_path: Path) -> None:
     import torch as th
 
-    from agents.base import make_agent
-    from agents.checkpoints import CheckpointHeader
-    from agents.networks import device_of, network_for
+    from agents.networks.checkpoints import CheckpointHeader
+    from agents.networks.policy_value import device_of, network_for
     from agents.rllib import load_network, save_checkpoint
+    from agents.specs import make_agent
     from quarto_env.core import INITIAL_STATE
     from quarto_env.observation import observation_kind
 
@@ -339,8 +339,8 @@ def test_an_rllib_run_shows_its_sample_games_at_every_evaluation(rllib_run: tupl
 @pytest.mark.slow
 def test_the_rllib_spec_plays_legal_games_and_checkpoints_are_data(rllib_run: tuple[Path, str]) -> None:
     import quarto_env
-    from agents.base import make_agent
-    from agents.checkpoints import read_metadata
+    from agents.networks.checkpoints import read_metadata
+    from agents.specs import make_agent
 
     run_dir, _ = rllib_run
     metadata = read_metadata(run_dir / "checkpoints" / "final.zip")
@@ -363,8 +363,8 @@ def test_the_rllib_spec_plays_legal_games_and_checkpoints_are_data(rllib_run: tu
 @pytest.mark.ray
 @pytest.mark.slow
 def test_bad_rllib_checkpoints_get_one_line_errors(rllib_run: tuple[Path, str], tmp_path: Path) -> None:
-    from agents.base import make_agent
-    from agents.checkpoints import CheckpointError
+    from agents.networks.checkpoints import CheckpointError
+    from agents.specs import make_agent
 
     run_dir, _ = rllib_run
     final = run_dir / "checkpoints" / "final.zip"
@@ -394,7 +394,7 @@ def test_bad_rllib_checkpoints_get_one_line_errors(rllib_run: tuple[Path, str], 
 def _rewrite(source: Path, target: Path, entry: str, change: Any) -> None:
     """Copy the zip ``source`` to ``target`` with ``entry`` replaced by ``change(its bytes)``, sealed anew (a
     crafted checkpoint as its author would make it: whole)."""
-    from agents.checkpoints import checkpoint_bytes
+    from agents.networks.checkpoints import checkpoint_bytes
 
     with zipfile.ZipFile(source) as original:
         entries = {name: original.read(name) for name in original.namelist()}
@@ -414,7 +414,7 @@ def _pickled_object() -> bytes:
 def test_resume_continues_with_the_weights_snapshots_and_steps_also_in_an_env_runner(
     rllib_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agents.checkpoints import read_metadata, read_weights
+    from agents.networks.checkpoints import read_metadata, read_weights
     from agents.rllib import load_network
 
     run_dir = tmp_path / "run"
@@ -436,7 +436,7 @@ def test_resume_continues_with_the_weights_snapshots_and_steps_also_in_an_env_ru
 @pytest.mark.ray
 @pytest.mark.slow
 def test_resume_restores_mains_optimizer_state(rllib_run: tuple[Path, str], tmp_path: Path) -> None:
-    from agents.checkpoints import read_weights
+    from agents.networks.checkpoints import read_weights
     from agents.rllib import OPTIMIZER_ENTRY
     from experiments.training.config_file import load_config
     from experiments.training.rllib_ppo import Trainer, start
@@ -460,7 +460,7 @@ def test_resume_restores_mains_optimizer_state(rllib_run: tuple[Path, str], tmp_
     assert_same_optimizer_state(restored, saved)
     assert {group["lr"] for group in groups} == {1e-3}  # the resumed config's learning rate, not the checkpoint's
     # A checkpoint written before the optimizer state was saved resumes with Adam from zero.
-    from agents.checkpoints import checkpoint_bytes
+    from agents.networks.checkpoints import checkpoint_bytes
 
     with zipfile.ZipFile(latest) as source:
         entries = {name: source.read(name) for name in source.namelist() if name != OPTIMIZER_ENTRY}
@@ -483,7 +483,7 @@ def assert_same_optimizer_state(restored: dict[str, Any], saved: dict[str, Any])
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_remote_learner_trains_and_gets_its_optimizer_state_back(local_ray: Any, tmp_path: Path) -> None:
-    from agents.checkpoints import read_weights
+    from agents.networks.checkpoints import read_weights
     from agents.rllib import OPTIMIZER_ENTRY
     from experiments.training.config_file import load_config
     from experiments.training.rllib_ppo import Trainer, start

@@ -1,4 +1,4 @@
-"""Sample datasets as strict as the rest (:mod:`agents.sample_files`, issue 50): one writer a folder under the
+"""Sample datasets as strict as the rest (:mod:`agents.tree.sample_files`, issue 50): one writer a folder under the
 lock every writer takes, appends only under the same whole header, files refused before a byte is read (pipes,
 devices, links out of the folder, sizes over the bound), a re-sealed manifest of the wrong structure refused, and
 every damaged ``.npz`` one line -- a byte-flip sweep gives no traceback. The samples are made without a search:
@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.integrity import make_seal, sealed_json
-from agents.puct import encode_positions
-from agents.sample_files import (
+from agents.storage.integrity import make_seal, sealed_json
+from agents.tree.puct import encode_positions
+from agents.tree.sample_files import (
     MANIFEST,
     MANIFEST_KIND,
     SAMPLES_FORMAT,
@@ -31,7 +31,7 @@ from agents.sample_files import (
     SampleWriter,
     read_npz,
 )
-from agents.sessions import Samples
+from agents.tree.sessions import Samples
 from experiments.training import dataset as dataset_command
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant, legal_actions, position_array, step
 from quarto_env.errors import CallOrderError, DatasetError
@@ -122,7 +122,7 @@ def test_a_second_writer_in_this_process_is_refused_naming_the_first(tmp_path: P
 
 HOLD = """
 import sys, time
-from agents.sample_files import SampleWriter
+from agents.tree.sample_files import SampleWriter
 from quarto_env.core import STANDARD
 with SampleWriter(sys.argv[1], "tactical", STANDARD):
     print("held", flush=True)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from agents.base import make_agent
-from agents.minimax import solve
+from agents.solver.minimax import solve
+from agents.specs import make_agent
 from experiments.evaluation.games import AgentOpponent, KeptGame, evaluate
 from experiments.evaluation.grading import PositionValues
 from experiments.evaluation.sample_games import NOT_GRADED, fast_to_grade, game_markdown, graded_games

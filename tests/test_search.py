@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents import SpecError, make_agent
-from agents.minimax import MinimaxAgent, SolverAgent, solve
-from agents.positions import greedy_game_positions
-from agents.search import Search
-from agents.search_kernels import EXACT_DEPTH, WIN
+from agents.solver.alphabeta import AlphaBetaSearch
+from agents.solver.kernels import EXACT_DEPTH, WIN
+from agents.solver.minimax import MinimaxAgent, SolverAgent, solve
+from agents.solver.positions import greedy_game_positions
 from quarto_env.core import (
     ATTRIBUTES,
     DECLARE,
@@ -147,7 +147,7 @@ def test_signed_lanes_keep_the_bits() -> None:
 
 def test_proven_scores_of_a_shallow_search_are_exact() -> None:
     """A depth-limited search scores +-WIN only when the position is won or lost under perfect play."""
-    search = Search(STANDARD, table_bits=16)
+    search = AlphaBetaSearch(STANDARD, table_bits=16)
     for state in greedy_game_positions(8, 8, seed=3):
         value = solve(state).value
         for depth in range(1, 7):
@@ -169,13 +169,15 @@ def test_minimax_to_the_end_is_the_solver() -> None:
 
 
 def test_search_stops_at_a_deadline_that_has_passed() -> None:
-    result = Search(STANDARD, table_bits=16).run(parse_position("................ -"), EXACT_DEPTH, deadline=0.0)
+    result = AlphaBetaSearch(STANDARD, table_bits=16).run(
+        parse_position("................ -"), EXACT_DEPTH, deadline=0.0
+    )
     assert result.aborted
     assert result.nodes == 1  # the stop flag is set before the search starts, and read at every node
 
 
 def test_search_refuses_finished_or_claimable_positions() -> None:
-    search = Search(STANDARD, table_bits=16)
+    search = AlphaBetaSearch(STANDARD, table_bits=16)
     with pytest.raises(ValueError, match="not over"):
         search.run(parse_position("0123............ -"))
     with pytest.raises(ValueError, match="at least 1 ply"):

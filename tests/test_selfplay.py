@@ -10,8 +10,8 @@ import pytest
 import torch as th
 from torch import nn
 
-from agents.base import make_agent
-from agents.networks import RowWeights
+from agents.networks.policy_value import RowWeights
+from agents.specs import make_agent
 from experiments.evaluation.games import AgentOpponent, evaluate, move, seeded_torch
 from experiments.training.config_file import config_from_dict
 from experiments.training.sb3_ppo import build_model

@@ -1,4 +1,4 @@
-"""How the sessions of :mod:`agents.sessions` fail (issue 50): every evaluator failure is one
+"""How the sessions of :mod:`agents.tree.sessions` fail (issue 50): every evaluator failure is one
 :class:`EvaluationError` naming the batch, after which the batch can be submitted again; a submit is tied to the
 batch the caller was handed; an exception inside the search stops the session loudly, never as ``done``; and
 every argument -- the variant, the seed, the model version, the counts -- is checked before anything is
@@ -12,19 +12,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.puct import BatchedSearch
-from agents.sessions import (
+from agents.tree.puct import PUCTSearch
+from agents.tree.sessions import (
     ArenaSession,
     LeafBatch,
-    SearchOptions,
-    SearchSession,
+    PUCTOptions,
+    PUCTSession,
     SelfPlaySession,
 )
 from quarto_env.core import INITIAL_STATE, NUM_ACTIONS, STANDARD, Variant, position_array
 from quarto_env.errors import CallOrderError, EvaluationError, QuartoTypeError, QuartoValueError, RulesError
 from quarto_env.observation import OBSERVATION_KINDS
 
-FEW = SearchOptions(simulations=4)
+FEW = PUCTOptions(simulations=4)
 
 
 def uniform(batch: LeafBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -229,12 +229,12 @@ def test_any_other_variant_is_refused_in_one_line(variant: object, error: type[E
 @pytest.mark.parametrize(
     ("make", "error", "message"),
     [
-        (lambda: SelfPlaySession(2, {"simulations": 4}), QuartoTypeError, "options must be a SearchOptions"),
+        (lambda: SelfPlaySession(2, {"simulations": 4}), QuartoTypeError, "options must be a PUCTOptions"),
         (lambda: SelfPlaySession(2, FEW, seed="abc"), QuartoTypeError, "seed must be an integer >= 0, a numpy"),
         (lambda: SelfPlaySession(2, FEW, seed=-1), QuartoValueError, "seed must be an integer >= 0"),
         (lambda: SelfPlaySession(2, FEW, records="no"), QuartoTypeError, "records must be True or False"),
         (lambda: ArenaSession(1, FEW, names="ab"), QuartoTypeError, "names must be a pair of strings"),
-        (lambda: ArenaSession(1, (FEW, {"simulations": 4})), QuartoTypeError, "options must be a SearchOptions"),
+        (lambda: ArenaSession(1, (FEW, {"simulations": 4})), QuartoTypeError, "options must be a PUCTOptions"),
         (lambda: SelfPlaySession(2, FEW).run("network"), QuartoTypeError, "evaluator 0 must be callable"),
     ],
 )
@@ -251,7 +251,7 @@ def test_arguments_of_the_wrong_kind_are_refused_in_one_line(
     [
         (lambda: SelfPlaySession(10**12, FEW), r"num_games, all side by side without parallel, must be .* <= "),
         (lambda: SelfPlaySession(None, FEW, parallel=10**12), r"parallel must be an integer >= 1 and <= [\d,]+ here"),
-        (lambda: SelfPlaySession(4, SearchOptions(simulations=10**9)), "more than this machine's .* fewer simulations"),
+        (lambda: SelfPlaySession(4, PUCTOptions(simulations=10**9)), "more than this machine's .* fewer simulations"),
         (lambda: ArenaSession(10**12, FEW), r"num_pairs must be an integer >= 1 and <= [\d,]+ here"),
         (
             lambda: SelfPlaySession(10**16, FEW, parallel=2),
@@ -267,23 +267,23 @@ def test_counts_are_bounded_before_anything_is_allocated(make: Callable[[], obje
 
 @pytest.mark.parametrize("kind", list(OBSERVATION_KINDS))
 def test_the_bound_counts_every_array_of_the_search(kind: str) -> None:
-    search = BatchedSearch(STANDARD, OBSERVATION_KINDS[kind], None, 3, 10)
+    search = PUCTSearch(STANDARD, OBSERVATION_KINDS[kind], None, 3, 10)
     allocated = sum(array.nbytes for array in vars(search).values() if isinstance(array, np.ndarray))
-    assert allocated == 3 * BatchedSearch.bytes_per_game(OBSERVATION_KINDS[kind], 10)
+    assert allocated == 3 * PUCTSearch.bytes_per_game(OBSERVATION_KINDS[kind], 10)
 
 
 def test_a_search_session_checks_its_roots_and_options_before_the_search() -> None:
-    search = BatchedSearch(STANDARD, OBSERVATION_KINDS["tactical"], None, 2, 8)
+    search = PUCTSearch(STANDARD, OBSERVATION_KINDS["tactical"], None, 2, 8)
     roots = position_array([INITIAL_STATE])
     with pytest.raises(QuartoValueError, match=r"roots must be integer rows .* shape \(n, 8\); got float64"):
-        SearchSession(search, roots.astype(float), 8)
+        PUCTSession(search, roots.astype(float), 8)
     with pytest.raises(QuartoValueError, match="the number of roots must be an integer >= 1 and <= 2, got 3"):
-        SearchSession(search, np.repeat(roots, 3, axis=0), 8)
+        PUCTSession(search, np.repeat(roots, 3, axis=0), 8)
     with pytest.raises(QuartoValueError, match="sims must be an integer >= 0"):
-        SearchSession(search, roots, -1)
+        PUCTSession(search, roots, -1)
     with pytest.raises(QuartoTypeError, match="unexpected keyword argument 'temperature'"):
-        SearchSession(search, roots, 8, temperature=1.0)
-    assert SearchSession(search, roots, 8).run(uniform).result.visits.sum() == 8
+        PUCTSession(search, roots, 8, temperature=1.0)
+    assert PUCTSession(search, roots, 8).run(uniform).result.visits.sum() == 8
 
 
 # ---------------------------------------------------------------------------------------------------------

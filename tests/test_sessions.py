@@ -1,6 +1,6 @@
-"""The sessions of :mod:`agents.sessions` (the batched search driven by an outside evaluator: its checks, samples,
+"""The sessions of :mod:`agents.tree.sessions` (the batched search driven by an outside evaluator: its checks, samples,
 game records and two-model matches), the numpy example of docs/examples, and the self-play dataset of
-:mod:`agents.sample_files` (round trip, validation, refusal of a tampered shard and of another version)."""
+:mod:`agents.tree.sample_files` (round trip, validation, refusal of a tampered shard and of another version)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.integrity import sealed_json
-from agents.sample_files import MANIFEST, MANIFEST_KIND, SAMPLES_FORMAT, SampleDataset, SampleWriter
-from agents.sessions import (
+from agents.storage.integrity import sealed_json
+from agents.tree.sample_files import MANIFEST, MANIFEST_KIND, SAMPLES_FORMAT, SampleDataset, SampleWriter
+from agents.tree.sessions import (
     ArenaSession,
     LeafBatch,
-    SearchOptions,
+    PUCTOptions,
     SelfPlaySession,
 )
 from experiments.arena.records import record_line
@@ -30,7 +30,7 @@ from quarto_env.notation import format_position
 from quarto_env.observation import OBSERVATION_KINDS
 
 REPO = Path(__file__).resolve().parent.parent
-FEW = SearchOptions(simulations=8)
+FEW = PUCTOptions(simulations=8)
 
 
 def uniform(batch: LeafBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -95,11 +95,11 @@ def test_the_protocol_refuses_calls_out_of_order() -> None:
 
 def test_search_options_are_checked_with_their_allowed_values() -> None:
     with pytest.raises(QuartoValueError, match="root must be one of puct, gumbel, got 'alpha'"):
-        SearchOptions(root="alpha")
+        PUCTOptions(root="alpha")
     with pytest.raises(QuartoValueError, match="targets must be one of visits, completed_q"):
-        SearchOptions(targets="counts")
+        PUCTOptions(targets="counts")
     with pytest.raises(QuartoValueError, match="gumbel_actions"):
-        SearchOptions(gumbel_actions=17)
+        PUCTOptions(gumbel_actions=17)
     with pytest.raises(QuartoValueError, match="endless self-play"):
         SelfPlaySession(None)
 
@@ -156,7 +156,7 @@ def test_a_finished_session_plays_its_games_parallel_at_a_time() -> None:
 # Two-model matches
 # ---------------------------------------------------------------------------------------------------------
 def test_a_strong_model_beats_a_weak_one_and_batches_name_the_model_to_move() -> None:
-    strong, weak = SearchOptions(simulations=200), SearchOptions(simulations=2)
+    strong, weak = PUCTOptions(simulations=200), PUCTOptions(simulations=2)
     arena = ArenaSession(4, (strong, weak), seed=5, names=("strong", "weak"))
     seen = {0: 0, 1: 0}
 

@@ -11,9 +11,9 @@ import gymnasium
 import numpy as np
 import pytest
 
-from agents.base import SpecError
+from agents.envs.vs_agent import make_vs_agent
 from agents.simple import GreedyAgent
-from agents.vs_agent import make_vs_agent
+from agents.specs import SpecError
 from quarto_env.core import DECLARE, NO_PIECE, NO_WINNER, STANDARD, IllegalActionError, State, legal_actions
 from quarto_env.observation import OBSERVATION_KINDS, PLACING
 from quarto_env.outcome import Outcome
@@ -33,7 +33,7 @@ PLACE_TO_WIN = "135............. 7"  # tall piece 7 in hand, square 3 completes 
 def test_importing_quarto_env_registers_the_spec_entry_point() -> None:
     import quarto_env  # noqa: F401 -- registers ENV_ID with gymnasium
 
-    assert gymnasium.registry[ENV_ID].entry_point == "agents.vs_agent:make_vs_agent"
+    assert gymnasium.registry[ENV_ID].entry_point == "agents.envs.vs_agent:make_vs_agent"
     assert isinstance(gymnasium.make(ENV_ID, opponent="greedy").unwrapped.opponent, GreedyAgent)
 
 

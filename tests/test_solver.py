@@ -3,7 +3,7 @@
 The reference is a plain exhaustive negamax over :func:`quarto_env.core.step` -- every legal action, the
 declaration included, no pruning, no rules shortcuts, no symmetries -- memoised on the exact state (a dict
 lookup, so that samples with 6 empty squares run in seconds). It shares no code with the search
-(:mod:`agents.search` and the ``agents.search_*`` modules it runs).
+(:mod:`agents.solver.alphabeta` and the ``agents.search_*`` modules it runs).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.minimax import Solver, solve
-from agents.positions import greedy_game_positions
+from agents.solver.minimax import Solver, solve
+from agents.solver.positions import greedy_game_positions
 from experiments.arena import solve as solve_command
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, RulesError, State, Variant, legal_actions, step
 from quarto_env.notation import format_position, parse_position
@@ -263,7 +263,7 @@ def test_solver_with_a_depth_plays_the_same_opening_moves_whatever_the_clock(mon
 def test_solver_with_the_shipped_book_is_exact_in_the_opening() -> None:
     """With the standard book the same position is answered exactly, with no search, whatever ``depth`` says."""
     from agents import make_agent
-    from agents.book import shipped_book
+    from agents.solver.book import shipped_book
 
     book = shipped_book(STANDARD)
     assert book is not None, "the standard opening book ships with the package"

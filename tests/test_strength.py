@@ -13,8 +13,8 @@ import pytest
 
 from agents import make_agent
 from agents.match import play_game
-from agents.minimax import solve
-from agents.positions import greedy_game_positions
+from agents.solver.minimax import solve
+from agents.solver.positions import greedy_game_positions
 from quarto_env.core import INITIAL_STATE, STANDARD, State, Variant, legal_actions, step
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agents import suites
-from agents.book import shipped_book
-from agents.minimax import Solver
+from agents.solver.book import shipped_book
+from agents.solver.minimax import Solver
 from agents.suites import (
     SUITE_STAGES,
     PositionSource,

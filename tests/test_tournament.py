@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.files import atomic_write, atomic_write_text
-from agents.integrity import sealed_json
+from agents.storage.files import atomic_write, atomic_write_text
+from agents.storage.integrity import sealed_json
 from experiments.arena import replay, schedule, tournament
 from experiments.arena.records import RECORD_FORMAT, RECORD_KIND
 from quarto_env.core import INITIAL_STATE, Variant, step

@@ -19,10 +19,10 @@ import torch as th
 import yaml
 from tqdm import tqdm
 
-from agents.base import make_agent
-from agents.checkpoints import CheckpointError, read_metadata
 from agents.match import play_game
+from agents.networks.checkpoints import CheckpointError, read_metadata
 from agents.ppo import load_policy
+from agents.specs import make_agent
 from experiments.evaluation.games import EvalResult
 from experiments.training import train as train_module
 from experiments.training.config import SECTIONS, ConfigError, TrainConfig, describe_fields

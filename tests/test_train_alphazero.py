@@ -14,11 +14,11 @@ import pytest
 import torch as th
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from agents import networks
 from agents.alphazero import load_network
-from agents.base import make_agent
-from agents.checkpoints import read_metadata
-from agents.networks import NETWORK_DESIGNS
+from agents.networks import policy_value
+from agents.networks.checkpoints import read_metadata
+from agents.networks.policy_value import NETWORK_DESIGNS
+from agents.specs import make_agent
 from experiments.training import alphazero
 from experiments.training import train as train_module
 from experiments.training.alphazero import untrained_network
@@ -231,8 +231,8 @@ def test_the_fast_evaluation_leaves_a_run_bit_identical(tmp_path: Path, monkeypa
     # 64 games: self-play's batches reach the fast path; the second run evaluates by the forward pass alone.
     fast_batches = count_fast_batches(monkeypatch)
     weights = []
-    for name, smallest in (("fast", networks.FAST_MIN_BATCH), ("forward", 10**9)):
-        monkeypatch.setattr(networks, "FAST_MIN_BATCH", smallest)
+    for name, smallest in (("fast", policy_value.FAST_MIN_BATCH), ("forward", 10**9)):
+        monkeypatch.setattr(policy_value, "FAST_MIN_BATCH", smallest)
         overrides = ["num_games=64", "total_steps=256", "eval_every=100000", "--run-dir", str(tmp_path / name)]
         status, _ = train([*TINY_ALPHAZERO, *overrides])
         assert status == 0

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import torch as th
 
-from agents.checkpoints import CheckpointError, read_metadata
+from agents.networks.checkpoints import CheckpointError, read_metadata
 from agents.ppo import load_policy
 from experiments import output, run_folder
 from experiments.training import train as train_module
@@ -148,7 +148,7 @@ def test_a_resumed_run_records_the_version_it_resumed_with_also_from_an_older_ch
 
 def test_the_project_format_records_the_code_version_only_while_asked(tmp_path: Path) -> None:
     """The az and rllib checkpoints' writer: the version inside the block, none outside (as before)."""
-    from agents.checkpoints import CheckpointHeader, recording_code_version, write_checkpoint
+    from agents.networks.checkpoints import CheckpointHeader, recording_code_version, write_checkpoint
     from quarto_env.core import STANDARD
 
     version = {"commit": "ab" * 20, "uncommitted_changes": False}

@@ -17,9 +17,9 @@ import pytest
 from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode
 
-from agents.base import SpecError
+from agents.envs.vector_vs_agent import make_vector_vs_agent
 from agents.simple import GreedyAgent
-from agents.vector_vs_agent import make_vector_vs_agent
+from agents.specs import SpecError
 from quarto_env.core import DECLARE, NO_PIECE, IllegalActionError, State, Variant, bits, legal_action_mask
 from quarto_env.observation import OBSERVATION_KINDS
 from quarto_env.vector import VectorQuarto
@@ -44,7 +44,7 @@ def random_actions(envs: QuartoVectorVsAgent, rng: np.random.Generator) -> np.nd
 def test_make_vec_builds_it_through_the_vector_entry_point() -> None:
     import quarto_env  # noqa: F401 -- registers ENV_ID
 
-    assert gymnasium.registry[ENV_ID].vector_entry_point == "agents.vector_vs_agent:make_vector_vs_agent"
+    assert gymnasium.registry[ENV_ID].vector_entry_point == "agents.envs.vector_vs_agent:make_vector_vs_agent"
     envs = gymnasium.make_vec(ENV_ID, num_envs=3, opponent="greedy", observation="raw")
     assert isinstance(envs, QuartoVectorVsAgent) and envs.num_envs == 3
     assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
@@ -313,7 +313,7 @@ def test_maskable_ppo_trains_on_it_with_the_masks() -> None:
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
-    from agents.sb3_vector import SB3VectorEnv
+    from agents.envs.sb3_vector import SB3VectorEnv
 
     envs = SB3VectorEnv(gymnasium.make_vec(ENV_ID, num_envs=16, opponent="greedy", declaration=True))
     assert is_masking_supported(envs) and get_action_masks(envs).shape == (16, 17)

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.base import make_agent
-from agents.labels import action_values
 from agents.match import play_game
+from agents.solver.labels import action_values
+from agents.specs import make_agent
 from experiments.arena import replay
 from experiments.arena.records import record_line
 from experiments.evaluation.moves import move_verdict

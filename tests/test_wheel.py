@@ -30,7 +30,7 @@ import numpy as np
 import pettingzoo.test
 import quarto_env
 from agents import make_agent
-from agents.book import shipped_book
+from agents.solver.book import shipped_book
 from agents.suites import shipped_suite_names
 from quarto_env.core import STANDARD, State
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.sample_files import SampleDataset, SampleWriter
-from agents.sessions import ArenaSession, LeafBatch, SearchOptions, SelfPlaySession
+from agents.tree.sample_files import SampleDataset, SampleWriter
+from agents.tree.sessions import ArenaSession, LeafBatch, PUCTOptions, SelfPlaySession
 from experiments.arena.records import record_line
 from experiments.evaluation.ratings import wilson_interval
 from quarto_env.errors import QuartoError
@@ -59,7 +59,7 @@ def main() -> None:
     network = NumpyMLP(observation_kind(OBSERVATION).num_channels, hidden=64, seed=args.seed)
 
     # Self-play: the loop form of the protocol.
-    options = SearchOptions(simulations=args.sims)
+    options = PUCTOptions(simulations=args.sims)
     selfplay = SelfPlaySession(args.games, options, observation=OBSERVATION, seed=args.seed)
     while not selfplay.done:
         batch = selfplay.pending()

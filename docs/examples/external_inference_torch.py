@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.sessions import ArenaSession, LeafBatch, SearchOptions, SelfPlaySession
+from agents.tree.sessions import ArenaSession, LeafBatch, PUCTOptions, SelfPlaySession
 from experiments.evaluation.ratings import wilson_interval
 from quarto_env.errors import QuartoError
 from quarto_env.observation import observation_kind
@@ -92,7 +92,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     model = Model(observation_kind(OBSERVATION).num_channels)
     start = copy.deepcopy(model)
-    options = SearchOptions(simulations=args.sims)
+    options = PUCTOptions(simulations=args.sims)
 
     selfplay = SelfPlaySession(args.games, options, observation=OBSERVATION, seed=args.seed)
     samples = selfplay.run(evaluator(model)).samples()

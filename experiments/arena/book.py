@@ -1,4 +1,4 @@
-"""``quarto book``: build the opening book that makes the solver exact from the first move (:mod:`agents.book`).
+"""``quarto book``: build the opening book that makes the solver exact from the first move (:mod:`agents.solver.book`).
 
 Example usage::
 
@@ -21,9 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-from agents.book import BookError, OpeningBook, book_levels, default_book_path, fill_levels, load_book, save_book
-from agents.minimax import Solver
-from agents.search_table import table_bits_for
+from agents.solver.book import BookError, OpeningBook, book_levels, default_book_path, fill_levels, load_book, save_book
+from agents.solver.minimax import Solver
+from agents.solver.table import table_bits_for
 from experiments.arena.solve import MAX_TABLE_MB, default_table_mb
 from experiments.options import (
     MAX_CHECKPOINT_SECONDS,

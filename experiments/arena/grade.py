@@ -21,7 +21,7 @@ position once (the values are cached for the run, and on disk with ``--cache``),
 on the same positions costs one solve per position. A cache file carries its solver version and a hash of
 its positions: one written by another version, or edited, is solved again with a warning. Apart from it, the
 solver keeps the bounds it proves for positions with 10 or more empty squares across runs, by canonical
-position (:mod:`agents.value_cache`): what any earlier run proved is not searched again. Above
+position (:mod:`agents.solver.value_cache`): what any earlier run proved is not searched again. Above
 ``--max-empty 12`` the solver needs from many seconds to minutes per position: the command warns, and
 shows its progress on stderr (``--no-progress`` hides it). Ctrl-C while solving says how many positions
 were valued and writes the values solved so far to ``--cache``, so that the next run starts from them.
@@ -54,7 +54,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.base import Agent
-from agents.files import atomic_write_text
+from agents.storage.files import atomic_write_text
 from agents.suites import Suite, SuiteError, default_suite_name, load_suite, shipped_suite_names
 from experiments.evaluation.grading import (
     DEFAULT_MAX_EMPTY,
@@ -277,7 +277,7 @@ def _source_specs(parser: argparse.ArgumentParser, text: str) -> list[str]:
 
 _SOURCES_SEPARATOR = re.compile(r",(?!\w+=)")
 """A comma not followed by ``NAME=``: the commas between the specs of ``--sources`` (the others separate a spec's
-options, as :func:`agents.base.parse_spec` reads them)."""
+options, as :func:`agents.specs.parse_spec` reads them)."""
 
 
 def _config(args: argparse.Namespace, sources: list[str], variant: Variant, suite: Suite | None) -> dict[str, Any]:

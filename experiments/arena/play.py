@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from agents.base import Agent
-from agents.files import atomic_write_text
 from agents.match import GameRecord
+from agents.storage.files import atomic_write_text
 from experiments.arena.records import record_line
 from experiments.evaluation.moves import describe_action
 from experiments.options import (

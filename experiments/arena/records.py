@@ -2,7 +2,7 @@
 ``quarto play`` and read by ``quarto replay``: the fields of :class:`agents.match.GameRecord` (``seats``,
 ``actions``, ``winner``, ``end``, ``move_seconds``, ``positions``), the rule ``variant``
 (``Variant.to_dict``), and whatever the writer adds (a tournament adds its schedule: ``game``, ``pair``,
-``round``, ``seed``), and its seal (``seal``: the format and the SHA-256 of the rest, :mod:`agents.integrity`).
+``round``, ``seed``), and its seal (``seal``: the format and the SHA-256 of the rest, :mod:`agents.storage.integrity`).
 :func:`check_record` checks a line read back, with a one-line :class:`RecordError`; a tournament resumed from its
 ``games.jsonl`` uses only lines that prove themselves (:func:`unsealed_record`).
 """
@@ -13,8 +13,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from agents.integrity import IntegrityError, sealed_json, unsealed_json
 from agents.match import GameRecord
+from agents.storage.integrity import IntegrityError, sealed_json, unsealed_json
 from quarto_env.checks import checked_number, shortened
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, Variant
 from quarto_env.errors import QuartoValueError

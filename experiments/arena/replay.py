@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.files import atomic_write, atomic_write_text, input_file
+from agents.storage.files import atomic_write, atomic_write_text, input_file
 from experiments.arena.records import RecordError, check_record, record_variant
 from experiments.evaluation.moves import describe_action
 from experiments.options import (
@@ -198,7 +198,7 @@ def _checked_record(path: Path, number: int, index: int, line: bytes) -> dict:
 def _read_lines(path: Path) -> list[bytes]:
     """The lines of ``path`` as bytes (each is decoded alone, so that a bad byte is told with its line); a named
     pipe, which would wait for a writer, or a device such as ``/dev/zero``, which would be read for ever, is
-    refused (:func:`agents.files.input_file`)."""
+    refused (:func:`agents.storage.files.input_file`)."""
     input_file(path, "games file", RecordError)
     try:
         return path.read_bytes().split(b"\n")
@@ -341,7 +341,7 @@ def write_gif(pictures: list[np.ndarray], path: Path, delay: float) -> None:
 def write_page(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``--html``: check every game of the file, the output path and, with ``--grade``, that the solver covers
     the rules, all before anything is written; then write the page atomically."""
-    from agents.book import shipped_book
+    from agents.solver.book import shipped_book
 
     try:
         games = load_games(args.file)

@@ -40,9 +40,9 @@ import threading
 import time
 from collections.abc import Iterable
 
-from agents.minimax import Solver
-from agents.search_table import table_bits_for
-from agents.search_table_files import TableFileError, load_table, save_table
+from agents.solver.minimax import Solver
+from agents.solver.table import table_bits_for
+from agents.solver.table_files import TableFileError, load_table, save_table
 from experiments.options import (
     MAX_CHECKPOINT_SECONDS,
     MAX_JOBS,

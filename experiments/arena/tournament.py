@@ -56,8 +56,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 from tqdm import tqdm
 
-from agents.base import make_agent
-from agents.files import atomic_write, atomic_write_text
 from agents.match import (
     DEFAULT_OPENING_PLIES,
     MAX_OPENING_PLIES,
@@ -65,6 +63,8 @@ from agents.match import (
     opening_state,
     play_game,
 )
+from agents.specs import make_agent
+from agents.storage.files import atomic_write, atomic_write_text
 from experiments.arena.records import record_line
 from experiments.arena.schedule import GameJob, PlayedGame, playing_pairs, schedule
 from experiments.arena.tournament_resume import (
@@ -107,7 +107,7 @@ from quarto_env.extras import as_missing_extra, require
 from quarto_env.notation import parse_position
 
 if TYPE_CHECKING:
-    from agents.minimax import SolverAgent
+    from agents.solver.minimax import SolverAgent
 
 MODES = ("round-robin", "vs-field")
 MAX_GAMES_PER_PAIR = 100_000

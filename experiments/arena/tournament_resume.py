@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agents.files import atomic_write_text
 from agents.match import GameRecord, opening_state
+from agents.storage.files import atomic_write_text
 from experiments.arena.records import check_record, unsealed_record
 from experiments.arena.schedule import GameJob, PlayedGame
 from experiments.options import input_file_or_exit, output_folder_or_exit, warn

@@ -14,8 +14,8 @@ agent searches) is the reference: the last column is each row's simulations/s ov
 run. No training happens, so these are the upper bounds of ``quarto train``'s self-play rates; its TensorBoard
 ``charts/`` show the rates with training included.
 
-Then the A/B of the leaf evaluations (:meth:`agents.networks.PolicyValueNetwork.evaluate`): two self-play sessions
-alike (the last ``--games``, the seed), one evaluated by the network's forward pass as before (``forward``) and
+Then the A/B of the leaf evaluations (:meth:`agents.networks.policy_value.PolicyValueNetwork.evaluate`): two self-play
+sessions alike (the last ``--games``, the seed), one evaluated by the network's forward pass as before (``forward``) and
 one by its fast path (``fast``), their rounds interleaved for about ``--seconds`` (the order swapped every round).
 It prints each path's evaluations, CPU and wall milliseconds per batch (medians), page faults per batch and CPU
 seconds in all, the ratios of the totals (forward over fast), the largest difference between the two paths' logits
@@ -52,9 +52,9 @@ from rich.console import Console
 from rich.table import Table
 
 from agents.alphazero import load_network
-from agents.checkpoints import CheckpointError
-from agents.networks import FAST_MIN_BATCH, PolicyValueNetwork
-from agents.sessions import SearchOptions, SelfPlaySession
+from agents.networks.checkpoints import CheckpointError
+from agents.networks.policy_value import FAST_MIN_BATCH, PolicyValueNetwork
+from agents.tree.sessions import PUCTOptions, SelfPlaySession
 from experiments.bench import MAX_SECONDS
 from experiments.options import CommandParser, add_integer_argument, add_number_argument, add_seed_argument
 from experiments.training.az_selfplay import SelfPlayReport, play_rounds, self_play
@@ -146,7 +146,7 @@ def main(argv: list[str]) -> int:
 def self_play_rates(network: PolicyValueNetwork, games: int, sims: int, seconds: float, seed: int) -> dict[str, float]:
     """Self-play of ``games`` games side by side for about ``seconds``: positions, games and simulations per
     second, and the tree's share of the search time."""
-    options = SearchOptions(sims, targets="visits")
+    options = PUCTOptions(sims, targets="visits")
     selfplay = SelfPlaySession(None, options, network.kind, STANDARD, seed, parallel=games, records=False)
     play_rounds(selfplay, network, 1)  # loads the kernels; the counters start again from zero
     reports = []
@@ -207,7 +207,7 @@ def evaluation_ab(network: PolicyValueNetwork, games: int, sims: int, seconds: f
     warm-up round each: each path's :class:`Evaluations`, the largest difference between the paths' outputs on the
     same positions, the batches compared, and whether the sessions stayed alike (the same positions searched, so
     the same moves played)."""
-    options = SearchOptions(sims, targets="visits")
+    options = PUCTOptions(sims, targets="visits")
     sessions = {
         path: SelfPlaySession(None, options, network.kind, STANDARD, seed, parallel=games, records=False)
         for path in EVALUATION_PATHS

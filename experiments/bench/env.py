@@ -38,7 +38,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from agents.files import atomic_write_text
+from agents.storage.files import atomic_write_text
 from experiments.bench import add_timing_arguments
 from experiments.options import (
     CommandParser,

@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import MAX_SIMULATIONS
-from agents.labels import action_values
-from agents.mcts import MCTSAgent
-from agents.positions import greedy_game_positions
+from agents.solver.labels import action_values
+from agents.solver.positions import greedy_game_positions
+from agents.specs import MAX_SIMULATIONS
 from agents.suites import SolvedPosition, load_suite
+from agents.tree.uct import UCTAgent
 from experiments.evaluation.ratings import wilson_interval
 from experiments.options import CommandParser, add_integer_argument, add_seed_argument
 from quarto_env.core import INITIAL_STATE, NO_PIECE, STANDARD, State, step
@@ -101,7 +101,7 @@ def load_peer(sims: int) -> PeerSearch | None:
     return PeerSearch(quartors, sims)
 
 
-def our_turn(agent: MCTSAgent, state: State) -> tuple[list[int], int]:
+def our_turn(agent: UCTAgent, state: State) -> tuple[list[int], int]:
     """Our agent's actions for the turn from ``state`` -- a give at the opening, else a placement and then a give
     unless the placement ends the game -- and the simulations searched (none for a forced action)."""
     actions, sims = [], 0
@@ -144,7 +144,7 @@ def main(argv: list[str]) -> int:
     position_sets: dict[str, list[State]] = {"16 empty (opening give)": [INITIAL_STATE]}
     for empty in EMPTY_SQUARES:
         position_sets[f"{empty} empty"] = greedy_game_positions(empty, args.positions, args.seed, STANDARD, True)
-    agent = MCTSAgent(STANDARD, seed=args.seed, sims=args.sims)
+    agent = UCTAgent(STANDARD, seed=args.seed, sims=args.sims)
     peer = load_peer(args.peer_sims)
     print_speeds(agent, peer, position_sets, args.seed)
     if peer is None:
@@ -154,7 +154,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def print_speeds(agent: MCTSAgent, peer: PeerSearch | None, position_sets: dict[str, list[State]], seed: int) -> None:
+def print_speeds(agent: UCTAgent, peer: PeerSearch | None, position_sets: dict[str, list[State]], seed: int) -> None:
     """One row per position set: each engine's simulations per second and milliseconds per turn."""
     title = f"MCTS, ours at {agent.sims} simulations per decision"
     if peer is not None:
@@ -212,7 +212,7 @@ def time_turns(turn: Turn, positions: list[State], seed: int) -> tuple[float, fl
     return sims / seconds, 1000 * seconds / turns
 
 
-def print_strength(agent: MCTSAgent, peer: PeerSearch | None, count: int, seed: int) -> None:
+def print_strength(agent: UCTAgent, peer: PeerSearch | None, count: int, seed: int) -> None:
     """The share of turns that lose value, each engine on the same ``count`` suite positions."""
     positions = strength_positions(count, seed)
     values = TurnValues()

@@ -9,8 +9,8 @@ What it measures, each on a fresh transposition table:
 
 * **solver** -- positions with 8, 10 and 12 empty squares (standard rules unless flags say otherwise), half with
   a piece in hand and half with a piece to give, reached by seeded greedy-vs-greedy play
-  (:func:`agents.positions.greedy_game_positions`: greedy takes wins and never hands over a winning piece when a safe
-  one exists, so the positions are not decided by the next action). For each group: median seconds and nodes
+  (:func:`agents.solver.positions.greedy_game_positions`: greedy takes wins and never hands over a winning piece when a
+  safe one exists, so the positions are not decided by the next action). For each group: median seconds and nodes
   of the exact value, nodes per second, the slowest position, and the median extra seconds to list every best
   action as ``solve()`` does, also as a ratio: (value + best actions) / value. ``--jobs`` and ``--table-mb``
   set the solver's threads and table as for ``quarto solve``.
@@ -40,11 +40,11 @@ import sys
 import tempfile
 import time
 
-from agents.files import atomic_write_text
-from agents.minimax import MinimaxAgent, Solver
-from agents.positions import greedy_game_positions
-from agents.search_table import table_bits_for
 from agents.simple import GreedyAgent
+from agents.solver.minimax import MinimaxAgent, Solver
+from agents.solver.positions import greedy_game_positions
+from agents.solver.table import table_bits_for
+from agents.storage.files import atomic_write_text
 from experiments.arena.solve import add_search_arguments
 from experiments.options import (
     CommandParser,
@@ -227,7 +227,7 @@ def bench_agent_games(variant: Variant, games: int, seed: int) -> dict:
     """Seconds per move of the ``solver`` agent (its default options) in ``games`` seeded games against itself
     from the empty board, overall and by empty squares, with no value cache (a cold start, as on a fresh
     machine)."""
-    from agents.minimax import SolverAgent
+    from agents.solver.minimax import SolverAgent
 
     os.environ["QUARTO_CACHE_DIR"] = "off"  # read when each agent's solver is made; this process only
     by_empty: dict[int, list[float]] = {}
@@ -252,7 +252,7 @@ def bench_agent_games(variant: Variant, games: int, seed: int) -> dict:
 def bench_startup() -> dict:
     """Seconds for a fresh process to import the search and solve one position, with an empty numba cache and
     then with the cache it filled."""
-    code = "from agents.minimax import solve; from quarto_env.notation import parse_position; "
+    code = "from agents.solver.minimax import solve; from quarto_env.notation import parse_position; "
     code += "solve(parse_position('6.e2....d8..9..1 5'))"
     timings = {}
     with tempfile.TemporaryDirectory() as cache:

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 from stable_baselines3.common.callbacks import BaseCallback
 
-from agents.files import atomic_write
+from agents.storage.files import atomic_write
 from experiments.options import CommandParser, add_integer_argument, output_file_argument
 from experiments.output import add_overwrite_argument, claim_if_asked
 from experiments.training.config import MAX_STEPS, ConfigError, TrainConfig

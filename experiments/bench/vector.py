@@ -56,7 +56,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from agents.files import atomic_write_text
+from agents.storage.files import atomic_write_text
 from experiments.bench import add_timing_arguments
 from experiments.options import CommandParser, add_integer_argument, add_seed_argument, output_file_argument
 from experiments.output import add_overwrite_argument, claim_if_asked

@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import torch as th
 
-from agents.base import Agent, make_agent
+from agents.base import Agent
 from agents.match import OPENING_STREAM, opening_state, random_opening
+from agents.specs import make_agent
 from quarto_env.core import State, Variant
 from quarto_env.observation import ObservationKind
 from quarto_env.vector import GameBatch

@@ -30,12 +30,13 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from agents import labels
-from agents.base import Agent, make_agent
-from agents.files import OutputPathError, output_file
-from agents.integrity import IntegrityError, unsealed_json, write_sealed_json
-from agents.labels import SOLVER_VERSION
+from agents.base import Agent
 from agents.match import game_states
+from agents.solver import labels
+from agents.solver.labels import SOLVER_VERSION
+from agents.specs import make_agent
+from agents.storage.files import OutputPathError, output_file
+from agents.storage.integrity import IntegrityError, unsealed_json, write_sealed_json
 from agents.suites import Suite
 from experiments.evaluation.ratings import wilson_interval
 from experiments.options import warn
@@ -61,7 +62,7 @@ MAX_POSITIONS = 100_000
 
 
 CACHE_FORMAT = 3
-"""Version of the ``--cache`` file layout: 3 is sealed (:mod:`agents.integrity`); 2 had a hash of its own."""
+"""Version of the ``--cache`` file layout: 3 is sealed (:mod:`agents.storage.integrity`); 2 had a hash of its own."""
 CACHE_KIND = "grade value cache"
 """The ``kind`` of a ``--cache`` file's seal."""
 
@@ -116,7 +117,7 @@ class PositionValues:
     is read from and can be saved to a JSON file, keyed by variant, so later runs do not solve again.
     ``solver(variant, state) -> {action: value}`` computes them (default: the exact solver).
 
-    The file is a sealed JSON object (:mod:`agents.integrity`: its format and SHA-256 under ``"seal"``) of the
+    The file is a sealed JSON object (:mod:`agents.storage.integrity`: its format and SHA-256 under ``"seal"``) of the
     solver version, the variant and the positions. A file of another format or solver, or that fails its check
     (edited or damaged), is not trusted: its values are dropped, ``discarded`` says why, and they are solved
     again. A file that is not a cache at all, or is for another variant, raises ``ValueError``.
@@ -151,7 +152,7 @@ class PositionValues:
 
     def label_missing(self, states: Iterable[State], jobs: int = 1, progress: bool = False) -> None:
         """Solve every position of ``states`` whose values are not known yet, in one batch: by the labeller
-        (:func:`agents.labels.label_positions`, ``jobs`` worker processes) with the default solver, one by one
+        (:func:`agents.solver.labels.label_positions`, ``jobs`` worker processes) with the default solver, one by one
         with another (``solver`` is a plain function of one position)."""
         missing = [state for state in dict.fromkeys(states) if state not in self._values]
         if self.solver is not exact_action_values:
@@ -241,7 +242,7 @@ def _action_values(actions: dict[str, Any]) -> dict[int, int]:
 
 def exact_action_values(variant: Variant, state: State) -> dict[int, int]:
     """``{action: value}`` of every legal action of ``state`` by the exact solver, as the labeller values it
-    (:func:`agents.labels.action_values`)."""
+    (:func:`agents.solver.labels.action_values`)."""
     return labels.action_values(variant, state)
 
 

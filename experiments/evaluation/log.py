@@ -36,7 +36,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from agents.base import Agent
-from agents.files import atomic_write_bytes
+from agents.storage.files import atomic_write_bytes
 from experiments.evaluation.games import SEAT_NAMES, EvalResult, Opponent, evaluate_all
 from experiments.evaluation.grading import GradeReport, PositionValues, grade_agent, sample_decisions
 from experiments.evaluation.sample_games import game_markdown, graded_games, mistake_picture

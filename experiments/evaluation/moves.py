@@ -6,7 +6,7 @@ Whole games are graded from the value of each position alone (:func:`graded_game
 the position it leaves exactly when the position it reaches is worth as much to its player, so one value-only
 solve per position gives every verdict -- where valuing every legal action of each position would take one or
 two searches per action. The positions are valued in batches: a game at a time by the process's solver (its
-table kept from one position to the next, its opening book, the value cache of :mod:`agents.value_cache`), the
+table kept from one position to the next, its opening book, the value cache of :mod:`agents.solver.value_cache`), the
 games shared among ``jobs`` worker processes.
 """
 
@@ -22,7 +22,7 @@ from quarto_env.core import DECLARE, NO_WINNER, State, Variant
 from quarto_env.render import HEX, describe_piece, piece_code, square_name
 
 if TYPE_CHECKING:
-    from agents.minimax import Solver
+    from agents.solver.minimax import Solver
 
 VALUE_NAMES = {1: "won", 0: "drawn", -1: "lost"}
 """A position's value under perfect play, for the player to move, in the verdicts' words."""
@@ -78,9 +78,9 @@ def graded_games(games: Sequence[GameMoves], jobs: int = 1, progress: bool = Fal
 
 def game_values(variant: Variant, states: Sequence[State], bar: tqdm | None = None) -> list[int | None]:
     """The exact value of each position of ``states`` for its player to move (``None`` for one that is over), by
-    the process's solver for ``variant`` (:func:`agents.minimax.default_solver`): its table carries from one
+    the process's solver for ``variant`` (:func:`agents.solver.minimax.default_solver`): its table carries from one
     position of the game to the next, and it starts from the value cache and the opening book."""
-    from agents.minimax import default_solver  # the compiled solver loads only when a game is graded
+    from agents.solver.minimax import default_solver  # the compiled solver loads only when a game is graded
 
     solver = default_solver(variant)
     values: list[int | None] = []
@@ -112,7 +112,7 @@ def _valued(tasks: list[tuple[Variant, list[State]]], jobs: int, bar: tqdm) -> l
     workers = min(jobs, len(tasks))
     if workers <= 1:
         return [game_values(variant, states, bar) for variant, states in tasks]
-    from agents.labels import worker_pool  # spawned workers that leave Ctrl-C to this process
+    from agents.solver.labels import worker_pool  # spawned workers that leave Ctrl-C to this process
 
     values: list[list[int | None]] = [[] for _ in tasks]
     with worker_pool(workers) as pool:

@@ -32,7 +32,7 @@ from experiments.options import markdown_table, number_argument
 from quarto_env.core import NUM_SQUARES, State, Variant
 
 if TYPE_CHECKING:
-    from agents.minimax import Solver, SolverAgent
+    from agents.solver.minimax import Solver, SolverAgent
 
 PERFECT_SPEC = f"solver:empties={NUM_SQUARES}"
 """The perfect opponent: the solver agent, exact at every position (from the opening book where the variant ships
@@ -147,8 +147,8 @@ def perfect_game(record: GameRecord, opening: Sequence[int], seat: int, perfect:
 
 def solver_agent(spec: str, variant: Variant, seed: int = 0) -> SolverAgent | None:
     """The ``solver`` agent that ``spec`` names, or ``None`` when it names another kind."""
-    from agents.base import make_agent, parse_spec
-    from agents.minimax import SolverAgent
+    from agents.solver.minimax import SolverAgent
+    from agents.specs import make_agent, parse_spec
 
     if parse_spec(spec)[0].name != "solver":
         return None

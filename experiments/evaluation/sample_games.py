@@ -24,7 +24,7 @@ import dataclasses
 
 import numpy as np
 
-from agents.book import shipped_book
+from agents.solver.book import shipped_book
 from experiments.evaluation.games import SEAT_NAMES, KeptGame
 from experiments.evaluation.grading import DEFAULT_MAX_EMPTY, PositionValues
 from experiments.evaluation.moves import KEPT, describe_action, move_verdict
@@ -88,7 +88,7 @@ class SampleGame:
 
 def fast_to_grade(variant: Variant, state: State) -> bool:
     """Whether the exact solver values every action of ``state`` fast: at most :data:`GRADED_MAX_EMPTY` empty
-    squares, or a position the rules' shipped opening book covers (:meth:`agents.book.OpeningBook.covers`)."""
+    squares, or a position the rules' shipped opening book covers (:meth:`agents.solver.book.OpeningBook.covers`)."""
     book = shipped_book(variant)
     return state.num_empty <= GRADED_MAX_EMPTY or (book is not None and book.covers(state))
 

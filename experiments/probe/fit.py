@@ -13,14 +13,14 @@ import numpy as np
 import torch as th
 import torch.nn.functional as F
 
-from agents.network_designs import LoopedNetwork
-from agents.networks import (
+from agents.networks.designs import LoopedNetwork
+from agents.networks.policy_value import (
     WDL_CLASSES,
     PolicyValueNetwork,
     device_of,
     masked_policy_cross_entropy,
 )
-from agents.puct import encode_positions
+from agents.tree.puct import encode_positions
 from experiments.probe.positions import ProbeSet
 from quarto_env.core import (
     Variant,

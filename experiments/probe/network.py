@@ -11,13 +11,14 @@ What it does:
 
 1. **Label.** Positions are sampled from seeded games (:func:`experiments.evaluation.grading.sample_decisions`), keeping
    only the distinct ones the search asks the network about (no rules shortcut decides them:
-   :func:`agents.puct.forced_action`), until there are ``--positions``. The exact solver values the position and
+   :func:`agents.tree.puct.forced_action`), until there are ``--positions``. The exact solver values the position and
    each of its actions (:class:`experiments.evaluation.grading.PositionValues`, saved to ``--cache`` for later runs).
    From those labels the probe derives every candidate's exact value and, for each *critical* position (where
    some candidate loses value), its *mistake depth*: the shallowest minimax depth, 1 to 4 plies, whose choice keeps
    the value (:func:`.positions.mistake_depths`; "beyond" when none does).
 2. **Split** them at random (``--seed``) into a training and a test set (``--test-share``).
-3. **Train** each ``--network`` design (:data:`agents.networks.NETWORK_DESIGNS`, seeded by ``--network-seed``,
+3. **Train** each ``--network`` design (:data:`agents.networks.policy_value.NETWORK_DESIGNS`, seeded by
+``--network-seed``,
    Adam, ``--epochs``) supervised on the training set (:func:`.fit.probe_loss`). ``--target policy``: the policy
    target is uniform over the *value-keeping candidates*; ``action-values``: every candidate's exact W/D/L, on a
    per-action head; ``both`` (the default). ``--value-head wdl`` (the default): the value is three classes
@@ -53,10 +54,10 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from agents.files import atomic_write_text
-from agents.network_designs import DEFAULT_ITERATIONS, MAX_ITERATIONS, TRANSFORMER_HEADS, LoopedNetwork
-from agents.networks import NETWORK_DESIGNS, PolicyValueNetwork, device_of
-from agents.puct import encode_positions
+from agents.networks.designs import DEFAULT_ITERATIONS, MAX_ITERATIONS, TRANSFORMER_HEADS, LoopedNetwork
+from agents.networks.policy_value import NETWORK_DESIGNS, PolicyValueNetwork, device_of
+from agents.storage.files import atomic_write_text
+from agents.tree.puct import encode_positions
 from experiments.evaluation.grading import SOLVER_COMFORT_EMPTY, check_empty_range, values_or_exit
 from experiments.options import (
     SEED,

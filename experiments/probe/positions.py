@@ -10,8 +10,8 @@ import dataclasses
 
 import numpy as np
 
-from agents.minimax import MinimaxAgent
-from agents.puct import encode_positions, forced_action
+from agents.solver.minimax import MinimaxAgent
+from agents.tree.puct import encode_positions, forced_action
 from experiments.evaluation.grading import PositionValues, sample_decisions
 from quarto_env.core import (
     State,
@@ -34,7 +34,7 @@ class LabelledPositions:
     positions: np.ndarray
     """``(n, NUM_FIELDS)``: the positions (rows of :func:`quarto_env.core.position_array`)."""
     candidates: np.ndarray
-    """``(n, 16)`` bool: the search's candidate actions (:func:`agents.puct.candidates`)."""
+    """``(n, 16)`` bool: the search's candidate actions (:func:`agents.tree.puct.candidates`)."""
     keeps: np.ndarray
     """``(n, 16)`` bool: the candidates whose exact value equals the position's."""
     values: np.ndarray
@@ -67,7 +67,7 @@ def sample_labelled_positions(
 ) -> LabelledPositions:
     """``count`` distinct seeded positions with ``min_empty`` to ``max_empty`` empty squares that the search asks
     the network about, each labelled by ``values`` (the exact solver, cached; those it lacks are solved in one
-    batch by the labeller of :mod:`agents.labels`, with ``jobs`` worker processes). Sampled in rounds of
+    batch by the labeller of :mod:`agents.solver.labels`, with ``jobs`` worker processes). Sampled in rounds of
     ``count`` games (seeds ``seed``, ``seed + 1``, ...) until enough are found; ``RuntimeError`` if ten rounds
     find too few."""
     found: dict[State, None] = {}
@@ -161,7 +161,7 @@ def action_value_labels(labels: LabelledPositions, values: PositionValues) -> np
 
 def mistake_depths(labels: LabelledPositions, variant: Variant, values: PositionValues) -> np.ndarray:
     """``(n,)`` int: for each critical position the shallowest depth of :data:`MINIMAX_DEPTHS` at which the
-    project's minimax (:class:`agents.minimax.MinimaxAgent`, deterministic) plays an action that keeps the exact
+    project's minimax (:class:`agents.solver.minimax.MinimaxAgent`, deterministic) plays an action that keeps the exact
     value -- how deep a search must look not to make the mistake; :data:`BEYOND_DEPTHS` when none does, 0 for a
     position where no candidate loses value."""
     searchers = [MinimaxAgent(variant, depth=depth) for depth in MINIMAX_DEPTHS]

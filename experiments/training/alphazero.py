@@ -3,10 +3,10 @@
 
 The loop, top to bottom (:func:`run`; the games and the replay buffer are :mod:`experiments.training.az_selfplay`):
 
-1. ``num_games`` self-play games run side by side (an endless :class:`agents.sessions.SelfPlaySession`, the
+1. ``num_games`` self-play games run side by side (an endless :class:`agents.tree.sessions.SelfPlaySession`, the
    learner's network evaluating its batches). Moves the one-ply rules decide (a win, the only safe piece,
-   a claim; :func:`agents.puct.forced_action`) are played at once; every other move is searched, all games
-   together, by :class:`agents.puct.BatchedSearch` with ``sims`` simulations, Dirichlet noise at the root,
+   a claim; :func:`agents.tree.puct.forced_action`) are played at once; every other move is searched, all games
+   together, by :class:`agents.tree.puct.PUCTSearch` with ``sims`` simulations, Dirichlet noise at the root,
    and the move sampled in proportion to the visits over the first ``temperature_plies`` actions of a game
    (then the most visited). With ``full_search_share`` below 1 (playout-cap randomisation), a round of moves
    is searched fully only with that chance, and otherwise with ``cheap_sims`` simulations and no noise, to
@@ -67,10 +67,10 @@ from torch.utils.tensorboard import SummaryWriter
 
 from agents.alphazero import OPTIMIZER_ENTRY, AlphaZeroAgent, load_network, save_checkpoint
 from agents.base import Agent
-from agents.checkpoints import CheckpointError, CheckpointHeader, read_weights, saved_bytes
-from agents.files import atomic_write_bytes
-from agents.networks import PolicyValueNetwork, device_of, resolve_device
-from agents.puct import encode_positions
+from agents.networks.checkpoints import CheckpointError, CheckpointHeader, read_weights, saved_bytes
+from agents.networks.policy_value import PolicyValueNetwork, device_of, resolve_device
+from agents.storage.files import atomic_write_bytes
+from agents.tree.puct import encode_positions
 from experiments.evaluation.games import seeded_torch
 from experiments.evaluation.log import EvaluationLog
 from experiments.training.az_selfplay import (
@@ -477,7 +477,7 @@ def _search_agent(trainer: Trainer, network: PolicyValueNetwork, sims: int) -> A
 def _save(trainer: Trainer, evaluations: EvaluationLog, path: Path, resumable: bool) -> None:
     """Checkpoint the network atomically; ``resumable`` adds the optimizer and the buffer (for ``--resume``)."""
     extras = {}
-    if resumable:  # the optimizer's state is saved from CPU copies, as the network's (agents.checkpoints)
+    if resumable:  # the optimizer's state is saved from CPU copies, as the network's (agents.networks.checkpoints)
         extras = {OPTIMIZER_ENTRY: saved_bytes(trainer.optimizer.state_dict()), BUFFER_ENTRY: trainer.buffer.to_bytes()}
     metadata = {
         "config": trainer.config.to_dict(),

@@ -1,6 +1,6 @@
 """``quarto train``'s AlphaZero backend on JAX (``algorithm: alphazero``, ``backend: jax``; the ``jax`` extra):
 self-play searched by mctx on the pure-JAX rules (:mod:`quarto_env.jax`), an equinox network
-(:mod:`agents.jax_network`) trained by optax, one self-play-and-train iteration one jitted function
+(:mod:`agents.networks.jax_network`) trained by optax, one self-play-and-train iteration one jitted function
 (``configs/alphazero_jax.yaml``, ``configs/alphazero_jax_gpu.yaml``).
 
 An iteration (:func:`make_iteration`), all on the device:
@@ -27,7 +27,7 @@ tests/test_alphazero_jax.py pins both on positions the solver values.
 
 Around the iteration, every backend's run (:mod:`experiments.training.run`): the run folder, ``total_steps`` in
 searched positions (``num_games * rollout_steps`` per iteration), the evaluations and grades of the torch backend
--- the network on the CPU (:class:`agents.jax_network.JaxEvaluator`) with the project's search, ``eval_sims``
+-- the network on the CPU (:class:`agents.networks.jax_network.JaxEvaluator`) with the project's search, ``eval_sims``
 simulations --, ``checkpoints/untrained.zip``, and sealed checkpoints marked ``backend: jax`` (the network, and
 in ``latest.zip`` and ``final.zip`` the optimizer and the buffer, as plain arrays). ``az:RUN`` plays them on any
 host. TensorBoard: ``charts/`` (positions, games and simulations per second, buffer, game length, root value),
@@ -62,8 +62,8 @@ import optax
 
 from agents.alphazero import AlphaZeroAgent
 from agents.base import Agent
-from agents.checkpoints import CheckpointError, CheckpointHeader
-from agents.jax_network import (
+from agents.networks.checkpoints import CheckpointError, CheckpointHeader
+from agents.networks.jax_network import (
     ILLEGAL_LOGIT,
     JaxEvaluator,
     SlotsNetwork,
@@ -78,7 +78,7 @@ from agents.jax_network import (
     weight_arrays,
     with_weights,
 )
-from agents.networks import PolicyValueNetwork
+from agents.networks.policy_value import PolicyValueNetwork
 from experiments.evaluation.log import EvaluationLog
 from experiments.training.alphazero import (
     BUFFER_ENTRY,
@@ -107,7 +107,7 @@ from quarto_env.jax import env as jax_env
 OPTIMIZER_ENTRY = "optimizer.npz"
 PB_C_BASE = 1e9
 """mctx's ``pb_c_base``: so large that its log term vanishes and ``c_puct`` is the PUCT constant, as in
-:mod:`agents.puct`."""
+:mod:`agents.tree.puct`."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ def recurrent_fn(env: QuartoEnv) -> Callable[..., tuple[mctx.RecurrentFnOutput, 
 
 
 def puct_q(tree: mctx.Tree, node_index: jax.Array) -> jax.Array:
-    """The Q of each action for PUCT's choice at a node, as :mod:`agents.puct` takes it: the mean backed-up value
+    """The Q of each action for PUCT's choice at a node, as :mod:`agents.tree.puct` takes it: the mean backed-up value
     of a visited action, the node's own value for an unvisited one, and below any value for an illegal one."""
     visited = tree.children_visits[node_index] > 0
     legal = tree.children_prior_logits[node_index] > ILLEGAL_LOGIT / 2

@@ -2,7 +2,7 @@
 searching player of its evaluations, and :class:`SelfPlayReport`, what some rounds of self-play hand the learner
 -- from the training process itself, or from a worker (:mod:`experiments.training.az_workers`).
 
-Self-play is a :class:`agents.sessions.SelfPlaySession` without end, its batches evaluated by the learner's
+Self-play is a :class:`agents.tree.sessions.SelfPlaySession` without end, its batches evaluated by the learner's
 network (:func:`self_play`, :func:`play_rounds`): the public sessions and the trainer share one search path.
 """
 
@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from agents.gumbel_root import GumbelRoot
-from agents.networks import PolicyValueNetwork
-from agents.puct import BatchedSearch, forced_actions
-from agents.sessions import LeafBatch, SearchOptions, SearchSession, SelfPlaySession
+from agents.networks.policy_value import PolicyValueNetwork
+from agents.tree.gumbel_root import GumbelRoot
+from agents.tree.puct import PUCTSearch, forced_actions
+from agents.tree.sessions import LeafBatch, PUCTOptions, PUCTSession, SelfPlaySession
 from experiments.evaluation.games import Opponent
 from experiments.training.config import AlphaZeroConfig, TrainConfig
 from quarto_env.core import (
@@ -105,7 +105,7 @@ class ExactOutcomes:
     to call: the positions of one game, and of games that went the same way, share their subtrees."""
 
     def __init__(self, variant: Variant, max_empty: int) -> None:
-        from agents.minimax import Solver  # here: a run without rescoring never compiles the exact search
+        from agents.solver.minimax import Solver  # here: a run without rescoring never compiles the exact search
 
         self.max_empty = max_empty
         self.solver = Solver(variant, book=None)
@@ -144,7 +144,7 @@ class SearchOpponent(Opponent):
         self.sims = sims
         self.gumbel = None if gumbel_actions is None else GumbelRoot(gumbel_actions)
         self.evaluate = network_evaluator(network)
-        self.search = BatchedSearch(variant, network.kind, None, max_games, max(sims, 1), c)
+        self.search = PUCTSearch(variant, network.kind, None, max_games, max(sims, 1), c)
 
     @property
     def playing(self) -> str:
@@ -155,14 +155,14 @@ class SearchOpponent(Opponent):
         open_games = np.flatnonzero(actions < 0)
         if len(open_games):
             roots = batch.positions[games[open_games]]
-            session = SearchSession(self.search, roots, self.sims, gumbel=self.gumbel).run(self.evaluate)
+            session = PUCTSession(self.search, roots, self.sims, gumbel=self.gumbel).run(self.evaluate)
             actions[open_games] = session.result.best()
         return actions
 
 
-def search_options(config: AlphaZeroConfig) -> SearchOptions:
-    """The search options of a config's ``alphazero`` section, for self-play (:class:`SearchOptions`)."""
-    return SearchOptions(
+def search_options(config: AlphaZeroConfig) -> PUCTOptions:
+    """The search options of a config's ``alphazero`` section, for self-play (:class:`PUCTOptions`)."""
+    return PUCTOptions(
         simulations=config.sims,
         root=config.root,
         c_puct=config.c_puct,
@@ -211,7 +211,7 @@ class SelfPlayReport:
     policy: np.ndarray
     outcome: np.ndarray
     root_value: np.ndarray
-    """The samples of the finished games (:class:`agents.sessions.Samples`: positions, policy targets, outcomes
+    """The samples of the finished games (:class:`agents.tree.sessions.Samples`: positions, policy targets, outcomes
     and root values)."""
     games: int
     """Games played side by side: each round searches (and counts as) this many positions."""

@@ -30,7 +30,7 @@ import ray
 import torch as th
 from ray.exceptions import GetTimeoutError, RayActorError
 
-from agents.networks import PolicyValueNetwork
+from agents.networks.policy_value import PolicyValueNetwork
 from experiments.training.az_selfplay import SelfPlayReport, new_network, play_rounds, self_play
 from experiments.training.config import TrainConfig
 from experiments.training.ray_runtime import RayStartError

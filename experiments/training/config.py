@@ -48,10 +48,8 @@ import math
 import typing
 from typing import Annotated, Any
 
-from agents.base import MAX_SEARCH_SIMULATIONS, SpecError, make_agent, parse_spec
-from agents.gumbel_root import DEFAULT_GUMBEL_ACTIONS
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
-from agents.network_choices import (
+from agents.networks.choices import (
     DEFAULT_DESIGN,
     DEFAULT_DEVICE,
     NETWORK_DESIGNS,
@@ -59,7 +57,9 @@ from agents.network_choices import (
     check_device_name,
     check_network,
 )
-from agents.puct import ROOTS
+from agents.specs import MAX_SEARCH_SIMULATIONS, SpecError, make_agent, parse_spec
+from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS
+from agents.tree.puct import ROOTS
 from experiments.options import field_docs, markdown_table
 from experiments.training.config_checks import (
     SHORT,
@@ -185,7 +185,7 @@ class AlphaZeroConfig:
     """Search-based self-play (``experiments.training.alphazero``): its network, searches, targets and workers."""
 
     network_design: str = DEFAULT_DESIGN
-    """The body of the policy-value network (:data:`agents.networks.NETWORK_DESIGNS`): ``slots``, the slots
+    """The body of the policy-value network (:data:`agents.networks.policy_value.NETWORK_DESIGNS`): ``slots``, the slots
     network (the hand reaches the square slots through the pooled context); ``hand``, which gives every square
     slot the piece in hand and the value head the hand and the groups directly (slower); ``transformer``,
     ``looped`` or the plain ``mlp``. ``quarto bench network`` compares them on exact labels
@@ -227,7 +227,7 @@ class AlphaZeroConfig:
     mean backed-up value of a visited action and the root value for an unvisited one (Gumbel MuZero's improved
     policy: with few simulations the visits barely leave the prior, while Q already ranks the actions)."""
     root: str = "puct"
-    """The root of the searches of self-play and of the evaluations (:data:`agents.puct.ROOTS`): ``puct``, with
+    """The root of the searches of self-play and of the evaluations (:data:`agents.tree.puct.ROOTS`): ``puct``, with
     Dirichlet noise in self-play's full searches and the first ``temperature_plies`` actions sampled from the
     visits; or ``gumbel``, Gumbel top-k with sequential halving (Gumbel AlphaZero): self-play draws the Gumbel
     noise in every search and plays the root's choice at every action (the noise samples the moves, so
@@ -325,8 +325,8 @@ class TrainConfig:
     ``parity`` (+ parity of the safe pieces after each action) or ``tempo`` (+ the trap and parity planes one turn
     further on: training's default, where the env's is ``tactical``); the table is ``quarto_env.observation``."""
     policy: str = "slots"
-    """Network: ``slots`` (shared weights over square and piece slots, ``agents.networks.SlotNetwork``) or ``mlp``
-    (PPO only: alphazero's network is the slots network with a value head)."""
+    """Network: ``slots`` (shared weights over square and piece slots, ``agents.networks.policy_value.SlotNetwork``) or
+    ``mlp`` (PPO only: alphazero's network is the slots network with a value head)."""
     net_arch: list[int] = dataclasses.field(default_factory=lambda: [32])
     """``mlp``: the hidden layer sizes of the policy and value networks (1 to 8 layers); ``slots``: ``[width]``.
     Sizes 1 to 4096."""
@@ -553,7 +553,7 @@ def _check_device(device: str) -> None:
     try:
         check_device_name(device)
         if device == "cuda":
-            from agents.networks import resolve_device
+            from agents.networks.policy_value import resolve_device
 
             resolve_device(device)
     except ValueError as exc:

@@ -41,8 +41,8 @@ from typing import Any
 
 import yaml
 
-from agents.base import closest_name, did_you_mean
-from agents.files import input_file, read_file_bytes
+from agents.specs import closest_name, did_you_mean
+from agents.storage.files import input_file, read_file_bytes
 from experiments.training.config import (
     COMMON_FIELDS,
     FIXED_ON_RESUME,

@@ -11,12 +11,12 @@ Example usage::
 The positions come from a suite of solved positions (:mod:`agents.suites`: ``--suite`` names a shipped one or a
 ``.jsonl`` file; the default is the variant's newest shipped suite), or are sampled afresh: ``--sample N`` keeps up
 to ``N`` positions at each number of empty squares from ``--max-empty`` down to ``--min-empty``, no two related by
-a symmetry, from ``--games`` seeded games (:func:`agents.suites.collect_positions`), and values every legal action
-of each with the exact solver (the labeller of :mod:`agents.labels`). ``--jobs N`` plays the games and labels the
-positions in ``N`` worker processes; the file is the same for every ``N``. Until the file is written, a sample's
-positions and its finished shards of labels are kept in ``OUT.parts/`` (:func:`parts_folder`): after Ctrl-C or a
-kill, the same command continues from them, and the file is the one an uninterrupted run writes. Each of them
-carries its format and checksum (:mod:`agents.integrity`) and is used only once it proves itself: one that is
+a symmetry, from ``--games`` seeded games (:func:`agents.suites.collect_positions`), and values every legal
+action of each with the exact solver (the labeller of :mod:`agents.solver.labels`). ``--jobs N`` plays the games and
+labels the positions in ``N`` worker processes; the file is the same for every ``N``. Until the file is written, a
+sample's positions and its finished shards of labels are kept in ``OUT.parts/`` (:func:`parts_folder`): after Ctrl-C or
+a kill, the same command continues from them, and the file is the one an uninterrupted run writes. Each of them
+carries its format and checksum (:mod:`agents.storage.integrity`) and is used only once it proves itself: one that is
 damaged, altered or of an older version is drawn or labelled again, and a line on stderr says so. With a suite,
 ``--min-empty`` and
 ``--max-empty`` keep the positions within those bounds. ``--symmetries K`` adds up to ``K`` images of each position
@@ -60,10 +60,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.book import shipped_book
-from agents.files import atomic_write_bytes, input_file, read_file_bytes
-from agents.integrity import IntegrityError, read_sealed_json, write_sealed_json
-from agents.labels import (
+from agents.solver.book import shipped_book
+from agents.solver.labels import (
     ILLEGAL,
     label_positions,
     remove_shard_folder,
@@ -71,7 +69,8 @@ from agents.labels import (
     values_of_row,
     worker_pool,
 )
-from agents.sample_files import SampleDataset, read_npz
+from agents.storage.files import atomic_write_bytes, input_file, read_file_bytes
+from agents.storage.integrity import IntegrityError, read_sealed_json, write_sealed_json
 from agents.suites import (
     DEFAULT_SOURCES,
     PositionSource,
@@ -83,6 +82,7 @@ from agents.suites import (
     load_suite,
     shipped_suite_names,
 )
+from agents.tree.sample_files import SampleDataset, read_npz
 from experiments.evaluation.grading import SOLVER_COMFORT_EMPTY
 from experiments.options import (
     CommandParser,
@@ -366,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="PATH",
         help="check a dataset instead of writing one: a file of this command, or a folder of self-play samples "
-        "(agents.sample_files); exit 1 if it fails",
+        "(agents.tree.sample_files); exit 1 if it fails",
     )
     add_overwrite_argument(parser)
     add_progress_and_variant_arguments(parser, "progress bars")
@@ -429,7 +429,7 @@ def _check(parser: argparse.ArgumentParser, path: Path) -> int:
 
 def check_dataset(path: Path) -> str:
     """Check the dataset at ``path`` whole -- a file of this command (its hash, then its rows: :func:`check_rows`),
-    or a folder of self-play samples (:meth:`agents.sample_files.SampleDataset.validate`) -- and say what it holds,
+    or a folder of self-play samples (:meth:`agents.tree.sample_files.SampleDataset.validate`) -- and say what it holds,
     in one line; :class:`DatasetError` naming the first failure."""
     if path.is_dir():
         samples = SampleDataset(path)
@@ -499,7 +499,7 @@ def _suite_positions(
 def _sampled_positions(
     parser: argparse.ArgumentParser, variant: Variant, args: argparse.Namespace
 ) -> tuple[list[SolvedPosition], dict[str, Any]]:
-    """``--sample`` positions per stage, collected from seeded games and labelled (:mod:`agents.labels`), with
+    """``--sample`` positions per stage, collected from seeded games and labelled (:mod:`agents.solver.labels`), with
     ``--jobs`` worker processes; resumed from :func:`parts_folder` when an earlier run of the same settings
     stopped."""
     if variant.declaration:
@@ -540,7 +540,7 @@ PARTS_SUFFIX = ".parts"
 
 PLAN_FILE = "positions.json"
 """The file of the parts folder that holds the sample's positions and the settings that drew them: a sealed JSON
-object (:mod:`agents.integrity`)."""
+object (:mod:`agents.storage.integrity`)."""
 PLAN_KIND = "dataset plan"
 PLAN_FORMAT = 1
 """The version of :data:`PLAN_FILE`'s layout."""
@@ -548,7 +548,7 @@ PLAN_FORMAT = 1
 
 def parts_folder(out: Path) -> Path:
     """Where a ``--sample`` run for ``out`` keeps its work until the file is written: ``OUT.parts/``, with the
-    positions (:data:`PLAN_FILE`) and the finished shards of labels (:mod:`agents.labels`). The same command
+    positions (:data:`PLAN_FILE`) and the finished shards of labels (:mod:`agents.solver.labels`). The same command
     continues from it; the finished file's run removes it."""
     return out.with_name(out.name + PARTS_SUFFIX)
 
@@ -556,7 +556,7 @@ def parts_folder(out: Path) -> Path:
 def _planned_positions(folder: Path, variant: Variant, source: dict[str, Any]) -> list[State] | None:
     """The positions an earlier run with the same variant and ``source`` settings drew, or ``None`` (no such
     run, or one of other settings: its plan is then replaced, and its shards with it). A plan that fails its
-    check (:mod:`agents.integrity`: altered, damaged, or of an older version) is never used: the positions are
+    check (:mod:`agents.storage.integrity`: altered, damaged, or of an older version) is never used: the positions are
     drawn again, and a line on stderr says so."""
     path = folder / PLAN_FILE
     try:

@@ -7,8 +7,8 @@ Example usage::
     quarto evaluate runs/az --opponents minimax:depth=4 --games 400 --sims 200 0
 
 The checkpoint is a ``.zip`` or a run folder, which means its ``final.zip`` (``latest.zip`` while it trains), as
-``ppo:RUN``, ``az:RUN`` and ``rllib:RUN`` do (:func:`agents.checkpoints.checkpoint_path`); the file taken is said on
-stderr. ``--checkpoint best`` (or the path of ``best.zip``) takes the network of the best evaluation score. The
+``ppo:RUN``, ``az:RUN`` and ``rllib:RUN`` do (:func:`agents.networks.checkpoints.checkpoint_path`); the file taken is
+said on stderr. ``--checkpoint best`` (or the path of ``best.zip``) takes the network of the best evaluation score. The
 agent spec that plays it is taken too, as ``quarto train`` prints it: ``quarto evaluate ppo:RUN`` or
 ``az:RUN,checkpoint=best`` (:func:`learner_checkpoint`). Every spec, the opponents' too, is checked before anything
 is loaded: a mistyped one is one line at once, not after the checkpoint has loaded.
@@ -44,7 +44,17 @@ from rich.console import Console
 from rich.table import Table
 
 from agents.alphazero import load_network
-from agents.base import (
+from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
+from agents.networks.checkpoints import (
+    AGENT_KINDS_OF_ALGORITHMS,
+    check_algorithm,
+    checkpoint_name,
+    checkpoint_path,
+    read_metadata,
+)
+from agents.networks.policy_value import DEFAULT_DEVICE, DEVICES, resolve_device
+from agents.ppo import load_policy
+from agents.specs import (
     AGENT_KINDS,
     DEFAULT_SEARCH_SIMULATIONS,
     MAX_SEARCH_SIMULATIONS,
@@ -52,17 +62,7 @@ from agents.base import (
     make_agent,
     parse_spec,
 )
-from agents.checkpoints import (
-    AGENT_KINDS_OF_ALGORITHMS,
-    check_algorithm,
-    checkpoint_name,
-    checkpoint_path,
-    read_metadata,
-)
-from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
-from agents.networks import DEFAULT_DEVICE, DEVICES, resolve_device
-from agents.ppo import load_policy
-from agents.puct import DEFAULT_C_PUCT
+from agents.tree.puct import DEFAULT_C_PUCT
 from experiments.evaluation.games import EvalResult, Opponent, evaluate_all
 from experiments.evaluation.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
 from experiments.options import (
@@ -223,8 +223,8 @@ def check_spec_syntax(named: list[tuple[str, str]]) -> None:
 
 def learner_checkpoint(learner: str, name: str | None = None) -> Path:
     """The checkpoint file that ``learner`` names: a checkpoint ``.zip``, a run folder (``name``, from
-    ``--checkpoint``, chooses within it: :func:`agents.checkpoints.checkpoint_path`), or the spec of an agent that
-    plays one (``ppo:RUN``, ``az:PATH,checkpoint=best``), whose kind must be the checkpoint's and which may give
+    ``--checkpoint``, chooses within it: :func:`agents.networks.checkpoints.checkpoint_path`), or the spec of an agent
+    that plays one (``ppo:RUN``, ``az:PATH,checkpoint=best``), whose kind must be the checkpoint's and which may give
     only its path and checkpoint (the ways of playing are this command's options). A path that exists is a path,
     whatever its name; so is one that does not begin with an agent kind."""
     if os.path.lexists(learner) or learner.partition(":")[0].strip() not in AGENT_KINDS:

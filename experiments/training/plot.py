@@ -35,7 +35,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from agents.files import atomic_write_bytes
+from agents.storage.files import atomic_write_bytes
 from experiments.options import CommandParser, add_out_argument, input_file_or_exit, output_file_argument
 from experiments.output import add_overwrite_argument, claim_output
 from quarto_env.checks import shortened

@@ -4,8 +4,8 @@ The environment is ``quarto_v1`` itself, one game per env, through :func:`quarto
 ``float32`` planes under ``observations``, the ``action_mask``) and RLlib's ``PettingZooEnv``; each env runner
 steps ``num_games`` of them side by side (one batched forward pass per module and step), and
 ``num_env_runners`` runners play at once (0: in this process). RLlib's PPO (the new API stack: RLModules,
-Learners, EnvRunners) trains one module, ``main``, an :class:`agents.networks.ActorCritic` that masks illegal
-actions out of its logits.
+Learners, EnvRunners) trains one module, ``main``, an :class:`agents.networks.policy_value.ActorCritic` that masks
+illegal actions out of its logits.
 
 Self-play, as with the sb3 backend: each game seats ``main`` in a random seat (``player_0`` or ``player_1``; who
 gives first is drawn by the env) against an opponent drawn from ``opponents``: ``snapshots`` -- frozen copies
@@ -62,10 +62,10 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from agents.base import make_agent
-from agents.checkpoints import CheckpointError, CheckpointHeader, read_weights
-from agents.networks import ActorCritic, network_actions, network_for
+from agents.networks.checkpoints import CheckpointError, CheckpointHeader, read_weights
+from agents.networks.policy_value import ActorCritic, network_actions, network_for
 from agents.rllib import NETWORK_ENTRY, OPTIMIZER_ENTRY, load_network, save_checkpoint
+from agents.specs import make_agent
 from experiments.evaluation.games import NetworkOpponent, learner_players
 from experiments.evaluation.log import EvaluationLog
 from experiments.options import quiet_logger

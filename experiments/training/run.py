@@ -14,8 +14,8 @@ the order a run meets these pieces:
     TensorBoard on it.
 :func:`read_resume_point`
     a resumed run's ``checkpoints/latest.zip``, checked before anything is written: whole (its seal,
-    :mod:`agents.integrity`; a damaged one is passed over for the newest intact checkpoint beside it, said in one
-    line), saved by ``quarto train`` (its ``quarto.json`` records the training config), no field of
+    :mod:`agents.storage.integrity`; a damaged one is passed over for the newest intact checkpoint beside it, said in
+    one line), saved by ``quarto train`` (its ``quarto.json`` records the training config), no field of
     ``FIXED_ON_RESUME`` changed, a ``total_steps`` not below the steps done (:func:`check_steps_left`; a run
     already finished says so and changes nothing), a valid best score, and the opponent pool (``pool.pt``) where
     the backend keeps one. :func:`run_seed` reseeds a resumed run from its step count, so that it does not replay
@@ -71,8 +71,8 @@ from numba.core import event
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from agents.checkpoints import CheckpointError, DamagedCheckpointError, read_metadata, read_weights
 from agents.interrupts import STOP_SIGNALS
+from agents.networks.checkpoints import CheckpointError, DamagedCheckpointError, read_metadata, read_weights
 from experiments.evaluation.games import Opponent
 from experiments.evaluation.grading import GradeReport
 from experiments.evaluation.log import (

@@ -37,8 +37,8 @@ from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat, mak
 from stable_baselines3.common.utils import set_random_seed
 from tqdm import tqdm
 
-from agents.checkpoints import CheckpointError, CheckpointHeader
-from agents.networks import resolve_device
+from agents.networks.checkpoints import CheckpointError, CheckpointHeader
+from agents.networks.policy_value import resolve_device
 from agents.ppo import PPOAgent, load_policy, load_training_state, policy_setup, save_checkpoint
 from experiments.evaluation.log import EvaluationLog
 from experiments.training.config import TrainConfig

@@ -33,10 +33,10 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 from torch import nn
 
-from agents.base import make_agent
-from agents.networks import RowWeights, choose_actions
+from agents.envs.sb3_vector import InProcessVecEnv
+from agents.networks.policy_value import RowWeights, choose_actions
 from agents.ppo import inference_policy, policy_actions, policy_logits, policy_spaces
-from agents.sb3_vector import InProcessVecEnv
+from agents.specs import make_agent
 from experiments.evaluation.games import AgentOpponent, NetworkOpponent, Opponent, learner_players, move
 from experiments.training.config import SNAPSHOTS
 from quarto_env.core import State, Variant
@@ -70,7 +70,7 @@ class SnapshotBank(Opponent):
 
     Each game against the bank is assigned one snapshot when it starts (:meth:`assign`). A move in many games
     is one forward pass for all of them: the snapshots share one architecture, so their weights are stacked
-    layer by layer (:class:`agents.networks.RowWeights`) and every row of the batch goes through its own
+    layer by layer (:class:`agents.networks.policy_value.RowWeights`) and every row of the batch goes through its own
     snapshot's weights -- one network call per round instead of one per snapshot. When the bank is full the
     oldest snapshot leaves it; its games in progress continue against the newest one.
     """

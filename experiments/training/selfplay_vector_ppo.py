@@ -45,7 +45,7 @@ import torch
 from torch import nn
 from torch.utils.tensorboard import SummaryWriter
 
-from agents.network_designs import hidden_layers
+from agents.networks.designs import hidden_layers
 from experiments.options import CommandParser, field_docs
 from quarto_env import VectorQuarto
 from quarto_env.vector_env import QuartoVectorVsAgent

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agents.files import OutputPathError, atomic_write_bytes, input_file, output_folder
+from agents.storage.files import OutputPathError, atomic_write_bytes, input_file, output_folder
 from experiments.options import CommandParser, add_integer_argument, add_number_argument, quiet_logger
 from experiments.output import LOCK_FILE, OutputError, hold_lock
 from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command

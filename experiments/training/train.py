@@ -26,9 +26,9 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from agents.checkpoints import CheckpointError, recording_code_version
-from agents.files import OutputPathError, atomic_write_bytes, remove_orphan_temporaries
-from agents.networks import DEVICES
+from agents.networks.checkpoints import CheckpointError, recording_code_version
+from agents.networks.policy_value import DEVICES
+from agents.storage.files import OutputPathError, atomic_write_bytes, remove_orphan_temporaries
 from experiments.options import CommandParser, add_out_argument, add_progress_argument
 from experiments.output import OutputError, add_overwrite_argument, claim_output
 from experiments.run_folder import (

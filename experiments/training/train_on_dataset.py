@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.network_designs import hidden_layers
+from agents.networks.designs import hidden_layers
 from experiments.options import CommandParser
 from experiments.training.dataset import load_dataset
 

@@ -1,7 +1,7 @@
 """A transposition table outside the search: saved to a file and loaded back (the state of a long proof), and
-its proven entries as arrays (for :mod:`agents.value_cache`).
+its proven entries as arrays (for :mod:`agents.solver.value_cache`).
 
-The table's layout is in :mod:`agents.search_table`.
+The table's layout is in :mod:`agents.solver.table`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.files import atomic_write
-from agents.search_kernels import EXACT_DEPTH
-from agents.search_table import (
+from agents.solver.kernels import EXACT_DEPTH
+from agents.solver.table import (
     CANONICAL_FLAG,
     EMPTIES_SHIFT,
     INFO,
@@ -25,6 +24,7 @@ from agents.search_table import (
     store_entries,
     unpack_data,
 )
+from agents.storage.files import atomic_write
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.errors import QuartoValueError
@@ -97,11 +97,11 @@ def proven_rows(table: np.ndarray, min_empties: int) -> np.ndarray:
 
 
 def pack_bounds(lower: np.ndarray, upper: np.ndarray, best_piece: np.ndarray) -> np.ndarray:
-    """The data of entries searched to the end of the game: :func:`agents.search_table.pack_data`, on arrays."""
+    """The data of entries searched to the end of the game: :func:`agents.solver.table.pack_data`, on arrays."""
     return pack_data.py_func(lower, upper, EXACT_DEPTH, best_piece)
 
 
 def unpack_bounds(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(lower, upper, depth, best_piece)`` of entries' data: :func:`agents.search_table.unpack_data`, on
+    """``(lower, upper, depth, best_piece)`` of entries' data: :func:`agents.solver.table.unpack_data`, on
     arrays."""
     return unpack_data.py_func(data)

@@ -1,6 +1,6 @@
-"""The options of a session's searches (:class:`SearchOptions`): how it searches, moves and labels its samples.
+"""The options of a session's searches (:class:`PUCTOptions`): how it searches, moves and labels its samples.
 
-Apart from :mod:`agents.sessions`, which imports them (and from which they are imported), so a reader of the
+Apart from :mod:`agents.tree.sessions`, which imports them (and from which they are imported), so a reader of the
 sessions' play does not wade through the options' checks first.
 """
 
@@ -11,15 +11,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.gumbel_root import DEFAULT_GUMBEL_ACTIONS
-from agents.puct import DEFAULT_C_PUCT, POLICY_TARGETS, ROOTS, SearchResult
+from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS
+from agents.tree.puct import DEFAULT_C_PUCT, POLICY_TARGETS, ROOTS, PUCTResult
 from quarto_env.checks import checked_number
 from quarto_env.core import NUM_ACTIONS
 from quarto_env.errors import QuartoValueError
 
 
 @dataclasses.dataclass(frozen=True)
-class SearchOptions:
+class PUCTOptions:
     """How a session searches, moves and labels: the options of the AlphaZero config's ``alphazero`` section
     (:func:`experiments.training.az_selfplay.search_options` maps one onto the other). An arena uses
     ``simulations``, ``root``, ``c_puct`` and ``gumbel_actions`` alone: its searches draw no noise and play their
@@ -28,7 +28,7 @@ class SearchOptions:
     simulations: int = 64
     """Simulations of a full search (at least 0; 0 evaluates the root alone)."""
     root: str = "puct"
-    """``puct`` or ``gumbel`` (:data:`agents.puct.ROOTS`). A Gumbel root draws its own noise in every self-play
+    """``puct`` or ``gumbel`` (:data:`agents.tree.puct.ROOTS`). A Gumbel root draws its own noise in every self-play
     search and plays its choice at every action: ``dirichlet_*`` and ``temperature_plies`` then do not apply."""
     c_puct: float = DEFAULT_C_PUCT
     dirichlet_alpha: float | None = 0.3
@@ -38,8 +38,8 @@ class SearchOptions:
     temperature_plies: int = 8
     """The first this many actions of a self-play game are sampled in proportion to the visits (PUCT root)."""
     targets: str = "completed_q"
-    """The policy target of a sample (:data:`agents.puct.POLICY_TARGETS`): ``visits``, the visit distribution, or
-    ``completed_q``, the completed-Q improved policy (:meth:`agents.puct.SearchResult.improved_policy`)."""
+    """The policy target of a sample (:data:`agents.tree.puct.POLICY_TARGETS`): ``visits``, the visit distribution, or
+    ``completed_q``, the completed-Q improved policy (:meth:`agents.tree.puct.PUCTResult.improved_policy`)."""
     completed_q_beta: float = 20.0
     gumbel_actions: int = DEFAULT_GUMBEL_ACTIONS
     """The most candidates a Gumbel root considers (1 to 16)."""
@@ -67,7 +67,7 @@ class SearchOptions:
         """The largest search a self-play round makes: what the trees are allocated for."""
         return max(self.simulations, self.cheap_simulations if self.full_search_share < 1 else 0)
 
-    def policy_target(self, result: SearchResult) -> np.ndarray:
+    def policy_target(self, result: PUCTResult) -> np.ndarray:
         """``(n, 16)`` the policy targets of a search's roots (:attr:`targets`)."""
         if self.targets == "completed_q":
             return result.improved_policy(self.completed_q_beta)

@@ -1,10 +1,10 @@
 """Exact values kept across runs: a SQLite file of proven positions, keyed by canonical board.
 
-The solver's transposition table (:mod:`agents.search_table`) keys the give nodes with many empty squares by their
+The solver's transposition table (:mod:`agents.solver.table`) keys the give nodes with many empty squares by their
 canonical form under every symmetry of the game, and an entry searched to the end of the game holds proven
 bounds on the value of every position of that class (exact where they meet). :class:`ValueCache` keeps such
 entries: a
-:class:`~agents.minimax.Solver` loads the file's entries for its variant into its table when it starts, and
+:class:`~agents.solver.minimax.Solver` loads the file's entries for its variant into its table when it starts, and
 :meth:`ValueCache.harvest` adds the new ones after each solve. So grading, tournaments and solver agents start
 from what earlier runs proved, and a position solved once is not solved again.
 
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.search_kernels import WIN
-from agents.search_table import CANONICAL_FLAG, USED_FLAG, entries_from_rows, store_entries
-from agents.search_table_files import TABLE_FILE_FORMAT, pack_bounds, proven_rows, unpack_bounds
+from agents.solver.kernels import WIN
+from agents.solver.table import CANONICAL_FLAG, USED_FLAG, entries_from_rows, store_entries
+from agents.solver.table_files import TABLE_FILE_FORMAT, pack_bounds, proven_rows, unpack_bounds
 from quarto_env.core import NUM_SQUARES, Variant
 from quarto_env.symmetry import LANE_MASK
 

@@ -10,15 +10,15 @@ same). Its other entries are the algorithm's weights, each written with ``torch.
 ``quarto.json`` added (:mod:`agents.ppo`); the others are written whole by :func:`write_checkpoint`. Every
 write is atomic (a temporary file, then ``os.replace``), so a run killed mid-write never leaves a torn file.
 
-Since format 3 a checkpoint is sealed (:mod:`agents.integrity`): its last entry, ``seal.json``, holds the SHA-256
-of every other entry, and every reader checks them before it uses any (:func:`read_metadata`), so an entry
+Since format 3 a checkpoint is sealed (:mod:`agents.storage.integrity`): its last entry, ``seal.json``, holds the
+SHA-256 of every other entry, and every reader checks them before it uses any (:func:`read_metadata`), so an entry
 damaged or altered after the write -- even into well-formed data -- is refused as surely as a truncated file
 (:class:`DamagedCheckpointError`; ``quarto train --resume`` then goes on from the newest intact checkpoint).
 Checkpoints of formats 1 and 2, written before, have no seal: they load as before, checked by their zip CRCs.
 
 Checkpoints are device-free: their tensors are saved from CPU copies (:func:`saved_bytes`) and read onto the CPU,
 whatever device the network trained on; the loaders then move the network to the device asked for
-(:func:`agents.networks.resolve_device`).
+(:func:`agents.networks.policy_value.resolve_device`).
 
 A run folder (or its ``checkpoints/`` folder) stands for one of its checkpoints, the same for every agent kind
 (:func:`checkpoint_path`): its ``final.zip``, or ``latest.zip`` while it trains; another by name
@@ -57,16 +57,16 @@ from typing import Any
 
 import torch as th
 
-from agents.files import atomic_write_bytes, input_file
-from agents.integrity import SEAL_ENTRY, IntegrityError, archive_seal, check_archive, is_sealed
+from agents.storage.files import atomic_write_bytes, input_file
+from agents.storage.integrity import SEAL_ENTRY, IntegrityError, archive_seal, check_archive, is_sealed
 from quarto_env.checks import checked_number, one_line
 from quarto_env.core import Variant
 from quarto_env.errors import CheckpointError
 from quarto_env.observation import observation_kind
 
 CHECKPOINT_FORMAT = 3
-"""The format :func:`save_checkpoint` writes: sealed (``seal.json``, :mod:`agents.integrity`). Formats 1 (which had
-no ``env_kwargs``) and 2 (no seal) are read too."""
+"""The format :func:`save_checkpoint` writes: sealed (``seal.json``, :mod:`agents.storage.integrity`). Formats 1 (which
+had no ``env_kwargs``) and 2 (no seal) are read too."""
 
 
 READABLE_FORMATS = (1, 2, CHECKPOINT_FORMAT)
@@ -215,7 +215,7 @@ def write_checkpoint(
 
 def checkpoint_bytes(entries: dict[str, bytes]) -> bytes:
     """The zip of ``entries``, in their order, sealed: its last entry the checksums of the others
-    (:func:`agents.integrity.archive_seal`; a seal among ``entries`` is replaced)."""
+    (:func:`agents.storage.integrity.archive_seal`; a seal among ``entries`` is replaced)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, data in entries.items():

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.base import make_agent
+from agents.specs import make_agent
 from quarto_env.flags import RuleFlags
 from quarto_env.single_agent import Player, QuartoVsAgent
 
 
 def make_vs_agent(opponent: str | Player = "random", **env_kwargs: Any) -> QuartoVsAgent:
     """:class:`QuartoVsAgent` against ``opponent``: an agent spec (``"greedy"``, ``"minimax:depth=2"``, ...), built
-    once with :func:`agents.base.make_agent` for the env's rule variant, or a player object as it is. The other
+    once with :func:`agents.specs.make_agent` for the env's rule variant, or a player object as it is. The other
     keyword arguments are the env's."""
     if isinstance(opponent, str):
         opponent = make_agent(opponent, RuleFlags.among(env_kwargs).variant)

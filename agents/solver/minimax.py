@@ -1,6 +1,6 @@
 """The minimax agent, the exact solver as a function (:func:`solve`) and as an agent.
 
-All three run the compiled negamax of :mod:`agents.search_kernels` (where plies, nodes and scores are defined) and
+All three run the compiled negamax of :mod:`agents.solver.kernels` (where plies, nodes and scores are defined) and
 share its rules shortcuts. On top of it, this module handles the declaration variant, which the search never
 sees: a player who can declare does so at once -- it wins, and waiting could only hand the claim to the
 opponent or let the group die. A false declaration never helps (it loses, or under the ``penalty`` policy
@@ -8,7 +8,7 @@ changes nothing), so it is never chosen.
 
 Example::
 
-    from agents.minimax import solve
+    from agents.solver.minimax import solve
     from quarto_env.notation import parse_position
 
     solve(parse_position("6.e2....d8..9..1 5")).value    # 0: a draw with perfect play
@@ -24,10 +24,10 @@ from time import perf_counter
 import numpy as np
 
 from agents.base import Agent
-from agents.book import OpeningBook, shipped_book
-from agents.search import Search
-from agents.search_kernels import EXACT_DEPTH, HITS, NODES, PROBES, WIN
-from agents.value_cache import ValueCache, default_cache
+from agents.solver.alphabeta import AlphaBetaSearch
+from agents.solver.book import OpeningBook, shipped_book
+from agents.solver.kernels import EXACT_DEPTH, HITS, NODES, PROBES, WIN
+from agents.solver.value_cache import ValueCache, default_cache
 from quarto_env.checks import checked_number
 from quarto_env.core import (
     ALL_SQUARES,
@@ -81,11 +81,11 @@ class Solver:
     """The exact solver for one rule variant. It keeps its transposition table between calls, so solving many
     positions of one game (or nearby ones) in one process gets faster; :meth:`clear` forgets it.
 
-    ``cache``: a :class:`~agents.value_cache.ValueCache` whose values are loaded into the table now, and which
+    ``cache``: a :class:`~agents.solver.value_cache.ValueCache` whose values are loaded into the table now, and which
     gets the new exact values of every solve that took more than ``HARVEST_SECONDS``.
 
-    ``book``: an :class:`~agents.book.OpeningBook` that answers, without search, for every position it covers
-    (:meth:`~agents.book.OpeningBook.covers`): the early game, where the search would take minutes.
+    ``book``: an :class:`~agents.solver.book.OpeningBook` that answers, without search, for every position it covers
+    (:meth:`~agents.solver.book.OpeningBook.covers`): the early game, where the search would take minutes.
 
     ``checkpoint``: called every ``checkpoint_every`` seconds of searching, at a moment when no search is
     running, so that it may save :attr:`table` (``quarto solve --resume``). A search is stopped for it and
@@ -101,10 +101,11 @@ class Solver:
         book: OpeningBook | None = None,
         **search_options: int,
     ) -> None:
-        """``search_options``: keyword arguments of :class:`agents.search.Search` (table size, jobs, thresholds)."""
+        """``search_options``: keyword arguments of :class:`agents.solver.alphabeta.AlphaBetaSearch` (table size, jobs,
+        thresholds)."""
         self.variant = variant
         self.book = book
-        self.search = Search(variant, **search_options)
+        self.search = AlphaBetaSearch(variant, **search_options)
         self.cache = cache
         if cache is not None:
             cache.load_into(self.search.table)
@@ -121,7 +122,7 @@ class Solver:
 
     @property
     def table(self) -> np.ndarray:
-        """The transposition table (see :mod:`agents.search_table`)."""
+        """The transposition table (see :mod:`agents.solver.table`)."""
         return self.search.table
 
     def running_counts(self) -> dict[str, int]:
@@ -280,8 +281,8 @@ _default_solvers: dict[Variant, Solver] = {}
 
 def default_solver(variant: Variant) -> Solver:
     """The solver that :func:`solve` uses for ``variant``, created on first use and kept for the process. It uses
-    the value cache of :func:`agents.value_cache.default_cache` and the variant's shipped opening book
-    (:func:`agents.book.shipped_book`), where there is one."""
+    the value cache of :func:`agents.solver.value_cache.default_cache` and the variant's shipped opening book
+    (:func:`agents.solver.book.shipped_book`), where there is one."""
     if variant not in _default_solvers:
         _default_solvers[variant] = Solver(variant, cache=default_cache(variant), book=shipped_book(variant))
     return _default_solvers[variant]
@@ -293,7 +294,7 @@ def solve(state: State, variant: Variant = STANDARD, all_moves: bool = False) ->
 
     Raises :class:`~quarto_env.core.RulesError` for a position that is over. Calls for one variant share a
     transposition table within the process, and values proven once are kept across runs
-    (:mod:`agents.value_cache`). Practical up to about 12 empty squares (about a second each in
+    (:mod:`agents.solver.value_cache`). Practical up to about 12 empty squares (about a second each in
     the benchmark, ``quarto bench solver``).
     """
     return default_solver(variant).solve(state, all_moves)
@@ -312,12 +313,12 @@ DEFAULT_DEPTH = 2
 SMALL_TABLE_MAX_DEPTH = 6
 SMALL_TABLE_BITS = 16
 """Minimax at a fixed depth up to ``SMALL_TABLE_MAX_DEPTH`` plies uses a table of ``2**16`` entries (1 MiB: an
-entry is 16 bytes) instead of the default ``2**21`` of :mod:`agents.search_table` (32 MiB)."""
+entry is 16 bytes) instead of the default ``2**21`` of :mod:`agents.solver.table` (32 MiB)."""
 
 
 class MinimaxAgent(Agent):
     """Negamax alpha-beta to a depth in plies (one placement or one give each), with the evaluation of
-    :mod:`agents.search_kernels` at the horizon, or iterative deepening under a time budget per move.
+    :mod:`agents.solver.kernels` at the horizon, or iterative deepening under a time budget per move.
 
     * ``depth=N`` (``time=0``): search ``N`` plies.
     * ``time=S``: search 1, 2, 3, ... plies until ``S`` seconds (wall clock, Python included) would be
@@ -329,12 +330,12 @@ class MinimaxAgent(Agent):
     Any depth at least the plies left in the game is an exact search. The agent takes a win when it sees one,
     declares as soon as it may (its own group, or one the opponent missed) and never declares falsely. It is
     deterministic given the position. After each ``act``: ``last_nodes``, ``last_depth`` (plies of the deepest
-    finished search), ``last_score`` (see :mod:`agents.search_kernels`), ``last_seconds``.
+    finished search), ``last_score`` (see :mod:`agents.solver.kernels`), ``last_seconds``.
     """
 
     def __init__(self, variant: Variant = STANDARD, seed: int | None = None, depth: int = 0, time: float = 0.0):
         super().__init__(variant, seed)
-        # Deeper than the end of every game is the same search. (Specs stop at agents.base.MAX_DEPTH: a move
+        # Deeper than the end of every game is the same search. (Specs stop at agents.specs.MAX_DEPTH: a move
         # searched deeper from an early position takes minutes to hours.)
         checked_number(depth, "minimax depth", minimum=0, maximum=EXACT_DEPTH, integer=True)
         checked_number(time, "minimax time", minimum=0)
@@ -342,7 +343,7 @@ class MinimaxAgent(Agent):
         self.max_depth = depth or (EXACT_DEPTH if time else DEFAULT_DEPTH)
         # A shallow fixed-depth search stores few positions: a small table keeps many agents cheap in memory.
         shallow = not time and self.max_depth <= SMALL_TABLE_MAX_DEPTH
-        self.search = Search(variant, table_bits=SMALL_TABLE_BITS) if shallow else Search(variant)
+        self.search = AlphaBetaSearch(variant, table_bits=SMALL_TABLE_BITS) if shallow else AlphaBetaSearch(variant)
         self.last_nodes = 0
         self.last_depth = 0
         self.last_score = 0
@@ -385,13 +386,13 @@ class MinimaxAgent(Agent):
 
 class SolverAgent(Agent):
     """Perfect play: an action that keeps the exact value of the position, chosen at random (seeded) among all
-    such actions. Exact wherever the variant's opening book covers the position (:func:`agents.book.shipped_book`),
-    and from ``empties`` empty squares on, or from the book's ``min_empty`` when that is more (docs/solver.md gives the
-    time per move): with a shipped book, exact from the first move. Without one, earlier positions are too large to
-    solve, and it plays iterative-deepening minimax with ``time`` seconds per move -- or, with ``depth`` set,
-    minimax to that many plies, which makes its games reproducible whatever the machine's speed.
-    After each ``act``: ``last_value`` (the exact value, or ``None`` before the exact phase), ``last_nodes``,
-    ``last_depth`` (plies searched; ``EXACT_DEPTH`` when solved), ``last_seconds``."""
+    such actions. Exact wherever the variant's opening book covers the position
+    (:func:`agents.solver.book.shipped_book`), and from ``empties`` empty squares on, or from the book's ``min_empty``
+    when that is more (docs/solver.md gives the time per move): with a shipped book, exact from the first move. Without
+    one, earlier positions are too large to solve, and it plays iterative-deepening minimax with ``time`` seconds per
+    move -- or, with ``depth`` set, minimax to that many plies, which makes its games reproducible whatever the
+    machine's speed. After each ``act``: ``last_value`` (the exact value, or ``None`` before the exact phase),
+    ``last_nodes``, ``last_depth`` (plies searched; ``EXACT_DEPTH`` when solved), ``last_seconds``."""
 
     def __init__(
         self,

@@ -33,24 +33,24 @@ candidates by ``g + log P``, and spends the budget in ``ceil(log2 k)`` phases; i
 action gets ``floor(sims / (phases * survivors))`` more visits (at least 1), then the better half survives by
 ``g + log P + sigma(Q)``, with ``sigma(Q) = (c_visit + max_b N(b)) * c_scale * (Q + 1) / 2`` (phases go on
 with the last two while budget is left: :func:`halving_phases`). The move played is the survivor with the best
-score among the most visited (:attr:`SearchResult.chosen`). Below the root, both roots search by PUCT.
+score among the most visited (:attr:`PUCTResult.chosen`). Below the root, both roots search by PUCT.
 
-Either way a root's *completed Q* (:meth:`SearchResult.completed_q`) is the mean backed-up value of each
+Either way a root's *completed Q* (:meth:`PUCTResult.completed_q`) is the mean backed-up value of each
 visited candidate and the root value for the others, and the *completed-Q policy target*
-(:meth:`SearchResult.improved_policy`) is ``softmax(log P + beta * completed Q)`` over the candidates: unlike
+(:meth:`PUCTResult.improved_policy`) is ``softmax(log P + beta * completed Q)`` over the candidates: unlike
 the visit distribution, it moves away from the prior even when the simulations are few.
 
 Batching
 --------
-:class:`BatchedSearch` searches many games side by side. Each *round* selects one leaf per game with a compiled
+:class:`PUCTSearch` searches many games side by side. Each *round* selects one leaf per game with a compiled
 kernel (over the rules core's ``apply_action``, ``winning_squares`` and ``winning_pieces``), writes the leaves'
 observation planes with the kernel the env uses, evaluates all of them in one forward pass, and expands and
 backs up with a second kernel. A game's tree lives in flat arrays of ``sims + 2`` nodes by 16 actions.
 
 The search knows the game only through the rules core's compiled functions and an evaluator (planes ->
-logits, values). :meth:`BatchedSearch.rounds` is the search itself, a generator that hands out each round's
-leaves and takes their evaluation back; :meth:`BatchedSearch.run` drives it with the search's ``evaluator``, and
-the sessions of :mod:`agents.sessions` (self-play, two-model matches, one search) drive it with any caller's
+logits, values). :meth:`PUCTSearch.rounds` is the search itself, a generator that hands out each round's
+leaves and takes their evaluation back; :meth:`PUCTSearch.run` drives it with the search's ``evaluator``, and
+the sessions of :mod:`agents.tree.sessions` (self-play, two-model matches, one search) drive it with any caller's
 network: :class:`agents.alphazero.AlphaZeroAgent` plays on them one game at a time, training and evaluation
 (:mod:`experiments.training.alphazero`) many games at once.
 """
@@ -66,7 +66,7 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
-from agents.gumbel_root import GumbelRoot, SequentialHalving, completed_q, root_values
+from agents.tree.gumbel_root import GumbelRoot, SequentialHalving, completed_q, root_values
 from quarto_env.core import (
     ALL_SQUARES,
     DECLARE,
@@ -87,11 +87,11 @@ from quarto_env.vector import GameBatch
 
 DEFAULT_C_PUCT = 1.5
 ROOTS = ("puct", "gumbel")
-"""The search's roots: PUCT (:meth:`BatchedSearch.run` without ``gumbel``), or the Gumbel root's sequential
+"""The search's roots: PUCT (:meth:`PUCTSearch.run` without ``gumbel``), or the Gumbel root's sequential
 halving (with a :class:`GumbelRoot`)."""
 POLICY_TARGETS = ("visits", "completed_q")
-"""The policy targets of a searched position: the visit distribution (:meth:`SearchResult.policy`) or the
-completed-Q improved policy (:meth:`SearchResult.improved_policy`)."""
+"""The policy targets of a searched position: the visit distribution (:meth:`PUCTResult.policy`) or the
+completed-Q improved policy (:meth:`PUCTResult.improved_policy`)."""
 MAX_DEPTH = 40
 """Longest path from a root: a game has at most 32 actions."""
 NO_NODE = -1
@@ -99,9 +99,9 @@ NO_NODE = -1
 
 Evaluator = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 """Planes ``(n, channels, 16)`` int8 -> (logits ``(n, >= 16)``, values ``(n,)``), float32."""
-Rounds = Generator[np.ndarray, tuple[np.ndarray, np.ndarray], "SearchResult"]
-"""A search in progress (:meth:`BatchedSearch.rounds`): it yields each round's leaf planes, is sent their
-``(logits, values)`` and returns the :class:`SearchResult`."""
+Rounds = Generator[np.ndarray, tuple[np.ndarray, np.ndarray], "PUCTResult"]
+"""A search in progress (:meth:`PUCTSearch.rounds`): it yields each round's leaf planes, is sent their
+``(logits, values)`` and returns the :class:`PUCTResult`."""
 
 
 @register_jitable
@@ -142,13 +142,14 @@ def forced_action(
     return -1, mask
 
 
-class BatchedSearch:
+class PUCTSearch:
     """PUCT search over up to ``max_games`` positions at once, guided by ``evaluator``, with a PUCT or a Gumbel
     root (:meth:`run`).
 
     :param variant: the rules.
     :param kind: the observation kind the evaluator reads (:func:`quarto_env.observation.observation_kind`).
-    :param evaluator: planes -> (logits, values), e.g. :meth:`agents.networks.PolicyValueNetwork.evaluate`, for
+    :param evaluator: planes -> (logits, values), e.g. :meth:`agents.networks.policy_value.PolicyValueNetwork.evaluate`,
+    for
         :meth:`run`; ``None`` for a search driven from outside, round by round (:meth:`rounds`).
     :param max_games: the most positions searched together.
     :param max_sims: the most simulations per search (the trees are allocated for it).
@@ -214,7 +215,7 @@ class BatchedSearch:
     @staticmethod
     def bytes_per_game(kind: ObservationKind, max_sims: int) -> int:
         """Bytes of the arrays above per game, for trees of ``max_sims`` simulations: what a caller checks against
-        the machine's memory before it asks for many games (:mod:`agents.sessions`)."""
+        the machine's memory before it asks for many games (:mod:`agents.tree.sessions`)."""
         node = NUM_FIELDS * 8 + 8 + 1 + 1 + 4 + NUM_ACTIONS * (4 + 4 + 4 + 4)  # positions .. prior
         game = 4 + MAX_DEPTH * 2 * 4 + 4 + 8 + 4 + kind.shape[0] * kind.shape[1]  # num_nodes .. planes
         return (max_sims + 2) * node + game
@@ -226,7 +227,7 @@ class BatchedSearch:
         noise: tuple[float, float, np.random.Generator] | None = None,
         seconds: float = 0.0,
         gumbel: GumbelRoot | None = None,
-    ) -> SearchResult:
+    ) -> PUCTResult:
         """Search the positions ``roots`` (``(n, NUM_FIELDS)``, as :func:`quarto_env.core.position_array` or
         :attr:`GameBatch.positions` give them; each with a real choice, see :func:`forced_action`) for ``sims``
         simulations each (at most ``max_sims``), stopping early when ``seconds`` is above 0 and that time has
@@ -234,9 +235,9 @@ class BatchedSearch:
 
         ``noise = (alpha, fraction, rng)`` mixes Dirichlet(alpha) noise into the root priors (self-play, PUCT root).
         ``gumbel`` searches with the Gumbel root instead (its phases planned for ``sims``), whose choice is
-        :attr:`SearchResult.chosen`."""
+        :attr:`PUCTResult.chosen`."""
         if self.evaluator is None:
-            raise ValueError("this search has no evaluator: drive its rounds() with one (agents.sessions)")
+            raise ValueError("this search has no evaluator: drive its rounds() with one (agents.tree.sessions)")
         return drive(self.rounds(roots, sims, noise, seconds, gumbel), self.evaluator)
 
     def rounds(
@@ -250,7 +251,7 @@ class BatchedSearch:
         """The search of :meth:`run`, evaluated by its caller: a generator that yields each round's leaf planes
         (``(leaves, channels, 16)`` int8, a view valid until the next round; :meth:`leaf_masks` and
         :meth:`leaf_positions` say more of them) and is sent their ``(logits, values)``; it returns the
-        :class:`SearchResult`. A round whose simulations all end on terminal nodes yields nothing."""
+        :class:`PUCTResult`. A round whose simulations all end on terminal nodes yields nothing."""
         n = len(roots)
         if not 1 <= n <= self.max_games:
             raise ValueError(f"searches 1 to {self.max_games} positions at once, got {n}")
@@ -273,7 +274,7 @@ class BatchedSearch:
                 yield from self._round(n, halving.forced(done))
                 halving.after(done, visits, value_sum, network_value)
             done += 1
-        return SearchResult(
+        return PUCTResult(
             visits=visits.copy(),
             root_value=root_values(visits, value_sum, network_value),
             prior=prior,
@@ -338,19 +339,19 @@ class BatchedSearch:
             self.prior[g, 0, actions] = (1 - fraction) * self.prior[g, 0, actions] + fraction * noise
 
 
-def drive(rounds: Rounds, evaluator: Evaluator) -> SearchResult:
-    """Run the search ``rounds`` (:meth:`BatchedSearch.rounds`) to its end, each round's leaves evaluated by
+def drive(rounds: Rounds, evaluator: Evaluator) -> PUCTResult:
+    """Run the search ``rounds`` (:meth:`PUCTSearch.rounds`) to its end, each round's leaves evaluated by
     ``evaluator``; its result."""
     try:
         planes = next(rounds)
         while True:
             planes = rounds.send(evaluator(planes))
     except StopIteration as finished:
-        result: SearchResult = finished.value
+        result: PUCTResult = finished.value
         return result
 
 
-class SearchResult:
+class PUCTResult:
     """What a search found for each root: visit counts, backed-up values, the network's priors."""
 
     def __init__(
@@ -407,7 +408,7 @@ class SearchResult:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The kernels. ``tree`` is :attr:`BatchedSearch.tree`; ``g`` a game, ``node`` a node of its tree.
+# The kernels. ``tree`` is :attr:`PUCTSearch.tree`; ``g`` a game, ``node`` a node of its tree.
 # ---------------------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
 def _reset_roots(roots, tree, groups, counted):  # type: ignore[no-untyped-def]

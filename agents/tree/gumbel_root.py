@@ -1,6 +1,6 @@
-"""The Gumbel root of AlphaZero's search (:mod:`agents.puct`, "Two roots"; Danihelka et al. 2022): its settings
+"""The Gumbel root of AlphaZero's search (:mod:`agents.tree.puct`, "Two roots"; Danihelka et al. 2022): its settings
 (:class:`GumbelRoot`), the plan of sequential halving (:func:`halving_phases`), the completed Q of a root's actions,
-and the halving itself over a batch of games (:class:`SequentialHalving`), which :class:`agents.puct.BatchedSearch`
+and the halving itself over a batch of games (:class:`SequentialHalving`), which :class:`agents.tree.puct.PUCTSearch`
 runs at its roots.
 """
 
@@ -22,7 +22,7 @@ DEFAULT_C_SCALE = 0.1
 
 @dataclasses.dataclass(frozen=True)
 class GumbelRoot:
-    """The Gumbel root's settings (see :mod:`agents.puct`, "Two roots"): :meth:`agents.puct.BatchedSearch.run`
+    """The Gumbel root's settings (see :mod:`agents.tree.puct`, "Two roots"): :meth:`agents.tree.puct.PUCTSearch.run`
     with ``gumbel=`` one of these forces each simulation's first action by sequential halving."""
 
     actions: int = DEFAULT_GUMBEL_ACTIONS

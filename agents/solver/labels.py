@@ -3,13 +3,13 @@
 The one labeller behind ``quarto dataset --sample``, the suites' builds (:func:`agents.suites.solve_positions`),
 grading's values (:func:`experiments.evaluation.grading.exact_action_values`) and ``quarto bench network``: each
 position's legal actions valued for the player to move, +1 win, 0 draw, -1 loss under perfect play, by the exact
-solver (:class:`agents.minimax.Solver`, ``solve(state, all_moves=True)``).
+solver (:class:`agents.solver.minimax.Solver`, ``solve(state, all_moves=True)``).
 
 Why it is fast
 --------------
-* **One solver per process, for all of its positions** (:func:`agents.minimax.default_solver`): its
+* **One solver per process, for all of its positions** (:func:`agents.solver.minimax.default_solver`): its
   transposition table is kept from one position to the next, so positions that share subtrees (those of one
-  stage, of one game) find them proven already; it starts from the value cache (:mod:`agents.value_cache`) and
+  stage, of one game) find them proven already; it starts from the value cache (:mod:`agents.solver.value_cache`) and
   answers from the opening book where the book covers a position.
 * **Processes**: with ``jobs`` above 1, worker processes (spawned, as the tournament's) label shards of
   positions side by side, each with its own solver. The values are exact, so they do not depend on ``jobs``
@@ -19,11 +19,11 @@ Why it is fast
 Shards and resuming
 -------------------
 With a ``folder``, the positions are labelled in shards of :data:`SHARD_POSITIONS` consecutive positions, and each
-shard is written to ``folder/shard-NNNNN.npy`` as soon as it is done, sealed (:mod:`agents.integrity`: the sidecar
-``shard-NNNNN.npy.seal`` holds its format, its SHA-256 and the hash of the positions it labels). ``folder/labels.json``
-(a sealed JSON object) names what the shards are of: the SHA-256 of the positions, the variant and the solver's
-version. A later call for the same positions with the same folder reads the finished shards and labels only the
-others -- after Ctrl-C or a kill, the same command continues where it stopped. A shard is used only once it
+shard is written to ``folder/shard-NNNNN.npy`` as soon as it is done, sealed (:mod:`agents.storage.integrity`: the
+sidecar ``shard-NNNNN.npy.seal`` holds its format, its SHA-256 and the hash of the positions it labels).
+``folder/labels.json`` (a sealed JSON object) names what the shards are of: the SHA-256 of the positions, the variant
+and the solver's version. A later call for the same positions with the same folder reads the finished shards and labels
+only the others -- after Ctrl-C or a kill, the same command continues where it stopped. A shard is used only once it
 proves itself: its seal matches its bytes and its positions, and it labels exactly the legal actions of each of
 them with a value; any other is labelled again, with one line on stderr that says so. A folder whose
 ``labels.json`` names other positions, or fails its check, is emptied of its shards first.
@@ -46,8 +46,8 @@ from typing import Any, cast
 import numpy as np
 from tqdm import tqdm
 
-from agents.files import remove_orphan_temporaries
-from agents.integrity import (
+from agents.storage.files import remove_orphan_temporaries
+from agents.storage.integrity import (
     IntegrityError,
     read_sealed,
     read_sealed_json,
@@ -67,7 +67,7 @@ alone with a 12-empty shard for minutes; docs/dataset.md gives the labelling cos
 LABELS_FILE = "labels.json"
 """The file of a shard folder that names the positions its shards label."""
 SHARDS_KIND = "dataset label shards"
-"""The ``kind`` of :data:`LABELS_FILE`'s seal (:mod:`agents.integrity`)."""
+"""The ``kind`` of :data:`LABELS_FILE`'s seal (:mod:`agents.storage.integrity`)."""
 SHARD_KIND = "dataset label shard"
 """The ``kind`` of a shard's seal."""
 SHARDS_FORMAT = 1
@@ -79,9 +79,9 @@ SHARDS_FORMAT = 1
 # ---------------------------------------------------------------------------------------------------------
 def action_values(variant: Variant, state: State) -> dict[int, int]:
     """``{action: value}`` for every legal action of ``state`` (not over), values for the player to move, by the
-    process's solver for ``variant`` (:func:`agents.minimax.default_solver`: its table, the value cache and the
+    process's solver for ``variant`` (:func:`agents.solver.minimax.default_solver`: its table, the value cache and the
     opening book are shared with every other position this process labels)."""
-    from agents.minimax import default_solver  # the compiled solver loads only when a position needs it
+    from agents.solver.minimax import default_solver  # the compiled solver loads only when a position needs it
 
     values = cast(
         dict[int, int], default_solver(variant).solve(state, all_moves=True).action_values
@@ -89,7 +89,7 @@ def action_values(variant: Variant, state: State) -> dict[int, int]:
     return {int(action): int(value) for action, value in values.items()}
 
 
-SOLVER_VERSION = "agents.minimax.solve 1"
+SOLVER_VERSION = "agents.solver.minimax.solve 1"
 """The solver whose values labels, suites and grading caches hold: change it whenever the solver could value a
 position differently, and files written before are refused or solved again."""
 
@@ -225,7 +225,7 @@ def _labels_manifest(variant: Variant, states: Sequence[State]) -> dict[str, Any
 
 
 def shard_path(folder: Path, index: int) -> Path:
-    """The file of shard ``index`` in ``folder`` (sealed by its sidecar, :func:`agents.integrity.seal_path`)."""
+    """The file of shard ``index`` in ``folder`` (sealed by its sidecar, :func:`agents.storage.integrity.seal_path`)."""
     return folder / f"shard-{index:05d}.npy"
 
 

@@ -28,7 +28,7 @@ the first move draws: the value of Quarto is a draw (Goossens 1998).
 How it is built
 ---------------
 :func:`build_book` enumerates the canonical boards level by level from the root, solves the *bottom* level
-(``min_empty`` empty squares) with the exact solver (:class:`agents.minimax.Solver`, one transposition table for
+(``min_empty`` empty squares) with the exact solver (:class:`agents.solver.minimax.Solver`, one transposition table for
 all of them), and fills every level above by the one-ply rule above, bottom up: no search above the bottom.
 
 The file
@@ -54,7 +54,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from agents.files import atomic_write_bytes
+from agents.storage.files import atomic_write_bytes
 from quarto_env.core import (
     ALL_PIECES,
     ALL_SQUARES,
@@ -74,11 +74,11 @@ from quarto_env.symmetry import byte_tables, canonical_board
 BOOK_FORMAT = 1
 """The version of the book file's layout (:func:`save_book`)."""
 
-BOOK_SOLVER = "agents.minimax.Solver 1 / agents.book one-ply 1"
+BOOK_SOLVER = "agents.solver.minimax.Solver 1 / agents.solver.book one-ply 1"
 """What computed the values: a book written by another version is refused."""
 
 
-BOOK_FOLDER = Path(__file__).resolve().parent / "data"
+BOOK_FOLDER = Path(__file__).resolve().parent.parent / "data"
 """Where the books shipped with the package live (``quarto book`` writes there by default)."""
 
 
@@ -245,7 +245,7 @@ def build_book(
     root: State | None = None,
 ) -> OpeningBook:
     """The book of ``root``'s give nodes down to ``min_empty`` empty squares: the bottom level valued by
-    ``solve`` (a give node -> its exact value for the giver; :meth:`agents.minimax.Solver.value`), the levels
+    ``solve`` (a give node -> its exact value for the giver; :meth:`agents.solver.minimax.Solver.value`), the levels
     above by the one-ply rule (:func:`fill_levels`). ``quarto book`` does the same with progress and resuming."""
     levels = book_levels(variant, min_empty, root)
     return fill_levels(variant, levels, {key: solve(node) for key, node in levels[-1].items()})

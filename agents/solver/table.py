@@ -1,4 +1,4 @@
-"""The transposition table of the compiled search (:mod:`agents.search_kernels`): its layout, its keys, and the
+"""The transposition table of the compiled search (:mod:`agents.solver.kernels`): its layout, its keys, and the
 compiled probe and store.
 
 Give nodes with at least ``table_empties`` empty squares are stored in a transposition table with lower and
@@ -18,7 +18,7 @@ subtree is large, the key is the board's canonical form under every symmetry of 
 the board itself (its counted lanes). Both keys identify a position up to equal value, and a flag keeps
 the two kinds apart.
 
-Saving a table to a file and reading its proven entries are in :mod:`agents.search_table_files`. Every
+Saving a table to a file and reading its proven entries are in :mod:`agents.solver.table_files`. Every
 function here but :func:`new_table` and :func:`table_bits_for` is compiled with numba, ``cache=True``.
 """
 

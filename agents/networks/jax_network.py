@@ -1,19 +1,19 @@
 """The AlphaZero network of ``backend: jax`` (``experiments.training.alphazero_jax``), in equinox, and its
 checkpoints: what ``az:RUN`` reads to play a JAX run on any host, the CPU included.
 
-The network is the ``slots`` design of :class:`agents.networks.PolicyValueNetwork` written for JAX: every square
-and every piece embedded from its own observation channels with weights shared across slots, one round of
+The network is the ``slots`` design of :class:`agents.networks.policy_value.PolicyValueNetwork` written for JAX: every
+square and every piece embedded from its own observation channels with weights shared across slots, one round of
 messages over the variant's groups, a pooled context, one shared head scoring each square (placing) or piece
 (giving), a ``declare`` logit in the declaration variant, and a tanh value head on the context. Equinox because
 its modules are plain pytrees: no framework state, and the leaves are the arrays a checkpoint stores.
 
-A JAX checkpoint is the project's sealed zip (:func:`agents.checkpoints.write_checkpoint`, ``algorithm:
+A JAX checkpoint is the project's sealed zip (:func:`agents.networks.checkpoints.write_checkpoint`, ``algorithm:
 alphazero``) marked ``backend: jax`` in its ``quarto.json``, its weights in ``network.npz``: plain arrays named by
 their path in the module (``embed_square.weight``...), read back with ``allow_pickle=False`` into a freshly built
 network of the shape its metadata describes. The torch loaders refuse it in one line, and :func:`load_network`
-refuses a torch checkpoint alike (:func:`agents.checkpoints.check_backend`).
+refuses a torch checkpoint alike (:func:`agents.networks.checkpoints.check_backend`).
 
-:class:`JaxEvaluator` runs a network on the CPU for the project's own search (:class:`agents.puct.BatchedSearch`,
+:class:`JaxEvaluator` runs a network on the CPU for the project's own search (:class:`agents.tree.puct.PUCTSearch`,
 the ``az`` agent): it has the ``kind`` and the ``evaluate(planes)`` that search reads, on batches padded to a
 power of two so that jit compiles a handful of shapes.
 """
@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.checkpoints import (
+from agents.networks.checkpoints import (
     CheckpointError,
     CheckpointHeader,
     checkpoint_metadata,
@@ -276,7 +276,7 @@ def entry_bytes(path: str | Path, entry: str) -> bytes:
 # On the CPU, for the project's search
 # ---------------------------------------------------------------------------------------------------------
 class JaxEvaluator:
-    """A network as the evaluator of :class:`agents.puct.BatchedSearch` (its ``kind`` and ``evaluate``), on the
+    """A network as the evaluator of :class:`agents.tree.puct.PUCTSearch` (its ``kind`` and ``evaluate``), on the
     CPU: the ``az`` agent and the evaluations of ``backend: jax`` play it with the project's search."""
 
     def __init__(self, network: SlotsNetwork) -> None:

@@ -26,7 +26,7 @@ One seal, three carriers, for three shapes of file:
   other entry (:func:`archive_seal`, :func:`check_archive`): a file that travels alone keeps its proof inside.
   The training checkpoints.
 
-Every file is written atomically (:mod:`agents.files`). A checksum detects damage and edits, not an author who
+Every file is written atomically (:mod:`agents.storage.files`). A checksum detects damage and edits, not an author who
 recomputes it: it is no signature. Standard library only (and the project's error classes).
 """
 
@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.files import atomic_write_bytes, atomic_write_text
+from agents.storage.files import atomic_write_bytes, atomic_write_text
 from quarto_env.errors import QuartoValueError
 
 SEAL_KEY = "seal"

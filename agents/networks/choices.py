@@ -1,18 +1,19 @@
 """What a network is built from, by name, without torch: its kind, its design, its shape and its device.
 
 A training config names these (``policy``, ``alphazero.network_design``, ``net_arch``, ``device``) and checks
-them when it is read, which must not load torch (:mod:`experiments.training.config`); :mod:`agents.networks`
-builds the networks they name.
+them when it is read, which must not load torch (:mod:`experiments.training.config`);
+:mod:`agents.networks.policy_value` builds the networks they name.
 """
 
 from __future__ import annotations
 
 POLICY_KINDS = ("mlp", "slots")
-"""``mlp``: stable-baselines3's MLP on the flattened planes; ``slots``: :class:`agents.networks.SlotPolicy`."""
+"""``mlp``: stable-baselines3's MLP on the flattened planes; ``slots``:
+:class:`agents.networks.policy_value.SlotPolicy`."""
 
 NETWORK_DESIGNS = ("slots", "hand", "transformer", "looped", "mlp")
-"""The bodies of :class:`agents.networks.PolicyValueNetwork`: ``slots`` (``SlotNetwork``, the default and the design
-of every checkpoint whose metadata names none), ``hand`` (``HandSlotNetwork``), ``transformer``
+"""The bodies of :class:`agents.networks.policy_value.PolicyValueNetwork`: ``slots`` (``SlotNetwork``, the default and
+the design of every checkpoint whose metadata names none), ``hand`` (``HandSlotNetwork``), ``transformer``
 (``TransformerNetwork``), ``looped`` (``LoopedNetwork``) and ``mlp`` (``FlatNetwork``)."""
 
 DEFAULT_DESIGN = "slots"
@@ -49,6 +50,6 @@ def check_network(policy: object, net_arch: object) -> list[int]:
 
 def check_device_name(name: str) -> None:
     """``ValueError`` in one line for a device that is none of :data:`DEVICES` (whether torch sees the GPU that
-    ``cuda`` asks for is :func:`agents.networks.resolve_device`'s check)."""
+    ``cuda`` asks for is :func:`agents.networks.policy_value.resolve_device`'s check)."""
     if name not in DEVICES:
         raise ValueError(f"unknown device {name!r}; allowed: {', '.join(DEVICES)}")

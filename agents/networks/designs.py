@@ -1,12 +1,12 @@
-"""The bodies of :class:`agents.networks.PolicyValueNetwork` beyond the ``slots`` one, and the pieces every body
-is built from (the slot heads, the slot buffers, the hidden layers of an MLP).
+"""The bodies of :class:`agents.networks.policy_value.PolicyValueNetwork` beyond the ``slots`` one, and the pieces every
+body is built from (the slot heads, the slot buffers, the hidden layers of an MLP).
 
 The ``hand`` design
 -------------------
-:class:`~agents.networks.PolicyValueNetwork` takes a ``design`` (:data:`~agents.network_choices.NETWORK_DESIGNS`):
-``slots`` is :class:`~agents.networks.SlotNetwork` (the design of every checkpoint that names none), ``hand`` is
-:class:`HandSlotNetwork`. In ``slots`` the piece in hand reaches
-the squares only through a pooled average of all the pieces, yet where to place depends on little else. ``hand``
+:class:`~agents.networks.policy_value.PolicyValueNetwork` takes a ``design``
+(:data:`~agents.networks.choices.NETWORK_DESIGNS`): ``slots`` is :class:`~agents.networks.policy_value.SlotNetwork` (the
+design of every checkpoint that names none), ``hand`` is :class:`HandSlotNetwork`. In ``slots`` the piece in hand
+reaches the squares only through a pooled average of all the pieces, yet where to place depends on little else. ``hand``
 picks the piece slot the ``in_hand`` channel marks and adds its embedding to every square slot and to every
 group, runs two rounds of message passing over the groups, relates every piece to every group (for the gives),
 and feeds the value head the hand and the pooled groups directly. ``quarto bench network`` measures the designs

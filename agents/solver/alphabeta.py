@@ -1,13 +1,13 @@
-"""The search behind the minimax agent and the exact solver, as Python runs it: :class:`Search` holds a rule
+"""The search behind the minimax agent and the exact solver, as Python runs it: :class:`AlphaBetaSearch` holds a rule
 variant's transposition table and settings, runs the compiled search on a position in one thread or several,
 and stops it on Ctrl-C or at a deadline.
 
 The compiled search is split by job:
 
-* :mod:`agents.search_kernels` -- the negamax alpha-beta kernels (where plies, nodes and scores are defined);
-* :mod:`agents.search_ordering` -- the order in which they try the moves;
-* :mod:`agents.search_table` -- the transposition table: its layout, its keys, the probe and the store;
-* :mod:`agents.search_table_files` -- a table saved to a file and loaded back (the state of a long proof).
+* :mod:`agents.solver.kernels` -- the negamax alpha-beta kernels (where plies, nodes and scores are defined);
+* :mod:`agents.solver.ordering` -- the order in which they try the moves;
+* :mod:`agents.solver.table` -- the transposition table: its layout, its keys, the probe and the store;
+* :mod:`agents.solver.table_files` -- a table saved to a file and loaded back (the state of a long proof).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from agents import interrupts
-from agents.search_kernels import (
+from agents.solver.kernels import (
     ABORTED,
     BEST_ACTION,
     BUSY_SLOTS,
@@ -34,8 +34,8 @@ from agents.search_kernels import (
     STATS_SIZE,
     search_root,
 )
-from agents.search_ordering import SCRATCH_ROWS
-from agents.search_table import DEFAULT_TABLE_BITS, MAX_TABLE_BITS, MIN_TABLE_BITS, new_table
+from agents.solver.ordering import SCRATCH_ROWS
+from agents.solver.table import DEFAULT_TABLE_BITS, MAX_TABLE_BITS, MIN_TABLE_BITS, new_table
 from quarto_env.core import NUM_SQUARES, RulesError, State, Variant, compiled_fields
 from quarto_env.symmetry import byte_tables
 
@@ -47,18 +47,18 @@ DEFAULT_TABLE_EMPTIES = 6
 """Give nodes with fewer empty squares are not stored: they are cheaper to search again than to look up."""
 DEFAULT_GIVE_ORDER_EMPTIES = 6
 """Give nodes with at least this many empty squares order their pieces (see
-:func:`agents.search_ordering.order_gives`)."""
+:func:`agents.solver.ordering.order_gives`)."""
 DEFAULT_ENDGAME_EMPTIES = 6
 """Give nodes with at most this many empty squares, in a search to the end, are searched by
-:func:`agents.search_kernels.endgame`."""
+:func:`agents.solver.kernels.endgame`."""
 
 
 @dataclasses.dataclass(frozen=True)
 class AlphaBetaResult:
-    """What one call of :meth:`Search.run` found."""
+    """What one call of :meth:`AlphaBetaSearch.run` found."""
 
     score: int
-    """Fail-soft score for the side to move (see :func:`agents.search_kernels.negamax_give`); meaningless when
+    """Fail-soft score for the side to move (see :func:`agents.solver.kernels.negamax_give`); meaningless when
     ``aborted``."""
     best_action: int
     """The best action found at the root: a square when placing, a piece when giving."""
@@ -68,16 +68,16 @@ class AlphaBetaResult:
     """Whether the deadline stopped the search before it finished."""
 
 
-class SearchInterrupted(KeyboardInterrupt):
+class AlphaBetaInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped a search (see :mod:`agents.interrupts`); what it had found is lost."""
 
 
-class Search:
+class AlphaBetaSearch:
     """The compiled search for one rule variant, with its own transposition table (kept between calls, so
     that later searches reuse what earlier ones proved).
 
     ``table_bits``: the table has ``2**table_bits`` entries of 16 bytes
-    (:func:`agents.search_table.table_bits_for` converts a size in MiB). ``jobs``: threads that search each
+    (:func:`agents.solver.table.table_bits_for` converts a size in MiB). ``jobs``: threads that search each
     position together, sharing the table ("lazy SMP": every thread searches the whole tree, leaving for later
     the placements whose subtrees another thread is searching -- the deferral of ABDADA -- and what one thread
     proves, the others find in the table; the first to finish answers). The other options are thresholds on
@@ -90,9 +90,9 @@ class Search:
     * ``table_empties``: at least this many -- stored in the transposition table;
     * ``give_order_empties``: at least this many -- all pieces ordered before the first is tried;
     * ``endgame_empties``: at most this many, in a search to the end -- searched by
-      :func:`agents.search_kernels.endgame` (2 turns it off).
+      :func:`agents.solver.kernels.endgame` (2 turns it off).
 
-    Ctrl-C stops a running search within milliseconds and raises :class:`SearchInterrupted` (a
+    Ctrl-C stops a running search within milliseconds and raises :class:`AlphaBetaInterrupted` (a
     ``KeyboardInterrupt``). :meth:`progress` may be called from another thread while a search runs.
     """
 
@@ -157,7 +157,7 @@ class Search:
     ) -> AlphaBetaResult:
         """Search ``state`` (not over, nothing claimable) ``depth`` plies deep within ``(alpha, beta)``, stopping
         when ``time.perf_counter()`` passes ``deadline`` (a watcher thread sets the stop flag then: see
-        :func:`agents.interrupts.deadline`); raises :class:`SearchInterrupted` on Ctrl-C."""
+        :func:`agents.interrupts.deadline`); raises :class:`AlphaBetaInterrupted` on Ctrl-C."""
         if state.over or state.claimable:
             raise RulesError("the search takes a position that is not over and has nothing to declare")
         if depth < 1:
@@ -185,7 +185,7 @@ class Search:
             else:
                 _run_threads(search, self.jobs, self.shared)
         if self.shared[0] == interrupts.STOPPED_BY_CTRL_C and not any(finished):
-            raise SearchInterrupted
+            raise AlphaBetaInterrupted
         answer = finished.index(True) if any(finished) else 0
         return AlphaBetaResult(
             int(scores[answer]),
@@ -209,4 +209,4 @@ def _run_threads(target: Callable[[int], None], count: int, stop: np.ndarray) ->
         stop[0] = interrupts.STOPPED_BY_CTRL_C
         for thread in threads:
             thread.join()
-        raise SearchInterrupted from None
+        raise AlphaBetaInterrupted from None

@@ -13,14 +13,14 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from agents.integrity import sha256
+from agents.storage.integrity import sha256
 from quarto_env.core import STANDARD, Variant
 from quarto_env.errors import CheckpointError
 
 PRETRAINED = "pretrained"
 """The path that names a shipped network in an agent spec (``az:pretrained``)."""
 
-PRETRAINED_FOLDER = Path(__file__).resolve().parent / "data" / "pretrained"
+PRETRAINED_FOLDER = Path(__file__).resolve().parent.parent / "data" / "pretrained"
 
 SQUARES = Variant.make(squares=True)
 

@@ -1,4 +1,4 @@
-"""The move ordering of the compiled search (:mod:`agents.search_kernels`): the order in which a give node tries
+"""The move ordering of the compiled search (:mod:`agents.solver.kernels`): the order in which a give node tries
 its gives and the placements that answer them, worked out from the threats on the board.
 
 Every placement of every safe piece is scored by the safe pieces it leaves to the placer (who gives next).

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.base import make_agent
+from agents.specs import make_agent
 from quarto_env.core import Variant
 from quarto_env.flags import RuleFlags
 from quarto_env.observation import ObservationKind

@@ -6,13 +6,13 @@ A dataset is a folder::
     DIR/shard-00000.npz    rows of every field: an .npz of plain arrays (np.load(..., allow_pickle=False))
     DIR/shard-00001.npz    ...
 
-The manifest is a sealed JSON object (:mod:`agents.integrity`: its kind, format and SHA-256): ``versions``
+The manifest is a sealed JSON object (:mod:`agents.storage.integrity`: its kind, format and SHA-256): ``versions``
 (``format``, the layout's version :data:`SAMPLES_FORMAT`; ``engine``, the package's version; ``observation``,
 the planes' kind, channels and :func:`observation_version`), the rule ``variant``, the ``fields`` (each one's
 dtype and the shape of one row) and ``shards``, each a seal of its file (name, rows, bytes, SHA-256).
 
 - **Writing** (:class:`SampleWriter`): one writer a folder, under the lock every writer of this project takes
-  (:func:`agents.files.hold_lock`): a second writer, in another process or in this one, is refused in one line
+  (:func:`agents.storage.files.hold_lock`): a second writer, in another process or in this one, is refused in one line
   naming the first. Rows gather until a shard is full (or :meth:`SampleWriter.close`); the shard is written whole
   (an atomic write: a temporary file, then one rename), then the manifest that names it replaces the last one
   (another). A reader sees the dataset as of one manifest, never half a shard; a writer killed in between leaves
@@ -30,7 +30,7 @@ dtype and the shape of one row) and ``shards``, each a seal of its file (name, r
   (:data:`MAX_MANIFEST_BYTES`; a shard: the bytes its seal names, at most :data:`MAX_SHARD_BYTES`). A damaged
   ``.npz`` is one line (:func:`read_npz`), whatever byte is wrong.
 
-The fields (``n`` rows; :class:`agents.sessions.Samples`):
+The fields (``n`` rows; :class:`agents.tree.sessions.Samples`):
 
 =================  ======================  ======================================================================
 ``observations``   ``(n, channels, 16)``   int8: the planes of the dataset's observation kind
@@ -69,7 +69,7 @@ from typing import Any
 import numpy as np
 
 import quarto_env
-from agents.files import (
+from agents.storage.files import (
     InUseError,
     OutputPathError,
     atomic_write_bytes,
@@ -79,9 +79,9 @@ from agents.files import (
     read_file_bytes,
     remove_orphan_temporaries,
 )
-from agents.integrity import IntegrityError, check_seal, make_seal, unsealed_json, write_sealed_json
-from agents.puct import encode_positions
-from agents.sessions import Samples, checked_variant
+from agents.storage.integrity import IntegrityError, check_seal, make_seal, unsealed_json, write_sealed_json
+from agents.tree.puct import encode_positions
+from agents.tree.sessions import Samples, checked_variant
 from quarto_env.core import INITIAL_STATE, NUM_ACTIONS, NUM_FIELDS, Variant, legal_actions, position_array, step
 from quarto_env.errors import CallOrderError, DatasetError
 from quarto_env.observation import ObservationKind, observation_kind
@@ -92,7 +92,7 @@ MANIFEST = "manifest.json"
 MANIFEST_KIND = "self-play samples"
 SHARD_KIND = "self-play samples shard"
 LOCK_FILE = ".lock"
-"""The file in the folder that its writer keeps locked (:func:`agents.files.hold_lock`)."""
+"""The file in the folder that its writer keeps locked (:func:`agents.storage.files.hold_lock`)."""
 DEFAULT_SHARD_ROWS = 65_536
 MAX_SHARD_ROWS = 1 << 20
 """The most rows a shard: its arrays are under :data:`MAX_SHARD_BYTES` uncompressed, with the widest planes."""
@@ -190,8 +190,8 @@ def shard_name(index: int) -> str:
 # Writing
 # ---------------------------------------------------------------------------------------------------------
 class SampleWriter:
-    """Writes samples (:class:`agents.sessions.Samples`, or their :meth:`~agents.sessions.Samples.arrays`) to the
-    dataset folder ``folder``, ``shard_rows`` rows a shard, each shard published with the manifest that names it
+    """Writes samples (:class:`agents.tree.sessions.Samples`, or their :meth:`~agents.tree.sessions.Samples.arrays`) to
+    the dataset folder ``folder``, ``shard_rows`` rows a shard, each shard published with the manifest that names it
     (see the module). It holds the folder's lock from its creation to :meth:`close`: a second writer of the folder
     is refused meanwhile (:class:`DatasetError` naming the first). A folder that holds a dataset is appended to, if
     its whole header -- format, engine, observation kind, channels and version, variant and fields -- is this

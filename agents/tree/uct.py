@@ -25,7 +25,7 @@ declaration changes nothing in the game, so the tree leaves it out; see :func:`s
 Compiled
 --------
 The whole search runs compiled, one call per move (:func:`run_simulations`): the tree lives in preallocated
-arrays (:class:`Tree`), a simulation replays its path's actions from the root through the core's jitable
+arrays (:class:`UCTTree`), a simulation replays its path's actions from the root through the core's jitable
 transition ``apply_action`` -- the same code that ``core.step`` runs -- and plays out with
 :func:`quarto_env.fast.random_playout`. Its random draws (expansion order, playouts) come from the tree's own
 generator (:func:`quarto_env.fast.random_below`), seeded once per move from the agent's: a seed gives the same
@@ -72,7 +72,7 @@ minimax:depth=2, ``quarto tournament ... --mode vs-field``) scored c = 0.5 / 0.7
 0.58 / 0.72 with 95% intervals of about +-0.17: no value clearly better, so 1.0 stays."""
 
 
-class MCTSAgent(Agent):
+class UCTAgent(Agent):
     """UCT with random playouts, on a budget of simulations or of seconds per move.
 
     :param sims: simulations per move (used when ``time`` is 0).
@@ -96,9 +96,9 @@ class MCTSAgent(Agent):
         self.sims = sims
         self.time = time
         self.c = c
-        self.last_search: SearchStats | None = None
+        self.last_search: UCTStats | None = None
         """Statistics of the latest ``act`` call (``None`` after a forced action: no search)."""
-        self._search_tree: Tree | None = None
+        self._search_tree: UCTTree | None = None
 
     def act(self, state: State) -> int:
         """The most visited root action after the search; a forced action (the only one searched) at once."""
@@ -115,15 +115,15 @@ class MCTSAgent(Agent):
         action, visits, total = tree.best
         searched = tree.sims > 0
         self.last_search = (
-            SearchStats(tree.sims, clock.perf_counter() - start, visits, total / visits) if searched else None
+            UCTStats(tree.sims, clock.perf_counter() - start, visits, total / visits) if searched else None
         )
         return action
 
-    def _tree(self) -> Tree:
+    def _tree(self) -> UCTTree:
         """The agent's tree, allocated at its first move and reused: room for ``sims`` simulations (one node each),
         or for the first chunk under a time budget (it grows as the search goes on)."""
         if self._search_tree is None:
-            self._search_tree = Tree(self.sims + 1 if not self.time else TIMED_CHUNK + 1)
+            self._search_tree = UCTTree(self.sims + 1 if not self.time else TIMED_CHUNK + 1)
         return self._search_tree
 
 
@@ -132,7 +132,7 @@ TIMED_CHUNK = 256
 
 
 @dataclasses.dataclass(frozen=True)
-class SearchStats:
+class UCTStats:
     """What one search did."""
 
     sims: int
@@ -157,7 +157,7 @@ MAX_PATH = 2 * MAX_GAME_LENGTH
 """Room for the nodes of one path from the root: at most one per action of a game, declarations included."""
 
 
-class Tree:
+class UCTTree:
     """A search tree in preallocated arrays, grown by :func:`run_simulations` one node per simulation, and reused
     from one search to the next."""
 

@@ -1,5 +1,5 @@
 """The batch of leaves a session hands out to evaluate (:class:`LeafBatch`), and the check of the evaluation that
-comes back (:meth:`LeafBatch.checked`): the contract between :mod:`agents.sessions` and any framework's network.
+comes back (:meth:`LeafBatch.checked`): the contract between :mod:`agents.tree.sessions` and any framework's network.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from agents.puct import BatchedSearch
+from agents.tree.puct import PUCTSearch
 from quarto_env.checks import one_line
 from quarto_env.core import NUM_ACTIONS
 from quarto_env.errors import CallOrderError, EvaluationError
@@ -27,7 +27,7 @@ class LeafBatch:
     last three are read from the trees when first asked for, so before :meth:`Session.submit`.
     """
 
-    def __init__(self, index: int, model: int, search: BatchedSearch, planes: np.ndarray, games: np.ndarray) -> None:
+    def __init__(self, index: int, model: int, search: PUCTSearch, planes: np.ndarray, games: np.ndarray) -> None:
         self.index = index
         """The batch's number in its session, from 0: error messages name it."""
         self.model = model

@@ -1,10 +1,10 @@
 """The compiled negamax alpha-beta search behind the minimax agent and the exact solver; Python runs it
-through :class:`agents.search.Search`.
+through :class:`agents.solver.alphabeta.AlphaBetaSearch`.
 
 Plies and nodes
 ---------------
 A **ply** is one action: a placement or a give (a declaration is never searched: it is taken at the root,
-see :mod:`agents.minimax`). A full turn -- place the piece in hand, then give one -- is two plies. The search
+see :mod:`agents.solver.minimax`). A full turn -- place the piece in hand, then give one -- is two plies. The search
 recurses on **give nodes**: the player to move gives a piece, the opponent places it (both plies inline in
 one call), and the opponent becomes the giver of the child node. A position with a piece in hand is searched
 by :func:`search_root`, which tries each placement and continues at the give node that follows. Every
@@ -29,12 +29,12 @@ loses (``-WIN``); only safe pieces are searched (an unsafe give loses at once, w
 safe last piece is a draw (``0``); and a board on which no group can still be won
 (:func:`can_still_be_won`) is a draw.
 
-The moves are searched in the order of :mod:`agents.search_ordering`, and give nodes are stored in the
-transposition table of :mod:`agents.search_table`.
+The moves are searched in the order of :mod:`agents.solver.ordering`, and give nodes are stored in the
+transposition table of :mod:`agents.solver.table`.
 
 Numba
 -----
-Every function here (and those of :mod:`agents.search_ordering` and :mod:`agents.search_table` it calls) is
+Every function here (and those of :mod:`agents.solver.ordering` and :mod:`agents.solver.table` it calls) is
 compiled with ``cache=True``: a second process loads the machine code from ``__pycache__`` instead of compiling
 again, until a compiled module of the project changes (:mod:`quarto_env.numba_cache`). The search releases the GIL
 (``nogil=True``), so that threads search in parallel and a Python thread can stop a search from outside
@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numba
 
-from agents.search_ordering import (
+from agents.solver.ordering import (
     GIVES,
     SHARING,
     describe_threats,
@@ -57,7 +57,7 @@ from agents.search_ordering import (
     order_gives,
     order_placements,
 )
-from agents.search_table import (
+from agents.solver.table import (
     CANONICAL_FLAG,
     INFO,
     USED_FLAG,

@@ -1,4 +1,4 @@
-"""Self-play and arena sessions: the batched search of :mod:`agents.puct`, driven by any framework's network.
+"""Self-play and arena sessions: the batched search of :mod:`agents.tree.puct`, driven by any framework's network.
 
 A session owns its games and their search trees; the caller owns the network. The session hands out batches of
 leaves to evaluate -- observation planes in any of :mod:`quarto_env.observation`'s kinds, the legal actions, and
@@ -6,7 +6,7 @@ which model should evaluate them -- and takes back policy logits and values, che
 them. Nothing here imports torch: a numpy function, a JAX model on a GPU or a served model drives the same
 search as the AlphaZero trainer, which runs on these sessions itself (docs/sessions.md has the contract)::
 
-    session = SelfPlaySession(8, SearchOptions(simulations=32), observation="tempo", seed=0)
+    session = SelfPlaySession(8, PUCTOptions(simulations=32), observation="tempo", seed=0)
     while not session.done:
         batch = session.pending()                       # a LeafBatch
         logits, values = my_network(batch.observations)  # (n, 16) and (n,), floating point
@@ -19,7 +19,7 @@ search as the AlphaZero trainer, which runs on these sessions itself (docs/sessi
   ends (:class:`Samples`).
 - :class:`ArenaSession`: a match of two models, ``num_pairs`` pairs of games from shared random openings, the
   seats swapped between the two games of a pair; each batch says which model (slot 0 or 1) evaluates it.
-- :class:`SearchSession`: one search of positions given to it: the ``az:`` agent's move, or an analysis.
+- :class:`PUCTSession`: one search of positions given to it: the ``az:`` agent's move, or an analysis.
 
 Failures are one line, and lose nothing: an evaluation the search cannot use (or an evaluator of :meth:`Session.run`
 that raises or returns no ``(logits, values)`` pair) is an :class:`~quarto_env.errors.EvaluationError` naming the
@@ -30,8 +30,8 @@ when given, counts against this machine's memory before anything is allocated.
 
 :meth:`Session.run` drives a session with one evaluator per model (``batch -> (logits, values)``), and
 :meth:`Session.play_round` one round of moves at a time (the trainer's rhythm: it trains between rounds).
-:mod:`agents.sample_files` writes the samples as a versioned, sharded dataset. :class:`SearchOptions` lives in
-:mod:`agents.search_options` and :class:`LeafBatch` in :mod:`agents.leaf_batch`; both are imported from here too.
+:mod:`agents.tree.sample_files` writes the samples as a versioned, sharded dataset. :class:`PUCTOptions` lives in
+:mod:`agents.tree.options` and :class:`LeafBatch` in :mod:`agents.tree.leaf_batch`; both are imported from here too.
 """
 
 from __future__ import annotations
@@ -45,16 +45,16 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from agents.gumbel_root import GumbelRoot
-from agents.leaf_batch import LeafBatch
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES, GameRecord, opening_state, random_opening
-from agents.puct import (
-    BatchedSearch,
-    SearchResult,
+from agents.tree.gumbel_root import GumbelRoot
+from agents.tree.leaf_batch import LeafBatch
+from agents.tree.options import PUCTOptions
+from agents.tree.puct import (
+    PUCTResult,
+    PUCTSearch,
     encode_positions,
     forced_actions,
 )
-from agents.search_options import SearchOptions
 from quarto_env.checks import checked_number, one_line, shortened
 from quarto_env.core import (
     FIELD_TO_MOVE,
@@ -123,10 +123,10 @@ def _flag(value: object, name: str) -> bool:
     return value
 
 
-def _options(options: object, name: str = "options") -> SearchOptions:
-    if not isinstance(options, SearchOptions):
+def _options(options: object, name: str = "options") -> PUCTOptions:
+    if not isinstance(options, PUCTOptions):
         raise QuartoTypeError(
-            f"{name} must be a SearchOptions (e.g. SearchOptions(simulations=32)), got {type(options).__name__}"
+            f"{name} must be a PUCTOptions (e.g. PUCTOptions(simulations=32)), got {type(options).__name__}"
         )
     return options
 
@@ -181,12 +181,12 @@ def _shape_of(value: object) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The protocol: batches of leaves out (agents.leaf_batch), evaluations in
+# The protocol: batches of leaves out (agents.tree.leaf_batch), evaluations in
 # ---------------------------------------------------------------------------------------------------------
 Evaluation = tuple[np.ndarray, np.ndarray]
 BatchEvaluator = Callable[[LeafBatch], tuple[Any, Any]]
 """A model as :meth:`Session.run` calls it: a batch -> ``(logits, values)``."""
-Events = Generator["LeafBatch | SearchResult", Evaluation | None, None]
+Events = Generator["LeafBatch | PUCTResult", Evaluation | None, None]
 """A session's play: it yields batches (and, as each round of moves ends, the round's search result) and is sent
 the evaluation of each batch."""
 
@@ -205,7 +205,7 @@ class Session:
         """Batches made so far, the pending one included (their :attr:`LeafBatch.index` counts from 0)."""
         self.rounds = 0
         """Rounds of moves played so far."""
-        self.last_result: SearchResult | None = None
+        self.last_result: PUCTResult | None = None
         """The search result of the last round of moves."""
         self._events: Events = self._play()
         self._batch: LeafBatch | None = None
@@ -259,7 +259,7 @@ class Session:
             self._evaluate(self.pending(), evaluators)
         return self
 
-    def play_round(self, *evaluators: BatchEvaluator) -> SearchResult | None:
+    def play_round(self, *evaluators: BatchEvaluator) -> PUCTResult | None:
         """Play one round of moves -- the forced moves, then a searched move in every game -- its batches
         evaluated by ``evaluators[batch.model]`` (failures as :meth:`run`'s); the round's search result (the last
         model's in an arena), or ``None`` when the session is done."""
@@ -355,20 +355,20 @@ class Session:
             self._batch.close()
         self._batch = event if isinstance(event, LeafBatch) else None
         self._handed_out = False
-        if isinstance(event, SearchResult):
+        if isinstance(event, PUCTResult):
             self.rounds += 1
             self.last_result = event
         self._stopped = None
 
     def _search(
         self,
-        search: BatchedSearch,
+        search: PUCTSearch,
         roots: np.ndarray,
         sims: int,
         games: np.ndarray,
         model: int = 0,
         **options: Any,
-    ) -> Generator[LeafBatch, Evaluation | None, SearchResult]:
+    ) -> Generator[LeafBatch, Evaluation | None, PUCTResult]:
         """One search of ``roots`` (the positions of the session's ``games``) by ``model``, each round's leaves
         handed out as a batch; its result."""
         rounds = search.rounds(roots, sims, **options)
@@ -380,31 +380,31 @@ class Session:
                 evaluation = yield batch
                 planes = rounds.send(evaluation)  # type: ignore[arg-type]
         except StopIteration as finished:
-            result: SearchResult = finished.value
+            result: PUCTResult = finished.value
             return result
 
 
-class SearchSession(Session):
+class PUCTSession(Session):
     """One search of the positions ``roots`` (``(n, NUM_FIELDS)``, rows of :func:`quarto_env.core.position_array`,
-    each with a real choice: :func:`agents.puct.forced_action`) with ``search``'s trees, as
-    :meth:`agents.puct.BatchedSearch.rounds` takes them; :attr:`result` once done. The ``az:`` agent's move, the
+    each with a real choice: :func:`agents.tree.puct.forced_action`) with ``search``'s trees, as
+    :meth:`agents.tree.puct.PUCTSearch.rounds` takes them; :attr:`result` once done. The ``az:`` agent's move, the
     trainer's evaluation games, or an analysis."""
 
-    def __init__(self, search: BatchedSearch, roots: np.ndarray, sims: int, **options: Any) -> None:
-        if not isinstance(search, BatchedSearch):
-            raise QuartoTypeError(f"search must be an agents.puct.BatchedSearch, got {type(search).__name__}")
+    def __init__(self, search: PUCTSearch, roots: np.ndarray, sims: int, **options: Any) -> None:
+        if not isinstance(search, PUCTSearch):
+            raise QuartoTypeError(f"search must be an agents.tree.puct.PUCTSearch, got {type(search).__name__}")
         roots = _checked_roots(roots, search.max_games)
         sims = int(checked_number(sims, "sims", minimum=0, integer=True))
         try:  # here rather than at the first batch, where the search would stop the session
             inspect.signature(search.rounds).bind(roots, sims, **options)
         except TypeError as error:
-            raise QuartoTypeError(f"SearchSession: {error}; the search takes noise, seconds and gumbel") from None
+            raise QuartoTypeError(f"PUCTSession: {error}; the search takes noise, seconds and gumbel") from None
         self.search, self.roots, self.sims, self.options = search, roots, sims, options
-        self._result: SearchResult | None = None
+        self._result: PUCTResult | None = None
         super().__init__()
 
     @property
-    def result(self) -> SearchResult:
+    def result(self) -> PUCTResult:
         """What the search found; :class:`CallOrderError` before its last batch is evaluated."""
         if self._result is None:
             raise CallOrderError("the search is not finished: evaluate its batches first (run(), or pending/submit)")
@@ -437,7 +437,7 @@ class Samples:
     positions: np.ndarray
     """``(n, NUM_FIELDS)`` int64: the position (a row of :func:`quarto_env.core.position_array`)."""
     policy: np.ndarray
-    """``(n, 16)`` float32: the improved policy, the search's target (:attr:`SearchOptions.targets`); rows sum to 1
+    """``(n, 16)`` float32: the improved policy, the search's target (:attr:`PUCTOptions.targets`); rows sum to 1
     over the legal actions."""
     value: np.ndarray
     """``(n,)`` float32: the game's outcome for the player to move, +1 won, 0 drawn, -1 lost."""
@@ -531,7 +531,7 @@ class _PlaysGames(Session):
         return np.flatnonzero(self.game_of >= 0)
 
     def _play_forced(self) -> np.ndarray:
-        """Play every forced move (:func:`agents.puct.forced_actions`) of the games in play until each needs a
+        """Play every forced move (:func:`agents.tree.puct.forced_actions`) of the games in play until each needs a
         search; returns the slots in play."""
         while True:
             playing = self._playing()
@@ -587,14 +587,14 @@ class SelfPlaySession(_PlaysGames):
     default), a batch holding one leaf of every game in play.
 
     A round of moves plays the forced moves of every game (a win, the only safe piece, a claim:
-    :func:`agents.puct.forced_action`), then one searched move in each: a full search (``simulations``, Dirichlet
+    :func:`agents.tree.puct.forced_action`), then one searched move in each: a full search (``simulations``, Dirichlet
     noise under a PUCT root) whose positions become samples when their game ends, or, with ``full_search_share``
     below 1, a cheap one (``cheap_simulations``, no noise) that keeps nothing. The move is sampled from the visits
     over a game's first ``temperature_plies`` actions, else the most visited; a Gumbel root plays its choice.
 
     :param num_games: games to play in all; ``None``: without end (a finished game's slot starts a new one), as
         the trainer plays; then ``parallel`` is required.
-    :param options: the search (:class:`SearchOptions`).
+    :param options: the search (:class:`PUCTOptions`).
     :param observation: the kind of the batches' planes (:data:`quarto_env.observation.OBSERVATION_KINDS`).
     :param variant: the rules: a :class:`Variant`, a mapping of its flags (``{"squares": True}``, as configs
         write it) or ``None``, standard Quarto (:func:`checked_variant`).
@@ -608,7 +608,7 @@ class SelfPlaySession(_PlaysGames):
     def __init__(
         self,
         num_games: int | None,
-        options: SearchOptions = SearchOptions(),
+        options: PUCTOptions = PUCTOptions(),
         observation: str | ObservationKind = DEFAULT_OBSERVATION,
         variant: Variant | Mapping[str, Any] | None = STANDARD,
         seed: Seed = None,
@@ -623,7 +623,7 @@ class SelfPlaySession(_PlaysGames):
         self.kind = observation_kind(observation)
         variant, rng, records = checked_variant(variant), _generator(seed), _flag(records, "records")
         sims = options.most_simulations
-        game_bytes = BatchedSearch.bytes_per_game(self.kind, sims)
+        game_bytes = PUCTSearch.bytes_per_game(self.kind, sims)
         owner = f"SelfPlaySession ({sims:,} simulations, {self.kind.name} planes)"
         name = "parallel" if parallel is not None else "num_games, all side by side without parallel,"
         slots = _checked_games(parallel if parallel is not None else num_games, name, game_bytes, owner)
@@ -632,7 +632,7 @@ class SelfPlaySession(_PlaysGames):
         self.num_games = None if num_games is None else int(num_games)
         self.parallel = slots
         """Games played side by side: a round's batches have up to this many leaves."""
-        self.search = BatchedSearch(variant, self.kind, None, slots, sims, options.c_puct)
+        self.search = PUCTSearch(variant, self.kind, None, slots, sims, options.c_puct)
         self.model_version = 0
         self.started = self.finished = 0
         self.stored_rounds = self.cheap_rounds = 0
@@ -795,10 +795,10 @@ class ArenaSession(_PlaysGames):
     """A match of two models: ``num_pairs`` pairs of games, each pair from its own random opening of
     ``opening_plies`` actions, model 0 giving first in the pair's first game (even numbers) and model 1 in its
     second (odd numbers). Every move the rules do not force is searched without noise by the model to move, its
-    best action played (:meth:`agents.puct.SearchResult.best`); each round searches model 0's games, then model
+    best action played (:meth:`agents.tree.puct.PUCTResult.best`); each round searches model 0's games, then model
     1's, and each batch says which (:attr:`LeafBatch.model`).
 
-    :param options: one :class:`SearchOptions` for both models, or a pair (their ``simulations``, ``root``,
+    :param options: one :class:`PUCTOptions` for both models, or a pair (their ``simulations``, ``root``,
         ``c_puct`` and ``gumbel_actions`` apply).
     :param observation: one kind for both models, or a pair.
     :param variant: the rules, as :class:`SelfPlaySession` takes them.
@@ -810,7 +810,7 @@ class ArenaSession(_PlaysGames):
     def __init__(
         self,
         num_pairs: int,
-        options: SearchOptions | Sequence[SearchOptions] = SearchOptions(),
+        options: PUCTOptions | Sequence[PUCTOptions] = PUCTOptions(),
         observation: str | ObservationKind | Sequence[str | ObservationKind] = DEFAULT_OBSERVATION,
         variant: Variant | Mapping[str, Any] | None = STANDARD,
         seed: Seed = None,
@@ -818,20 +818,20 @@ class ArenaSession(_PlaysGames):
         opening_plies: int = DEFAULT_OPENING_PLIES,
     ) -> None:
         checked_number(opening_plies, "opening_plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True)
-        pair = (options, options) if isinstance(options, SearchOptions) else _pair(options, "options")
-        self.options: tuple[SearchOptions, SearchOptions] = (_options(pair[0]), _options(pair[1]))
+        pair = (options, options) if isinstance(options, PUCTOptions) else _pair(options, "options")
+        self.options: tuple[PUCTOptions, PUCTOptions] = (_options(pair[0]), _options(pair[1]))
         self.kinds = _kinds(observation)
         if not isinstance(names, tuple | list) or len(names) != 2 or not all(isinstance(n, str) for n in names):
             raise QuartoTypeError(f"names must be a pair of strings, one per model; got {shortened(repr(names))}")
         self.names = (names[0], names[1])
         variant, rng = checked_variant(variant), _generator(seed)
         sims = [max(option.simulations, 1) for option in self.options]
-        pair_bytes = 2 * sum(BatchedSearch.bytes_per_game(k, n) for k, n in zip(self.kinds, sims, strict=True))
+        pair_bytes = 2 * sum(PUCTSearch.bytes_per_game(k, n) for k, n in zip(self.kinds, sims, strict=True))
         owner = f"ArenaSession ({sims[0]:,} and {sims[1]:,} simulations)"
         pairs = _checked_games(num_pairs, "num_pairs", pair_bytes, owner, unit="pair")
         games = 2 * pairs
         self.searches = [
-            BatchedSearch(variant, kind, None, games, n, option.c_puct)
+            PUCTSearch(variant, kind, None, games, n, option.c_puct)
             for kind, n, option in zip(self.kinds, sims, self.options, strict=True)
         ]
         super().__init__(variant, games, rng, records=True)

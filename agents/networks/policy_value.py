@@ -13,7 +13,7 @@ Training and every agent that runs a network take a ``device``: ``cpu`` (the def
 when torch sees a GPU, else cpu); :func:`resolve_device` is the one place that turns the name into a torch device
 and refuses ``cuda`` on a machine without one. The helpers below move their inputs to the network's device and
 hand numpy arrays back, so callers stay device-free; checkpoints are written from CPU copies and read onto the
-CPU first (:mod:`agents.checkpoints`), so a checkpoint trained on a GPU plays on a CPU and the reverse.
+CPU first (:mod:`agents.networks.checkpoints`), so a checkpoint trained on a GPU plays on a CPU and the reverse.
 
 The ``slots`` policy
 --------------------
@@ -24,7 +24,7 @@ round of message passing over the variant's groups), pools a context vector for 
 action from the slot it names with one shared head. A plain MLP must learn "take the win on square s"
 sixteen times over; this network learns it once. The other designs of :class:`PolicyValueNetwork`'s body
 (``hand``, ``transformer``, ``looped``, ``mlp``) and the pieces all bodies share live in
-:mod:`agents.network_designs`.
+:mod:`agents.networks.designs`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import torch as th
 import torch.nn.functional as F
 from torch import nn
 
-from agents.network_choices import (  # noqa: F401 -- the names a config checks without torch, re-exported
+from agents.networks.choices import (  # noqa: F401 -- the names a config checks without torch, re-exported
     DEFAULT_DESIGN,
     DEFAULT_DEVICE,
     DEVICES,
@@ -52,7 +52,7 @@ from agents.network_choices import (  # noqa: F401 -- the names a config checks 
     check_device_name,
     check_network,
 )
-from agents.network_designs import (
+from agents.networks.designs import (
     DEFAULT_ITERATIONS,
     FlatNetwork,
     HandSlotNetwork,
@@ -395,7 +395,7 @@ class PolicyValueNetwork(nn.Module):
         return out.logits, out.value
 
     def evaluate(self, planes: np.ndarray, fast: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """Logits and values of ``int8`` planes, as float32 arrays: the evaluator :class:`BatchedSearch` calls
+        """Logits and values of ``int8`` planes, as float32 arrays: the evaluator :class:`PUCTSearch` calls
         (the planes go to the network's device, the results come back). A ``slots`` network on the CPU runs a
         batch of at least :data:`FAST_MIN_BATCH` on :meth:`SlotNetwork.infer`, the same numbers in less time;
         ``fast=False`` runs :meth:`forward` always, the reference that ``quarto bench az`` and the tests hold it to."""
