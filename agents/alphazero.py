@@ -1,6 +1,6 @@
 """The ``az:PATH`` agent: a network trained by ``quarto train --config configs/alphazero.yaml``, playing with
 the search of :mod:`agents.tree.puct` (its PUCT root, or with ``az:PATH,root=gumbel,k=16`` its Gumbel root) on a
-:class:`agents.tree.sessions.PUCTSession` per move, and its
+:class:`agents.tree.session_base.PUCTSession` per move, and its
 checkpoints (``algorithm: alphazero`` in :mod:`agents.networks.checkpoints`' format: ``network.pth``, and for resuming
 ``optimizer.pth`` and the replay buffer). The network runs on the ``device`` asked for (``az:PATH,device=auto``;
 :func:`agents.networks.policy_value.resolve_device`), its checkpoints are device-free.
@@ -22,6 +22,7 @@ from agents.networks.checkpoints import (
     checkpoint_path,
     read_metadata,
     read_weights,
+    weights_fit,
     write_checkpoint,
 )
 from agents.networks.policy_value import (
@@ -32,17 +33,12 @@ from agents.networks.policy_value import (
     use_one_thread,
 )
 from agents.networks.pretrained import pretrained_path
-from agents.specs import DEFAULT_SEARCH_SIMULATIONS, MAX_SEARCH_SIMULATIONS
+from agents.specs import DEFAULT_PUCT_SIMULATIONS, MAX_PUCT_SIMULATIONS
+from agents.tree.choices import DEFAULT_C_PUCT, ROOTS
 from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS, GumbelRoot
-from agents.tree.puct import (
-    DEFAULT_C_PUCT,
-    ROOTS,
-    PUCTResult,
-    PUCTSearch,
-    forced_action,
-)
-from agents.tree.sessions import LeafBatch, PUCTSession
-from quarto_env.checks import one_line
+from agents.tree.leaf_batch import LeafBatch
+from agents.tree.puct import PUCTResult, PUCTSearch, forced_action
+from agents.tree.session_base import PUCTSession
 from quarto_env.core import (
     NUM_ACTIONS,
     STANDARD,
@@ -51,6 +47,7 @@ from quarto_env.core import (
     compiled_fields,
     position_array,
 )
+from quarto_env.errors import QuartoValueError
 from quarto_env.extras import require
 from quarto_env.observation import encode_observation, observation_kind
 
@@ -120,19 +117,13 @@ def load_network(
     on_device = resolve_device(device)
     path, metadata, trained = checkpoint_metadata(path, ALGORITHM, variant, metadata)
     shape = metadata.get("network")
-    try:
+    with weights_fit(path, NETWORK_ENTRY):
         if not isinstance(shape, dict):
             raise ValueError(f"its network entry is {shape!r}, not a mapping with a width")
         kind = observation_kind(metadata["observation"])
         # Checkpoints written before a field of the description existed lack it: it means the old default.
         network = network_from_description(shape, kind, list(trained.groups))
         network.load_state_dict(read_weights(path, NETWORK_ENTRY))
-    except CheckpointError:
-        raise
-    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r}: its network does not match its metadata ({one_line(exc)})"
-        ) from exc
     network.eval()
     return network.to(on_device), metadata
 
@@ -164,7 +155,7 @@ class AlphaZeroAgent(Agent):
         variant: Variant = STANDARD,
         seed: int | None = None,
         path: str = "",
-        sims: int = DEFAULT_SEARCH_SIMULATIONS,
+        sims: int = DEFAULT_PUCT_SIMULATIONS,
         time: float = 0.0,
         temperature: float = 0.0,
         c: float = DEFAULT_C_PUCT,
@@ -175,9 +166,9 @@ class AlphaZeroAgent(Agent):
     ) -> None:
         super().__init__(variant, seed)
         if root not in ROOTS:
-            raise ValueError(f"root must be one of {', '.join(ROOTS)}, got {root!r}")
+            raise QuartoValueError(f"root must be one of {', '.join(ROOTS)}, got {root!r}")
         if root == "gumbel" and time:
-            raise ValueError("root=gumbel plans its phases for a number of simulations: give sims, not time")
+            raise QuartoValueError("root=gumbel plans its phases for a number of simulations: give sims, not time")
         self.root = root
         self.k = GumbelRoot(k).actions  # checked now, not at the first move
         if network is None:
@@ -188,7 +179,7 @@ class AlphaZeroAgent(Agent):
         self.sims = sims
         self.time = time
         self.temperature = temperature
-        budget = MAX_SEARCH_SIMULATIONS if time else max(sims, 1)
+        budget = MAX_PUCT_SIMULATIONS if time else max(sims, 1)
         self.search = PUCTSearch(variant, network.kind, None, 1, budget, c)
         self.last_result: PUCTResult | None = None
         self.act(State())  # load the compiled kernels now, not inside a timed move
@@ -200,7 +191,7 @@ class AlphaZeroAgent(Agent):
             return int(action)
         if self.sims == 0 and not self.time:
             return self._policy_action(state, mask)
-        budget = MAX_SEARCH_SIMULATIONS if self.time else self.sims
+        budget = MAX_PUCT_SIMULATIONS if self.time else self.sims
         gumbel = None
         if self.root == "gumbel":
             gumbel = GumbelRoot(self.k, self.rng if self.temperature else None, scale=self.temperature or 1.0)

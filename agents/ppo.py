@@ -41,6 +41,7 @@ from agents.networks.checkpoints import (
     library_versions,
     read_weights,
     saved_bytes,
+    weights_fit,
 )
 from agents.networks.policy_value import (
     DEFAULT_DEVICE,
@@ -54,6 +55,7 @@ from agents.storage.files import atomic_write_bytes
 from agents.trained import TrainedAgent
 from quarto_env.checks import one_line
 from quarto_env.core import State, Variant
+from quarto_env.errors import QuartoValueError
 from quarto_env.observation import ObservationKind, observation_kind
 from quarto_env.vector import GameBatch
 
@@ -114,7 +116,7 @@ def policy_setup(
         return MaskableActorCriticPolicy, {"net_arch": list(net_arch)}
     if policy == "slots":
         return SlotPolicy, {"groups": list(variant.groups), "observation": observation, "width": net_arch[0]}
-    raise ValueError(f"unknown policy {policy!r}; allowed: {', '.join(POLICY_KINDS)}")
+    raise QuartoValueError(f"unknown policy {policy!r}; allowed: {', '.join(POLICY_KINDS)}")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -184,13 +186,8 @@ def load_policy(path: str | Path, variant: Variant | None = None, device: str = 
     path, metadata, trained = checkpoint_metadata(path, "ppo", variant)
     policy = _policy_for(path, metadata, trained)
     weights = read_weights(path, POLICY_ENTRY)
-    try:
+    with weights_fit(path, POLICY_ENTRY):
         policy.load_state_dict(weights)
-    except (RuntimeError, TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r}: {POLICY_ENTRY} does not fit the network its {METADATA_ENTRY} describes "
-            f"({one_line(exc)})"
-        ) from exc
     return LoadedPolicy(policy.to(on_device), metadata)
 
 

@@ -25,16 +25,14 @@ from typing import Any
 import torch as th
 
 from agents.networks.checkpoints import (
-    METADATA_ENTRY,
-    CheckpointError,
     CheckpointHeader,
     checkpoint_metadata,
     read_weights,
+    weights_fit,
     write_checkpoint,
 )
 from agents.networks.policy_value import DEFAULT_DEVICE, ActorCritic, network_actions, network_for, resolve_device
 from agents.trained import TrainedAgent
-from quarto_env.checks import one_line
 from quarto_env.core import State, Variant
 from quarto_env.observation import observation_kind
 from quarto_env.vector import GameBatch
@@ -78,16 +76,9 @@ def load_network(
     without a GPU)."""
     on_device = resolve_device(device)
     path, metadata, trained = checkpoint_metadata(path, ALGORITHM, variant, metadata)
-    try:
+    with weights_fit(path, NETWORK_ENTRY):
         network = network_for(metadata["config"], observation_kind(metadata["observation"]), trained)
         network.load_state_dict(read_weights(path, NETWORK_ENTRY))
-    except CheckpointError:
-        raise
-    except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r}: {NETWORK_ENTRY} does not fit the network its {METADATA_ENTRY} describes "
-            f"({one_line(exc)})"
-        ) from exc
     network.eval()
     network.requires_grad_(False)
     return network.to(on_device), metadata

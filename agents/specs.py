@@ -20,8 +20,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from agents.base import Agent
+from agents.tree.choices import DEFAULT_C_PUCT, ROOTS
+from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS
 from quarto_env.checks import number_parser
-from quarto_env.core import STANDARD, Variant
+from quarto_env.core import NUM_ACTIONS, STANDARD, Variant
 from quarto_env.errors import SpecError
 from quarto_env.extras import as_missing_extra
 
@@ -146,12 +148,12 @@ def make_agent(spec: str, variant: Variant = STANDARD, seed: int | None = None) 
 
 SECONDS = number_parser("time", above=0, maximum=24 * 3600)
 """A time budget per move: finite (``nan`` or ``inf`` would never run out), above 0, at most a day."""
-MAX_SIMULATIONS = 10**6
-"""MCTS simulations per move, capped so that every move ends: a million take a minute at most at the speeds of
-``quarto bench mcts`` (docs/arena.md). A move that never returns could not even forfeit on ``--time-limit``,
+MAX_UCT_SIMULATIONS = 10**6
+"""UCT simulations per move (``mcts``), capped so that every move ends: a million take a minute at most at the
+speeds of ``quarto bench mcts`` (docs/arena.md). A move that never returns could not even forfeit on ``--time-limit``,
 which is measured when it does."""
 MAX_DEPTH = 16
-"""Minimax plies per move (``depth``), capped so that every move ends, as :data:`MAX_SIMULATIONS` are: over the
+"""Minimax plies per move (``depth``), capped so that every move ends, as :data:`MAX_UCT_SIMULATIONS` are: over the
 positions of a game, 16 plies took at most 24 s (at 12 empty squares, on 2 busy cores), 17 took 100 s and more,
 and each ply beyond multiplies it again (an exact search from the opening runs for hours). ``time=S`` searches
 deeper within its budget; and where no more plies than ``depth`` are left, the search is exact anyway."""
@@ -160,9 +162,9 @@ DEPTH = number_parser("depth", minimum=1, maximum=MAX_DEPTH, integer=True)
 EXPLORATION = number_parser("c", above=0, maximum=100)
 """The exploration constant ``c`` of the tree searches (``mcts``, ``az``): positive and at most 100, a hundred
 times the values that play well, so that a mistyped exponent (``c=1e308``) is refused, not searched with."""
-MAX_SEARCH_SIMULATIONS = 100_000
-"""The most simulations of one ``az`` search (its tree is allocated for them: about 31 MB)."""
-DEFAULT_SEARCH_SIMULATIONS = 800
+MAX_PUCT_SIMULATIONS = 100_000
+"""The most simulations of one PUCT search (``az``; its tree is allocated for them: about 31 MB)."""
+DEFAULT_PUCT_SIMULATIONS = 800
 """Simulations per move of the ``az`` agent: the trained network loses value in fewer graded decisions at 800 than
 at 200 or with its policy alone, and a searched move still takes a fraction of a second (docs/alphazero.md gives
 both)."""
@@ -212,11 +214,13 @@ register(
 register(
     AgentKind(
         "mcts",
-        "agents.tree.uct:MCTSAgent",
+        "agents.tree.uct:UCTAgent",
         "UCT with random playouts (mcts:sims=2000 or mcts:time=1)",
         {
             "sims": Option(
-                number_parser("sims", minimum=1, maximum=MAX_SIMULATIONS, integer=True), 2000, "simulations per move"
+                number_parser("sims", minimum=1, maximum=MAX_UCT_SIMULATIONS, integer=True),
+                2000,
+                "simulations per move",
             ),
             "time": Option(SECONDS, 0.0, "seconds per move; replaces sims when set"),
             "c": Option(EXPLORATION, 1.0, "UCB1 exploration constant"),
@@ -242,9 +246,9 @@ def _device(text: str) -> str:
 
 
 def _search_root(text: str) -> str:
-    """``puct`` or ``gumbel``: the ``az`` search's root (:data:`agents.tree.puct.ROOTS`)."""
-    if text not in ("puct", "gumbel"):
-        raise ValueError(f"root must be puct or gumbel, got {text!r}")
+    """``puct`` or ``gumbel``: the ``az`` search's root (:data:`agents.tree.choices.ROOTS`)."""
+    if text not in ROOTS:
+        raise ValueError(f"root must be {' or '.join(ROOTS)}, got {text!r}")
     return text
 
 
@@ -299,8 +303,8 @@ register(
             "path": Option(str, "", "checkpoint .zip, run folder, or pretrained"),
             "checkpoint": CHECKPOINT,
             "sims": Option(
-                number_parser("sims", minimum=0, maximum=MAX_SEARCH_SIMULATIONS, integer=True),
-                DEFAULT_SEARCH_SIMULATIONS,
+                number_parser("sims", minimum=0, maximum=MAX_PUCT_SIMULATIONS, integer=True),
+                DEFAULT_PUCT_SIMULATIONS,
                 "simulations per move; 0: the network's policy alone",
             ),
             "time": Option(SECONDS, 0.0, "seconds per move; replaces sims when set"),
@@ -310,7 +314,7 @@ register(
                 "0: the most visited action; above 0: sample visits ** (1 / temperature); root=gumbel: 0 plays "
                 "its choice without noise, above 0 scales its Gumbel noise",
             ),
-            "c": Option(EXPLORATION, 1.5, "PUCT exploration constant"),
+            "c": Option(EXPLORATION, DEFAULT_C_PUCT, "PUCT exploration constant"),
             "device": DEVICE,
             "root": Option(
                 _search_root,
@@ -319,8 +323,8 @@ register(
                 "candidates by Gumbel noise plus logits, play its choice (needs sims, not time)",
             ),
             "k": Option(
-                number_parser("k", minimum=1, maximum=16, integer=True),
-                16,
+                number_parser("k", minimum=1, maximum=NUM_ACTIONS, integer=True),
+                DEFAULT_GUMBEL_ACTIONS,
                 "the most candidates the Gumbel root considers (root=gumbel)",
             ),
         },

@@ -57,7 +57,7 @@ from agents.solver.labels import SOLVER_VERSION, label_positions, values_of_row,
 from agents.storage.files import atomic_write_text, input_file
 from quarto_env.checks import shortened
 from quarto_env.core import State, Variant, legal_actions, position_array
-from quarto_env.errors import QuartoValueError
+from quarto_env.errors import SuiteError
 from quarto_env.notation import PositionError, format_position, parse_position
 from quarto_env.symmetry import Symmetries
 
@@ -85,10 +85,6 @@ DEFAULT_SOURCES = (
 DEFAULT_GAMES = 2_000
 """Games a build plays for its positions: enough for a few hundred distinct positions at every stage from 12
 empty squares down (docs/leaderboard.md has the counts)."""
-
-
-class SuiteError(QuartoValueError):
-    """A suite that cannot be used: an unknown name, a damaged or outdated file, or another rule variant's."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,7 +325,7 @@ def collect_positions(
     ``jobs`` above 1 (or a ``pool`` of :func:`agents.solver.labels.worker_pool`) plays the games in worker processes;
     the positions are the same for every ``jobs``."""
     if variant.declaration:
-        raise ValueError("suites hold no declaration-variant positions: the notation cannot say what is claimable")
+        raise SuiteError("suites hold no declaration-variant positions: the notation cannot say what is claimable")
     sources, stages, games = source.sources, source.stages, source.games
     rng = np.random.default_rng(seed)
     # Every game's players are drawn first, in the order a game-by-game loop draws them (spec, then seed, for

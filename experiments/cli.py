@@ -24,45 +24,65 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from quarto_env.extras import MissingExtra, as_missing_extra
 
-Table = dict[str, tuple[str | None, str]]
-"""A subcommand's name -> the module whose ``main(argv)`` runs it (``None``: a table of its own), and its help."""
+
+class Entry(NamedTuple):
+    """A subcommand: the module whose ``main(argv)`` runs it, imported only then, and its line of help."""
+
+    module: str | None
+    """``None``: a table of its own (``quarto bench``)."""
+    help: str
+
+
+Table = dict[str, Entry]
+"""A subcommand's name -> its :class:`Entry`."""
 
 COMMANDS: Table = {
-    "train": (
+    "train": Entry(
         "experiments.training.train",
         "self-play training (MaskablePPO, RLlib PPO or AlphaZero) with checkpoints",
     ),
-    "sweep": ("experiments.training.sweep", "many seeds and settings of a training config on Ray Tune, with stats"),
-    "evaluate": ("experiments.training.evaluate", "a trained checkpoint or run against agents, with intervals"),
-    "plot": ("experiments.training.plot", "the evaluation curves of training runs, as one PNG"),
-    "tournament": ("experiments.arena.tournament", "round-robin tournaments with ratings and confidence intervals"),
-    "grade": ("experiments.arena.grade", "share of an agent's decisions that lose value under perfect play"),
-    "solve": ("experiments.arena.solve", "exact value and best actions of positions"),
-    "book": ("experiments.arena.book", "build the opening book that makes the solver exact from the first move"),
-    "suite": ("experiments.arena.suite", "show, check or build the versioned suites of solved positions"),
-    "dataset": ("experiments.training.dataset", "solved positions as arrays for supervised learning"),
-    "play": ("experiments.arena.play", "play a game in the terminal against an agent"),
-    "replay": ("experiments.arena.replay", "step through a recorded game, or write it as a GIF"),
-    "bench": (None, "speed benchmarks: "),  # its list of names is added below, from BENCHMARKS
+    "sweep": Entry(
+        "experiments.training.sweep", "many seeds and settings of a training config on Ray Tune, with stats"
+    ),
+    "evaluate": Entry("experiments.training.evaluate", "a trained checkpoint or run against agents, with intervals"),
+    "plot": Entry("experiments.training.plot", "the evaluation curves of training runs, as one PNG"),
+    "tournament": Entry(
+        "experiments.arena.tournament", "round-robin tournaments with ratings and confidence intervals"
+    ),
+    "grade": Entry("experiments.arena.grade", "share of an agent's decisions that lose value under perfect play"),
+    "solve": Entry("experiments.arena.solve", "exact value and best actions of positions"),
+    "book": Entry("experiments.arena.book", "build the opening book that makes the solver exact from the first move"),
+    "suite": Entry("experiments.arena.suite", "show, check or build the versioned suites of solved positions"),
+    "dataset": Entry("experiments.training.dataset", "solved positions as arrays for supervised learning"),
+    "play": Entry("experiments.arena.play", "play a game in the terminal against an agent"),
+    "replay": Entry("experiments.arena.replay", "step through a recorded game, or write it as a GIF"),
+    "bench": Entry(None, "speed benchmarks: "),  # its list of names is added below, from BENCHMARKS
 }
 """``quarto NAME``: the module whose ``main(argv)`` runs it, and its line of help."""
 
 BENCHMARKS: Table = {
-    "env": ("experiments.bench.env", "turns/s of the wrapped quarto_v1 vs connect_four_v3; rules core states/s"),
-    "solver": ("experiments.bench.solver", "exact solver and minimax times on a seeded sample of positions"),
-    "train": ("experiments.bench.train", "learner steps/s of a short training run"),
-    "mcts": ("experiments.bench.mcts", "MCTS simulations/s and time per turn, beside quartors (a compiled peer)"),
-    "az": ("experiments.bench.az", "AlphaZero self-play positions/s and simulations/s, tree vs network time"),
-    "network": ("experiments.probe.network", "supervised fit of network designs to exact values; forward time"),
-    "vector": ("experiments.bench.vector", "VectorQuarto steps/s per batch and observation kind; vs pgx if installed"),
-    "jax": ("experiments.bench.jax", "quarto_env.jax steps/s vs pgx; --check vs the compiled core; --device-check"),
-    "startup": ("experiments.bench.startup", "a new process: import quarto_env, one env step; warm and cold cache"),
+    "env": Entry("experiments.bench.env", "turns/s of the wrapped quarto_v1 vs connect_four_v3; rules core states/s"),
+    "solver": Entry("experiments.bench.solver", "exact solver and minimax times on a seeded sample of positions"),
+    "train": Entry("experiments.bench.train", "learner steps/s of a short training run"),
+    "mcts": Entry("experiments.bench.uct", "MCTS simulations/s and time per turn, beside quartors (a compiled peer)"),
+    "az": Entry("experiments.bench.az", "AlphaZero self-play positions/s and simulations/s, tree vs network time"),
+    "network": Entry("experiments.probe.network", "supervised fit of network designs to exact values; forward time"),
+    "vector": Entry(
+        "experiments.bench.vector", "VectorQuarto steps/s per batch and observation kind; vs pgx if installed"
+    ),
+    "jax": Entry(
+        "experiments.bench.jax", "quarto_env.jax steps/s vs pgx; --check vs the compiled core; --device-check"
+    ),
+    "startup": Entry(
+        "experiments.bench.startup", "a new process: import quarto_env, one env step; warm and cold cache"
+    ),
 }
 """``quarto bench NAME``: the same, one level down."""
-COMMANDS["bench"] = (None, COMMANDS["bench"][1] + ", ".join(BENCHMARKS))  # cannot miss a benchmark
+COMMANDS["bench"] = Entry(None, COMMANDS["bench"].help + ", ".join(BENCHMARKS))  # cannot miss a benchmark
 
 
 def version_line() -> str:
@@ -75,7 +95,7 @@ def version_line() -> str:
 def usage(table: Table = COMMANDS, prog: str = "quarto", noun: str = "COMMAND", kind: str = "command") -> str:
     """The help text of ``prog`` and its ``table`` of subcommands (each a ``kind``, named by ``noun``)."""
     width = max(map(len, table))
-    rows = "\n".join(f"  {name:<{width}}  {text}" for name, (_, text) in table.items())
+    rows = "\n".join(f"  {name:<{width}}  {entry.help}" for name, entry in table.items())
     version = "\n\n--version (-V) prints the version." if prog == "quarto" else ""
     return (
         f"usage: {prog} {noun} [ARGS...]\n\n{kind}s:\n{rows}\n\n{prog} {noun} --help shows a {kind}'s options.{version}"
@@ -93,7 +113,7 @@ def dispatch(argv: list[str], table: Table, prog: str, noun: str, kind: str) -> 
         print(f"{usage(table, prog, noun, kind)}\n\n{prog}: {problem}", file=sys.stderr)
         return 2
     name, rest = argv[0], argv[1:]
-    module_name = table[name][0]
+    module_name = table[name].module
     if module_name is None:  # a table of its own: quarto bench WHAT
         return dispatch(rest, BENCHMARKS, f"{prog} {name}", "WHAT", "benchmark")
     try:

@@ -1,21 +1,21 @@
-"""Command-line pieces every ``quarto`` command shares: the parser (:class:`CommandParser`: defaults shown in
-``--help``, the usage only for syntax errors), the output flag (``--out``), ``--no-progress``, the rule-variant
-flags (one spelling for all), seeds, agent specs and output folders checked with a one-line message, warnings
-(and libraries' loggers quieted), the markdown tables of reports, and the documentation of a dataclass's fields.
+"""The command line every ``quarto`` command shares: its parser (:class:`CommandParser`: defaults shown in
+``--help``, the usage only for syntax errors, a refusal in one line) and the options that several commands take,
+each spelled and checked once -- ``--out``, ``--no-progress``, the rule-variant flags, numbers with their ranges,
+seeds, ``--jobs``, agent specs and input files.
+
+What is not the command line lives where it is used: an output path is refused by :mod:`experiments.output`, the
+Markdown tables of reports are :mod:`experiments.evaluation.tables`, the options of the commands that grade
+:mod:`experiments.evaluation.arguments`, a config's field docs :mod:`experiments.training.field_docs`, and the
+quieting of Ray's loggers :mod:`experiments.training.ray_runtime`.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
-import inspect
-import itertools
-import logging
 import os
 import re
 import sys
-import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
 from agents.base import Agent
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.specs import SpecError, make_agent, parse_spec
-from agents.storage.files import OutputPathError, input_file, output_file, output_folder
+from agents.storage.files import input_file
 from quarto_env.checks import describe_range, number_parser
 from quarto_env.core import ATTRIBUTES, FALSE_DECLARATION_POLICIES, NUM_SQUARES, RulesError, Variant
 from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS
@@ -88,12 +88,6 @@ def _argument_type(parse: Callable[[str], _Parsed]) -> Callable[[str], _Parsed]:
     return parse_argument
 
 
-def output_file_argument(what: str) -> Callable[[str], Path]:
-    """:func:`output_file` as an argparse ``type=``: the path is checked as the command line is read, before
-    any work starts, and a bad one is a one-line usage error naming ``what`` (the option)."""
-    return _argument_type(lambda text: output_file(text, what))
-
-
 def plain_text(text: str) -> str:
     """``text`` without the reStructuredText of the docstrings it may come from (double backquotes around code,
     roles such as ``:func:``): ``--help`` prints it as it is."""
@@ -140,7 +134,13 @@ class CommandParser(argparse.ArgumentParser):
     problem``, without the usage, which would only bury it: one that argparse refuses while it parses (a
     ``type=`` that refuses it, an invalid choice, listed with the allowed ones), and a refusal after parsing,
     ``parser.error(...)`` (a bad agent spec, a missing file, an odd ``--games``). Both exit with status
-    :data:`USAGE_ERROR`."""
+    :data:`USAGE_ERROR`.
+
+    Why it overrides two private methods of argparse, ``_get_value`` and ``_check_value``: argparse has no public
+    way to tell a refused value from a syntax error. Both reach :meth:`error` as one message, and with
+    ``exit_on_error=False`` both are the same ``ArgumentError`` ("expected one argument" as "invalid choice").
+    The two overrides only note that a value was refused and re-raise, so argparse's own parsing is unchanged;
+    ``tests/test_checks.py`` fails if a Python release renames them."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
@@ -206,11 +206,11 @@ class CommandParser(argparse.ArgumentParser):
         refuse(self.prog, message)
 
 
-def refuse(prog: str, message: str) -> NoReturn:
-    """Print ``PROG: message`` (one line) on stderr and exit with status :data:`USAGE_ERROR`: the one form of a
-    command's refusal of a value it cannot use."""
+def refuse(prog: str, message: str, status: int = USAGE_ERROR) -> NoReturn:
+    """Print ``PROG: message`` (one line) on stderr and exit with ``status``: the one form of a command's refusal
+    of a value it cannot use (:data:`USAGE_ERROR`), and of an output it could not write."""
     print(f"{prog}: {message}", file=sys.stderr)
-    raise SystemExit(USAGE_ERROR)
+    raise SystemExit(status)
 
 
 def add_out_argument(parser: argparse.ArgumentParser, *old_spellings: str, **kwargs: Any) -> None:
@@ -429,15 +429,6 @@ def add_seed_argument(parser: argparse.ArgumentParser, help: str, default: int |
     parser.add_argument("--seed", type=SEED, default=default, help=help)
 
 
-def output_folder_or_exit(parser: argparse.ArgumentParser, path: Path, option: str) -> Path:
-    """``path`` created as a writable output folder, checked before any work starts; a file, a device such as
-    ``/dev/null`` or an unwritable place exits with a usage error naming ``option``."""
-    try:
-        return output_folder(path, option)
-    except OutputPathError as error:
-        parser.error(str(error))
-
-
 def input_file_or_exit(parser: argparse.ArgumentParser, path: Path, what: str) -> Path:
     """``path`` checked as a regular file to read (:func:`agents.storage.files.input_file`); a missing file, a folder, a
     named pipe or a device exits with a usage error naming ``what``."""
@@ -450,39 +441,3 @@ def input_file_or_exit(parser: argparse.ArgumentParser, path: Path, what: str) -
 def warn(parser: argparse.ArgumentParser, message: str) -> None:
     """Print ``PROG: warning: message`` on stderr: something the user should know, that does not stop the run."""
     print(f"{parser.prog}: warning: {message}", file=sys.stderr)
-
-
-@contextlib.contextmanager
-def quiet_logger(name: str, level: int = logging.ERROR) -> Iterator[None]:
-    """Within the block, the library logger ``name`` shows only messages of ``level`` and above: for a library's
-    advice that the command already gives in its own words, or that does not apply to it."""
-    logger = logging.getLogger(name)
-    before = logger.level
-    logger.setLevel(level)
-    try:
-        yield
-    finally:
-        logger.setLevel(before)
-
-
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    """A GitHub-flavoured Markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
-def field_docs(kind: type) -> dict[str, str]:
-    """Each field's docstring (the string literal under it) in the source of the dataclass ``kind``, on one line:
-    the help of a command whose options are a dataclass's fields (``quarto train --help-config``)."""
-    body = ast.parse(textwrap.dedent(inspect.getsource(kind))).body[0].body  # type: ignore[attr-defined]
-    docs = {}
-    for node, following in itertools.pairwise(body):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(following, ast.Expr)
-            and isinstance(following.value, ast.Constant)
-        ):
-            docs[node.target.id] = " ".join(str(following.value.value).split())
-    return docs

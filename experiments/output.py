@@ -1,5 +1,9 @@
 """The one output discipline of every ``quarto`` command that writes: :func:`claim_output`.
 
+- **One refusal of a bad path.** A path of the wrong sort (a folder named as a file, a device, an unwritable
+  place) is refused by :func:`check_output_path` alone, the check that :func:`claim_output` makes first: one line,
+  ``PROG: message``, exit status 2, before any work. A command claims its outputs before it works, so no earlier
+  check is needed (and one at parse time would create folders for a command line refused later).
 - **Nothing is replaced unasked.** An output that already holds a result is refused before any work, in one line
   naming ``--overwrite`` (and ``--resume`` where the run can go on), exit status 2.
 - **One writer at a time.** The writer holds an exclusive ``flock`` on its output for its whole life
@@ -37,7 +41,6 @@ import dataclasses
 import errno
 import os
 import shutil
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -57,7 +60,7 @@ from agents.storage.files import (
     remove_orphans_of,
     staging_folder_beside,
 )
-from experiments.options import USAGE_ERROR
+from experiments.options import USAGE_ERROR, refuse
 from quarto_env.errors import QuartoError
 
 WRITE_FAILED = 1
@@ -148,8 +151,7 @@ def claim_output(
     except OutputError as error:
         if prog is None:
             raise
-        print(f"{prog}: {error}", file=sys.stderr)
-        raise SystemExit(error.status) from None
+        refuse(prog, str(error), error.status)
 
 
 def claim_if_asked(
@@ -171,7 +173,7 @@ def _claimed(
     resume_hint: str | None,
 ) -> Iterator[Output]:
     named = f"{option} {str(path)!r}"
-    _check_path(path, kind, option)
+    check_output_path(path, kind, option)
     lock = path / LOCK_FILE if kind == "run" else path.parent / f".{path.name}.lock"
     with hold_lock(lock, named):
         # What a writer killed mid-work left (kill -9, a power cut): ours to clear, now that we hold the lock.
@@ -209,9 +211,12 @@ def _output_path(path: str | Path, option: str) -> Path:
         raise OutputError(str(error)) from None
 
 
-def _check_path(path: Path, kind: Kind, option: str) -> None:
-    """Refuse a path of the wrong sort (a folder where a file is wanted, a device, an unwritable place) before the
-    lock, creating the folders it needs."""
+def check_output_path(path: str | Path, kind: Kind, option: str = "--out") -> Path:
+    """``path`` as an output of ``kind``, named on the command line by ``option``: :class:`OutputError` for a path of
+    the wrong sort (empty, a folder where a file is wanted, a device, an unwritable place), creating the folders it
+    needs. The one check of an output path: :func:`claim_output` makes it first, and an output that is written
+    without a claim (a value cache that is read, then rewritten) makes it alone."""
+    path = _output_path(path, option)
     try:
         if kind == "file":
             output_file(path, option)
@@ -225,6 +230,7 @@ def _check_path(path: Path, kind: Kind, option: str) -> None:
         raise OutputError(str(error)) from None
     except ValueError as error:  # a path the OS refuses, e.g. with a NUL byte
         raise OutputError(f"{option} {str(path)!r} is not a valid path: {error}") from None
+    return path
 
 
 def _holds_anything(path: Path) -> bool:

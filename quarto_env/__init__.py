@@ -95,7 +95,13 @@ class _Package(types.ModuleType):
 
     ``quarto_env.env`` is always the function: once the submodule of the same name is loaded, the import system
     binds it here, and the setter below leaves the function in place (``sys.modules["quarto_env.env"]`` is the
-    module); any other assignment is refused."""
+    module); any other assignment is refused.
+
+    Why a module class and not a module-level ``__getattr__`` (PEP 562): ``__getattr__`` is asked only for a name
+    the module lacks, and the import system sets ``quarto_env.env`` to the submodule as soon as anything imports
+    ``quarto_env.env`` (``agents`` does, and so do users, with ``from quarto_env.env import raw_env``); from then
+    on ``quarto_env.env()`` would call a module. PEP 562 has no ``__setattr__``: only a property of the module's
+    class can refuse that binding (``tests/test_core.py`` pins it, in a fresh interpreter)."""
 
     @property
     def env(self) -> Any:

@@ -52,12 +52,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from quarto_env.errors import ActionTypeError, IllegalActionError, RulesError
+from quarto_env.checks import one_line, shortened
+from quarto_env.errors import ActionTypeError, IllegalActionError, QuartoTypeError, RulesError
 from quarto_env.jitable import jitable, when_numba_loads
 from quarto_env.outcome import NO_WINNER
 
@@ -427,6 +428,32 @@ def _attribute_names(attributes: int | str | Iterable[str] | None) -> tuple[str,
 
 
 STANDARD = Variant()
+VARIANT_FLAGS = tuple(field.name for field in dataclasses.fields(Variant))
+"""The keywords of :meth:`Variant.make`: what a mapping of a variant's flags may name."""
+
+
+def checked_variant(variant: object) -> Variant:
+    """The rules ``variant`` names: a :class:`Variant`, a mapping of its flags as configs write it
+    (``{"squares": True}``, :data:`VARIANT_FLAGS`) or ``None`` for standard Quarto. The one reading of a variant
+    given as data, by the sessions, the sample datasets and the training config."""
+    if variant is None:
+        return STANDARD
+    if isinstance(variant, Variant):
+        return variant
+    if not isinstance(variant, Mapping):
+        raise QuartoTypeError(
+            f"variant must be a Variant, a mapping of its flags (e.g. {{'squares': True}}) or None, got "
+            f"{type(variant).__name__} {shortened(repr(variant))}"
+        )
+    unknown = sorted(map(str, set(variant) - set(VARIANT_FLAGS)))
+    if unknown:
+        raise QuartoTypeError(f"variant has no flag {', '.join(unknown)}; its flags: {', '.join(VARIANT_FLAGS)}")
+    try:
+        return Variant.make(**variant)
+    except (RulesError, TypeError) as error:  # TypeError: attributes of a type no rule knows
+        raise RulesError(
+            f"variant is not a valid rule variant ({one_line(error)}), got {shortened(repr(dict(variant)))}"
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from quarto_env.errors import QuartoError
+from quarto_env.errors import MissingExtra
 
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "train": ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "yaml", "rich", "matplotlib"),
@@ -27,18 +27,6 @@ besides another extra's (``ray`` brings ``train``'s too)."""
 
 EXTRA_OF_MODULE = {module: extra for extra, modules in EXTRA_MODULES.items() for module in modules}
 """Which extra brings a top-level module."""
-
-
-class MissingExtra(QuartoError, ImportError):
-    """A feature needs an extra that is not installed; ``str(error)`` is the one line to print."""
-
-    def __init__(self, purpose: str, extra: str, module: str) -> None:
-        self.extra = extra
-        super().__init__(
-            f"{purpose} needs the '{extra}' extra ({module} is not installed): "
-            f"pip install 'quarto-env[{extra}]' (from a checkout: pip install -e '.[{extra}]')",
-            name=module,
-        )
 
 
 def missing_module(extra: str, modules: tuple[str, ...] = ()) -> str | None:

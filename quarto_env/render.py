@@ -214,19 +214,13 @@ SHORT_RADIUS = 0.22
 HOLE_RADIUS = 0.45
 """Radius of the hole of a hollow piece, as a share of the piece's half size."""
 
-PAGE = (246, 243, 236)
-BOARD = (196, 160, 118)
-GRID = (96, 66, 42)
-INK = (35, 25, 18)
-FAINT = (150, 132, 110)
-LIGHT_PIECE = (252, 240, 212)
-DARK_PIECE = (88, 44, 22)
-HOLE_IN_LIGHT = (128, 100, 72)
-HOLE_IN_DARK = (24, 12, 6)
-HOLE_RIM_IN_DARK = (236, 214, 180)
-WIN_MARK = (214, 38, 38)
-CLAIM_MARK = (236, 140, 0)
-LAST_MOVE_MARK = (40, 96, 200)
+PAGE, BOARD, GRID, INK, FAINT = (246, 243, 236), (196, 160, 118), (96, 66, 42), (35, 25, 18), (150, 132, 110)
+"""The colours of the page, the board, its grid lines, the text and the faint text."""
+LIGHT_PIECE, DARK_PIECE = (252, 240, 212), (88, 44, 22)
+HOLE_IN_LIGHT, HOLE_IN_DARK, HOLE_RIM_IN_DARK = (128, 100, 72), (24, 12, 6), (236, 214, 180)
+"""The hole of a hollow piece, light and dark, and the rim that shows a dark piece's hole."""
+WIN_MARK, CLAIM_MARK, LAST_MOVE_MARK = (214, 38, 38), (236, 140, 0), (40, 96, 200)
+"""The marks of a completed group, a claimed one and the last move."""
 
 
 def square_center(square: int) -> tuple[int, int]:

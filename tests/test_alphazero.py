@@ -16,7 +16,7 @@ from agents.alphazero import AlphaZeroAgent, load_network, save_checkpoint
 from agents.match import play_game
 from agents.networks.checkpoints import CheckpointError, CheckpointHeader
 from agents.networks.policy_value import PolicyValueNetwork, device_of, resolve_device
-from agents.specs import MAX_SEARCH_SIMULATIONS, SpecError, make_agent
+from agents.specs import MAX_PUCT_SIMULATIONS, SpecError, make_agent
 from agents.tree.puct import PUCTSearch, candidates, encode_positions, forced_action
 from experiments.training.az_selfplay import ReplayBuffer
 from quarto_env.core import (
@@ -198,7 +198,7 @@ def test_a_time_budget_replaces_the_simulation_count() -> None:
     network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 8)
     agent = AlphaZeroAgent(STANDARD, 0, network=network, sims=1, time=0.2)
     agent.act(INITIAL_STATE)
-    assert agent.last_result is not None and 1 < agent.last_result.sims < MAX_SEARCH_SIMULATIONS
+    assert agent.last_result is not None and 1 < agent.last_result.sims < MAX_PUCT_SIMULATIONS
 
 
 # ---------------------------------------------------------------------------------------------------------

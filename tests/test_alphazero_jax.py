@@ -24,11 +24,11 @@ import jax.numpy as jnp
 from agents.alphazero import load_network as load_torch_network
 from agents.alphazero import save_checkpoint as save_torch_checkpoint
 from agents.networks import jax_network
-from agents.networks.checkpoints import CheckpointError, CheckpointHeader
+from agents.networks.checkpoints import CheckpointError, CheckpointHeader, entry_bytes
 from agents.networks.policy_value import PolicyValueNetwork
 from agents.solver.minimax import Solver
 from agents.specs import make_agent
-from experiments.training import alphazero_jax
+from experiments.training import alphazero_jax, alphazero_jax_timing
 from experiments.training.config import ConfigError, TrainConfig
 from experiments.training.config_file import load_config
 from experiments.training.train import main as train_main
@@ -220,7 +220,7 @@ def test_a_tiny_run_writes_the_run_folder_and_its_checkpoints(tiny_run: Path) ->
     final = tiny_run / "checkpoints" / "final.zip"
     network, info = jax_network.load_network(final, STANDARD)
     assert info["backend"] == "jax" and info["algorithm"] == "alphazero" and info["num_timesteps"] == 256
-    arrays = jax_network.read_arrays(jax_network.entry_bytes(final, jax_network.NETWORK_ENTRY))  # no pickle
+    arrays = jax_network.read_arrays(entry_bytes(final, jax_network.NETWORK_ENTRY))  # no pickle
     assert set(arrays) == set(jax_network.weight_arrays(network)) and "embed_square.weight" in arrays
     assert json.loads((tiny_run / "final_eval.json").read_text())["num_timesteps"] == 256
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -317,4 +317,4 @@ def test_device_cuda_without_a_gpu_is_refused_before_the_run_folder(tmp_path: Pa
 
 @pytest.mark.slow
 def test_the_device_check_times_the_iteration() -> None:
-    assert alphazero_jax.selfplay_positions_per_second(tiny_config(), 0.1) > 0
+    assert alphazero_jax_timing.selfplay_positions_per_second(tiny_config(), 0.1) > 0

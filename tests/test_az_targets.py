@@ -97,7 +97,7 @@ def searched_and_stored(
     for _ in range(rounds):
         selfplay.play_move()
         samples = selfplay.session.samples()
-        stored.append((samples.positions, samples.policy, samples.value, samples.root_value))
+        stored.append((samples.positions, samples.policy, samples.outcome, samples.root_value))
     return searches, tuple(np.concatenate([s[k] for s in stored]) for k in range(4))
 
 

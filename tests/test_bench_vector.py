@@ -60,6 +60,7 @@ JAX_HOMES = (
     "quarto_env/jax/",  # the rules in JAX (the jax extra)
     "agents/networks/jax_network.py",
     "experiments/training/alphazero_jax.py",  # backend: jax
+    "experiments/training/alphazero_jax_timing.py",  # its speed
     "experiments/bench/vector.py",  # pgx, the peer
     "experiments/bench/jax.py",
     "experiments/bench/jax_check.py",

@@ -30,7 +30,7 @@ from agents.storage.files import (
     output_folder,
     remove_orphan_temporaries,
 )
-from experiments.options import number_argument, output_file_argument
+from experiments.options import number_argument
 from quarto_env.checks import ECHO_LIMIT, checked_number, number_parser, one_line, shortened
 
 REPO = Path(__file__).resolve().parent.parent
@@ -290,6 +290,21 @@ def parser_with(**types: object) -> argparse.ArgumentParser:
     return parser
 
 
+def test_the_argparse_hooks_that_the_command_parser_overrides_still_exist() -> None:
+    """:class:`~experiments.options.CommandParser` tells a refused value from a syntax error by two private methods
+    of argparse (no public hook tells them apart), and its help formatter adds the defaults where argparse's own
+    ``ArgumentDefaultsHelpFormatter`` does: a Python release that renamed one would silently print the usage for a
+    bad value, or no default, so this fails first."""
+    from experiments.options import CommandParser, DefaultsHelpFormatter
+
+    for owner, ours, name in [
+        (argparse.ArgumentParser, CommandParser, "_get_value"),
+        (argparse.ArgumentParser, CommandParser, "_check_value"),
+        (argparse.ArgumentDefaultsHelpFormatter, DefaultsHelpFormatter, "_get_help_string"),
+    ]:
+        assert name in vars(owner) and name in vars(ours), name
+
+
 def test_number_argument_is_an_argparse_type_whose_message_argparse_shows_whole(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -304,18 +319,6 @@ def test_number_argument_is_an_argparse_type_whose_message_argparse_shows_whole(
         last = capsys.readouterr().err.strip().splitlines()[-1]
         prefix = "quarto test: error: argument --delay: delay must be a finite number > 0 and <= 60, got "
         assert last.startswith(prefix)
-
-
-def test_output_file_argument_checks_the_path_as_the_command_line_is_read(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    parser = parser_with(save=output_file_argument("--save"))
-    assert parser.parse_args(["--save", str(tmp_path / "game.jsonl")]).save == tmp_path / "game.jsonl"
-    with pytest.raises(SystemExit) as exit_:
-        parser.parse_args(["--save", str(tmp_path)])
-    assert exit_.value.code == 2
-    last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert last == f"quarto test: error: argument --save: --save {str(tmp_path)!r} is a folder; name a file"
 
 
 def test_shortened_quotes_a_long_text_by_its_start_and_length() -> None:

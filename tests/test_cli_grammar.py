@@ -154,7 +154,7 @@ def test_every_command_showing_progress_takes_no_progress(
 
 
 OLD_SPELLINGS = [
-    (["bench", "env", "--output", "<tmp>"], "argument --out/--output: --out"),
+    (["bench", "env", "--output", "<tmp>"], "quarto bench env: --out '"),
     (["plot", "<tmp>/no-run", "-o", "<tmp>/c.png"], "is not a training run folder"),
     (["plot", "<tmp>/no-run", "--output", "<tmp>/c.png"], "is not a training run folder"),
     (["play", "--opponent", "random", "--save", "<tmp>"], "--out"),

@@ -60,15 +60,15 @@ def test_a_bad_number_is_a_one_line_usage_error(
 
 
 BAD_OUTPUTS = [
-    (["bench", "solver", "--out", "<tmp>"], "argument --out: --out '<tmp>' is a folder; name a file"),
+    (["bench", "solver", "--out", "<tmp>"], "quarto bench solver: --out '<tmp>' is a folder; name a file"),
     (["bench", "solver", "--out", "/dev/null"], "--out '/dev/null' is not a regular file"),
-    (["bench", "env", "--out", "/proc/quarto-test/env.json"], "argument --out/--output: --out '/proc/quarto-test"),
-    (["bench", "train", "--profile", "<tmp>"], "argument --profile: --profile '<tmp>' is a folder"),
+    (["bench", "env", "--out", "/proc/quarto-test/env.json"], "quarto bench env: --out '/proc/quarto-test"),
+    (["bench", "train", "--profile", "<tmp>"], "quarto bench train: --profile '<tmp>' is a folder"),
     (["bench", "env", "--output", "/proc/env.json"], "--out '/proc/env.json' cannot be written"),  # the old name
     (["bench", "solver", "--out", "/sys/solver.json"], "--out '/sys/solver.json' cannot be written"),
     (["bench", "train", "--profile", "/proc/train.prof"], "--profile '/proc/train.prof' cannot be written"),
     (["bench", "solver", "--out", f"<tmp>/{'a' * 300}.json"], "is too long for the file system"),
-    (["bench", "vector", "--out", "<tmp>"], "argument --out: --out '<tmp>' is a folder; name a file"),
+    (["bench", "vector", "--out", "<tmp>"], "quarto bench vector: --out '<tmp>' is a folder; name a file"),
     (["bench", "vector", "--out", "/proc/vector.json"], "--out '/proc/vector.json' cannot be written"),
 ]
 
@@ -79,6 +79,17 @@ def test_a_bad_output_file_is_refused_before_any_work(
 ) -> None:
     argv = [arg.replace("<tmp>", str(tmp_path)) for arg in argv]
     assert_usage_error(argv, message.replace("<tmp>", str(tmp_path)), capsys)
+
+
+def test_a_command_line_refused_after_its_output_path_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The output path is checked once, when the output is claimed, not as the command line is read: a command
+    line refused for another option leaves no folder made for its output."""
+    out = tmp_path / "new" / "solver.json"
+    argv = ["bench", "solver", "--out", str(out), "--empties", "17"]
+    assert_usage_error(argv, "argument --empties: empties must be an integer >= 1 and <= 16", capsys)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_benchmark_write_that_fails_late_is_one_line(

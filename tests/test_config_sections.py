@@ -20,7 +20,6 @@ import yaml
 
 from agents.networks.checkpoints import read_metadata
 from agents.specs import make_agent
-from experiments.options import field_docs
 from experiments.training import train as train_module
 from experiments.training.config import (
     COMMON_FIELDS,
@@ -40,6 +39,7 @@ from experiments.training.config_file import (
     load_config,
     save_config,
 )
+from experiments.training.field_docs import field_docs
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant, legal_actions
 from quarto_env.observation import OBSERVATION_KINDS
 

@@ -556,6 +556,20 @@ def test_step_takes_only_integer_actions(action: object) -> None:
     assert step(STANDARD, INITIAL_STATE, np.int8(3)).hand == 3
 
 
+def test_the_env_factory_survives_an_import_of_its_submodule_first() -> None:
+    """The reason the package swaps its module class rather than using a module ``__getattr__`` (PEP 562): here the
+    submodule is imported before anything asks for ``quarto_env.env``, and the import system binds it over the
+    name; a ``__getattr__`` would never be asked again, and ``quarto_env.env()`` would call a module."""
+    code = (
+        "import sys, types\n"
+        "from quarto_env.env import raw_env\n"  # binds the submodule on the package, before any use of the name
+        "import quarto_env\n"
+        "assert not isinstance(quarto_env.env, types.ModuleType), quarto_env.env\n"
+        "assert quarto_env.env is sys.modules['quarto_env.env'].env and quarto_env.raw_env is raw_env\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_the_packages_env_factory_cannot_be_reassigned() -> None:
     import quarto_env
 

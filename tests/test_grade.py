@@ -16,7 +16,7 @@ from agents.suites import PositionSource, Suite, build_suite, save_suite, shippe
 from experiments.arena import grade
 from experiments.evaluation import grading
 from experiments.evaluation.grading import PositionValues, exact_action_values, grade_agent, sample_decisions
-from experiments.evaluation.ratings import wilson_interval
+from experiments.evaluation.ratings import Share, wilson_interval
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, State, Variant, legal_actions, step
 from quarto_env.notation import parse_position
 
@@ -91,11 +91,11 @@ def test_perfect_play_loses_nothing_and_worst_play_loses_every_critical_decision
     values = PositionValues(STANDARD, solver=reference_solver)
     perfect = grade_agent(FixedChoice(STANDARD, worst=False), STANDARD, positions, values)
     worst = grade_agent(FixedChoice(STANDARD, worst=True), STANDARD, positions, values)
-    assert perfect.share_lost()[0] == 0.0
+    assert perfect.share_lost().share == 0.0
     critical = [d for d in worst.decisions if d.critical]
     assert critical and all(d.lost for d in critical)
-    assert worst.share_lost()[0] == len(critical) / len(positions)
-    assert worst.critical()[0] == 1.0
+    assert worst.share_lost().share == len(critical) / len(positions)
+    assert worst.critical().share == 1.0
     assert values.solved == len(set(positions))  # two agents graded, each position solved once
 
 
@@ -107,10 +107,11 @@ def test_report_splits_and_transitions_add_up() -> None:
     lost = sum(d.lost for d in report.decisions)
     assert sum(report.transitions().values()) == lost
     phases = report.by_phase()
-    assert phases["place"][3] + phases["give"][3] == len(positions)
-    assert sum(round(share * n) for share, _, _, n in report.by_empty().values()) == lost
-    share, low, high, n = report.share_lost()
+    assert phases["place"].total + phases["give"].total == len(positions)
+    assert sum(round(part.share * part.total) for part in report.by_empty().values()) == lost
+    share, low, high, n = overall = report.share_lost()
     assert low <= share <= high and n == len(positions)
+    assert overall == Share(share=share, low=low, high=high, total=n)  # named, and a tuple still
     assert json.loads(json.dumps(report.summary()))["all"] == [share, low, high, n]
 
 
@@ -384,7 +385,7 @@ def test_grading_on_a_suite_gives_the_shares_of_its_action_values(tiny_suite: Su
         assert report.by_empty()[stage] == (share, *wilson_interval(share, len(flags)), len(flags))
     everything = [flag for flags in lost.values() for flag in flags]
     assert 0 < sum(everything) < len(everything)  # both kinds of decision occur, so the shares say something
-    assert report.share_lost()[0] == sum(everything) / len(everything)
+    assert report.share_lost().share == sum(everything) / len(everything)
     assert values.solved == 0
     with pytest.raises(KeyError, match="is not in the suite"):
         values.action_values(parse_position("135.4.a9eb.c.8.7 0"))

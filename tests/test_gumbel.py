@@ -13,8 +13,9 @@ import torch as th
 from agents.alphazero import AlphaZeroAgent
 from agents.networks.policy_value import PolicyValueNetwork
 from agents.specs import AGENT_KINDS, SpecError, parse_spec
+from agents.tree.choices import ROOTS
 from agents.tree.gumbel_root import GumbelRoot, halving_phases
-from agents.tree.puct import ROOTS, PUCTResult, PUCTSearch
+from agents.tree.puct import PUCTResult, PUCTSearch
 from quarto_env.core import (
     NO_PIECE,
     NUM_ACTIONS,

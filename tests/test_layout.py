@@ -269,3 +269,20 @@ def test_the_checkpoint_format_and_the_other_agents_need_no_stable_baselines3() 
         cwd=REPO,
     )
     assert control.stdout.strip() == "True"
+
+
+def test_the_evaluation_library_reads_no_command_line() -> None:
+    """The evaluation room's library takes plain values and raises; the options of the commands that grade live
+    apart, in ``experiments.evaluation.arguments``, which only commands import."""
+    graph = import_graph()
+    modules = project_modules()
+    readers = sorted(
+        module
+        for module, path in modules.items()
+        if module.startswith("experiments.evaluation.")
+        and module != "experiments.evaluation.arguments"
+        and ("argparse" in path.read_text() or "experiments.options" in graph[module])
+    )
+    assert readers == []
+    importers = sorted(m for m, targets in graph.items() if "experiments.evaluation.arguments" in targets)
+    assert importers and all(not m.startswith("experiments.evaluation.") for m in importers), importers

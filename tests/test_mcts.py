@@ -210,15 +210,15 @@ def test_a_time_budget_grows_the_tree_past_its_first_chunk() -> None:
 def test_benchmark_prints_our_speeds_and_quartors_beside_them_when_it_imports(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from experiments.bench import mcts as bench_mcts
+    from experiments.bench import uct as bench_uct
 
-    assert bench_mcts.main(["--sims", "50", "--peer-sims", "80", "--positions", "1"]) == 0
+    assert bench_uct.main(["--sims", "50", "--peer-sims", "80", "--positions", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    rows = lines[2 : 3 + len(bench_mcts.EMPTY_SQUARES)]
-    if bench_mcts.load_peer(80) is None:
+    rows = lines[2 : 3 + len(bench_uct.EMPTY_SQUARES)]
+    if bench_uct.load_peer(80) is None:
         assert all(float(row.split()[-2].replace(",", "")) > 0 for row in rows)
         assert lines[1].split() == ["positions", "ours", "sims/s", "ms/turn"]
-        assert lines[-1] == bench_mcts.PEER_MISSING
+        assert lines[-1] == bench_uct.PEER_MISSING
     else:
         assert all(float(row.split()[-1]) > 0 for row in rows)
         assert "quartors" in lines[0] and lines[1].split()[-5:] == ["ms/turn", "sims/s", "ratio", "turn", "ratio"]
@@ -226,9 +226,9 @@ def test_benchmark_prints_our_speeds_and_quartors_beside_them_when_it_imports(
 
 
 def test_quartors_sees_our_positions_as_we_do() -> None:
-    from experiments.bench import mcts as bench_mcts
+    from experiments.bench import uct as bench_uct
 
-    peer = bench_mcts.load_peer(10)
+    peer = bench_uct.load_peer(10)
     if peer is None:
         pytest.skip("quartors does not import (it needs Python >= 3.13)")
     positions = [INITIAL_STATE, *greedy_game_positions(9, 3, 0, STANDARD, placing=True)]

@@ -444,7 +444,7 @@ def test_checkpoints_rebuild_the_design_and_old_ones_load_as_slots(tmp_path: Pat
         CheckpointHeader(STANDARD, slots.kind.name, 0),
         {"network": {**old_metadata, "design": "hand"}},
     )
-    with pytest.raises(CheckpointError, match="does not match its metadata"):
+    with pytest.raises(CheckpointError, match="does not fit the network"):
         load_network(tmp_path / "mixed.zip", STANDARD)
 
 
@@ -464,7 +464,7 @@ def test_checkpoints_rebuild_the_new_designs_with_their_heads(design: str, tmp_p
         CheckpointHeader(STANDARD, network.kind.name, 0),
         {"network": {**network.describe(), "wdl": False}},
     )
-    with pytest.raises(CheckpointError, match="does not match its metadata"):
+    with pytest.raises(CheckpointError, match="does not fit the network"):
         load_network(tmp_path / "bad.zip", STANDARD)
 
 

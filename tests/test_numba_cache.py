@@ -62,8 +62,8 @@ def test_the_project_modules_are_one_group() -> None:
 
     root = Path(quarto_env.core.__file__).resolve().parent.parent
     sources = {path.relative_to(root).as_posix() for path in numba_cache.project_sources()}
-    in_rooms = {"agents/solver/kernels.py", "agents/solver/ordering.py", "agents/solver/table.py", "agents/tree/puct.py"}
-    assert {"quarto_env/core.py", "quarto_env/fast.py", *in_rooms} <= sources
+    solver = {"agents/solver/kernels.py", "agents/solver/ordering.py", "agents/solver/table.py"}
+    assert {"quarto_env/core.py", "quarto_env/fast.py", "agents/tree/puct.py", *solver} <= sources
     locator = agents.solver.kernels.negamax_give._cache._impl.locator
     assert type(locator).__module__ == numba_cache.__name__
     group_of_core = numba_cache._group_stamps[str(Path(quarto_env.core.__file__).resolve())]

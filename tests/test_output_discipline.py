@@ -395,6 +395,46 @@ def test_an_empty_suite_is_no_suite(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "unknown suite ''" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("kind", "there", "message"),
+    [
+        ("file", "folder", "is a folder; name a file"),
+        ("folder", "file", "is a file, not a folder"),
+        ("run", "file", "is a file, not a folder"),
+        ("file", "nothing", "is not a valid path"),
+    ],
+)
+def test_check_output_path_is_the_one_refusal_of_a_bad_output_path(
+    tmp_path: Path, kind: output.Kind, there: str, message: str
+) -> None:
+    bad = tmp_path / "out"
+    if there == "folder":
+        bad.mkdir()
+    elif there == "file":
+        bad.write_text(EARLIER)
+    else:
+        bad = tmp_path / "o\0ut"  # a NUL byte: a name no file system takes
+    with pytest.raises(output.OutputError, match=f"^--save '.*' {message}"):
+        output.check_output_path(bad, kind, "--save")
+    new = tmp_path / "new" / "out"
+    assert output.check_output_path(str(new), kind, "--save") == new and new.parent.is_dir()
+
+
+def test_only_the_output_discipline_checks_an_output_path() -> None:
+    """Every command refuses a bad output path through :func:`experiments.output.check_output_path` (which
+    :func:`~experiments.output.claim_output` makes first): no other module of ``experiments`` calls the library's
+    checks, whose refusals would then take a second form."""
+    checks = {"output_file", "output_folder", "output_parent"}
+    callers = []
+    for path in sorted((REPOSITORY / "experiments").rglob("*.py")):
+        if path.name == "output.py" and path.parent.name == "experiments":
+            continue
+        text = path.read_text()
+        if any(f"{check}(" in text for check in checks):
+            callers.append(str(path.relative_to(REPOSITORY)))
+    assert callers == []
+
+
 def test_claim_output_refuses_an_empty_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     for kind in ("file", "folder", "run"):

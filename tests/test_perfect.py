@@ -73,6 +73,7 @@ def test_an_agent_that_throws_games_away_loses_points() -> None:
     mean, low, high = report.mean_lost()
     assert mean == sum(lost) / 4 > 0 and low <= mean <= high
     assert report.share_losing() == (1.0, *wilson_interval(1.0, 4), 4)
+    assert (report.share_losing().total, report.mean_lost().mean) == (4, mean)  # named results
     summary = report.summary()
     assert summary["perfect_points"] - summary["points"] == sum(lost)
     assert summary["lost_half"] + summary["lost_one"] == 4 == summary["games"]

@@ -14,7 +14,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from agents.solver.minimax import solve
 from agents.specs import make_agent
-from experiments.evaluation.games import AgentOpponent, KeptGame, evaluate
+from experiments.evaluation.games import AgentMover, KeptGame, evaluate
 from experiments.evaluation.grading import PositionValues
 from experiments.evaluation.sample_games import NOT_GRADED, fast_to_grade, game_markdown, graded_games
 from experiments.training import train as train_module
@@ -66,7 +66,7 @@ def check_sample_games(run_dir: Path, count: int, opponent: str) -> None:
 
 
 def test_an_evaluation_keeps_its_first_games_whole() -> None:
-    learner = AgentOpponent(make_agent("random", STANDARD, seed=1))
+    learner = AgentMover(make_agent("random", STANDARD, seed=1))
     result = evaluate(learner, "greedy", STANDARD, 6, seed=3, opening_plies=4, keep_games=3)
     assert [game.learner_seat for game in result.games] == [0, 1, 0]
     assert result.games[0].opening == result.games[1].opening != result.games[2].opening

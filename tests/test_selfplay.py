@@ -12,7 +12,7 @@ from torch import nn
 
 from agents.networks.policy_value import RowWeights
 from agents.specs import make_agent
-from experiments.evaluation.games import AgentOpponent, evaluate, move, seeded_torch
+from experiments.evaluation.games import AgentMover, evaluate, move, seeded_torch
 from experiments.training.config_file import config_from_dict
 from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv, SnapshotBank, frozen_copy, policy_players
@@ -169,7 +169,7 @@ def test_snapshot_opponents_move_all_their_games_in_one_call_per_round(tiny_mode
     calls = []
     original = bank.logits
     bank.logits = lambda obs, snapshots: calls.append(len(set(snapshots))) or original(obs, snapshots)  # type: ignore[method-assign]
-    greedy = AgentOpponent(make_agent("greedy", STANDARD, 0))
+    greedy = AgentMover(make_agent("greedy", STANDARD, 0))
     batch = GameBatch(STANDARD, 40)
     while not batch.over.all():  # every action is checked for legality by batch.step
         live = np.flatnonzero(~batch.over)
@@ -207,7 +207,7 @@ def test_pool_rejects_a_mix_without_weight() -> None:
 
 
 def test_evaluate_splits_seats_and_counts_every_game() -> None:
-    greedy = AgentOpponent(make_agent("greedy", STANDARD, 0))
+    greedy = AgentMover(make_agent("greedy", STANDARD, 0))
     result = evaluate(greedy, "random", STANDARD, num_games=60, seed=0)
     assert result.num_games == 60
     assert all(sum(result.counts[seat]) == 30 for seat in (0, 1))

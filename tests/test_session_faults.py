@@ -215,8 +215,8 @@ def test_variant_takes_a_variant_a_flags_mapping_or_none() -> None:
         ("squares", QuartoTypeError, r"variant must be a Variant, a mapping of its flags .* or None, got str"),
         (["squares"], QuartoTypeError, "variant must be a Variant"),
         ({"squarez": True}, QuartoTypeError, "variant has no flag squarez; its flags: attributes, squares"),
-        ({"squares": "yes"}, RulesError, "is not a rule variant: squares and declaration must be True or False"),
-        ({"attributes": 9}, RulesError, "is not a rule variant"),
+        ({"squares": "yes"}, RulesError, r"not a valid rule variant \(squares and declaration must be True or False"),
+        ({"attributes": 9}, RulesError, "is not a valid rule variant"),
     ],
 )
 def test_any_other_variant_is_refused_in_one_line(variant: object, error: type[Exception], message: str) -> None:

@@ -123,7 +123,7 @@ def test_samples_have_their_fields_and_agree_with_the_game_records() -> None:
     n = len(samples)
     assert n > 10 and samples.observations.shape == (n, 23, 16) and samples.legal.shape == (n, NUM_ACTIONS)
     assert np.allclose(samples.policy.sum(1), 1, atol=1e-5) and not (samples.policy[~samples.legal] > 0).any()
-    assert set(np.unique(samples.value)) <= {-1.0, 0.0, 1.0} and (np.abs(samples.root_value) <= 1).all()
+    assert set(np.unique(samples.outcome)) <= {-1.0, 0.0, 1.0} and (np.abs(samples.root_value) <= 1).all()
     assert (samples.model_version == 0).all() and sorted(set(samples.game.tolist())) == [0, 1, 2]
     records = {game.game: game.record for game in session.games}
     for row in range(n):
@@ -131,7 +131,7 @@ def test_samples_have_their_fields_and_agree_with_the_game_records() -> None:
         assert format_position(state_of_row(samples.positions[row])) == record.positions[int(samples.ply[row])]
         to_move = samples.positions[row, FIELD_TO_MOVE]
         expected = 0.0 if record.winner < 0 else (1.0 if record.winner == to_move else -1.0)
-        assert samples.value[row] == expected
+        assert samples.outcome[row] == expected
     assert len(session.samples()) == 0  # taken
 
 
@@ -211,7 +211,7 @@ def test_the_torch_example_says_what_its_match_can_tell() -> None:
     done = subprocess.run([sys.executable, str(example), *arguments], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert re.search(
-        r"4 games, score [\d.]+ \(95% interval [\d.]+ to [\d.]+\): .*(stronger|weaker|0.5 is inside)", done.stdout
+        r"4 games: .*score [\d.]+ \(95% interval [\d.]+ to [\d.]+\): .*(stronger|weaker|0.5 is inside)", done.stdout
     )
 
 

@@ -247,7 +247,8 @@ def test_command_reads_stdin_in_order() -> None:
 def test_solver_with_a_depth_plays_the_same_opening_moves_whatever_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without an opening book, 13 empty squares are too many for the exact phase: ``depth`` makes the fallback
     minimax reproducible."""
-    from agents import make_agent, minimax
+    from agents import make_agent
+    from agents.solver import minimax
 
     monkeypatch.setattr(minimax, "shipped_book", lambda _: None)
     opening = parse_position("f9......0....... 3")

@@ -13,6 +13,7 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch as th
@@ -28,7 +29,7 @@ from experiments.training import train as train_module
 from experiments.training.config import SECTIONS, ConfigError, TrainConfig, describe_fields
 from experiments.training.config_file import config_from_dict, load_config
 from experiments.training.run import Schedule, stopping_step
-from quarto_env.core import INITIAL_STATE, STANDARD, Variant
+from quarto_env.core import INITIAL_STATE, Variant
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
@@ -168,9 +169,8 @@ def test_an_evaluation_stays_off_the_progress_bars_clock(monkeypatch: pytest.Mon
     bar.fp = io.StringIO()
     bar.update(500)
     elapsed = bar.format_dict["elapsed"]
-    results, improved = log.EvaluationLog(
-        run.evaluation_plan(TrainConfig()), STANDARD, lambda key, value: None
-    ).evaluate([], bar)
+    writer = mock.Mock()  # the run's TensorBoard writer: what it records does not matter here
+    results, improved = run.evaluation_log(TrainConfig()).evaluate([], bar, writer, 500)
     assert bar.format_dict["elapsed"] - elapsed < 0.3  # the ETA reckons with training time alone
     assert improved and results[0].score() == 0.75
     assert re.fullmatch(r"eval argmax: random 0\.75 \(\d s\)", bar.postfix)  # how long the evaluation took

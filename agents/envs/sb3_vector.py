@@ -11,6 +11,8 @@ from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
 
+from quarto_env.errors import QuartoValueError
+
 
 class InProcessVecEnv(VecEnv):
     """The part of SB3's ``VecEnv`` interface that a vector env living in this process answers alike: its
@@ -42,7 +44,7 @@ class SB3VectorEnv(InProcessVecEnv):
     def __init__(self, envs: gymnasium.vector.VectorEnv) -> None:
         mode = envs.metadata.get("autoreset_mode")
         if mode != AutoresetMode.SAME_STEP:
-            raise ValueError(f"SB3VectorEnv needs autoreset_mode {AutoresetMode.SAME_STEP}; the env has {mode}")
+            raise QuartoValueError(f"SB3VectorEnv needs autoreset_mode {AutoresetMode.SAME_STEP}; the env has {mode}")
         self.envs = envs
         self._masks_of_envs = getattr(envs, "action_masks", None)
         self.render_mode = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.specs import make_agent
+from quarto_env.errors import QuartoValueError
 from quarto_env.flags import RuleFlags
 from quarto_env.single_agent import Player, QuartoVsAgent
 
@@ -21,7 +22,7 @@ def make_vs_agent(opponent: str | Player = "random", **env_kwargs: Any) -> Quart
     if isinstance(opponent, str):
         opponent = make_agent(opponent, RuleFlags.among(env_kwargs).variant)
     elif not hasattr(opponent, "act"):
-        raise ValueError(
+        raise QuartoValueError(
             f"opponent must be an agent spec string such as 'random', 'greedy' or 'minimax:depth=2', or a player; "
             f"got {opponent!r}"
         )

@@ -53,7 +53,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import torch as th
 
@@ -61,7 +61,7 @@ from agents.storage.files import atomic_write_bytes, input_file
 from agents.storage.integrity import SEAL_ENTRY, IntegrityError, archive_seal, check_archive, is_sealed
 from quarto_env.checks import checked_number, one_line
 from quarto_env.core import Variant
-from quarto_env.errors import CheckpointError
+from quarto_env.errors import CheckpointError, DamagedCheckpointError, QuartoValueError
 from quarto_env.observation import observation_kind
 
 CHECKPOINT_FORMAT = 3
@@ -75,12 +75,6 @@ SEALED_FORMATS = (CHECKPOINT_FORMAT,)
 
 
 METADATA_ENTRY = "quarto.json"
-
-
-class DamagedCheckpointError(CheckpointError):
-    """A checkpoint whose bytes are not those written: truncated, corrupt, or its entries not those its seal
-    proves. (A checkpoint that is whole but wrong -- another run's, metadata of the wrong shape -- is a plain
-    :class:`CheckpointError`.)"""
 
 
 ZIP_DAMAGE = (
@@ -314,6 +308,22 @@ def _read_metadata_entry(path: Path) -> tuple[Any, bool]:
         raise error(f"{where} is corrupt or truncated ({one_line(exc)})") from exc
 
 
+@contextlib.contextmanager
+def weights_fit(path: str | Path, entry: str) -> Iterator[None]:
+    """Inside, the network that the checkpoint at ``path`` describes is built and the weights of its ``entry``
+    loaded into it: a :class:`CheckpointError` says its own problem; any other failure of that is one
+    :class:`CheckpointError`, ``entry`` does not fit the network its :data:`METADATA_ENTRY` describes."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError, OSError) as exc:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: {entry} does not fit the network its {METADATA_ENTRY} describes "
+            f"({one_line(exc)})"
+        ) from exc
+
+
 def read_weights(path: str | Path, entry: str, missing_ok: bool = False) -> Any:
     """The ``torch.save`` entry ``entry`` of the checkpoint at ``path``, read with ``weights_only=True``: tensors,
     numbers, strings and containers of them, never code. :class:`CheckpointError` if it is missing (``None``
@@ -334,6 +344,10 @@ def read_weights(path: str | Path, entry: str, missing_ok: bool = False) -> Any:
         ) from exc
 
 
+@overload
+def entry_bytes(path: str | Path, entry: str, missing_ok: Literal[False] = False) -> bytes: ...
+@overload
+def entry_bytes(path: str | Path, entry: str, missing_ok: bool) -> bytes | None: ...
 def entry_bytes(path: str | Path, entry: str, missing_ok: bool = False) -> bytes | None:
     """The bytes of the checkpoint's entry ``entry``; :class:`CheckpointError` if it has none (``None`` instead
     with ``missing_ok``), :class:`DamagedCheckpointError` if the archive or the entry is damaged
@@ -409,7 +423,7 @@ def checkpoint_name(text: str) -> str:
     specs; ``ValueError`` naming the allowed names otherwise."""
     name = text.strip().removesuffix(".zip")
     if not CHECKPOINT_NAME.fullmatch(name):
-        raise ValueError(f"must be best, final, latest or step_N, got {text!r}")
+        raise QuartoValueError(f"must be best, final, latest or step_N, got {text!r}")
     return name
 
 

@@ -7,6 +7,8 @@ them when it is read, which must not load torch (:mod:`experiments.training.conf
 
 from __future__ import annotations
 
+from quarto_env.errors import QuartoValueError
+
 POLICY_KINDS = ("mlp", "slots")
 """``mlp``: stable-baselines3's MLP on the flattened planes; ``slots``:
 :class:`agents.networks.policy_value.SlotPolicy`."""
@@ -36,7 +38,7 @@ def check_network(policy: object, net_arch: object) -> list[int]:
     """``net_arch`` as the layer sizes of a ``policy`` network: for ``mlp`` 1 to :data:`MAX_LAYERS` sizes, for
     ``slots`` one width, each an integer from 1 to :data:`MAX_WIDTH`; ``ValueError`` saying what is allowed."""
     if policy not in POLICY_KINDS:
-        raise ValueError(f"unknown policy {policy!r}; allowed: {', '.join(POLICY_KINDS)}")
+        raise QuartoValueError(f"unknown policy {policy!r}; allowed: {', '.join(POLICY_KINDS)}")
     layers = 1 if policy == "slots" else MAX_LAYERS
     if (
         not isinstance(net_arch, list)
@@ -44,7 +46,9 @@ def check_network(policy: object, net_arch: object) -> list[int]:
         or not all(type(size) is int and 1 <= size <= MAX_WIDTH for size in net_arch)
     ):
         shape = "[width]" if policy == "slots" else f"a list of 1 to {MAX_LAYERS} layer sizes"
-        raise ValueError(f"net_arch of a {policy} network must be {shape}, each 1 to {MAX_WIDTH}, got {net_arch!r}")
+        raise QuartoValueError(
+            f"net_arch of a {policy} network must be {shape}, each 1 to {MAX_WIDTH}, got {net_arch!r}"
+        )
     return net_arch
 
 
@@ -52,4 +56,4 @@ def check_device_name(name: str) -> None:
     """``ValueError`` in one line for a device that is none of :data:`DEVICES` (whether torch sees the GPU that
     ``cuda`` asks for is :func:`agents.networks.policy_value.resolve_device`'s check)."""
     if name not in DEVICES:
-        raise ValueError(f"unknown device {name!r}; allowed: {', '.join(DEVICES)}")
+        raise QuartoValueError(f"unknown device {name!r}; allowed: {', '.join(DEVICES)}")

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from quarto_env.core import NUM_ACTIONS, NUM_SQUARES
+from quarto_env.errors import QuartoValueError
 from quarto_env.observation import IN_HAND, PLACING, ObservationKind
 
 EQUIVARIANT_DESIGNS = ("slots", "hand", "transformer", "looped")
@@ -137,7 +138,7 @@ class LoopedNetwork(HandSlotNetwork):
     ) -> None:
         super().__init__(kind, groups, width, rounds=1, outputs=outputs)
         if not 1 <= iterations <= MAX_ITERATIONS:
-            raise ValueError(f"looped iterations must be 1 to {MAX_ITERATIONS}, got {iterations}")
+            raise QuartoValueError(f"looped iterations must be 1 to {MAX_ITERATIONS}, got {iterations}")
         self.iterations = iterations
         self.recall = nn.Linear(2 * width, width)
 
@@ -177,7 +178,7 @@ class TransformerNetwork(nn.Module):
     ) -> None:
         super().__init__()
         if width % heads:
-            raise ValueError(f"a transformer's width must be a multiple of its {heads} heads, got {width}")
+            raise QuartoValueError(f"a transformer's width must be a multiple of its {heads} heads, got {width}")
         register_slot_buffers(self, kind, groups)
         self.register_buffer("relations", token_relations(self.incidence), persistent=False)
         self.num_channels = kind.num_channels

@@ -30,12 +30,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from agents.networks.checkpoints import (
-    CheckpointError,
     CheckpointHeader,
     checkpoint_metadata,
+    entry_bytes,
+    weights_fit,
     write_checkpoint,
 )
-from quarto_env.checks import one_line
 from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, Variant
 from quarto_env.observation import PLACING, ObservationKind, observation_kind
 
@@ -250,26 +250,10 @@ def load_network(
     its latest) and its metadata; :class:`CheckpointError` in one line for a missing or damaged file, another
     algorithm's or backend's checkpoint, or one trained for another rule variant."""
     path, metadata, trained = checkpoint_metadata(path, ALGORITHM, variant, metadata, backend=BACKEND)
-    try:
+    with weights_fit(path, NETWORK_ENTRY):
         network = network_from_description(metadata.get("network"), trained)
         network = with_weights(network, read_arrays(entry_bytes(path, NETWORK_ENTRY)), "its weights")
-    except CheckpointError:
-        raise
-    except (KeyError, TypeError, ValueError, OSError) as exc:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r}: its network does not match its metadata ({one_line(exc)})"
-        ) from exc
     return network, metadata
-
-
-def entry_bytes(path: str | Path, entry: str) -> bytes:
-    """The bytes of the checkpoint's entry ``entry`` (its seal already checked by the metadata's reader)."""
-    import zipfile
-
-    with zipfile.ZipFile(path) as archive:
-        if entry not in archive.namelist():
-            raise CheckpointError(f"checkpoint {str(path)!r} has no {entry} entry")
-        return archive.read(entry)
 
 
 # ---------------------------------------------------------------------------------------------------------

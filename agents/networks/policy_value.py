@@ -65,6 +65,7 @@ from agents.networks.designs import (
     register_slot_buffers,
 )
 from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, Variant
+from quarto_env.errors import QuartoValueError
 from quarto_env.observation import PLACING, ObservationKind
 
 FAST_MIN_BATCH = 48
@@ -80,7 +81,7 @@ def resolve_device(name: str) -> th.device:
         return th.device("cpu")
     if not th.cuda.is_available():
         reason = "this torch build has no CUDA support" if th.version.cuda is None else "no CUDA GPU is visible"
-        raise ValueError(f"device 'cuda' needs a GPU, but torch sees none ({reason}); allowed here: auto, cpu")
+        raise QuartoValueError(f"device 'cuda' needs a GPU, but torch sees none ({reason}); allowed here: auto, cpu")
     return th.device("cuda")
 
 
@@ -277,7 +278,7 @@ class RowWeights(nn.Module):
                 self.layers.append(layer)
         left = [name for name, _ in self.network.named_parameters()]
         if left:
-            raise ValueError(f"RowWeights stacks linear layers only; these parameters are not in one: {left}")
+            raise QuartoValueError(f"RowWeights stacks linear layers only; these parameters are not in one: {left}")
 
     def forward(self, x: th.Tensor, which: np.ndarray) -> th.Tensor:
         rows = th.as_tensor(which, dtype=th.long)
@@ -364,7 +365,7 @@ class PolicyValueNetwork(nn.Module):
     ) -> None:
         super().__init__()
         if design not in NETWORK_DESIGNS:
-            raise ValueError(f"unknown network design {design!r}; allowed: {', '.join(NETWORK_DESIGNS)}")
+            raise QuartoValueError(f"unknown network design {design!r}; allowed: {', '.join(NETWORK_DESIGNS)}")
         self.kind = kind
         self.groups = list(groups)
         self.width = width

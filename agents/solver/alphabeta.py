@@ -37,6 +37,7 @@ from agents.solver.kernels import (
 from agents.solver.ordering import SCRATCH_ROWS
 from agents.solver.table import DEFAULT_TABLE_BITS, MAX_TABLE_BITS, MIN_TABLE_BITS, new_table
 from quarto_env.core import NUM_SQUARES, RulesError, State, Variant, compiled_fields
+from quarto_env.errors import QuartoValueError
 from quarto_env.symmetry import byte_tables
 
 DEFAULT_CANONICAL_EMPTIES = 9
@@ -108,9 +109,9 @@ class AlphaBetaSearch:
         jobs: int = 1,
     ) -> None:
         if not MIN_TABLE_BITS <= table_bits <= MAX_TABLE_BITS:
-            raise ValueError(f"table_bits must be {MIN_TABLE_BITS}-{MAX_TABLE_BITS}, got {table_bits}")
+            raise QuartoValueError(f"table_bits must be {MIN_TABLE_BITS}-{MAX_TABLE_BITS}, got {table_bits}")
         if jobs < 1:
-            raise ValueError(f"jobs must be at least 1, got {jobs}")
+            raise QuartoValueError(f"jobs must be at least 1, got {jobs}")
         self.variant = variant
         self.jobs = jobs
         self.settings = np.array(
@@ -161,7 +162,7 @@ class AlphaBetaSearch:
         if state.over or state.claimable:
             raise RulesError("the search takes a position that is not over and has nothing to declare")
         if depth < 1:
-            raise ValueError(f"depth must be at least 1 ply, got {depth}")
+            raise QuartoValueError(f"depth must be at least 1 ply, got {depth}")
         self.stats[:] = 0
         self.stats[:, BEST_ACTION] = -1
         self.shared[:] = 0

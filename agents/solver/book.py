@@ -67,15 +67,17 @@ from quarto_env.core import (
     signed_lanes,
     winning_squares,
 )
-from quarto_env.errors import QuartoValueError
+from quarto_env.errors import BookError, QuartoValueError
 from quarto_env.notation import PositionError, format_position, parse_position
 from quarto_env.symmetry import byte_tables, canonical_board
 
 BOOK_FORMAT = 1
 """The version of the book file's layout (:func:`save_book`)."""
 
-BOOK_SOLVER = "agents.solver.minimax.Solver 1 / agents.solver.book one-ply 1"
-"""What computed the values: a book written by another version is refused."""
+BOOK_SOLVER = "agents.minimax.Solver 1 / agents.book one-ply 1"
+"""What computed the values: a book written by another version is refused. Stored in every book file: it names the
+solver's modules as they were (now :mod:`agents.solver.minimax` and :mod:`agents.solver.book`), so that the books
+already written still load."""
 
 
 BOOK_FOLDER = Path(__file__).resolve().parent.parent / "data"
@@ -112,10 +114,6 @@ def shipped_book(variant: Variant) -> OpeningBook | None:
         warnings.warn(f"{exc}; the solver searches without it", stacklevel=2)
         return None
     return book
-
-
-class BookError(QuartoValueError):
-    """A book file that cannot be used: missing, damaged, outdated or for another rule variant."""
 
 
 _canonical = numba.njit(cache=True)(canonical_board)
@@ -217,11 +215,11 @@ def book_levels(variant: Variant, min_empty: int, root: State | None = None) -> 
     that complete a group end the game and lead to no node."""
     root = root or State()
     if variant.declaration:
-        raise ValueError("the book covers the rules without declaration (a completed group there ends nothing)")
+        raise QuartoValueError("the book covers the rules without declaration (a completed group there ends nothing)")
     if root.placing or root.over:
-        raise ValueError("the book's root must be a give node of a game not over")
+        raise QuartoValueError("the book's root must be a give node of a game not over")
     if not 1 <= min_empty <= root.num_empty:
-        raise ValueError(f"min_empty must be 1 to the root's {root.num_empty} empty squares, got {min_empty}")
+        raise QuartoValueError(f"min_empty must be 1 to the root's {root.num_empty} empty squares, got {min_empty}")
     groups, counted = variant.groups, variant.counted
     levels = [{board_key(root.lanes, root.occupied, variant): root}]
     while levels[-1] and next(iter(levels[-1].values())).num_empty > min_empty:

@@ -89,9 +89,10 @@ def action_values(variant: Variant, state: State) -> dict[int, int]:
     return {int(action): int(value) for action, value in values.items()}
 
 
-SOLVER_VERSION = "agents.solver.minimax.solve 1"
+SOLVER_VERSION = "agents.minimax.solve 1"
 """The solver whose values labels, suites and grading caches hold: change it whenever the solver could value a
-position differently, and files written before are refused or solved again."""
+position differently, and files written before are refused or solved again. Stored in those files: it names the
+solver as it was first (now :func:`agents.solver.minimax.solve`), so that the files already written still load."""
 
 
 def labels_row(variant: Variant, values: dict[int, int]) -> np.ndarray:

@@ -12,6 +12,7 @@ import numpy as np
 
 from agents.simple import GreedyAgent
 from quarto_env.core import INITIAL_STATE, NUM_SQUARES, STANDARD, State, Variant, step
+from quarto_env.errors import QuartoValueError, SamplingError
 
 MAX_ATTEMPTS_PER_POSITION = 1000
 
@@ -29,7 +30,7 @@ def greedy_game_positions(
     action is a give, ``None`` to alternate between the two, starting with a placement.
     """
     if not 0 < empty_squares <= NUM_SQUARES:
-        raise ValueError(f"empty_squares must be 1-{NUM_SQUARES}, got {empty_squares}")
+        raise QuartoValueError(f"empty_squares must be 1-{NUM_SQUARES}, got {empty_squares}")
     rng = np.random.default_rng(seed)
     positions: list[State] = []
     games = count * MAX_ATTEMPTS_PER_POSITION
@@ -40,7 +41,7 @@ def greedy_game_positions(
             positions.append(state)
             if len(positions) == count:
                 return positions
-    raise RuntimeError(
+    raise SamplingError(
         f"found only {len(positions)} of {count} positions with {empty_squares} empty squares in "
         f"{games} greedy games under {variant.describe()} rules"
     )

@@ -28,6 +28,7 @@ import numba
 import numpy as np
 
 from quarto_env.core import NUM_ATTRIBUTES
+from quarto_env.errors import QuartoValueError
 from quarto_env.symmetry import LANE_MASK
 
 # Transposition table layout: one row per entry.
@@ -55,7 +56,7 @@ def table_bits_for(megabytes: float) -> int:
     entries = int(megabytes * 2**20) // ENTRY_BYTES
     if entries < 1 << MIN_TABLE_BITS:
         smallest = (1 << MIN_TABLE_BITS) * ENTRY_BYTES / 2**20
-        raise ValueError(f"a table needs at least {smallest:g} MiB, got {megabytes:g}")
+        raise QuartoValueError(f"a table needs at least {smallest:g} MiB, got {megabytes:g}")
     return min(entries.bit_length() - 1, MAX_TABLE_BITS)
 
 

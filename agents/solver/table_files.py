@@ -27,14 +27,10 @@ from agents.solver.table import (
 from agents.storage.files import atomic_write
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
-from quarto_env.errors import QuartoValueError
+from quarto_env.errors import TableFileError
 
 TABLE_FILE_FORMAT = 1
 """Version of the layout :func:`save_table` writes; bump it when a stored entry could mean something else."""
-
-
-class TableFileError(QuartoValueError):
-    """A saved table that cannot be used: missing, damaged, another format or another rule variant."""
 
 
 def save_table(path: str | Path, table: np.ndarray, variant: Variant, note: dict | None = None) -> int:

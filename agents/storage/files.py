@@ -34,21 +34,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
-from quarto_env.errors import QuartoValueError
+from quarto_env.errors import InUseError, OutputPathError
 
 TEMPORARY_SUFFIX = ".tmp"
 STAGING_SUFFIX = ".staging"
 """The suffix of a staging folder (:func:`staging_folder_beside`)."""
 ASIDE_SUFFIX = ".replaced"
 """The suffix of an earlier result moved aside while a new one takes its place (:func:`aside_path`)."""
-
-
-class OutputPathError(QuartoValueError):
-    """A path named for output that cannot be written as asked."""
-
-
-class InUseError(OutputPathError):
-    """An output whose lock another writer holds (:func:`hold_lock`)."""
 
 
 def named_path(path: str | Path, what: str, error: type[Exception] = OutputPathError) -> Path:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.storage.files import atomic_write_bytes, atomic_write_text
-from quarto_env.errors import QuartoValueError
+from quarto_env.errors import IntegrityError
 
 SEAL_KEY = "seal"
 """The key of a sealed JSON object that holds its seal."""
@@ -53,11 +53,6 @@ ARCHIVE_KIND = "zip entries"
 ARCHIVE_FORMAT = 1
 MAX_SEAL_BYTES = 1 << 16
 """A sidecar larger than this is not a seal (read no further)."""
-
-
-class IntegrityError(QuartoValueError):
-    """A sealed file or object that fails its check; the message, one line, names it and what failed (a
-    :class:`quarto_env.QuartoError`, and a ``ValueError``)."""
 
 
 def sha256(data: bytes) -> str:
@@ -125,12 +120,6 @@ def _sidecar(path: Path) -> object:
         return json.loads(text) if len(text) <= MAX_SEAL_BYTES else None
     except (OSError, ValueError, RecursionError):  # missing, unreadable, not UTF-8, not JSON, nested too deep
         return None
-
-
-def remove_sealed(path: str | Path) -> None:
-    """Delete ``path`` and its sidecar, where they exist."""
-    Path(path).unlink(missing_ok=True)
-    seal_path(path).unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from quarto_env.core import NUM_ACTIONS
+from quarto_env.errors import QuartoValueError
 
 DEFAULT_GUMBEL_ACTIONS = 16
 """The most actions the Gumbel root considers (mctx's ``max_num_considered_actions``: all 16 of a Quarto turn)."""
@@ -36,10 +37,10 @@ class GumbelRoot:
 
     def __post_init__(self) -> None:
         if not 1 <= self.actions <= NUM_ACTIONS:
-            raise ValueError(f"the Gumbel root considers 1 to {NUM_ACTIONS} actions, got {self.actions}")
+            raise QuartoValueError(f"the Gumbel root considers 1 to {NUM_ACTIONS} actions, got {self.actions}")
         for name in ("scale", "c_visit", "c_scale"):
             if not getattr(self, name) >= 0:
-                raise ValueError(f"the Gumbel root's {name} must be at least 0, got {getattr(self, name)}")
+                raise QuartoValueError(f"the Gumbel root's {name} must be at least 0, got {getattr(self, name)}")
 
 
 def halving_phases(considered: int, sims: int) -> list[tuple[int, int]]:

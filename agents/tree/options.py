@@ -11,8 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from agents.tree import choices
 from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS
-from agents.tree.puct import DEFAULT_C_PUCT, POLICY_TARGETS, ROOTS, PUCTResult
+from agents.tree.puct import PUCTResult
 from quarto_env.checks import checked_number
 from quarto_env.core import NUM_ACTIONS
 from quarto_env.errors import QuartoValueError
@@ -25,35 +26,35 @@ class PUCTOptions:
     ``simulations``, ``root``, ``c_puct`` and ``gumbel_actions`` alone: its searches draw no noise and play their
     best action."""
 
-    simulations: int = 64
+    simulations: int = choices.DEFAULT_SIMULATIONS
     """Simulations of a full search (at least 0; 0 evaluates the root alone)."""
     root: str = "puct"
-    """``puct`` or ``gumbel`` (:data:`agents.tree.puct.ROOTS`). A Gumbel root draws its own noise in every self-play
+    """``puct`` or ``gumbel`` (:data:`agents.tree.choices.ROOTS`). A Gumbel root draws its own noise in every self-play
     search and plays its choice at every action: ``dirichlet_*`` and ``temperature_plies`` then do not apply."""
-    c_puct: float = DEFAULT_C_PUCT
-    dirichlet_alpha: float | None = 0.3
+    c_puct: float = choices.DEFAULT_C_PUCT
+    dirichlet_alpha: float | None = choices.DEFAULT_DIRICHLET_ALPHA
     """The Dirichlet noise mixed into the root priors of self-play's full PUCT searches; ``None``: none."""
-    dirichlet_fraction: float = 0.25
+    dirichlet_fraction: float = choices.DEFAULT_DIRICHLET_FRACTION
     """The noise's weight, 0 to 1."""
-    temperature_plies: int = 8
+    temperature_plies: int = choices.DEFAULT_TEMPERATURE_PLIES
     """The first this many actions of a self-play game are sampled in proportion to the visits (PUCT root)."""
     targets: str = "completed_q"
-    """The policy target of a sample (:data:`agents.tree.puct.POLICY_TARGETS`): ``visits``, the visit distribution, or
-    ``completed_q``, the completed-Q improved policy (:meth:`agents.tree.puct.PUCTResult.improved_policy`)."""
-    completed_q_beta: float = 20.0
+    """The policy target of a sample (:data:`agents.tree.choices.POLICY_TARGETS`): ``visits``, the visit distribution,
+    or ``completed_q``, the completed-Q improved policy (:meth:`agents.tree.puct.PUCTResult.improved_policy`)."""
+    completed_q_beta: float = choices.DEFAULT_COMPLETED_Q_BETA
     gumbel_actions: int = DEFAULT_GUMBEL_ACTIONS
     """The most candidates a Gumbel root considers (1 to 16)."""
-    full_search_share: float = 1.0
+    full_search_share: float = choices.DEFAULT_FULL_SEARCH_SHARE
     """Playout-cap randomisation: the chance that a round of self-play moves gets a full search whose positions
     become samples; the other rounds search ``cheap_simulations`` without noise and keep nothing (0 < share <=
     1)."""
-    cheap_simulations: int = 16
+    cheap_simulations: int = choices.DEFAULT_CHEAP_SIMULATIONS
 
     def __post_init__(self) -> None:
         for name in ("simulations", "temperature_plies", "cheap_simulations"):
             checked_number(getattr(self, name), name, minimum=0, integer=True)
-        _check_choice("root", self.root, ROOTS)
-        _check_choice("targets", self.targets, POLICY_TARGETS)
+        _check_choice("root", self.root, choices.ROOTS)
+        _check_choice("targets", self.targets, choices.POLICY_TARGETS)
         checked_number(self.c_puct, "c_puct", above=0)
         if self.dirichlet_alpha is not None:
             checked_number(self.dirichlet_alpha, "dirichlet_alpha (or None: no noise)", above=0)

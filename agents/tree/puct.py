@@ -66,6 +66,7 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
+from agents.tree.choices import DEFAULT_C_PUCT
 from agents.tree.gumbel_root import GumbelRoot, SequentialHalving, completed_q, root_values
 from quarto_env.core import (
     ALL_SQUARES,
@@ -82,16 +83,10 @@ from quarto_env.core import (
     winning_pieces,
     winning_squares,
 )
+from quarto_env.errors import QuartoValueError
 from quarto_env.observation import ObservationKind, encode_observation
 from quarto_env.vector import GameBatch
 
-DEFAULT_C_PUCT = 1.5
-ROOTS = ("puct", "gumbel")
-"""The search's roots: PUCT (:meth:`PUCTSearch.run` without ``gumbel``), or the Gumbel root's sequential
-halving (with a :class:`GumbelRoot`)."""
-POLICY_TARGETS = ("visits", "completed_q")
-"""The policy targets of a searched position: the visit distribution (:meth:`PUCTResult.policy`) or the
-completed-Q improved policy (:meth:`PUCTResult.improved_policy`)."""
 MAX_DEPTH = 40
 """Longest path from a root: a game has at most 32 actions."""
 NO_NODE = -1
@@ -220,25 +215,12 @@ class PUCTSearch:
         game = 4 + MAX_DEPTH * 2 * 4 + 4 + 8 + 4 + kind.shape[0] * kind.shape[1]  # num_nodes .. planes
         return (max_sims + 2) * node + game
 
-    def run(
-        self,
-        roots: np.ndarray,
-        sims: int,
-        noise: tuple[float, float, np.random.Generator] | None = None,
-        seconds: float = 0.0,
-        gumbel: GumbelRoot | None = None,
-    ) -> PUCTResult:
-        """Search the positions ``roots`` (``(n, NUM_FIELDS)``, as :func:`quarto_env.core.position_array` or
-        :attr:`GameBatch.positions` give them; each with a real choice, see :func:`forced_action`) for ``sims``
-        simulations each (at most ``max_sims``), stopping early when ``seconds`` is above 0 and that time has
-        passed (after at least one simulation), every round's leaves evaluated by the search's ``evaluator``.
-
-        ``noise = (alpha, fraction, rng)`` mixes Dirichlet(alpha) noise into the root priors (self-play, PUCT root).
-        ``gumbel`` searches with the Gumbel root instead (its phases planned for ``sims``), whose choice is
-        :attr:`PUCTResult.chosen`."""
+    def run(self, roots: np.ndarray, sims: int, *options: Any, **named_options: Any) -> PUCTResult:
+        """The search of :meth:`rounds` (its options: ``noise``, ``seconds``, ``gumbel``), every round's leaves
+        evaluated by the search's ``evaluator``."""
         if self.evaluator is None:
-            raise ValueError("this search has no evaluator: drive its rounds() with one (agents.tree.sessions)")
-        return drive(self.rounds(roots, sims, noise, seconds, gumbel), self.evaluator)
+            raise QuartoValueError("this search has no evaluator: drive its rounds() with one (agents.tree.sessions)")
+        return drive(self.rounds(roots, sims, *options, **named_options), self.evaluator)
 
     def rounds(
         self,
@@ -248,15 +230,22 @@ class PUCTSearch:
         seconds: float = 0.0,
         gumbel: GumbelRoot | None = None,
     ) -> Rounds:
-        """The search of :meth:`run`, evaluated by its caller: a generator that yields each round's leaf planes
-        (``(leaves, channels, 16)`` int8, a view valid until the next round; :meth:`leaf_masks` and
+        """Search the positions ``roots`` (``(n, NUM_FIELDS)``, as :func:`quarto_env.core.position_array` or
+        :attr:`GameBatch.positions` give them; each with a real choice, see :func:`forced_action`) for ``sims``
+        simulations each (at most ``max_sims``), stopping early when ``seconds`` is above 0 and that time has
+        passed (after at least one simulation), evaluated by the caller: a generator that yields each round's leaf
+        planes (``(leaves, channels, 16)`` int8, a view valid until the next round; :meth:`leaf_masks` and
         :meth:`leaf_positions` say more of them) and is sent their ``(logits, values)``; it returns the
-        :class:`PUCTResult`. A round whose simulations all end on terminal nodes yields nothing."""
+        :class:`PUCTResult`. A round whose simulations all end on terminal nodes yields nothing.
+
+        ``noise = (alpha, fraction, rng)`` mixes Dirichlet(alpha) noise into the root priors (self-play, PUCT root).
+        ``gumbel`` searches with the Gumbel root instead (its phases planned for ``sims``), whose choice is
+        :attr:`PUCTResult.chosen`."""
         n = len(roots)
         if not 1 <= n <= self.max_games:
-            raise ValueError(f"searches 1 to {self.max_games} positions at once, got {n}")
+            raise QuartoValueError(f"searches 1 to {self.max_games} positions at once, got {n}")
         if gumbel is not None and noise is not None:
-            raise ValueError("the Gumbel root draws its own noise: give noise=None with gumbel, or no gumbel")
+            raise QuartoValueError("the Gumbel root draws its own noise: give noise=None with gumbel, or no gumbel")
         sims = min(sims, self.max_sims)
         start = clock.perf_counter()
         _reset_roots(roots, self.tree, self.variant.group_array, self.variant.counted)

@@ -30,7 +30,7 @@ dtype and the shape of one row) and ``shards``, each a seal of its file (name, r
   (:data:`MAX_MANIFEST_BYTES`; a shard: the bytes its seal names, at most :data:`MAX_SHARD_BYTES`). A damaged
   ``.npz`` is one line (:func:`read_npz`), whatever byte is wrong.
 
-The fields (``n`` rows; :class:`agents.tree.sessions.Samples`):
+The fields (``n`` rows; :class:`agents.tree.selfplay.Samples`):
 
 =================  ======================  ======================================================================
 ``observations``   ``(n, channels, 16)``   int8: the planes of the dataset's observation kind
@@ -81,8 +81,17 @@ from agents.storage.files import (
 )
 from agents.storage.integrity import IntegrityError, check_seal, make_seal, unsealed_json, write_sealed_json
 from agents.tree.puct import encode_positions
-from agents.tree.sessions import Samples, checked_variant
-from quarto_env.core import INITIAL_STATE, NUM_ACTIONS, NUM_FIELDS, Variant, legal_actions, position_array, step
+from agents.tree.selfplay import Samples
+from quarto_env.core import (
+    INITIAL_STATE,
+    NUM_ACTIONS,
+    NUM_FIELDS,
+    Variant,
+    checked_variant,
+    legal_actions,
+    position_array,
+    step,
+)
 from quarto_env.errors import CallOrderError, DatasetError
 from quarto_env.observation import ObservationKind, observation_kind
 
@@ -100,7 +109,7 @@ MAX_SHARD_BYTES = 1 << 30
 """The most bytes a shard's seal may name (a shard file is refused unread unless it is its seal's size)."""
 MAX_MANIFEST_BYTES = 1 << 26
 """The most bytes of a manifest: about 300,000 shards."""
-VALUE_TOLERANCE = 1e-4
+POLICY_SUM_TOLERANCE = 1e-4
 """How far a policy row may sum from 1 (float32 rounding)."""
 
 
@@ -190,7 +199,7 @@ def shard_name(index: int) -> str:
 # Writing
 # ---------------------------------------------------------------------------------------------------------
 class SampleWriter:
-    """Writes samples (:class:`agents.tree.sessions.Samples`, or their :meth:`~agents.tree.sessions.Samples.arrays`) to
+    """Writes samples (:class:`agents.tree.selfplay.Samples`, or their :meth:`~agents.tree.selfplay.Samples.arrays`) to
     the dataset folder ``folder``, ``shard_rows`` rows a shard, each shard published with the manifest that names it
     (see the module). It holds the folder's lock from its creation to :meth:`close`: a second writer of the folder
     is refused meanwhile (:class:`DatasetError` naming the first). A folder that holds a dataset is appended to, if
@@ -599,8 +608,8 @@ def _check_rows(arrays: dict[str, np.ndarray], kind: ObservationKind, variant: V
     checks = (
         ("has no legal action", ~legal.any(1)),
         ("has a policy below 0 or outside its legal actions", ((policy < 0) | (policy != 0) & ~legal).any(1)),
-        ("has a policy that does not sum to 1", np.abs(policy.sum(1) - 1) > VALUE_TOLERANCE),
-        ("has a value other than +1, 0 or -1", ~np.isin(arrays["value"], (-1.0, 0.0, 1.0))),
+        ("has a policy that does not sum to 1", np.abs(policy.sum(1) - 1) > POLICY_SUM_TOLERANCE),
+        ("has an outcome other than +1, 0 or -1", ~np.isin(arrays["value"], (-1.0, 0.0, 1.0))),
         ("has a root value outside [-1, 1]", ~(np.abs(arrays["root_value"]) <= 1)),
         ("has other observations than its position gives", (planes != arrays["observations"]).any((1, 2))),
         ("has other legal actions than its position gives", (masks != legal).any(1)),

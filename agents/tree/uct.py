@@ -63,6 +63,7 @@ from quarto_env.core import (
     step_position,
     useful_mask,
 )
+from quarto_env.errors import QuartoValueError
 from quarto_env.fast import RECORD_LENGTH, new_generator, random_member, random_playout
 
 DEFAULT_EXPLORATION = 1.0
@@ -90,9 +91,9 @@ class UCTAgent(Agent):
     ) -> None:
         super().__init__(variant, seed)
         if sims < 1:
-            raise ValueError(f"sims must be >= 1, got {sims}")
+            raise QuartoValueError(f"sims must be >= 1, got {sims}")
         if time < 0:
-            raise ValueError(f"time must be >= 0 seconds, got {time}")
+            raise QuartoValueError(f"time must be >= 0 seconds, got {time}")
         self.sims = sims
         self.time = time
         self.c = c

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.tree.sample_files import SampleDataset, SampleWriter
-from agents.tree.sessions import ArenaSession, LeafBatch, PUCTOptions, SelfPlaySession
+from agents.tree.sessions import ArenaSession, BatchEvaluator, LeafBatch, PUCTOptions, SelfPlaySession
 from experiments.arena.records import record_line
 from experiments.evaluation.ratings import wilson_interval
 from quarto_env.errors import QuartoError
@@ -82,12 +82,20 @@ def main() -> None:
 
     # A match: model 0 the MLP, model 1 the uniform evaluator; run() passes each batch to its model.
     arena = ArenaSession(args.pairs, options, observation=OBSERVATION, seed=args.seed, names=("mlp", "uniform"))
-    summary = arena.run(network, uniform).summary()
+    print(play_match(arena, network, uniform)[0])
+
+
+def play_match(arena: ArenaSession, *evaluators: BatchEvaluator) -> tuple[str, float, float]:
+    """Play ``arena`` to its end, one evaluator per model: its result in a line, model 0's score with its 95%
+    interval, and that interval."""
+    summary = arena.run(*evaluators).summary()
     low, high = wilson_interval(summary["score"], summary["games"])  # a draw counts as half a win
-    print(
-        f"match: mlp against uniform, {summary['games']} games: {summary['wins']} won, {summary['draws']} drawn, "
-        f"{summary['losses']} lost, score {summary['score']:.3f} (95% interval {low:.3f} to {high:.3f})"
+    first, second = arena.names
+    line = (
+        f"match: {first} against {second}, {summary['games']} games: {summary['wins']} won, {summary['draws']} "
+        f"drawn, {summary['losses']} lost, score {summary['score']:.3f} (95% interval {low:.3f} to {high:.3f})"
     )
+    return line, low, high
 
 
 if __name__ == "__main__":

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from external_inference import play_match  # the numpy example beside this one: its match, played alike
 
 from agents.tree.sessions import ArenaSession, LeafBatch, PUCTOptions, SelfPlaySession
-from experiments.evaluation.ratings import wilson_interval
 from quarto_env.errors import QuartoError
 from quarto_env.observation import observation_kind
 
@@ -106,12 +106,8 @@ def main() -> None:
     print(f"self-play: {len(selfplay.games)} games, {len(samples)} samples; {args.steps} steps, last loss {loss:.3f}")
 
     arena = ArenaSession(args.pairs, options, observation=OBSERVATION, seed=args.seed, names=("trained", "start"))
-    summary = arena.run(evaluator(model.eval()), evaluator(start.eval())).summary()
-    low, high = wilson_interval(summary["score"], summary["games"])  # a draw counts as half a win
-    print(
-        f"match: trained against start, {summary['games']} games, score {summary['score']:.3f} "
-        f"(95% interval {low:.3f} to {high:.3f}): {_verdict(low, high)}"
-    )
+    line, low, high = play_match(arena, evaluator(model.eval()), evaluator(start.eval()))
+    print(f"{line}: {_verdict(low, high)}")
 
 
 if __name__ == "__main__":

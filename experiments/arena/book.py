@@ -33,7 +33,6 @@ from experiments.options import (
     add_number_argument,
     add_progress_argument,
     add_variant_arguments,
-    output_file_argument,
     parse_command,
 )
 from experiments.output import add_overwrite_argument, claim_output
@@ -47,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build the opening book: the exact value of every early give node, for the solver.",
     )
     add_empty_squares_argument(parser, "--min-empty", 12, "the book's deepest boards have this many empty squares")
-    parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="the book file to write")
+    parser.add_argument("--out", type=Path, default=None, help="the book file to write")
     add_overwrite_argument(parser, "--out (default: the variant's shipped book)")
     add_progress_argument(parser, "progress lines")
     add_jobs_argument(parser)

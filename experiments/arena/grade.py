@@ -56,6 +56,7 @@ from tqdm import tqdm
 from agents.base import Agent
 from agents.storage.files import atomic_write_text
 from agents.suites import Suite, SuiteError, default_suite_name, load_suite, shipped_suite_names
+from experiments.evaluation.arguments import add_perfect_games_argument, check_empty_range, values_or_exit
 from experiments.evaluation.grading import (
     DEFAULT_MAX_EMPTY,
     DEFAULT_SOURCES,
@@ -63,13 +64,13 @@ from experiments.evaluation.grading import (
     SOLVER_COMFORT_EMPTY,
     GradeReport,
     PositionValues,
-    check_empty_range,
     grade_agent,
     sample_decisions,
     suite_states,
-    values_or_exit,
 )
-from experiments.evaluation.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
+from experiments.evaluation.perfect import PerfectPlayReport, perfect_markdown, points_lost
+from experiments.evaluation.ratings import Share
+from experiments.evaluation.tables import markdown_table
 from experiments.options import (
     MAX_SEED,
     CommandParser,
@@ -79,7 +80,6 @@ from experiments.options import (
     add_seed_argument,
     agent_or_exit,
     check_specs,
-    markdown_table,
     parse_command,
 )
 from experiments.output import add_overwrite_argument, claim_output
@@ -342,11 +342,11 @@ def report_markdown(reports: Sequence[GradeReport], variant: Variant, graded_on:
     """Tables of the share of value-losing decisions: overall and by phase, then by empty squares (the stages,
     16 first)."""
 
-    def cell(share: tuple[float, float, float, int]) -> str:
-        return f"{100 * share[0]:.1f}% [{100 * share[1]:.1f}, {100 * share[2]:.1f}] (n={share[3]})"
+    def cell(lost: Share) -> str:
+        return f"{100 * lost.share:.1f}% [{100 * lost.low:.1f}, {100 * lost.high:.1f}] (n={lost.total})"
 
-    def short_cell(share: tuple[float, float, float, int]) -> str:
-        return f"{100 * share[0]:.0f}% [{100 * share[1]:.0f}-{100 * share[2]:.0f}]"
+    def short_cell(lost: Share) -> str:
+        return f"{100 * lost.share:.0f}% [{100 * lost.low:.0f}-{100 * lost.high:.0f}]"
 
     header = ["agent", "all decisions", "critical only", "place", "give", "win->draw / win->loss / draw->loss"]
     rows = []

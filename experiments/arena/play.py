@@ -46,6 +46,7 @@ from experiments.options import (
 )
 from experiments.output import add_overwrite_argument, claim_if_asked
 from quarto_env.core import DECLARE, INITIAL_STATE, NO_WINNER, NUM_SQUARES, State, Variant, legal_actions, step
+from quarto_env.errors import QuartoValueError
 from quarto_env.notation import format_position
 from quarto_env.render import COLUMN_LABELS, HEX, PIECE_LETTERS, piece_code, render_text, square_name
 
@@ -181,21 +182,21 @@ def parse_action(variant: Variant, state: State, word: str) -> int:
     is allowed."""
     if word.lower() in ("declare", "quarto", "quarto!"):
         if not variant.declaration:
-            raise ValueError("there is no declaring in this variant (start with --declaration to play it)")
+            raise QuartoValueError("there is no declaring in this variant (start with --declaration to play it)")
         return DECLARE
     if not word:
-        raise ValueError("please type a move (or 'help')")
+        raise QuartoValueError("please type a move (or 'help')")
     legal = legal_actions(variant, state)
     if state.placing:
         square = parse_square(word)
         if square not in legal:
             free = " ".join(str(s) for s in legal if s < NUM_SQUARES)
-            raise ValueError(f"square {square} ({square_name(square)}) is taken; empty squares: {free}")
+            raise QuartoValueError(f"square {square} ({square_name(square)}) is taken; empty squares: {free}")
         return square
     piece = parse_piece(word)
     if piece not in legal:
         left = " ".join(HEX[p] for p in legal if p < NUM_SQUARES)
-        raise ValueError(f"piece {HEX[piece]} ({piece_code(piece)}) is not available; pieces left: {left}")
+        raise QuartoValueError(f"piece {HEX[piece]} ({piece_code(piece)}) is not available; pieces left: {left}")
     return piece
 
 
@@ -204,11 +205,11 @@ def parse_square(word: str) -> int:
     if word.isdigit():
         if int(word) < NUM_SQUARES:
             return int(word)
-        raise ValueError(f"square {word} does not exist: squares are 0-15 or a1-d4")
+        raise QuartoValueError(f"square {word} does not exist: squares are 0-15 or a1-d4")
     column, row = word[:1].lower(), word[1:]
     if len(word) == 2 and column in COLUMN_LABELS and row in ("1", "2", "3", "4"):
         return 4 * (int(row) - 1) + COLUMN_LABELS.index(column)
-    raise ValueError(f"{word!r} is not a square: type a number 0-15 or a column a-d and a row 1-4, e.g. b3")
+    raise QuartoValueError(f"{word!r} is not a square: type a number 0-15 or a column a-d and a row 1-4, e.g. b3")
 
 
 def parse_piece(word: str) -> int:
@@ -224,7 +225,7 @@ def parse_piece(word: str) -> int:
             piece |= values.index(letter) << k
         else:
             return piece
-    raise ValueError(f"{word!r} is not a piece: type its hex digit 0-f, or a code like TDSH (see 'help')")
+    raise QuartoValueError(f"{word!r} is not a piece: type its hex digit 0-f, or a code like TDSH (see 'help')")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from agents.match import GameRecord
 from agents.storage.integrity import IntegrityError, sealed_json, unsealed_json
 from quarto_env.checks import checked_number, shortened
 from quarto_env.core import DECLARE, NO_WINNER, STANDARD, Variant
-from quarto_env.errors import QuartoValueError
+from quarto_env.errors import RecordError
 
 RECORD_KIND = "game record"
 """The ``kind`` of a game record's seal."""
@@ -44,10 +44,6 @@ def unsealed_record(record: object, where: str) -> dict[str, Any]:
 RECORD_ENDS = {"win": (0, 1), "forfeit": (0, 1), "draw": (NO_WINNER,), "abandoned": (NO_WINNER,)}
 """How a recorded game can end (``GameRecord.end``, and ``"abandoned"`` from ``quarto play``), and the
 ``winner`` values each allows."""
-
-
-class RecordError(QuartoValueError):
-    """A game record that cannot be read or replayed."""
 
 
 def check_record(record: object) -> Variant:

@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 from agents.solver.minimax import Solver
 from agents.solver.table import table_bits_for
@@ -50,7 +51,6 @@ from experiments.options import (
     add_integer_argument,
     add_number_argument,
     add_progress_and_variant_arguments,
-    output_file_argument,
     parse_command,
 )
 from experiments.output import claim_output
@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_search_arguments(parser, default_table_mb(), "an eighth of this machine's memory, at most 1024")
     parser.add_argument(
         "--resume",
-        type=output_file_argument("--resume"),
+        type=Path,
         metavar="FILE",
         help="save the table to FILE every --checkpoint-every seconds and on Ctrl-C, and start from it when it "
         "exists: a long proof survives a restart",

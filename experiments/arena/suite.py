@@ -20,6 +20,7 @@ import re
 import shlex
 import sys
 import time
+from pathlib import Path
 
 from agents.suites import (
     DEFAULT_GAMES,
@@ -42,7 +43,6 @@ from experiments.options import (
     add_progress_and_variant_arguments,
     add_seed_argument,
     check_specs,
-    output_file_argument,
     parse_command,
 )
 from experiments.output import add_overwrite_argument, claim_output
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser,
         "worker processes that play the games and solve the positions (default 1); the suite is the same",
     )
-    parser.add_argument("--out", type=output_file_argument("--out"), default=None, help="file to write")
+    parser.add_argument("--out", type=Path, default=None, help="file to write")
     add_overwrite_argument(parser)
     add_progress_and_variant_arguments(parser, "progress bars (of --build)")
     return parser

@@ -51,7 +51,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 import numpy as np
 from tqdm import tqdm
@@ -83,6 +83,7 @@ from experiments.evaluation.perfect import (
     solver_agent,
 )
 from experiments.evaluation.ratings import INTERVAL_METHODS, GameResult, Rating, fit_ratings, wilson_interval
+from experiments.evaluation.tables import markdown_table
 from experiments.options import (
     MAX_SEED,
     CommandParser,
@@ -96,7 +97,6 @@ from experiments.options import (
     all_cores,
     capped_jobs,
     check_specs,
-    markdown_table,
     parse_command,
     variant_from_args,
 )
@@ -186,7 +186,7 @@ def main(argv: list[str]) -> int:
     if args.resume is not None:
         if args.overwrite:
             parser.error("--resume finishes a run and --overwrite replaces one: give one or the other")
-        args = resumed_args(parser, args, argv, lambda given: tournament_config(parser, given)[0])
+        args = resumed_args(parser, args, argv, lambda given: tournament_config(parser, given).config)
     config, variant = tournament_config(parser, args)
     if args.tensorboard:
         require("train", "--tensorboard", "torch", "tensorboard")
@@ -269,9 +269,16 @@ def _write_results(
     print(f"written to {out}")
 
 
-def tournament_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[dict[str, Any], Variant]:
-    """The resolved configuration of ``args`` (agents and anchor checked), as ``config.json`` records it, and its
-    rule variant; a bad setting exits with a usage error."""
+class TournamentConfig(NamedTuple):
+    """A tournament's resolved configuration, as ``config.json`` records it, and its rule variant."""
+
+    config: dict[str, Any]
+    variant: Variant
+
+
+def tournament_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> TournamentConfig:
+    """The resolved configuration of ``args`` (agents and anchor checked) and its rule variant; a bad setting exits
+    with a usage error."""
     variant = variant_from_args(parser, args)
     names = _checked_agent_names(parser, args)
     anchor = args.anchor if args.anchor is not None else ("random" if "random" in names else names[0])
@@ -292,7 +299,7 @@ def tournament_config(parser: argparse.ArgumentParser, args: argparse.Namespace)
         "variant": variant.to_dict(),
         "total_games": len(playing_pairs(len(names), args.mode)) * args.games,
     }
-    return config, variant
+    return TournamentConfig(config, variant)
 
 
 def _checked_agent_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:

@@ -18,7 +18,7 @@ from agents.match import GameRecord, opening_state
 from agents.storage.files import atomic_write_text
 from experiments.arena.records import check_record, unsealed_record
 from experiments.arena.schedule import GameJob, PlayedGame
-from experiments.options import input_file_or_exit, output_folder_or_exit, warn
+from experiments.options import input_file_or_exit, warn
 from experiments.run_folder import code_version
 from quarto_env.checks import shortened
 from quarto_env.core import RulesError, State, Variant, step
@@ -60,7 +60,6 @@ def resumed_args(
     folder = args.resume
     if not os.path.isdir(folder):  # not Path.is_dir, which raises for a name too long to look up
         parser.error(f"--resume {folder}: no such folder, so no tournament to finish")
-    output_folder_or_exit(parser, folder, "--resume")  # a folder that can be written into
     if args.out is not None and args.out.resolve() != folder.resolve():
         parser.error(f"--resume {folder} writes into that folder; drop --out {args.out}")
     stored = _stored_config(parser, folder)

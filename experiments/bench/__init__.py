@@ -5,6 +5,7 @@ same run where one exists.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection, Sequence
 
 from experiments.options import add_integer_argument, add_number_argument
 
@@ -12,6 +13,8 @@ MAX_SECONDS = 3600.0
 """The most ``--seconds`` of a timed setting per round: an hour is already more than any figure needs."""
 MAX_ROUNDS = 1000
 """The most ``--rounds`` of measurement: the spread of a figure settles long before."""
+MAX_BATCH = 65_536
+"""The most games of one batch of the benches that time games in batches (``vector``, ``jax``)."""
 
 
 def add_timing_arguments(
@@ -24,3 +27,33 @@ def add_timing_arguments(
     timing = f"seconds per {timed} and round, at most {MAX_SECONDS:g}"
     add_number_argument(parser, "--seconds", seconds, timing, above=0, maximum=MAX_SECONDS)
     add_integer_argument(parser, "--rounds", rounds, "rounds of measurement", fewest=1, most=most_rounds)
+
+
+def add_batch_arguments(
+    parser: argparse.ArgumentParser,
+    batches: Sequence[int],
+    kinds: Collection[str],
+    default_kinds: Collection[str],
+    timed: str,
+) -> None:
+    """Add the options of a benchmark of games in batches: ``--batches``, the batch sizes (games per call, 1 to
+    :data:`MAX_BATCH`, default ``batches``), and ``--observations``, the observation kinds of ``timed`` to time (of
+    ``kinds``, default ``default_kinds``). :func:`unique_batch_arguments` drops their repeats once parsed."""
+    batches_help = f"batch sizes, games per call, 1-{MAX_BATCH}"
+    add_integer_argument(
+        parser, "--batches", list(batches), batches_help, fewest=1, most=MAX_BATCH, nargs="+", metavar="N"
+    )
+    parser.add_argument(
+        "--observations",
+        nargs="+",
+        choices=list(kinds),
+        default=list(default_kinds),
+        metavar="KIND",
+        help=f"observation kinds of {timed} to time, of {', '.join(kinds)}",
+    )
+
+
+def unique_batch_arguments(args: argparse.Namespace) -> None:
+    """``--batches`` and ``--observations`` (:func:`add_batch_arguments`) without repeats, in their order."""
+    args.batches = list(dict.fromkeys(int(b) for b in args.batches))
+    args.observations = list(dict.fromkeys(args.observations))

@@ -71,16 +71,11 @@ DEFAULT_GAMES = (1, 16, 128)
 def main(argv: list[str]) -> int:
     """Run the benchmark; one row per number of games."""
     parser = CommandParser(prog="quarto bench az", description=__doc__.split("\n")[0])
-    add_integer_argument(
-        parser,
-        "--games",
-        None,
+    games_help = (
         f"numbers of games searched side by side (default {' '.join(map(str, DEFAULT_GAMES))}; the first is the "
-        f"reference); with --workers, one number: the games of each process (default {DEFAULT_GAMES[-1]})",
-        fewest=1,
-        most=4096,
-        nargs="+",
+        f"reference); with --workers, one number: the games of each process (default {DEFAULT_GAMES[-1]})"
     )
+    add_integer_argument(parser, "--games", None, games_help, fewest=1, most=4096, nargs="+")
     workers = "compare self-play in this process with this many Ray workers (each N; see --rounds)"
     add_integer_argument(parser, "--workers", None, workers, fewest=1, most=MAX_WORKERS, nargs="+")
     add_integer_argument(

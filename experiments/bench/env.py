@@ -32,6 +32,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,6 @@ from experiments.options import (
     add_observation_argument,
     add_out_argument,
     add_seed_argument,
-    output_file_argument,
 )
 from experiments.output import add_overwrite_argument, claim_if_asked
 from quarto_env.core import INITIAL_STATE, Variant, legal_actions, step
@@ -71,7 +71,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add_out_argument(
         parser,
         "--output",
-        type=output_file_argument("--out"),
+        type=Path,
         metavar="FILE",
         help="also write the figures, config and command to this JSON file",
     )

@@ -34,24 +34,19 @@ import argparse
 import functools
 import importlib
 import time
+from pathlib import Path
 from typing import Any
 
-from experiments.bench import add_timing_arguments, vector
+from experiments.bench import MAX_BATCH, add_batch_arguments, add_timing_arguments, unique_batch_arguments, vector
 from experiments.bench.jax_check import FIELDS, VARIANTS, CheckResult, check
-from experiments.options import (
-    CommandParser,
-    add_integer_argument,
-    add_seed_argument,
-    markdown_table,
-    output_file_argument,
-)
+from experiments.evaluation.tables import markdown_table
+from experiments.options import CommandParser, add_integer_argument, add_seed_argument
 from experiments.output import add_overwrite_argument, claim_if_asked
 from quarto_env.extras import require
 from quarto_env.observation import DEFAULT_OBSERVATION, OBSERVATION_KINDS
 
 PROG = "quarto bench jax"
 DEFAULT_BATCHES = (1024, 4096, 16384)
-MAX_BATCH = 65_536
 HEADLINE_BATCH = 4096
 DEFAULT_OBSERVATIONS = ("tactical", "raw", "lookahead", "parity")
 """The kinds timed unless ``--observations`` says: ``tempo`` only when asked, its planes look one placement ahead
@@ -68,7 +63,7 @@ DEVICE_CHECK_BATCHES = (1024, 4096, 16384, 65_536)
 DEVICE_CHECK_SMALL_BATCHES = (256,)
 DEVICE_CHECK_TIMING = {"seconds": 1.0, "rounds": 3}
 DEVICE_CHECK_SMALL_TIMING = {"seconds": 0.05, "rounds": 1}
-ALPHAZERO_MODULE = "experiments.training.alphazero_jax"
+ALPHAZERO_MODULE = "experiments.training.alphazero_jax_timing"
 ALPHAZERO_RATE = "selfplay_positions_per_second"
 """``selfplay_positions_per_second(config, seconds)`` in :data:`ALPHAZERO_MODULE`: the searched self-play
 positions per second of the config's jitted iteration (self-play and its gradient steps), on its device."""
@@ -103,17 +98,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "tic_tac_toe and the numba VectorQuarto, as ratios to connect_four; --check: move for move against the "
         "compiled core; --device-check: the prepared run for one GPU.",
     )
-    batches = f"batch sizes of the speed bench, games per call, 1-{MAX_BATCH}"
-    add_integer_argument(
-        parser, "--batches", list(DEFAULT_BATCHES), batches, fewest=1, most=MAX_BATCH, nargs="+", metavar="N"
-    )
-    parser.add_argument(
-        "--observations",
-        nargs="+",
-        choices=list(OBSERVATION_KINDS),
-        default=list(DEFAULT_OBSERVATIONS),
-        metavar="KIND",
-        help=f"observation kinds of quarto_env.jax and VectorQuarto to time, of {', '.join(OBSERVATION_KINDS)}",
+    add_batch_arguments(
+        parser, DEFAULT_BATCHES, OBSERVATION_KINDS, DEFAULT_OBSERVATIONS, "quarto_env.jax and VectorQuarto (speed)"
     )
     add_timing_arguments(parser, seconds=1.0, timed="path, batch", rounds=3)
     add_seed_argument(parser, "seed of the games and the random actions")
@@ -140,9 +126,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "kinds but tempo's four planes, far cheaper)",
     )
     parser.add_argument("--small", action="store_true", help="with --device-check: the small size (automatic on a CPU)")
-    parser.add_argument(
-        "--out", type=output_file_argument("--out"), metavar="FILE", help="also write the figures as JSON here"
-    )
+    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the figures as JSON here")
     add_overwrite_argument(parser)
     args = parser.parse_args(argv)
     if args.check is not None and args.device_check:
@@ -156,8 +140,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if mode == "--check" and args.out:
         parser.error("--out goes with the speed bench and --device-check, not --check")
     args.mode = mode
-    args.batches = list(dict.fromkeys(int(b) for b in args.batches))
-    args.observations = list(dict.fromkeys(args.observations))
+    unique_batch_arguments(args)
     args.variants = list(dict.fromkeys(args.variants or VARIANTS))
     args.rounds = int(args.rounds)
     return args
@@ -253,14 +236,11 @@ def machine_record() -> dict[str, Any]:
 
 
 def header(title: str, args: argparse.Namespace, machine: dict[str, Any]) -> str:
-    load = ", ".join(f"{value:.1f}" for value in machine["load_average"])
     return (
         f"{title} -- device {machine['device']} ({machine['device_kind']}, JAX backend {machine['jax_backend']}); "
-        f"CPU {machine['cpu_model']}, {machine['cpu_count']} CPUs (load {load})\n"
+        f"CPU {machine['cpu_model']}, {machine['cpu_count']} CPUs (load {vector.load_text(machine)})\n"
         f"JAX {machine['jax']}, pgx {machine['pgx']}, Python {machine['python']}, numpy {machine['numpy']}, "
-        f"seed {args.seed}\n"
-        f"uniformly random legal actions, auto-reset; batches {' '.join(map(str, args.batches))}; "
-        f"{args.rounds} round(s) of {args.seconds:g} s per path and batch; a step = one action in one game\n"
+        f"seed {args.seed}\n{vector.timing_line(args)}"
     )
 
 

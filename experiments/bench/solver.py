@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from agents.simple import GreedyAgent
 from agents.solver.minimax import MinimaxAgent, Solver
@@ -52,7 +53,6 @@ from experiments.options import (
     add_number_argument,
     add_seed_argument,
     add_variant_arguments,
-    output_file_argument,
     parse_command,
 )
 from experiments.output import add_overwrite_argument, claim_if_asked
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--skip-startup", action="store_true", help="do not time process start-up")
     parser.add_argument(
         "--out",
-        type=output_file_argument("--out"),
+        type=Path,
         help="also write the figures, config and command to this JSON file",
     )
     add_overwrite_argument(parser)

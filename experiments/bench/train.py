@@ -26,7 +26,7 @@ from rich.table import Table
 from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.storage.files import atomic_write
-from experiments.options import CommandParser, add_integer_argument, output_file_argument
+from experiments.options import CommandParser, add_integer_argument
 from experiments.output import add_overwrite_argument, claim_if_asked
 from experiments.training.config import MAX_STEPS, ConfigError, TrainConfig
 from experiments.training.config_file import DEFAULT_CONFIG, load_config
@@ -92,12 +92,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config (default: configs/default.yaml)")
     add_integer_argument(parser, "--steps", 131072, "learner steps to measure", fewest=1, most=MAX_STEPS)
     parser.add_argument("--no-reference", action="store_true", help="skip the reference MLP measurement")
-    parser.add_argument(
-        "--profile",
-        type=output_file_argument("--profile"),
-        metavar="FILE",
-        help="write a cProfile of the measured run to FILE",
-    )
+    parser.add_argument("--profile", type=Path, metavar="FILE", help="write a cProfile of the measured run to FILE")
     add_overwrite_argument(parser, "--profile")
     args = parser.parse_intermixed_args(argv)  # overrides before, between and after the options
     try:  # both configs read before anything is measured: a bad override is told at once

@@ -52,13 +52,14 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from agents.storage.files import atomic_write_text
-from experiments.bench import add_timing_arguments
-from experiments.options import CommandParser, add_integer_argument, add_seed_argument, output_file_argument
+from experiments.bench import add_batch_arguments, add_timing_arguments, unique_batch_arguments
+from experiments.options import CommandParser, add_seed_argument
 from experiments.output import add_overwrite_argument, claim_if_asked
 from quarto_env.core import Variant
 from quarto_env.observation import OBSERVATION_KINDS
@@ -67,7 +68,6 @@ from quarto_env.vector import GameBatch, RandomLegalActions, VectorQuarto
 KINDS = ("none", *OBSERVATION_KINDS)
 """The observation choices: ``none`` (``observation=None``) and every kind of ``quarto_v1``."""
 DEFAULT_BATCHES = (1, 64, 1024, 4096)
-MAX_BATCH = 65_536
 PGX_GAMES = ("connect_four", "tic_tac_toe")
 PGX_FUSED_STEPS = 100
 """Steps per ``jax.jit`` call in pgx's own speed benchmark (a ``fori_loop``), as here."""
@@ -86,28 +86,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description="Steps/s of random self-play on VectorQuarto per batch size and observation kind, the older "
         "GameBatch loop, and pgx's connect_four and tic_tac_toe when pgx is installed (ratios to connect_four).",
     )
-    batches = f"batch sizes, games per call, 1-{MAX_BATCH}"
-    add_integer_argument(
-        parser, "--batches", list(DEFAULT_BATCHES), batches, fewest=1, most=MAX_BATCH, nargs="+", metavar="N"
-    )
-    parser.add_argument(
-        "--observations",
-        nargs="+",
-        choices=KINDS,
-        default=list(KINDS),
-        metavar="KIND",
-        help=f"VectorQuarto's observation kinds to time, of {', '.join(KINDS)} (default all)",
-    )
+    add_batch_arguments(parser, DEFAULT_BATCHES, KINDS, KINDS, "VectorQuarto (default all)")
     add_timing_arguments(parser, seconds=0.3, timed="path, batch", rounds=5, most_rounds=1000)
     add_seed_argument(parser, "seed of the games and the random actions")
     parser.add_argument("--no-pgx", action="store_true", help="leave pgx out even where it is installed")
-    parser.add_argument(
-        "--out", type=output_file_argument("--out"), metavar="FILE", help="also write the figures as JSON here"
-    )
+    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the figures as JSON here")
     add_overwrite_argument(parser)
     args = parser.parse_args(argv)
-    args.batches = list(dict.fromkeys(int(b) for b in args.batches))
-    args.observations = list(dict.fromkeys(args.observations))
+    unique_batch_arguments(args)
     args.rounds = int(args.rounds)
     return args
 
@@ -379,10 +365,20 @@ def _cell(rate: float, ratio: float | None) -> str:
 def _header(args: argparse.Namespace, with_pgx: bool) -> str:
     machine = machine_record(with_pgx)
     pgx = f", pgx {machine['pgx']} on JAX {machine['jax']} ({machine['jax_backend']})" if with_pgx else ""
-    load = ", ".join(f"{value:.1f}" for value in machine["load_average"])
     return (
-        f"quarto bench vector -- {machine['cpu_count']} CPUs (load {load}), Python {machine['python']}, "
-        f"numpy {machine['numpy']}{pgx}, seed {args.seed}\n"
+        f"quarto bench vector -- {machine['cpu_count']} CPUs (load {load_text(machine)}), Python {machine['python']}, "
+        f"numpy {machine['numpy']}{pgx}, seed {args.seed}\n{timing_line(args)}"
+    )
+
+
+def load_text(machine: dict[str, Any]) -> str:
+    """The machine's load averages (:func:`machine_record`), for a header: ``1.2, 0.9, 0.7``."""
+    return ", ".join(f"{value:.1f}" for value in machine["load_average"])
+
+
+def timing_line(args: argparse.Namespace) -> str:
+    """The line of a batch bench's header that says what it times, and how long."""
+    return (
         f"uniformly random legal actions, auto-reset; batches {' '.join(map(str, args.batches))}; "
         f"{args.rounds} round(s) of {args.seconds:g} s per path and batch; a step = one action in one game\n"
     )

@@ -1,8 +1,8 @@
-"""The games of an evaluation: any :class:`Opponent` -- a network playing its most likely action or sampling its
+"""The games of an evaluation: any :class:`Mover` -- a network playing its most likely action or sampling its
 policy (:func:`learner_players`), a search, an agent -- against agent specs, all games side by side, half in each
 seat (:func:`evaluate`, :func:`evaluate_all`). Every backend's evaluations during training, their final table, and
 ``quarto evaluate`` play them; MaskablePPO's self-play (:mod:`experiments.training.selfplay`) moves its opponents
-with the same :class:`Opponent` and :func:`move`.
+with the same :class:`Mover` and :func:`move`.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ SEAT_NAMES = ("first", "second")
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Opponents
+# Movers: the learner, its opponents
 # ---------------------------------------------------------------------------------------------------------
-class Opponent(ABC):
-    """Something that moves in a batch of games."""
+class Mover(ABC):
+    """Something that moves in a batch of games: the learner (a network, a search) or an opponent (an agent)."""
 
     name: str
     deterministic: bool = False
@@ -43,7 +43,7 @@ class Opponent(ABC):
 
     @abstractmethod
     def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
-        """One action for each of ``games``, in which this opponent is to move."""
+        """One action for each of ``games``, in which this mover is to move."""
 
 
 NetworkActions = Callable[[np.ndarray, np.ndarray, bool], np.ndarray]
@@ -51,7 +51,7 @@ NetworkActions = Callable[[np.ndarray, np.ndarray, bool], np.ndarray]
 sampled from its policy (``False``), e.g. ``functools.partial(agents.ppo.policy_actions, policy)``."""
 
 
-class NetworkOpponent(Opponent):
+class NetworkMover(Mover):
     """A network: one batched forward pass for all the games it moves in."""
 
     def __init__(self, name: str, actions: NetworkActions, kind: ObservationKind, deterministic: bool) -> None:
@@ -65,7 +65,7 @@ class NetworkOpponent(Opponent):
         return self.actions(batch.observe(games, self.kind), masks, self.deterministic)
 
 
-class AgentOpponent(Opponent):
+class AgentMover(Mover):
     """Any :class:`agents.base.Agent`, asked game by game."""
 
     def __init__(self, agent: Agent) -> None:
@@ -76,7 +76,7 @@ class AgentOpponent(Opponent):
         return np.array([self.agent.act(batch.state(g)) for g in games], dtype=np.int64)
 
 
-def move(batch: GameBatch, games: np.ndarray, movers: Sequence[Opponent]) -> np.ndarray:
+def move(batch: GameBatch, games: np.ndarray, movers: Sequence[Mover]) -> np.ndarray:
     """Let ``movers[i]`` act in game ``games[i]``: one call per distinct mover, over all of its games. Returns the
     actions played, ``actions[i]`` in ``games[i]``."""
     by_mover: dict[int, list[int]] = {}
@@ -114,7 +114,7 @@ class EvalResult:
     deterministic: bool
     """Whether the learner was a network playing its most likely action (else it sampled its policy)."""
     playing: str = ""
-    """How the learner played (:attr:`Opponent.playing`): ``argmax``, ``sampled``, ``search 64``, ..."""
+    """How the learner played (:attr:`Mover.playing`): ``argmax``, ``sampled``, ``search 64``, ..."""
     games: list[KeptGame] = dataclasses.field(default_factory=list)
     """The first games, kept whole where the evaluation was asked to (``keep_games``), in order: the learner
     gives first in the even ones, and games ``2k`` and ``2k + 1`` share an opening."""
@@ -157,7 +157,7 @@ def seeded_torch(seed: int) -> Iterator[None]:
 
 
 def evaluate(
-    learner: Opponent,
+    learner: Mover,
     opponent_spec: str,
     variant: Variant,
     num_games: int,
@@ -185,7 +185,7 @@ def evaluate(
             batch.set_state(pair_games, opening_state(variant, opening))
             openings[pair : pair + 2] = [opening] * len(pair_games)
     kept = [KeptGame(openings[g], [], int(seats[g])) for g in range(min(keep_games, num_games))]
-    opponent = AgentOpponent(make(opponent_spec, variant, seed))
+    opponent = AgentMover(make(opponent_spec, variant, seed))
     with seeded_torch(seed):
         while not batch.over.all():
             live = np.flatnonzero(~batch.over)
@@ -205,7 +205,7 @@ def evaluate(
 
 
 def evaluate_all(
-    players: Sequence[Opponent],
+    players: Sequence[Mover],
     opponent_specs: Sequence[str],
     variant: Variant,
     num_games: int,
@@ -222,8 +222,8 @@ def evaluate_all(
     ]
 
 
-def learner_players(actions: NetworkActions, kind: ObservationKind) -> list[NetworkOpponent]:
+def learner_players(actions: NetworkActions, kind: ObservationKind) -> list[NetworkMover]:
     """A learning network's two ways of playing in evaluations: its most likely action, then sampling its policy.
     Against a deterministic opponent (minimax) from the empty board the first repeats the same two games; the
     sampled policy plays varied ones."""
-    return [NetworkOpponent("learner", actions, kind, deterministic) for deterministic in (True, False)]
+    return [NetworkMover("learner", actions, kind, deterministic) for deterministic in (True, False)]

@@ -10,7 +10,7 @@ value; a *critical* decision is one where some legal action loses value.
     positions = sample_decisions(variant, 200, seed=0, max_empty=10)
     values = PositionValues(variant)
     report = grade_agent(agent, variant, positions, values)
-    report.share_lost()  # (share, low, high)
+    report.share_lost().share  # and .low, .high: its 95% interval; .total: the decisions graded
 
 Graded on a suite of solved positions (:mod:`agents.suites`), nothing is solved: every value is the suite's::
 
@@ -20,7 +20,6 @@ Graded on a suite of solved positions (:mod:`agents.suites`), nothing is solved:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Sequence
@@ -35,13 +34,12 @@ from agents.match import game_states
 from agents.solver import labels
 from agents.solver.labels import SOLVER_VERSION
 from agents.specs import make_agent
-from agents.storage.files import OutputPathError, output_file
 from agents.storage.integrity import IntegrityError, unsealed_json, write_sealed_json
 from agents.suites import Suite
-from experiments.evaluation.ratings import wilson_interval
-from experiments.options import warn
+from experiments.evaluation.ratings import Share, wilson_share
 from quarto_env.checks import shortened
 from quarto_env.core import NUM_SQUARES, State, Variant, legal_actions
+from quarto_env.errors import IllegalActionError, QuartoValueError, SamplingError
 from quarto_env.notation import format_position
 
 DEFAULT_SOURCES = ("random", "greedy")
@@ -82,10 +80,10 @@ def sample_decisions(
     before reaching such a position are skipped.
     """
     if not 1 <= min_empty <= max_empty <= NUM_SQUARES:
-        raise ValueError(f"need 1 <= min_empty <= max_empty <= 16, got min {min_empty}, max {max_empty}")
+        raise QuartoValueError(f"need 1 <= min_empty <= max_empty <= 16, got min {min_empty}, max {max_empty}")
     # Checked here: rng.choice below fails on an empty list or a string with a message about its own argument.
     if isinstance(sources, str) or not sources or not all(isinstance(s, str) and s.strip() for s in sources):
-        raise ValueError(
+        raise QuartoValueError(
             f"sources must be a list of one or more agent specs, e.g. {list(DEFAULT_SOURCES)}; got {sources!r}"
         )
     rng = np.random.default_rng(seed)
@@ -94,7 +92,7 @@ def sample_decisions(
     while len(positions) < count:
         games += 1
         if games > 100 * count + 1000:
-            raise RuntimeError(f"only {len(positions)} of {count} positions found in {games} games from {sources}")
+            raise SamplingError(f"only {len(positions)} of {count} positions found in {games} games from {sources}")
         players = [make_agent(str(rng.choice(sources)), variant, seed=int(rng.integers(2**32))) for _ in range(2)]
         candidates = [
             s
@@ -175,7 +173,7 @@ class PositionValues:
     def save(self) -> None:
         """Write the cache to ``path`` (atomically)."""
         if self.path is None:
-            raise ValueError("this PositionValues has no path to save to")
+            raise QuartoValueError("this PositionValues has no path to save to")
         entries = {_key(s): {str(a): v for a, v in values.items()} for s, values in self._values.items()}
         data = {"solver": SOLVER_VERSION, "variant": self.variant.to_dict(), "positions": entries}
         write_sealed_json(self.path, data, CACHE_KIND, CACHE_FORMAT)
@@ -191,7 +189,7 @@ class PositionValues:
         if data.get("solver") != SOLVER_VERSION:
             self.discarded = f"its values are another solver's ({shortened(str(data.get('solver')))})"
         elif data["variant"] != self.variant.to_dict():
-            raise ValueError(f"value cache {path} is for variant {data['variant']}, not {self.variant.to_dict()}")
+            raise QuartoValueError(f"value cache {path} is for variant {data['variant']}, not {self.variant.to_dict()}")
         else:
             self._values = values
 
@@ -211,11 +209,11 @@ def _read_cache(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        raise ValueError("not a value cache: not UTF-8 text") from None
+        raise QuartoValueError("not a value cache: not UTF-8 text") from None
     except json.JSONDecodeError as error:
-        raise ValueError(f"not a value cache: not JSON ({error})") from None
+        raise QuartoValueError(f"not a value cache: not JSON ({error})") from None
     if not isinstance(data, dict) or not all(isinstance(data.get(key), dict) for key in ("variant", "positions")):
-        raise ValueError('not a value cache: expected a JSON object with "variant" and "positions" objects')
+        raise QuartoValueError('not a value cache: expected a JSON object with "variant" and "positions" objects')
     return data
 
 
@@ -226,7 +224,7 @@ def _cached_values(entries: dict[str, Any]) -> dict[State, dict[int, int]]:
         try:
             values[_state_from_key(key)] = _action_values(actions)
         except (AttributeError, ValueError):
-            raise ValueError(
+            raise QuartoValueError(
                 f"not a value cache: entry {shortened(key)!r} is not a position with action values -1, 0 or 1"
             ) from None
     return values
@@ -283,29 +281,25 @@ class GradeReport:
     agent: str
     decisions: list[Decision]
 
-    def share_lost(self, decisions: Iterable[Decision] | None = None) -> tuple[float, float, float, int]:
-        """``(share, low, high, count)`` of value-losing decisions among ``decisions`` (default: all)."""
+    def share_lost(self, decisions: Iterable[Decision] | None = None) -> Share:
+        """The share of value-losing decisions among ``decisions`` (default: all)."""
         chosen = self.decisions if decisions is None else list(decisions)
-        if not chosen:
-            return (0.0, 0.0, 1.0, 0)
-        share = sum(d.lost for d in chosen) / len(chosen)
-        low, high = wilson_interval(share, len(chosen))
-        return (share, low, high, len(chosen))
+        return wilson_share(sum(d.lost for d in chosen), len(chosen))
 
-    def by_phase(self) -> dict[str, tuple[float, float, float, int]]:
+    def by_phase(self) -> dict[str, Share]:
         """The share lost among placements and among gives."""
         return {phase: self.share_lost(d for d in self.decisions if d.phase == phase) for phase in ("place", "give")}
 
-    def by_empty(self) -> dict[int, tuple[float, float, float, int]]:
+    def by_empty(self) -> dict[int, Share]:
         """The share lost by number of empty squares."""
         empties = sorted({d.empty for d in self.decisions})
         return {e: self.share_lost(d for d in self.decisions if d.empty == e) for e in empties}
 
-    def share_lost_between(self, low: int, high: int) -> tuple[float, float, float, int]:
+    def share_lost_between(self, low: int, high: int) -> Share:
         """The share lost among the decisions with ``low`` to ``high`` empty squares (both included)."""
         return self.share_lost(d for d in self.decisions if low <= d.empty <= high)
 
-    def critical(self) -> tuple[float, float, float, int]:
+    def critical(self) -> Share:
         """The share lost among critical decisions (where some action loses value)."""
         return self.share_lost(d for d in self.decisions if d.critical)
 
@@ -336,13 +330,15 @@ def grade_agent(
     """Ask ``agent`` for its action in each position and grade it against the exact action values (with a
     progress bar on stderr when ``progress``)."""
     if values.variant != variant:
-        raise ValueError(f"values are for {values.variant.describe()}, the agent plays {variant.describe()}")
+        raise QuartoValueError(f"values are for {values.variant.describe()}, the agent plays {variant.describe()}")
     decisions = []
     for state in tqdm(positions, desc=f"grading {agent.spec}", unit="pos", disable=not progress, leave=False):
         agent.reset()
         action = int(agent.act(state))
         if action not in legal_actions(variant, state):
-            raise ValueError(f"agent {agent.spec!r} played illegal action {action} in {format_position(state)!r}")
+            raise IllegalActionError(
+                f"agent {agent.spec!r} played illegal action {action} in {format_position(state)!r}"
+            )
         action_values = values.action_values(state)
         best = max(action_values.values())
         decisions.append(
@@ -357,36 +353,3 @@ def grade_agent(
             )
         )
     return GradeReport(agent.spec or type(agent).__name__, decisions)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The options of the commands that grade (quarto grade, quarto bench network)
-# ---------------------------------------------------------------------------------------------------------
-def check_empty_range(parser: argparse.ArgumentParser, min_empty: int, max_empty: int) -> None:
-    """Exit with a usage error when ``--min-empty`` is above ``--max-empty``; warn when ``--max-empty`` is past
-    what the exact solver values quickly (:data:`SOLVER_COMFORT_EMPTY`)."""
-    if min_empty > max_empty:
-        parser.error(f"--min-empty {min_empty} is above --max-empty {max_empty}")
-    if max_empty > SOLVER_COMFORT_EMPTY:
-        warn(
-            parser,
-            f"--max-empty {max_empty}: valuing a position's actions takes the exact solver seconds at "
-            f"{SOLVER_COMFORT_EMPTY} empty squares and about ten times longer for each one more; this can take hours",
-        )
-
-
-def values_or_exit(parser: argparse.ArgumentParser, variant: Variant, cache: Path | None) -> PositionValues:
-    """The value cache of ``--cache`` (empty without one), read and checked writable before any work; a file that
-    is no cache or cannot be written exits with a message, one that is not trusted is solved again (a warning)."""
-    if cache is None:
-        return PositionValues(variant)
-    try:
-        output_file(cache, "--cache")
-        values = PositionValues(variant, cache)
-    except OutputPathError as error:
-        parser.error(str(error))
-    except (ValueError, OSError) as error:  # not a cache at all, another variant's, or unreadable
-        parser.error(f"--cache {cache}: {error}")
-    if values.discarded:
-        warn(parser, f"--cache {cache}: {values.discarded}; solving its positions again")
-    return values

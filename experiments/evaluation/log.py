@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from agents.base import Agent
 from agents.storage.files import atomic_write_bytes
-from experiments.evaluation.games import SEAT_NAMES, EvalResult, Opponent, evaluate_all
+from experiments.evaluation.games import SEAT_NAMES, EvalResult, Mover, evaluate_all
 from experiments.evaluation.grading import GradeReport, PositionValues, grade_agent, sample_decisions
 from experiments.evaluation.sample_games import game_markdown, graded_games, mistake_picture
 from quarto_env.core import State, Variant
@@ -70,7 +70,7 @@ class EvaluationPlan:
 
 
 def evaluate_learner(
-    players: Sequence[Opponent], plan: EvaluationPlan, variant: Variant, *, final: bool = False
+    players: Sequence[Mover], plan: EvaluationPlan, variant: Variant, *, final: bool = False
 ) -> list[EvalResult]:
     """``players`` (the learner's ways of playing: most likely action, sampled policy, search) against every
     evaluation opponent of the plan from its openings: ``games`` games each, or ``final_games`` for the final
@@ -83,7 +83,8 @@ def evaluate_learner(
 
 
 EVAL_PREFIXES = ("eval_sampled", "eval")
-"""Where an evaluation's results go: the learner sampling its policy, or playing its most likely action (a search)."""
+"""Where an evaluation's results go, indexed by its ``deterministic``: the learner sampling its policy (0), or playing
+its most likely action, a search (1)."""
 
 
 def tag_name(spec: str) -> str:
@@ -94,7 +95,7 @@ def tag_name(spec: str) -> str:
 def log_result(record: Record, result: EvalResult) -> None:
     """Record win/draw/loss rates and the score against one opponent, per seat and overall, under ``eval/``
     (most likely action) or ``eval_sampled/``."""
-    prefix = "eval" if result.deterministic else "eval_sampled"
+    prefix = EVAL_PREFIXES[result.deterministic]
     name = tag_name(result.opponent)
     for seat, seat_name in enumerate(SEAT_NAMES):
         for key, value in result.rates(seat).items():
@@ -109,125 +110,137 @@ GRADE_BUCKETS = ((1, 4), (5, 7), (8, 10), (11, 16))
 def grade_shares(report: GradeReport) -> dict[str, float]:
     """The shares of the report's decisions that lose value, by curve name: ``value_lost`` overall,
     ``_critical``, ``_<phase>`` and ``_empty_<low>_<high>`` (the :data:`GRADE_BUCKETS` with positions)."""
-    shares = {"value_lost": report.share_lost()[0], "value_lost_critical": report.critical()[0]}
-    for phase, (share, *_) in report.by_phase().items():
-        shares[f"value_lost_{phase}"] = share
+    shares = {"value_lost": report.share_lost().share, "value_lost_critical": report.critical().share}
+    for phase, lost in report.by_phase().items():
+        shares[f"value_lost_{phase}"] = lost.share
     for low, high in GRADE_BUCKETS:
-        share, _, _, count = report.share_lost_between(low, high)
-        if count:
-            shares[f"value_lost_empty_{low}_{high}"] = share
+        lost = report.share_lost_between(low, high)
+        if lost.total:
+            shares[f"value_lost_empty_{low}_{high}"] = lost.share
     return shares
 
 
-TensorBoard = Callable[[], tuple[SummaryWriter, int]]
-"""The run's TensorBoard writer and its current step, for what :class:`EvaluationLog` writes besides scalars."""
 SAMPLE_TAG = "games/sample_{number}"
 """The Text tag of sample game ``number``; its first mistake's picture is ``games/sample_<number>/first_mistake``."""
 
 
-Graded = Callable[[], dict[str, Agent]]
-"""The agents to grade, by name: ``""`` the learner as it plays (``eval/grade/value_lost``), any other name
-under its own prefix (``eval/grade/policy/value_lost``)."""
+def scalar_recorder(writer: SummaryWriter, step: int) -> Record:
+    """:data:`Record` into ``writer`` at ``step``."""
+    return lambda key, value: writer.add_scalar(key, value, step)
 
 
 class EvaluationLog:
-    """The evaluations during a run, logged alike by every backend; and what a checkpoint records of them.
+    """The evaluations of a run, logged alike by every backend; and what a checkpoint records of them (the best
+    score so far, which a resumed run carries on).
 
-    ``grading`` makes the agents to grade at every evaluation (:data:`Graded`; ``None``: the backend does not
-    grade), ``references`` those graded once, at the first evaluation, and logged again at every one -- a flat
-    line to compare with, such as the same search with an untrained network. With ``grade_positions`` in the
-    plan, the grade is on positions sampled, and solved, once per run. With ``sample_games`` in the plan,
-    every evaluation also writes that many of its games, graded move by move, to ``tensorboard``
-    (:meth:`log_sample_games`)."""
+    Each evaluation is handed what it needs: the learner's ways of playing, the run's TensorBoard writer and
+    step, and the agents to grade by name (``""`` the learner as it plays, ``eval/grade/value_lost``; any other
+    name under its own prefix, ``eval/grade/policy/value_lost``). The ``references`` are graded once, at the first
+    grade, and logged again at every one -- a flat line to compare with, such as the same search with an untrained
+    network. With ``grade_positions`` in the plan, the grade is on positions sampled, and solved, once per run
+    (without, nothing is graded). With ``sample_games`` in the plan, every evaluation also writes that many of its
+    games, graded move by move (:meth:`log_sample_games`)."""
 
     def __init__(
         self,
         plan: EvaluationPlan,
         variant: Variant,
-        record: Record,
         best_score: float = -1.0,
-        grading: Graded | None = None,
-        references: Graded | None = None,
-        tensorboard: TensorBoard | None = None,
     ) -> None:
         self.plan = plan
         self.variant = variant
-        self.record = record
         self.best_score = best_score
         """The best mean score so far (-1 before the first evaluation): ``best.zip``'s."""
         self.latest: dict[str, float] = {}
         """The latest evaluation's scores, by opponent (and ``value lost``, the grade)."""
-        self.grading = grading if plan.grade_positions else None
-        self.references = references if plan.grade_positions else None
-        self.tensorboard = tensorboard
         self._reference_grades: dict[str, GradeReport] | None = None
         self._positions: list[State] | None = None
         self._values = PositionValues(variant)
         """The exact action values of the graded positions and sample games, solved once per run."""
 
-    def evaluate(self, players: Sequence[Opponent], progress: tqdm) -> tuple[list[EvalResult], bool]:
-        """One evaluation of ``players`` (:func:`evaluate_learner`), logged (:meth:`log`), off the progress bar's
-        clock (:func:`paused`); the bar says it is evaluating, then the scores and the seconds it took. Returns the
-        results, and whether the mean score is the best so far (then ``best.zip`` is due)."""
+    def evaluate(
+        self,
+        players: Sequence[Mover],
+        progress: tqdm,
+        writer: SummaryWriter,
+        step: int,
+        graded: dict[str, Agent] | None = None,
+        references: dict[str, Agent] | None = None,
+    ) -> tuple[list[EvalResult], bool]:
+        """One evaluation of ``players`` (:func:`evaluate_learner`), logged into ``writer`` at ``step`` with the
+        grades of ``graded`` and the ``references`` (:meth:`log`), off the progress bar's clock (:func:`paused`);
+        the bar says it is evaluating, then the scores and the seconds it took. Returns the results, and whether
+        the mean score is the best so far (then ``best.zip`` is due)."""
         started = time.perf_counter()
         with paused(progress):
             progress.set_postfix_str(f"evaluating at step {progress.n:,} ...")
             results = evaluate_learner(players, self.plan, self.variant)
-            improved = self.log(results)
+            improved = self.log(results, writer, step, graded or {}, references)
         progress.set_postfix_str(f"{self._summary(results)} ({time.perf_counter() - started:.0f} s)")
         return results, improved
 
-    def log(self, results: list[EvalResult]) -> bool:
-        """Log one evaluation: every result, the mean score, the grade; whether the mean score is the best so far."""
+    def log(
+        self,
+        results: list[EvalResult],
+        writer: SummaryWriter,
+        step: int,
+        graded: dict[str, Agent],
+        references: dict[str, Agent] | None = None,
+    ) -> bool:
+        """Log one evaluation into ``writer`` at ``step``: every result, the mean score, the grades of ``graded``
+        and the ``references`` (where the plan grades); whether the mean score is the best so far."""
+        record = scalar_recorder(writer, step)
         for result in results:
-            log_result(self.record, result)
+            log_result(record, result)
         score = float(np.mean([r.score() for r in results]))
-        self.record("eval/score", score)
+        record("eval/score", score)
         self.latest = {f"{r.opponent}{'' if r.deterministic else ' (sampled)'}": r.score() for r in results}
-        if self.grading is not None:
-            for name, report in self.grade_all(self.grading()).items():
-                self._log_grade(name, grade_shares(report))
-        if self.plan.sample_games and self.tensorboard is not None:
-            self.log_sample_games(results[len(self.plan.opponents) - 1])
+        if graded and self.plan.grade_positions:
+            for name, report in self.grade_all(graded, references).items():
+                self._log_grade(record, name, grade_shares(report))
+        if self.plan.sample_games:
+            self.log_sample_games(results[len(self.plan.opponents) - 1], writer, step)
         improved = score > self.best_score
         self.best_score = max(self.best_score, score)
         return improved
+
+    def final_results(self, players: Sequence[Mover]) -> list[EvalResult]:
+        """The final table's games of ``players`` (:func:`evaluate_learner` with ``final``)."""
+        return evaluate_learner(players, self.plan, self.variant, final=True)
 
     def checkpoint_fields(self) -> dict[str, Any]:
         """What a checkpoint's ``quarto.json`` records of the evaluations."""
         return {"best_score": self.best_score, "latest_eval": self.latest}
 
-    def grade_all(self, agents: dict[str, Agent]) -> dict[str, GradeReport]:
+    def grade_all(self, agents: dict[str, Agent], references: dict[str, Agent] | None = None) -> dict[str, GradeReport]:
         """The exact solver's grade of each of ``agents`` and of the ``references`` (graded at the first call,
-        then reused), by name, on the run's positions (sampled and solved once per run)."""
+        then reused: the run's are the same at every call), by name, on the run's positions (sampled and solved
+        once per run)."""
         if self._positions is None:
             self._positions = sample_decisions(self.variant, self.plan.grade_positions, self.plan.seed)
         positions, values = self._positions, self._values
-        if self.references is not None and self._reference_grades is None:
-            references = self.references().items()
+        if self._reference_grades is None:
             self._reference_grades = {
-                name: grade_agent(agent, self.variant, positions, values) for name, agent in references
+                name: grade_agent(agent, self.variant, positions, values) for name, agent in (references or {}).items()
             }
         reports = {name: grade_agent(agent, self.variant, positions, values) for name, agent in agents.items()}
-        return {**reports, **(self._reference_grades or {})}
+        return {**reports, **self._reference_grades}
 
-    def log_sample_games(self, result: EvalResult) -> None:
+    def log_sample_games(self, result: EvalResult, writer: SummaryWriter, step: int) -> None:
         """Write the games ``result`` kept -- the learner's first way of playing against the last evaluation
         opponent -- graded move by move (:mod:`experiments.evaluation.sample_games`): each as Markdown under
         ``games/sample_<n>`` and the picture of its first value-losing decision under
-        ``games/sample_<n>/first_mistake``, at the evaluation's step."""
-        assert self.tensorboard is not None
-        writer, step = self.tensorboard()
+        ``games/sample_<n>/first_mistake``, into ``writer`` at ``step``."""
         for number, game in enumerate(graded_games(result.games, result.opponent, self.variant, self._values)):
             tag = SAMPLE_TAG.format(number=number)
             writer.add_text(tag, game_markdown(game), step)
             writer.add_image(f"{tag}/first_mistake", mistake_picture(game, self.variant), step, dataformats="HWC")
 
-    def _log_grade(self, name: str, shares: dict[str, float]) -> None:
+    def _log_grade(self, record: Record, name: str, shares: dict[str, float]) -> None:
         """Record ``shares`` under ``eval/grade/`` (``eval/grade/<name>/`` for another agent than the learner)."""
         prefix = "eval/grade/" + (f"{tag_name(name)}/" if name else "")
         for curve, share in shares.items():
-            self.record(prefix + curve, share)
+            record(prefix + curve, share)
         if not name:
             self.latest["value lost"] = shares["value_lost"]
 
@@ -266,11 +279,12 @@ def report_final(
     steps: int,
     results: list[EvalResult],
     grades: dict[str, GradeReport],
-    record: Record,
+    writer: SummaryWriter,
 ) -> None:
-    """The final table of ``checkpoint`` at ``steps``: written to ``run_dir``'s ``final_eval.json``, recorded as
-    the last point of the eval curves, and printed (with the ``grades``, where the backend graded)."""
+    """The final table of ``checkpoint`` at ``steps``: written to ``run_dir``'s ``final_eval.json``, recorded in
+    ``writer`` as the last point of the eval curves, and printed (with the ``grades``, where the backend graded)."""
     write_final_eval(run_dir, checkpoint, steps, results, grades)
+    record = scalar_recorder(writer, steps)
     for result in results:
         log_result(record, result)
     print_results(results, steps)
@@ -319,17 +333,17 @@ def print_grades(grades: dict[str, GradeReport]) -> None:
         caption="share of the decisions that lose value (all: with its 95% interval; 1-4, ...: by empty squares), "
         "on the same positions for every agent",
     )
-    buckets = [(lo, hi) for lo, hi in GRADE_BUCKETS if any(r.share_lost_between(lo, hi)[3] for r in grades.values())]
+    buckets = [(lo, hi) for lo, hi in GRADE_BUCKETS if any(r.share_lost_between(lo, hi).total for r in grades.values())]
     for column in ("agent", "n", "all", "critical", *(f"{lo}-{hi}" for lo, hi in buckets)):
         table.add_column(column, justify="left" if column == "agent" else "right", no_wrap=True)
     for name, report in grades.items():
         share, low, high, _ = report.share_lost()
         by_bucket = [report.share_lost_between(lo, hi) for lo, hi in buckets]
-        cells = [f"{bucket[0]:.3f}" if bucket[3] else "-" for bucket in (report.critical(), *by_bucket)]
+        cells = [f"{bucket.share:.3f}" if bucket.total else "-" for bucket in (report.critical(), *by_bucket)]
         table.add_row(name or LEARNER_GRADE, str(len(report.decisions)), f"{share:.3f} [{low:.2f}, {high:.2f}]", *cells)
     Console().print(table)
-    if "" in grades and "untrained" in grades and grades[""].share_lost()[0] > 0:
-        ratio = grades["untrained"].share_lost()[0] / grades[""].share_lost()[0]
+    if "" in grades and "untrained" in grades and grades[""].share_lost().share > 0:
+        ratio = grades["untrained"].share_lost().share / grades[""].share_lost().share
         print(f"untrained / learner: {ratio:.2f}x the value-losing decisions")
 
 

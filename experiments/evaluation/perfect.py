@@ -11,25 +11,25 @@ once in each seat. ``quarto grade --perfect-games N``, ``quarto evaluate --perfe
 ``solver`` entrant report it::
 
     report = points_lost(make_agent("greedy"), STANDARD, games=20, seed=0)
-    report.mean_lost()     # (mean points lost per game, low, high): 95% interval
-    report.share_losing()  # (share of games with a loss, low, high, games): Wilson interval
+    report.mean_lost()     # MeanLost(mean points lost per game, low, high): 95% interval
+    report.share_losing()  # Share(share of games with a loss, low, high, total games): Wilson interval
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from tqdm import tqdm
 
 from agents.base import Agent
 from agents.match import DEFAULT_OPENING_PLIES, OPENING_STREAM, GameRecord, opening_state, play_game, random_opening
-from experiments.evaluation.ratings import wilson_interval
-from experiments.options import markdown_table, number_argument
+from experiments.evaluation.ratings import Share, wilson_interval, wilson_share
+from experiments.evaluation.tables import markdown_table
 from quarto_env.core import NUM_SQUARES, State, Variant
+from quarto_env.errors import QuartoValueError
 
 if TYPE_CHECKING:
     from agents.solver.minimax import Solver, SolverAgent
@@ -37,30 +37,6 @@ if TYPE_CHECKING:
 PERFECT_SPEC = f"solver:empties={NUM_SQUARES}"
 """The perfect opponent: the solver agent, exact at every position (from the opening book where the variant ships
 one; without a book it searches, which takes seconds or more per move at 14 empty squares)."""
-
-MAX_PERFECT_GAMES = 100_000
-
-
-def add_perfect_games_argument(parser: argparse.ArgumentParser) -> None:
-    """Add ``--perfect-games N`` (default 0: none) to a command that grades or evaluates agents."""
-    parser.add_argument(
-        "--perfect-games",
-        type=_perfect_games,
-        default=0,
-        metavar="N",
-        help="also play N games (even: each opening in both seats) against perfect play and report the points "
-        "lost (default 0: none)",
-    )
-
-
-def _perfect_games(text: str) -> int:
-    """The argparse ``type=`` of ``--perfect-games``: an even number from 0 to :data:`MAX_PERFECT_GAMES`."""
-    games = int(number_argument("perfect-games", minimum=0, maximum=MAX_PERFECT_GAMES, integer=True)(text))
-    if games % 2:
-        raise argparse.ArgumentTypeError(
-            f"perfect-games must be even (each opening is played in both seats), got {games}"
-        )
-    return games
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +57,14 @@ class PerfectGame:
         return self.perfect_score - self.score
 
 
+class MeanLost(NamedTuple):
+    """The mean points lost per game, with its 95% interval ``low`` to ``high``; a tuple still, as JSON takes it."""
+
+    mean: float
+    low: float
+    high: float
+
+
 @dataclasses.dataclass
 class PerfectPlayReport:
     """An agent's games against a perfect opponent, and summaries with 95% intervals."""
@@ -89,20 +73,17 @@ class PerfectPlayReport:
     opponent: str
     games: list[PerfectGame]
 
-    def mean_lost(self) -> tuple[float, float, float]:
-        """``(mean, low, high)``: the mean points lost per game and its 95% interval -- Wilson's, as for the mean
-        scores of a tournament: a game's loss lies in [0, 1], so its variance is at most a share's of that mean."""
+    def mean_lost(self) -> MeanLost:
+        """The mean points lost per game and its 95% interval -- Wilson's, as for the mean scores of a tournament:
+        a game's loss lies in [0, 1], so its variance is at most a share's of that mean."""
         if not self.games:
-            return (0.0, 0.0, 1.0)
+            return MeanLost(0.0, 0.0, 1.0)
         mean = sum(game.lost for game in self.games) / len(self.games)
-        return (mean, *wilson_interval(mean, len(self.games)))
+        return MeanLost(mean, *wilson_interval(mean, len(self.games)))
 
-    def share_losing(self) -> tuple[float, float, float, int]:
-        """``(share, low, high, games)``: the share of games in which the agent lost any points, Wilson interval."""
-        if not self.games:
-            return (0.0, 0.0, 1.0, 0)
-        share = sum(game.lost > 0 for game in self.games) / len(self.games)
-        return (share, *wilson_interval(share, len(self.games)), len(self.games))
+    def share_losing(self) -> Share:
+        """The share of games in which the agent lost any points, with its Wilson interval."""
+        return wilson_share(sum(game.lost > 0 for game in self.games), len(self.games))
 
     def counts(self) -> dict[str, int]:
         """Games in all, and how many lost nothing, half a point (a won game drawn, a drawn one lost) or a point."""
@@ -175,7 +156,7 @@ def points_lost(
     random openings of ``opening_plies`` actions, each once in each seat (a progress bar on stderr when
     ``progress``). ``games`` must be even and at least 2."""
     if games < 2 or games % 2:
-        raise ValueError(f"games must be an even number >= 2 (each opening is played in both seats), got {games}")
+        raise QuartoValueError(f"games must be an even number >= 2 (each opening is played in both seats), got {games}")
     perfect = solver_agent(PERFECT_SPEC, variant, seed=int(np.random.SeedSequence([seed, 1]).generate_state(1)[0]))
     assert perfect is not None  # PERFECT_SPEC names the solver
     played = []

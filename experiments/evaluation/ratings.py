@@ -29,10 +29,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from quarto_env.errors import QuartoValueError
+from quarto_env.errors import QuartoValueError, RatingError
 
 ELO_SCALE = 400 / math.log(10)
 """Rating points per unit of log-odds: 400 points is a 10:1 expected score ratio."""
@@ -41,10 +42,6 @@ Z_95 = 1.959963984540054
 
 
 INTERVAL_METHODS = ("bootstrap", "hessian")
-
-
-class RatingError(QuartoValueError):
-    """Games that do not determine the ratings (unknown anchor, agents not connected by games)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,12 +65,28 @@ class Rating:
     score: float
 
 
+class Share(NamedTuple):
+    """A share of ``total`` decisions or games, with its 95% Wilson interval ``low`` to ``high``; a tuple still, as
+    JSON takes it (``[share, low, high, total]``)."""
+
+    share: float
+    low: float
+    high: float
+    total: int
+
+
+def wilson_share(hits: int, total: int) -> Share:
+    """The share ``hits / total`` with its Wilson interval; none of none is ``Share(0.0, 0.0, 1.0, 0)``."""
+    share = hits / total if total else 0.0
+    return Share(share, *wilson_interval(share, total), total)
+
+
 def wilson_interval(score: float, games: int, z: float = Z_95) -> tuple[float, float]:
     """The Wilson score interval for a mean score ``score`` over ``games`` games (draws as half a win)."""
     if games <= 0:
         return (0.0, 1.0)
     if not 0.0 <= score <= 1.0:
-        raise ValueError(f"score must be in [0, 1], got {score}")
+        raise QuartoValueError(f"score must be in [0, 1], got {score}")
     z2 = z * z
     centre = (score + z2 / (2 * games)) / (1 + z2 / games)
     half = z / (1 + z2 / games) * math.sqrt(score * (1 - score) / games + z2 / (4 * games * games))
@@ -102,9 +115,9 @@ def fit_ratings(
     if anchor not in names:
         raise RatingError(f"anchor {anchor!r} is not one of the agents: {', '.join(names)}")
     if intervals not in INTERVAL_METHODS:
-        raise ValueError(f"unknown interval method {intervals!r}; allowed: {', '.join(INTERVAL_METHODS)}")
+        raise QuartoValueError(f"unknown interval method {intervals!r}; allowed: {', '.join(INTERVAL_METHODS)}")
     if prior_draws < 0 or bootstrap < 0:
-        raise ValueError(f"prior_draws and bootstrap must be >= 0, got {prior_draws}, {bootstrap}")
+        raise QuartoValueError(f"prior_draws and bootstrap must be >= 0, got {prior_draws}, {bootstrap}")
     outcomes = _outcome_counts(len(names), games)
     _check_connected(names, outcomes.sum(axis=2))
     anchor_index = list(names).index(anchor)

@@ -28,7 +28,7 @@ from agents.solver.book import shipped_book
 from experiments.evaluation.games import SEAT_NAMES, KeptGame
 from experiments.evaluation.grading import DEFAULT_MAX_EMPTY, PositionValues
 from experiments.evaluation.moves import KEPT, describe_action, move_verdict
-from experiments.options import markdown_table
+from experiments.evaluation.tables import markdown_table
 from quarto_env.core import INITIAL_STATE, NO_WINNER, State, Variant, step
 from quarto_env.notation import format_position
 from quarto_env.render import render_image

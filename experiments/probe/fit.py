@@ -25,6 +25,7 @@ from experiments.probe.positions import ProbeSet
 from quarto_env.core import (
     Variant,
 )
+from quarto_env.errors import QuartoValueError
 from quarto_env.symmetry import Symmetries
 
 # ---------------------------------------------------------------------------------------------------------
@@ -186,7 +187,7 @@ def probe_loss(
         loss = loss + masked_policy_cross_entropy(out.logits, masks, keeps / keeps.sum(1, keepdim=True))
     if target in ("action-values", "both"):
         if out.action_value_logits is None:
-            raise ValueError("an action-value target needs a network with action_values=True")
+            raise QuartoValueError("an action-value target needs a network with action_values=True")
         classes = th.from_numpy(batch.action_values).to(device).long()[masks] + 1
         loss = loss + weighted_cross_entropy(
             out.action_value_logits[masks], classes, th.from_numpy(weights.action_value).to(device)

@@ -58,7 +58,9 @@ from agents.networks.designs import DEFAULT_ITERATIONS, MAX_ITERATIONS, TRANSFOR
 from agents.networks.policy_value import NETWORK_DESIGNS, PolicyValueNetwork, device_of
 from agents.storage.files import atomic_write_text
 from agents.tree.puct import encode_positions
-from experiments.evaluation.grading import SOLVER_COMFORT_EMPTY, check_empty_range, values_or_exit
+from experiments.evaluation.arguments import check_empty_range, values_or_exit
+from experiments.evaluation.grading import SOLVER_COMFORT_EMPTY
+from experiments.evaluation.tables import markdown_table
 from experiments.options import (
     SEED,
     CommandParser,
@@ -69,8 +71,6 @@ from experiments.options import (
     add_observation_argument,
     add_seed_argument,
     add_variant_arguments,
-    markdown_table,
-    output_file_argument,
     parse_command,
 )
 from experiments.output import add_overwrite_argument, claim_if_asked
@@ -437,9 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--cache", type=Path, default=None, metavar="FILE", help="JSON file of solved values to reuse and update"
     )
-    parser.add_argument(
-        "--json", type=output_file_argument("--json"), default=None, metavar="FILE", help="also write the figures here"
-    )
+    parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the figures here")
     add_overwrite_argument(parser, "--json")
     add_variant_arguments(parser)
     return parser

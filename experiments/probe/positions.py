@@ -20,6 +20,7 @@ from quarto_env.core import (
     position_array,
     state_of_row,
 )
+from quarto_env.errors import SamplingError
 from quarto_env.observation import ObservationKind
 
 
@@ -78,7 +79,7 @@ def sample_labelled_positions(
         if len(found) == count:
             break
     else:
-        raise RuntimeError(f"only {len(found)} of {count} searched positions found in {10 * count} games")
+        raise SamplingError(f"only {len(found)} of {count} searched positions found in {10 * count} games")
     states = list(found)
     values.label_missing(states, jobs)
     positions = position_array(states)

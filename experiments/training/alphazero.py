@@ -23,8 +23,8 @@ The loop, top to bottom (:func:`run`; the games and the replay buffer are :mod:`
    the last one: the same evaluations as PPO (``eval/<opponent>/...`` from ``eval_opening_plies`` random plies
    shared by both seatings, and ``eval/grade/``), with ``eval_sims`` simulations per move, and ``best.zip`` when
    the score improves; every ``checkpoint_every`` positions, ``latest.zip`` (network, optimizer, buffer) and
-   ``step_<N>.zip``. The schedule, checkpoints, evaluation logging and final table are every backend's
-   (:mod:`experiments.training.run`).
+   ``step_<N>.zip``. The schedule, checkpoints, evaluation logging and final table are every backend's run
+   (:func:`experiments.training.loop.train_run`, driving a :class:`SelfPlayLearner`).
 
 Workers (``workers: N``, :mod:`experiments.training.az_workers`): step 1 moves to N Ray actors, one CPU each, on
 this machine or the cluster of ``quarto train --address``; each plays its own ``num_games`` games (so N times as
@@ -53,10 +53,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import functools
 import json
 import time
-import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -64,37 +62,28 @@ from typing import Any, Protocol
 import numpy as np
 import torch as th
 from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
 
 from agents.alphazero import OPTIMIZER_ENTRY, AlphaZeroAgent, load_network, save_checkpoint
 from agents.base import Agent
-from agents.networks.checkpoints import CheckpointError, CheckpointHeader, read_weights, saved_bytes
+from agents.networks.checkpoints import CheckpointError, CheckpointHeader, entry_bytes, read_weights, saved_bytes
 from agents.networks.policy_value import PolicyValueNetwork, device_of, resolve_device
 from agents.storage.files import atomic_write_bytes
 from agents.tree.puct import encode_positions
-from experiments.evaluation.games import seeded_torch
+from experiments.evaluation.games import Mover, seeded_torch
 from experiments.evaluation.log import EvaluationLog
 from experiments.training.az_selfplay import (
     ExactOutcomes,
+    PUCTMover,
     ReplayBuffer,
-    SearchOpponent,
     SelfPlayReport,
     new_network,
     play_rounds,
     self_play,
 )
 from experiments.training.config import TrainConfig
-from experiments.training.run import (
-    Checkpoints,
-    Schedule,
-    evaluation_plan,
-    finish_run,
-    open_tensorboard,
-    progress_bar,
-    read_resume_point,
-    run_seed,
-    saved_on_interrupt,
-    stopping_step,
-)
+from experiments.training.loop import Habits, Learner, train_run
+from experiments.training.run import evaluation_log, read_resume_point, run_seed
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.symmetry import Symmetries
@@ -122,10 +111,10 @@ class Trainer:
     network: PolicyValueNetwork
     optimizer: th.optim.Optimizer
     buffer: ReplayBuffer
+    evaluations: EvaluationLog
+    """The run's evaluations: their plan, the best score so far, the untrained reference."""
     steps: int = 0
     games_played: int = 0
-    best_score: float = -1.0
-    """The best evaluation score when the run starts (-1 before the first evaluation)."""
 
 
 def start(config: TrainConfig, run_dir: Path, resume: bool) -> Trainer:
@@ -137,7 +126,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Trainer:
     network.to(resolve_device(config.device))  # before the optimizer: it keeps its state beside the weights
     settings = config.alphazero
     optimizer = th.optim.AdamW(network.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
-    trainer = Trainer(config, variant, network, optimizer, ReplayBuffer(settings.buffer_size))
+    trainer = Trainer(config, variant, network, optimizer, ReplayBuffer(settings.buffer_size), evaluation_log(config))
     if resume:
         _restore(trainer, run_dir)
     return trainer
@@ -151,14 +140,14 @@ def _restore(trainer: Trainer, run_dir: Path) -> None:
     checkpoint = resumed.checkpoint
     network, _ = load_network(checkpoint, trainer.variant, metadata=resumed.metadata)
     trainer.network.load_state_dict(network.state_dict())
-    trainer.steps, trainer.best_score = resumed.steps, resumed.best_score
+    trainer.steps, trainer.evaluations.best_score = resumed.steps, resumed.best_score
     if not resumed.complete:  # the network alone (latest.zip was damaged): a fresh optimizer and an empty buffer
         return
     try:
         trainer.optimizer.load_state_dict(read_weights(checkpoint, OPTIMIZER_ENTRY))
         for group in trainer.optimizer.param_groups:  # the config's values apply from the resumed step on
             group["lr"], group["weight_decay"] = settings.learning_rate, settings.weight_decay
-        trainer.buffer.load_bytes(_entry_bytes(checkpoint, BUFFER_ENTRY))
+        trainer.buffer.load_bytes(entry_bytes(checkpoint, BUFFER_ENTRY))
         trainer.games_played = int(resumed.metadata.get("games_played", 0))
     except CheckpointError:
         raise
@@ -166,100 +155,119 @@ def _restore(trainer: Trainer, run_dir: Path) -> None:
         raise CheckpointError(f"checkpoint {str(checkpoint)!r} cannot be resumed: {one_line(exc)}") from exc
 
 
-def _entry_bytes(path: Path, entry: str) -> bytes:
-    with zipfile.ZipFile(path) as archive:
-        if entry not in archive.namelist():
-            raise CheckpointError(f"checkpoint {str(path)!r} has no {entry}: it cannot be resumed")
-        return archive.read(entry)
-
-
 def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
-    """Self-play and train up to ``total_steps`` positions, then end the run
-    (:func:`experiments.training.run.finish_run`); returns the final checkpoint's path."""
-    variant, network = trainer.variant, trainer.network
+    """Self-play and train up to ``total_steps`` positions in the run's life
+    (:func:`experiments.training.loop.train_run`); returns the final checkpoint's path."""
     rng = np.random.default_rng(run_seed(config, trainer.steps))
-    writer = open_tensorboard(run_dir, config, trainer.steps, graded=GRADED_BESIDES)
-    if trainer.steps:
-        print(f"resuming {run_dir} at step {trainer.steps:,} with {trainer.buffer.size:,} positions in the buffer")
-    settings = config.alphazero
-    symmetries = Symmetries(variant) if settings.augment else None
-    stats = _Stats(steps_at_start=trainer.steps)
-    exact = ExactOutcomes(variant, settings.exact_outcome_empties) if settings.exact_outcome_empties else None
+    with _self_play_source(trainer, rng, tqdm.write) as source:
+        return train_run(config, run_dir, SelfPlayLearner(trainer, source, rng))
 
-    def record(key: str, value: float) -> None:
-        writer.add_scalar(key, value, trainer.steps)
 
-    evaluations = EvaluationLog(
-        evaluation_plan(config),
-        variant,
-        record,
-        trainer.best_score,
-        lambda: _graded(trainer),
-        lambda: _untrained_reference(trainer),
-        tensorboard=lambda: (writer, trainer.steps),
-    )
-    checkpoints = Checkpoints(run_dir, functools.partial(_save, trainer, evaluations))
-    write_untrained_checkpoint(config, run_dir)
-    schedule = Schedule(config, trainer.steps, snapshots=False)
-    stop = stopping_step(config, trainer.steps, config.num_games, "each round of self-play adds num_games = {leap}")
-    progress = progress_bar(trainer.steps, stop, "pos")
-    samples_owed = 0.0
-    updates = 0  # gradient steps of this process: the version of the weights the workers are sent
+class SearchLearner(Learner):
+    """What the learners of both AlphaZero backends share: a leap adds searched positions (the progress bar's
+    ``pos``), the curves end with an evaluation of the final network, and the evaluations play and grade the
+    network with the project's search. ``trainer``: the backend's state (its config, network, buffer, counters
+    and evaluation log)."""
 
-    def evaluate() -> None:
-        players = [_search_player(network, variant, config, config.eval_games)]
-        if evaluations.evaluate(players, progress)[1]:
-            checkpoints.save_best()
-        writer.flush()
+    def __init__(self, trainer: Any, leap: int, leaps: str) -> None:
+        self.trainer = trainer
+        self.evaluations: EvaluationLog = trainer.evaluations
+        self.habits = Habits("pos", leap, leaps, evaluates_last=True, graded_besides=GRADED_BESIDES)
 
-    # The bar closes as the block ends, also on Ctrl-C: it must not redraw under quarto train's message. Ctrl-C
-    # saves latest.zip with the rounds stored so far (one in progress is lost: steps count a round once stored).
-    with saved_on_interrupt(checkpoints), progress, _self_play_source(trainer, rng, progress.write) as source:
-        if schedule.due(trainer.steps):  # a fresh run's evaluation at step 0, before it trains
-            evaluate()
-        while trainer.steps < config.total_steps:
-            # 1. Self-play: a round of moves in every game (here or a worker's); finished games go to the buffer.
-            report = source.next_report()
-            outcome = report.outcome if exact is None else exact.rescore(report.positions, report.outcome)
-            trainer.buffer.add(report.positions, report.policy, outcome, report.root_value)
-            trainer.steps += report.searched
-            trainer.games_played += len(report.lengths)
-            stats.add(report, updates)
-            progress.update(report.searched)
-            # 2. Learn: sample_reuse samples per new stored position (a cheap round stores none).
-            samples_owed += settings.sample_reuse * report.games * report.stored_rounds
-            tick = time.perf_counter()
-            while samples_owed >= settings.batch_size and trainer.buffer.size >= settings.batch_size:
-                stats.losses.append(_train_step(trainer, symmetries, rng))
-                samples_owed -= settings.batch_size
-                updates += 1
-            stats.train_seconds += time.perf_counter() - tick
-            if updates - source.version >= settings.broadcast_every:
-                source.broadcast(network, updates)
-            # 3. Evaluate (also at the last step: the curves end with the final network), log, checkpoint.
-            due = schedule.due(trainer.steps)
-            if "evaluation" in due or trainer.steps >= config.total_steps:
-                stats = stats.log(writer, trainer)
-                if exact is not None and exact.rescored:  # how often self-play's outcome was not the exact value
-                    record("charts/exact_outcome_changed", exact.changed / exact.rescored)
-                _record_workers(source, run_dir)
-                evaluate()
-            if "checkpoint" in due:
-                checkpoints.save_step(trainer.steps)
+    @property
+    def steps(self) -> int:
+        return int(self.trainer.steps)
 
-    final = finish_run(
-        config,
-        checkpoints,
-        trainer.steps,
-        lambda checkpoint: [
-            _search_player(load_network(checkpoint, variant)[0], variant, config, config.final_eval_games)
-        ],
-        record,
-        f"az:{checkpoints.final}",
-        lambda checkpoint: evaluations.grade_all(_graded(trainer, load_network(checkpoint, variant)[0])),
-    )
-    writer.close()
-    return final
+    def begin(self, run_dir: Path, writer: SummaryWriter) -> str:
+        self.run_dir, self.writer = run_dir, writer
+        self.write_untrained(run_dir)
+        return f"{int(self.trainer.buffer.size):,} positions in the buffer"
+
+    def write_untrained(self, run_dir: Path) -> None:
+        """Write ``checkpoints/untrained.zip`` unless the run has it (:func:`write_untrained_checkpoint`)."""
+        raise NotImplementedError
+
+    def network(self, checkpoint: Path | None = None) -> PolicyValueNetwork:
+        """The network the search reads: the learner's, or the one in ``checkpoint``."""
+        raise NotImplementedError
+
+    def players(self, checkpoint: Path | None = None) -> list[Mover]:
+        config = self.trainer.config
+        games = config.eval_games if checkpoint is None else config.final_eval_games
+        return [search_player(self.network(checkpoint), config, games)]
+
+    def graded(self, checkpoint: Path | None = None) -> dict[str, Agent]:
+        return graded_agents(self.trainer.config, self.network(checkpoint))
+
+    def references(self) -> dict[str, Agent]:
+        return untrained_reference(self.trainer.config, self.untrained())
+
+    def untrained(self) -> PolicyValueNetwork:
+        """The untrained reference network (:func:`untrained_network`), beside the learner's."""
+        raise NotImplementedError
+
+    def agent_spec(self, final: Path) -> str:
+        return f"az:{final}"
+
+
+class SelfPlayLearner(SearchLearner):
+    """The torch AlphaZero learner (:class:`Trainer`) with its self-play ``source``: a leap is one round of moves
+    in every game, stored, then trained on."""
+
+    def __init__(self, trainer: Trainer, source: _SelfPlaySource, rng: np.random.Generator) -> None:
+        config, settings = trainer.config, trainer.config.alphazero
+        super().__init__(trainer, config.num_games, "each round of self-play adds num_games = {leap}")
+        self.source, self.rng = source, rng
+        self.symmetries = Symmetries(trainer.variant) if settings.augment else None
+        self.exact = (
+            ExactOutcomes(trainer.variant, settings.exact_outcome_empties) if settings.exact_outcome_empties else None
+        )
+        self.stats = _Stats(steps_at_start=trainer.steps)
+        self.samples_owed = 0.0
+        self.updates = 0
+        """Gradient steps of this process: the version of the weights the workers are sent."""
+
+    def write_untrained(self, run_dir: Path) -> None:
+        write_untrained_checkpoint(self.trainer.config, run_dir)
+
+    def network(self, checkpoint: Path | None = None) -> PolicyValueNetwork:
+        if checkpoint is None:
+            return self.trainer.network
+        return load_network(checkpoint, self.trainer.variant)[0]
+
+    def untrained(self) -> PolicyValueNetwork:
+        return untrained_network(self.trainer.config, self.trainer.variant).to(device_of(self.trainer.network))
+
+    def leap(self) -> None:
+        trainer, settings = self.trainer, self.trainer.config.alphazero
+        # 1. Self-play: a round of moves in every game (here or a worker's); finished games go to the buffer. Ctrl-C
+        # loses the round in progress: steps count a round once it is stored.
+        report = self.source.next_report()
+        exact = self.exact
+        outcome = report.outcome if exact is None else exact.rescore(report.positions, report.outcome)
+        trainer.buffer.add(report.positions, report.policy, outcome, report.root_value)
+        trainer.steps += report.searched
+        trainer.games_played += len(report.lengths)
+        self.stats.add(report, self.updates)
+        # 2. Learn: sample_reuse samples per new stored position (a cheap round stores none).
+        self.samples_owed += settings.sample_reuse * report.games * report.stored_rounds
+        tick = time.perf_counter()
+        while self.samples_owed >= settings.batch_size and trainer.buffer.size >= settings.batch_size:
+            self.stats.losses.append(_train_step(trainer, self.symmetries, self.rng))
+            self.samples_owed -= settings.batch_size
+            self.updates += 1
+        self.stats.train_seconds += time.perf_counter() - tick
+        if self.updates - self.source.version >= settings.broadcast_every:
+            self.source.broadcast(trainer.network, self.updates)
+
+    def log_charts(self) -> None:
+        self.stats = self.stats.log(self.writer, self.trainer)
+        if self.exact is not None and self.exact.rescored:  # how often self-play's outcome was not the exact value
+            self.writer.add_scalar("charts/exact_outcome_changed", self.exact.changed / self.exact.rescored, self.steps)
+        _record_workers(self.source, self.run_dir)
+
+    def save(self, path: Path, resumable: bool) -> None:
+        _save(self.trainer, path, resumable)
 
 
 class _SelfPlaySource(Protocol):
@@ -340,6 +348,10 @@ def _train_step(trainer: Trainer, symmetries: Symmetries | None, rng: np.random.
     return policy_loss.item(), value_loss.item()
 
 
+SUMMED = ("rounds", "stored_rounds", "simulations", "tree_seconds", "network_seconds", "search_seconds")
+"""The counts of a :class:`SelfPlayReport` that the statistics add up."""
+
+
 @dataclasses.dataclass
 class _Stats:
     """What happened since the last log."""
@@ -352,12 +364,8 @@ class _Stats:
     root_value: list[float] = dataclasses.field(default_factory=list)
     lengths: list[int] = dataclasses.field(default_factory=list)
     decisive: list[bool] = dataclasses.field(default_factory=list)
-    rounds: int = 0
-    stored_rounds: int = 0
-    simulations: int = 0
-    tree_seconds: float = 0.0
-    network_seconds: float = 0.0
-    search_seconds: float = 0.0
+    sums: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    """The counts of the reports that add up (:data:`SUMMED`), added up."""
     by_worker: collections.Counter[int] = dataclasses.field(default_factory=collections.Counter)
     """Searched positions per worker (none without workers)."""
     staleness: list[int] = dataclasses.field(default_factory=list)
@@ -369,33 +377,28 @@ class _Stats:
         self.root_value += report.root_abs_value
         self.lengths += report.lengths
         self.decisive += report.decisive
-        self.rounds += report.rounds
-        self.stored_rounds += report.stored_rounds
-        self.simulations += report.simulations
-        self.tree_seconds += report.tree_seconds
-        self.network_seconds += report.network_seconds
-        self.search_seconds += report.search_seconds
+        self.sums.update({name: getattr(report, name) for name in SUMMED})
         if report.worker >= 0:
             self.by_worker[report.worker] += report.searched
             self.staleness.append(updates - report.weights_version)
 
     def log(self, writer: SummaryWriter, trainer: Trainer) -> _Stats:
         """Write the charts and losses at the trainer's step; returns the statistics to count from now on."""
-        step = trainer.steps
+        step, sums = trainer.steps, self.sums
         seconds = max(time.perf_counter() - self.started, 1e-9)
         games = len(self.lengths)
         scalars = {
             "charts/positions_per_s": (step - self.steps_at_start) / seconds,
             "charts/games_per_s": games / seconds,
-            "charts/sims_per_s": self.simulations / max(self.search_seconds, 1e-9),
-            "charts/tree_share": self.tree_seconds / max(self.tree_seconds + self.network_seconds, 1e-9),
+            "charts/sims_per_s": sums["simulations"] / max(sums["search_seconds"], 1e-9),
+            "charts/tree_share": sums["tree_seconds"] / max(sums["tree_seconds"] + sums["network_seconds"], 1e-9),
             "charts/train_share": self.train_seconds / seconds,
             "charts/buffer_size": trainer.buffer.size,
             "charts/games_played": trainer.games_played,
             "charts/game_length": float(np.mean(self.lengths)) if games else None,
             "charts/decisive_share": float(np.mean(self.decisive)) if games else None,
             "charts/root_abs_value": float(np.mean(self.root_value)) if self.root_value else None,
-            "charts/stored_share": self.stored_rounds / max(self.rounds, 1),
+            "charts/stored_share": sums["stored_rounds"] / max(sums["rounds"], 1),
             "charts/weights_staleness": float(np.mean(self.staleness)) if self.staleness else None,
             **{f"charts/worker_{index}_positions": count for index, count in sorted(self.by_worker.items())},
             "losses/policy_agreement": float(np.mean(self.agreement)) if self.agreement else None,
@@ -408,26 +411,48 @@ class _Stats:
         return _Stats(steps_at_start=step)
 
 
-def _search_player(network: PolicyValueNetwork, variant: Variant, config: TrainConfig, games: int) -> SearchOpponent:
+def search_player(network: PolicyValueNetwork, config: TrainConfig, games: int) -> PUCTMover:
     """The network with its search (``eval_sims`` simulations, the config's ``root`` without noise), in ``games``
-    games at once: the learner of the evaluations."""
+    games at once: the learner of the evaluations (the JAX backend's too, its network on the CPU)."""
     settings = config.alphazero
     gumbel_actions = settings.gumbel_actions if settings.root == "gumbel" else None
-    return SearchOpponent(network, variant, games, settings.eval_sims, settings.c_puct, gumbel_actions)
+    return PUCTMover(network, config.variant, games, settings.eval_sims, settings.c_puct, gumbel_actions)
 
 
-def _graded(trainer: Trainer, network: PolicyValueNetwork | None = None) -> dict[str, Agent]:
+def graded_agents(config: TrainConfig, network: PolicyValueNetwork) -> dict[str, Agent]:
     """What every evaluation grades: the network with its search (``eval_sims``; the curves ``eval/grade/``), its
     policy alone (``eval/grade/policy/``), and, where ``sims`` differs, the search of self-play
-    (``eval/grade/search<sims>/``). ``network``: another than the trainer's (the final checkpoint's)."""
-    settings, network = trainer.config.alphazero, network or trainer.network
+    (``eval/grade/search<sims>/``)."""
+    settings = config.alphazero
     graded: dict[str, Agent] = {
-        "": _search_agent(trainer, network, settings.eval_sims),
-        "policy": _search_agent(trainer, network, 0),
+        "": _search_agent(config, network, settings.eval_sims),
+        "policy": _search_agent(config, network, 0),
     }
     if settings.sims != settings.eval_sims:
-        graded[f"search{settings.sims}"] = _search_agent(trainer, network, settings.sims)
+        graded[f"search{settings.sims}"] = _search_agent(config, network, settings.sims)
     return graded
+
+
+def untrained_reference(config: TrainConfig, network: PolicyValueNetwork) -> dict[str, Agent]:
+    """The same search (``eval_sims``) with the untrained reference ``network`` (:func:`untrained_network`),
+    graded once per run (``eval/grade/untrained/``): the grade the search reaches without learning."""
+    return {"untrained": _search_agent(config, network, config.alphazero.eval_sims)}
+
+
+def _search_agent(config: TrainConfig, network: PolicyValueNetwork, sims: int) -> AlphaZeroAgent:
+    """``network`` with ``sims`` simulations of search (0: its policy alone) as an agent, to grade."""
+    settings = config.alphazero
+    agent = AlphaZeroAgent(
+        config.variant,
+        config.seed,
+        network=network,
+        sims=sims,
+        c=settings.c_puct,
+        root=settings.root,
+        k=settings.gumbel_actions,
+    )
+    agent.spec = "learner"
+    return agent
 
 
 def untrained_network(config: TrainConfig, variant: Variant) -> PolicyValueNetwork:
@@ -451,30 +476,7 @@ def write_untrained_checkpoint(config: TrainConfig, run_dir: Path) -> Path:
     return path
 
 
-def _untrained_reference(trainer: Trainer) -> dict[str, Agent]:
-    """The same search (``eval_sims``) with the untrained reference network (:func:`untrained_network`), graded
-    once per run (``eval/grade/untrained/``): the grade the search reaches without learning."""
-    untrained = untrained_network(trainer.config, trainer.variant).to(device_of(trainer.network))
-    return {"untrained": _search_agent(trainer, untrained, trainer.config.alphazero.eval_sims)}
-
-
-def _search_agent(trainer: Trainer, network: PolicyValueNetwork, sims: int) -> AlphaZeroAgent:
-    """``network`` with ``sims`` simulations of search (0: its policy alone) as an agent, to grade."""
-    config = trainer.config
-    agent = AlphaZeroAgent(
-        trainer.variant,
-        config.seed,
-        network=network,
-        sims=sims,
-        c=config.alphazero.c_puct,
-        root=config.alphazero.root,
-        k=config.alphazero.gumbel_actions,
-    )
-    agent.spec = "learner"
-    return agent
-
-
-def _save(trainer: Trainer, evaluations: EvaluationLog, path: Path, resumable: bool) -> None:
+def _save(trainer: Trainer, path: Path, resumable: bool) -> None:
     """Checkpoint the network atomically; ``resumable`` adds the optimizer and the buffer (for ``--resume``)."""
     extras = {}
     if resumable:  # the optimizer's state is saved from CPU copies, as the network's (agents.networks.checkpoints)
@@ -482,7 +484,7 @@ def _save(trainer: Trainer, evaluations: EvaluationLog, path: Path, resumable: b
     metadata = {
         "config": trainer.config.to_dict(),
         "games_played": trainer.games_played,
-        **evaluations.checkpoint_fields(),
+        **trainer.evaluations.checkpoint_fields(),
     }
     header = CheckpointHeader(trainer.variant, trainer.network.kind.name, trainer.steps)
     save_checkpoint(path, trainer.network, header, metadata, extras)

@@ -39,14 +39,13 @@ once per process (about half a minute on a CPU; the rates in ``charts/`` leave t
 JAX_FIXED`: another network design, playout-cap randomisation, exact rescoring, Ray workers, augmentation).
 
 ``device``: ``cpu`` runs on the CPU, ``auto`` on JAX's default device (a GPU where jax has one), ``cuda`` on a GPU
-or is refused. :func:`selfplay_positions_per_second` times the iteration alone, for the device check;
-:func:`compare_backends` times the self-play of both backends A/B.
+or is refused. :mod:`experiments.training.alphazero_jax_timing` times the iteration, for the device check, and
+the self-play of both backends A/B.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import io
 import time
 from collections.abc import Callable
@@ -59,17 +58,15 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import optax
+from tqdm import tqdm
 
-from agents.alphazero import AlphaZeroAgent
-from agents.base import Agent
-from agents.networks.checkpoints import CheckpointError, CheckpointHeader
+from agents.networks.checkpoints import CheckpointError, CheckpointHeader, entry_bytes
 from agents.networks.jax_network import (
     ILLEGAL_LOGIT,
     JaxEvaluator,
     SlotsNetwork,
     arrays_bytes,
     batched,
-    entry_bytes,
     load_network,
     masked_logits,
     new_network,
@@ -82,23 +79,13 @@ from agents.networks.policy_value import PolicyValueNetwork
 from experiments.evaluation.log import EvaluationLog
 from experiments.training.alphazero import (
     BUFFER_ENTRY,
-    GRADED_BESIDES,
     UNTRAINED_CHECKPOINT,
     UNTRAINED_SEED_OFFSET,
+    SearchLearner,
 )
-from experiments.training.az_selfplay import SearchOpponent
 from experiments.training.config import AlphaZeroConfig, ConfigError, TrainConfig
-from experiments.training.run import (
-    Checkpoints,
-    Schedule,
-    evaluation_plan,
-    finish_run,
-    open_tensorboard,
-    progress_bar,
-    read_resume_point,
-    run_seed,
-    stopping_step,
-)
+from experiments.training.loop import train_run
+from experiments.training.run import evaluation_log, read_resume_point, run_seed
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.jax import QuartoEnv
@@ -471,9 +458,9 @@ class Trainer:
     optimizer: optax.GradientTransformation
     opt_state: Any
     buffer: Replay
+    evaluations: EvaluationLog
     steps: int = 0
     games_played: int = 0
-    best_score: float = -1.0
 
     @property
     def network(self) -> SlotsNetwork:
@@ -505,7 +492,10 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Trainer:
     params, static = eqx.partition(network, eqx.is_array)
     optimizer = make_optimizer(config.alphazero)
     buffer = Replay.empty(config.alphazero.buffer_size, env.observation_shape, env.num_actions)
-    trainer = Trainer(config, variant, env, device, params, static, optimizer, optimizer.init(params), buffer)
+    evaluations = evaluation_log(config)
+    trainer = Trainer(
+        config, variant, env, device, params, static, optimizer, optimizer.init(params), buffer, evaluations
+    )
     if resume:
         _restore(trainer, run_dir)
     trainer.params, trainer.opt_state, trainer.buffer = jax.device_put(
@@ -544,7 +534,7 @@ def _restore(trainer: Trainer, run_dir: Path) -> None:
     checkpoint = resumed.checkpoint
     network, _ = load_network(checkpoint, trainer.variant, metadata=resumed.metadata)
     trainer.params = eqx.filter(network, eqx.is_array)
-    trainer.steps, trainer.best_score = resumed.steps, resumed.best_score
+    trainer.steps, trainer.evaluations.best_score = resumed.steps, resumed.best_score
     if not resumed.complete:
         return
     try:
@@ -559,78 +549,52 @@ def _restore(trainer: Trainer, run_dir: Path) -> None:
 
 
 def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
-    """Self-play and train up to ``total_steps`` positions, then end the run
-    (:func:`experiments.training.run.finish_run`); returns the final checkpoint's path."""
-    variant = trainer.variant
-    writer = open_tensorboard(run_dir, config, trainer.steps, graded=GRADED_BESIDES)
-    if trainer.steps:
-        size = int(trainer.buffer.size)
-        print(f"resuming {run_dir} at step {trainer.steps:,} with {size:,} positions in the buffer")
+    """Self-play and train up to ``total_steps`` positions in the run's life
+    (:func:`experiments.training.loop.train_run`); returns the final checkpoint's path."""
+    return train_run(config, run_dir, IterationLearner(trainer))
 
-    def record(key: str, value: float) -> None:
-        writer.add_scalar(key, value, trainer.steps)
 
-    evaluations = EvaluationLog(
-        evaluation_plan(config),
-        variant,
-        record,
-        trainer.best_score,
-        lambda: _graded(trainer, trainer.network),
-        lambda: _untrained_reference(trainer),
-        tensorboard=lambda: (writer, trainer.steps),
-    )
-    checkpoints = Checkpoints(run_dir, functools.partial(_save, trainer, evaluations))
-    write_untrained_checkpoint(config, run_dir)
-    schedule = Schedule(config, trainer.steps, snapshots=False)
-    leap = config.num_games * config.alphazero.rollout_steps
-    stop = stopping_step(config, trainer.steps, leap, "each iteration plays num_games * rollout_steps = {leap}")
-    progress = progress_bar(trainer.steps, stop, "pos")
-    iteration = compiled_iteration(trainer)
-    key = jax.device_put(jax.random.key(run_seed(config, trainer.steps)), trainer.device)
-    stats = _Stats()
+class IterationLearner(SearchLearner):
+    """The JAX AlphaZero learner (:class:`Trainer`): a leap is one jitted iteration of self-play and training."""
 
-    def evaluate() -> None:
-        if evaluations.evaluate([_search_player(trainer.network, config, config.eval_games)], progress)[1]:
-            checkpoints.save_best()
-        writer.flush()
+    def __init__(self, trainer: Trainer) -> None:
+        config = trainer.config
+        self.size = config.num_games * config.alphazero.rollout_steps
+        super().__init__(trainer, self.size, "each iteration plays num_games * rollout_steps = {leap}")
+        self.iteration = compiled_iteration(trainer)
+        self.key = jax.device_put(jax.random.key(run_seed(config, trainer.steps)), trainer.device)
+        self.stats = _Stats()
 
-    with progress:
-        if schedule.due(trainer.steps):
-            evaluate()
-        if trainer.steps < config.total_steps:
-            progress.write("compiling the jitted self-play-and-train iteration (once per run) ...")
-        while trainer.steps < config.total_steps:
-            key, step_key = jax.random.split(key)
-            began = time.perf_counter()
-            trainer.params, trainer.opt_state, trainer.buffer, metrics = iteration(
-                trainer.params, trainer.opt_state, trainer.buffer, step_key
-            )
-            report = jax.device_get(metrics)  # waits for the iteration
-            trainer.steps += leap
-            trainer.games_played += int(report.games)
-            stats.add(report, leap, time.perf_counter() - began)
-            progress.update(leap)
-            due = schedule.due(trainer.steps)
-            if "evaluation" in due or trainer.steps >= config.total_steps:
-                stats = stats.log(writer, trainer)
-                evaluate()
-            if "checkpoint" in due:
-                checkpoints.save_step(trainer.steps)
+    def write_untrained(self, run_dir: Path) -> None:
+        write_untrained_checkpoint(self.trainer.config, run_dir)
 
-    def final_network(checkpoint: Path) -> SlotsNetwork:
-        return load_network(checkpoint, variant)[0]
+    def untrained(self) -> PolicyValueNetwork:
+        return evaluator(untrained_network(self.trainer.config))
 
-    final = finish_run(
-        config,
-        checkpoints,
-        trainer.steps,
-        lambda checkpoint: [_search_player(final_network(checkpoint), config, config.final_eval_games)],
-        record,
-        f"az:{checkpoints.final}",
-        lambda checkpoint: evaluations.grade_all(_graded(trainer, final_network(checkpoint))),
-    )
-    writer.close()
-    return final
+    def network(self, checkpoint: Path | None = None) -> PolicyValueNetwork:
+        """The network on the CPU, as the project's search reads it."""
+        network = self.trainer.network if checkpoint is None else load_network(checkpoint, self.trainer.variant)[0]
+        return evaluator(network)
+
+    def leap(self) -> None:
+        trainer = self.trainer
+        if not self.stats.compiled:
+            tqdm.write("compiling the jitted self-play-and-train iteration (once per run) ...")
+        self.key, step_key = jax.random.split(self.key)
+        began = time.perf_counter()
+        trainer.params, trainer.opt_state, trainer.buffer, metrics = self.iteration(
+            trainer.params, trainer.opt_state, trainer.buffer, step_key
+        )
+        report = jax.device_get(metrics)  # waits for the iteration
+        trainer.steps += self.size
+        trainer.games_played += int(report.games)
+        self.stats.add(report, self.size, time.perf_counter() - began)
+
+    def log_charts(self) -> None:
+        self.stats = self.stats.log(self.writer, self.trainer)
+
+    def save(self, path: Path, resumable: bool) -> None:
+        _save(self.trainer, path, resumable)
 
 
 @dataclasses.dataclass
@@ -684,40 +648,9 @@ class _Stats:
 # ---------------------------------------------------------------------------------------------------------
 # Evaluations, checkpoints
 # ---------------------------------------------------------------------------------------------------------
-def _search_player(network: SlotsNetwork, config: TrainConfig, games: int) -> SearchOpponent:
-    """The network on the CPU with the project's search (``eval_sims``, the config's ``root`` without noise), in
-    ``games`` games at once: the learner of the evaluations, as the torch backend's."""
-    settings = config.alphazero
-    gumbel_actions = settings.gumbel_actions if settings.root == "gumbel" else None
-    evaluator = cast(PolicyValueNetwork, JaxEvaluator(network))  # what the search reads of a network: kind, evaluate
-    return SearchOpponent(evaluator, config.variant, games, settings.eval_sims, settings.c_puct, gumbel_actions)
-
-
-def _search_agent(config: TrainConfig, network: SlotsNetwork, sims: int) -> Agent:
-    """``network`` with ``sims`` simulations of the project's search (0: its policy alone) as an agent, to grade."""
-    settings = config.alphazero
-    evaluator = cast(PolicyValueNetwork, JaxEvaluator(network))
-    agent = AlphaZeroAgent(
-        config.variant,
-        config.seed,
-        network=evaluator,
-        sims=sims,
-        c=settings.c_puct,
-        root=settings.root,
-        k=settings.gumbel_actions,
-    )
-    agent.spec = "learner"
-    return agent
-
-
-def _graded(trainer: Trainer, network: SlotsNetwork) -> dict[str, Agent]:
-    """What every evaluation grades, as the torch backend: the network with its search (``eval_sims``), its policy
-    alone (``policy``), and where ``sims`` differs the search of self-play (``search<sims>``)."""
-    config, settings = trainer.config, trainer.config.alphazero
-    graded = {"": _search_agent(config, network, settings.eval_sims), "policy": _search_agent(config, network, 0)}
-    if settings.sims != settings.eval_sims:
-        graded[f"search{settings.sims}"] = _search_agent(config, network, settings.sims)
-    return graded
+def evaluator(network: SlotsNetwork) -> PolicyValueNetwork:
+    """``network`` on the CPU as the project's search reads a network (its kind, its evaluation)."""
+    return cast(PolicyValueNetwork, JaxEvaluator(network))
 
 
 def untrained_network(config: TrainConfig) -> SlotsNetwork:
@@ -737,13 +670,7 @@ def write_untrained_checkpoint(config: TrainConfig, run_dir: Path) -> Path:
     return path
 
 
-def _untrained_reference(trainer: Trainer) -> dict[str, Agent]:
-    """The search (``eval_sims``) with the untrained reference network, graded once per run."""
-    config = trainer.config
-    return {"untrained": _search_agent(config, untrained_network(config), config.alphazero.eval_sims)}
-
-
-def _save(trainer: Trainer, evaluations: EvaluationLog, path: Path, resumable: bool) -> None:
+def _save(trainer: Trainer, path: Path, resumable: bool) -> None:
     """Checkpoint the network atomically; ``resumable`` adds the optimizer's state and the buffer."""
     extras = {}
     if resumable:
@@ -752,66 +679,6 @@ def _save(trainer: Trainer, evaluations: EvaluationLog, path: Path, resumable: b
             BUFFER_ENTRY: trainer.buffer.to_bytes(),
         }
     metadata = {"config": trainer.config.to_dict(), "games_played": trainer.games_played}
-    metadata |= evaluations.checkpoint_fields()
+    metadata |= trainer.evaluations.checkpoint_fields()
     header = CheckpointHeader(trainer.variant, trainer.config.observation.name, trainer.steps)
     save_checkpoint(path, trainer.network, header, metadata, extras)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The device check
-# ---------------------------------------------------------------------------------------------------------
-def selfplay_positions_per_second(config: TrainConfig, seconds: float) -> float:
-    """Searched self-play positions per second of ``config``'s jitted iteration (self-play and its gradient
-    steps), on its device, timed over whole iterations for at least ``seconds`` after one that compiles it;
-    writes nothing."""
-    trainer = start(config, Path("."), resume=False)
-    iteration = compiled_iteration(trainer)
-    key = jax.device_put(jax.random.key(config.seed), trainer.device)
-    state = (trainer.params, trainer.opt_state, trainer.buffer)
-    state = iteration(*state, key)[:3]
-    jax.block_until_ready(state)
-    done, began = 0, time.perf_counter()
-    while True:
-        key, step_key = jax.random.split(key)
-        state = iteration(*state, step_key)[:3]
-        jax.block_until_ready(state)
-        done += config.num_games * config.alphazero.rollout_steps
-        elapsed = time.perf_counter() - began
-        if elapsed >= seconds:
-            return done / elapsed
-
-
-def compare_backends(config: TrainConfig, seconds: float, rounds: int = 3) -> dict[str, list[float]]:
-    """Self-play searched positions per second of the torch backend and of this one for ``config`` (the same
-    games side by side, network width and design, simulations, root and targets; no training), A/B in this
-    process: ``rounds`` rounds, each timing the torch backend's self-play (:func:`experiments.training.
-    az_selfplay.self_play`, on ``torch_threads`` threads, the moves the rules decide unsearched and uncounted)
-    and then this backend's jitted self-play (every position searched; JAX's threads) for at least ``seconds``
-    each, after a warm-up of both. Returns each backend's positions/s per round."""
-    import torch as th
-
-    from experiments.training.az_selfplay import new_network as new_torch_network
-    from experiments.training.az_selfplay import play_rounds, self_play
-
-    th.set_num_threads(config.torch_threads)
-    th.manual_seed(config.seed)
-    torch_network = new_torch_network(config, config.variant)
-    session = self_play(config, config.variant, np.random.default_rng(config.seed))
-    trainer = start(config, Path("."), resume=False)
-    play = jax.jit(make_selfplay(config, trainer.env))
-    network, key = trainer.network, jax.device_put(jax.random.key(config.seed), trainer.device)
-    jax.block_until_ready(play(network, key))
-    play_rounds(session, torch_network, 1)
-    rates: dict[str, list[float]] = {"torch": [], "jax": []}
-    for _ in range(rounds):
-        done, began = 0, time.perf_counter()
-        while (elapsed := time.perf_counter() - began) < seconds or not done:
-            done += play_rounds(session, torch_network, 1).searched
-        rates["torch"].append(done / elapsed)
-        done, began = 0, time.perf_counter()
-        while (elapsed := time.perf_counter() - began) < seconds or not done:
-            key, play_key = jax.random.split(key)
-            jax.block_until_ready(play(network, play_key))
-            done += config.num_games * config.alphazero.rollout_steps
-        rates["jax"].append(done / elapsed)
-    return rates

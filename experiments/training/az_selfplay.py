@@ -19,7 +19,7 @@ from agents.networks.policy_value import PolicyValueNetwork
 from agents.tree.gumbel_root import GumbelRoot
 from agents.tree.puct import PUCTSearch, forced_actions
 from agents.tree.sessions import LeafBatch, PUCTOptions, PUCTSession, SelfPlaySession
-from experiments.evaluation.games import Opponent
+from experiments.evaluation.games import Mover
 from experiments.training.config import AlphaZeroConfig, TrainConfig
 from quarto_env.core import (
     FIELD_OCCUPIED,
@@ -125,7 +125,7 @@ class ExactOutcomes:
         return rescored
 
 
-class SearchOpponent(Opponent):
+class PUCTMover(Mover):
     """The network with the search, moving in many games with one search: the most visited action, or with
     ``gumbel_actions`` the choice of a Gumbel root (without noise) that considers that many candidates."""
 
@@ -257,7 +257,7 @@ def play_rounds(selfplay: SelfPlaySession, network: PolicyValueNetwork, rounds: 
     report = SelfPlayReport(
         samples.positions,
         samples.policy,
-        samples.value,
+        samples.outcome,
         samples.root_value,
         games=selfplay.parallel,
         rounds=rounds,

@@ -57,12 +57,12 @@ from agents.networks.choices import (
     check_device_name,
     check_network,
 )
-from agents.specs import MAX_SEARCH_SIMULATIONS, SpecError, make_agent, parse_spec
+from agents.specs import MAX_PUCT_SIMULATIONS, SpecError, make_agent, parse_spec
+from agents.tree import choices as search
 from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS
-from agents.tree.puct import ROOTS
-from experiments.options import field_docs, markdown_table
+from experiments.evaluation.tables import markdown_table
+from experiments.options import MAX_SEED
 from experiments.training.config_checks import (
-    SHORT,
     ConfigError,
     Range,
     check_number,
@@ -72,14 +72,13 @@ from experiments.training.config_checks import (
     require,
     type_name,
 )
+from experiments.training.field_docs import field_docs
 from quarto_env.checks import one_line
-from quarto_env.core import NUM_ACTIONS, STANDARD, RulesError, Variant
+from quarto_env.core import NUM_ACTIONS, STANDARD, RulesError, Variant, checked_variant
+from quarto_env.errors import QuartoTypeError
 from quarto_env.observation import OBSERVATION_KINDS, ObservationKind, observation_kind
 
 LR_SCHEDULES = ("constant", "linear")
-POLICY_TARGETS = ("visits", "completed_q")
-"""What the alphazero network's policy learns from a search: its visit distribution, or Gumbel MuZero's
-improved policy ``softmax(log prior + completed_q_beta * completed Q)``."""
 ALGORITHM_BACKENDS = {"ppo": ("sb3", "rllib"), "alphazero": ("torch", "jax")}
 """The implementations that train each algorithm (``backend``), the default first."""
 ALGORITHMS = tuple(ALGORITHM_BACKENDS)
@@ -92,8 +91,9 @@ MAX_LEARNERS = 256
 MAX_RESOURCES_PER_ACTOR = 1024
 """The most CPUs or GPUs one RLlib actor (env runner, learner) may reserve."""
 
-SEED_LIMIT = 2**32
-"""Seeds are below this: numpy's global generator takes no other (``train`` folds ``seed + step`` below it)."""
+SEED_LIMIT = MAX_SEED + 1
+"""Seeds are below this (:data:`experiments.options.MAX_SEED`, the arena's bound): numpy's global generator takes no
+other (``train`` folds ``seed + step`` below it)."""
 MAX_STEPS = 10**10
 """The most learner steps of a run, and the longest interval between its snapshots, evaluations and checkpoints:
 ten billion, days of training at the fastest learner's pace (a larger ``total_steps`` only trains forever)."""
@@ -200,17 +200,17 @@ class AlphaZeroConfig:
     """Value loss weight (the policy loss weighs 1)."""
     max_grad_norm: Annotated[float, Range(above=0)] = 0.5
     """Gradient clipping norm."""
-    sims: Annotated[int, Range(1, MAX_SEARCH_SIMULATIONS)] = 64
+    sims: Annotated[int, Range(1, MAX_PUCT_SIMULATIONS)] = search.DEFAULT_SIMULATIONS
     """Simulations per searched self-play move."""
-    eval_sims: Annotated[int, Range(0, MAX_SEARCH_SIMULATIONS)] = 64
+    eval_sims: Annotated[int, Range(0, MAX_PUCT_SIMULATIONS)] = 64
     """Simulations per move in the evaluations and the grade (0: the network's policy alone)."""
-    c_puct: Annotated[float, Range(above=0, maximum=100)] = 1.5
+    c_puct: Annotated[float, Range(above=0, maximum=100)] = search.DEFAULT_C_PUCT
     """PUCT exploration constant."""
-    dirichlet_alpha: Annotated[float, Range(above=0, maximum=100)] = 0.3
+    dirichlet_alpha: Annotated[float, Range(above=0, maximum=100)] = search.DEFAULT_DIRICHLET_ALPHA
     """Concentration of the Dirichlet noise mixed into the root priors of self-play searches."""
-    dirichlet_fraction: Share = 0.25
+    dirichlet_fraction: Share = search.DEFAULT_DIRICHLET_FRACTION
     """Weight of that noise (0: none)."""
-    temperature_plies: Annotated[int, Range(0, 33)] = 8
+    temperature_plies: Annotated[int, Range(0, 33)] = search.DEFAULT_TEMPERATURE_PLIES
     """The first this many actions of a self-play game (gives and placements) are sampled in proportion to the
     visits; later ones take the most visited action."""
     buffer_size: Annotated[int, Range(2, 50_000_000)] = 250_000
@@ -222,12 +222,12 @@ class AlphaZeroConfig:
     """Move every training sample by a random symmetry of the game (board symmetry and relabelling of the
     counted attributes), its visit distribution alike."""
     policy_target: str = "visits"
-    """The policy target of a stored position (:data:`POLICY_TARGETS`): ``visits``, the search's visit
-    distribution, or ``completed_q``, ``softmax(log prior + completed_q_beta * Q)`` over the candidates, with Q the
-    mean backed-up value of a visited action and the root value for an unvisited one (Gumbel MuZero's improved
+    """The policy target of a stored position (:data:`agents.tree.choices.POLICY_TARGETS`): ``visits``, the search's
+    visit distribution, or ``completed_q``, ``softmax(log prior + completed_q_beta * Q)`` over the candidates, with Q
+    the mean backed-up value of a visited action and the root value for an unvisited one (Gumbel MuZero's improved
     policy: with few simulations the visits barely leave the prior, while Q already ranks the actions)."""
     root: str = "puct"
-    """The root of the searches of self-play and of the evaluations (:data:`agents.tree.puct.ROOTS`): ``puct``, with
+    """The root of the searches of self-play and of the evaluations (:data:`agents.tree.choices.ROOTS`): ``puct``, with
     Dirichlet noise in self-play's full searches and the first ``temperature_plies`` actions sampled from the
     visits; or ``gumbel``, Gumbel top-k with sequential halving (Gumbel AlphaZero): self-play draws the Gumbel
     noise in every search and plays the root's choice at every action (the noise samples the moves, so
@@ -235,7 +235,7 @@ class AlphaZeroConfig:
     policy target is ``completed_q``: the halving's visits are a plan, not a preference."""
     gumbel_actions: Annotated[int, Range(1, NUM_ACTIONS)] = DEFAULT_GUMBEL_ACTIONS
     """The most candidates the Gumbel root considers, ``k`` (1 to 16; ``root: gumbel``)."""
-    completed_q_beta: Annotated[float, Range(above=0, maximum=1000)] = 20.0
+    completed_q_beta: Annotated[float, Range(above=0, maximum=1000)] = search.DEFAULT_COMPLETED_Q_BETA
     """The inverse temperature of the ``completed_q`` target (0 < beta <= 1000; a larger beta puts more of the
     mass on the actions of the highest Q)."""
     value_mix: Share = 0.0
@@ -250,12 +250,12 @@ class AlphaZeroConfig:
     there carries no later mistake of self-play (0: off; at most 12, where a position still solves in about a
     second). A training target only: the ``az`` agent never calls the solver, so its grade still measures what
     the network learned."""
-    full_search_share: Annotated[float, Range(above=0, maximum=1)] = 1.0
+    full_search_share: Annotated[float, Range(above=0, maximum=1)] = search.DEFAULT_FULL_SEARCH_SHARE
     """Playout-cap randomisation (KataGo): each round of self-play moves is searched with ``sims`` simulations
     and its positions stored with this probability, else with ``cheap_sims`` simulations, without noise, and not
     stored (0 < share <= 1; 1: every move full and stored). Cheap moves make more games, so more varied
     positions, per simulation; one draw decides for all the games of a round."""
-    cheap_sims: Annotated[int, Range(1, MAX_SEARCH_SIMULATIONS)] = 16
+    cheap_sims: Annotated[int, Range(1, MAX_PUCT_SIMULATIONS)] = search.DEFAULT_CHEAP_SIMULATIONS
     """Simulations of a cheap move (``full_search_share`` below 1)."""
     workers: Annotated[int, Range(0, MAX_WORKERS)] = 0
     """Self-play processes: 0, the games are played in the training process, between its updates
@@ -315,7 +315,7 @@ class TrainConfig:
     name: str = "default"
     """Run name; the run folder is ``runs/<name>__<seed>__<time>/`` unless ``--run-dir`` names one. Printable,
     without a path separator, at most 200 bytes."""
-    seed: Annotated[int, Range(0, SEED_LIMIT - 1)] = 0
+    seed: Annotated[int, Range(0, MAX_SEED)] = 0
     """Seed of torch, the seats, the opponents' draws and the evaluation games."""
     variant: Variant = STANDARD
     """Rule variant, as the keywords of ``Variant.make``: ``attributes`` (a count 1-4 or names), ``squares``,
@@ -493,16 +493,12 @@ def config_table(config: TrainConfig) -> str:
 # The checks of a config's values
 # ---------------------------------------------------------------------------------------------------------
 def _resolved_variant(value: Any) -> Variant:
-    """The rule variant a config's ``variant`` names."""
-    if isinstance(value, Variant):
-        return value
-    require(isinstance(value, dict), "variant", "must be dict[str, Any], the keywords of Variant.make", value)
+    """The rule variant a config's ``variant`` names (:func:`quarto_env.core.checked_variant`)."""
+    require(isinstance(value, dict | Variant), "variant", "must be dict[str, Any], the keywords of Variant.make", value)
     try:
-        return Variant.make(**value)
-    except (RulesError, TypeError) as exc:
-        raise ConfigError(
-            f"config field variant is not a valid rule variant ({one_line(exc)}), got {SHORT.repr(value)}"
-        ) from exc
+        return checked_variant(value)
+    except (QuartoTypeError, RulesError) as exc:
+        raise ConfigError(f"config field {one_line(exc)}") from exc
 
 
 def _resolved_observation(value: Any) -> ObservationKind:
@@ -568,8 +564,8 @@ def _check_choices(c: TrainConfig) -> None:
         ("policy", c.policy, POLICY_KINDS),
         ("ppo.lr_schedule", c.ppo.lr_schedule, LR_SCHEDULES),
         ("alphazero.network_design", c.alphazero.network_design, NETWORK_DESIGNS),
-        ("alphazero.root", c.alphazero.root, ROOTS),
-        ("alphazero.policy_target", c.alphazero.policy_target, POLICY_TARGETS),
+        ("alphazero.root", c.alphazero.root, search.ROOTS),
+        ("alphazero.policy_target", c.alphazero.policy_target, search.POLICY_TARGETS),
     ]
     for field, value, allowed in choices:
         within = f" with algorithm {c.algorithm}" if field == "backend" else ""

@@ -18,11 +18,7 @@ import typing
 from typing import Annotated, Any
 
 from quarto_env.checks import checked_number
-from quarto_env.errors import QuartoValueError
-
-
-class ConfigError(QuartoValueError):
-    """A config with an unknown key, a wrong type or an impossible value."""
+from quarto_env.errors import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)

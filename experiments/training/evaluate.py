@@ -56,15 +56,16 @@ from agents.networks.policy_value import DEFAULT_DEVICE, DEVICES, resolve_device
 from agents.ppo import load_policy
 from agents.specs import (
     AGENT_KINDS,
-    DEFAULT_SEARCH_SIMULATIONS,
-    MAX_SEARCH_SIMULATIONS,
+    DEFAULT_PUCT_SIMULATIONS,
+    MAX_PUCT_SIMULATIONS,
     SpecError,
     make_agent,
     parse_spec,
 )
-from agents.tree.puct import DEFAULT_C_PUCT
-from experiments.evaluation.games import EvalResult, Opponent, evaluate_all
-from experiments.evaluation.perfect import PerfectPlayReport, add_perfect_games_argument, perfect_markdown, points_lost
+from agents.tree.choices import DEFAULT_C_PUCT
+from experiments.evaluation.arguments import add_perfect_games_argument
+from experiments.evaluation.games import EvalResult, Mover, evaluate_all
+from experiments.evaluation.perfect import PerfectPlayReport, perfect_markdown, points_lost
 from experiments.options import (
     CommandParser,
     add_integer_argument,
@@ -72,7 +73,7 @@ from experiments.options import (
     add_progress_argument,
     add_seed_argument,
 )
-from experiments.training.az_selfplay import SearchOpponent
+from experiments.training.az_selfplay import PUCTMover
 from experiments.training.config import MAX_GAMES, ConfigError, check_agent_specs
 from experiments.training.selfplay import policy_players
 from quarto_env.checks import one_line
@@ -115,11 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     add_integer_argument(
         parser,
         "--sims",
-        [DEFAULT_SEARCH_SIMULATIONS],
+        [DEFAULT_PUCT_SIMULATIONS],
         "alphazero checkpoints: simulations per move, one row each (0: the policy alone; default "
-        f"{DEFAULT_SEARCH_SIMULATIONS})",
+        f"{DEFAULT_PUCT_SIMULATIONS})",
         fewest=0,
-        most=MAX_SEARCH_SIMULATIONS,
+        most=MAX_PUCT_SIMULATIONS,
         nargs="+",
     )
     parser.add_argument(
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _perfect_play(checkpoint: Path, learner: Opponent, variant: Variant, args: argparse.Namespace) -> PerfectPlayReport:
+def _perfect_play(checkpoint: Path, learner: Mover, variant: Variant, args: argparse.Namespace) -> PerfectPlayReport:
     """The points lost against perfect play by ``learner`` (one way of playing ``checkpoint``), named by how it
     plays."""
     agent = make_agent(_learner_spec(checkpoint, learner, args.device), variant, args.seed)
@@ -187,10 +188,10 @@ def _perfect_play(checkpoint: Path, learner: Opponent, variant: Variant, args: a
     return report
 
 
-def _learner_spec(checkpoint: Path, learner: Opponent, device: str) -> str:
+def _learner_spec(checkpoint: Path, learner: Mover, device: str) -> str:
     """The agent spec that plays ``checkpoint`` as ``learner`` does: ``az:...,sims=S`` for a search, else
     ``ppo:...`` with its argmax or sampled policy."""
-    if isinstance(learner, SearchOpponent):
+    if isinstance(learner, PUCTMover):
         return f"az:path={checkpoint},sims={learner.sims},device={device}"
     return f"ppo:path={checkpoint},deterministic={str(learner.deterministic).lower()},device={device}"
 
@@ -254,13 +255,13 @@ ALGORITHM_OF_KIND = {kind: algorithm for algorithm, kind in AGENT_KINDS_OF_ALGOR
 """The training algorithm whose checkpoints each agent kind plays."""
 
 
-def _learners(checkpoint: Path, metadata: dict[str, Any], args: argparse.Namespace) -> tuple[list[Opponent], int]:
+def _learners(checkpoint: Path, metadata: dict[str, Any], args: argparse.Namespace) -> tuple[list[Mover], int]:
     """The ways of playing of the ``checkpoint`` file, whose metadata is ``metadata`` (each named for the table by
     its ``playing``), and its step count."""
     if metadata.get("algorithm", "ppo") == "alphazero":
         network, metadata = load_network(checkpoint, device=args.device)
         variant = Variant.make(**metadata["variant"])
-        searches = [SearchOpponent(network, variant, args.games, sims, DEFAULT_C_PUCT) for sims in args.sims]
+        searches = [PUCTMover(network, variant, args.games, sims, DEFAULT_C_PUCT) for sims in args.sims]
         return list(searches), int(metadata["num_timesteps"])
     check_algorithm(checkpoint, metadata, "ppo")
     loaded = load_policy(checkpoint, device=args.device)

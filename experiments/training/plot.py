@@ -36,7 +36,7 @@ import matplotlib.pyplot as plt
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.storage.files import atomic_write_bytes
-from experiments.options import CommandParser, add_out_argument, input_file_or_exit, output_file_argument
+from experiments.options import CommandParser, add_out_argument, input_file_or_exit
 from experiments.output import add_overwrite_argument, claim_output
 from quarto_env.checks import shortened
 
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         parser,
         "-o",
         "--output",
-        type=output_file_argument("--out"),
+        type=Path,
         required=True,
         metavar="FILE",
         help="PNG file to write",

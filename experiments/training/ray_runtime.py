@@ -8,12 +8,14 @@ on an address where nothing answers, this fails in seconds. :func:`start_ray` st
 the cluster ``RAY_ADDRESS`` names) unless the process already runs one; when Ray cannot start or the cluster
 refuses the connection, it raises :class:`RayStartError` with one line that also names ``RAY_AUTH_MODE=token``:
 Ray 2.60 turns token authentication on once it has written a token, and every node (and driver) of such a cluster
-then needs that variable set.
+then needs that variable set. :func:`quiet_logger` quiets one of Ray's loggers where the command says the same in
+its own words, or its advice does not apply.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import socket
@@ -21,18 +23,14 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
-from experiments.training.config import ConfigError
 from quarto_env.checks import one_line
+from quarto_env.errors import RayStartError
 
 ADDRESS = re.compile(r"^(auto|(ray://)?(?P<host>[A-Za-z0-9.\-\[\]:]+):(?P<port>[0-9]{1,5}))$")
 AUTH_HINT = (
     "if the cluster uses token authentication (Ray 2.60 turns it on once it has written a token), "
     "set RAY_AUTH_MODE=token here as on its nodes"
 )
-
-
-class RayStartError(ConfigError):
-    """A Ray address that is malformed or unreachable, or a Ray that cannot start: one line, no traceback."""
 
 
 def check_address(address: str | None) -> str | None:
@@ -117,3 +115,16 @@ def _native_stderr_held(hold: bool) -> Iterator[list[str]]:
             os.close(saved)
             capture.seek(0)
             held.append(capture.read().decode("utf-8", errors="replace"))
+
+
+@contextlib.contextmanager
+def quiet_logger(name: str, level: int = logging.ERROR) -> Iterator[None]:
+    """Within the block, the library logger ``name`` shows only messages of ``level`` and above: for a library's
+    advice that the command already gives in its own words, or that does not apply to it."""
+    logger = logging.getLogger(name)
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)

@@ -24,16 +24,16 @@ decisions, as the sb3 backend counts the learner's; a PPO update takes ``num_gam
 (both seats), so ``main``'s steps come in leaps of about half that, and the run stops at the first update at or
 past ``total_steps``. The scheduled tasks run after each update, and a fresh run's evaluation at step 0 before the
 first.
-The run folder is the sb3 backend's, and the run's schedule and checkpoints are
-:mod:`experiments.training.run`'s, its evaluations and final table :mod:`experiments.evaluation.log`'s:
+The run folder is the sb3 backend's, and the run's life -- its schedule, checkpoints, evaluations and final
+table -- every backend's (:func:`experiments.training.loop.train_run`, driving a :class:`Trainer`):
 ``config.yaml``, ``command.txt``, ``.lock``, ``tb/`` with the same tags
 (``eval/<opponent>/...``, ``eval_sampled/``, ``eval/score`` and, with ``sample_games``, ``games/`` from
 :class:`experiments.evaluation.log.EvaluationLog`,
 ``charts/SPS`` in ``main``'s steps per second, ``charts/env_steps_per_second``, ``charts/pool_size``,
 ``charts/train_*_rate``, ``losses/``), ``checkpoints/`` (``latest.zip``, ``step_<N>.zip``, ``final.zip``; no
 ``best.zip``; the project's own format, read as data: :mod:`agents.rllib`) and ``final_eval.json`` (the final
-checkpoint read back from disk, :func:`experiments.training.run.finish_run`). ``rllib:RUN_FOLDER`` plays the
-result.
+checkpoint read back from disk). ``rllib:RUN_FOLDER`` plays the result. Ctrl-C saves ``latest.zip`` first, as
+for the other backends.
 
 Resuming rebuilds the algorithm from the config and restores ``main``'s weights, its optimizer state (Adam's
 moments and step counts; the learning rate is the config's), the snapshots and the step count from
@@ -61,26 +61,17 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from torch.utils.tensorboard import SummaryWriter
 
 from agents.networks.checkpoints import CheckpointError, CheckpointHeader, read_weights
 from agents.networks.policy_value import ActorCritic, network_actions, network_for
 from agents.rllib import NETWORK_ENTRY, OPTIMIZER_ENTRY, load_network, save_checkpoint
 from agents.specs import make_agent
-from experiments.evaluation.games import NetworkOpponent, learner_players
-from experiments.evaluation.log import EvaluationLog
-from experiments.options import quiet_logger
+from experiments.evaluation.games import Mover, NetworkMover, learner_players
 from experiments.training.config import SNAPSHOTS, ConfigError, TrainConfig
-from experiments.training.run import (
-    POOL_ENTRY,
-    Checkpoints,
-    Schedule,
-    evaluation_plan,
-    finish_run,
-    open_tensorboard,
-    progress_bar,
-    read_resume_point,
-    run_seed,
-)
+from experiments.training.loop import Habits, Learner, train_run
+from experiments.training.ray_runtime import quiet_logger
+from experiments.training.run import POOL_ENTRY, evaluation_log, read_resume_point, run_seed
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.env import AGENTS
@@ -341,8 +332,14 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Begin:
     return Begin(resumed.steps, weights, snapshots, optimizer)
 
 
-class Trainer:
-    """The algorithm, its pool of snapshots and the run's bookkeeping (step count, schedules, TensorBoard)."""
+class Trainer(Learner):
+    """The algorithm, its pool of snapshots and its step count: the learner of the run's life
+    (:func:`experiments.training.loop.train_run`); the RLlib backend keeps no ``best.zip``, and ``main``'s steps per
+    update vary."""
+
+    habits = Habits("step", snapshots=True, keeps_best=False)
+    steps = 0
+    """``main``'s steps so far."""
 
     def __init__(self, config: TrainConfig, run_dir: Path, begin: Begin) -> None:
         self.config = config
@@ -358,12 +355,12 @@ class Trainer:
             self.set_optimizer_state(begin.optimizer)
         for step, weights in begin.snapshots or [(0, self.main_weights())]:
             self.add_snapshot(weights, step)
-        self.writer = open_tensorboard(run_dir, config, self.steps)
         # No grade (grade_positions is ignored); the sample games are graded.
-        self.evaluations = EvaluationLog(
-            evaluation_plan(config), self.variant, self.record, tensorboard=lambda: (self.writer, self.steps)
-        )
-        self.checkpoints = Checkpoints(run_dir, self.save)
+        self.evaluations = evaluation_log(config)
+
+    def begin(self, run_dir: Path, writer: SummaryWriter) -> str:
+        self.writer = writer
+        return f"{len(self.snapshot_steps)} snapshots"
 
     # Weights and snapshots ------------------------------------------------------------------------------
     def main_weights(self) -> dict[str, th.Tensor]:
@@ -447,7 +444,7 @@ class Trainer:
         return {"steps": list(self.snapshot_steps), "weights": weights}
 
     # Training ---------------------------------------------------------------------------------------------
-    def train_once(self) -> None:
+    def leap(self) -> None:
         """One PPO iteration: sample ``num_games * n_steps`` env steps, update ``main``, log."""
         started, steps_before = time.perf_counter(), self.steps
         result = self.algorithm.train()
@@ -472,11 +469,20 @@ class Trainer:
     def record(self, key: str, value: Any) -> None:
         self.writer.add_scalar(key, float(value), self.steps)
 
-    def players(self) -> list[NetworkOpponent]:
-        """``main``'s network, as the learner holds it now, in its ways of playing for the evaluations."""
+    def snapshot(self) -> None:
+        self.add_snapshot(self.main_weights(), self.steps)
+
+    def players(self, checkpoint: Path | None = None) -> list[Mover]:
+        """``main``'s network -- as the learner holds it now, or in ``checkpoint`` -- in its ways of playing for
+        the evaluations."""
+        if checkpoint is not None:
+            return list(network_players(load_network(checkpoint, self.variant)[0], self.config))
         network = network_for(self.config.to_dict(), self.config.observation, self.variant)
         network.load_state_dict(self.main_weights())
-        return network_players(network, self.config)
+        return list(network_players(network, self.config))
+
+    def agent_spec(self, final: Path) -> str:
+        return f"rllib:{self.run_dir}"
 
     def save(self, path: Path, resumable: bool) -> None:
         """Checkpoint ``main`` (with the snapshots when ``resumable``) atomically at ``path``."""
@@ -501,7 +507,7 @@ def _snapshot_id(step: int) -> str:
     return f"snapshot_{step}"
 
 
-def network_players(network: ActorCritic, config: TrainConfig) -> list[NetworkOpponent]:
+def network_players(network: ActorCritic, config: TrainConfig) -> list[NetworkMover]:
     """An :class:`ActorCritic`'s ways of playing in the evaluations: its most likely action, then sampled."""
     return learner_players(functools.partial(network_actions, network), config.observation)
 
@@ -510,43 +516,11 @@ def network_players(network: ActorCritic, config: TrainConfig) -> list[NetworkOp
 # The run
 # ---------------------------------------------------------------------------------------------------------
 def run(config: TrainConfig, run_dir: Path, begin: Begin) -> Path:
-    """Train up to ``total_steps`` on the Ray that ``quarto train`` started or joined, then end the run
-    (:func:`experiments.training.run.finish_run`); returns the final checkpoint's path."""
+    """Train up to ``total_steps`` on the Ray that ``quarto train`` started or joined, in the run's life
+    (:func:`experiments.training.loop.train_run`); returns the final checkpoint's path."""
     th.set_num_threads(config.torch_threads)
     trainer = Trainer(config, run_dir, begin)
     try:
-        return _train(trainer)
+        return train_run(config, run_dir, trainer)
     finally:
-        trainer.writer.close()
         trainer.algorithm.stop()
-
-
-def _train(trainer: Trainer) -> Path:
-    config, variant = trainer.config, trainer.variant
-    if trainer.steps:
-        print(f"resuming {trainer.run_dir} at step {trainer.steps:,} with {len(trainer.snapshot_steps)} snapshots")
-    schedule = Schedule(config, trainer.steps)
-    with progress_bar(trainer.steps, config.total_steps, "step") as bar:  # main's steps per update vary
-
-        def run_due() -> None:
-            due = schedule.due(trainer.steps)
-            if "snapshot" in due:
-                trainer.add_snapshot(trainer.main_weights(), trainer.steps)
-            if "evaluation" in due:
-                trainer.evaluations.evaluate(trainer.players(), bar)
-            if "checkpoint" in due:
-                trainer.checkpoints.save_step(trainer.steps)
-
-        run_due()  # a fresh run's evaluation at step 0, before it trains
-        while trainer.steps < config.total_steps:
-            trainer.train_once()
-            bar.update(trainer.steps - bar.n)
-            run_due()
-    return finish_run(
-        config,
-        trainer.checkpoints,
-        trainer.steps,
-        lambda checkpoint: network_players(load_network(checkpoint, variant)[0], config),
-        trainer.record,
-        f"rllib:{trainer.run_dir}",
-    )

@@ -1,10 +1,12 @@
-"""What every ``quarto train`` backend's run shares, written once: what a run says first, the schedule, the
-progress bar, the checkpoint set, the resume checks and the end of the run. What its evaluations play, log
-and report is the evaluation log's (:mod:`experiments.evaluation.log`).
+"""The pieces every ``quarto train`` backend's run is built of, written once: what a run says first, the resume
+checks, the schedule, the progress bar, the checkpoint set and the interrupt save. The run's life that puts them
+together is :func:`experiments.training.loop.train_run`; what its evaluations play, log and report is the
+evaluation log's (:mod:`experiments.evaluation.log`).
 
 A backend (:mod:`experiments.training.sb3_ppo`, :mod:`experiments.training.rllib_ppo`,
-:mod:`experiments.training.alphazero`) owns its learner and its loop; around them every run reads alike, in
-the order a run meets these pieces:
+:mod:`experiments.training.alphazero`, :mod:`experiments.training.alphazero_jax`) builds its learner -- fresh,
+or from the checkpoint these checks allow -- and the run's life drives it; a run meets these pieces in this
+order:
 
 :func:`watch_compiles`, :func:`announce_run`
     from the start of the checks, the first time numba compiles a function in the process, a line that says so
@@ -34,19 +36,16 @@ the order a run meets these pieces:
     further -- and the bar to it, whose rate is the average over training alone: its clock stops during an
     evaluation (:func:`experiments.evaluation.log.paused`), so the ETA does not jump after one.
 :class:`Checkpoints`
-    the set in ``checkpoints/``, each written by the backend's save function: ``step_<N>.zip`` (the network) and
+    the set in ``checkpoints/``, each written by the learner's ``save``: ``step_<N>.zip`` (the network) and
     ``latest.zip`` (resumable) on schedule, ``best.zip`` when the evaluation score improves, ``final.zip`` and
     ``latest.zip`` at the end, and ``latest.zip`` at Ctrl-C (:func:`saved_on_interrupt`): whenever a run is
     stopped, :func:`interrupted_story` says what it holds, and ``--resume`` goes on from there (a run stopped
     before its first checkpoint starts from step 0: :func:`has_checkpoint`).
-:func:`evaluation_plan`
+:func:`evaluation_plan`, :func:`evaluation_log`
     the config's evaluations (its opponents, games, seed, openings, sample games and graded positions) as the
-    evaluation log's :class:`~experiments.evaluation.log.EvaluationPlan`, which each backend's
-    :class:`~experiments.evaluation.log.EvaluationLog` plays and logs.
-:func:`finish_run`
-    ``final.zip``, the final table from it as read back from disk
-    (:func:`~experiments.evaluation.log.report_final`: ``final_eval.json``, the last point of the eval curves, the
-    printed table), and the closing lines: the final checkpoint, its agent spec, TensorBoard.
+    evaluation log's :class:`~experiments.evaluation.log.EvaluationPlan`, and the
+    :class:`~experiments.evaluation.log.EvaluationLog` a backend's ``start`` gives its learner (with the best
+    score a resumed run carries on), which plays and logs them.
 """
 
 from __future__ import annotations
@@ -73,16 +72,7 @@ from tqdm import tqdm
 
 from agents.interrupts import STOP_SIGNALS
 from agents.networks.checkpoints import CheckpointError, DamagedCheckpointError, read_metadata, read_weights
-from experiments.evaluation.games import Opponent
-from experiments.evaluation.grading import GradeReport
-from experiments.evaluation.log import (
-    EVAL_PREFIXES,
-    EvaluationPlan,
-    Record,
-    evaluate_learner,
-    report_final,
-    tag_name,
-)
+from experiments.evaluation.log import EVAL_PREFIXES, EvaluationLog, EvaluationPlan, tag_name
 from experiments.training.config import SEED_LIMIT, ConfigError, TrainConfig, config_table
 from experiments.training.config_file import check_unchanged_on_resume
 from quarto_env.checks import checked_number, one_line
@@ -352,7 +342,7 @@ def progress_bar(step: int, stop: int, unit: str) -> tqdm:
 @contextlib.contextmanager
 def hidden_progress(hidden: bool = True) -> Iterator[None]:
     """Within the block, the runs' progress bars are not drawn (``hidden``). A switch of the module, not an
-    argument, because each backend creates its bar deep inside its loop; restored after, for the next caller in
+    argument, because the run creates its bar deep inside its life; restored after, for the next caller in
     the same process (the tests)."""
     global _progress_hidden
     before, _progress_hidden = _progress_hidden, hidden
@@ -521,23 +511,7 @@ def evaluation_plan(config: TrainConfig) -> EvaluationPlan:
     )
 
 
-def finish_run(
-    config: TrainConfig,
-    checkpoints: Checkpoints,
-    steps: int,
-    players_of: Callable[[Path], Sequence[Opponent]],
-    record: Record,
-    agent_spec: str,
-    grades_of: Callable[[Path], dict[str, GradeReport]] | None = None,
-) -> Path:
-    """Save ``final.zip`` (and ``latest.zip``), evaluate ``players_of`` the final checkpoint as read back from
-    disk -- and grade it with ``grades_of`` where the backend grades (with ``grade_positions``) -- and report the
-    final table (:func:`~experiments.evaluation.log.report_final`), then the closing lines (the checkpoint,
-    ``agent_spec`` that plays it, TensorBoard); returns its path."""
-    final = checkpoints.save_final()
-    results = evaluate_learner(players_of(final), evaluation_plan(config), config.variant, final=True)
-    grades = grades_of(final) if grades_of is not None and config.grade_positions else {}
-    report_final(checkpoints.run_dir, final, steps, results, grades, record)
-    print(f"\nfinal checkpoint: {final}\nagent spec: {agent_spec}")
-    print(tensorboard_command(checkpoints.run_dir))
-    return final
+def evaluation_log(config: TrainConfig, best_score: float = -1.0) -> EvaluationLog:
+    """The run's evaluation log as a backend's ``start`` finds it: the config's :func:`evaluation_plan`, and the
+    best score so far (a resumed run's checkpoint records it)."""
+    return EvaluationLog(evaluation_plan(config), config.variant, best_score)

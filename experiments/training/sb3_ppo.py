@@ -4,16 +4,17 @@ of past selves.
 The learner is sb3-contrib's MaskablePPO on :class:`experiments.training.selfplay.SelfPlayVecEnv`:
 ``num_games`` games side by side in this process, each against an opponent drawn from an
 :class:`~experiments.training.selfplay.OpponentPool` -- frozen snapshots of the learner and baseline agents,
-with the config's weights. The module reads top to bottom: :func:`start` (a fresh learner, or the one of
-``latest.zip``), :func:`run` (MaskablePPO's loop, into which :class:`TrainingCallback` adds the snapshots,
-evaluations and checkpoints on the run's :class:`~experiments.training.run.Schedule`, and the TensorBoard
-charts of every rollout), then the end of the run (:func:`experiments.training.run.finish_run`).
+with the config's weights. The module reads top to bottom: :func:`start` (a fresh :class:`PPOLearner`, or the one
+of ``latest.zip``), :func:`run` (the run's life, :func:`experiments.training.loop.train_run`), then what the
+learner adds to it: MaskablePPO's loop, into which :class:`TrainingCallback` hands the run's tasks between two
+rollouts and writes the TensorBoard charts of every rollout.
 
 PPO trains whole rollouts of ``num_games * n_steps`` learner steps, so a run stops at the first multiple of a
 rollout at or past ``total_steps`` (it says so before training when that is further). The scheduled tasks run
 between two rollouts, where the network has been updated on every step so far: a snapshot, an evaluation or a
 checkpoint at step ``N`` holds the network trained on ``N`` steps (the first, at step 0, evaluates the untrained
-one), and the evaluations are written to TensorBoard at that step at once.
+one), and the evaluations are written to TensorBoard at that step at once. MaskablePPO's loop ends after the
+update of its last rollout, with no task after it: the end of the run follows.
 
 Checkpoints are stable-baselines3's zip with the project's ``quarto.json`` (:mod:`agents.ppo`); ``latest.zip``
 and ``final.zip`` also hold the opponent pool (``pool.pt``). ``ppo:RUN_FOLDER`` plays ``best.zip``. On
@@ -23,9 +24,9 @@ count and pool, read as data.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,45 +34,26 @@ import numpy as np
 import torch as th
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat, make_output_format
+from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
 from stable_baselines3.common.utils import set_random_seed
-from tqdm import tqdm
+from torch.utils.tensorboard import SummaryWriter
 
+from agents.base import Agent
 from agents.networks.checkpoints import CheckpointError, CheckpointHeader
 from agents.networks.policy_value import resolve_device
 from agents.ppo import PPOAgent, load_policy, load_training_state, policy_setup, save_checkpoint
+from experiments.evaluation.games import EvalResult, Mover
 from experiments.evaluation.log import EvaluationLog
 from experiments.training.config import TrainConfig
-from experiments.training.run import (
-    POOL_ENTRY,
-    Checkpoints,
-    Schedule,
-    describe_run,
-    evaluation_plan,
-    finish_run,
-    progress_bar,
-    read_resume_point,
-    run_seed,
-    saved_on_interrupt,
-    stopping_step,
-)
+from experiments.training.loop import Habits, Learner, train_run
+from experiments.training.run import POOL_ENTRY, evaluation_log, read_resume_point, run_seed
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv, policy_players
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.render import render_image
 
 
-@dataclasses.dataclass
-class Learner:
-    """The learner and its world at the start of training: model, opponents and games, best score so far."""
-
-    model: MaskablePPO
-    pool: OpponentPool
-    env: SelfPlayVecEnv
-    best_score: float
-
-
-def start(config: TrainConfig, run_dir: Path, resume: bool) -> Learner:
+def start(config: TrainConfig, run_dir: Path, resume: bool) -> PPOLearner:
     """The learner, fresh, or restored from the run's ``latest.zip`` (checked first). Reads only: a refused start
     leaves the run folder as it was."""
     th.set_num_threads(config.torch_threads)
@@ -84,12 +66,13 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Learner:
     model = build_model(config, variant, env)
     if resumed is None:
         pool.add_snapshot(model.policy, 0)
-        return Learner(model, pool, env, best_score=-1.0)
+        return PPOLearner(config, model, pool, env, evaluation_log(config))
     # The checkpoint is read as data: weights, optimizer state and step count into the fresh model.
     load_training_state(model, resumed.checkpoint, variant, resumed.metadata)
+    learner = PPOLearner(config, model, pool, env, evaluation_log(config, resumed.best_score))
     if resumed.pool is None:  # a checkpoint of the network alone (latest.zip was damaged): the pool starts with it
         pool.add_snapshot(model.policy, resumed.steps)
-        return Learner(model, pool, env, resumed.best_score)
+        return learner
     try:
         pool.load_state_dict(resumed.pool, model.policy)
     except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as exc:
@@ -97,7 +80,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Learner:
             f"checkpoint {str(resumed.checkpoint)!r}: {POOL_ENTRY} holds no opponent pool for this run "
             f"({one_line(exc)})"
         ) from exc
-    return Learner(model, pool, env, resumed.best_score)
+    return learner
 
 
 def build_model(config: TrainConfig, variant: Variant, env: SelfPlayVecEnv) -> MaskablePPO:
@@ -130,35 +113,86 @@ def build_model(config: TrainConfig, variant: Variant, env: SelfPlayVecEnv) -> M
     )
 
 
-def run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
-    """Train ``learner`` up to ``total_steps``, then end the run (:func:`experiments.training.run.finish_run`);
+def run(config: TrainConfig, run_dir: Path, learner: PPOLearner) -> Path:
+    """Train ``learner`` up to ``total_steps`` in the run's life (:func:`experiments.training.loop.train_run`);
     returns the final checkpoint's path."""
-    model = learner.model
-    if model.num_timesteps:
-        print(f"resuming {run_dir} at step {model.num_timesteps:,} with {len(learner.pool.snapshots)} snapshots")
-    # TensorBoard: one folder for the whole run, so a resumed run's curves continue where they stopped.
-    model.set_logger(TensorBoardLogger(run_dir / "tb"))
-    callback = TrainingCallback(config, run_dir, learner)
-    remaining = max(config.total_steps - model.num_timesteps, 0)
-    with saved_on_interrupt(callback.checkpoints):  # Ctrl-C: latest.zip, less a rollout being collected
+    return train_run(config, run_dir, learner)
+
+
+class PPOLearner(Learner):
+    """The learner and its world: model, opponents and games, and the run's evaluation log."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        model: MaskablePPO,
+        pool: OpponentPool,
+        env: SelfPlayVecEnv,
+        evaluations: EvaluationLog,
+    ) -> None:
+        self.config, self.model, self.pool, self.env, self.evaluations = config, model, pool, env, evaluations
+        rollout = config.num_games * config.ppo.n_steps
+        leaps = "PPO trains whole rollouts of num_games * n_steps = {leap}"
+        self.habits = Habits("step", rollout, leaps, snapshots=True)
+
+    @property
+    def steps(self) -> int:
+        return int(self.model.num_timesteps)
+
+    def begin(self, run_dir: Path, writer: SummaryWriter) -> str:
+        self.writer = writer
+        self.model.set_logger(TensorBoardLogger(writer))
+        return f"{len(self.pool.snapshots)} snapshots"
+
+    def train(self, until: int, after_leap: Callable[[], None]) -> None:
+        """MaskablePPO's loop up to ``until``, the run's tasks between two rollouts (:class:`TrainingCallback`)."""
+        remaining = max(until - self.steps, 0)
+        if not remaining:
+            return
+        callback = TrainingCallback(self, after_leap)
         try:
-            if remaining:
-                model.learn(remaining, callback=callback, reset_num_timesteps=False, log_interval=1)
-        except KeyboardInterrupt:
+            self.model.learn(remaining, callback=callback, reset_num_timesteps=False, log_interval=1)
+        except KeyboardInterrupt:  # Ctrl-C: latest.zip follows, less a rollout being collected
             callback.drop_rollout_in_progress()
             raise
-        finally:  # also on Ctrl-C: the bar must not redraw under quarto train's message
-            callback.close()
-    final = finish_run(
-        config,
-        callback.checkpoints,
-        model.num_timesteps,
-        lambda checkpoint: policy_players(load_policy(checkpoint, callback.variant).policy, callback.kind),
-        callback.record,
-        f"ppo:{callback.checkpoints.final}",
-    )
-    model.logger.dump(model.num_timesteps)  # the last update's losses
-    return final
+
+    def snapshot(self) -> None:
+        self.pool.add_snapshot(self.model.policy, self.steps)
+
+    def players(self, checkpoint: Path | None = None) -> list[Mover]:
+        kind = self.config.observation
+        if checkpoint is None:
+            return list(policy_players(self.model.policy, kind))
+        return list(policy_players(load_policy(checkpoint, self.config.variant).policy, kind))
+
+    def graded(self, checkpoint: Path | None = None) -> dict[str, Agent]:
+        """The learner's policy playing its most likely action (the final table grades none)."""
+        if checkpoint is not None:
+            return {}
+        return {"": PPOAgent.from_policy(self.model.policy, self.config.variant, self.config.observation)}
+
+    def after_evaluation(self, results: list[EvalResult]) -> None:
+        # A picture of how one game ended (game 0 against the last opponent: the learner gave first).
+        sample = results[len(self.config.eval_opponents) - 1]
+        image = render_image(self.config.variant, sample.final_state, names=("learner", sample.opponent))
+        self.writer.add_image("eval/final_board", image, self.steps, dataformats="HWC")
+
+    def save(self, path: Path, resumable: bool) -> None:
+        """Checkpoint the model (with the opponent pool when ``resumable``) atomically at ``path``."""
+        header = CheckpointHeader(self.config.variant, self.config.observation.name, self.steps)
+        metadata = {
+            "policy": self.config.policy,
+            "config": self.config.to_dict(),
+            **self.evaluations.checkpoint_fields(),
+        }
+        extras = {POOL_ENTRY: _pool_bytes(self.pool)} if resumable else {}
+        save_checkpoint(path, self.model, header, metadata, extras)
+
+    def agent_spec(self, final: Path) -> str:
+        return f"ppo:{final}"
+
+    def end(self) -> None:
+        self.model.logger.dump(self.steps)  # the last update's losses
 
 
 SB3_TAGS = {
@@ -174,12 +208,11 @@ of every backend (CleanRL's), under the names the other backends give them; the 
 
 
 class TensorBoardLogger(Logger):
-    """stable-baselines3's logger writing to TensorBoard in ``folder``, MaskablePPO's ``train/`` scalars renamed
-    by :data:`SB3_TAGS` (runs before 2026-12-05 have them under ``train/``)."""
+    """stable-baselines3's logger writing into the run's TensorBoard ``writer``, MaskablePPO's ``train/`` scalars
+    renamed by :data:`SB3_TAGS` (runs before 2026-12-05 have them under ``train/``)."""
 
-    def __init__(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        super().__init__(str(folder), [make_output_format("tensorboard", str(folder))])
+    def __init__(self, writer: SummaryWriter) -> None:
+        super().__init__(writer.log_dir, [_RunWriter(writer)])
 
     def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
         if key.startswith("train/"):
@@ -187,124 +220,61 @@ class TensorBoardLogger(Logger):
         super().record(key, value, exclude)
 
 
-class TrainingCallback(BaseCallback):
-    """MaskablePPO's hook into the run: on the schedule, adds snapshots to the pool, evaluates and checkpoints;
-    logs every rollout's charts."""
+class _RunWriter(TensorBoardOutputFormat):
+    """SB3's TensorBoard output into the run's own writer: one events file for the run's curves."""
 
-    def __init__(self, config: TrainConfig, run_dir: Path, learner: Learner) -> None:
+    def __init__(self, writer: SummaryWriter) -> None:  # no super().__init__: it would open a second writer
+        self.writer = writer
+        self._is_closed = False
+
+
+class TrainingCallback(BaseCallback):
+    """MaskablePPO's hook into the run: ``after_leap`` (the run's tasks) before every rollout but the first -- after
+    the update of the one before; the first follows the tasks at the run's start --, and every rollout's charts."""
+
+    def __init__(self, learner: PPOLearner, after_leap: Callable[[], None]) -> None:
         super().__init__()
-        self.config = config
-        self.variant = config.variant
-        self.kind = config.observation
         self.learner = learner
-        self.evaluations = EvaluationLog(
-            evaluation_plan(config),
-            self.variant,
-            self.record,
-            learner.best_score,
-            lambda: {"": self.learner_agent()},
-            tensorboard=lambda: (self.writer(), self.learner.model.num_timesteps),
-        )
-        self.checkpoints = Checkpoints(run_dir, self.save)
-        step = learner.model.num_timesteps
-        self.schedule = Schedule(config, step)
-        self.progress: tqdm | None = None
-        self._last_time, self._last_step = time.perf_counter(), step
+        self.after_leap = after_leap
+        self.started_at = learner.steps
+        self._last_time, self._last_step = time.perf_counter(), learner.steps
         self._collecting_from: int | None = None
         """The step at which the rollout being collected began; ``None`` between collection and the update."""
 
     def _on_training_start(self) -> None:
-        step = self.learner.model.num_timesteps
         self._last_time = time.perf_counter()
-        describe_run(self.writer(), self.config, step)
-        rollout = self.config.num_games * self.config.ppo.n_steps
-        stop = stopping_step(self.config, step, rollout, "PPO trains whole rollouts of num_games * n_steps = {leap}")
-        self.progress = progress_bar(step, stop, "step")
 
     def _on_rollout_start(self) -> None:
-        # Between two rollouts the network has been updated on every step so far, so the tasks due here see it as
-        # trained to this step (before the first rollout: a fresh run's evaluation at step 0).
-        model, step = self.learner.model, self.learner.model.num_timesteps
+        step = self.learner.steps
         self._collecting_from = step
-        due = self.schedule.due(step)
-        if "snapshot" in due:
-            self.learner.pool.add_snapshot(model.policy, step)
-        if "evaluation" in due:
-            self.evaluate()
-        if "checkpoint" in due:
-            self.checkpoints.save_step(step)
+        if step > self.started_at:
+            self.after_leap()
 
     def _on_step(self) -> bool:
-        assert self.progress is not None
-        self.progress.update(self.learner.model.num_timesteps - self.progress.n)
         return True
 
     def _on_rollout_end(self) -> None:
         self._collecting_from = None  # collected whole: the update trains on it
         # Learner steps per second since the previous rollout: collection, the PPO update and any evaluation.
-        now, step = time.perf_counter(), self.learner.model.num_timesteps
+        now, step, learner = time.perf_counter(), self.learner.steps, self.learner
         self.logger.record("charts/SPS", (step - self._last_step) / max(now - self._last_time, 1e-9))
         self._last_time, self._last_step = now, step
-        self.logger.record("charts/pool_size", len(self.learner.pool.snapshots))
-        episodes = self.learner.model.ep_info_buffer
+        self.logger.record("charts/pool_size", len(learner.pool.snapshots))
+        episodes = learner.model.ep_info_buffer
         if episodes:
             self.logger.record("charts/episode_reward", float(np.mean([e["r"] for e in episodes])))
             self.logger.record("charts/episode_length", float(np.mean([e["l"] for e in episodes])))
-        outcomes = self.learner.env.pop_outcomes()
+        outcomes = learner.env.pop_outcomes()
         games = sum(outcomes.values())
         if games:
             for outcome in ("win", "draw", "loss"):
                 self.logger.record(f"charts/train_{outcome}_rate", outcomes[outcome] / games)
-
-    def writer(self) -> Any:
-        """The TensorBoard writer behind SB3's logger (for text, images and the evaluations)."""
-        for output in self.learner.model.logger.output_formats:
-            if isinstance(output, TensorBoardOutputFormat):
-                return output.writer
-        raise RuntimeError("the logger has no TensorBoard output")
-
-    def evaluate(self) -> None:
-        """Play the evaluation opponents in both seats; log, and keep the best checkpoint."""
-        assert self.progress is not None
-        players = policy_players(self.learner.model.policy, self.kind)
-        results, improved = self.evaluations.evaluate(players, self.progress)
-        # A picture of how one game ended (game 0 against the last opponent: the learner gave first).
-        sample = results[len(self.config.eval_opponents) - 1]
-        image = render_image(self.variant, sample.final_state, names=("learner", sample.opponent))
-        self.writer().add_image("eval/final_board", image, self.learner.model.num_timesteps, dataformats="HWC")
-        if improved:
-            self.checkpoints.save_best()
-
-    def record(self, key: str, value: float) -> None:
-        """Write a scalar to TensorBoard at the learner's step, at once (SB3's logger would hold it to the end of
-        the next rollout, and write it at that step)."""
-        self.writer().add_scalar(key, value, self.learner.model.num_timesteps)
-
-    def learner_agent(self) -> PPOAgent:
-        """The learner's policy as an agent playing its most likely action, to grade."""
-        return PPOAgent.from_policy(self.learner.model.policy, self.variant, self.kind)
-
-    def save(self, path: Path, resumable: bool) -> None:
-        """Checkpoint the model (with the opponent pool when ``resumable``) atomically at ``path``."""
-        model = self.learner.model
-        header = CheckpointHeader(self.variant, self.config.observation.name, model.num_timesteps)
-        metadata = {
-            "policy": self.config.policy,
-            "config": self.config.to_dict(),
-            **self.evaluations.checkpoint_fields(),
-        }
-        extras = {POOL_ENTRY: _pool_bytes(self.learner.pool)} if resumable else {}
-        save_checkpoint(path, model, header, metadata, extras)
 
     def drop_rollout_in_progress(self) -> None:
         """Stopped while collecting a rollout: count its steps out, so that a checkpoint saved now holds the
         network trained on the steps it claims (the rollout, never trained on, is lost as a kill loses it)."""
         if self._collecting_from is not None:
             self.learner.model.num_timesteps = self._collecting_from
-
-    def close(self) -> None:
-        if self.progress is not None:
-            self.progress.close()
 
 
 def _pool_bytes(pool: OpponentPool) -> bytes:

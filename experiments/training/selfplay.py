@@ -16,7 +16,7 @@
 Training choice: where nothing can be claimed, the declaration (declaration variant only) is masked out for
 the learner and the network opponents: it is legal, but it either loses or changes nothing.
 
-The opponents move as :class:`experiments.evaluation.games.Opponent`, the one way of moving in a batch of games
+The opponents move as :class:`experiments.evaluation.games.Mover`, the one way of moving in a batch of games
 that the evaluations share; :func:`policy_players` is how a MaskablePPO policy plays in them.
 """
 
@@ -37,9 +37,10 @@ from agents.envs.sb3_vector import InProcessVecEnv
 from agents.networks.policy_value import RowWeights, choose_actions
 from agents.ppo import inference_policy, policy_actions, policy_logits, policy_spaces
 from agents.specs import make_agent
-from experiments.evaluation.games import AgentOpponent, NetworkOpponent, Opponent, learner_players, move
+from experiments.evaluation.games import AgentMover, Mover, NetworkMover, learner_players, move
 from experiments.training.config import SNAPSHOTS
 from quarto_env.core import State, Variant
+from quarto_env.errors import QuartoValueError
 from quarto_env.observation import ObservationKind
 from quarto_env.vector import GameBatch
 
@@ -65,7 +66,7 @@ class _Logits(nn.Module):
         return policy_logits(self.policy, observations)
 
 
-class SnapshotBank(Opponent):
+class SnapshotBank(Mover):
     """The learner's frozen past selves, moving as one opponent.
 
     Each game against the bank is assigned one snapshot when it starts (:meth:`assign`). A move in many games
@@ -148,21 +149,19 @@ class OpponentPool:
         self.snapshots = SnapshotBank(kind, max_snapshots)
         self.snapshot_weight = float(mix.get(SNAPSHOTS, 0.0))
         specs = [spec for spec in mix if spec != SNAPSHOTS]
-        self.baselines: list[Opponent] = [
-            AgentOpponent(make_agent(spec, variant, seed + i)) for i, spec in enumerate(specs)
-        ]
+        self.baselines: list[Mover] = [AgentMover(make_agent(spec, variant, seed + i)) for i, spec in enumerate(specs)]
         self.baseline_weights = np.array([mix[spec] for spec in specs], dtype=np.float64)
 
     def add_snapshot(self, policy: MaskableActorCriticPolicy, step: int) -> None:
         """Freeze a copy of ``policy`` (at learner step ``step``) into the pool."""
         self.snapshots.add(policy, step)
 
-    def draw(self, rng: np.random.Generator, games: np.ndarray) -> list[Opponent]:
+    def draw(self, rng: np.random.Generator, games: np.ndarray) -> list[Mover]:
         """Opponents for ``games``, drawn independently with the mix's weights (snapshots assigned too)."""
         snapshot_weight = self.snapshot_weight if len(self.snapshots) else 0.0
         weights = np.append(self.baseline_weights, snapshot_weight)
         if weights.sum() <= 0:
-            raise ValueError("the opponent mix gives no weight to any available opponent")
+            raise QuartoValueError("the opponent mix gives no weight to any available opponent")
         choices = rng.choice(len(weights), size=len(games), p=weights / weights.sum())
         against_snapshots = choices == len(self.baselines)
         if against_snapshots.any():
@@ -193,7 +192,7 @@ class SelfPlayVecEnv(InProcessVecEnv):
         self.batch = GameBatch(variant, num_games)
         self.rng = np.random.default_rng(seed)
         self.learner_seat = np.zeros(num_games, dtype=np.int64)
-        self.opponents: list[Opponent] = pool.draw(self.rng, self.batch.all_games)
+        self.opponents: list[Mover] = pool.draw(self.rng, self.batch.all_games)
         self.episode_steps = np.zeros(num_games, dtype=np.int64)
         self.episode_start = np.zeros(num_games, dtype=np.float64)
         self.outcomes: Counter[str] = Counter()
@@ -269,7 +268,7 @@ class SelfPlayVecEnv(InProcessVecEnv):
 # ---------------------------------------------------------------------------------------------------------
 # In evaluations
 # ---------------------------------------------------------------------------------------------------------
-def policy_players(policy: MaskableActorCriticPolicy, kind: ObservationKind) -> list[NetworkOpponent]:
+def policy_players(policy: MaskableActorCriticPolicy, kind: ObservationKind) -> list[NetworkMover]:
     """A MaskablePPO policy's two ways of playing in evaluations
     (:func:`experiments.evaluation.games.learner_players`)."""
     return learner_players(functools.partial(policy_actions, policy), kind)

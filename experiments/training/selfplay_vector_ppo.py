@@ -46,7 +46,8 @@ from torch import nn
 from torch.utils.tensorboard import SummaryWriter
 
 from agents.networks.designs import hidden_layers
-from experiments.options import CommandParser, field_docs
+from experiments.options import CommandParser
+from experiments.training.field_docs import field_docs
 from quarto_env import VectorQuarto
 from quarto_env.vector_env import QuartoVectorVsAgent
 

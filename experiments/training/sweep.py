@@ -27,17 +27,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agents.storage.files import OutputPathError, atomic_write_bytes, input_file, output_folder
-from experiments.options import CommandParser, add_integer_argument, add_number_argument, quiet_logger
-from experiments.output import LOCK_FILE, OutputError, hold_lock
+from agents.storage.files import OutputPathError, atomic_write_bytes, input_file
+from experiments.options import CommandParser, add_integer_argument, add_number_argument
+from experiments.output import LOCK_FILE, OutputError, check_output_path, hold_lock
 from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents
 from experiments.training.config_file import load_config
-from experiments.training.ray_runtime import check_address, check_reachable, start_ray
+from experiments.training.ray_runtime import check_address, check_reachable, quiet_logger, start_ray
 from experiments.training.sweep_stats import SeedRun, aggregate, markdown, read_final_eval
 from experiments.training.train import require_ray
 from quarto_env.checks import one_line
-from quarto_env.errors import QuartoValueError
+from quarto_env.errors import SweepError
 
 MAX_CONCURRENT = 1024
 """The most ``--max-concurrent`` trials: as many as the largest Ray cluster's CPUs a config may ask for."""
@@ -45,10 +45,6 @@ SWEEP_FILE = "sweep.json"
 CONFIG_COPY = "config.yaml"
 TRIALS = "trials"
 """The bootstrap draws from its own fixed seed, so that the same trials always give the same intervals."""
-
-
-class SweepError(QuartoValueError):
-    """A sweep that cannot run as asked: a bad setting, address or folder."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -192,7 +188,7 @@ def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str
     check_trials(args.config, plan_trials(sets, seeds))
     name = load_config(args.config).name
     check_ray(args.address)
-    out = output_folder(args.out or default_run_folder(name, parent=RUNS_DIR / "sweeps"), "--out")
+    out = check_output_path(args.out or default_run_folder(name, parent=RUNS_DIR / "sweeps"), "run")
     settings = {
         "config": str(args.config),
         "seeds": seeds,
@@ -235,7 +231,7 @@ def resumed_sweep(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SweepError(f"--resume {out}: {SWEEP_FILE} cannot be read: {one_line(exc)}") from None
     check_ray(args.address)
-    output_folder(out, "--resume")
+    check_output_path(out, "run", "--resume")
     return out, settings
 
 

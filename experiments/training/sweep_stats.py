@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from agents.storage.files import atomic_write_bytes
-from experiments.options import markdown_table
+from experiments.evaluation.tables import markdown_table
 from experiments.training.config_file import load_config
 
 CONFIDENCE = 0.95

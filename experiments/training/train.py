@@ -13,7 +13,8 @@ Example usage::
 This module is the command -- its arguments, the run folder of a new or resumed run, the checks before anything
 is written, the lock -- and :data:`BACKENDS`, the table of the modules that train (MaskablePPO, RLlib's PPO,
 AlphaZero), each with ``start(config, run_dir, resume)`` (reads only: a refused start writes nothing) and ``run(config,
-run_dir, state)``; what their runs share is :mod:`experiments.training.run`. The manual -- the run folder, the
+run_dir, state)``; every run's life is :func:`experiments.training.loop.train_run`, built of the pieces of
+:mod:`experiments.training.run`. The manual -- the run folder, the
 checks, resuming, the lock, Ctrl-C -- is docs/training.md.
 """
 

@@ -1,4 +1,4 @@
-"""``quarto bench mcts``: our rollout MCTS's simulations per second, beside quartors' at equal strength.
+"""``quarto bench mcts``: our UCT's simulations per second, beside quartors' at equal strength.
 
 Example usage::
 
@@ -33,12 +33,13 @@ import numpy as np
 
 from agents.solver.labels import action_values
 from agents.solver.positions import greedy_game_positions
-from agents.specs import MAX_SIMULATIONS
+from agents.specs import MAX_UCT_SIMULATIONS
 from agents.suites import SolvedPosition, load_suite
 from agents.tree.uct import UCTAgent
 from experiments.evaluation.ratings import wilson_interval
 from experiments.options import CommandParser, add_integer_argument, add_seed_argument
 from quarto_env.core import INITIAL_STATE, NO_PIECE, STANDARD, State, step
+from quarto_env.errors import QuartoValueError
 
 EMPTY_SQUARES = (12, 8, 4)
 MAX_POSITIONS = 1000
@@ -57,7 +58,7 @@ PEER_MISSING = (
 )
 
 
-class PeerSearch:
+class QuartorsMCTS:
     """quartors' rollout MCTS, playing turns of our positions (standard rules)."""
 
     def __init__(self, quartors: ModuleType, sims: int) -> None:
@@ -81,7 +82,7 @@ class PeerSearch:
         """``state`` as a quartors position, reached by replaying its board in square order: quartors builds
         positions only by playing turns, each one a placement and a give."""
         if state.occupied and not state.placing:
-            raise ValueError("quartors takes the opening or a position with a piece in hand")
+            raise QuartoValueError("quartors takes the opening or a position with a piece in hand")
         position = self.quartors.State.initial()
         board = [(square, piece) for square, piece in enumerate(state.board) if piece != NO_PIECE]
         gives = [piece for _, piece in board] + ([state.hand] if state.placing else [])
@@ -92,13 +93,13 @@ class PeerSearch:
         return position
 
 
-def load_peer(sims: int) -> PeerSearch | None:
+def load_peer(sims: int) -> QuartorsMCTS | None:
     """quartors' search at ``sims`` simulations per turn, or ``None`` where quartors does not import."""
     try:
         import quartors
     except ImportError:
         return None
-    return PeerSearch(quartors, sims)
+    return QuartorsMCTS(quartors, sims)
 
 
 def our_turn(agent: UCTAgent, state: State) -> tuple[list[int], int]:
@@ -124,7 +125,7 @@ def main(argv: list[str]) -> int:
         EQUAL_STRENGTH_SIMS,
         "our simulations per decision (two decisions a turn)",
         fewest=1,
-        most=MAX_SIMULATIONS,
+        most=MAX_UCT_SIMULATIONS,
     )
     add_integer_argument(
         parser,
@@ -132,7 +133,7 @@ def main(argv: list[str]) -> int:
         EQUAL_STRENGTH_PEER_SIMS,
         "quartors' simulations per turn",
         fewest=1,
-        most=MAX_SIMULATIONS,
+        most=MAX_UCT_SIMULATIONS,
     )
     add_integer_argument(
         parser, "--positions", 6, "positions per number of empty squares", fewest=1, most=MAX_POSITIONS
@@ -154,7 +155,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def print_speeds(agent: UCTAgent, peer: PeerSearch | None, position_sets: dict[str, list[State]], seed: int) -> None:
+def print_speeds(agent: UCTAgent, peer: QuartorsMCTS | None, position_sets: dict[str, list[State]], seed: int) -> None:
     """One row per position set: each engine's simulations per second and milliseconds per turn."""
     title = f"MCTS, ours at {agent.sims} simulations per decision"
     if peer is not None:
@@ -212,7 +213,7 @@ def time_turns(turn: Turn, positions: list[State], seed: int) -> tuple[float, fl
     return sims / seconds, 1000 * seconds / turns
 
 
-def print_strength(agent: UCTAgent, peer: PeerSearch | None, count: int, seed: int) -> None:
+def print_strength(agent: UCTAgent, peer: QuartorsMCTS | None, count: int, seed: int) -> None:
     """The share of turns that lose value, each engine on the same ``count`` suite positions."""
     positions = strength_positions(count, seed)
     values = TurnValues()

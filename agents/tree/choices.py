@@ -1,0 +1,33 @@
+"""The choices of a PUCT search and its self-play's defaults, their one home: which root it searches from
+(:data:`ROOTS`), what a searched position's policy target is (:data:`POLICY_TARGETS`), and the defaults that the
+sessions' options (:class:`agents.tree.options.PUCTOptions`) and the training config's ``alphazero`` section share.
+
+Plain data, without numba or torch, so that the training config (:mod:`experiments.training.config`) checks its
+fields against them without loading the search.
+"""
+
+from __future__ import annotations
+
+DEFAULT_C_PUCT = 1.5
+"""The PUCT exploration constant's default (:mod:`agents.tree.puct`)."""
+ROOTS = ("puct", "gumbel")
+"""The search's roots: PUCT (:meth:`agents.tree.puct.PUCTSearch.run` without ``gumbel``), or the Gumbel root's
+sequential halving (with a :class:`agents.tree.gumbel_root.GumbelRoot`)."""
+POLICY_TARGETS = ("visits", "completed_q")
+"""The policy targets of a searched position: the visit distribution (:meth:`agents.tree.puct.PUCTResult.policy`)
+or the completed-Q improved policy (:meth:`agents.tree.puct.PUCTResult.improved_policy`), Gumbel MuZero's
+``softmax(log prior + completed_q_beta * completed Q)``."""
+DEFAULT_SIMULATIONS = 64
+"""Simulations of a full self-play search."""
+DEFAULT_CHEAP_SIMULATIONS = 16
+"""Simulations of a cheap self-play search (playout-cap randomisation)."""
+DEFAULT_FULL_SEARCH_SHARE = 1.0
+"""The chance that a round of self-play moves is searched fully: 1, every round."""
+DEFAULT_DIRICHLET_ALPHA = 0.3
+"""The concentration of the Dirichlet noise mixed into self-play's root priors (PUCT root)."""
+DEFAULT_DIRICHLET_FRACTION = 0.25
+"""That noise's weight."""
+DEFAULT_TEMPERATURE_PLIES = 8
+"""The first actions of a self-play game that are sampled from the visits (PUCT root)."""
+DEFAULT_COMPLETED_Q_BETA = 20.0
+"""The inverse temperature of the completed-Q policy target."""

@@ -1,0 +1,160 @@
+"""The run's life (experiments/training/loop.py), driven with a fake backend: a learner that counts its steps in
+leaps of 10 and writes real, sealed checkpoints of its step count. What the skeleton owns is checked on it: the
+tasks on the schedule (snapshots, evaluations, checkpoints), ``best.zip``, the evaluation at the last step, the
+save at Ctrl-C, a resume from the newest intact checkpoint, and the end of the run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torch.utils.tensorboard import SummaryWriter
+
+from agents.networks.checkpoints import CheckpointHeader, read_metadata, read_weights, write_checkpoint
+from experiments.evaluation import log
+from experiments.evaluation.games import EvalResult, Mover
+from experiments.training.config import TrainConfig
+from experiments.training.config_file import config_from_dict
+from experiments.training.loop import Habits, Learner, train_run
+from experiments.training.run import evaluation_log, has_checkpoint, read_resume_point
+from quarto_env.core import INITIAL_STATE
+
+LEAP = 10
+STATE_ENTRY = "state.pt"
+
+
+class FakeLearner(Learner):
+    """Steps in leaps of :data:`LEAP`; writes what it did in ``calls``; Ctrl-C in the leap that would reach
+    ``stop_at``."""
+
+    def __init__(self, config: TrainConfig, habits: Habits, steps: int = 0, best_score: float = -1.0) -> None:
+        self.config, self.habits, self.count = config, habits, steps
+        self.evaluations = evaluation_log(config, best_score)
+        self.calls: list[tuple[str, int]] = []
+        self.stop_at: int | None = None
+
+    @property
+    def steps(self) -> int:
+        return self.count
+
+    def begin(self, run_dir: Path, writer: SummaryWriter) -> str:
+        self.calls.append(("begin", self.count))
+        return "nothing else"
+
+    def leap(self) -> None:
+        if self.count + LEAP == self.stop_at:
+            raise KeyboardInterrupt
+        self.count += LEAP
+
+    def snapshot(self) -> None:
+        self.calls.append(("snapshot", self.count))
+
+    def log_charts(self) -> None:
+        self.calls.append(("charts", self.count))
+
+    def players(self, checkpoint: Path | None = None) -> list[Mover]:
+        self.calls.append(("players", self.count if checkpoint is None else read_metadata(checkpoint)["num_timesteps"]))
+        return []
+
+    def save(self, path: Path, resumable: bool) -> None:
+        self.calls.append((f"save {path.name}{' resumable' if resumable else ''}", self.count))
+        header = CheckpointHeader(self.config.variant, self.config.observation.name, self.count)
+        metadata = {"config": self.config.to_dict(), **self.evaluations.checkpoint_fields()}
+        entries = {STATE_ENTRY: {"count": self.count}} if resumable else {}
+        write_checkpoint(path, "fake", header, metadata, entries)
+
+    def agent_spec(self, final: Path) -> str:
+        return f"fake:{final}"
+
+    def done(self, kind: str) -> list[int]:
+        """The steps at which ``kind`` was done."""
+        return [step for call, step in self.calls if call == kind]
+
+
+def fake_config(**fields: Any) -> TrainConfig:
+    settings = {
+        "total_steps": 50,
+        "eval_every": 20,
+        "early_evals": [0],
+        "checkpoint_every": 30,
+        "snapshot_every": 25,
+        "grade_positions": 0,
+        "sample_games": 0,
+    }
+    return config_from_dict({**settings, **fields})
+
+
+@pytest.fixture
+def scores(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The evaluations play no game: each scores the next of the list (then the last again)."""
+    given: list[float] = []
+    calls = iter(range(1_000))
+
+    def evaluate(players: Sequence[Mover], *args: Any, **kwargs: Any) -> list[EvalResult]:
+        wins = round(given[min(next(calls), len(given) - 1)] * 4)  # of 4 games in each seat
+        return [EvalResult("random", {0: (wins, 0, 4 - wins), 1: (wins, 0, 4 - wins)}, INITIAL_STATE, True, "argmax")]
+
+    monkeypatch.setattr(log, "evaluate_learner", evaluate)
+    given.append(0.5)
+    return given
+
+
+def test_the_run_does_its_tasks_on_the_schedule_and_ends_with_the_final_checkpoint(
+    tmp_path: Path, scores: list[float], capsys: pytest.CaptureFixture
+) -> None:
+    learner = FakeLearner(fake_config(), Habits("step", LEAP, "leaps of {leap}", snapshots=True))
+    final = train_run(learner.config, tmp_path, learner)
+    assert final == tmp_path / "checkpoints" / "final.zip" and read_metadata(final)["num_timesteps"] == 50
+    assert learner.done("players") == [0, 20, 40, 50]  # early_evals=[0], every 20, then the final table's
+    assert learner.done("snapshot") == [30, 50]  # the first step at or past each multiple of 25
+    assert learner.done("save step_000000030.zip") == [30] and learner.done("save latest.zip resumable") == [30, 50]
+    assert learner.done("charts") == [20, 40]  # before each evaluation after a leap
+    assert learner.done("save best.zip") == [0]  # the first score is the best: 0.5 stays
+    assert (tmp_path / "final_eval.json").is_file() and list((tmp_path / "tb").iterdir())
+    assert f"agent spec: fake:{final}" in capsys.readouterr().out
+
+
+def test_best_zip_follows_the_best_score_and_a_backend_without_it_keeps_none(
+    tmp_path: Path, scores: list[float]
+) -> None:
+    scores[:] = [0.25, 0.75, 0.5]
+    learner = FakeLearner(fake_config(), Habits("step", LEAP, "leaps of {leap}"))
+    train_run(learner.config, tmp_path / "best", learner)
+    assert learner.done("save best.zip") == [0, 20]
+    assert read_metadata(tmp_path / "best" / "checkpoints" / "final.zip")["best_score"] == 0.75
+    without = FakeLearner(fake_config(), Habits("step", keeps_best=False))
+    train_run(without.config, tmp_path / "none", without)
+    assert not without.done("save best.zip") and not (tmp_path / "none" / "checkpoints" / "best.zip").exists()
+
+
+def test_a_backend_that_evaluates_last_ends_its_curves_at_the_last_step(tmp_path: Path, scores: list[float]) -> None:
+    learner = FakeLearner(fake_config(), Habits("pos", LEAP, "leaps of {leap}", evaluates_last=True))
+    train_run(learner.config, tmp_path, learner)
+    assert learner.done("players") == [0, 20, 40, 50, 50]  # the last evaluation, then the final table's
+    assert learner.done("charts") == [20, 40, 50]
+
+
+def test_ctrl_c_saves_latest_zip_and_the_resume_goes_on_from_the_newest_intact_checkpoint(
+    tmp_path: Path, scores: list[float], capsys: pytest.CaptureFixture
+) -> None:
+    config = fake_config()
+    learner = FakeLearner(config, Habits("step", LEAP, "leaps of {leap}"))
+    learner.stop_at = 40  # Ctrl-C in the leap from 30 to 40
+    with pytest.raises(KeyboardInterrupt):
+        train_run(config, tmp_path, learner)
+    latest = tmp_path / "checkpoints" / "latest.zip"
+    assert learner.calls[-1] == ("save latest.zip resumable", 30)
+    assert read_weights(latest, STATE_ENTRY) == {"count": 30}
+    assert not (tmp_path / "checkpoints" / "final.zip").exists()
+
+    latest.write_bytes(latest.read_bytes()[:-40])  # damaged: the resume takes step_000000030.zip beside it
+    point = read_resume_point(config, tmp_path, with_pool=False)
+    assert point.checkpoint.name == "step_000000030.zip" and point.steps == 30 and not point.complete
+    assert "the newest intact checkpoint, at step 30" in capsys.readouterr().err
+    resumed = FakeLearner(config, Habits("step", LEAP, "leaps of {leap}"), point.steps, point.best_score)
+    train_run(config, tmp_path, resumed)
+    assert ("begin", 30) in resumed.calls and "resuming" in capsys.readouterr().out
+    assert resumed.done("players") == [40, 50]  # the points it had passed are not done again
+    assert read_metadata(latest)["num_timesteps"] == 50 and has_checkpoint(tmp_path)
