@@ -455,7 +455,6 @@ def test_resume_restores_mains_optimizer_state(rllib_run: tuple[Path, str], tmp_
         restored = trainer.optimizer_state()
         groups = trainer._optimizers()[next(iter(saved))]["state"]["param_groups"]
     finally:
-        trainer.writer.close()
         trainer.algorithm.stop()
     assert_same_optimizer_state(restored, saved)
     assert {group["lr"] for group in groups} == {1e-3}  # the resumed config's learning rate, not the checkpoint's
@@ -497,7 +496,6 @@ def test_a_remote_learner_trains_and_gets_its_optimizer_state_back(local_ray: An
         assert not trainer.algorithm.learner_group.is_local  # a Learner actor, not this process
         restored = trainer.optimizer_state()
     finally:
-        trainer.writer.close()
         trainer.algorithm.stop()
     assert_same_optimizer_state(restored, read_weights(run_dir / "checkpoints" / "latest.zip", OPTIMIZER_ENTRY))
 
