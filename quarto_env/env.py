@@ -126,6 +126,7 @@ for the agent that played it, 0 for the other.
 
 from __future__ import annotations
 
+import operator
 import sys
 import time
 import warnings
@@ -193,8 +194,8 @@ class _OneHop:
 
     A wrapper finds them through ``__getattr__``, one layer at a time: under the three standard wrappers that
     is about 36 calls per turn, more time than ``raw_env`` spends on the turn itself. The values are the same
-    (wrappers never keep their own copies of these); only the lookups are fewer. As ``OrderEnforcingWrapper``
-    does, they cannot be read before the first reset.
+    (wrappers never keep their own copies of these); only the lookups are fewer, each one C call. The outermost
+    wrapper, as ``OrderEnforcingWrapper`` does, refuses them before the first reset.
     """
 
     def __init__(self, env: AECEnv, *args: Any, **kwargs: Any) -> None:
@@ -203,8 +204,15 @@ class _OneHop:
 
 
 def _forward(name: str) -> property:
+    """A read of ``name`` from the unwrapped env in one C call (``attrgetter``): no Python frame per read."""
+    return property(operator.attrgetter(f"_raw.{name}"))
+
+
+def _forward_after_reset(name: str) -> property:
+    """As :func:`_forward`, refused before the first reset, as ``OrderEnforcingWrapper`` refuses it."""
+
     def get(self: Any) -> Any:
-        if not self.__dict__.get("_has_reset", True):
+        if not self._has_reset:
             raise AttributeError(f"{name} cannot be accessed before reset")
         return getattr(self._raw, name)
 
@@ -269,12 +277,27 @@ class _OrderEnforcing(_OneHop, wrappers.OrderEnforcingWrapper):
 
     def last(self, observe: bool = True) -> tuple[dict[str, np.ndarray] | None, float, bool, bool, dict[str, Any]]:
         """As PettingZoo's; :class:`~quarto_env.errors.CallOrderError` when no game is in play."""
-        self._raw.require_game_in_play("last()")
-        return super().last(observe)
+        raw = self._raw
+        raw.require_game_in_play("last()")  # a game in play: reset() has run
+        agent = raw.agent_selection
+        # AECEnv.last, reading the unwrapped env's dicts directly; the observation still comes through the
+        # wrappers below, where TerminateIllegalWrapper keeps it to check the next action against its mask.
+        observation = self.env.observe(agent) if observe else None
+        return (
+            observation,
+            raw._cumulative_rewards[agent],
+            raw.terminations[agent],
+            raw.truncations[agent],
+            raw.infos[agent],
+        )
 
     def _repr_svg_(self) -> str:
         """The position as SVG, for notebooks (the stock wrappers refuse to forward underscore names)."""
         return self._raw._repr_svg_()
+
+
+for _name in _HOT_ATTRIBUTES:  # the outermost wrapper, the one a user reads, keeps the refusal before reset
+    setattr(_OrderEnforcing, _name, _forward_after_reset(_name))
 
 
 class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
