@@ -107,7 +107,7 @@ class Context:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,  # its own process group: a hang is killed with its children
-            preexec_fn=before_exec,
+            preexec_fn=_with_sigint_as_in_a_terminal(before_exec),
         )
 
     def start_quarto(self, *argv: str) -> subprocess.Popen[str]:
@@ -157,6 +157,20 @@ def temporaries(path: Path) -> list[str]:
 # ---------------------------------------------------------------------------------------------------------
 # Verdicts
 # ---------------------------------------------------------------------------------------------------------
+def _with_sigint_as_in_a_terminal(before_exec: Callable[[], None] | None) -> Callable[[], None]:
+    """What a case's child runs before it starts: SIGINT back to its default, then ``before_exec``. A fault run
+    started in the background (``&``, ``nohup``) ignores SIGINT, every child inherits that, and Python then
+    installs no KeyboardInterrupt at all: the Ctrl-C cases would test nothing (they failed as "lost" and
+    "traceback" from a background run only)."""
+
+    def setup() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if before_exec is not None:
+            before_exec()
+
+    return setup
+
+
 def crashed(result: Result) -> str:
     """``hang`` or ``traceback`` where the process did either, else ``""``: the first verdicts of every case."""
     if result.returncode is None:
@@ -958,7 +972,7 @@ SESSION_ARGUMENTS: list[tuple[str, str, str]] = [
     ("model_version=1.5", "started().model_version = 1.5", "model_version"),
     ("variant='squares'", "SelfPlaySession(2, FEW, variant='squares')", "a mapping of its flags"),
     ("variant={'squarez': True}", "SelfPlaySession(2, FEW, variant={'squarez': True})", "its flags: attributes"),
-    ("variant={'squares': 'yes'}", "SelfPlaySession(2, FEW, variant={'squares': 'yes'})", "not a rule variant"),
+    ("variant={'squares': 'yes'}", "SelfPlaySession(2, FEW, variant={'squares': 'yes'})", "not a valid rule variant"),
     ("arena variant=7", "ArenaSession(1, FEW, variant=7)", "variant must be a Variant"),
     ("SelfPlaySession(10**12)", "SelfPlaySession(10**12)", "num_games"),
     ("parallel=10**12", "SelfPlaySession(None, FEW, parallel=10**12)", "parallel must be an integer >= 1 and <="),
@@ -1743,6 +1757,7 @@ def _signalled(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=_with_sigint_as_in_a_terminal(None),
     )
     assert process.stdout is not None and process.stderr is not None
     texts = {"out": b"", "err": b""}
