@@ -1670,8 +1670,10 @@ for _name, _argv, _damage in [
 CHECKPOINT_SWEEP = textwrap.dedent("""
     import struct, sys, zipfile
     from pathlib import Path
-    from agents.networks.checkpoints import CheckpointError, CheckpointHeader, read_metadata, read_weights,
-    write_checkpoint from quarto_env.core import Variant
+    from agents.networks.checkpoints import (
+        CheckpointError, CheckpointHeader, read_metadata, read_weights, write_checkpoint
+    )
+    from quarto_env.core import Variant
     mask, source = int(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else None
     if source is None:  # a small valid checkpoint: its metadata, one entry of weights, its seal
         import torch
