@@ -19,6 +19,7 @@ floor is named without being imported.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -115,16 +116,21 @@ def room_floor(module: str) -> tuple[str, int]:
     return ("cli", CLI_FLOOR) if parts[-1] == "cli" else ("", 0)
 
 
-def imports_across_rooms(graph: dict[str, set[str]]) -> list[str]:
-    """The imports between two ``experiments`` rooms that do not run down: to a room on the same floor or above."""
+def imports_across_rooms(
+    graph: dict[str, set[str]],
+    package: str = "experiments",
+    floor_of: Callable[[str], tuple[str, int]] = room_floor,
+) -> list[str]:
+    """The imports between two rooms of ``package`` (their room and floor by ``floor_of``) that do not run down: to
+    a room on the same floor or above. The package itself, which every import of a submodule runs, is no room."""
     wrong = []
     for module, targets in graph.items():
-        if not module.startswith("experiments."):
+        if not module.startswith(f"{package}."):
             continue
-        room, floor = room_floor(module)
+        room, floor = floor_of(module)
         for target in targets:
-            if target.startswith("experiments.") and target != "experiments":
-                target_room, target_floor = room_floor(target)
+            if target.startswith(f"{package}."):
+                target_room, target_floor = floor_of(target)
                 if target_room != room and target_floor >= floor:
                     wrong.append(f"{module} imports {target}")
     return sorted(wrong)
@@ -183,22 +189,6 @@ def agent_room_floor(module: str) -> tuple[str, int]:
     return "", AGENT_PLAYERS_FLOOR
 
 
-def agent_imports_across_rooms(graph: dict[str, set[str]]) -> list[str]:
-    """The imports between two ``agents`` rooms that do not run down. The package itself (``agents``, which every
-    import of a submodule runs) is no room."""
-    wrong = []
-    for module, targets in graph.items():
-        if not module.startswith("agents."):
-            continue
-        room, floor = agent_room_floor(module)
-        for target in targets:
-            if target.startswith("agents."):
-                target_room, target_floor = agent_room_floor(target)
-                if target_room != room and target_floor >= floor:
-                    wrong.append(f"{module} imports {target}")
-    return sorted(wrong)
-
-
 def test_agent_imports_across_rooms_finds_a_sideways_and_an_upward_one() -> None:
     """The control: the solver and the tree searches side by side, the specs above both."""
     graph = {
@@ -206,14 +196,14 @@ def test_agent_imports_across_rooms_finds_a_sideways_and_an_upward_one() -> None
         "agents.solver.suites": {"agents.specs", "agents.storage.files"},
         "agents.specs": {"agents.base"},
     }
-    assert agent_imports_across_rooms(graph) == [
+    assert imports_across_rooms(graph, "agents", agent_room_floor) == [
         "agents.solver.suites imports agents.specs",
         "agents.tree.sessions imports agents.solver.book",
     ]
 
 
 def test_agents_rooms_import_only_rooms_below() -> None:
-    wrong = agent_imports_across_rooms(import_graph())
+    wrong = imports_across_rooms(import_graph(), "agents", agent_room_floor)
     assert not wrong, "an agents room imports one beside or above it: " + "; ".join(wrong)
 
 
