@@ -1146,20 +1146,18 @@ def _samples_two_writers_two_processes(context: Context) -> str:
     return verdict if verdict != "ok" or not (context.folder / "data" / "manifest.json").exists() else "lost or mixed"
 
 
-@case("samples: a raw writer appends to a tempo dataset")
-def _samples_raw_into_tempo(context: Context) -> str:
-    folder = _samples(context, kind="tempo")
+def _samples_other_observation(context: Context, dataset: str, writer: str) -> str:
+    """A writer for the ``writer`` observation appends to a ``dataset`` one: refused, the dataset unchanged."""
+    folder = _samples(context, kind=dataset)
     before = snapshot(folder)
-    verdict = _library(context, f"{SAMPLES_LIBRARY}; SampleWriter('data', 'raw', STANDARD).close()", "observation")
+    verdict = _library(context, f"{SAMPLES_LIBRARY}; SampleWriter('data', {writer!r}, STANDARD).close()", "observation")
     return unchanged(before, folder, verdict)
 
 
-@case("samples: a tempo writer appends to a raw dataset")
-def _samples_tempo_into_raw(context: Context) -> str:
-    folder = _samples(context, kind="raw")
-    before = snapshot(folder)
-    verdict = _library(context, f"{SAMPLES_LIBRARY}; SampleWriter('data', 'tempo', STANDARD).close()", "observation")
-    return unchanged(before, folder, verdict)
+for _dataset, _writer in (("tempo", "raw"), ("raw", "tempo")):
+    case(f"samples: a {_writer} writer appends to a {_dataset} dataset")(
+        lambda context, d=_dataset, w=_writer: _samples_other_observation(context, d, w)
+    )
 
 
 @case("samples: the example's --dataset onto a tempo dataset")
