@@ -569,9 +569,9 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         self.terminations = dict.fromkeys(self.agents, True)
 
     def _hand_over(self) -> None:
-        """Select the agent to act next and start its clock."""
+        """Select the agent to act next and start its clock. (The infos stay those of :meth:`reset` until the
+        game ends: nothing in play changes them.)"""
         self.agent_selection = self.seats[self.game_state.to_move]
-        self.infos = _infos(Outcome.IN_PLAY, NO_WINNER)
         if self.time_limit is not None:
             self._handed_over_at = self.clock()
 
@@ -605,6 +605,9 @@ a few milliseconds for ``tempo``) until they have taken this long: about what im
 compiled kernel costs, so that a process stepping a few games never pays it, and one that steps on switches to
 the kernel having spent at most twice the better choice made in hindsight (the ski-rental rule)."""
 _python_seconds_left = [PYTHON_SECONDS]
+_compiled_writer: list[Callable[..., None]] = []
+""":func:`quarto_env.fast.write_observation` once it is in use: kept here, as an ``import`` statement in every
+call would cost about a microsecond of the turn's thirty."""
 
 
 def observe_into(
@@ -614,15 +617,18 @@ def observe_into(
     16)``) and its action mask into ``mask`` (``int8``; the legal actions when ``acting``, else zeros): the same
     functions run as Python while numba is not loaded and :data:`PYTHON_SECONDS` are not spent, else compiled
     (:func:`quarto_env.fast.write_observation`). Either way the same planes."""
-    if _python_seconds_left[0] > 0 and "numba" not in sys.modules:
-        start = time.perf_counter()
-        write_observation_in_python(planes, mask, level, state, variant, acting)
-        _python_seconds_left[0] -= time.perf_counter() - start
-        return
-    from quarto_env.fast import write_observation
+    if not _compiled_writer:
+        if _python_seconds_left[0] > 0 and "numba" not in sys.modules:
+            start = time.perf_counter()
+            write_observation_in_python(planes, mask, level, state, variant, acting)
+            _python_seconds_left[0] -= time.perf_counter() - start
+            return
+        from quarto_env.fast import write_observation
 
-    fields = compiled_fields(state)
-    write_observation(planes, mask, level, fields, variant.groups, variant.counted, variant.declaration, acting)
+        _compiled_writer.append(write_observation)
+    _compiled_writer[0](
+        planes, mask, level, compiled_fields(state), variant.groups, variant.counted, variant.declaration, acting
+    )
 
 
 def write_observation_in_python(
