@@ -78,7 +78,7 @@ BENCHMARKS: Table = {
         "experiments.bench.jax", "quarto_env.jax steps/s vs pgx; --check vs the compiled core; --device-check"
     ),
     "startup": Entry(
-        "experiments.bench.startup", "a new process: import quarto_env, one env step; warm and cold cache"
+        "experiments.bench.startup", "a new process: first env step, first MCTS move; warm, cold; beside quartors"
     ),
 }
 """``quarto bench NAME``: the same, one level down."""

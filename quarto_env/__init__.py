@@ -21,8 +21,8 @@ Gymnasium single-agent environment against a fixed opponent.
 The ground floor -- :mod:`quarto_env.core` (the rules), :mod:`quarto_env.notation` and
 :mod:`quarto_env.symmetry` -- imports no RL framework, no torch and no plotting library, so importing this
 package loads none of them either: ``env``, ``raw_env`` and ``VectorQuarto`` are imported on first use, and the
-two registrations above run as soon as Gymnasium or PettingZoo is imported (at once if it already is), through wrapt's
-post-import hooks.
+two registrations above run as soon as Gymnasium or PettingZoo is imported (at once if it already is), through
+post-import hooks (:func:`quarto_env.jitable.when_imported`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
-
-import wrapt
 
 from quarto_env.errors import (
     ActionTypeError,
@@ -49,6 +47,7 @@ from quarto_env.errors import (
     SpecError,
 )
 from quarto_env.extras import MissingExtra
+from quarto_env.jitable import when_imported, when_numba_loads
 from quarto_env.outcome import NO_WINNER, Outcome
 
 if TYPE_CHECKING:
@@ -159,8 +158,8 @@ def _register_with_pettingzoo(pettingzoo: Any) -> None:
             pettingzoo.register("aec", f"{name}_v{old}", entry_point=DeprecatedModule(name, old, version).env)
 
 
-wrapt.register_post_import_hook(_register_with_gymnasium, "gymnasium")
-wrapt.register_post_import_hook(_register_with_pettingzoo, "pettingzoo")
+when_imported("gymnasium", _register_with_gymnasium)
+when_imported("pettingzoo", _register_with_pettingzoo)
 # Before any of the project's functions is compiled, so that their cached machine code follows every file it
 # was compiled from (see quarto_env.numba_cache).
-wrapt.register_post_import_hook("quarto_env.numba_cache:stamp_project", "numba")
+when_numba_loads(lambda numba: importlib.import_module("quarto_env.numba_cache").stamp_project(numba))

@@ -33,7 +33,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
-from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
@@ -489,6 +488,8 @@ def svg_board(
     :func:`drawing`. Each piece is a ``<g>`` with ``data-piece``, ``data-place`` and, on the board,
     ``data-square``; each marked group a ``<g>`` with ``data-mark`` and ``data-squares``; ``last_move`` a
     ``<g data-last-move>``. Shows inline in Jupyter: ``IPython.display.SVG(svg_board(...))``."""
+    from xml.sax.saxutils import escape, quoteattr  # here, not at the top: it loads urllib, http and ssl (~20 ms)
+
     body = "\n".join(_svg_item(item) for item in drawing(variant, state, names, status, last_move))
     title = escape(f"Quarto - {describe_variant(variant)}: {format_position(state)}")
     return (
@@ -499,6 +500,8 @@ def svg_board(
 
 
 def _svg_item(item: Item) -> str:
+    from xml.sax.saxutils import quoteattr
+
     if not isinstance(item, Group):
         return _svg_shape(item)
     data = "".join(f" data-{key}={quoteattr(value)}" for key, value in item.data)
@@ -507,6 +510,8 @@ def _svg_item(item: Item) -> str:
 
 def _svg_shape(shape: Shape) -> str:
     if isinstance(shape, Text):
+        from xml.sax.saxutils import escape
+
         horizontal, vertical = _SVG_ANCHORS[shape.anchor]
         x, y = shape.xy
         return (

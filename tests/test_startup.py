@@ -1,11 +1,16 @@
-"""Start-up: what a new process pays to import quarto_env and take its first env step (``quarto bench startup``)."""
+"""Start-up: what a new process pays to import quarto_env and take its first env step or MCTS move (``quarto bench
+startup``), and the post-import hooks that keep numba out of it (:mod:`quarto_env.jitable`)."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,19 +20,150 @@ from hypothesis import strategies as st
 from quarto_env.core import Variant, compiled_fields
 from quarto_env.env import PYTHON_SECONDS, write_observation_in_python
 from quarto_env.fast import write_observation
+from quarto_env.jitable import when_imported
 from quarto_env.observation import OBSERVATION_KINDS, ObservationKind
 from tests.test_mcts import VARIANTS, random_position
 
 
-def test_quarto_bench_startup_prints_a_warm_and_a_cold_row(capsys: pytest.CaptureFixture[str]) -> None:
+class FakeRun:
+    """``subprocess.run`` for the bench: records each timed process and answers ``import quartors`` as ``peer``
+    (a Python's path, or ``None``: none imports it), without starting anything."""
+
+    def __init__(self, peer: str | None) -> None:
+        self.peer = peer
+        self.timed: list[tuple[str, str, dict[str, str], bool]] = []
+
+    def __call__(self, command: list[str], **options: Any) -> subprocess.CompletedProcess:
+        python, _, script = command
+        if script == "import quartors":
+            return subprocess.CompletedProcess(command, 0 if python == self.peer else 1)
+        environment = options["env"]
+        cache = environment.get("NUMBA_CACHE_DIR")
+        self.timed.append((python, script, environment, cache is not None and Path(cache).is_dir()))
+        return subprocess.CompletedProcess(command, 0)
+
+
+def run_bench(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], peer: str | None, *argv: str):  # type: ignore[no-untyped-def]
+    from experiments.bench import startup
+
+    fake = FakeRun(peer)
+    monkeypatch.setattr(startup.subprocess, "run", fake)
+    monkeypatch.setattr(startup.shutil, "which", lambda name: None)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    assert startup.main(list(argv)) == 0
+    return fake, capsys.readouterr().out.splitlines()
+
+
+def test_quarto_bench_startup_times_our_rows_warm_and_cold_and_the_peers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from experiments.bench.startup import FIRST_STEP, PROJECT_ROOT
+
+    fake, lines = run_bench(
+        monkeypatch,
+        capsys,
+        "/peer/python",
+        "--runs",
+        "2",
+        "--peer-python",
+        "/peer/python",
+        "--sims",
+        "7",
+        "--peer-sims",
+        "9",
+    )
+    names = [line[:40].strip() for line in lines[2:8]]
+    assert names == [
+        "first env step, warm",
+        "first env step, cold",
+        "first MCTS move, warm (7 sims)",
+        "first MCTS move, cold (7 sims)",
+        "quartors first step",
+        "quartors first search (9 sims)",
+    ]
+    for line in lines[2:8]:  # wall and CPU seconds: a median, then the fastest and the slowest run, each
+        assert len(re.findall(r"\d+\.\d+", line)) == 6
+    assert [line.split(":")[0] for line in lines[-3:]] == ["ours / quartors"] * 3
+    # 4 warm rows filled once, then 2 rounds of the 6 rows in alternation
+    assert len(fake.timed) == 4 + 2 * 6
+    rounds = fake.timed[4:]
+    assert [python for python, *_ in rounds[:6]] == [sys.executable] * 4 + ["/peer/python"] * 2
+    assert [script for _, script, *_ in rounds[6:]] == [script for _, script, *_ in rounds[:6]]  # the same order
+    assert "UCTAgent(seed=0, sims=7)" in rounds[2][1] and "simulations=9" in rounds[5][1] and rounds[0][1] == FIRST_STEP
+    caches = [environment.get("NUMBA_CACHE_DIR") for _, _, environment, _ in rounds]
+    cold = [index % 6 in (1, 3) for index in range(len(rounds))]
+    assert [cache is not None for cache in caches] == cold  # an empty cache of its own for each cold run
+    assert all(existed for (*_, existed), is_cold in zip(rounds, cold, strict=True) if is_cold)
+    assert len({cache for cache in caches if cache}) == 4
+    for _, _, environment, _ in fake.timed:
+        assert "PYTHONDONTWRITEBYTECODE" not in environment
+        assert environment["PYTHONPATH"].split(os.pathsep)[0] == PROJECT_ROOT
+
+
+def test_quarto_bench_startup_without_the_peer_says_how_to_get_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from experiments.bench.startup import PEER_MISSING
+
+    fake, lines = run_bench(monkeypatch, capsys, None, "--runs", "1")
+    assert len(lines) == 2 + 4 + 2 and lines[6] == PEER_MISSING
+    assert not any("quartors" in line for line in lines[2:6]) and not any("ours /" in line for line in lines)
+    assert {python for python, *_ in fake.timed} == {sys.executable}
+
+
+def test_quarto_bench_startup_finds_the_peer_in_this_python(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, lines = run_bench(monkeypatch, capsys, sys.executable, "--runs", "1")
+    assert lines[6].startswith("quartors first step") and lines[7].startswith("quartors first search (3,200 sims)")
+
+
+@pytest.mark.parametrize("argv", [["--peer-python", "/no/such/python"], ["--runs", "0"], ["--sims", "0"]])
+def test_quarto_bench_startup_refuses_bad_options_in_one_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     from experiments.bench.startup import main
 
-    assert main(["--runs", "1"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines[2:]] == ["warm", "cold"]
-    for line in lines[2:]:  # wall and CPU seconds: a median, then the fastest and the slowest run, each
-        seconds = [float(number) for number in re.findall(r"\d+\.\d+", line)]
-        assert len(seconds) == 6 and all(value > 0 for value in seconds)
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("quarto bench startup:") and "\n" not in error and argv[0] in error
+
+
+@pytest.mark.slow
+def test_the_timed_scripts_run_in_a_new_process() -> None:
+    from experiments.bench import startup
+
+    environment = startup.child_environment(os.environ)
+    for row in startup.table_rows(sims=3, peer_sims=3, peer=startup.find_peer_python()):
+        if row.cold:  # the same scripts as warm rows, in an empty numba cache: a compilation of every kernel
+            continue
+        wall, cpu = startup.time_process(row, environment)
+        assert wall > 0 and cpu > 0
+
+
+def test_an_action_waits_for_its_module_and_runs_at_once_once_it_is_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = "quarto_startup_probe"
+    (tmp_path / f"{name}.py").write_text("ANSWER = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    seen: list[tuple[str, int]] = []
+    when_imported(name, lambda module: seen.append(("first", module.ANSWER)))
+    when_imported(name, lambda module: seen.append(("second", module.ANSWER)))
+    assert seen == []
+    module = importlib.import_module(name)
+    assert seen == [("first", 42), ("second", 42)]  # once its code has run, in order
+    spec = module.__spec__
+    assert (
+        type(module.__loader__).__name__ == "SourceFileLoader" and spec is not None and spec.loader is module.__loader__
+    )
+    when_imported(name, lambda module: seen.append(("late", module.ANSWER)))
+    assert seen[-1] == ("late", 42)  # already imported: at once
+    importlib.reload(module)
+    assert len(seen) == 3  # each action ran once
 
 
 FIRST_STEP = """

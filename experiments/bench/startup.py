@@ -1,28 +1,48 @@
-"""``quarto bench startup``: whole-process seconds to import ``quarto_env`` and take the first env step.
+"""``quarto bench startup``: whole-process seconds to the first env step and to the first MCTS move, warm and
+cold, beside quartors'.
 
 Example usage::
 
     quarto bench startup --runs 5
+    quarto bench startup --runs 5 --peer-python /path/to/python3.13     # a Python with quartors installed
 
-Each run is a new Python process that imports ``quarto_env``, makes ``quarto_env.env()``, resets it and takes one
-step (:data:`FIRST_STEP`), timed from outside from its start to its exit. **Warm**: numba's on-disk cache as it is,
-after one run that fills it (what every later process of a machine finds). **Cold**: every run with an empty cache
-of its own (``NUMBA_CACHE_DIR`` a new temporary folder), as on a fresh machine: whatever the first step compiles,
-it compiles. The figures are medians (with the fastest and the slowest run) of the wall-clock seconds and of the
-CPU seconds (user + system) that the process and its children used, which a busy machine inflates less; the
-machine's load average is printed beside them.
+Each run is a new Python process, timed from outside from its start to its exit. Ours:
+
+- **first env step** (:data:`FIRST_STEP`): import ``quarto_env``, make ``quarto_env.env()``, reset, one step;
+- **first MCTS move** (:data:`FIRST_SEARCH`): import the ``mcts`` agent and play the opening (a give) with
+  ``--sims`` simulations.
+
+**Warm**: numba's on-disk cache as a first run left it (what every later process of a machine finds). **Cold**:
+every run with an empty cache of its own (``NUMBA_CACHE_DIR`` a new temporary folder), as after a fresh install:
+whatever the process compiles, it compiles. Either way Python's bytecode cache is as a first run left it (a
+``PYTHONDONTWRITEBYTECODE`` in the environment is dropped): pip writes it at install.
+
+The peer: `quartors <https://pypi.org/project/quartors/>`_ (Rust, Python >= 3.13), its first step (import, the
+opening, its first legal action applied, the observation encoded: :data:`PEER_FIRST_STEP`) and its first search
+of ``--peer-sims`` simulations from the opening (:data:`PEER_FIRST_SEARCH`; its machine code ships compiled, so
+it has no cold row). It runs under ``--peer-python``, by default this Python or a ``python3.13`` on the
+``PATH`` if one imports quartors. All rows are measured in alternation, one run of each per round.
+
+The figures are medians (with the fastest and the slowest run) of the wall-clock seconds and of the CPU seconds
+(user + system) that the process and its children used, which a busy machine inflates less; the machine's load
+average is printed before and after, and the ratios ours / quartors of the medians last.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
+from pathlib import Path
 
+from agents.specs import MAX_UCT_SIMULATIONS
 from experiments.options import CommandParser, add_integer_argument
 
 FIRST_STEP = """
@@ -34,41 +54,177 @@ env.reset(seed=0)
 observation, *_ = env.last()
 env.step(int(np.flatnonzero(observation["action_mask"])[0]))
 """
-"""What each timed process runs."""
+"""Our first env step."""
+FIRST_SEARCH = """
+from agents.tree.uct import UCTAgent
+from quarto_env.core import INITIAL_STATE
+
+UCTAgent(seed=0, sims={sims}).act(INITIAL_STATE)
+"""
+"""Our first MCTS move: the opening's give."""
+PEER_FIRST_STEP = """
+import quartors
+
+state = quartors.State.initial()
+state = state.apply(state.legal_actions()[0])
+quartors.encode_states([state])
+"""
+"""quartors' first step: it has no env object; its state, one action and the observation of the next."""
+PEER_FIRST_SEARCH = """
+import quartors
+
+search = quartors.Mcts(quartors.MctsConfig(simulations={sims}), quartors.RolloutEvaluator())
+search.search(quartors.State.initial(), seed=0).select_action(temperature=0.0, seed=0)
+"""
+"""quartors' first search: the opening's turn (a give)."""
+OUR_SIMS = 2000
+"""Our ``mcts`` agent's simulations per decision ..."""
+PEER_SIMS = 3200
+"""... and quartors' per turn that lose value in the same share of turns (``quarto bench mcts --strength``)."""
 MAX_RUNS = 100
+PEER_MISSING = (
+    "quartors: no Python here imports it; for its rows, pass --peer-python PYTHON, a Python >= 3.13 with "
+    "`pip install quartors`"
+)
+PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
+"""The folder of this code's packages: the timed processes import them from here, as this process does."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One row of the table: a script, the Python that runs it, and whether numba's cache starts empty."""
+
+    name: str
+    python: str
+    script: str
+    cold: bool = False
 
 
 def main(argv: list[str]) -> int:
-    """Time the runs and print one row for warm processes, one for cold."""
+    """Time the rows in alternating rounds and print one line per row, then the ratios to the peer's."""
     parser = CommandParser(prog="quarto bench startup", description=__doc__.split("\n")[0])
     add_integer_argument(parser, "--runs", 5, "processes timed for each row", fewest=1, most=MAX_RUNS)
+    add_integer_argument(
+        parser, "--sims", OUR_SIMS, "our MCTS simulations for the first move", fewest=1, most=MAX_UCT_SIMULATIONS
+    )
+    add_integer_argument(
+        parser,
+        "--peer-sims",
+        PEER_SIMS,
+        "quartors' simulations for its first search",
+        fewest=1,
+        most=MAX_UCT_SIMULATIONS,
+    )
+    parser.add_argument(
+        "--peer-python",
+        help="a Python that imports quartors (default: this one, else python3.13 on the PATH, if either does)",
+    )
     args = parser.parse_args(argv)
-    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    print(f"import quarto_env, quarto_env.env(), reset, one step: a new process each run; load average {load}")
-    print(f"{'':<32}{'wall s (min-max)':>24}{'cpu s (min-max)':>24}")
-    time_process(os.environ)  # fills the cache for the warm runs
-    warm = [time_process(os.environ) for _ in range(args.runs)]
-    print(_row("warm (numba's cache as it is)", warm))
-    cold = []
+    peer = args.peer_python or find_peer_python()
+    if args.peer_python and not imports_quartors(args.peer_python):
+        parser.error(f"--peer-python {args.peer_python!r} is not a Python that imports quartors")
+    rows = table_rows(args.sims, args.peer_sims, peer)
+    print(f"a new process each run, {args.runs} per row, in alternation; load average {load_average()}")
+    print(f"{'':<40}{'wall s (min-max)':>22}{'cpu s (min-max)':>22}")
+    environment = child_environment(os.environ)
+    for row in rows:
+        if not row.cold:
+            time_process(row, environment)  # fills numba's and Python's caches for the warm runs
+    runs: dict[str, list[tuple[float, float]]] = {row.name: [] for row in rows}
     for _ in range(args.runs):
-        with tempfile.TemporaryDirectory() as cache:
-            cold.append(time_process({**os.environ, "NUMBA_CACHE_DIR": cache}))
-    print(_row("cold (an empty numba cache)", cold))
+        for row in rows:
+            runs[row.name].append(time_process(row, environment))
+    for row in rows:
+        print(_line(row.name, runs[row.name]))
+    if peer is None:
+        print(PEER_MISSING)
+    print(f"load average after: {load_average()}")
+    ratio(runs, "first env step, warm", "first step")
+    ratio(runs, "first MCTS move, warm", "first search")
+    ratio(runs, "first MCTS move, cold", "first search")
     return 0
 
 
-def time_process(environment: os._Environ[str] | dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system, the process and its children) of one run of :data:`FIRST_STEP`."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", FIRST_STEP], env=environment, check=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+def table_rows(sims: int, peer_sims: int, peer: str | None) -> list[Row]:
+    """Ours, warm and cold, and the peer's where ``peer`` names its Python, in the order they are timed."""
+    search = FIRST_SEARCH.format(sims=sims)
+    rows = [
+        Row("first env step, warm", sys.executable, FIRST_STEP),
+        Row("first env step, cold", sys.executable, FIRST_STEP, cold=True),
+        Row(f"first MCTS move, warm ({sims:,} sims)", sys.executable, search),
+        Row(f"first MCTS move, cold ({sims:,} sims)", sys.executable, search, cold=True),
+    ]
+    if peer is not None:
+        peer_search = PEER_FIRST_SEARCH.format(sims=peer_sims)
+        rows += [
+            Row("quartors first step", peer, PEER_FIRST_STEP),
+            Row(f"quartors first search ({peer_sims:,} sims)", peer, peer_search),
+        ]
+    return rows
+
+
+def find_peer_python() -> str | None:
+    """This Python if it imports quartors, else ``python3.13`` on the ``PATH`` if that one does, else ``None``."""
+    for python in (sys.executable, shutil.which("python3.13")):
+        if python is not None and imports_quartors(python):
+            return python
+    return None
+
+
+def imports_quartors(python: str) -> bool:
+    """Whether ``python`` runs and imports quartors."""
+    try:
+        done = subprocess.run([python, "-c", "import quartors"], capture_output=True, timeout=60, check=False)
+    except OSError:
+        return False
+    return done.returncode == 0
+
+
+def child_environment(environment: Mapping[str, str]) -> dict[str, str]:
+    """The timed processes' environment: ``environment`` with this code's packages first on ``PYTHONPATH``, and
+    Python's bytecode cache written (as a user's Python does)."""
+    child = {key: value for key, value in environment.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    child["PYTHONPATH"] = os.pathsep.join(filter(None, [PROJECT_ROOT, environment.get("PYTHONPATH")]))
+    return child
+
+
+def time_process(row: Row, environment: Mapping[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, the process and its children) of one run of ``row``'s script; a cold
+    row's run with an empty numba cache of its own."""
+    with tempfile.TemporaryDirectory() as cache:
+        if row.cold:
+            environment = {**environment, "NUMBA_CACHE_DIR": cache}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        # In a neutral folder: ``-c`` puts the working folder first on sys.path, before PYTHONPATH.
+        subprocess.run([row.python, "-c", row.script], env=environment, check=True, cwd=tempfile.gettempdir())
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _row(name: str, runs: list[tuple[float, float]]) -> str:
+def ratio(runs: dict[str, list[tuple[float, float]]], ours: str, theirs: str) -> None:
+    """Print the ratios of the medians, wall and CPU, of our row that starts ``ours`` to quartors' that starts
+    ``theirs``, where both were timed."""
+    mine = [times for name, times in runs.items() if name.startswith(ours)]
+    peer = [times for name, times in runs.items() if name.startswith(f"quartors {theirs}")]
+    if mine and peer:
+        (our_wall, our_cpu), (their_wall, their_cpu) = _medians(mine[0]), _medians(peer[0])
+        print(f"ours / quartors: {ours} / {theirs}: wall {our_wall / their_wall:.2f}, cpu {our_cpu / their_cpu:.2f}")
+
+
+def _medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    """The median wall and CPU seconds of ``runs`` (a tiny floor: a process takes some)."""
+    return max(statistics.median(wall for wall, _ in runs), 1e-9), max(statistics.median(cpu for _, cpu in runs), 1e-9)
+
+
+def load_average() -> str:
+    """The 1, 5 and 15-minute load averages."""
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def _line(name: str, runs: list[tuple[float, float]]) -> str:
     cells = []
     for values in zip(*runs, strict=True):
         cells.append(f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})")
-    return f"{name:<32}{cells[0]:>24}{cells[1]:>24}"
+    return f"{name:<40}{cells[0]:>22}{cells[1]:>22}"
