@@ -18,10 +18,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from agents.solver.kernels import WIN, _last_three
 from agents.solver.minimax import Solver, solve
 from agents.solver.positions import greedy_game_positions
 from experiments.arena import solve as solve_command
-from quarto_env.core import DECLARE, NO_WINNER, STANDARD, RulesError, State, Variant, legal_actions, step
+from quarto_env.core import (
+    DECLARE,
+    INITIAL_STATE,
+    NO_WINNER,
+    STANDARD,
+    RulesError,
+    State,
+    Variant,
+    bits,
+    compiled_fields,
+    legal_actions,
+    safe_gives,
+    step,
+    winning_pieces,
+    winning_squares_for,
+)
 from quarto_env.notation import format_position, parse_position
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -286,3 +302,38 @@ def test_random_best_action_draws_every_best_action_and_nothing_else(name: str) 
         drawn = [solver.random_best_action(state, rng) for _ in range(40 * len(result.best_actions))]
         assert {value for value, _ in drawn} == {result.value}
         assert {action for _, action in drawn} == set(result.best_actions), format_position(state)
+
+
+def quiet_give_nodes(variant: Variant, empties: int, count: int, seed: int) -> list[State]:
+    """``count`` positions with ``empties`` empty squares and a piece to give, from seeded random play that never
+    wins nor gives a winning piece while it can help it (so that games reach the end game)."""
+    rng = np.random.default_rng(seed)
+    positions: list[State] = []
+    while len(positions) < count:
+        state = INITIAL_STATE
+        while not state.over and (state.num_empty > empties or state.placing):
+            if state.placing:
+                quiet = [a for a in legal_actions(variant, state) if a != DECLARE]
+                quiet = [a for a in quiet if not winning_squares_for(variant, state, state.hand) >> a & 1] or quiet
+            else:
+                quiet = bits(safe_gives(variant, state)) or legal_actions(variant, state)
+            state = step(variant, state, int(rng.choice(quiet)))
+        if not state.over and not state.claimable and state.num_empty == empties:
+            positions.append(state)
+    return positions
+
+
+@pytest.mark.parametrize("name", ["standard", "squares", "colour+shape"])
+def test_last_three_squares_solved_in_one_pass_agree_with_brute_force(name: str) -> None:
+    """:func:`agents.solver.kernels._last_three`, which every search to the end runs at 3 empty squares, against the
+    reference on give nodes with 3 empty squares where the giver has a safe piece (the others never reach it)."""
+    variant = VARIANTS[name]
+    scores = set()
+    for state in quiet_give_nodes(variant, 3, 300, seed=3):
+        lanes, occupied, available = compiled_fields(state)[:3]
+        safe = available & ~winning_pieces(lanes, occupied, variant.groups, variant.counted)
+        if safe:
+            score = _last_three(lanes, occupied, available, safe, variant.group_array, variant.counted)
+            assert score == WIN * reference_value(variant, state), format_position(state)
+            scores.add(score)
+    assert scores == {-WIN, 0, WIN}  # the sample holds every outcome

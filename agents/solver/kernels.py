@@ -9,7 +9,8 @@ recurses on **give nodes**: the player to move gives a piece, the opponent place
 one call), and the opponent becomes the giver of the child node. A position with a piece in hand is searched
 by :func:`search_root`, which tries each placement and continues at the give node that follows. Every
 give node visited counts as one **node**, except those with one or two empty squares in a search to the end:
-their parent solves them inline (a safe last piece draws; see :func:`_last_two`). Near the end, from
+their parent solves them inline (a safe last piece draws; a node with three empty squares is solved from one
+pass over the groups, see :func:`_last_three`). Near the end, from
 ``endgame_empties`` empty squares (default 6), a search to the end continues in the leaner :func:`endgame`.
 
 Scores
@@ -48,6 +49,7 @@ numba's on-disk cache does not support mutually recursive ones.
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 from agents.solver.ordering import (
     GIVES,
@@ -69,7 +71,6 @@ from agents.solver.table import (
     unpack_data,
 )
 from quarto_env.core import (
-    ALL_ATTRIBUTES,
     ALL_PIECES,
     ALL_SQUARES,
     NUM_ATTRIBUTES,
@@ -127,41 +128,113 @@ def evaluate(safe: int) -> int:
     return EVAL if popcount(safe) & 1 else -EVAL
 
 
-@numba.njit(cache=True)
-def _last_two(lanes, occupied, available, safe, groups, counted) -> int:
-    """The exact score, for the giver, of a give node with two empty squares ``a`` and ``b`` and two pieces
-    (``safe``: the giver's safe pieces among them, not none). The receiver places the given piece ``g`` on one
-    square and must give the last piece ``l``, which goes on the other: the receiver loses (``WIN``) if ``l``
-    wins both ways, and draws (``0``) otherwise. ``l`` on ``b`` wins after ``g`` on ``a`` when it completes
+_ARRANGEMENTS = ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))
+"""The six ways to put three pieces on three squares: arrangement ``n`` puts, on each square in increasing order,
+the piece of that index among the three in increasing order."""
+_HOLDING = np.array(
+    [[sum(1 << n for n, order in enumerate(_ARRANGEMENTS) if order[i] == j) for j in range(3)] for i in range(3)],
+    dtype=np.int64,
+)
+"""``_HOLDING[i, j]``: the arrangements (a bit each) that put piece ``j`` on square ``i``."""
+_ARRANGEMENT_OF = np.array(
+    [_ARRANGEMENTS.index((i, j, 3 - i - j)) if i != j else -1 for i in range(3) for j in range(3)],
+    dtype=np.int64,
+)
+"""``_ARRANGEMENT_OF[3 * i + j]``: the arrangement that puts piece ``i`` on the first square and ``j`` on the
+second."""
+_THROUGH = np.array([sum(1 << 8 * m for m in range(8) if m >> i & 1) for i in range(3)], dtype=np.int64)
+"""``_THROUGH[i]``: the subsets of the three squares that hold square ``i``, a byte each (see :func:`_last_three`)."""
 
-    * a group through ``b`` and not ``a``: one already full but for ``b``, so ``l`` is in ``threats[b]``, the
-      pieces that complete one of those; or
-    * a group through both: its two pieces, ``g`` and ``l`` share an attribute -- which does not depend on
-      the arrangement, nor on which of the two pieces is given.
+
+@numba.njit(cache=True)
+def _last_three(lanes, occupied, available, safe, groups, counted) -> int:
+    """The exact score, for the giver, of a give node with three empty squares (``safe``: the giver's safe
+    pieces, not none), from one pass over the groups.
+
+    Once the three pieces are on the three squares -- in one of six arrangements -- a group whose open squares
+    are the subset ``m`` of the three wins when the pieces on it and those put on ``m`` share a counted
+    attribute. One pass over the groups records, for each subset ``m``, the arrangements under which a group with
+    those open squares wins (bit ``8 * m + n`` of ``wins`` for arrangement ``n``). The rest of the game follows
+    from those bits: the giver gives a safe piece; the receiver places it (it wins nowhere) and must give one of
+    the two others that wins on neither square left, or lose; the giver places that one (it wins nowhere), and
+    the last piece, placed by the receiver, wins when a group through the last square wins (those completed
+    before did not).
     """
     empty = ALL_SQUARES & ~occupied
-    first, second = lowest_bit(available), lowest_bit(available & (available - 1))
     a = lowest_bit(empty)
-    threats_a, threats_b = 0, 0
+    b = lowest_bit(empty & (empty - 1))
+    c = lowest_bit(empty & (empty - 1) & ~(1 << b))
+    p0 = lowest_bit(available)
+    p1 = lowest_bit(available & (available - 1))
+    p2 = lowest_bit(available & (available - 1) & ~(1 << p1))
+    pieces = (p0, p1, p2)
+    all_common, all_either = p0 & p1 & p2, p0 | p1 | p2
+    wins = 0
     for group in groups:
         open_squares = group & empty
         if open_squares == 0:
             continue
         ones, zeros = shared_attributes(lanes, group & occupied, counted)
-        if open_squares == empty:  # through both squares
-            if ones & first & second or zeros & ~first & ~second & ALL_ATTRIBUTES:
-                return WIN
-        elif open_squares >> a & 1:
-            threats_a |= SHARING[ones | zeros << 4]
-        else:
-            threats_b |= SHARING[ones | zeros << 4]
-    while safe:
-        piece = lowest_bit(safe)
-        safe &= safe - 1
-        last = first if piece == second else second
-        if (threats_a & threats_b) >> last & 1:
-            return WIN
-    return 0
+        if ones | zeros == 0:
+            continue
+        subset = (open_squares >> a & 1) | (open_squares >> b & 1) << 1 | (open_squares >> c & 1) << 2
+        arrangements = 0
+        if subset == 7:
+            if ones & all_common or zeros & ~all_either:
+                arrangements = 0x3F
+        elif subset == 1 or subset == 2 or subset == 4:  # one square: the piece on it decides
+            square = subset >> 1
+            sharing = SHARING[ones | zeros << 4]
+            for j in range(3):
+                if sharing >> pieces[j] & 1:
+                    arrangements |= _HOLDING[square, j]
+        else:  # two squares: the piece on the third decides which two they hold
+            square = 0 if subset == 6 else (1 if subset == 5 else 2)
+            for j in range(3):
+                first, second = pieces[1 if j == 0 else 0], pieces[1 if j == 2 else 2]
+                if ones & first & second or zeros & ~(first | second):
+                    arrangements |= _HOLDING[square, j]
+        wins |= arrangements << 8 * subset
+    best = -WIN
+    for given in range(3):
+        if not safe >> pieces[given] & 1:
+            continue
+        q, r = (1, 2) if given == 0 else ((0, 2) if given == 1 else (0, 1))
+        worst = WIN
+        for first in range(3):  # the receiver places the given piece on square ``first``
+            second, third = (1, 2) if first == 0 else ((0, 2) if first == 1 else (0, 1))
+            # arrangement x: q on the second square and r on the third; y: the other way round
+            x = _arrangement(first, given, second, q)
+            y = _arrangement(first, given, second, r)
+            completes_second = 1 << 8 * (1 << second) | 1 << 8 * (1 << second | 1 << first)
+            completes_third = 1 << 8 * (1 << third) | 1 << 8 * (1 << third | 1 << first)
+            q_safe = not (wins & completes_second << x or wins & completes_third << y)
+            r_safe = not (wins & completes_second << y or wins & completes_third << x)
+            if not (q_safe or r_safe):
+                score = WIN  # the receiver has no safe piece to give
+            elif (q_safe and wins & _THROUGH[third] << x and wins & _THROUGH[second] << y) or (
+                r_safe and wins & _THROUGH[third] << y and wins & _THROUGH[second] << x
+            ):
+                score = -WIN  # the receiver gives a piece whose last piece wins wherever it is placed
+            else:
+                score = 0
+            worst = min(worst, score)
+            if worst == -WIN:
+                break
+        best = max(best, worst)
+        if best == WIN:
+            break
+    return best
+
+
+@numba.njit(cache=True)
+def _arrangement(first_square, first_piece, second_square, second_piece) -> int:
+    """The arrangement that puts piece ``first_piece`` on square ``first_square`` and ``second_piece`` on
+    ``second_square`` (indices among the three; the third piece goes on the third square)."""
+    third_piece = 3 - first_piece - second_piece
+    on_0 = first_piece if first_square == 0 else (second_piece if second_square == 0 else third_piece)
+    on_1 = first_piece if first_square == 1 else (second_piece if second_square == 1 else third_piece)
+    return _ARRANGEMENT_OF[3 * on_0 + on_1]
 
 
 @numba.njit(cache=True)
@@ -245,9 +318,12 @@ def endgame(lanes, occupied, available, safe, alpha, beta, groups, counted, scra
     costs more than it saves this close to the end -- the table, the ordering of the gives, the draw test, the
     stop flag (such a subtree has tens of nodes on average, so the search above checks it again soon) and the
     progress counts. Counts its nodes in ``stats``. Searching a few more nodes this way is faster (docs/solver.md
-    has the figures, and the thresholds tried)."""
+    has the figures, and the thresholds tried). A node with three empty squares returns its exact score from
+    :func:`_last_three`."""
     stats[NODES] += 1
     empties = NUM_SQUARES - popcount(occupied)
+    if empties == 3:
+        return _last_three(lanes, occupied, available, safe, groups, counted)
     orders = scratch[ply]
     describe_threats(lanes, occupied, groups, counted, orders)
     best = -INFINITY
@@ -264,14 +340,10 @@ def endgame(lanes, occupied, available, safe, alpha, beta, groups, counted, scra
                 break
             square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
             if safe_next:
-                placed_lanes, placed = place_lanes(lanes, piece, square), occupied | 1 << square
-                if empties == 3:
-                    reply = _last_two(placed_lanes, placed, after_give, safe_next, groups, counted)
-                else:
-                    reply = endgame(
-                        placed_lanes, placed, after_give, safe_next, -min(beta, score), -floor, groups, counted,
-                        scratch, ply + 1, stats,
-                    )  # fmt: skip
+                reply = endgame(
+                    place_lanes(lanes, piece, square), occupied | 1 << square, after_give, safe_next,
+                    -min(beta, score), -floor, groups, counted, scratch, ply + 1, stats,
+                )  # fmt: skip
                 score = min(score, -reply)
         if score > best:
             best = score
