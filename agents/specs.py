@@ -211,22 +211,6 @@ register(
         },
     )
 )
-register(
-    AgentKind(
-        "mcts",
-        "agents.tree.uct:UCTAgent",
-        "UCT with random playouts (mcts:sims=2000 or mcts:time=1)",
-        {
-            "sims": Option(
-                number_parser("sims", minimum=1, maximum=MAX_UCT_SIMULATIONS, integer=True),
-                2000,
-                "simulations per move",
-            ),
-            "time": Option(SECONDS, 0.0, "seconds per move; replaces sims when set"),
-            "c": Option(EXPLORATION, 1.0, "UCB1 exploration constant"),
-        },
-    )
-)
 
 
 def _boolean(text: str) -> bool:
@@ -235,6 +219,36 @@ def _boolean(text: str) -> bool:
     if text.lower() in ("false", "0", "no"):
         return False
     raise ValueError("must be true or false")
+
+
+def _uct_playout(text: str) -> str:
+    """``tactical`` or ``random``: the ``mcts`` playouts (:data:`agents.tree.uct.PLAYOUTS`; imported here, not
+    above: it loads numba)."""
+    from agents.tree.uct import PLAYOUTS
+
+    if text not in PLAYOUTS:
+        raise ValueError(f"playout must be {' or '.join(PLAYOUTS)}, got {text!r}")
+    return text
+
+
+register(
+    AgentKind(
+        "mcts",
+        "agents.tree.uct:UCTAgent",
+        "UCT with tactical playouts (mcts:sims=2000 or mcts:time=1)",
+        {
+            "sims": Option(
+                number_parser("sims", minimum=1, maximum=MAX_UCT_SIMULATIONS, integer=True),
+                2000,
+                "simulations per move",
+            ),
+            "time": Option(SECONDS, 0.0, "seconds per move; replaces sims when set"),
+            "c": Option(EXPLORATION, 1.0, "UCB1 exploration constant"),
+            "playout": Option(_uct_playout, "tactical", "tactical: take a win, give no winning piece; random: uniform"),
+            "prove": Option(_boolean, False, "back proven wins, draws and losses up the tree (MCTS-Solver)"),
+        },
+    )
+)
 
 
 def _device(text: str) -> str:

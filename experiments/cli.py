@@ -68,7 +68,7 @@ BENCHMARKS: Table = {
     "env": Entry("experiments.bench.env", "turns/s of the wrapped quarto_v1 vs connect_four_v3; rules core states/s"),
     "solver": Entry("experiments.bench.solver", "exact solver and minimax times on a seeded sample of positions"),
     "train": Entry("experiments.bench.train", "learner steps/s of a short training run"),
-    "mcts": Entry("experiments.bench.uct", "MCTS simulations/s and time per turn, beside quartors (a compiled peer)"),
+    "mcts": Entry("experiments.bench.uct", "MCTS against quartors (a compiled peer) at equal time per turn"),
     "az": Entry("experiments.bench.az", "AlphaZero self-play positions/s and simulations/s, tree vs network time"),
     "network": Entry("experiments.probe.network", "supervised fit of network designs to exact values; forward time"),
     "vector": Entry(

@@ -269,7 +269,7 @@ VALUE_ERRORS: list[tuple[str, list[str], list[str]]] = [
     ("suite --per-stage 0", ["suite", "x-v1", "--build", "--per-stage", "0", "--out", "s.jsonl"], ["per-stage"]),
     ("book --min-empty 99", ["book", "--min-empty", "99", "--out", "b.npz"], ["min-empty"]),
     ("evaluate --games 0", ["evaluate", "random", "--games", "0"], ["--games"]),
-    ("bench mcts --sims 0", ["bench", "mcts", "--sims", "0"], ["--sims"]),
+    ("bench mcts --games 0", ["bench", "mcts", "--games", "0"], ["--games"]),
     ("bench network --positions 0", ["bench", "network", "--positions", "0"], ["--positions"]),
     ("replay --delay 0", ["replay", "games.jsonl", "--delay", "0", "--gif", "g.gif"], ["delay"]),
     ("train total_steps=1e100", ["train", "total_steps=1e100", "--out", "t"], ["total_steps"]),

@@ -205,7 +205,7 @@ SUITE = ("suite", "standard-v9", "--build", "--games", "2", "--per-stage", "1", 
 DATASET: Argv = ("dataset", "--sample", "2", "--games", "4", "--min-empty", "4", "--max-empty", "5", "--no-progress")
 DATASET += ("--out", "<out>/data.npz")
 BENCH_ENV = ("bench", "env", "--seconds", "0.01", "--rounds", "1")
-BENCH_MCTS = ("bench", "mcts", "--sims", "5", "--positions", "1")
+BENCH_MCTS = ("bench", "mcts", "--games", "2", "--turn-ms", "5", "--grade", "0")
 BENCH_STARTUP = ("bench", "startup", "--runs", "1")
 BENCH_AZ = ("bench", "az", "--games", "2", "--sims", "2", "--seconds", "0.1", "--width", "8")
 BENCH_NETWORK = ("bench", "network", "--positions", "12", "--max-empty", "8", "--epochs", "1", "--width", "8")
@@ -318,11 +318,10 @@ def number_option_cases() -> Iterator[Case]:
         ("bench env", BENCH_ENV, "--seconds", {"integer": False, "above": 0}, BENCH_TIMEOUT),
         ("bench env", BENCH_ENV, "--rounds", {"integer": True, "minimum": 1, "maximum": 1000}, BENCH_TIMEOUT),
         ("bench env", BENCH_ENV, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
-        ("bench mcts", BENCH_MCTS, "--sims", {"integer": True, "minimum": 1, "maximum": 10**6}, BENCH_TIMEOUT),
-        ("bench mcts", BENCH_MCTS, "--positions", {"integer": True, "minimum": 1, "maximum": 1000}, BENCH_TIMEOUT),
+        ("bench mcts", BENCH_MCTS, "--games", {"integer": True, "minimum": 2, "maximum": 10**5}, BENCH_TIMEOUT),
+        ("bench mcts", BENCH_MCTS, "--turn-ms", {"integer": True, "minimum": 1, "maximum": 60_000}, BENCH_TIMEOUT),
         ("bench mcts", BENCH_MCTS, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
-        ("bench mcts", BENCH_MCTS, "--peer-sims", {"integer": True, "minimum": 1, "maximum": 10**6}, BENCH_TIMEOUT),
-        ("bench mcts", BENCH_MCTS, "--strength", {"integer": True, "minimum": 0, "maximum": 1000}, BENCH_TIMEOUT),
+        ("bench mcts", BENCH_MCTS, "--grade", {"integer": True, "minimum": 0, "maximum": 1000}, BENCH_TIMEOUT),
         ("bench startup", BENCH_STARTUP, "--runs", {"integer": True, "minimum": 1, "maximum": 100}, BENCH_TIMEOUT),
         ("bench az", BENCH_AZ, "--games", {"integer": True, "minimum": 1, "maximum": 4096}, BENCH_TIMEOUT),
         ("bench az", BENCH_AZ, "--sims", {"integer": True, "minimum": 1, "maximum": 10_000}, BENCH_TIMEOUT),
@@ -789,7 +788,7 @@ PROCESS_CASES = [
     Case("replay --delay nan", (*REPLAY, "--delay=nan"), ("delay",)),
     Case("replay <binary>", ("replay", "<binary>"), ("<binary>",)),
     Case("solve --attributes ²", (*SOLVE, "--attributes", "²"), ("attribute",)),
-    Case("bench mcts --sims 0", (*BENCH_MCTS, "--sims=0"), ("sims",), timeout=BENCH_TIMEOUT),
+    Case("bench mcts --games 0", (*BENCH_MCTS, "--games=0"), ("games",), timeout=BENCH_TIMEOUT),
     Case("train learning_rate=.inf", (*TRAIN, "learning_rate=.inf"), ("learning_rate",), timeout=TRAIN_TIMEOUT),
     Case("train --config <binary>", (*TRAIN, "--config", "<binary>"), ("config", "<binary>"), timeout=TRAIN_TIMEOUT),
 ]
@@ -1077,7 +1076,7 @@ NUMBER_OPTIONS = [
     (REPLAY, "--delay"),
     (REPLAY, "--game"),
     (BENCH_ENV, "--seconds"),
-    (BENCH_MCTS, "--sims"),
+    (BENCH_MCTS, "--games"),
 ]
 
 

@@ -8,10 +8,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.match import play_game
+from agents.solver.labels import action_values
 from agents.solver.positions import greedy_game_positions
 from agents.specs import SpecError, make_agent
-from agents.tree.uct import FIRST_CHILD, NEXT_SIBLING, TIMED_CHUNK, VISITS, UCTAgent, UCTTree
+from agents.tree.uct import (
+    ACTION,
+    FIRST_CHILD,
+    NEXT_SIBLING,
+    PROVEN,
+    TIMED_CHUNK,
+    UNPROVEN,
+    VISITS,
+    UCTAgent,
+    UCTTree,
+    tactical_playout,
+)
 from quarto_env.core import (
+    ALL_SQUARES,
     DECLARE,
     INITIAL_STATE,
     NO_PIECE,
@@ -20,12 +33,15 @@ from quarto_env.core import (
     State,
     Variant,
     bits,
+    compiled_fields,
     from_board,
     legal_actions,
+    safe_gives,
     step,
     useful_action_mask,
+    winning_squares_for,
 )
-from quarto_env.fast import RECORD_LENGTH, playout_from
+from quarto_env.fast import RECORD_LENGTH, new_generator, playout_from, random_member
 
 VARIANTS = [
     STANDARD,
@@ -174,23 +190,36 @@ def test_bad_constructor_arguments_are_rejected() -> None:
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.describe() for v in VARIANTS])
-def test_every_simulation_adds_one_visit_along_one_path(variant: Variant) -> None:
-    state = random_position(variant, seed=4, plies=7)
+@pytest.mark.parametrize("tactics", [False, True], ids=["plain", "tactical-proving"])
+def test_every_simulation_adds_one_visit_along_one_path(variant: Variant, tactics: bool) -> None:
+    state = random_position(variant, seed=4, plies=7 + 12 * tactics)  # later with proofs: some nodes get proven
     tree = UCTTree(301)
     tree.start(state, variant, seed=0)
-    tree.simulate(300, 1.0)
+    tree.simulate(300, 1.0, tactics, tactics)
     links = tree.links[: tree.size]
-    assert links[0, VISITS] == tree.sims == 300 and tree.size <= 301
+    assert links[0, VISITS] == tree.sims and tree.size <= 301
+    assert tree.sims == 300 or tree.solved
     for node in range(tree.size):
         children = _children(links, node)
         # A node's visits are its children's, plus the simulation that created it, plus, at a game's end (no
-        # children), every later simulation that reached it.
+        # children) or at a proven node (where a selection stops), every later simulation that reached it.
         own = links[node, VISITS] - sum(links[child, VISITS] for child in children)
-        if children:
+        if children and links[node, PROVEN] == UNPROVEN:
             assert own == (0 if node == 0 else 1)
         else:
-            assert own >= 1
+            assert own >= (0 if node == 0 else 1)
         assert abs(tree.totals[node]) <= links[node, VISITS]
+
+
+def test_a_timed_search_stops_once_its_root_is_proven() -> None:
+    state = from_board(ROW_OF_THREE, hand=7)  # square 3 wins
+    agent = UCTAgent(seed=0, time=30.0, prove=True)
+    assert agent.act(state) == 3
+    assert agent.last_search is not None and agent.last_search.sims < TIMED_CHUNK * 40
+
+
+def legal_mask_count(variant: Variant, state: State) -> int:
+    return len(legal_actions(variant, state))
 
 
 def _children(links: np.ndarray, node: int) -> list[int]:
@@ -207,28 +236,63 @@ def test_a_time_budget_grows_the_tree_past_its_first_chunk() -> None:
     assert agent.last_search is not None and agent.last_search.sims > 2 * TIMED_CHUNK
 
 
-def test_benchmark_prints_our_speeds_and_quartors_beside_them_when_it_imports(
-    capsys: pytest.CaptureFixture[str],
+def test_benchmark_plays_at_equal_time_and_grades_or_says_how_to(capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments.bench import uct as bench_uct
+
+    assert bench_uct.main(["--games", "2", "--turn-ms", "5", "--grade", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    grade_rows = [
+        line.split() for line in lines if line.split()[:1] == ["5"] and line.split()[1] in ("ours", "quartors")
+    ]
+    assert lines[0].startswith("load average") and lines[-1].startswith("load average")
+    if bench_uct.load_peer() is None:
+        assert bench_uct.PEER_MISSING in lines
+        assert [row[1] for row in grade_rows] == ["ours"]
+    else:
+        match_row = next(line.split() for line in lines if line.split()[:2] == ["5", "2"])
+        wins, draws, losses = map(int, match_row[2].split("-"))
+        assert wins + draws + losses == 2 and float(match_row[3]) == (wins + draws / 2) / 2
+        assert [row[1] for row in grade_rows] == ["ours", "quartors"]
+    for row in grade_rows:  # a share per seed, then all seeds'
+        assert len(row) == 2 + bench_uct.GRADE_SEEDS + 1 + 2 and all(share.endswith("%") for share in row[2:6])
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--games", "1"], "games"),
+        (["--turn-ms", "0"], "turn-ms"),
+        (["--grade", "-1"], "grade"),
+        (["--ours", "random"], "--ours"),
+        (["--ours", "mcts:playout=heavy"], "playout"),
+    ],
+)
+def test_benchmark_refuses_bad_options_in_one_line(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from experiments.bench import uct as bench_uct
 
-    assert bench_uct.main(["--sims", "50", "--peer-sims", "80", "--positions", "1"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    rows = lines[2 : 3 + len(bench_uct.EMPTY_SQUARES)]
-    if bench_uct.load_peer(80) is None:
-        assert all(float(row.split()[-2].replace(",", "")) > 0 for row in rows)
-        assert lines[1].split() == ["positions", "ours", "sims/s", "ms/turn"]
-        assert lines[-1] == bench_uct.PEER_MISSING
-    else:
-        assert all(float(row.split()[-1]) > 0 for row in rows)
-        assert "quartors" in lines[0] and lines[1].split()[-5:] == ["ms/turn", "sims/s", "ratio", "turn", "ratio"]
-        assert len(lines) == len(rows) + 2
+    with pytest.raises(SystemExit) as exit_info:
+        bench_uct.main(argv)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and named in error[0]
+
+
+def test_our_random_draws_do_not_depend_on_the_clock() -> None:
+    """An agent draws one seed per move whatever its budget: the same seed gives the same draws at any speed."""
+    quick, slow = UCTAgent(seed=3, time=0.001), UCTAgent(seed=3, time=0.02)
+    state = greedy_game_positions(10, 1, 0, STANDARD, placing=True)[0]
+    for agent in (quick, slow):
+        agent.act(state)
+        agent.act(INITIAL_STATE)
+    assert quick.rng.integers(2**31) == slow.rng.integers(2**31)
 
 
 def test_quartors_sees_our_positions_as_we_do() -> None:
     from experiments.bench import uct as bench_uct
 
-    peer = bench_uct.load_peer(10)
+    peer = bench_uct.load_peer()
     if peer is None:
         pytest.skip("quartors does not import (it needs Python >= 3.13)")
     positions = [INITIAL_STATE, *greedy_game_positions(9, 3, 0, STANDARD, placing=True)]
@@ -236,5 +300,60 @@ def test_quartors_sees_our_positions_as_we_do() -> None:
         theirs = peer.position(state)
         assert theirs.board == state.board and theirs.remaining_mask == state.available
         assert theirs.selected_piece == (state.hand if state.placing else None) and int(theirs.actor) == state.to_move
-        actions, sims = peer.turn(state, seed=0)
-        assert sims == 10 and len(actions) == (2 if state.placing else 1)
+        actions, sims = peer.turn(state, 0.005, seed=0)
+        assert sims >= 1 and len(actions) == (2 if state.placing else 1)
+        assert step(STANDARD, state, actions[0]) is not None
+
+
+@settings(max_examples=100, deadline=None)
+@given(variants, st.integers(0, 2**31 - 1), st.integers(0, 31))
+def test_tactical_playout_replays_through_core_step_and_plays_its_tactics(
+    variant: Variant, seed: int, plies: int
+) -> None:
+    state = random_position(variant, seed, plies)
+    if state.over:
+        return
+    generator = new_generator(seed)
+    winner = tactical_playout(compiled_fields(state), variant.compiled, generator)
+    # Replay the same draws in Python: the playout's policy, each move checked through core.step.
+    generator = new_generator(seed)
+    while not state.over:
+        if state.claimable:
+            action = DECLARE
+        elif state.placing:
+            wins = winning_squares_for(variant, state, state.hand)
+            action = random_member(wins or ALL_SQUARES & ~state.occupied, generator)
+            assert not wins or wins >> action & 1  # a win when the piece in hand makes one
+        else:
+            safe = safe_gives(variant, state)
+            action = random_member(safe or state.available, generator)
+        state = step(variant, state, action)
+    assert state.winner == winner
+
+
+@pytest.mark.parametrize("variant", [STANDARD, Variant.make(squares=True), Variant.make(declaration=True)])
+def test_proven_values_are_the_solvers(variant: Variant) -> None:
+    """Every node the search proves at the root holds the exact solver's value of its action, and a proven root
+    holds the position's value: MCTS-Solver's backups checked against an independent exact search."""
+    solved = 0
+    for seed in range(40):
+        state = random_position(variant, seed, plies=21 + seed % 4)
+        if state.over or legal_mask_count(variant, state) < 2:
+            continue
+        tree = UCTTree(TIMED_CHUNK + 1)
+        tree.start(state, variant, seed)
+        for _ in range(40):
+            tree.simulate(TIMED_CHUNK, 1.0, True, True)
+            if tree.solved:
+                break
+            tree.reserve(TIMED_CHUNK)
+        values = action_values(variant, state)
+        links = tree.links[: tree.size]
+        for child in _children(links, 0):
+            if links[child, PROVEN] != UNPROVEN:
+                assert links[child, PROVEN] == values[int(links[child, ACTION])]
+        if tree.solved:  # a proven draw can stay unproven a long time: its siblings' visits go on
+            assert links[0, PROVEN] == max(values.values())
+            assert values[tree.best[0]] == max(values.values())
+            solved += 1
+    assert solved >= 10

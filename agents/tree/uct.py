@@ -1,38 +1,44 @@
-"""Monte-Carlo tree search: UCT (Kocsis & Szepesvári 2006) with uniformly random playouts.
+"""Monte-Carlo tree search: UCT (Kocsis & Szepesvári 2006) with tactical playouts, and proven values on demand.
 
 A search baseline that needs no evaluation function: from the root, each simulation
 
 1. **selects** children by the UCB1 rule ``mean + c * sqrt(ln N_parent / n_child)`` while every action of a
-   node has been tried,
+   node has been tried, stopping at a node whose value is proven,
 2. **expands** one untried action (chosen at random),
-3. **plays out** the rest of the game at random from the new node,
-4. **backs up** the result: +1 / 0 / -1 for the player who chose each node's action.
+3. **plays out** the rest of the game from the new node (a proven node: its value, no playout),
+4. **backs up** the result: +1 / 0 / -1 for the player who chose each node's action; and, MCTS-Solver
+   (Winands, Björnsson & Saito 2008) with draws, when the new node ends the game, the values its end proves:
+   a node is won for its mover as soon as one child is, else known once all its children are (``prove``, off by
+   default: it made no measured difference at equal time against quartors).
 
-The move played is the root's most visited action. Quarto's turns are "place, then give" by the same
-player, so players do not simply alternate along a path: each simulation records who chose each action of its
-path, and nothing else in the search assumes alternation. The tree only calls the rules core (``apply_action``,
-``legal_mask``, ``useful_mask``), so it works unchanged for every variant.
+The move played is the root's most visited action; with ``prove``, a proven win if the root has one, never a proven
+loss while another action is not one, and a search stops once the root's value is proven. Quarto's turns are "place,
+then give" by the same player, so players do not simply alternate along a path: each simulation records who chose
+each action of its path, and nothing else in the search assumes alternation. The tree only calls the rules core
+(``apply_action``, ``legal_mask``, ``useful_mask``), so it works unchanged for every variant.
 
 The playout
 -----------
-The playout policy is uniform over squares and pieces and, in the declaration variant, declares exactly when
-something is claimable: a random false declaration would only add noise (it loses at once under the "lose"
-policy), and a missed claim would make playouts undervalue wins. The *tree* still considers every legal action,
-declarations included -- under the ``lose`` policy a false declaration is searched like any move and simply
-scores -1 -- so the agent never declares unless its search chose to. (Under the ``penalty`` policy a false
-declaration changes nothing in the game, so the tree leaves it out; see :func:`searched_actions`.)
+The playout (``playout="tactical"``, :func:`tactical_playout`) plays one-ply tactics: a placement wins when the
+piece in hand can, a give hands over no piece that lets the receiver win while a safe one is left, and the rest is
+uniform. It costs about 1.5 uniform playouts (``playout="random"``, :func:`quarto_env.fast.random_playout`) at the
+opening, about one late in the game, and tells far more: a uniform give loses at once in most middle-game positions,
+so a uniform playout's result says little about the move searched (docs/arena.md measures both). Either declares, in
+the declaration variant, exactly when something is claimable: a random false declaration would only add noise (it
+loses at once under the "lose" policy), and a missed claim would make playouts undervalue wins. The *tree* still
+considers every legal action, declarations included -- under the ``lose`` policy a false declaration is searched
+like any move and simply scores -1 -- so the agent never declares unless its search chose to. (Under the ``penalty``
+policy a false declaration changes nothing in the game, so the tree leaves it out; see :func:`searched_actions`.)
 
 Compiled
 --------
-The whole search runs compiled, one call per move (:func:`run_simulations`): the tree lives in preallocated
-arrays (:class:`UCTTree`), a simulation replays its path's actions from the root through the core's jitable
-transition ``apply_action`` -- the same code that ``core.step`` runs -- and plays out with
-:func:`quarto_env.fast.random_playout`. Its random draws (expansion order, playouts) come from the tree's own
-generator (:func:`quarto_env.fast.random_below`), seeded once per move from the agent's: a seed gives the same
-games.
+The whole search runs compiled, one call per move (:func:`run_simulations`): the tree lives in preallocated arrays
+(:class:`UCTTree`), a simulation replays its path's actions from the root through the core's jitable transition
+``apply_action`` -- the same code that ``core.step`` runs -- and so do the playouts. Its random draws (expansion
+order, playouts) come from the tree's own generator (:func:`quarto_env.fast.random_below`), seeded once per move
+from the agent's: a seed gives the same games.
 
-``quarto bench mcts`` measures simulations per second, beside those of quartors, a compiled peer, at equal
-strength.
+``quarto bench mcts`` plays it against quartors, a compiled peer, at equal wall time per turn.
 """
 
 from __future__ import annotations
@@ -47,21 +53,27 @@ from numba.extending import register_jitable
 
 from agents.base import Agent
 from quarto_env.core import (
+    ALL_SQUARES,
+    DECLARE,
     FIELD_OVER,
     FIELD_TO_MOVE,
     FIELD_WINNER,
     MAX_GAME_LENGTH,
+    NO_PIECE,
     NO_WINNER,
     NUM_FIELDS,
     STANDARD,
     State,
     Variant,
+    apply_action,
     compiled_fields,
     legal_mask,
     lowest_bit,
     position_fields,
     step_position,
     useful_mask,
+    winning_pieces,
+    winning_squares,
 )
 from quarto_env.errors import QuartoValueError
 from quarto_env.fast import RECORD_LENGTH, new_generator, random_member, random_playout
@@ -72,13 +84,23 @@ DEFAULT_EXPLORATION = 1.0
 minimax:depth=2, ``quarto tournament ... --mode vs-field``) scored c = 0.5 / 0.7 / 1.0 / 1.4 at 0.48 / 0.65 /
 0.58 / 0.72 with 95% intervals of about +-0.17: no value clearly better, so 1.0 stays."""
 
+PLAYOUTS = ("tactical", "random")
+"""How a playout plays: ``tactical`` (:func:`tactical_playout`: a win when the piece in hand makes one, no piece
+that hands the receiver a win while a safe one is left) or ``random`` (uniform, as
+:func:`quarto_env.fast.random_playout`)."""
+DEFAULT_PLAYOUT = "tactical"
+
 
 class UCTAgent(Agent):
-    """UCT with random playouts, on a budget of simulations or of seconds per move.
+    """UCT with tactical (or random) playouts, and proven values on demand, on a budget of simulations or seconds.
 
-    :param sims: simulations per move (used when ``time`` is 0).
-    :param time: seconds per move; when > 0 it replaces the simulation budget (at least one simulation).
+    :param sims: simulations per move (used when ``time`` is 0; fewer once the root's value is proven).
+    :param time: seconds per move; when > 0 it replaces the simulation budget (at least one simulation; less time
+        once the root's value is proven).
     :param c: the exploration constant of UCB1.
+    :param playout: ``tactical`` or ``random`` (:data:`PLAYOUTS`).
+    :param prove: back proven values up the tree (MCTS-Solver); ``False`` (the default): plain UCT. Measured
+        against quartors at equal time it made no difference beyond the noise of 200 games (docs/arena.md).
     """
 
     def __init__(
@@ -88,29 +110,36 @@ class UCTAgent(Agent):
         sims: int = 2000,
         time: float = 0.0,
         c: float = DEFAULT_EXPLORATION,
+        playout: str = DEFAULT_PLAYOUT,
+        prove: bool = False,
     ) -> None:
         super().__init__(variant, seed)
         if sims < 1:
             raise QuartoValueError(f"sims must be >= 1, got {sims}")
         if time < 0:
             raise QuartoValueError(f"time must be >= 0 seconds, got {time}")
+        if playout not in PLAYOUTS:
+            raise QuartoValueError(f"playout must be one of {', '.join(PLAYOUTS)}, got {playout!r}")
         self.sims = sims
         self.time = time
         self.c = c
+        self.playout = playout
+        self.prove = prove
         self.last_search: UCTStats | None = None
         """Statistics of the latest ``act`` call (``None`` after a forced action: no search)."""
         self._search_tree: UCTTree | None = None
 
     def act(self, state: State) -> int:
-        """The most visited root action after the search; a forced action (the only one searched) at once."""
+        """The root's most visited action after the search (with ``prove``: a proven win, else the most visited action
+        that is not a proven loss); a forced action (the only one searched) at once."""
         # One seed per move from the agent's generator: a fixed seed gives the same searches.
         seed = int(self.rng.integers(2**31))
         start = clock.perf_counter()
         tree = self._tree()
         tree.start(state, self.variant, seed)
         while True:
-            tree.simulate(self.sims if not self.time else TIMED_CHUNK, self.c)
-            if not self.time or tree.sims == 0 or clock.perf_counter() - start >= self.time:
+            tree.simulate(self.sims if not self.time else TIMED_CHUNK, self.c, self.playout == "tactical", self.prove)
+            if not self.time or tree.sims == 0 or tree.solved or clock.perf_counter() - start >= self.time:
                 break
             tree.reserve(TIMED_CHUNK)
         action, visits, total = tree.best
@@ -147,13 +176,16 @@ class UCTStats:
 # ---------------------------------------------------------------------------------------------------------
 # The tree, compiled
 # ---------------------------------------------------------------------------------------------------------
-UNTRIED, FIRST_CHILD, NEXT_SIBLING, ACTION, VISITS = range(5)
+UNTRIED, FIRST_CHILD, NEXT_SIBLING, ACTION, VISITS, PROVEN = range(6)
 """The columns of a tree's ``links`` (int32, one row per node, the root at row 0): the actions not expanded yet
 (a bit mask), the latest expanded child and the next older sibling (-1: none), the action leading to the
-node (-1 at the root), and its visits. Each node's position is a row of the tree's ``positions``
-(:func:`~quarto_env.core.position_array`'s form): made once, when the node is expanded, where replaying the
-path's actions would judge every placement on it again at every simulation."""
-NUM_LINKS = 5
+node (-1 at the root), its visits, and its proven value (:data:`UNPROVEN`, or +1 / 0 / -1 for the player
+who chose its action: won, drawn or lost under perfect play; :func:`_prove_up`). Each node's position is a row
+of the tree's ``positions`` (:func:`~quarto_env.core.position_array`'s form): made once, when the node is
+expanded, where replaying the path's actions would judge every placement on it again at every simulation."""
+NUM_LINKS = 6
+UNPROVEN = 2
+"""``links[node, PROVEN]`` while the node's value under perfect play is not known."""
 MAX_PATH = 2 * MAX_GAME_LENGTH
 """Room for the nodes of one path from the root: at most one per action of a game, declarations included."""
 
@@ -184,15 +216,20 @@ class UCTTree:
         self.positions[0] = compiled_fields(state)
         self._rules, self._seed = variant.compiled, seed
 
-    def simulate(self, count: int, c: float) -> None:
+    def simulate(self, count: int, c: float, tactical: bool = False, prove: bool = False) -> None:
         """Run ``count`` more simulations -- none when the root has a single action to search: :attr:`best` is
         that action then, with no visits. The tree must have room for ``count`` more nodes."""
         self.size, done, *best = run_simulations(
-            self.links, self.positions, self.totals, self.size, count, self._rules, c, self._scratch,
+            self.links, self.positions, self.totals, self.size, count, self._rules, c, tactical, prove, self._scratch,
             self._generator, self._seed,
         )  # fmt: skip
         self.best = (int(best[0]), int(best[1]), float(best[2]))
         self.sims += done
+
+    @property
+    def solved(self) -> bool:
+        """Whether the root's value under perfect play is proven: more simulations would change nothing."""
+        return bool(self.size > 0 and self.links[0, PROVEN] != UNPROVEN)
 
     def reserve(self, count: int) -> None:
         """Make room for ``count`` more nodes (doubling the arrays when they are full)."""
@@ -218,67 +255,139 @@ def searched_actions(occupied, available, hand, to_move, claimable, winner, over
 
 
 @numba.njit(cache=True)
-def run_simulations(links, positions, totals, size, count, rules, c, scratch, generator, seed):  # type: ignore[no-untyped-def]
+def run_simulations(links, positions, totals, size, count, rules, c, tactical, prove, scratch, generator, seed):  # type: ignore[no-untyped-def]
     """Run ``count`` selection-expansion-playout-backup passes on the tree ``links, positions, totals`` of ``size``
     nodes under ``rules`` (:attr:`Variant.compiled`), drawing from ``generator``
     (:func:`~quarto_env.fast.new_generator`). ``size`` 0 starts a new tree from the position in ``positions[0]``:
     it seeds the generator with ``seed`` and makes that row the root, and runs no simulation if the root has one
-    action to search. ``scratch``:
-    ``(3, MAX_PATH + RECORD_LENGTH)`` int64, the path, its movers and the playout's record. Returns ``(new size,
-    simulations run, best action, its visits, its total)``: the root's most visited child, ties to the higher
-    total (the single action, with no visits, when there was nothing to search)."""
+    action to search. ``c``: UCB1's constant; ``tactical``: :func:`tactical_playout` rather than
+    :func:`~quarto_env.fast.random_playout`; ``prove``: prove values (:func:`_prove_up`). ``scratch``:
+    ``(3, MAX_PATH + RECORD_LENGTH)`` int64, the path, its movers and the playout's record. Stops early once the
+    root is proven. Returns ``(new size, simulations run, best action, its visits, its total)``: the root's child
+    proven won, else the most visited one not proven lost, ties to the higher total (the single action, with no
+    visits, when there was nothing to search)."""
     path, movers, record = scratch[0], scratch[1], scratch[2]
     declaration, loses = rules[2], rules[3]
     if size == 0:
         generator[0] = seed
         untried = searched_actions(*position_fields(positions[0])[1:], declaration, loses)
         links[0, UNTRIED], links[0, FIRST_CHILD], links[0, NEXT_SIBLING], links[0, ACTION] = untried, -1, -1, -1
-        links[0, VISITS] = 0
+        links[0, VISITS], links[0, PROVEN] = 0, UNPROVEN
         totals[0] = 0.0
         size = 1
         if untried & (untried - 1) == 0:
             return size, 0, lowest_bit(untried), 0, 0.0
-    for _ in range(count):
+    done = 0
+    while done < count and links[0, PROVEN] == UNPROVEN:
+        done += 1
         node, depth = 0, 0
         path[0] = 0
-        # Selection: down the UCB1 children while every action of the node has been tried.
-        while links[node, UNTRIED] == 0 and links[node, FIRST_CHILD] >= 0:
+        # Selection: down the UCB1 children while every action of the node has been tried, to a proven node at most.
+        while links[node, UNTRIED] == 0 and links[node, FIRST_CHILD] >= 0 and links[node, PROVEN] == UNPROVEN:
             parent = node
             node = _best_child(links, totals, node, c)
             depth += 1
             path[depth], movers[depth] = node, positions[parent, FIELD_TO_MOVE]
         # Expansion: one untried action, at random.
         untried = links[node, UNTRIED]
-        if untried:
+        if untried and links[node, PROVEN] == UNPROVEN:
             action = random_member(untried, generator)
             links[node, UNTRIED] = untried & ~(1 << action)
             depth += 1
             path[depth], movers[depth] = size, positions[node, FIELD_TO_MOVE]
-            positions[size] = positions[node]
+            for field in range(NUM_FIELDS):  # a row assignment would compile numba's error message: 3 s cold
+                positions[size, field] = positions[node, field]
             step_position(positions[size], action, rules)
             links[size, UNTRIED] = searched_actions(*position_fields(positions[size])[1:], declaration, loses)
             links[size, FIRST_CHILD], links[size, NEXT_SIBLING] = -1, links[node, FIRST_CHILD]
-            links[size, ACTION], links[size, VISITS] = action, 0
+            links[size, ACTION], links[size, VISITS], links[size, PROVEN] = action, 0, UNPROVEN
             totals[size] = 0.0
             links[node, FIRST_CHILD] = size
             node = size
             size += 1
         fields = position_fields(positions[node])
-        winner = fields[FIELD_WINNER] if fields[FIELD_OVER] else random_playout(fields, rules, record, generator)[0]
+        if links[node, PROVEN] != UNPROVEN:
+            winner = _winner_of(links[node, PROVEN], movers[depth])
+        elif fields[FIELD_OVER]:
+            winner = fields[FIELD_WINNER]
+            if prove:
+                links[node, PROVEN] = 0 if winner == NO_WINNER else (1 if winner == movers[depth] else -1)
+                _prove_up(links, path, movers, depth)
+        elif tactical:
+            winner = tactical_playout(fields, rules, generator)
+        else:
+            winner = random_playout(fields, rules, record, generator)[0]
         # Backup: +1 / 0 / -1 for the player who chose each node's action.
         links[0, VISITS] += 1
         for d in range(1, depth + 1):
             links[path[d], VISITS] += 1
             if winner != NO_WINNER:
                 totals[path[d]] += 1.0 if winner == movers[d] else -1.0
-    best, best_visits, best_total = -1, -1, -math.inf
+    # The best child: a proven win first, a proven loss last, else the most visited, ties to the higher total.
+    best, best_rank, best_visits, best_total = -1, -1, -1, -math.inf
     child = links[0, FIRST_CHILD]
     while child >= 0:
-        visits, total = links[child, VISITS], totals[child]
-        if visits > best_visits or (visits == best_visits and total > best_total):
-            best, best_visits, best_total = child, visits, total
+        proven, visits, total = links[child, PROVEN], links[child, VISITS], totals[child]
+        rank = 2 if proven == 1 else 0 if proven == -1 else 1
+        if (rank, visits, total) > (best_rank, best_visits, best_total):
+            best, best_rank, best_visits, best_total = child, rank, visits, total
         child = links[child, NEXT_SIBLING]
-    return size, count, links[best, ACTION], best_visits, best_total
+    return size, done, links[best, ACTION], best_visits, best_total
+
+
+@register_jitable
+def _winner_of(proven, mover):  # type: ignore[no-untyped-def]
+    """The winner of the game from a node of proven value ``proven`` for ``mover``, who chose its action."""
+    if proven == 0:
+        return NO_WINNER
+    return mover if proven == 1 else 1 - mover
+
+
+@register_jitable
+def _prove_up(links, path, movers, depth):  # type: ignore[no-untyped-def]
+    """MCTS-Solver (Winands, Björnsson & Saito 2008), with draws: the node at ``path[depth]`` was just proven;
+    prove the ancestors it decides. A parent is won for its mover as soon as one child is (its mover chose the
+    child), and otherwise known once every action has been tried and every child is proven: the best of them.
+    Movers need not alternate: a value turns sign only where the mover changes."""
+    while depth >= 1:
+        parent, value = path[depth - 1], links[path[depth], PROVEN]
+        if value != 1:
+            if links[parent, UNTRIED] != 0:
+                return
+            child = links[parent, FIRST_CHILD]
+            while child >= 0:
+                if links[child, PROVEN] == UNPROVEN:
+                    return
+                value = max(value, links[child, PROVEN])
+                child = links[child, NEXT_SIBLING]
+        depth -= 1
+        same_mover = depth == 0 or movers[depth] == movers[depth + 1]  # the root's value: for its player to move
+        links[parent, PROVEN] = value if same_mover else -value
+
+
+@numba.njit(cache=True)
+def tactical_playout(fields, rules, generator):  # type: ignore[no-untyped-def]
+    """Play a game that is not over to its end with one-ply tactics; returns the winner (``NO_WINNER``: a draw).
+
+    A placement completes a group when the piece in hand can (on a random one of those squares), else goes on a
+    random empty square; a give is a random piece that no empty square lets the receiver win with, while there
+    is one; a declaration is played exactly when something can be claimed. ``fields`` and ``rules`` as
+    :func:`~quarto_env.fast.random_playout` takes them; every move goes through the core's ``apply_action``."""
+    lanes, occupied, available, hand, to_move, claimable, winner, over = fields
+    groups, counted = rules[0], rules[1]
+    while not over:
+        if claimable != 0:
+            action = DECLARE
+        elif hand != NO_PIECE:
+            wins = winning_squares(lanes, occupied, hand, groups, counted)
+            action = random_member(wins if wins else ALL_SQUARES & ~occupied, generator)
+        else:
+            safe = available & ~winning_pieces(lanes, occupied, groups, counted)
+            action = random_member(safe if safe else available, generator)
+        lanes, occupied, available, hand, to_move, claimable, winner, over = apply_action(
+            lanes, occupied, available, hand, to_move, claimable, action, *rules
+        )
+    return winner
 
 
 @numba.njit(cache=True)

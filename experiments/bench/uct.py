@@ -1,29 +1,43 @@
-"""``quarto bench mcts``: our UCT's simulations per second, beside quartors' at equal strength.
+"""``quarto bench mcts``: our UCT against quartors at equal wall time per turn -- a match, and a grade of turns.
 
 Example usage::
 
-    quarto bench mcts --sims 2000 --peer-sims 3200 --positions 6 --seed 0
-    quarto bench mcts --strength 300     # and grade both on 300 suite positions (minutes: the solver values gives)
+    quarto bench mcts                                   # 200 games at 50 and at 200 ms a turn, then the grade
+    quarto bench mcts --turn-ms 50 --games 400 --grade 0
+    quarto bench mcts --ours mcts:playout=random        # the agent with uniformly random playouts, same bench
 
-The positions: the opening (a give) and seeded greedy-game positions with a piece in hand at 12, 8 and 4 empty
-squares. `quartors <https://pypi.org/project/quartors/>`_ (a Quarto engine in Rust, Python >= 3.13) plays a
-turn -- place, then give -- as one action of one search; our ``mcts`` agent plays it as two decisions, a search
-each. At their defaults (``--sims 2000`` per decision, ``--peer-sims 3200`` per turn) both lose value in the same
-share of turns (``--strength``; docs/arena.md), so the two speeds compare at equal strength. The table gives
-each engine's simulations per second and milliseconds per turn, with the ratios ours / theirs (sims/s) and
-theirs / ours (time per turn): above 1, ours is faster. Where quartors does not import, only our figures are
-printed, and a line says how to get the comparison. Both run in the same process on the same positions, in
-alternating rounds whose medians are printed, so the ratios are the figures to quote; absolute speeds depend on
-the machine and its load. Compilation (or the cache's load) happens before the clock starts.
+`quartors <https://pypi.org/project/quartors/>`_ (a Quarto engine in Rust, Python >= 3.13) plays a turn --
+place, then give -- as one action of one search; our ``mcts`` agent plays it as two decisions, a search each.
+Simulations are not the same unit in the two (one of quartors' expands every child of a turn, one of ours a
+half-turn node), so the engines meet at **equal wall time per turn**: each turn of either gets ``--turn-ms``.
 
-``--strength N`` grades both engines' turns on N positions of the ``standard-v1`` suite with a piece in hand and
-6-12 empty squares: a turn loses value when its value under perfect play (the placement's, then the give's, by
-the exact solver) is below the position's.
+- **Ours** runs :class:`~agents.tree.uct.UCTAgent` under a time budget: the placement's search gets
+  :data:`PLACE_SHARE` of the turn, the give's search what is left of it (all of it when the placement is forced).
+- **quartors** has no time limit, only a number of simulations (``MctsConfig.simulations``): each turn searches
+  the simulations that fill its seconds at the seconds per simulation it has taken so far at the same stage
+  (number of empty squares, give or place), a running average of its own searches in this run -- so the budget
+  follows the machine's load as ours does. The first turn at a stage probes :data:`PROBE_SIMS` simulations and
+  spends the rest of its seconds from that. The table prints both engines' mean milliseconds per turn, so that
+  the equality can be checked.
+
+Random draws come from ``--seed`` alone, never from the clock: game ``g`` seeds our agent with
+``(seed, g)`` and each quartors turn with ``(seed, g, turn)``; how many simulations fit in a turn depends on the
+machine, the draws do not. Games start from the empty board, our agent giving first in even games and second in
+odd ones (seats swapped). The score is ours: wins plus half the draws, over the games, with its 95% Wilson
+interval. Timed games depend on the load: run them on a quiet machine (``nice`` only lowers our share of a busy
+one); the load average is printed beside the figures.
+
+The grade (``--grade N``, 0 to skip): each engine plays one turn, at each ``--turn-ms``, on the same N positions
+of the ``standard-v1`` suite with a piece in hand and 6-12 empty squares, with :data:`GRADE_SEEDS` search seeds;
+a turn loses value when its value under perfect play (the placement's, then the give's, by the exact solver) is
+below the position's. Printed: each seed's share of turns losing value and all seeds' together with its 95%
+Wilson interval (the seeds share positions, so that interval is a little narrow). Where quartors does not
+import, only our grade is printed, and a line says how to get the comparison.
 """
 
 from __future__ import annotations
 
-import statistics
+import os
 import time
 from collections.abc import Callable
 from types import ModuleType
@@ -32,51 +46,71 @@ from typing import Any
 import numpy as np
 
 from agents.solver.labels import action_values
-from agents.solver.positions import greedy_game_positions
-from agents.specs import MAX_UCT_SIMULATIONS
+from agents.specs import SpecError, make_agent
 from agents.suites import SolvedPosition, load_suite
 from agents.tree.uct import UCTAgent
 from experiments.evaluation.ratings import wilson_interval
 from experiments.options import CommandParser, add_integer_argument, add_seed_argument
-from quarto_env.core import INITIAL_STATE, NO_PIECE, STANDARD, State, step
+from quarto_env.core import INITIAL_STATE, NO_PIECE, NO_WINNER, STANDARD, State, step
 from quarto_env.errors import QuartoValueError
 
-EMPTY_SQUARES = (12, 8, 4)
-MAX_POSITIONS = 1000
-"""The most ``--positions`` per number of empty squares."""
-EQUAL_STRENGTH_SIMS = 2000
-"""Our simulations per decision..."""
-EQUAL_STRENGTH_PEER_SIMS = 3200
-"""... and quartors' per turn that lose value in the same share of turns (26.0% each on 300 suite positions with
-6-12 empty squares, issue 44; ``--strength`` measures it again)."""
-STRENGTH_SUITE = "standard-v1"
-STRENGTH_EMPTY = (6, 12)
-"""The stages of the positions ``--strength`` grades: where a turn can still go wrong, and the solver is quick."""
+PLACE_SHARE = 0.5
+"""The share of our turn's seconds that the placement's search gets; the give's search gets the rest."""
+PROBE_SIMS = 32
+"""Simulations of quartors' first search at a stage, which times its seconds per simulation there."""
+GRADE_SEEDS = 3
+GRADE_SUITE = "standard-v1"
+GRADE_EMPTY = (6, 12)
+"""The stages of the positions the grade plays: where a turn can still go wrong, and the solver is quick."""
+MAX_GAMES = 100_000
+MAX_TURN_MS = 60_000
+MAX_GRADE_POSITIONS = 1000
 PEER_MISSING = (
-    "quartors does not import here: for the comparison, run quarto bench mcts under Python >= 3.13 with "
+    "quartors does not import here: for the match and its grade, run quarto bench mcts under Python >= 3.13 with "
     "`pip install quartors` and this package"
 )
 
+Turn = Callable[[State, float, int], tuple[list[int], int]]
+"""An engine's turn from a position (the opening, or a piece in hand) in a number of seconds, with a seed: its
+actions -- a give, or a placement then a give unless the placement ends the game -- and the simulations it ran."""
+
 
 class QuartorsMCTS:
-    """quartors' rollout MCTS, playing turns of our positions (standard rules)."""
+    """quartors' rollout MCTS, playing turns of our positions (standard rules) in a given number of seconds."""
 
-    def __init__(self, quartors: ModuleType, sims: int) -> None:
+    def __init__(self, quartors: ModuleType) -> None:
         self.quartors = quartors
-        self.search = quartors.Mcts(quartors.MctsConfig(simulations=sims), quartors.RolloutEvaluator())
+        self.seconds_per_sim: dict[tuple[float, int, bool], float] = {}
+        """The running average of seconds per simulation at each turn time and stage: (seconds, empty squares, a
+        piece in hand) -- a bigger tree is slower per simulation."""
 
     @property
     def version(self) -> str:
         """The installed quartors' version."""
         return str(self.quartors.__version__)
 
-    def turn(self, state: State, seed: int) -> tuple[list[int], int]:
-        """Our actions for quartors' turn from ``state`` (the opening, or a piece in hand): a give, a placement,
-        or a placement then a give; and the simulations searched."""
-        result = self.search.search(self.position(state), seed=seed)
-        action = result.select_action(temperature=0.0, seed=seed)
-        actions = [action.position, action.give_piece]
-        return [a for a in actions if a is not None], int(result.simulations)
+    def turn(self, state: State, seconds: float, seed: int) -> tuple[list[int], int]:
+        """Our actions for quartors' turn from ``state`` in ``seconds`` (the simulations it searches fill them at
+        its past speed at this stage), and the simulations searched."""
+        start = time.perf_counter()
+        position = self.position(state)
+        stage = (seconds, state.num_empty, state.placing)
+        if stage not in self.seconds_per_sim:
+            self._search(position, PROBE_SIMS, seed, stage)
+        left = seconds - (time.perf_counter() - start)
+        sims = max(1, round(left / self.seconds_per_sim[stage]))
+        action = self._search(position, sims, seed, stage).select_action(temperature=0.0, seed=seed)
+        return [a for a in (action.position, action.give_piece) if a is not None], sims
+
+    def _search(self, position: Any, sims: int, seed: int, stage: tuple[float, int, bool]) -> Any:
+        """quartors' search of ``position`` with ``sims`` simulations, its speed averaged into the stage's."""
+        search = self.quartors.Mcts(self.quartors.MctsConfig(simulations=sims), self.quartors.RolloutEvaluator())
+        start = time.perf_counter()
+        result = search.search(position, seed=seed)
+        speed = (time.perf_counter() - start) / sims
+        past = self.seconds_per_sim.get(stage, speed)
+        self.seconds_per_sim[stage] = (past + speed) / 2
+        return result
 
     def position(self, state: State) -> Any:
         """``state`` as a quartors position, reached by replaying its board in square order: quartors builds
@@ -93,22 +127,28 @@ class QuartorsMCTS:
         return position
 
 
-def load_peer(sims: int) -> QuartorsMCTS | None:
-    """quartors' search at ``sims`` simulations per turn, or ``None`` where quartors does not import."""
+def load_peer() -> QuartorsMCTS | None:
+    """quartors' search, or ``None`` where quartors does not import."""
     try:
         import quartors
     except ImportError:
         return None
-    return QuartorsMCTS(quartors, sims)
+    return QuartorsMCTS(quartors)
 
 
-def our_turn(agent: UCTAgent, state: State) -> tuple[list[int], int]:
-    """Our agent's actions for the turn from ``state`` -- a give at the opening, else a placement and then a give
-    unless the placement ends the game -- and the simulations searched (none for a forced action)."""
+def our_turn(agent: UCTAgent, state: State, seconds: float) -> tuple[list[int], int]:
+    """Our agent's actions for the turn from ``state`` in ``seconds`` -- a give at the opening, else a placement
+    (in :data:`PLACE_SHARE` of them) and then a give (in the rest) unless the placement ends the game -- and the
+    simulations searched (none for a forced action)."""
     actions, sims = [], 0
-    for _ in range(2 if state.placing else 1):
+    start = time.perf_counter()
+    decisions = 2 if state.placing else 1
+    for decision in range(decisions):
         if state.over:
             break
+        last = decision == decisions - 1
+        spent = time.perf_counter() - start
+        agent.time = max(seconds - spent if last else seconds * PLACE_SHARE, 1e-6)
         agent.last_search = None
         actions.append(agent.act(state))
         sims += agent.last_search.sims if agent.last_search is not None else 0
@@ -116,122 +156,164 @@ def our_turn(agent: UCTAgent, state: State) -> tuple[list[int], int]:
     return actions, sims
 
 
-def main(argv: list[str]) -> int:
-    """Run the benchmark and print one row per position set."""
-    parser = CommandParser(prog="quarto bench mcts", description=__doc__.split("\n")[0])
-    add_integer_argument(
-        parser,
-        "--sims",
-        EQUAL_STRENGTH_SIMS,
-        "our simulations per decision (two decisions a turn)",
-        fewest=1,
-        most=MAX_UCT_SIMULATIONS,
-    )
-    add_integer_argument(
-        parser,
-        "--peer-sims",
-        EQUAL_STRENGTH_PEER_SIMS,
-        "quartors' simulations per turn",
-        fewest=1,
-        most=MAX_UCT_SIMULATIONS,
-    )
-    add_integer_argument(
-        parser, "--positions", 6, "positions per number of empty squares", fewest=1, most=MAX_POSITIONS
-    )
-    strength = f"also grade both engines' turns on this many {STRENGTH_SUITE} positions (0: no grading)"
-    add_integer_argument(parser, "--strength", 0, strength, fewest=0, most=MAX_POSITIONS)
-    add_seed_argument(parser, "seed of the positions and the searches")
-    args = parser.parse_args(argv)
-    position_sets: dict[str, list[State]] = {"16 empty (opening give)": [INITIAL_STATE]}
-    for empty in EMPTY_SQUARES:
-        position_sets[f"{empty} empty"] = greedy_game_positions(empty, args.positions, args.seed, STANDARD, True)
-    agent = UCTAgent(STANDARD, seed=args.seed, sims=args.sims)
-    peer = load_peer(args.peer_sims)
-    print_speeds(agent, peer, position_sets, args.seed)
-    if peer is None:
-        print(PEER_MISSING)
-    if args.strength:
-        print_strength(agent, peer, args.strength, args.seed)
-    return 0
+def game_seed(*keys: int) -> int:
+    """A 31-bit seed drawn from ``keys`` (the run's seed, a game, a turn): the same keys give the same seed."""
+    return int(np.random.SeedSequence(keys).generate_state(1)[0] >> 1)
 
 
-def print_speeds(agent: UCTAgent, peer: QuartorsMCTS | None, position_sets: dict[str, list[State]], seed: int) -> None:
-    """One row per position set: each engine's simulations per second and milliseconds per turn."""
-    title = f"MCTS, ours at {agent.sims} simulations per decision"
-    if peer is not None:
-        title += f", quartors {peer.version} at {peer.search.config.simulations} per turn"
-    print(title + ", standard rules")
-    header = f"{'positions':<26}{'ours sims/s':>13}{'ms/turn':>9}"
-    if peer is not None:
-        header += f"{'quartors sims/s':>17}{'ms/turn':>9}{'sims/s ratio':>14}{'turn ratio':>12}"
-    print(header)
-    engines: dict[str, Turn] = {"ours": lambda state, _: our_turn(agent, state)}
-    if peer is not None:
-        engines["quartors"] = peer.turn
-    for name, positions in position_sets.items():
-        ours, *theirs = median_speeds(engines, positions, seed)
-        row = f"{name:<26}{ours[0]:>13,.0f}{ours[1]:>9.2f}"
-        if theirs:
-            row += f"{theirs[0][0]:>17,.0f}{theirs[0][1]:>9.2f}"
-            row += f"{ours[0] / theirs[0][0]:>14.2f}{theirs[0][1] / ours[1]:>12.2f}"
-        print(row)
+class Engines:
+    """Ours (a spec of ``mcts``, given a time per move turn by turn) and quartors, each with the seconds its turns
+    took and the simulations they ran, per engine."""
+
+    def __init__(self, spec: str, peer: QuartorsMCTS | None) -> None:
+        self.spec = spec
+        self.peer = peer
+        self.seconds = {"ours": 0.0, "quartors": 0.0}
+        self.sims = {"ours": 0, "quartors": 0}
+        self.turns = {"ours": 0, "quartors": 0}
+
+    def ours(self, seed: int) -> Turn:
+        """A fresh agent of ours seeded with ``seed``, as a turn (its own draws; the turn's seed is not used)."""
+        agent = make_agent(self.spec, STANDARD, seed=seed)
+        if not isinstance(agent, UCTAgent):
+            raise SpecError(f"--ours must be an mcts spec, got {self.spec!r}")
+        return self._timed("ours", lambda state, seconds, _: our_turn(agent, state, seconds))
+
+    def quartors(self) -> Turn:
+        """quartors' turn."""
+        assert self.peer is not None
+        return self._timed("quartors", self.peer.turn)
+
+    def _timed(self, name: str, turn: Turn) -> Turn:
+        def timed(state: State, seconds: float, seed: int) -> tuple[list[int], int]:
+            start = time.perf_counter()
+            actions, sims = turn(state, seconds, seed)
+            self.seconds[name] += time.perf_counter() - start
+            self.sims[name] += sims
+            self.turns[name] += 1
+            return actions, sims
+
+        return timed
+
+    def per_turn(self, name: str) -> tuple[float, float]:
+        """``(milliseconds, simulations)`` per turn of engine ``name`` so far."""
+        turns = max(self.turns[name], 1)
+        return 1000 * self.seconds[name] / turns, self.sims[name] / turns
+
+    def reset(self) -> None:
+        """Forget the times and simulations counted so far."""
+        for counts in (self.seconds, self.sims, self.turns):
+            for name in counts:
+                counts[name] = 0
 
 
-ROUNDS = 5
-"""Rounds of measurement per position set, the engines in alternation within each: medians are printed."""
-MIN_ROUND_SECONDS = 0.05
-"""Each round plays the set's turns over and over for at least this long: a turn near the end takes well under a
-millisecond, too short to time alone."""
+def play_game(ours: Turn, theirs: Turn, ours_first: bool, seconds: float, seed: int, game: int) -> float:
+    """One game from the empty board, each turn in ``seconds``: our score, 1 / 0.5 / 0."""
+    state, turn = INITIAL_STATE, 0
+    our_player = 0 if ours_first else 1
+    while not state.over:
+        engine = ours if state.to_move == our_player else theirs
+        actions, _ = engine(state, seconds, game_seed(seed, game, turn))
+        for action in actions:
+            state = step(STANDARD, state, action)
+        turn += 1
+    if state.winner == NO_WINNER:
+        return 0.5
+    return 1.0 if state.winner == our_player else 0.0
 
-Turn = Callable[[State, int], tuple[list[int], int]]
-"""An engine's turn from a position with a seed: its actions and the simulations it searched."""
 
-
-def median_speeds(engines: dict[str, Turn], positions: list[State], seed: int) -> list[tuple[float, float]]:
-    """``(simulations per second, milliseconds per turn)`` of each engine on ``positions``, medians of rounds."""
-    for turn in engines.values():
-        turn(positions[0], seed)  # compile or load what the engine needs before the clock starts
-    rounds: dict[str, list[tuple[float, float]]] = {engine: [] for engine in engines}
-    for _ in range(ROUNDS):
-        for engine, turn in engines.items():
-            rounds[engine].append(time_turns(turn, positions, seed))
+def play_match(engines: Engines, games: int, seconds: float, seed: int) -> list[float]:
+    """Our scores in ``games`` games at ``seconds`` a turn, seats swapped from one game to the next."""
     return [
-        (statistics.median(s for s, _ in speeds), statistics.median(m for _, m in speeds)) for speeds in rounds.values()
+        play_game(engines.ours(game_seed(seed, game)), engines.quartors(), game % 2 == 0, seconds, seed, game)
+        for game in range(games)
     ]
 
 
-def time_turns(turn: Turn, positions: list[State], seed: int) -> tuple[float, float]:
-    """``(simulations per second, milliseconds per turn)`` of turns from ``positions``, in order and over again
-    until :data:`MIN_ROUND_SECONDS` have passed."""
-    turns = sims = 0
-    start = time.perf_counter()
-    while turns == 0 or time.perf_counter() - start < MIN_ROUND_SECONDS:
-        for number, state in enumerate(positions):
-            sims += turn(state, seed + number)[1]
-        turns += len(positions)
-    seconds = time.perf_counter() - start
-    return sims / seconds, 1000 * seconds / turns
+def main(argv: list[str]) -> int:
+    """Play the match at each turn time, then grade both engines' turns."""
+    parser = CommandParser(prog="quarto bench mcts", description=__doc__.split("\n")[0])
+    add_integer_argument(
+        parser, "--turn-ms", [50, 200], "milliseconds per turn, each engine", fewest=1, most=MAX_TURN_MS, nargs="+"
+    )
+    add_integer_argument(parser, "--games", 200, "games per turn time (seats swapped)", fewest=2, most=MAX_GAMES)
+    grade = f"grade both engines' turns on this many {GRADE_SUITE} positions, {GRADE_SEEDS} seeds (0: no grade)"
+    add_integer_argument(parser, "--grade", 100, grade, fewest=0, most=MAX_GRADE_POSITIONS)
+    parser.add_argument("--ours", default="mcts", help="our agent, an mcts spec (its time is set turn by turn)")
+    add_seed_argument(parser, "seed of the games' and the grade's random draws")
+    args = parser.parse_args(argv)
+    try:
+        engines = Engines(args.ours, load_peer())
+        engines.ours(0)(INITIAL_STATE, 0.001, 0)  # compile (or load) our search before any clock runs
+    except SpecError as error:
+        parser.error(f"argument --ours: {error}")
+    peer = engines.peer
+    print(f"load average {os.getloadavg()[0]:.2f} at start")
+    if peer is None:
+        print(PEER_MISSING)
+    else:
+        print_match(engines, args.turn_ms, args.games, args.seed)
+    if args.grade:
+        print_grade(engines, args.turn_ms, args.grade, args.seed)
+    print(f"load average {os.getloadavg()[0]:.2f} at end")
+    return 0
 
 
-def print_strength(agent: UCTAgent, peer: QuartorsMCTS | None, count: int, seed: int) -> None:
-    """The share of turns that lose value, each engine on the same ``count`` suite positions."""
-    positions = strength_positions(count, seed)
+def print_match(engines: Engines, turn_ms: list[int], games: int, seed: int) -> None:
+    """One row per turn time: our score against quartors with its interval, and each engine's time and
+    simulations per turn."""
+    assert engines.peer is not None
+    print(f"ours ({engines.spec}) against quartors {engines.peer.version} (rollout MCTS), equal wall time per turn")
+    print(
+        f"{'ms/turn':>7}{'games':>7}{'W-D-L':>13}{'score':>7}  {'95% interval':<16}"
+        f"{'ours ms':>8}{'theirs ms':>10}{'ours sims':>11}{'theirs sims':>12}"
+    )
+    for ms in turn_ms:
+        engines.reset()
+        scores = play_match(engines, games, ms / 1000, seed)
+        score = sum(scores) / games
+        low, high = wilson_interval(score, games)
+        record = f"{scores.count(1.0)}-{scores.count(0.5)}-{scores.count(0.0)}"
+        (ours_ms, ours_sims), (theirs_ms, theirs_sims) = engines.per_turn("ours"), engines.per_turn("quartors")
+        print(
+            f"{ms:>7}{games:>7}{record:>13}{score:>7.3f}  [{low:.3f}, {high:.3f}]  "
+            f"{ours_ms:>8.1f}{theirs_ms:>10.1f}{ours_sims:>11,.0f}{theirs_sims:>12,.0f}",
+            flush=True,
+        )
+
+
+def print_grade(engines: Engines, turn_ms: list[int], count: int, seed: int) -> None:
+    """Each engine's share of turns losing value on ``count`` suite positions, per seed and for all seeds, at each
+    turn time."""
+    positions = grade_positions(count, seed)
     values = TurnValues()
-    engines: dict[str, Turn] = {f"ours (mcts:sims={agent.sims})": lambda state, _: our_turn(agent, state)}
-    if peer is not None:
-        engines[f"quartors ({peer.search.config.simulations} sims)"] = peer.turn
-    low, high = STRENGTH_EMPTY
-    print(f"turns losing value on {len(positions)} {STRENGTH_SUITE} positions with a piece in hand, {low}-{high} empty")
-    for name, turn in engines.items():
-        lost = sum(values.loses(solved, turn(solved.state, seed + n)[0]) for n, solved in enumerate(positions))
-        low_share, high_share = wilson_interval(lost / len(positions), len(positions))
-        print(f"{name:<30}{lost / len(positions):>8.1%}  [{low_share:.1%}, {high_share:.1%}]")
+    low, high = GRADE_EMPTY
+    print(
+        f"turns losing value on {len(positions)} {GRADE_SUITE} positions with a piece in hand, {low}-{high} empty, "
+        f"{GRADE_SEEDS} seeds"
+    )
+    seeds = "".join(f"{f'seed {k}':>9}" for k in range(GRADE_SEEDS))
+    print(f"{'ms/turn':>7}  {'engine':<10}{seeds}{'all':>9}  95% interval")
+    names = ["ours"] + (["quartors"] if engines.peer is not None else [])
+    for ms in turn_ms:
+        for name in names:
+            shares = []
+            for k in range(GRADE_SEEDS):
+                lost = 0
+                for n, solved in enumerate(positions):
+                    engine = engines.ours(game_seed(seed, k, n)) if name == "ours" else engines.quartors()
+                    lost += values.loses(solved, engine(solved.state, ms / 1000, game_seed(seed, k, n))[0])
+                shares.append(lost / len(positions))
+            share = sum(shares) / GRADE_SEEDS
+            low_share, high_share = wilson_interval(share, GRADE_SEEDS * len(positions))
+            row = "".join(f"{s:>9.1%}" for s in shares)
+            print(f"{ms:>7}  {name:<10}{row}{share:>9.1%}  [{low_share:.1%}, {high_share:.1%}]", flush=True)
 
 
-def strength_positions(count: int, seed: int) -> list[SolvedPosition]:
+def grade_positions(count: int, seed: int) -> list[SolvedPosition]:
     """``count`` positions of the suite with a piece in hand and 6-12 empty squares, drawn without replacement."""
-    low, high = STRENGTH_EMPTY
-    pool = [p for p in load_suite(STRENGTH_SUITE).positions if p.phase == "place" and low <= p.empty <= high]
+    low, high = GRADE_EMPTY
+    pool = [p for p in load_suite(GRADE_SUITE).positions if p.phase == "place" and low <= p.empty <= high]
     chosen = np.random.default_rng(seed).choice(len(pool), size=min(count, len(pool)), replace=False)
     return [pool[i] for i in sorted(chosen)]
 
