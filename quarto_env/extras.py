@@ -21,6 +21,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "bench": ("pgx", "pygame"),
     "clients": ("torchrl", "tianshou"),
     "jax": ("jax", "pgx", "mctx", "equinox", "optax"),
+    "onnx": ("onnxruntime", "onnx"),
 }
 """Each extra and the top-level modules its packages in ``pyproject.toml`` are imported as (``pyyaml`` is ``yaml``),
 besides another extra's (``ray`` brings ``train``'s too)."""

@@ -7,6 +7,7 @@ import functools
 import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import torch as th
 from agents.alphazero import AlphaZeroAgent, load_network, save_checkpoint
 from agents.match import play_game
 from agents.networks.checkpoints import CheckpointError, CheckpointHeader
+from agents.networks.onnx_runtime import onnx_available
 from agents.networks.policy_value import PolicyValueNetwork, device_of, resolve_device
 from agents.specs import MAX_PUCT_SIMULATIONS, SpecError, make_agent
 from agents.tree.puct import PUCTSearch, candidates, encode_positions, forced_action
@@ -399,7 +401,29 @@ def test_bench_az_shows_the_fast_evaluation_giving_the_same_numbers(capsys: pyte
     # 64 games: batches large enough for the fast path (FAST_MIN_BATCH).
     assert bench_az.main(["--games", "64", "--sims", "4", "--seconds", "0.3", "--width", "16"]) == 0
     out = capsys.readouterr().out
-    assert "Leaf evaluations A/B: two self-play sessions alike, 64 games side by side" in out
-    assert re.search(r"^ +forward +\d+ .*\n +fast +\d+ ", out, re.MULTILINE), out
-    assert re.search(r"largest \|difference\| of logits and values 0 over [1-9][\d,]* batches", out), out
-    assert "the sessions played the same moves" in out
+    assert "Leaf evaluations A/B: self-play sessions alike, one per path, 64 games side by side" in out
+    assert re.search(r"^ +forward +\d+ .*\n +fast +\d+ ", out, re.MULTILINE) and "self-play pos/CPU-s" in out, out
+    fast = r"fast against forward: [\d.]+x the wall time; largest \|difference\| of logits and values 0 over "
+    assert re.search(fast + r"[1-9][\d,]* batches of the same positions; the same moves", out), out
+    if onnx_available():  # close, not bit for bit: the moves may part
+        onnx = r"onnx against forward: .* largest \|difference\| of logits and values (\S+) over [1-9]"
+        found = re.search(onnx, out)
+        assert found and float(found.group(1)) < 1e-5, out
+    else:
+        assert "onnx: not measured, the onnx extra is not installed" in out
+
+
+def test_a_config_evaluates_its_leaves_on_the_path_it_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    from experiments.training import config as config_module
+    from experiments.training.az_selfplay import new_network
+    from experiments.training.config_file import config_from_dict
+    from quarto_env.errors import ConfigError
+
+    def config(path: str) -> Any:
+        return config_from_dict({"algorithm": "alphazero", "alphazero": {"leaf_evaluation": path}})
+
+    assert new_network(config("forward"), STANDARD).evaluation_path == "forward"
+    assert new_network(config_from_dict({"algorithm": "alphazero"}), STANDARD).evaluation_path == "fast"
+    monkeypatch.setattr(config_module, "onnx_available", lambda: False)
+    with pytest.raises(ConfigError, match=r"alphazero.leaf_evaluation needs the onnx extra: pip install"):
+        config("onnx")

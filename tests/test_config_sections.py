@@ -49,7 +49,11 @@ OLD_CONFIGS = sorted((DATA / "old_flat_configs").glob("*.yaml"))
 838baac): every field at the top level."""
 OLD_RUN = DATA / "old_flat_run"
 """A tiny sb3 run folder of the same commit: its flat ``config.yaml`` and its resumable ``latest.zip``."""
-ADDED_SINCE = {"sample_games": TrainConfig.sample_games, "rollout_steps": AlphaZeroConfig.rollout_steps}
+ADDED_SINCE = {
+    "sample_games": TrainConfig.sample_games,
+    "rollout_steps": AlphaZeroConfig.rollout_steps,
+    "leaf_evaluation": AlphaZeroConfig.leaf_evaluation,
+}
 """The fields added since those files were written, which they load with at their defaults."""
 OLD_DEFAULT_CONFIG = DATA / "old_default_config.yaml"
 """``configs/default.yaml`` as it was when it restated every default (and turned on the solver grade)."""

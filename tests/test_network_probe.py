@@ -358,7 +358,10 @@ def test_the_fast_evaluation_gives_the_forward_pass_numbers_bit_for_bit(design: 
     rng = np.random.default_rng(7)
     for batch in FAST_BATCHES:
         planes = _random_planes(rng, batch, network.kind)
-        (logits, values), (forward_logits, forward_values) = network.evaluate(planes), network.evaluate(planes, False)
+        (logits, values), (forward_logits, forward_values) = (
+            network.evaluate(planes),
+            network.evaluate(planes, "forward"),
+        )
         assert np.array_equal(logits, forward_logits) and np.array_equal(values, forward_values), batch
 
 
@@ -368,12 +371,12 @@ def test_a_slots_network_takes_the_fast_path_for_large_batches_of_env_planes(mon
     planes = _random_planes(np.random.default_rng(3), 2 * FAST_MIN_BATCH, network.kind)
     network.evaluate(planes)
     network.evaluate(planes[: FAST_MIN_BATCH - 1])
-    network.evaluate(planes, fast=False)
+    network.evaluate(planes, "forward")
     halfway = planes.astype(np.float32)
     halfway[0, PLACING] = 0.5  # not an env's planes: the forward pass blends the heads
     logits = network.evaluate(halfway)[0]
     assert sizes == [2 * FAST_MIN_BATCH]
-    assert np.array_equal(logits, network.evaluate(halfway, fast=False)[0])
+    assert np.array_equal(logits, network.evaluate(halfway, "forward")[0])
 
 
 def test_the_fast_evaluation_sees_the_weights_change_between_calls() -> None:
@@ -383,9 +386,54 @@ def test_the_fast_evaluation_sees_the_weights_change_between_calls() -> None:
     with th.no_grad():
         for parameter in network.parameters():
             parameter.add_(0.1 * th.randn_like(parameter))  # as an optimizer step changes them, in place
-    after, forward = network.evaluate(planes), network.evaluate(planes, fast=False)
+    after, forward = network.evaluate(planes), network.evaluate(planes, "forward")
     assert not np.array_equal(before[0], after[0]) and not np.array_equal(before[1], after[1])
     assert np.array_equal(after[0], forward[0]) and np.array_equal(after[1], forward[1])
+
+
+ONNX_TOLERANCE = 1e-5
+"""How far the ``onnx`` path's outputs may be from the forward pass's: its products sum in another order, which
+moves a float32 result of this size by about 1e-7 (docs/alphazero.md, "Fast evaluation")."""
+
+
+@pytest.mark.onnx
+@pytest.mark.parametrize("kind", ["tempo", "parity"])
+@pytest.mark.parametrize("heads", [{}, {"wdl": True}])
+def test_the_onnx_evaluation_is_close_to_the_forward_pass(kind: str, heads: dict[str, bool]) -> None:
+    pytest.importorskip("onnxruntime")
+    network = _network("slots", kind=kind, **heads)
+    rng = np.random.default_rng(5)
+    batches = [_random_planes(rng, batch, network.kind) for batch in FAST_BATCHES]
+    placing = _random_planes(rng, FAST_MIN_BATCH, network.kind)
+    placing[:, PLACING] = 1  # every position placing, then every one giving: one head scores no row
+    batches += [placing, 1 - placing]
+    for planes in batches:
+        (logits, values), forward = network.evaluate(planes, "onnx"), network.evaluate(planes, "forward")
+        assert logits.dtype == values.dtype == np.float32 and logits.shape == forward[0].shape
+        np.testing.assert_allclose(logits, forward[0], rtol=0, atol=ONNX_TOLERANCE)
+        np.testing.assert_allclose(values, forward[1], rtol=0, atol=ONNX_TOLERANCE)
+
+
+@pytest.mark.onnx
+def test_the_onnx_evaluation_sees_the_weights_change_between_calls() -> None:
+    pytest.importorskip("onnxruntime")
+    network = _network("slots", kind="tempo")
+    network.evaluation_path = "onnx"  # the network's own choice when a call names no path
+    planes = _random_planes(np.random.default_rng(4), 2 * FAST_MIN_BATCH, network.kind)
+    before = network.evaluate(planes)
+    with th.no_grad():
+        for parameter in network.parameters():
+            parameter.add_(0.1 * th.randn_like(parameter))  # in place, as an optimizer step
+    after, forward = network.evaluate(planes), network.evaluate(planes, "forward")
+    assert not np.allclose(before[0], after[0], atol=1e-3)
+    np.testing.assert_allclose(after[0], forward[0], rtol=0, atol=ONNX_TOLERANCE)
+    np.testing.assert_allclose(after[1], forward[1], rtol=0, atol=ONNX_TOLERANCE)
+
+
+def test_an_unknown_evaluation_path_is_one_line_naming_the_paths() -> None:
+    network = _network("slots", kind="tempo")
+    with pytest.raises(ValueError, match=r"^unknown evaluation path 'gpu'; allowed: fast, forward, onnx$"):
+        network.evaluate(_random_planes(np.random.default_rng(0), 4, network.kind), "gpu")
 
 
 def test_the_mlp_design_is_not_equivariant_but_memorises_a_small_training_set(

@@ -15,7 +15,6 @@ import torch as th
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.alphazero import load_network
-from agents.networks import policy_value
 from agents.networks.checkpoints import read_metadata
 from agents.networks.policy_value import NETWORK_DESIGNS
 from agents.specs import make_agent
@@ -228,16 +227,16 @@ def test_same_seed_same_network(tmp_path: Path) -> None:
 
 
 def test_the_fast_evaluation_leaves_a_run_bit_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # 64 games: self-play's batches reach the fast path; the second run evaluates by the forward pass alone.
+    # 64 games: self-play's batches reach the fast path; the second run evaluates by the forward pass alone (the
+    # config's alphazero.leaf_evaluation reaching the searches).
     fast_batches = count_fast_batches(monkeypatch)
     weights = []
-    for name, smallest in (("fast", policy_value.FAST_MIN_BATCH), ("forward", 10**9)):
-        monkeypatch.setattr(policy_value, "FAST_MIN_BATCH", smallest)
-        overrides = ["num_games=64", "total_steps=256", "eval_every=100000", "--run-dir", str(tmp_path / name)]
-        status, _ = train([*TINY_ALPHAZERO, *overrides])
+    for path in ("fast", "forward"):
+        overrides = ["num_games=64", "total_steps=256", "eval_every=100000", f"alphazero.leaf_evaluation={path}"]
+        status, _ = train([*TINY_ALPHAZERO, *overrides, "--run-dir", str(tmp_path / path)])
         assert status == 0
-        weights.append(load_network(tmp_path / name)[0].state_dict())
-        if name == "fast":
+        weights.append(load_network(tmp_path / path)[0].state_dict())
+        if path == "fast":
             assert fast_batches, "the run never took the fast path"
             fast_batches.clear()
     assert not fast_batches

@@ -18,6 +18,11 @@ NETWORK_DESIGNS = ("slots", "hand", "transformer", "looped", "mlp")
 the design of every checkpoint whose metadata names none), ``hand`` (``HandSlotNetwork``), ``transformer``
 (``TransformerNetwork``), ``looped`` (``LoopedNetwork``) and ``mlp`` (``FlatNetwork``)."""
 
+EVALUATION_PATHS = ("fast", "forward", "onnx")
+"""The paths of ``PolicyValueNetwork.evaluate`` (a config's ``alphazero.leaf_evaluation``): the fast path, the forward
+pass's numbers bit for bit (the default); the forward pass itself; ONNX Runtime's CPU session (the ``onnx`` extra),
+within about 1e-7 of them, not bit for bit (docs/alphazero.md, "Fast evaluation")."""
+
 DEFAULT_DESIGN = "slots"
 """The design of a network whose config or checkpoint names none."""
 

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch as th
@@ -45,6 +46,7 @@ from agents.networks.choices import (  # noqa: F401 -- the names a config checks
     DEFAULT_DESIGN,
     DEFAULT_DEVICE,
     DEVICES,
+    EVALUATION_PATHS,
     MAX_LAYERS,
     MAX_WIDTH,
     NETWORK_DESIGNS,
@@ -67,6 +69,9 @@ from agents.networks.designs import (
 from quarto_env.core import NUM_ACTIONS, NUM_SQUARES, Variant
 from quarto_env.errors import QuartoValueError
 from quarto_env.observation import PLACING, ObservationKind
+
+if TYPE_CHECKING:
+    from agents.networks.onnx_runtime import OnnxEvaluator
 
 FAST_MIN_BATCH = 48
 """The smallest batch :meth:`PolicyValueNetwork.evaluate` runs on its fast path (:meth:`SlotNetwork.infer`): on
@@ -153,24 +158,22 @@ class SlotNetwork(nn.Module):
         """What :meth:`forward` returns for a batch of planes ``(B, C, 16)`` on the CPU whose placing plane is 0 or 1
         in every row (as the env writes them), bit for bit on MKL, in less time (docs/alphazero.md, "Fast
         evaluation"); inference only, inside ``torch.inference_mode``, without the ``declare`` action. The same
-        products in the same order, with less work around them: both embeddings in one product, the channel masks
-        applied to the weights (a 0/1 mask gives the same products), the biases of a product as the weights of an
-        input column of ones (added last, as ``addmm`` adds them), each position scored by the one head its phase
+        products in the same order, with less work around them: each embedding over its own channels only (a masked
+        channel's products are zeros, which leave the sums as they are), the biases of a product as the weights of
+        an input column of ones (added last, as ``addmm`` adds them), each position scored by the one head its phase
         reads (the other head's logits are multiplied by 0 in :func:`phase_logits`), in-place activations, and the
         large intermediates in ``workspace``'s buffers: fresh ones cost hundreds of page faults a pass."""
         batch, width = len(planes), self.latent_dim_vf
-        slots, embedded, summed, seen, squares_after, chosen, hidden, scores = workspace.views(batch, self._views)
-        slots[..., : self.num_channels].copy_(th.from_numpy(planes).transpose(1, 2))
-        masked = th.cat(
-            [self.embed_square.weight * self.square_channels, self.embed_piece.weight * self.piece_channels]
+        square_slots, piece_slots, squares, pieces, summed, seen, squares_after, chosen, hidden, scores = (
+            workspace.views(batch, self._views)
         )
-        biases = th.cat([self.embed_square.bias, self.embed_piece.bias])
-        th.mm(
-            slots.view(batch * NUM_SQUARES, -1),
-            th.cat([masked, biases[:, None]], 1).T,
-            out=embedded.view(-1, 2 * width),
-        )
-        squares, pieces = embedded.relu_()[..., :width], embedded[..., width:]
+        for slots, layer, channels, out in (
+            (square_slots, self.embed_square, self.square_channel_numbers, squares),
+            (piece_slots, self.embed_piece, self.piece_channel_numbers, pieces),
+        ):
+            slots[..., :-1].copy_(th.from_numpy(planes[:, channels]).transpose(1, 2))
+            weights = th.cat([layer.weight[:, channels], layer.bias[:, None]], 1)
+            th.mm(slots.view(batch * NUM_SQUARES, -1), weights.T, out=out.view(-1, width)).relu_()
         th.matmul(self.incidence, squares, out=summed)
         update = cast(nn.Linear, self.group_update[0])
         th.addmm(update.bias, summed.view(-1, width), update.weight.T, out=seen.view(-1, width)).relu_()
@@ -196,22 +199,38 @@ class SlotNetwork(nn.Module):
             th.addmm(head.out.bias, hidden[part], head.out.weight.T, out=scores[part])
         return th.empty(batch, NUM_SQUARES).index_copy_(0, rows, scores.view(batch, NUM_SQUARES)), context
 
+    @functools.cached_property
+    def square_channel_numbers(self) -> np.ndarray:
+        """The channels a square slot reads (where :attr:`square_channels` is 1)."""
+        return np.flatnonzero(self.square_channels.numpy())
+
+    @functools.cached_property
+    def piece_channel_numbers(self) -> np.ndarray:
+        """The channels a piece slot reads (where :attr:`piece_channels` is 1)."""
+        return np.flatnonzero(self.piece_channels.numpy())
+
     def _views(self, workspace: Workspace, batch: int) -> tuple[th.Tensor, ...]:
-        """The buffers :meth:`infer` uses for ``batch`` positions: the slots (with their column of ones), the
-        embeddings, the groups' sums and states, the squares after the round, the heads' rows (over the groups',
-        done with by then), their hidden layers (over the embeddings') and their scores."""
+        """The buffers :meth:`infer` uses for ``batch`` positions: the square and piece slots (each with its column
+        of ones), their embeddings, the groups' sums and states, the squares after the round, the heads' rows (over
+        the groups', done with by then), their hidden layers (over the square embeddings') and their scores."""
         width, groups = self.latent_dim_vf, len(self.incidence)
-        slots = workspace.take("slots", batch, NUM_SQUARES, self.num_channels + 1)
-        slots[..., self.num_channels] = 1.0
+        slots = []
+        for name, channels in (
+            ("square slots", self.square_channel_numbers),
+            ("piece slots", self.piece_channel_numbers),
+        ):
+            slots.append(workspace.take(name, batch, NUM_SQUARES, len(channels) + 1))
+            slots[-1][..., -1] = 1.0
         summed, seen = workspace.take("groups", 2, batch, groups, width)
         return (
-            slots,
-            workspace.take("embedded", batch, NUM_SQUARES, 2 * width),
+            *slots,
+            workspace.take("squares", batch, NUM_SQUARES, width),
+            workspace.take("pieces", batch, NUM_SQUARES, width),
             summed,
             seen,
-            workspace.take("squares", batch, NUM_SQUARES, width),
+            workspace.take("squares after", batch, NUM_SQUARES, width),
             workspace.take("groups", batch, NUM_SQUARES, width),
-            workspace.take("embedded", batch * NUM_SQUARES, width),
+            workspace.take("squares", batch * NUM_SQUARES, width),
             workspace.take("scores", batch * NUM_SQUARES, 1),
         )
 
@@ -375,6 +394,9 @@ class PolicyValueNetwork(nn.Module):
         outputs = 1 + WDL_CLASSES if action_values else 1
         self.body = _body(design, kind, self.groups, width, outputs, iterations)
         self.value_head = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, WDL_CLASSES if wdl else 1))
+        self.evaluation_path = "fast"
+        """The path of :meth:`evaluate` when it names none (:data:`EVALUATION_PATHS`): a choice of the process that
+        runs the network, not part of it (checkpoints do not keep it)."""
 
     def outputs(self, planes: th.Tensor) -> NetworkOutputs:
         """Every head's outputs for float planes of shape ``(B, channels, 16)``."""
@@ -395,13 +417,23 @@ class PolicyValueNetwork(nn.Module):
         out = self.outputs(planes)
         return out.logits, out.value
 
-    def evaluate(self, planes: np.ndarray, fast: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate(self, planes: np.ndarray, path: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Logits and values of ``int8`` planes, as float32 arrays: the evaluator :class:`PUCTSearch` calls
-        (the planes go to the network's device, the results come back). A ``slots`` network on the CPU runs a
-        batch of at least :data:`FAST_MIN_BATCH` on :meth:`SlotNetwork.infer`, the same numbers in less time;
-        ``fast=False`` runs :meth:`forward` always, the reference that ``quarto bench az`` and the tests hold it to."""
+        (the planes go to the network's device, the results come back). ``path`` (:data:`EVALUATION_PATHS`; by
+        default the network's :attr:`evaluation_path`): ``fast`` runs a batch of at least :data:`FAST_MIN_BATCH` of a
+        ``slots`` network on the CPU on :meth:`SlotNetwork.infer`, the same numbers in less time; ``onnx`` runs such
+        a batch on ONNX Runtime (:mod:`agents.networks.onnx_runtime`, the ``onnx`` extra), close to those numbers
+        but not bit for bit; ``forward`` runs :meth:`forward` always, the reference that ``quarto bench az`` and the
+        tests hold the others to. Other batches and networks run :meth:`forward` on every path. ``ValueError`` in one
+        line for another path."""
+        path = path or self.evaluation_path
+        if path not in EVALUATION_PATHS:
+            raise QuartoValueError(f"unknown evaluation path {path!r}; allowed: {', '.join(EVALUATION_PATHS)}")
         with th.inference_mode():
-            if fast and self._infers(planes):
+            if path == "onnx" and self._infers(planes):
+                logits_array, head = _onnx_evaluator(self)(planes)
+                return logits_array, self._value(th.from_numpy(head)).numpy()
+            if path == "fast" and self._infers(planes):
                 logits, context = cast(SlotNetwork, self.body).infer(planes, _workspace(self))
                 value = self._value(apply_layers(self.value_head, context))
             else:
@@ -453,6 +485,22 @@ def _workspace(network: nn.Module) -> Workspace:
     if workspace is None:
         workspace = _WORKSPACES[network] = Workspace()
     return workspace
+
+
+_ONNX_EVALUATORS: weakref.WeakKeyDictionary[nn.Module, OnnxEvaluator] = weakref.WeakKeyDictionary()
+"""The ONNX Runtime session of each network that has evaluated on the ``onnx`` path (kept off the network, as
+:data:`_WORKSPACES`)."""
+
+
+def _onnx_evaluator(network: PolicyValueNetwork) -> OnnxEvaluator:
+    """``network``'s :class:`OnnxEvaluator`, made on its first use: :class:`~quarto_env.errors.MissingExtra` naming
+    the ``onnx`` extra where it is not installed."""
+    evaluator = _ONNX_EVALUATORS.get(network)
+    if evaluator is None:
+        from agents.networks.onnx_runtime import OnnxEvaluator
+
+        evaluator = _ONNX_EVALUATORS[network] = OnnxEvaluator(network)
+    return evaluator
 
 
 def masked_policy_cross_entropy(logits: th.Tensor, masks: th.Tensor, target: th.Tensor) -> th.Tensor:

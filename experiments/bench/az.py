@@ -3,6 +3,7 @@
 Example usage::
 
     quarto bench az --games 1 16 128 --sims 64 --seconds 10
+    quarto bench az --games 128 --observation tempo --seconds 20     # the planes configs/alphazero.yaml trains on
     quarto bench az --checkpoint runs/alphazero__0__.../checkpoints/final.zip
 
 For each number of games searched side by side it plays self-play moves for about ``--seconds`` (after one
@@ -14,13 +15,16 @@ agent searches) is the reference: the last column is each row's simulations/s ov
 run. No training happens, so these are the upper bounds of ``quarto train``'s self-play rates; its TensorBoard
 ``charts/`` show the rates with training included.
 
-Then the A/B of the leaf evaluations (:meth:`agents.networks.policy_value.PolicyValueNetwork.evaluate`): two self-play
-sessions alike (the last ``--games``, the seed), one evaluated by the network's forward pass as before (``forward``) and
-one by its fast path (``fast``), their rounds interleaved for about ``--seconds`` (the order swapped every round).
-It prints each path's evaluations, CPU and wall milliseconds per batch (medians), page faults per batch and CPU
-seconds in all, the ratios of the totals (forward over fast), the largest difference between the two paths' logits
-and values on the same positions (the batches of the two sessions, compared while they are the same), and whether
-the two sessions played the same moves. The machine's load average heads it.
+Then the A/B of the leaf evaluations (:meth:`agents.networks.policy_value.PolicyValueNetwork.evaluate`): self-play
+sessions alike (the last ``--games``, the seed), one per path -- the network's forward pass (``forward``, the
+reference), the fast path that gives its numbers bit for bit (``fast``, the default) and, where the ``onnx`` extra is
+installed, ONNX Runtime's CPU session (``onnx``, close but not bit for bit) -- their rounds interleaved for about
+``--seconds`` (the order reversed every round). It prints each path's evaluations, CPU and wall milliseconds per batch
+(medians), page faults per batch, CPU seconds in all and the forward pass's CPU seconds over its, and the whole
+self-play's searched positions per CPU second (tree kernels and evaluations together); then, for each path
+against the forward pass, the ratio of the wall times, the largest difference of their logits and values on the same
+positions (the batches of the two sessions, compared while they are the same), and whether the two sessions played
+the same moves. The machine's load average heads it.
 
 With ``--workers N [N ...]`` it compares self-play in this process (``workers: 0``, one core) with N Ray workers
 (``workers: N``, :mod:`experiments.training.az_workers`, each one CPU, one torch thread and its own ``--games``
@@ -53,6 +57,7 @@ from rich.table import Table
 
 from agents.alphazero import load_network
 from agents.networks.checkpoints import CheckpointError
+from agents.networks.onnx_runtime import onnx_available
 from agents.networks.policy_value import FAST_MIN_BATCH, PolicyValueNetwork
 from agents.tree.sessions import PUCTOptions, SelfPlaySession
 from experiments.bench import MAX_SECONDS
@@ -62,7 +67,7 @@ from experiments.training.config import MAX_WORKERS, TrainConfig
 from experiments.training.config_file import config_from_dict
 from experiments.training.ray_runtime import RayStartError
 from quarto_env.core import STANDARD
-from quarto_env.observation import observation_kind
+from quarto_env.observation import OBSERVATION_KINDS, observation_kind
 
 DEFAULT_GAMES = (1, 16, 128)
 """The rows of games searched side by side; the last is also each process's games with ``--workers``."""
@@ -92,6 +97,12 @@ def main(argv: list[str]) -> int:
     add_number_argument(parser, "--seconds", 10.0, "self-play time per row", above=0, maximum=MAX_SECONDS)
     add_integer_argument(parser, "--width", 64, fewest=1, most=1024)
     parser.add_argument("--checkpoint", default=None, help="an alphazero checkpoint or run folder (default: fresh)")
+    parser.add_argument(
+        "--observation",
+        default="parity",
+        choices=sorted(OBSERVATION_KINDS),
+        help="the fresh network's observation planes (default parity; configs/alphazero.yaml trains on tempo)",
+    )
     add_seed_argument(parser, "seed of the network and the games")
     args = parser.parse_args(argv)
     if args.workers and args.games and len(args.games) > 1:
@@ -107,7 +118,7 @@ def main(argv: list[str]) -> int:
             print(f"quarto bench az: {exc}", file=sys.stderr)
             return 2
     else:
-        network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), args.width)
+        network = PolicyValueNetwork(observation_kind(args.observation), list(STANDARD.groups), args.width)
     network.eval()
     if args.workers:
         games = args.games[0] if args.games else DEFAULT_GAMES[-1]
@@ -122,7 +133,7 @@ def main(argv: list[str]) -> int:
     args.games = args.games or list(DEFAULT_GAMES)
     print(
         f"AlphaZero self-play, standard rules, {args.sims} simulations per searched move, network width "
-        f"{network.width}, about {args.seconds:g} s per row, one thread"
+        f"{network.width}, {network.kind.name} planes, about {args.seconds:g} s per row, one thread"
     )
     header = ("games", "positions/s", "games/s", "sims/s", "tree share", "sims/s ratio")
     print("".join(f"{h:>14}" for h in header))
@@ -158,8 +169,14 @@ def self_play_rates(network: PolicyValueNetwork, games: int, sims: int, seconds:
     }
 
 
-EVALUATION_PATHS = {"forward": False, "fast": True}
-"""The two paths of the evaluation A/B: the value of :meth:`PolicyValueNetwork.evaluate`'s ``fast``."""
+REFERENCE_PATH = "forward"
+"""The path of :meth:`PolicyValueNetwork.evaluate` that the evaluation A/B holds the others to."""
+
+
+def ab_paths() -> tuple[str, ...]:
+    """The paths of the evaluation A/B: the forward pass first, then the fast path, then ONNX Runtime where the
+    ``onnx`` extra is installed."""
+    return (REFERENCE_PATH, "fast", *(("onnx",) if onnx_available() else ()))
 
 
 @dataclasses.dataclass
@@ -171,14 +188,31 @@ class Evaluations:
     faults: list[int] = dataclasses.field(default_factory=list)
     batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
     """The round's batches: (planes, logits, values)."""
+    difference: float = 0.0
+    """The largest difference of its outputs from the reference path's on the same positions."""
+    compared: int = 0
+    """The batches compared with the reference path's."""
+    alike: bool = True
+    """Whether its session evaluated the same positions as the reference path's (so played the same moves)."""
+    searched: int = 0
+    """The positions its session searched (self-play moves that were not forced)."""
+    selfplay_cpu: float = 0.0
+    """The CPU seconds of its session's rounds, the tree kernels' and the evaluations' together."""
 
-    def evaluator(self, network: PolicyValueNetwork, fast: bool) -> Callable[[Any], tuple[np.ndarray, np.ndarray]]:
-        """A session's evaluator that times ``network.evaluate(..., fast=fast)`` and keeps what it saw."""
+    def play_round(self, session: SelfPlaySession, evaluator: Callable[[Any], tuple[np.ndarray, np.ndarray]]) -> None:
+        """Play one round of ``session``'s moves, counting its searched positions and CPU time."""
+        cpu = time.thread_time()
+        result = session.play_round(evaluator)
+        self.selfplay_cpu += time.thread_time() - cpu
+        self.searched += 0 if result is None else len(result.prior)
+
+    def evaluator(self, network: PolicyValueNetwork, path: str) -> Callable[[Any], tuple[np.ndarray, np.ndarray]]:
+        """A session's evaluator that times ``network.evaluate(..., path)`` and keeps what it saw."""
 
         def evaluate(batch: Any) -> tuple[np.ndarray, np.ndarray]:
             planes, faults = batch.observations, _page_faults()
             cpu, wall = time.thread_time(), time.perf_counter()
-            logits, values = network.evaluate(planes, fast=fast)
+            logits, values = network.evaluate(planes, path)
             self.wall.append(time.perf_counter() - wall)
             self.cpu.append(time.thread_time() - cpu)
             self.faults.append(_page_faults() - faults)
@@ -186,6 +220,20 @@ class Evaluations:
             return logits, values
 
         return evaluate
+
+    def compare(self, reference: Evaluations) -> None:
+        """Compare this round's batches with the reference path's, while the two sessions are alike: whether they
+        evaluated the same positions throughout, and the largest difference of the outputs of those they shared."""
+        if not self.alike:
+            return
+        for (planes, *outputs), (other_planes, *other_outputs) in zip(self.batches, reference.batches, strict=False):
+            if not np.array_equal(planes, other_planes):
+                self.alike = False
+                return
+            self.compared += 1
+            for one, other in zip(outputs, other_outputs, strict=True):
+                self.difference = max(self.difference, float(np.max(np.abs(one - other), initial=0.0)))
+        self.alike = len(self.batches) == len(reference.batches)
 
 
 def _page_faults() -> int:
@@ -197,58 +245,30 @@ def _page_faults() -> int:
 
 
 def evaluation_ab(network: PolicyValueNetwork, games: int, sims: int, seconds: float, seed: int) -> dict[str, Any]:
-    """The leaf evaluations of two self-play sessions alike (``games`` games side by side, ``sims`` simulations,
-    ``seed``), one per path of :data:`EVALUATION_PATHS`, their rounds interleaved for about ``seconds`` after one
-    warm-up round each: each path's :class:`Evaluations`, the largest difference between the paths' outputs on the
-    same positions, the batches compared, and whether the sessions stayed alike (the same positions searched, so
-    the same moves played)."""
+    """The leaf evaluations of self-play sessions alike (``games`` games side by side, ``sims`` simulations,
+    ``seed``), one per path of :func:`ab_paths`, their rounds interleaved for about ``seconds`` after one warm-up
+    round each (the order reversed every round): each path's :class:`Evaluations`, compared with the reference
+    path's on the same positions."""
     options = PUCTOptions(sims, targets="visits")
+    paths = ab_paths()
     sessions = {
         path: SelfPlaySession(None, options, network.kind, STANDARD, seed, parallel=games, records=False)
-        for path in EVALUATION_PATHS
+        for path in paths
     }
-    for path, session in sessions.items():  # loads the kernels and sizes the fast path's buffers
-        session.play_round(Evaluations().evaluator(network, EVALUATION_PATHS[path]))
-    logs = {path: Evaluations() for path in EVALUATION_PATHS}
-    evaluators = {path: logs[path].evaluator(network, fast) for path, fast in EVALUATION_PATHS.items()}
-    difference, compared, alike, rounds = 0.0, 0, True, 0
-    start = time.perf_counter()
+    for path, session in sessions.items():  # loads the kernels, sizes the fast path's buffers, builds the session
+        session.play_round(Evaluations().evaluator(network, path))
+    logs = {path: Evaluations() for path in paths}
+    evaluators = {path: logs[path].evaluator(network, path) for path in paths}
+    rounds, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
-        for path in list(EVALUATION_PATHS)[:: 1 if rounds % 2 == 0 else -1]:
-            sessions[path].play_round(evaluators[path])
+        for path in paths[:: 1 if rounds % 2 == 0 else -1]:
+            logs[path].play_round(sessions[path], evaluators[path])
         rounds += 1
-        if alike:
-            alike, round_difference, round_compared = _compare(*(logs[path].batches for path in EVALUATION_PATHS))
-            difference, compared = max(difference, round_difference), compared + round_compared
+        for path in paths[1:]:
+            logs[path].compare(logs[REFERENCE_PATH])
         for log in logs.values():
             log.batches.clear()
-    return {
-        "logs": logs,
-        "difference": difference,
-        "compared": compared,
-        "alike": alike,
-        "rounds": rounds,
-        "games": games,
-        "sims": sims,
-        "seconds": seconds,
-        "load": os.getloadavg(),
-    }
-
-
-def _compare(
-    batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]], others: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
-) -> tuple[bool, float, int]:
-    """``(alike, difference, compared)`` of one round of the two sessions: whether they evaluated the same positions
-    throughout, the largest difference of the outputs of the batches they shared before they parted, and how many
-    those were."""
-    difference, compared = 0.0, 0
-    for (planes, *outputs), (other_planes, *other_outputs) in zip(batches, others, strict=False):
-        if not np.array_equal(planes, other_planes):
-            return False, difference, compared
-        compared += 1
-        for one, other in zip(outputs, other_outputs, strict=True):
-            difference = max(difference, float(np.max(np.abs(one - other), initial=0.0)))
-    return len(batches) == len(others), difference, compared
+    return {"logs": logs, "rounds": rounds, "games": games, "sims": sims, "seconds": seconds, "load": os.getloadavg()}
 
 
 def print_evaluation_ab(ab: dict[str, Any]) -> None:
@@ -256,25 +276,32 @@ def print_evaluation_ab(ab: dict[str, Any]) -> None:
     logs: dict[str, Evaluations] = ab["logs"]
     load = ", ".join(f"{value:.2f}" for value in ab["load"])
     print(
-        f"\nLeaf evaluations A/B: two self-play sessions alike, {ab['games']} games side by side, {ab['sims']} "
-        f"simulations, {ab['rounds']} rounds each in about {ab['seconds']:g} s, interleaved; load average {load}"
+        f"\nLeaf evaluations A/B: self-play sessions alike, one per path, {ab['games']} games side by side, "
+        f"{ab['sims']} simulations, {ab['rounds']} rounds each in about {ab['seconds']:g} s, interleaved; "
+        f"load average {load}"
     )
-    header = ("path", "evaluations", "CPU ms/batch", "wall ms/batch", "faults/batch", "CPU s")
-    print("".join(f"{h:>14}" for h in header))
+    header = ("path", "evaluations", "CPU ms/batch", "wall ms/batch", "faults/batch", "CPU s", "forward/path CPU")
+    print("".join(f"{h:>17}" for h in header) + f"{'self-play pos/CPU-s':>21}")
+    reference = logs[REFERENCE_PATH]
     for path, log in logs.items():
         print(
-            f"{path:>14}{len(log.cpu):>14,}{statistics.median(log.cpu) * 1e3:>14.2f}"
-            f"{statistics.median(log.wall) * 1e3:>14.2f}{statistics.mean(log.faults):>14.0f}{sum(log.cpu):>14.2f}"
+            f"{path:>17}{len(log.cpu):>17,}{statistics.median(log.cpu) * 1e3:>17.2f}"
+            f"{statistics.median(log.wall) * 1e3:>17.2f}{statistics.mean(log.faults):>17.0f}{sum(log.cpu):>17.2f}"
+            f"{sum(reference.cpu) / max(sum(log.cpu), 1e-9):>16.2f}x"
+            f"{log.searched / max(log.selfplay_cpu, 1e-9):>21,.0f}"
         )
-    forward, fast = (logs[path] for path in EVALUATION_PATHS)
-    print(
-        f"forward/fast: {sum(forward.cpu) / max(sum(fast.cpu), 1e-9):.2f}x the CPU time, "
-        f"{sum(forward.wall) / max(sum(fast.wall), 1e-9):.2f}x the wall time; largest |difference| of logits and "
-        f"values {ab['difference']:.3g} over {ab['compared']:,} batches of the same positions; the sessions "
-        + ("played the same moves" if ab["alike"] else "searched different positions (their moves differ)")
-    )
+    for path, log in logs.items():
+        if path != REFERENCE_PATH:
+            print(
+                f"{path} against {REFERENCE_PATH}: {sum(reference.wall) / max(sum(log.wall), 1e-9):.2f}x the wall "
+                f"time; largest |difference| of logits and values {log.difference:.3g} over {log.compared:,} "
+                "batches of the same positions; "
+                + ("the same moves" if log.alike else "different positions searched since (the moves differed)")
+            )
+    if "onnx" not in logs:
+        print("(onnx: not measured, the onnx extra is not installed: pip install 'quarto-env[onnx]')")
     if ab["games"] < FAST_MIN_BATCH:
-        print(f"(below {FAST_MIN_BATCH} positions a batch runs the forward pass on both paths)")
+        print(f"(below {FAST_MIN_BATCH} positions a batch runs the forward pass on every path)")
 
 
 def bench_config(

@@ -178,9 +178,12 @@ def search_options(config: AlphaZeroConfig) -> PUCTOptions:
 
 
 def new_network(config: TrainConfig, variant: Variant) -> PolicyValueNetwork:
-    """A freshly initialised network of the config's observation, width and design, drawn from torch's generator."""
+    """A freshly initialised network of the config's observation, width and design, drawn from torch's generator;
+    its leaves evaluated on the config's path (``alphazero.leaf_evaluation``)."""
     design = config.alphazero.network_design
-    return PolicyValueNetwork(config.observation, list(variant.groups), config.net_arch[0], design)
+    network = PolicyValueNetwork(config.observation, list(variant.groups), config.net_arch[0], design)
+    network.evaluation_path = config.alphazero.leaf_evaluation
+    return network
 
 
 def network_evaluator(network: PolicyValueNetwork) -> Callable[[LeafBatch], tuple[np.ndarray, np.ndarray]]:

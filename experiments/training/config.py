@@ -52,11 +52,13 @@ from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.networks.choices import (
     DEFAULT_DESIGN,
     DEFAULT_DEVICE,
+    EVALUATION_PATHS,
     NETWORK_DESIGNS,
     POLICY_KINDS,
     check_device_name,
     check_network,
 )
+from agents.networks.onnx_runtime import onnx_available
 from agents.specs import MAX_PUCT_SIMULATIONS, SpecError, make_agent, parse_spec
 from agents.tree import choices as search
 from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS
@@ -190,6 +192,11 @@ class AlphaZeroConfig:
     slot the piece in hand and the value head the hand and the groups directly (slower); ``transformer``,
     ``looped`` or the plain ``mlp``. ``quarto bench network`` compares them on exact labels
     (docs/learnability.md)."""
+    leaf_evaluation: str = "fast"
+    """How the searches evaluate their leaves (``PolicyValueNetwork.evaluate``'s path): ``fast``, the forward pass's
+    numbers bit for bit in less time; ``forward``, the forward pass; ``onnx``, ONNX Runtime's CPU session (the
+    ``onnx`` extra), within about 1e-7 of those numbers and faster again, so not reproducible bit for bit against
+    the other two (docs/alphazero.md, "Fast evaluation")."""
     batch_size: Annotated[int, Range(2, MAX_ROLLOUT)] = 1024
     """Positions per gradient step, drawn from the replay buffer (at most ``buffer_size``)."""
     learning_rate: StepSize = 3e-4
@@ -564,6 +571,7 @@ def _check_choices(c: TrainConfig) -> None:
         ("policy", c.policy, POLICY_KINDS),
         ("ppo.lr_schedule", c.ppo.lr_schedule, LR_SCHEDULES),
         ("alphazero.network_design", c.alphazero.network_design, NETWORK_DESIGNS),
+        ("alphazero.leaf_evaluation", c.alphazero.leaf_evaluation, EVALUATION_PATHS),
         ("alphazero.root", c.alphazero.root, search.ROOTS),
         ("alphazero.policy_target", c.alphazero.policy_target, search.POLICY_TARGETS),
     ]
@@ -601,6 +609,10 @@ def _check_combinations(c: TrainConfig) -> None:
     if c.algorithm == "ppo":
         _check_rollout(c)
     else:
+        needs_onnx = c.alphazero.leaf_evaluation == "onnx" and not onnx_available()
+        require(
+            not needs_onnx, "alphazero.leaf_evaluation", "needs the onnx extra: pip install 'quarto-env[onnx]'", "onnx"
+        )
         buffer = c.alphazero.buffer_size
         require(
             c.alphazero.batch_size <= buffer,
@@ -612,6 +624,7 @@ def _check_combinations(c: TrainConfig) -> None:
 
 JAX_FIXED: dict[str, tuple[Any, str]] = {
     "network_design": ("slots", "its network is the slots network in equinox"),
+    "leaf_evaluation": ("fast", "its network runs in JAX"),
     "full_search_share": (1.0, "every position of its jitted self-play is searched alike"),
     "exact_outcome_empties": (0, "the solver runs on the CPU, outside the jitted iteration"),
     "workers": (0, "its self-play is batched on one device"),
