@@ -27,8 +27,10 @@ tables; :func:`channel_table` prints them (the env's docstring holds that text, 
 ``tempo``
     plus the ``lookahead`` and ``parity`` gives one turn further on: the placements after which the placer can
     give a trap (or an even count), and the gives after which the receiver can. The planes of the other kinds
-    are read off the position; these place each candidate and work the give planes out again, so this kind
-    costs tens of times as much to observe (``quarto bench vector``; figures in docs/results.md).
+    are read off the position; these need the give planes after each candidate placement. Most placements are
+    settled from what the position says about their square; the others get their threats from the groups'
+    values and work the give planes out, so this kind still costs several times as much to observe
+    (``quarto bench vector``; figures in docs/results.md).
 
 Every derived plane follows from the rules core's test of what a group's pieces share
 (:func:`~quarto_env.core.shared_attributes`), for every variant: the kernel works out, once per position, what
@@ -55,7 +57,6 @@ from quarto_env.core import (
     compiled_fields,
     lowest_bit,
     pieces_sharing,
-    place_lanes,
     popcount,
     shared_attributes,
 )
@@ -465,28 +466,48 @@ def _quiet_squares(threats, occupied, available, hand):  # type: ignore[no-untyp
 @jitable
 def _give_planes(threats, occupied, available, with_parity):  # type: ignore[no-untyped-def]
     """``(trap_give, even_give)`` of a position where a piece is to be given, as piece masks (``even_give`` only
-    ``with_parity``, else as many as ``trap_give`` needed to decide)."""
+    ``with_parity``, else 0)."""
     if popcount(available) < 2:
         return 0, 0  # no piece would be left to give after this one
+    safe = available & ~PIECES_WITH_VALUES[values_at_squares(threats[0], threats[1])[0]]
+    return _reply_gives(threats, ALL_SQUARES & ~occupied, available, safe, safe if with_parity else 0)
+
+
+@jitable
+def _reply_gives(threats, empty, available, trap_give, even_give):  # type: ignore[no-untyped-def]
+    """The candidate gives ``trap_give`` and ``even_give`` (safe pieces) less those that are not: a piece is a
+    trap give when no placement of it on an ``empty`` square leaves a safe piece, an even give when none leaves
+    an odd number.
+
+    Placed on a square where it shares no value with the square's pairs, a piece makes no group of three: the
+    pieces safe after it are those safe at the square less itself, one count for all such pieces. A first pass
+    settles them, square by square (the squares without threat or pair all alike: one stands for them); the
+    second places only the pieces it leaves, on the squares where they do make a group of three."""
     threes_low, threes_high, pairs_low, pairs_high = threats
-    kept_low, kept_high, once = _kept_threats(threes_low, threes_high)
-    # Every safe give is a trap (and even) until some placement of it leaves a safe piece (an odd number).
-    trap_give = even_give = available & ~PIECES_WITH_VALUES[once]
-    squares = ALL_SQUARES & ~occupied
-    while squares:
-        undecided = trap_give | even_give if with_parity else trap_give
-        if not undecided:
-            break
+    once, twice = values_at_squares(threes_low, threes_high)
+    hot = squares_with(threes_low | pairs_low, threes_high | pairs_high, ALL_VALUES) & empty
+    squares = hot | lowest_bit_mask(empty & ~hot)
+    while squares and (trap_give | even_give):
         s = lowest_bit(squares)
         squares &= squares - 1
-        safe_here = available & ~PIECES_WITH_VALUES[square_byte(kept_low, kept_high, s)]
+        here, pairing = _safe_at(threats, once, twice, available, s)
+        count = popcount(here)
+        trap_give &= pairing | (here if count == 1 else 0)  # a piece that pairs nothing leaves here less itself
+        if here & ~pairing:
+            trap_give &= ~pairing  # those that pair leave at least these
+        if not count & 1:
+            even_give &= pairing
+    squares = squares_with(pairs_low, pairs_high, ALL_VALUES) & empty
+    while squares and (trap_give | even_give):
+        s = lowest_bit(squares)
+        squares &= squares - 1
+        here, pairing = _safe_at(threats, once, twice, available, s)
         pairs = square_byte(pairs_low, pairs_high, s)
-        if not pairs:  # no piece makes a group of three here: one answer for all of them
-            trap_give, even_give = _placed_without_threat(trap_give, even_give, undecided, safe_here)
-        while pairs and undecided:
-            p = lowest_bit(undecided)
-            undecided &= undecided - 1
-            safe_after = safe_here & ~(1 << p) & ~PIECES_WITH_VALUES[pairs & piece_values(p)]
+        pieces = (trap_give | even_give) & pairing
+        while pieces:
+            p = lowest_bit(pieces)
+            pieces &= pieces - 1
+            safe_after = here & ~PIECES_WITH_VALUES[pairs & piece_values(p)]  # p itself included
             if safe_after:
                 trap_give &= ~(1 << p)
             if popcount(safe_after) & 1:
@@ -494,56 +515,247 @@ def _give_planes(threats, occupied, available, with_parity):  # type: ignore[no-
     return trap_give, even_give
 
 
+ALL_VALUES = 0xFF
+"""Every value byte (:func:`piece_values`): a square's byte has one of them when it is not zero."""
+
+
+@jitable
+def lowest_bit_mask(mask):  # type: ignore[no-untyped-def]
+    """The lowest set bit of ``mask`` alone (0 for 0)."""
+    return mask & -mask
+
+
+@jitable
+def _safe_at(threats, once, twice, available, square):  # type: ignore[no-untyped-def]
+    """``(here, pairing)`` at an empty ``square``: the pieces safe once a piece that makes no group of three is put
+    there (``once``, ``twice``: :func:`values_at_squares` of the threes), and the pieces that would make one."""
+    threes = square_byte(threats[0], threats[1], square)
+    here = available & ~PIECES_WITH_VALUES[twice | (once & ~threes)]
+    return here, PIECES_WITH_VALUES[square_byte(threats[2], threats[3], square)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The tempo planes: the give planes after each placement
+# ---------------------------------------------------------------------------------------------------------
+# A placement's give planes need the threats after it. Most placements are settled without them (_screen), from
+# what the position says about the square; the others get them from the groups' values, read once per position
+# (_board_groups), and the changes the square brings, once per square (_square_change), with the piece's values
+# ANDed in (_threats_after).
+UNKNOWN = -1
+"""What :func:`_screen` answers when it cannot tell."""
+
+
 @jitable
 def _write_tempo(words, threats, lanes, occupied, available, hand, groups, counted):  # type: ignore[no-untyped-def]
-    """The tempo planes: the give planes of the position after each placement, worked out again from its
-    threats. To place: each quiet square, with the piece in hand. To give: each safe piece, on every square."""
+    """The tempo planes: whether the position after a placement has a trap give, and whether it has an even
+    give. To place: each quiet square, with the piece in hand. To give: each safe piece, on any square."""
     if hand != NO_PIECE:
-        quiet = _quiet_squares(threats, occupied, available, hand)
-        sets_trap, sets_even = _settable(lanes, occupied, available, hand, quiet, groups, counted, False)
+        sets_trap, sets_even = _tempo_masks(threats, lanes, occupied, available, hand, groups, counted)
         _write_plane(words, SETS_TRAP, sets_trap)
         _write_plane(words, SETS_EVEN, sets_even)
-        return
-    threes_low, threes_high = threats[0], threats[1]
-    allows_trap = allows_even = 0
-    safe = available & ~PIECES_WITH_VALUES[values_at_squares(threes_low, threes_high)[0]]
-    while safe:
-        p = lowest_bit(safe)
-        safe &= safe - 1
-        left = available & ~(1 << p)
-        # A safe piece wins nowhere: every empty square is quiet for it (when a piece is left to give after it).
-        quiet = ALL_SQUARES & ~occupied if left else 0
-        sets_trap, sets_even = _settable(lanes, occupied, left, p, quiet, groups, counted, True)
-        allows_trap |= (sets_trap != 0) << p
-        allows_even |= (sets_even != 0) << p
-    _write_plane(words, ALLOWS_TRAP, allows_trap)
-    _write_plane(words, ALLOWS_EVEN, allows_even)
+    else:
+        allows_trap, allows_even = _tempo_masks(threats, lanes, occupied, available, hand, groups, counted)
+        _write_plane(words, ALLOWS_TRAP, allows_trap)
+        _write_plane(words, ALLOWS_EVEN, allows_even)
 
 
 @jitable
-def _settable(lanes, occupied, available, piece, squares, groups, counted, any_square):  # type: ignore[no-untyped-def]
-    """``(sets_trap, sets_even)``: those of the quiet ``squares`` where placing ``piece`` leaves a trap give, and
-    those where it leaves an even give (``available``: the pieces left to give after it). With ``any_square``,
-    only whether there are any: it stops at the first square of each."""
-    sets_trap = sets_even = 0
-    while squares and not (any_square and sets_trap and sets_even):
+def _tempo_masks(threats, lanes, occupied, available, hand, groups, counted):  # type: ignore[no-untyped-def]
+    """The two tempo planes of the position as masks: over squares to place ``hand``, over pieces to give."""
+    threes_low, threes_high, pairs_low, pairs_high = threats
+    kept_low, kept_high, once = _kept_threats(threes_low, threes_high)
+    empty = ALL_SQUARES & ~occupied
+    values, singles_low, singles_high, near = _board_groups(lanes, occupied, groups, counted)
+    hot = squares_with(threes_low | pairs_low, threes_high | pairs_high, ALL_VALUES)
+    all_pairs = values_at_squares(pairs_low, pairs_high)[0]
+    if hand != NO_PIECE:
+        squares = _quiet_squares(threats, occupied, available, hand)
+        open_trap = open_even = 1 << hand
+    else:
+        squares = empty if popcount(available) > 2 else 0  # two pieces must be left to give after the one given
+        open_trap = open_even = available & ~PIECES_WITH_VALUES[once]
+    # At least this many pieces stay safe after any placement: with 3, a trap needs a square with no cold one.
+    unpaired = popcount(available & ~PIECES_WITH_VALUES[once | all_pairs])
+    trap_mask = even_mask = 0
+    while squares and (open_trap | open_even):
         s = lowest_bit(squares)
         squares &= squares - 1
-        after = 1 << s | occupied
-        trap_give, even_give = _give_planes(
-            group_threats(place_lanes(lanes, piece, s), after, groups, counted, True), after, available, True
-        )
-        sets_trap |= (trap_give != 0) << s
-        sets_even |= (even_give != 0) << s
-    return sets_trap, sets_even
+        cold = (empty & ~(1 << s) & ~hot & ~_square_mask(near, s)) != 0
+        kept = square_byte(kept_low, kept_high, s)
+        pairs = square_byte(pairs_low, pairs_high, s)
+        singles = square_byte(singles_low, singles_high, s)
+        trap_pieces = 0 if cold and unpaired >= 3 else open_trap
+        pieces = trap_pieces | open_even
+        change = (0, 0, 0, 0, 0, 0, 0, 0)
+        changed = False
+        while pieces:
+            p = lowest_bit(pieces)
+            pieces &= pieces - 1
+            trap, even = _screen(kept, pairs, singles, cold, all_pairs, available, p)
+            need_trap = trap == UNKNOWN and trap_pieces >> p & 1
+            need_even = even == UNKNOWN and open_even >> p & 1
+            if need_trap or need_even:
+                if not changed:
+                    change, changed = _square_change(values, threats, occupied, groups, s), True
+                exact_trap, exact_even = _gives_after(change, occupied, available, p, s, need_trap, need_even)
+                trap = exact_trap if need_trap else trap
+                even = exact_even if need_even else even
+            found = 1 << (s if hand != NO_PIECE else p)
+            trap_mask |= found if trap == 1 and trap_pieces >> p & 1 else 0
+            even_mask |= found if even == 1 and open_even >> p & 1 else 0
+            if hand == NO_PIECE:  # a give needs one square of each
+                open_trap &= ~(trap_mask & (1 << p))
+                open_even &= ~(even_mask & (1 << p))
+    return trap_mask, even_mask
 
 
 @jitable
-def _placed_without_threat(trap_give, even_give, pieces, safe_here):  # type: ignore[no-untyped-def]
-    """``trap_give`` and ``even_give`` once each of ``pieces`` is placed on a square where it makes no group of
-    three: the safe pieces after it are then ``safe_here``, less itself."""
-    count = popcount(safe_here)
-    among, others = pieces & safe_here, pieces & ~safe_here
-    leaves_some = (others if count else 0) | (among if count > 1 else 0)
-    leaves_odd = (others if count & 1 else 0) | (among if not count & 1 else 0)
-    return trap_give & ~leaves_some, even_give & ~leaves_odd
+def _screen(kept, pairs, singles, cold, all_pairs, available, piece):  # type: ignore[no-untyped-def]
+    """Whether the position after ``piece`` is placed on a square has a trap give, and an even give, as far as
+    the position before says: 1, 0 or :data:`UNKNOWN` each. ``kept``, ``pairs``, ``singles``: the values
+    threatened at other squares, shared by a pair through the square, and held by the lone piece of a group
+    through it; ``cold``: whether another empty square stays without threat or pair, whatever is placed;
+    ``all_pairs``: the values of every pair.
+
+    At a cold square every piece leaves the safe ones less itself: a trap give needs one safe piece, an even
+    give an odd number of them. With no threat and no piece pairing anything anywhere, every piece leaves that
+    same number at every square."""
+    left = available & ~(1 << piece)
+    if popcount(left) < 2:
+        return 0, 0
+    values = piece_values(piece)
+    threatened = kept | (pairs & values)
+    count = popcount(left & ~PIECES_WITH_VALUES[threatened])
+    if count == 0:
+        return 0, 0
+    trap = 0 if cold and count >= 2 else UNKNOWN
+    if cold and not count & 1:
+        return trap, 0
+    unpairing = left & ~PIECES_WITH_VALUES[all_pairs | (singles & values)]
+    return trap, 1 if not threatened and count & 1 and unpairing else UNKNOWN
+
+
+@jitable
+def _gives_after(change, occupied, available, piece, square, need_trap, need_even):  # type: ignore[no-untyped-def]
+    """Whether the position after ``piece`` is placed on ``square`` has a trap give (if ``need_trap``), and an
+    even give (if ``need_even``), worked out (:func:`_reply_gives`)."""
+    threats = _threats_after(change, piece)
+    left = available & ~(1 << piece)
+    safe = left & ~PIECES_WITH_VALUES[values_at_squares(threats[0], threats[1])[0]]
+    empty = ALL_SQUARES & ~occupied & ~(1 << square)
+    trap_give, even_give = _reply_gives(threats, empty, left, safe if need_trap else 0, safe if need_even else 0)
+    return int(trap_give != 0), int(even_give != 0)
+
+
+@jitable
+def _board_groups(lanes, occupied, groups, counted):  # type: ignore[no-untyped-def]
+    """What the tempo planes read of every group, once per position: ``(values, singles_low, singles_high,
+    near)``. ``values``: the values each group's pieces share, a byte per group, eight to a word (at most 24
+    groups; the squares variant has 19). ``singles``: per empty square, the values of the lone pieces of its
+    groups of one, packed as the threats are. ``near``: per empty square, a 16-bit mask of the squares of its
+    groups of one or two that share a value (:func:`_square_mask` reads one back)."""
+    packed = (0, 0, 0)
+    singles_low = singles_high = 0
+    near = (0, 0, 0, 0)
+    for i in range(len(groups)):
+        on_board = groups[i] & occupied
+        ones, zeros = shared_attributes(lanes, on_board, counted)
+        values = ones | zeros << 4
+        packed = _with_byte(packed, i, values)
+        count = popcount(on_board)
+        empty = groups[i] & ~occupied if (count == 1 or count == 2) and values else 0
+        while empty:
+            s = lowest_bit(empty)
+            empty &= empty - 1
+            near = _with_square_mask(near, s, groups[i])
+            if count == 1:
+                singles_low, singles_high = _add_byte(singles_low, singles_high, s, values)
+    return packed, singles_low, singles_high, near
+
+
+@jitable
+def _square_change(values, threats, occupied, groups, square):  # type: ignore[no-untyped-def]
+    """The threats after a piece is placed on ``square``, before its values are known: ``(threes_low,
+    threes_high, pairs_low, pairs_high)`` of the groups not through it, then the same of the groups through it,
+    whose values the piece's own narrow down (:func:`_threats_after`)."""
+    keep = ~(ALL_VALUES << 8 * (square & 7))  # the square's own byte goes: it is filled
+    threes_low, threes_high = (threats[0] & keep, threats[1]) if square < 8 else (threats[0], threats[1] & keep)
+    pairs_low = pairs_high = new_threes_low = new_threes_high = new_pairs_low = new_pairs_high = 0
+    after = occupied | 1 << square
+    for i in range(len(groups)):
+        count = popcount(groups[i] & occupied)
+        value = _byte_of(values, i) if count == 1 or count == 2 else 0
+        empty = groups[i] & ~after
+        first = lowest_bit(empty | 1 << 16) & 15
+        second = lowest_bit((empty & (empty - 1)) | 1 << 16) & 15
+        if not groups[i] >> square & 1:
+            pair = value if count == 2 else 0
+            pairs_low, pairs_high = _add_byte(pairs_low, pairs_high, first, pair)
+            pairs_low, pairs_high = _add_byte(pairs_low, pairs_high, second, pair)
+        elif count == 2:
+            new_threes_low, new_threes_high = _add_byte(new_threes_low, new_threes_high, first, value)
+        else:
+            new_pairs_low, new_pairs_high = _add_byte(new_pairs_low, new_pairs_high, first, value)
+            new_pairs_low, new_pairs_high = _add_byte(new_pairs_low, new_pairs_high, second, value)
+    return (
+        threes_low,
+        threes_high,
+        pairs_low,
+        pairs_high,
+        new_threes_low,
+        new_threes_high,
+        new_pairs_low,
+        new_pairs_high,
+    )
+
+
+@jitable
+def _threats_after(change, piece):  # type: ignore[no-untyped-def]
+    """The threats (:func:`group_threats`) after ``piece`` is placed on the square of ``change``
+    (:func:`_square_change`): a group through the square shares what it shared and the piece has too."""
+    spread = repeated_byte(piece_values(piece))
+    return (
+        change[0] | (change[4] & spread),
+        change[1] | (change[5] & spread),
+        change[2] | (change[6] & spread),
+        change[3] | (change[7] & spread),
+    )
+
+
+@jitable
+def _with_byte(words, index, byte):  # type: ignore[no-untyped-def]
+    """``words`` (three 64-bit words) with ``byte`` ORed in as byte ``index`` (0-23)."""
+    shifted = byte << 8 * (index & 7)
+    return (
+        words[0] | (shifted if index < 8 else 0),
+        words[1] | (shifted if 8 <= index < 16 else 0),
+        words[2] | (shifted if index >= 16 else 0),
+    )
+
+
+@jitable
+def _byte_of(words, index):  # type: ignore[no-untyped-def]
+    """Byte ``index`` of three 64-bit words (:func:`_with_byte`)."""
+    word = words[0] if index < 8 else words[1] if index < 16 else words[2]
+    return (word >> 8 * (index & 7)) & 0xFF
+
+
+@jitable
+def _with_square_mask(words, square, mask):  # type: ignore[no-untyped-def]
+    """``words`` (four 64-bit words, a 16-bit mask per square) with ``mask`` ORed into ``square``'s."""
+    shifted = mask << 16 * (square & 3)
+    quarter = square >> 2
+    return (
+        words[0] | (shifted if quarter == 0 else 0),
+        words[1] | (shifted if quarter == 1 else 0),
+        words[2] | (shifted if quarter == 2 else 0),
+        words[3] | (shifted if quarter == 3 else 0),
+    )
+
+
+@jitable
+def _square_mask(words, square):  # type: ignore[no-untyped-def]
+    """``square``'s 16-bit mask in four 64-bit words (:func:`_with_square_mask`)."""
+    quarter = square >> 2
+    word = words[0] if quarter == 0 else words[1] if quarter == 1 else words[2] if quarter == 2 else words[3]
+    return (word >> 16 * (square & 3)) & 0xFFFF

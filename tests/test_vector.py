@@ -1,7 +1,8 @@
 """The batched game kernel against the rules core: transitions, masks and every observation plane.
 
 The lookahead planes are checked against a brute-force reference written with the Python rules core
-(``step`` and ``losing_gives``), and on a scripted position with a known answer.
+(``step`` and ``losing_gives``), and on a scripted position with a known answer; every plane against the kernels
+they replaced (the tempo planes: the one that made every placement and worked its give planes out in full).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from quarto_env.observation import (
     OCCUPIED,
     ODD_SAFE,
     PIECE_LOSES,
+    PIECES_WITH_VALUES,
     PLACING,
     SELF_TRAP,
     SETS_EVEN,
@@ -54,9 +56,11 @@ from quarto_env.observation import (
     SQUARE_WINS,
     TRAP_GIVE,
     encode_observation,
+    group_threats,
     nonzero_bytes,
     observation_kind,
     observe,
+    piece_values,
     repeated_byte,
     squares_with,
     values_at_squares,
@@ -379,6 +383,84 @@ def test_the_planes_are_those_of_the_previous_kernel(variant: Variant) -> None:
             encode_observation(planes, level, *compiled_fields(state), variant.group_array, variant.counted)
             previous_kernel(expected, level, *compiled_fields(state), variant.group_array, variant.counted)
             np.testing.assert_array_equal(planes, expected, err_msg=f"{variant.describe()} {state} level {level}")
+
+
+@numba.njit
+def previous_tempo(lanes, occupied, available, hand, groups, counted):  # type: ignore[no-untyped-def]
+    """The tempo planes as the kernel wrote them before issue 52, as masks ``(trap plane, even plane)``: every
+    placement made, its threats recomputed and its give planes worked out square by square. The reference that
+    the screened kernel must match bit for bit."""
+    threats = group_threats(lanes, occupied, groups, counted, True)
+    empty = ALL_SQUARES & ~occupied
+    if hand != NO_PIECE:
+        squares = 0
+        if available:
+            squares = empty & ~squares_with(threats[0], threats[1], piece_values(hand))
+        return previous_settable(lanes, occupied, available, hand, squares, groups, counted, False)
+    trap_plane = even_plane = 0
+    safe = available & ~PIECES_WITH_VALUES[values_at_squares(threats[0], threats[1])[0]]
+    for p in range(NUM_SQUARES):
+        left = available & ~(1 << p)
+        if safe >> p & 1:
+            squares = empty if left else 0
+            sets_trap, sets_even = previous_settable(lanes, occupied, left, p, squares, groups, counted, True)
+            trap_plane |= (sets_trap != 0) << p
+            even_plane |= (sets_even != 0) << p
+    return trap_plane, even_plane
+
+
+@numba.njit
+def previous_settable(lanes, occupied, available, piece, squares, groups, counted, any_square):  # type: ignore[no-untyped-def]
+    sets_trap = sets_even = 0
+    for s in range(NUM_SQUARES):
+        if squares >> s & 1 and not (any_square and sets_trap and sets_even):
+            after = 1 << s | occupied
+            threats = group_threats(place_lanes(lanes, piece, s), after, groups, counted, True)
+            trap_give, even_give = previous_give_planes(threats, after, available)
+            sets_trap |= (trap_give != 0) << s
+            sets_even |= (even_give != 0) << s
+    return sets_trap, sets_even
+
+
+@numba.njit
+def previous_give_planes(threats, occupied, available):  # type: ignore[no-untyped-def]
+    """Trap and even gives, each safe piece placed on each empty square in turn."""
+    if popcount(available) < 2:
+        return 0, 0
+    threes_low, threes_high, pairs_low, pairs_high = threats
+    once, twice = values_at_squares(threes_low, threes_high)
+    trap_give = even_give = available & ~PIECES_WITH_VALUES[once]
+    for s in range(NUM_SQUARES):
+        if not occupied >> s & 1:
+            threes = (threes_low if s < 8 else threes_high) >> 8 * (s & 7) & 0xFF
+            pairs = (pairs_low if s < 8 else pairs_high) >> 8 * (s & 7) & 0xFF
+            safe_here = available & ~PIECES_WITH_VALUES[twice | (once & ~threes)]
+            for p in range(NUM_SQUARES):
+                if (trap_give | even_give) >> p & 1:
+                    safe_after = safe_here & ~(1 << p) & ~PIECES_WITH_VALUES[pairs & piece_values(p)]
+                    if safe_after:
+                        trap_give &= ~(1 << p)
+                    if popcount(safe_after) & 1:
+                        even_give &= ~(1 << p)
+    return trap_give, even_give
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS, ids=Variant.describe)
+def test_the_tempo_planes_are_those_of_the_previous_kernel(variant: Variant) -> None:
+    kind = observation_kind("tempo")
+    for state in random_positions(variant, seed=variant.counted + 1, games=30):
+        fields = compiled_fields(state)
+        planes = np.zeros(kind.shape, dtype=np.int8)
+        encode_observation(planes, kind.level, *fields, variant.group_array, variant.counted)
+        trap_plane, even_plane = (SETS_TRAP, SETS_EVEN) if state.placing else (ALLOWS_TRAP, ALLOWS_EVEN)
+        written = (
+            int(planes[trap_plane] @ (1 << np.arange(NUM_SQUARES))),
+            int(planes[even_plane] @ (1 << np.arange(NUM_SQUARES))),
+        )
+        expected = previous_tempo(*fields[:4], variant.group_array, variant.counted)
+        assert written == expected, f"{variant.describe()} {state}"
+        other = (ALLOWS_TRAP, ALLOWS_EVEN) if state.placing else (SETS_TRAP, SETS_EVEN)
+        assert not planes[list(other)].any()
 
 
 words = st.integers(-(2**63), 2**63 - 1)
