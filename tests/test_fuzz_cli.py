@@ -207,6 +207,7 @@ DATASET += ("--out", "<out>/data.npz")
 BENCH_ENV = ("bench", "env", "--seconds", "0.01", "--rounds", "1")
 BENCH_MCTS = ("bench", "mcts", "--games", "2", "--turn-ms", "5", "--grade", "0")
 BENCH_STARTUP = ("bench", "startup", "--runs", "1")
+COMPILE = ("compile", "--jobs", "1")
 BENCH_AZ = ("bench", "az", "--games", "2", "--sims", "2", "--seconds", "0.1", "--width", "8")
 BENCH_NETWORK = ("bench", "network", "--positions", "12", "--max-empty", "8", "--epochs", "1", "--width", "8")
 BENCH_SOLVER: Argv = ("bench", "solver", "--empties", "4", "--positions", "1", "--depths", "1", "--openings", "1")
@@ -251,6 +252,7 @@ BASELINES: dict[str, tuple[tuple[str, ...], float]] = {
     "bench env": (BENCH_ENV, 120),
     "bench mcts": (BENCH_MCTS, 120),
     "bench startup": (BENCH_STARTUP, 120),
+    "compile": (COMPILE, 180),
     "bench az": (BENCH_AZ, 120),
     "bench network": (BENCH_NETWORK, 120),
     "bench solver": (BENCH_SOLVER, 120),
@@ -261,7 +263,7 @@ BASELINES: dict[str, tuple[tuple[str, ...], float]] = {
     "plot": (PLOT, 60),
 }
 """The small, good command lines the cases change one thing of: each must succeed as it is."""
-SLOW_BASELINES = {"bench env", "bench solver", "bench train", "train"}
+SLOW_BASELINES = {"bench env", "bench solver", "bench train", "train", "compile"}
 
 ALWAYS_BAD = ["nan", "NaN", "inf", "-inf", "Infinity", "", " ", "abc", "1e", "0x10", "1,5", "∞", "½", "²", "1 2"]
 """Text that is no number for any option (``²`` passes ``str.isdigit`` but not ``int``)."""
@@ -323,6 +325,7 @@ def number_option_cases() -> Iterator[Case]:
         ("bench mcts", BENCH_MCTS, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
         ("bench mcts", BENCH_MCTS, "--grade", {"integer": True, "minimum": 0, "maximum": 1000}, BENCH_TIMEOUT),
         ("bench startup", BENCH_STARTUP, "--runs", {"integer": True, "minimum": 1, "maximum": 100}, BENCH_TIMEOUT),
+        ("compile", COMPILE, "--jobs", {"integer": True, "minimum": 1, "maximum": 2}, 20),
         ("bench az", BENCH_AZ, "--games", {"integer": True, "minimum": 1, "maximum": 4096}, BENCH_TIMEOUT),
         ("bench az", BENCH_AZ, "--sims", {"integer": True, "minimum": 1, "maximum": 10_000}, BENCH_TIMEOUT),
         ("bench az", BENCH_AZ, "--seconds", {"integer": False, "above": 0, "maximum": 3600}, BENCH_TIMEOUT),

@@ -111,6 +111,22 @@ def test_quarto_bench_startup_without_the_peer_says_how_to_get_it(
     assert {python for python, *_ in fake.timed} == {sys.executable}
 
 
+def test_quarto_bench_startup_compiled_times_quarto_compile_then_the_first_move_in_its_cache(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from experiments.bench.startup import COMPILE
+
+    fake, lines = run_bench(monkeypatch, capsys, None, "--runs", "2", "--sims", "7", "--compiled")
+    assert lines[1].startswith("quarto compile, from an empty cache: wall ")
+    assert lines[7].startswith("first MCTS move, compiled (7 sims)")
+    compile_run, *rest = fake.timed
+    (_, script, environment, existed), rounds = compile_run, rest[2:]  # 2 warm rows filled, not the compiled one
+    assert script == COMPILE and existed
+    compiled_runs = rounds[4::5]
+    assert len(compiled_runs) == 2 and all(run[1] == rounds[2][1] for run in compiled_runs)  # the first move's
+    assert {run[2]["NUMBA_CACHE_DIR"] for run in compiled_runs} == {environment["NUMBA_CACHE_DIR"]}
+
+
 def test_quarto_bench_startup_finds_the_peer_in_this_python(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

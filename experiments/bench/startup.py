@@ -14,7 +14,9 @@ Each run is a new Python process, timed from outside from its start to its exit.
 
 **Warm**: numba's on-disk cache as a first run left it (what every later process of a machine finds). **Cold**:
 every run with an empty cache of its own (``NUMBA_CACHE_DIR`` a new temporary folder), as after a fresh install:
-whatever the process compiles, it compiles. Either way Python's bytecode cache is as a first run left it (a
+whatever the process compiles, it compiles. **Compiled** (``--compiled``): the first move with numba's cache as
+``quarto compile`` (:mod:`experiments.compile`, the install's last step) left it in an empty folder, the
+compilation timed once first (a line of its own). Either way Python's bytecode cache is as a first run left it (a
 ``PYTHONDONTWRITEBYTECODE`` in the environment is dropped): pip writes it at install.
 
 The peer: `quartors <https://pypi.org/project/quartors/>`_ (Rust, Python >= 3.13), its first step (import, the
@@ -30,6 +32,7 @@ average is printed before and after, and the ratios ours / quartors of the media
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import resource
@@ -77,6 +80,12 @@ search = quartors.Mcts(quartors.MctsConfig(simulations={sims}), quartors.Rollout
 search.search(quartors.State.initial(), seed=0).select_action(temperature=0.0, seed=0)
 """
 """quartors' first search: the opening's turn (a give)."""
+COMPILE = """
+from experiments.cli import main
+
+main(["compile"])
+"""
+"""``quarto compile``, as the install runs it."""
 OUR_SIMS = 2000
 """Our ``mcts`` agent's simulations per decision ..."""
 PEER_SIMS = 3200
@@ -98,6 +107,8 @@ class Row:
     python: str
     script: str
     cold: bool = False
+    numba_cache: str | None = None
+    """The row's own numba cache folder (``NUMBA_CACHE_DIR``), filled before its runs; ``None``: as it is."""
 
 
 def main(argv: list[str]) -> int:
@@ -116,6 +127,11 @@ def main(argv: list[str]) -> int:
         most=MAX_UCT_SIMULATIONS,
     )
     parser.add_argument(
+        "--compiled",
+        action="store_true",
+        help="time `quarto compile` in an empty cache once, then add the row of the first MCTS move after it",
+    )
+    parser.add_argument(
         "--peer-python",
         help="a Python that imports quartors (default: this one, else python3.13 on the PATH, if either does)",
     )
@@ -123,12 +139,20 @@ def main(argv: list[str]) -> int:
     peer = args.peer_python or find_peer_python()
     if args.peer_python and not imports_quartors(args.peer_python):
         parser.error(f"--peer-python {args.peer_python!r} is not a Python that imports quartors")
-    rows = table_rows(args.sims, args.peer_sims, peer)
+    with tempfile.TemporaryDirectory() as compiled:
+        return _time_rows(args, table_rows(args.sims, args.peer_sims, peer, compiled if args.compiled else None))
+
+
+def _time_rows(args: argparse.Namespace, rows: list[Row]) -> int:
+    """Time ``rows`` as :func:`main` says, and print the table."""
     print(f"a new process each run, {args.runs} per row, in alternation; load average {load_average()}")
-    print(f"{'':<40}{'wall s (min-max)':>22}{'cpu s (min-max)':>22}")
     environment = child_environment(os.environ)
+    for cache in sorted({row.numba_cache for row in rows if row.numba_cache}):
+        wall, cpu = time_process(Row("quarto compile", sys.executable, COMPILE, numba_cache=cache), environment)
+        print(f"quarto compile, from an empty cache: wall {wall:.2f} s, cpu {cpu:.2f} s")
+    print(f"{'':<40}{'wall s (min-max)':>22}{'cpu s (min-max)':>22}")
     for row in rows:
-        if not row.cold:
+        if not row.cold and not row.numba_cache:
             time_process(row, environment)  # fills numba's and Python's caches for the warm runs
     runs: dict[str, list[tuple[float, float]]] = {row.name: [] for row in rows}
     for _ in range(args.runs):
@@ -136,17 +160,19 @@ def main(argv: list[str]) -> int:
             runs[row.name].append(time_process(row, environment))
     for row in rows:
         print(_line(row.name, runs[row.name]))
-    if peer is None:
+    if not any(row.name.startswith("quartors") for row in rows):
         print(PEER_MISSING)
     print(f"load average after: {load_average()}")
     ratio(runs, "first env step, warm", "first step")
     ratio(runs, "first MCTS move, warm", "first search")
     ratio(runs, "first MCTS move, cold", "first search")
+    ratio(runs, "first MCTS move, compiled", "first search")
     return 0
 
 
-def table_rows(sims: int, peer_sims: int, peer: str | None) -> list[Row]:
-    """Ours, warm and cold, and the peer's where ``peer`` names its Python, in the order they are timed."""
+def table_rows(sims: int, peer_sims: int, peer: str | None, compiled: str | None = None) -> list[Row]:
+    """Ours, warm and cold, after ``quarto compile`` into the folder ``compiled`` if given, and the peer's where
+    ``peer`` names its Python, in the order they are timed."""
     search = FIRST_SEARCH.format(sims=sims)
     rows = [
         Row("first env step, warm", sys.executable, FIRST_STEP),
@@ -154,6 +180,8 @@ def table_rows(sims: int, peer_sims: int, peer: str | None) -> list[Row]:
         Row(f"first MCTS move, warm ({sims:,} sims)", sys.executable, search),
         Row(f"first MCTS move, cold ({sims:,} sims)", sys.executable, search, cold=True),
     ]
+    if compiled is not None:
+        rows.append(Row(f"first MCTS move, compiled ({sims:,} sims)", sys.executable, search, numba_cache=compiled))
     if peer is not None:
         peer_search = PEER_FIRST_SEARCH.format(sims=peer_sims)
         rows += [
@@ -190,10 +218,10 @@ def child_environment(environment: Mapping[str, str]) -> dict[str, str]:
 
 def time_process(row: Row, environment: Mapping[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds (user + system, the process and its children) of one run of ``row``'s script; a cold
-    row's run with an empty numba cache of its own."""
+    row's run with an empty numba cache of its own, a row with a cache folder in that one."""
     with tempfile.TemporaryDirectory() as cache:
-        if row.cold:
-            environment = {**environment, "NUMBA_CACHE_DIR": cache}
+        if row.cold or row.numba_cache:
+            environment = {**environment, "NUMBA_CACHE_DIR": row.numba_cache or cache}
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         # In a neutral folder: ``-c`` puts the working folder first on sys.path, before PYTHONPATH.
