@@ -329,7 +329,7 @@ def test_last_three_squares_solved_in_one_pass_agree_with_brute_force(name: str)
     reference on give nodes with 3 empty squares where the giver has a safe piece (the others never reach it)."""
     variant = VARIANTS[name]
     scores = set()
-    for state in quiet_give_nodes(variant, 3, 300, seed=3):
+    for state in quiet_give_nodes(variant, 3, 600, seed=3):
         lanes, occupied, available = compiled_fields(state)[:3]
         safe = available & ~winning_pieces(lanes, occupied, variant.groups, variant.counted)
         if safe:

@@ -136,14 +136,43 @@ _HOLDING = np.array(
     dtype=np.int64,
 )
 """``_HOLDING[i, j]``: the arrangements (a bit each) that put piece ``j`` on square ``i``."""
-_ARRANGEMENT_OF = np.array(
-    [_ARRANGEMENTS.index((i, j, 3 - i - j)) if i != j else -1 for i in range(3) for j in range(3)],
-    dtype=np.int64,
-)
-"""``_ARRANGEMENT_OF[3 * i + j]``: the arrangement that puts piece ``i`` on the first square and ``j`` on the
-second."""
-_THROUGH = np.array([sum(1 << 8 * m for m in range(8) if m >> i & 1) for i in range(3)], dtype=np.int64)
+_THROUGH = [sum(1 << 8 * m for m in range(8) if m >> i & 1) for i in range(3)]
 """``_THROUGH[i]``: the subsets of the three squares that hold square ``i``, a byte each (see :func:`_last_three`)."""
+
+
+def _completes(square: int, first: int) -> int:
+    """The subsets (a byte each) whose groups a piece on ``square`` completes once ``first`` is filled too."""
+    return 1 << 8 * (1 << square) | 1 << 8 * (1 << square | 1 << first)
+
+
+def _play_masks(given: int, first: int) -> list[int]:
+    """The masks of ``wins`` (see :func:`_last_three`) that decide the game once the piece of index ``given`` is
+    placed on the square of index ``first``: the receiver then gives ``q`` or ``r`` (the two other pieces in
+    increasing order) and the giver places it on the ``second`` or the ``third`` square left. Arrangement ``x``
+    puts ``q`` on the second square and ``r`` on the third, ``y`` the other way round. Returns, for ``q`` then
+    ``r``: where it wins at once (given, it is not safe), and where the last piece wins after it went on the
+    second square, then on the third."""
+    q, r = (p for p in range(3) if p != given)
+    second, third = (square for square in range(3) if square != first)
+
+    def arrangement(on_second: int) -> int:
+        order = [0, 0, 0]
+        order[first], order[second], order[third] = given, on_second, 3 - given - on_second
+        return _ARRANGEMENTS.index(tuple(order))
+
+    x, y = arrangement(q), arrangement(r)
+    return [
+        _completes(second, first) << x | _completes(third, first) << y,
+        _THROUGH[third] << x,
+        _THROUGH[second] << y,
+        _completes(second, first) << y | _completes(third, first) << x,
+        _THROUGH[third] << y,
+        _THROUGH[second] << x,
+    ]
+
+
+_PLAYS = np.array([[_play_masks(given, first) for first in range(3)] for given in range(3)], dtype=np.int64)
+"""``_PLAYS[given, first]``: :func:`_play_masks`, a table."""
 
 
 @numba.njit(cache=True)
@@ -158,7 +187,7 @@ def _last_three(lanes, occupied, available, safe, groups, counted) -> int:
     from those bits: the giver gives a safe piece; the receiver places it (it wins nowhere) and must give one of
     the two others that wins on neither square left, or lose; the giver places that one (it wins nowhere), and
     the last piece, placed by the receiver, wins when a group through the last square wins (those completed
-    before did not).
+    before did not). The masks of ``wins`` that decide each give and first placement come from ``_PLAYS``.
     """
     empty = ALL_SQUARES & ~occupied
     a = lowest_bit(empty)
@@ -199,21 +228,14 @@ def _last_three(lanes, occupied, available, safe, groups, counted) -> int:
     for given in range(3):
         if not safe >> pieces[given] & 1:
             continue
-        q, r = (1, 2) if given == 0 else ((0, 2) if given == 1 else (0, 1))
         worst = WIN
         for first in range(3):  # the receiver places the given piece on square ``first``
-            second, third = (1, 2) if first == 0 else ((0, 2) if first == 1 else (0, 1))
-            # arrangement x: q on the second square and r on the third; y: the other way round
-            x = _arrangement(first, given, second, q)
-            y = _arrangement(first, given, second, r)
-            completes_second = 1 << 8 * (1 << second) | 1 << 8 * (1 << second | 1 << first)
-            completes_third = 1 << 8 * (1 << third) | 1 << 8 * (1 << third | 1 << first)
-            q_safe = not (wins & completes_second << x or wins & completes_third << y)
-            r_safe = not (wins & completes_second << y or wins & completes_third << x)
+            q_wins, q_last_second, q_last_third, r_wins, r_last_second, r_last_third = _PLAYS[given, first]
+            q_safe, r_safe = not wins & q_wins, not wins & r_wins
             if not (q_safe or r_safe):
                 score = WIN  # the receiver has no safe piece to give
-            elif (q_safe and wins & _THROUGH[third] << x and wins & _THROUGH[second] << y) or (
-                r_safe and wins & _THROUGH[third] << y and wins & _THROUGH[second] << x
+            elif (q_safe and wins & q_last_second and wins & q_last_third) or (
+                r_safe and wins & r_last_second and wins & r_last_third
             ):
                 score = -WIN  # the receiver gives a piece whose last piece wins wherever it is placed
             else:
@@ -225,16 +247,6 @@ def _last_three(lanes, occupied, available, safe, groups, counted) -> int:
         if best == WIN:
             break
     return best
-
-
-@numba.njit(cache=True)
-def _arrangement(first_square, first_piece, second_square, second_piece) -> int:
-    """The arrangement that puts piece ``first_piece`` on square ``first_square`` and ``second_piece`` on
-    ``second_square`` (indices among the three; the third piece goes on the third square)."""
-    third_piece = 3 - first_piece - second_piece
-    on_0 = first_piece if first_square == 0 else (second_piece if second_square == 0 else third_piece)
-    on_1 = first_piece if first_square == 1 else (second_piece if second_square == 1 else third_piece)
-    return _ARRANGEMENT_OF[3 * on_0 + on_1]
 
 
 @numba.njit(cache=True)

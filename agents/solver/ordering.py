@@ -21,7 +21,6 @@ from quarto_env.core import (
     ALL_PIECES,
     ALL_SQUARES,
     NUM_PIECES,
-    NUM_SQUARES,
     lowest_bit,
     pieces_sharing,
     popcount,
@@ -48,10 +47,14 @@ def describe_threats(lanes, occupied, groups, counted, orders) -> None:
       on ``s`` turns such a group into a threat exactly for the attributes the placed piece shares too;
     * ``GROUPS_THROUGH[s]``: the number of groups through ``s``.
 
-    A group through ``s`` with three pieces becomes full: it holds no threat after a placement on ``s``."""
+    A group through ``s`` with three pieces becomes full: it holds no threat after a placement on ``s``. The
+    entries of occupied squares are left as they were."""
     elsewhere, half_full, through = orders[ELSEWHERE], orders[HALF_FULL], orders[GROUPS_THROUGH]
     empty = ALL_SQUARES & ~occupied
-    for square in range(NUM_SQUARES):
+    squares = empty  # only the empty squares' entries are read: clear those
+    while squares:
+        square = lowest_bit(squares)
+        squares &= squares - 1
         elsewhere[square], half_full[square], through[square] = 0, 0, 0
     for group in groups:
         open_squares = group & ~occupied
