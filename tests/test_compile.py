@@ -75,7 +75,7 @@ def test_after_quarto_compile_a_first_session_compiles_nothing(tmp_path: Path) -
 
 @pytest.mark.parametrize("jobs", ["0", "3", "two"])
 def test_quarto_compile_refuses_a_bad_jobs_in_one_line(jobs: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from experiments.compile import main
+    from experiments.bench.compile import main
 
     with pytest.raises(SystemExit) as exit_:
         main(["--jobs", jobs])

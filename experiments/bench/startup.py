@@ -15,7 +15,7 @@ Each run is a new Python process, timed from outside from its start to its exit.
 **Warm**: numba's on-disk cache as a first run left it (what every later process of a machine finds). **Cold**:
 every run with an empty cache of its own (``NUMBA_CACHE_DIR`` a new temporary folder), as after a fresh install:
 whatever the process compiles, it compiles. **Compiled** (``--compiled``): the first move with numba's cache as
-``quarto compile`` (:mod:`experiments.compile`, the install's last step) left it in an empty folder, the
+``quarto compile`` (:mod:`experiments.bench.compile`, the install's last step) left it in an empty folder, the
 compilation timed once first (a line of its own). Either way Python's bytecode cache is as a first run left it (a
 ``PYTHONDONTWRITEBYTECODE`` in the environment is dropped): pip writes it at install.
 
