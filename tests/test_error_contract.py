@@ -64,6 +64,7 @@ KEPT_RAISES = {
     # Caught where they are raised and turned into a QuartoError that names the file or the spec:
     ("_boolean", "ValueError"): "a spec option's parser: make_agent reports it as a SpecError",
     ("_search_root", "ValueError"): "a spec option's parser: make_agent reports it as a SpecError",
+    ("_uct_playout", "ValueError"): "a spec option's parser: make_agent reports it as a SpecError",
     ("load_network", "ValueError"): "in the loader's try: a CheckpointError naming the checkpoint",
     ("network_from_description", "ValueError"): "read inside the loaders' try: a CheckpointError naming the file",
     ("with_weights", "ValueError"): "read inside the loaders' try: a CheckpointError naming the file",

@@ -448,7 +448,7 @@ def previous_give_planes(threats, occupied, available):  # type: ignore[no-untyp
 @pytest.mark.parametrize("variant", ALL_VARIANTS, ids=Variant.describe)
 def test_the_tempo_planes_are_those_of_the_previous_kernel(variant: Variant) -> None:
     kind = observation_kind("tempo")
-    for state in random_positions(variant, seed=variant.counted + 1, games=30):
+    for state in random_positions(variant, seed=variant.counted + 1, games=12):
         fields = compiled_fields(state)
         planes = np.zeros(kind.shape, dtype=np.int8)
         encode_observation(planes, kind.level, *fields, variant.group_array, variant.counted)
