@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from agents.base import Agent
-from agents.tree.choices import DEFAULT_C_PUCT, ROOTS
+from agents.tree.choices import DEFAULT_C_PUCT, DEFAULT_PLAYOUT, PLAYOUTS, ROOTS
 from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS
 from quarto_env.checks import number_parser
 from quarto_env.core import NUM_ACTIONS, STANDARD, Variant
@@ -222,10 +222,7 @@ def _boolean(text: str) -> bool:
 
 
 def _uct_playout(text: str) -> str:
-    """``tactical`` or ``random``: the ``mcts`` playouts (:data:`agents.tree.uct.PLAYOUTS`; imported here, not
-    above: it loads numba)."""
-    from agents.tree.uct import PLAYOUTS
-
+    """``tactical`` or ``random``: the ``mcts`` playouts (:data:`agents.tree.choices.PLAYOUTS`)."""
     if text not in PLAYOUTS:
         raise ValueError(f"playout must be {' or '.join(PLAYOUTS)}, got {text!r}")
     return text
@@ -244,7 +241,9 @@ register(
             ),
             "time": Option(SECONDS, 0.0, "seconds per move; replaces sims when set"),
             "c": Option(EXPLORATION, 1.0, "UCB1 exploration constant"),
-            "playout": Option(_uct_playout, "tactical", "tactical: take a win, give no winning piece; random: uniform"),
+            "playout": Option(
+                _uct_playout, DEFAULT_PLAYOUT, "tactical: take a win, give no winning piece; random: uniform"
+            ),
             "prove": Option(_boolean, False, "back proven wins, draws and losses up the tree (MCTS-Solver)"),
         },
     )

@@ -1,12 +1,20 @@
-"""The choices of a PUCT search and its self-play's defaults, their one home: which root it searches from
-(:data:`ROOTS`), what a searched position's policy target is (:data:`POLICY_TARGETS`), and the defaults that the
-sessions' options (:class:`agents.tree.options.PUCTOptions`) and the training config's ``alphazero`` section share.
+"""The choices of the tree searches and their defaults, their one home: the ``mcts`` agent's playouts
+(:data:`PLAYOUTS`); which root a PUCT search searches from (:data:`ROOTS`), what a searched position's policy target is
+(:data:`POLICY_TARGETS`), and the defaults that the sessions' options (:class:`agents.tree.options.PUCTOptions`) and
+the training config's ``alphazero`` section share.
 
-Plain data, without numba or torch, so that the training config (:mod:`experiments.training.config`) checks its
-fields against them without loading the search.
+Plain data, without numba or torch, so that the agents' specs (:mod:`agents.specs`) and the training config
+(:mod:`experiments.training.config`) check their options against them without loading the searches.
 """
 
 from __future__ import annotations
+
+PLAYOUTS = ("tactical", "random")
+"""How the ``mcts`` agent's playouts play: ``tactical`` (:func:`agents.tree.uct.tactical_playout`: a win when the
+piece in hand makes one, no piece that hands the receiver a win while a safe one is left) or ``random`` (uniform, as
+:func:`quarto_env.fast.random_playout`)."""
+DEFAULT_PLAYOUT = "tactical"
+"""The ``mcts`` agent's playout unless a spec or a caller names one."""
 
 DEFAULT_C_PUCT = 1.5
 """The PUCT exploration constant's default (:mod:`agents.tree.puct`)."""

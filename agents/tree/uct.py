@@ -52,6 +52,7 @@ import numpy as np
 from numba.extending import register_jitable
 
 from agents.base import Agent
+from agents.tree.choices import DEFAULT_PLAYOUT, PLAYOUTS
 from quarto_env.core import (
     ALL_SQUARES,
     DECLARE,
@@ -83,12 +84,6 @@ DEFAULT_EXPLORATION = 1.0
 2 * sqrt(2), and practice usually explores less. A short check (1000 simulations, 30 games each against
 minimax:depth=2, ``quarto tournament ... --mode vs-field``) scored c = 0.5 / 0.7 / 1.0 / 1.4 at 0.48 / 0.65 /
 0.58 / 0.72 with 95% intervals of about +-0.17: no value clearly better, so 1.0 stays."""
-
-PLAYOUTS = ("tactical", "random")
-"""How a playout plays: ``tactical`` (:func:`tactical_playout`: a win when the piece in hand makes one, no piece
-that hands the receiver a win while a safe one is left) or ``random`` (uniform, as
-:func:`quarto_env.fast.random_playout`)."""
-DEFAULT_PLAYOUT = "tactical"
 
 
 class UCTAgent(Agent):

@@ -45,9 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 from experiments.options import CommandParser, add_integer_argument
-
-PROJECT_PACKAGES = ("quarto_env", "agents", "experiments")
-"""The packages whose compiled functions are counted."""
+from quarto_env.numba_cache import PROJECT_MODULES
 
 
 class Warmed(NamedTuple):
@@ -99,7 +97,8 @@ def warm_vector() -> None:
 
 def warm_uct() -> None:
     """A few simulations of the ``mcts`` agent from the opening: both playouts, standard rules and declaration."""
-    from agents.tree.uct import PLAYOUTS, UCTAgent
+    from agents.tree.choices import PLAYOUTS
+    from agents.tree.uct import UCTAgent
     from quarto_env.core import INITIAL_STATE, STANDARD, Variant
 
     for variant in (STANDARD, Variant.make(declaration=True)):
@@ -223,5 +222,5 @@ def project_dispatchers(objects: list[object], dispatcher_type: type) -> list[ob
         for item in objects
         if isinstance(item, dispatcher_type)
         and getattr(item, "py_func", None) is not None
-        and item.py_func.__module__.split(".")[0] in PROJECT_PACKAGES  # type: ignore[attr-defined]
+        and item.py_func.__module__.split(".")[0] in PROJECT_MODULES  # type: ignore[attr-defined]
     ]
