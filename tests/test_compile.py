@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 """The folder of the packages under test: the child processes import them from here."""
 
-FIRST_SESSION = """
+RECORDER = """
 import json
 
 from numba.core import event
@@ -34,7 +34,10 @@ class Recorder(event.Listener):
 
 
 event.register("numba:compile", Recorder())
+"""
+"""The head of a script that records the project's functions numba compiles (none when the cache has them)."""
 
+FIRST_SESSION = """
 import numpy as np
 import quarto_env
 from agents.tree.uct import UCTAgent
@@ -45,34 +48,48 @@ env.reset(seed=0)
 observation, *_ = env.last()
 env.step(int(np.flatnonzero(observation["action_mask"])[0]))
 UCTAgent(seed=0, sims=50).act(INITIAL_STATE)
-print(json.dumps(compiled))
 """
-"""A user's first session: an env step and a 50-simulation ``mcts`` move; prints the project's functions that
-numba compiled on the way (none when the cache had them)."""
+"""A user's first session: an env step and a 50-simulation ``mcts`` move."""
 
-
-def run_python(arguments: list[str], cache: Path) -> str:
-    """Run this Python with ``arguments`` in a new process with numba's cache in ``cache``; its output."""
-    environment = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, *arguments], env=environment, cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
-WARM_FIRST_SESSION = "from experiments.bench.compile import warm_env, warm_uct; warm_env(); warm_uct()"
+WARM_FIRST_SESSION = "from experiments.bench.compile import warm_env, warm_uct\nwarm_env()\nwarm_uct()\n"
 """The two workloads of ``quarto compile`` that a first session's env step and ``mcts`` move need (the whole
 command compiles for a minute of CPU; the others warm other kernels, in the same way)."""
+
+PRINT_COMPILED = "print(json.dumps(compiled))\n"
+
+
+def compiled_by(script: str, cache: Path) -> list[str]:
+    """The project's functions that numba compiled running ``script`` in a new process, its cache in ``cache``."""
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", RECORDER + script + PRINT_COMPILED],
+        env=environment,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 @pytest.mark.slow
 def test_after_the_compile_workloads_a_first_session_compiles_nothing(tmp_path: Path) -> None:
-    compiled, empty = tmp_path / "compiled", tmp_path / "empty"
-    run_python(["-c", WARM_FIRST_SESSION], compiled)
-    assert json.loads(run_python(["-c", FIRST_SESSION], compiled)) == []
-    # The control: in an empty cache the same session compiles the search (the recorder sees compilations).
-    assert "agents.tree.uct.run_simulations" in json.loads(run_python(["-c", FIRST_SESSION], empty))
+    # The control: from an empty cache the workloads compile the search (the recorder sees compilations).
+    assert "agents.tree.uct.run_simulations" in compiled_by(WARM_FIRST_SESSION, tmp_path)
+    assert compiled_by(FIRST_SESSION, tmp_path) == []
+
+
+@pytest.mark.slow
+def test_quarto_compile_runs_its_workloads_for_real(capsys: pytest.CaptureFixture[str]) -> None:
+    """The whole command, in this process: its kernels stay compiled for the tests that follow."""
+    from experiments.bench.compile import GROUPS, main
+
+    assert main(["--jobs", "1"]) == 0
+    *lines, total = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == list(GROUPS)
+    compiled, loaded = (int(part.split(": ")[1]) for part in total.split(";")[0].split(", "))
+    assert compiled + loaded > 0
 
 
 def test_quarto_compile_runs_every_workload_and_prints_a_line_per_group(

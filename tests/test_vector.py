@@ -113,11 +113,14 @@ def reference_lookahead(variant: Variant, state: State) -> tuple[list[int], list
         given_state = step(variant, state, piece)
         if not given_state.available:
             continue
-        counts = [safe_count(step(variant, given_state, square)) for square in empty]
-        if all(c == 0 for c in counts):
-            trap_gives.append(piece)
-        if all(c % 2 == 0 for c in counts):
-            even_gives.append(piece)
+        trap = even = True
+        for square in empty:
+            count = safe_count(step(variant, given_state, square))
+            trap, even = trap and count == 0, even and count % 2 == 0
+            if not even:  # an odd count: neither (a trap's counts are all 0, so even too)
+                break
+        trap_gives += [piece] if trap else []
+        even_gives += [piece] if even else []
     return self_traps, trap_gives, odd_squares, even_gives
 
 
@@ -140,9 +143,14 @@ def reference_tempo(variant: Variant, state: State) -> tuple[list[int], list[int
     for piece in range(NUM_SQUARES):
         if not state.available >> piece & 1 or losing_gives(variant, state) >> piece & 1:
             continue
-        replies = [reference_lookahead(variant, after) for _, after in quiet_placements(step(variant, state, piece))]
-        allows_trap += [piece] if any(reply[1] for reply in replies) else []
-        allows_even += [piece] if any(reply[3] for reply in replies) else []
+        trap = even = False
+        for _, after in quiet_placements(step(variant, state, piece)):
+            _, trap_gives, _, even_gives = reference_lookahead(variant, after)
+            trap, even = trap or bool(trap_gives), even or bool(even_gives)
+            if trap and even:  # the rest cannot change the answer
+                break
+        allows_trap += [piece] if trap else []
+        allows_even += [piece] if even else []
     return sets_trap, sets_even, allows_trap, allows_even
 
 
