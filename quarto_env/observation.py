@@ -246,9 +246,20 @@ def write_planes(out, level, lanes, occupied, available, hand, to_move, claimabl
     Every plane is a 16-bit mask, written as two 64-bit words of 0/1 bytes (:func:`_write_plane`) through a
     word view of ``out``: two stores per plane instead of sixteen.
 
-    Compiled into each compiled caller (``@jitable``): the batched kernels of :mod:`quarto_env.vector`
-    call it for every game, inside their loops."""
-    words = out.view(np.uint64)  # (channels, 2)
+    Compiled into each compiled caller (``@jitable``). A kernel that writes a batch of planes views the batch
+    once and calls :func:`write_plane_words` for each game: a view costs 20 ns, a tenth of the ``parity``
+    planes' time."""
+    write_plane_words(
+        out.view(np.uint64), level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted
+    )
+
+
+@jitable
+def write_plane_words(  # type: ignore[no-untyped-def]
+    words, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted
+):
+    """:func:`write_planes` into ``words``, the word view of the planes (``planes.view(np.uint64)``, shape
+    ``(channels, 2)``; zeroed by the caller)."""
     _write_raw(words, lanes, occupied, available, hand, claimable, groups)
     if level >= 1:
         threats = group_threats(lanes, occupied, groups, counted, level >= 2)

@@ -164,7 +164,7 @@ from quarto_env.core import (
 )
 from quarto_env.errors import ActionTypeError, CallOrderError, QuartoTypeError, QuartoValueError
 from quarto_env.flags import RuleFlags
-from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind, write_planes
+from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind, write_plane_words
 
 batched_kernel = numba.njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # an option the stubs omit
 """How the kernels below are compiled: numba's ``njit(cache=True)`` without its reference counting (``_nrt``),
@@ -491,8 +491,9 @@ def _apply_actions(games, actions, positions, rules):  # type: ignore[no-untyped
 
 @batched_kernel
 def _observe_games(out, level, games, positions, groups, counted):  # type: ignore[no-untyped-def]
+    words = out.view(np.uint64)
     for i in range(len(games)):
-        write_planes(out[i], level, *position_fields(positions[games[i]]), groups, counted)
+        write_plane_words(words[i], level, *position_fields(positions[games[i]]), groups, counted)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -513,6 +514,7 @@ def _step_games(actions, games, settings, rules, outputs):  # type: ignore[no-un
     positions, _, declared_falsely, _ = games
     level, penalty, fixed_first_seat = settings
     planes, final_planes, rewards, terminated, masks, current_player, illegal = outputs
+    final_words = final_planes.view(np.uint64)
     num_illegal = 0
     for i in range(len(actions)):
         action = actions[i]
@@ -526,10 +528,10 @@ def _step_games(actions, games, settings, rules, outputs):  # type: ignore[no-un
     for i in range(len(actions)):
         if terminated[i]:
             if level != NO_OBSERVATION:
-                write_env_planes(final_planes[i], level, positions[i], rules)
+                write_env_planes(final_words[i], level, positions[i], rules)
             start_game(i, games, fixed_first_seat)
         elif level != NO_OBSERVATION:
-            final_planes[i] = 0
+            final_words[i] = 0
     observe_envs(games, level, rules, planes, masks, current_player)
     return 0
 
@@ -588,14 +590,17 @@ def observe_envs(games, level, rules, planes, masks, current_player):  # type: i
             masks[i, action] = legal >> action & 1
         current_player[i] = first_seats[i] ^ positions[i, FIELD_TO_MOVE]
     if level != NO_OBSERVATION:
+        words = planes.view(np.uint64)
         for i in range(len(positions)):
-            write_env_planes(planes[i], level, positions[i], rules)
+            write_env_planes(words[i], level, positions[i], rules)
 
 
 @register_jitable
-def write_env_planes(out, level, row, rules):  # type: ignore[no-untyped-def]
-    out[:] = 0
-    write_planes(out, level, *position_fields(row), rules[0], rules[1])
+def write_env_planes(words, level, row, rules):  # type: ignore[no-untyped-def]
+    """The planes of the position in ``row`` into ``words``, the word view of an env's planes (its row of
+    ``planes.view(np.uint64)``), zeroed first."""
+    words[:] = 0
+    write_plane_words(words, level, *position_fields(row), rules[0], rules[1])
 
 
 @register_jitable

@@ -442,9 +442,9 @@ def _play_rows(rows, actions, games, penalty, rules, totals, scratch):  # type: 
 
 @batched_kernel
 def _start_rows(rows, games, fixed_first_seat, level, rules, final_planes):  # type: ignore[no-untyped-def]
-    positions = games[0]
+    positions, final_words = games[0], final_planes.view(np.uint64)
     for k in range(len(rows)):
-        write_env_planes(final_planes[rows[k]], level, positions[rows[k]], rules)
+        write_env_planes(final_words[rows[k]], level, positions[rows[k]], rules)
         start_game(rows[k], games, fixed_first_seat)
 
 
