@@ -80,9 +80,10 @@ def test_after_the_compile_workloads_a_first_session_compiles_nothing(tmp_path: 
     assert compiled_by(FIRST_SESSION, tmp_path) == []
 
 
-@pytest.mark.slow
 def test_quarto_compile_runs_its_workloads_for_real(capsys: pytest.CaptureFixture[str]) -> None:
-    """The whole command, in this process: its kernels stay compiled for the tests that follow."""
+    """The whole command, in this process. Not marked slow: 1-2 s where the kernels are in numba's cache. A fresh
+    clone's suite starts with the slow tests, which compile most of them; run among those, this test compiled
+    them all first (46 s of a worker)."""
     from experiments.bench.compile import GROUPS, main
 
     assert main(["--jobs", "1"]) == 0
