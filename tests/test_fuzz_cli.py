@@ -276,7 +276,7 @@ def bad_numbers(
     minimum: float | None = None,
     above: float | None = None,
     maximum: float | None = None,
-    draws: int = 3,
+    draws: int = 2,
 ) -> list[str]:
     """Values outside what an option allows: every one that breaks its range, and ``draws`` from ALWAYS_BAD."""
     values = RNG.sample(ALWAYS_BAD, draws)

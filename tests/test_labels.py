@@ -166,7 +166,7 @@ def _ctrl_c_as_in_a_terminal() -> None:
 
 @pytest.mark.slow
 def test_ctrl_c_then_a_kill_then_the_same_command_gives_the_uninterrupted_file(tmp_path: Path) -> None:
-    argv = ["--sample", "400", "--games", "480", "--min-empty", "8", "--max-empty", "9", "--seed", "2", "--jobs", "2"]
+    argv = ["--sample", "300", "--games", "360", "--min-empty", "8", "--max-empty", "9", "--seed", "2", "--jobs", "2"]
     command = [sys.executable, "-m", "experiments.cli", "dataset", *argv, "--no-progress"]
     out = tmp_path / "data.npz"
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}

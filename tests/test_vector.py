@@ -198,7 +198,7 @@ def test_observation_planes_match_the_env_and_the_reference(variant: Variant, se
         assert np.flatnonzero(planes[i, EVEN_GIVE]).tolist() == even_gives
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(variants, st.integers(0, 2**31))
 def test_tempo_planes_match_the_reference(variant: Variant, seed: int) -> None:
     states = [s for s in random_game(variant, seed) if not s.over]
