@@ -61,8 +61,8 @@ def jitable(function: Function) -> Function:
 class _AfterImport:
     """Finds the modules that actions wait for through the finders after it, their loader wrapped to run the
     actions once the module's code has run; finds nothing else. A meta path finder by its ``find_spec`` alone, as
-    the import system asks: ``importlib.abc``'s base classes would import ``importlib.resources`` (7 ms of a warm
-    start-up)."""
+    the import system asks: ``importlib.abc``'s base classes would import ``importlib.resources``, which nothing
+    else of a first env step needs (docs/results.md has the start-up's figures)."""
 
     def find_spec(self, name: str, path: Sequence[str] | None, target: ModuleType | None = None) -> ModuleSpec | None:
         if name not in _waiting or self not in sys.meta_path:

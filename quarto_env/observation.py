@@ -247,8 +247,8 @@ def write_planes(out, level, lanes, occupied, available, hand, to_move, claimabl
     word view of ``out``: two stores per plane instead of sixteen.
 
     Compiled into each compiled caller (``@jitable``). A kernel that writes a batch of planes views the batch
-    once and calls :func:`write_plane_words` for each game: a view costs 20 ns, a tenth of the ``parity``
-    planes' time."""
+    once and calls :func:`write_plane_words` for each game: a view per game is a noticeable share of the
+    planes' time (figures in docs/results.md)."""
     write_plane_words(
         out.view(np.uint64), level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted
     )

@@ -499,7 +499,7 @@ def svg_board(
 
 def _escaped(text: str) -> str:
     """``text`` with the characters that XML reserves in text and in quoted attribute values as references."""
-    from html import escape  # here, not at the top: 3.5 ms of every start-up, and most processes draw nothing
+    from html import escape  # here, not at the top: most processes draw nothing, and every start-up would pay it
 
     return escape(text)
 

@@ -18,8 +18,8 @@ from quarto_env.extras import EXTRA_MODULES, missing_module
 
 # Bytecode caches for the suite's processes -- its workers and every command it starts -- even where the machine
 # sets PYTHONDONTWRITEBYTECODE (CI's does): without them each worker rewrites the asserts of every test module
-# again, and each child process compiles the project's sources again (collection alone took 16 s a worker
-# instead of 8). The caches go to the checkout's __pycache__ folders, which git ignores.
+# again, and each child process compiles the project's sources again (docs/results.md, "The test suite", has
+# the figures). The caches go to the checkout's __pycache__ folders, which git ignores.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # The "human" render mode opens a window when matplotlib has an interactive backend: never in the tests.

@@ -81,9 +81,9 @@ def test_after_the_compile_workloads_a_first_session_compiles_nothing(tmp_path: 
 
 
 def test_quarto_compile_runs_its_workloads_for_real(capsys: pytest.CaptureFixture[str]) -> None:
-    """The whole command, in this process. Not marked slow: 1-2 s where the kernels are in numba's cache. A fresh
-    clone's suite starts with the slow tests, which compile most of them; run among those, this test compiled
-    them all first (46 s of a worker)."""
+    """The whole command, in this process. Not marked slow: it takes seconds where the kernels are in numba's
+    cache. A fresh clone's suite starts with the slow tests, which compile most of them; run among those, this
+    test would compile them all first."""
     from experiments.bench.compile import GROUPS, main
 
     assert main(["--jobs", "1"]) == 0

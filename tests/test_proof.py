@@ -204,8 +204,8 @@ def test_ctrl_c_stops_a_proof_prints_its_counts_and_resume_continues_it(tmp_path
 @pytest.mark.slow
 def test_the_proof_command_agrees_with_the_shipped_book_fourteen_squares_in() -> None:
     """The proof as docs/solver.md gives it (two threads, the value alone), under the squares rules, from a give
-    node 14 empty squares in, whose value the shipped book holds: the whole game took both cores for 40-60 s of
-    the suite. That the game itself is a draw is the book's root value (tests/test_book.py)."""
+    node 14 empty squares in, whose value the shipped book holds: the whole game would hold both cores for most
+    of a minute of the suite. That the game itself is a draw is the book's root value (tests/test_book.py)."""
     from agents.solver.book import board_key, shipped_book
 
     state = parse_position("01.............. -", SQUARES)
