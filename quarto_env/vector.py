@@ -132,6 +132,7 @@ the planes of :mod:`quarto_env.observation`, so the batched games follow exactly
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import numba
@@ -256,6 +257,7 @@ class VectorQuarto:
         level = NO_OBSERVATION if self.observation_kind is None else self.observation_kind.level
         self._settings = (level, self.false_declaration_penalty, -1 if self.first_seat is None else self.first_seat)
         self._no_planes = np.zeros((0, 0, 0), dtype=np.int8)
+        self._plane_arrays = {name: RecycledArrays() for name in ("planes", "final planes")}
 
     @property
     def observation_shape(self) -> tuple[int, int] | None:
@@ -272,7 +274,7 @@ class VectorQuarto:
         ``seed`` restarts the draws of who gives first; without it they go on (see the module docstring)."""
         if seed is not None:
             self._seed(seed)
-        planes = self._planes()
+        planes = self._planes("planes")
         masks = np.empty((self.num_envs, self.num_actions), dtype=np.int8)
         current_player = np.empty(self.num_envs, dtype=np.int8)
         _reset_games(self.game_arrays(), self._settings, self.variant.compiled, (planes, masks, current_player))
@@ -289,7 +291,7 @@ class VectorQuarto:
         if not self._started:
             raise CallOrderError("VectorQuarto.step() before reset(): call reset() first")
         actions = self.checked_actions(actions)
-        planes, final_planes = self._planes(), self._planes()
+        planes, final_planes = self._planes("planes"), self._planes("final planes")
         rewards = np.empty((self.num_envs, 2), dtype=np.float32)
         terminated = np.empty(self.num_envs, dtype=np.bool_)
         masks = np.empty((self.num_envs, self.num_actions), dtype=np.int8)
@@ -317,10 +319,12 @@ class VectorQuarto:
         single-agent env's) read and write them; nothing else should."""
         return self.games.positions, self.first_seats, self.declared_falsely, self._streams
 
-    def _planes(self) -> np.ndarray:
+    def _planes(self, name: str) -> np.ndarray:
+        """An array for the planes ``name`` (``planes`` or ``final planes``) of a step or reset, to be written in
+        full: one the caller no longer holds, or a new one (:class:`RecycledArrays`)."""
         if self.observation_kind is None:
             return self._no_planes
-        return np.empty((self.num_envs, *self.observation_kind.shape), dtype=np.int8)
+        return self._plane_arrays[name].empty((self.num_envs, *self.observation_kind.shape), np.int8)
 
     def checked_actions(self, actions: object) -> np.ndarray:
         """``actions`` as an integer array of one action per env; ``TypeError``/``ValueError`` otherwise."""
@@ -347,6 +351,46 @@ class VectorQuarto:
             f"illegal actions in envs {named.tolist()}{more}: actions {actions[named].tolist()}; "
             f"env {first} allows {legal} (info['action_mask']); no game was played"
         )
+
+
+class RecycledArrays:
+    """Arrays of one shape handed out as new, recycled once the caller has let go of them.
+
+    A step's planes are arrays the caller may keep, so each step hands out others. But a fresh array of planes per
+    step costs more than writing it: at a thousand envs each is a few hundred kilobytes, which glibc's ``malloc``
+    maps from the system, and a caller that holds the last step's planes while the next is made (as every loop
+    ``obs, ... = envs.step(...)`` does) makes it give the memory back and fault it in again page by page, step
+    after step (docs/results.md has the figures). :meth:`empty` therefore hands out again an array of its last
+    few that nothing else refers to -- its reference count says so: no variable, container, view or tensor of the
+    caller holds it -- else a new one. Either way the caller gets an array no one else sees, and writes it in full.
+    """
+
+    KEPT = 3
+    """The arrays kept for reuse: the caller's current ones, the last step's it still holds, and one to write."""
+
+    def __init__(self) -> None:
+        self._arrays: list[np.ndarray] = []
+
+    def empty(self, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+        """An array of ``shape`` and ``dtype``, its contents undefined (as ``np.empty``), that no one else holds."""
+        for index in range(len(self._arrays)):
+            if _references(self._arrays, index) <= _UNHELD:
+                array = self._arrays[index]
+                if array.shape == shape and array.dtype == dtype:
+                    return array
+        array = np.empty(shape, dtype)
+        self._arrays = [array, *self._arrays[: self.KEPT - 1]]
+        return array
+
+
+def _references(arrays: list[np.ndarray], index: int) -> int:
+    """The references to ``arrays[index]``, counted as :meth:`RecycledArrays.empty` counts them."""
+    return sys.getrefcount(arrays[index])
+
+
+_UNHELD = _references([np.empty(0)], 0)
+"""The count of :func:`_references` for an array that only its list holds, measured rather than assumed: what
+``sys.getrefcount`` adds for its own argument depends on the Python version."""
 
 
 class RandomLegalActions:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import weakref
 import zlib
 
 import numpy as np
@@ -281,6 +282,45 @@ def test_bad_arguments_name_the_allowed_values(arguments: dict, error: type, mes
 def test_step_before_reset_is_refused() -> None:
     with pytest.raises(RuntimeError, match=r"call reset\(\) first"):
         VectorQuarto(2).step(np.zeros(2, dtype=np.int64))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Recycled planes: an array the caller holds is never written again; one it let go of is handed out again
+# ---------------------------------------------------------------------------------------------------------
+def test_planes_the_caller_holds_are_never_written_again() -> None:
+    envs = VectorQuarto(8, observation="parity", seed=6)
+    rng = np.random.default_rng(6)
+    observations, info = envs.reset()
+    kept: list[tuple[np.ndarray, np.ndarray]] = []  # every tenth step's planes, held as a list holds them
+    last = view = None  # the last step's planes, as a loop holds them; a view of older ones, their array let go
+    for step_number in range(60):
+        if last is not None:
+            np.testing.assert_array_equal(last[0], last[1])
+        observations, _, _, _, info = envs.step(random_legal(rng, info["action_mask"]))
+        for held in (observations, info["final_observation"]):
+            if step_number % 10 == 0:
+                kept.append((held, held.copy()))
+        if step_number == 5:
+            view = (observations[2:5], observations[2:5].copy())
+        last = (observations, observations.copy())
+    for held, copy in [*kept, view]:
+        np.testing.assert_array_equal(held, copy)
+
+
+def test_planes_let_go_are_handed_out_again_and_held_ones_are_not() -> None:
+    arrays = vector.RecycledArrays()
+    first = arrays.empty((4, 27, 16), np.int8)
+    first_ref = weakref.ref(first)
+    del first
+    again = arrays.empty((4, 27, 16), np.int8)
+    assert again is first_ref()  # the same array, kept alive by the pool: not a new one at the same address
+    view = again[1]
+    del again
+    other = arrays.empty((4, 27, 16), np.int8)
+    assert other is not first_ref() and not np.shares_memory(other, view)  # a view holds its array
+    del view
+    assert arrays.empty((4, 27, 16), np.int8) is first_ref()
+    assert arrays.empty((2, 27, 16), np.int8).shape == (2, 27, 16)  # another shape: a new array
 
 
 # ---------------------------------------------------------------------------------------------------------

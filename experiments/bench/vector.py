@@ -6,7 +6,8 @@ The paths, each played with uniformly random legal actions for whole games, rese
 
 - ``VectorQuarto none`` / ``raw`` / ``tactical`` / ``lookahead`` / ``parity`` / ``tempo``: a loop of
   ``envs.step(sample(info["action_mask"]))``, ``sample`` being :class:`quarto_env.vector.RandomLegalActions`
-  (compiled, per-env random streams); ``none`` is ``observation=None``, no planes.
+  (compiled, per-env random streams), that keeps each step's outputs until the next one, as a learner does;
+  ``none`` is ``observation=None``, no planes.
 - ``VectorQuarto none, numpy sampler``: the same without planes, the actions drawn by numpy's
   ``argmax(rng.random(shape) * mask)``: what the sampler saves.
 - ``GameBatch loop, none``: the older engine of ``quarto train`` driven from Python as training drove it
@@ -147,9 +148,12 @@ class VectorRunner:
         self.envs = VectorQuarto(batch, observation=observation, seed=seed)
         self.sample = self._numpy_sampler(seed) if numpy_sampler else RandomLegalActions(batch, seed=seed)
         _, self.info = self.envs.reset()
+        self.outputs: tuple[Any, ...] = ()
 
     def step(self) -> None:
-        _, _, _, _, self.info = self.envs.step(self.sample(self.info["action_mask"]))
+        # Every output is kept until the next step, as a learner keeps them: what a step costs depends on it.
+        self.outputs = self.envs.step(self.sample(self.info["action_mask"]))
+        self.info = self.outputs[-1]
 
     def finish(self) -> None:
         pass
