@@ -48,6 +48,10 @@ exactly the env's for the same position (the same kernel writes them). ``observa
 all, for an agent that reads the positions themselves (:meth:`~VectorQuarto.state`, :attr:`VectorQuarto.games`):
 the fastest.
 
+Each step's planes are the caller's to keep: a later step never writes into an array the caller still holds
+(or a view or tensor of it). Arrays it has let go of are used again (:class:`RecycledArrays`), so a loop that
+keeps the last step's outputs pays no fresh memory each step.
+
 ## Rewards
 
 ``rewards[i]`` is what the step gave each seat in env ``i``: ``+1`` to the winner and ``-1`` to the loser when
@@ -185,12 +189,13 @@ a small machine's, so that the bound it sets errs towards refusing early rather 
 
 def game_bytes(kind: ObservationKind | None, num_actions: int) -> int:
     """Bytes of :class:`VectorQuarto`'s arrays per game with planes of ``kind``: the position row, first seat,
-    false-declaration mark and random stream it keeps, and twice what a step allocates (the planes and final
-    planes, rewards, flags, mask, current player and int64 actions), since the caller still holds the previous
-    step's outputs while the next one is made."""
+    false-declaration mark and random stream it keeps, the arrays of planes and final planes it recycles
+    (:attr:`RecycledArrays.KEPT` of each), and twice the rest of what a step allocates (rewards, flags, mask,
+    current player and int64 actions), since the caller still holds the previous step's outputs while the next
+    one is made."""
     planes = 0 if kind is None else kind.shape[0] * kind.shape[1]
-    kept = NUM_FIELDS * 8 + 1 + 1 + 8
-    per_step = 2 * planes + 2 * 4 + 1 + num_actions + 1 + 1 + 8 + 1
+    kept = NUM_FIELDS * 8 + 1 + 1 + 8 + 2 * RecycledArrays.KEPT * planes
+    per_step = 2 * 4 + 1 + num_actions + 1 + 1 + 8 + 1
     return kept + 2 * per_step
 
 

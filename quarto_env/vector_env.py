@@ -130,6 +130,7 @@ from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observa
 from quarto_env.single_agent import Player, check_illegal_action, check_learner_seat
 from quarto_env.vector import (
     MAX_ENVS_NAMED,
+    RecycledArrays,
     VectorQuarto,
     batched_kernel,
     checked_num_envs,
@@ -181,12 +182,16 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         self.illegal_action = check_illegal_action(illegal_action)
         self.opponent = batched_opponent(opponent, kind)
         self.num_envs = self.vector.num_envs
-        self._plane_shape = kind.shape
         self.single_observation_space = spaces.Box(0, 1, kind.shape, np.float32)
         self.single_action_space = spaces.Discrete(self.vector.num_actions)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._masks = np.zeros((self.num_envs, self.vector.num_actions), dtype=np.int8)
+        # The kernels write int8 planes into these (never handed out); the caller gets them as float32, in arrays
+        # recycled once it lets go of them (RecycledArrays says why).
+        self._planes = np.zeros((self.num_envs, *kind.shape), dtype=np.int8)
+        self._final_planes = np.zeros_like(self._planes)
+        self._float_arrays = {name: RecycledArrays() for name in ("observations", "final observations")}
         self._started = False
 
     def reset(
@@ -284,13 +289,14 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
     def _restart(self, rows: np.ndarray) -> np.ndarray:
         """New games in ``rows``, the opponent's openings played; returns the finished games' last planes."""
         vector = self.vector
-        final_planes = np.zeros((self.num_envs, *self._plane_shape), dtype=np.int8)
+        self._final_planes[:] = 0
         level, _, fixed_first_seat = vector._settings
-        _start_rows(rows, vector.game_arrays(), fixed_first_seat, level, vector.variant.compiled, final_planes)
+        _start_rows(rows, vector.game_arrays(), fixed_first_seat, level, vector.variant.compiled, self._final_planes)
+        final_planes = self._as_float("final observations", self._final_planes)  # before the openings restart more
         if rows.size:
             self.opponent.start(vector, rows)
             self._play_openings()
-        return final_planes.astype(np.float32)
+        return final_planes
 
     def _play_openings(self) -> None:
         """The opponent's first decisions where it gives first; games it ends at once are started again."""
@@ -304,11 +310,16 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
 
     def _observe(self) -> np.ndarray:
         vector = self.vector
-        planes = np.empty((self.num_envs, *self._plane_shape), dtype=np.int8)
         current_player = np.empty(self.num_envs, dtype=np.int8)
         level = vector._settings[0]
-        _observe_all(vector.game_arrays(), level, vector.variant.compiled, planes, self._masks, current_player)
-        return planes.astype(np.float32)
+        _observe_all(vector.game_arrays(), level, vector.variant.compiled, self._planes, self._masks, current_player)
+        return self._as_float("observations", self._planes)
+
+    def _as_float(self, name: str, planes: np.ndarray) -> np.ndarray:
+        """``planes`` as float32, in an array of ``name``'s that the caller does not hold."""
+        floats = self._float_arrays[name].empty(planes.shape, np.float32)
+        np.copyto(floats, planes)
+        return floats
 
     def _info(self) -> dict[str, Any]:
         return {"action_mask": self._masks.copy(), "seat": self.seats}
@@ -419,11 +430,13 @@ def _starting_state(options: object, variant: Variant) -> State | None:
 
 
 def _bytes_per_game(kind: ObservationKind) -> int:
-    """Bytes per game of the env's arrays: :class:`VectorQuarto`'s, and a step's own twice over (as
-    :func:`~quarto_env.vector.game_bytes` counts them): the learner's planes and final planes, each made as
-    int8 and then float32 (10 bytes a cell), the mask's copy, the rewards and the flags."""
+    """Bytes per game of the env's arrays: :class:`VectorQuarto`'s; the int8 planes and final planes the kernels
+    write, and the float32 arrays of both it recycles (:attr:`~quarto_env.vector.RecycledArrays.KEPT` of each);
+    and a step's own twice over (as :func:`~quarto_env.vector.game_bytes` counts them): the mask's copy, the
+    rewards and the flags."""
     planes = kind.shape[0] * kind.shape[1]
-    return game_bytes(kind, DECLARE + 1) + 2 * (10 * planes + 2 * (DECLARE + 1) + 4 + 3)
+    recycled = 2 * RecycledArrays.KEPT * 4 * planes
+    return game_bytes(kind, DECLARE + 1) + 2 * planes + recycled + 2 * (2 * (DECLARE + 1) + 4 + 3)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -85,6 +85,24 @@ def test_the_observation_is_the_planes_of_the_learners_position() -> None:
         observations, *_ = envs.step(random_actions(envs, rng))
 
 
+def test_observations_the_caller_holds_are_never_written_again() -> None:
+    envs = make_vector_vs_agent(16, "greedy", observation="parity")
+    observations, _ = envs.reset(seed=1)
+    rng = np.random.default_rng(1)
+    kept = [(observations, observations.copy())]  # every fifth step's observations and final ones, and the last's
+    for step_number in range(40):
+        last = (observations, observations.copy())
+        observations, _, terminated, _, info = envs.step(random_actions(envs, rng))
+        np.testing.assert_array_equal(*last)
+        if step_number % 5 == 0:
+            kept += [(observations, observations.copy()), (info["final_obs"], info["final_obs"].copy())]
+        planes = envs.vector.games.observe(np.arange(16), OBSERVATION_KINDS["parity"])
+        assert np.array_equal(observations, planes.astype(np.float32))
+        assert not info["final_obs"][~terminated].any()
+    for held, copy in kept:
+        np.testing.assert_array_equal(held, copy)
+
+
 def play(envs: QuartoVectorVsAgent, seed: int | None, steps: int = 30) -> list[Any]:
     """What the learner saw and got over ``steps`` steps of seeded random actions."""
     rng = np.random.default_rng(0)
