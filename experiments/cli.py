@@ -75,6 +75,7 @@ BENCHMARKS: Table = {
     "vector": Entry(
         "experiments.bench.vector", "VectorQuarto steps/s per batch and observation kind; vs pgx if installed"
     ),
+    "planes": Entry("experiments.bench.planes", "ns per position of each kind of observation planes alone, by phase"),
     "jax": Entry(
         "experiments.bench.jax", "quarto_env.jax steps/s vs pgx; --check vs the compiled core; --device-check"
     ),

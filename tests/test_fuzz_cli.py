@@ -214,6 +214,8 @@ BENCH_SOLVER: Argv = ("bench", "solver", "--empties", "4", "--positions", "1", "
 BENCH_SOLVER += ("--budgets", "0.01", "--budget-moves", "1", "--skip-startup", "--games", "0")
 BENCH_VECTOR: Argv = ("bench", "vector", "--batches", "1", "4", "--observations", "none", "raw", "--no-pgx")
 BENCH_VECTOR += ("--seconds", "0.01", "--rounds", "1")
+PLANES_POSITIONS = {"integer": True, "minimum": 1, "maximum": 1 << 22}
+BENCH_PLANES = ("bench", "planes", "--positions", "64", "--rounds", "1", "--seconds", "0.001", "--observations", "raw")
 BENCH_JAX = ("bench", "jax", "--check", "2", "--batch", "2", "--planes", "raw", "--variants", "standard")
 TINY_TRAINING = (
     "total_steps=64",
@@ -256,6 +258,7 @@ BASELINES: dict[str, tuple[tuple[str, ...], float]] = {
     "bench network": (BENCH_NETWORK, 120),
     "bench solver": (BENCH_SOLVER, 120),
     "bench vector": (BENCH_VECTOR, 120),
+    "bench planes": (BENCH_PLANES, 120),
     "bench jax": (BENCH_JAX, 120),
     "bench train": (BENCH_TRAIN, 180),
     "train": (TRAIN, 180),
@@ -359,6 +362,9 @@ def number_option_cases() -> Iterator[Case]:
         ("bench vector", BENCH_VECTOR, "--seconds", {"integer": False, "above": 0, "maximum": 3600}, BENCH_TIMEOUT),
         ("bench vector", BENCH_VECTOR, "--rounds", {"integer": True, "minimum": 1, "maximum": 1000}, BENCH_TIMEOUT),
         ("bench vector", BENCH_VECTOR, "--seed", {"integer": True, "minimum": 0}, BENCH_TIMEOUT),
+        ("bench planes", BENCH_PLANES, "--positions", PLANES_POSITIONS, BENCH_TIMEOUT),
+        ("bench planes", BENCH_PLANES, "--seconds", {"integer": False, "above": 0, "maximum": 3600}, BENCH_TIMEOUT),
+        ("bench planes", BENCH_PLANES, "--rounds", {"integer": True, "minimum": 1, "maximum": 1000}, BENCH_TIMEOUT),
         ("bench jax", BENCH_JAX, "--check", {"integer": True, "minimum": 1, "maximum": 10_000_000}, BENCH_TIMEOUT),
         ("bench jax", BENCH_JAX, "--batch", {"integer": True, "minimum": 1, "maximum": 65_536}, BENCH_TIMEOUT),
         ("book", BOOK, "--jobs", {"integer": True, "minimum": 1, "maximum": 64}, 30),
@@ -751,7 +757,7 @@ def edge_cases() -> Iterator[Case]:
     huge = str(10**30)
     seeded: list[tuple[str, Argv]] = [("tournament", TOURNAMENT), ("grade", GRADE), ("play", PLAY)]
     seeded += [("bench env", BENCH_ENV), ("bench mcts", BENCH_MCTS), ("bench solver", BENCH_SOLVER)]
-    seeded += [("bench vector", BENCH_VECTOR)]
+    seeded += [("bench vector", BENCH_VECTOR), ("bench planes", BENCH_PLANES)]
     for command, base in seeded:
         for value in [str(2**32), str(2**64), huge]:
             argv = (*base, f"--seed={value}")
