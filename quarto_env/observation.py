@@ -578,7 +578,6 @@ def _tempo_masks(threats, lanes, occupied, available, hand, groups, counted):  #
     empty = ALL_SQUARES & ~occupied
     values, singles_low, singles_high, near = _board_groups(lanes, occupied, groups, counted)
     hot = squares_with(threes_low | pairs_low, threes_high | pairs_high, ALL_VALUES)
-    paired = squares_with(pairs_low, pairs_high, ALL_VALUES)
     all_pairs = values_at_squares(pairs_low, pairs_high)[0]
     if hand != NO_PIECE:
         squares = _quiet_squares(threats, occupied, available, hand)
@@ -586,26 +585,24 @@ def _tempo_masks(threats, lanes, occupied, available, hand, groups, counted):  #
     else:
         squares = empty if popcount(available) > 2 else 0  # two pieces must be left to give after the one given
         open_trap = open_even = available & ~PIECES_WITH_VALUES[once]
-    # At least this many pieces stay safe after any placement: with 3, a trap needs every other square paired.
+    # At least this many pieces stay safe after any placement: with 3, a trap needs a square with no cold one.
     unpaired = popcount(available & ~PIECES_WITH_VALUES[once | all_pairs])
     trap_mask = even_mask = 0
     while squares and (open_trap | open_even):
         s = lowest_bit(squares)
         squares &= squares - 1
-        others = empty & ~(1 << s) & ~_square_mask(near, s)  # squares whose pairs a placement on s cannot add to
-        cold = (others & ~hot) != 0
-        unpaired_square = (others & ~paired) != 0
+        cold = (empty & ~(1 << s) & ~hot & ~_square_mask(near, s)) != 0
         kept = square_byte(kept_low, kept_high, s)
         pairs = square_byte(pairs_low, pairs_high, s)
         singles = square_byte(singles_low, singles_high, s)
-        trap_pieces = 0 if unpaired_square and unpaired >= 3 else open_trap
+        trap_pieces = 0 if cold and unpaired >= 3 else open_trap
         pieces = trap_pieces | open_even
         change = (0, 0, 0, 0, 0, 0, 0, 0)
         changed = False
         while pieces:
             p = lowest_bit(pieces)
             pieces &= pieces - 1
-            trap, even = _screen(kept, pairs, singles, cold, unpaired_square, all_pairs, available, p)
+            trap, even = _screen(kept, pairs, singles, cold, all_pairs, available, p)
             need_trap = trap == UNKNOWN and trap_pieces >> p & 1
             need_even = even == UNKNOWN and open_even >> p & 1
             if need_trap or need_even:
@@ -624,19 +621,16 @@ def _tempo_masks(threats, lanes, occupied, available, hand, groups, counted):  #
 
 
 @jitable
-def _screen(kept, pairs, singles, cold, unpaired_square, all_pairs, available, piece):  # type: ignore[no-untyped-def]
+def _screen(kept, pairs, singles, cold, all_pairs, available, piece):  # type: ignore[no-untyped-def]
     """Whether the position after ``piece`` is placed on a square has a trap give, and an even give, as far as
     the position before says: 1, 0 or :data:`UNKNOWN` each. ``kept``, ``pairs``, ``singles``: the values
     threatened at other squares, shared by a pair through the square, and held by the lone piece of a group
     through it; ``cold``: whether another empty square stays without threat or pair, whatever is placed;
-    ``unpaired_square``: whether another stays without pair (it may hold threats); ``all_pairs``: the values of
-    every pair.
+    ``all_pairs``: the values of every pair.
 
-    A safe piece put on a square without pair makes no group of three: the threats can only go (those of that
-    square alone), so it leaves at least the safe pieces less itself. So with two safe pieces or more, a give
-    put there leaves one: no give is a trap. At a cold square every piece leaves exactly the safe ones less
-    itself: an even give needs an odd number of them. With no threat and no piece pairing anything anywhere,
-    every piece leaves that same number at every square."""
+    At a cold square every piece leaves the safe ones less itself: a trap give needs one safe piece, an even
+    give an odd number of them. With no threat and no piece pairing anything anywhere, every piece leaves that
+    same number at every square."""
     left = available & ~(1 << piece)
     if popcount(left) < 2:
         return 0, 0
@@ -645,7 +639,7 @@ def _screen(kept, pairs, singles, cold, unpaired_square, all_pairs, available, p
     count = popcount(left & ~PIECES_WITH_VALUES[threatened])
     if count == 0:
         return 0, 0
-    trap = 0 if unpaired_square and count >= 2 else UNKNOWN
+    trap = 0 if cold and count >= 2 else UNKNOWN
     if cold and not count & 1:
         return trap, 0
     unpairing = left & ~PIECES_WITH_VALUES[all_pairs | (singles & values)]
