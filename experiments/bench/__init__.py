@@ -43,6 +43,14 @@ def add_batch_arguments(
     add_integer_argument(
         parser, "--batches", list(batches), batches_help, fewest=1, most=MAX_BATCH, nargs="+", metavar="N"
     )
+    add_observations_argument(parser, kinds, default_kinds, timed)
+
+
+def add_observations_argument(
+    parser: argparse.ArgumentParser, kinds: Collection[str], default_kinds: Collection[str], timed: str
+) -> None:
+    """Add ``--observations``: the observation kinds of ``timed`` to time (of ``kinds``, default ``default_kinds``),
+    one or more. :func:`unique_batch_arguments` drops their repeats once parsed."""
     parser.add_argument(
         "--observations",
         nargs="+",

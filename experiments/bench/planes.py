@@ -25,11 +25,11 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from experiments.bench import add_timing_arguments
+from experiments.bench import add_observations_argument, add_timing_arguments
 from experiments.bench.vector import cpu_model
 from experiments.options import CommandParser, add_integer_argument, add_seed_argument
-from quarto_env.core import FIELD_HAND, FIELD_OCCUPIED, NO_PIECE, Variant
-from quarto_env.observation import OBSERVATION_KINDS, observation_kind
+from quarto_env.core import FIELD_HAND, FIELD_OCCUPIED, NO_PIECE, Variant, popcount
+from quarto_env.observation import OBSERVATION_KINDS
 from quarto_env.vector import RandomLegalActions, VectorQuarto, write_env_planes
 
 DEFAULT_POSITIONS = 32_768
@@ -55,14 +55,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser, "--positions", DEFAULT_POSITIONS, "positions timed", fewest=1, most=MAX_POSITIONS, metavar="N"
     )
     add_timing_arguments(parser, seconds=0.1, timed="kind, subset", rounds=5)
-    parser.add_argument(
-        "--observations",
-        nargs="+",
-        choices=list(OBSERVATION_KINDS),
-        default=list(OBSERVATION_KINDS),
-        metavar="KIND",
-        help=f"observation kinds to time, of {', '.join(OBSERVATION_KINDS)} (default all)",
-    )
+    add_observations_argument(parser, OBSERVATION_KINDS, OBSERVATION_KINDS, "the planes alone (default all)")
     add_seed_argument(parser, "seed of the random games")
     args = parser.parse_args(argv)
     args.observations = list(dict.fromkeys(args.observations))
@@ -106,7 +99,7 @@ def position_subsets(positions: np.ndarray) -> dict[str, np.ndarray]:
     """The positions, all of them, those that place, those that give, and those that give by :data:`PIECE_BANDS`
     (each band that has some), as contiguous arrays."""
     giving = positions[:, FIELD_HAND] == NO_PIECE
-    pieces = np.array([int(occupied).bit_count() for occupied in positions[:, FIELD_OCCUPIED]])
+    pieces = np.array([popcount(occupied) for occupied in positions[:, FIELD_OCCUPIED]])
     subsets = {"all": positions, "place": positions[~giving], "give": positions[giving]}
     for low, high in PIECE_BANDS:
         subsets[f"give {low}-{high}"] = positions[giving & (pieces >= low) & (pieces <= high)]
@@ -118,9 +111,8 @@ def planes_times(
 ) -> dict[str, float]:
     """Nanoseconds per position of ``kind``'s planes over each subset: the least time of the loop over it in
     ``rounds`` rounds, each running it over and over for about ``seconds`` per subset, the subsets in turn."""
-    level = observation_kind(kind).level
-    ring = np.zeros((RING, *OBSERVATION_KINDS[kind].shape), dtype=np.int8)
-    words = ring.view(np.uint64)
+    level, shape = OBSERVATION_KINDS[kind].level, OBSERVATION_KINDS[kind].shape
+    words = np.zeros((RING, *shape), dtype=np.int8).view(np.uint64)
     _write_all(words, level, subsets["all"][:1], variant.compiled)  # compiles, or loads the cached machine code
     best = dict.fromkeys(subsets, np.inf)
     for _ in range(rounds):
