@@ -92,7 +92,10 @@ is reseeded when it has an ``rng`` attribute, as the agents of :mod:`agents` do.
 opponent with ``deterministic=false`` samples from torch's global generator, which the env does not reseed.)
 ``reset(options={"position": ...})`` starts from a position in the notation of :mod:`quarto_env.notation`, as
 ``quarto_v1`` does; when the opponent is to move there, it moves first, and a position the opponent wins
-before the learner's first decision raises ``ValueError``.
+before the learner's first decision raises ``ValueError``. From the opening, a game the opponent ends before the
+learner's first decision (a random opponent's false declaration under ``false_declaration="lose"``) is
+discarded and another started, as ``QuartoVectorVsAgent`` does (up to :data:`OPENING_TRIES` games, then
+``ValueError``).
 
 ## Infos
 
@@ -163,6 +166,9 @@ LEARNER, OPPONENT = AGENTS
 """The learner plays ``raw_env``'s ``player_0``; its seat follows from ``raw_env``'s ``first_player``."""
 LEARNER_SEATS = ("random", 0, 1)
 ILLEGAL_ACTION_POLICIES = ("lose", "raise")
+OPENING_TRIES = 100
+"""Games ``reset`` starts from the opening before it gives up on an opponent that ends each one before the
+learner's first decision (a random opponent declares falsely at one opening in 17)."""
 
 
 class Player(Protocol):
@@ -215,14 +221,11 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
         """Start an episode and play the opponent's moves up to the learner's first decision; ``seed`` seeds the
         episodes from here on, ``options={"position": ...}`` sets the starting position."""
         super().reset(seed=seed)
-        game_seed, opponent_seed = (int(s) for s in self.np_random.integers(2**31, size=2))
-        self.raw.reset(seed=game_seed, options=options)
-        self._fallback_rng = np.random.default_rng(opponent_seed)
-        if hasattr(self.opponent, "rng"):
-            self.opponent.rng = self._fallback_rng  # agents draw every random choice from rng
-        self.opponent.reset()
-        self._play_opponent()
-        self._episode_over = self.raw.terminations[LEARNER]
+        from_opening = not (options or {}).get("position")
+        for _ in range(OPENING_TRIES if from_opening else 1):
+            self._start_game(options)
+            if not self._episode_over:
+                break
         if self._episode_over:
             raise QuartoValueError(
                 f"the opponent {getattr(self.opponent, 'spec', self.opponent)!r} ended the game before the learner's "
@@ -263,6 +266,18 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
     # -----------------------------------------------------------------------------------------------------
     # Helpers
     # -----------------------------------------------------------------------------------------------------
+    def _start_game(self, options: dict[str, Any] | None) -> None:
+        """A new game from the env's generator, the opponent's moves played up to the learner's first decision
+        (or the end, where the opponent ends the game first)."""
+        game_seed, opponent_seed = (int(s) for s in self.np_random.integers(2**31, size=2))
+        self.raw.reset(seed=game_seed, options=options)
+        self._fallback_rng = np.random.default_rng(opponent_seed)
+        if hasattr(self.opponent, "rng"):
+            self.opponent.rng = self._fallback_rng  # agents draw every random choice from rng
+        self.opponent.reset()
+        self._play_opponent()
+        self._episode_over = self.raw.terminations[LEARNER]
+
     def _play_opponent(self) -> float:
         """Play the opponent until the learner is to act or the game ends; the learner's reward meanwhile."""
         reward = 0.0

@@ -90,11 +90,12 @@ def test_declaration_variant_learner_wins_by_declaring() -> None:
     assert rewards[0] == 1.0 and dones[0]
 
 
-def test_random_learner_always_faces_its_own_decision_and_sees_its_results() -> None:
-    pool = OpponentPool(
-        STANDARD, observation_kind("lookahead"), {"random": 1.0, "greedy": 1.0}, max_snapshots=1, seed=1
-    )
-    env = SelfPlayVecEnv(STANDARD, 16, observation_kind("lookahead"), pool, seed=1)
+@pytest.mark.parametrize("variant", [STANDARD, DECLARATION], ids=["standard", "declaration"])
+def test_random_learner_always_faces_its_own_decision_and_sees_its_results(variant: Variant) -> None:
+    """Under the declaration rules a random opponent may declare falsely at its opening, and lose before the
+    learner's first decision: such a game is started again, never handed to the learner over."""
+    pool = OpponentPool(variant, observation_kind("lookahead"), {"random": 1.0, "greedy": 1.0}, max_snapshots=1, seed=1)
+    env = SelfPlayVecEnv(variant, 16, observation_kind("lookahead"), pool, seed=1)
     env.reset()
     rng = np.random.default_rng(0)
     seats, finished, total_reward = Counter(), 0, 0.0

@@ -167,6 +167,34 @@ def test_a_position_the_opponent_wins_at_once_cannot_start_an_episode() -> None:
         env.reset(options={"position": PLACE_TO_WIN})
 
 
+def test_a_random_opponent_that_declares_falsely_at_its_opening_starts_another_game() -> None:
+    """Under ``false_declaration="lose"`` a random opponent's opening declaration ends the game before the learner
+    moves (one opening in 17: sixteen gives or the declaration): ``reset`` starts another game, so that a
+    learner's loop never meets an episode without a decision."""
+    env = make_vs_agent(opponent="random", learner_seat=1, declaration=True)
+    for seed in range(200):
+        env.reset(seed=seed)
+        assert not env.raw.terminations[LEARNER] and env.action_masks().any()
+        _, _, terminated, _, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
+        assert isinstance(terminated, bool)
+
+
+class AlwaysDeclares:
+    """An opponent that declares at every decision: under ``false_declaration="lose"`` it loses at once."""
+
+    def act(self, state: object) -> int:
+        return DECLARE
+
+    def reset(self) -> None:
+        pass
+
+
+def test_an_opponent_that_always_ends_the_game_first_is_refused_after_a_bounded_number_of_games() -> None:
+    env = QuartoVsAgent(AlwaysDeclares(), learner_seat=1, declaration=True)
+    with pytest.raises(ValueError, match="before the learner's first decision"):
+        env.reset(seed=0)
+
+
 @pytest.mark.parametrize("position", [5, None, PLACE_TO_WIN.encode()])
 def test_reset_refuses_a_position_that_is_not_a_string(position: object) -> None:
     with pytest.raises(TypeError, match="'position' must be a string in the position notation"):

@@ -231,14 +231,19 @@ class SelfPlayVecEnv(InProcessVecEnv):
         return outcomes
 
     def _start(self, games: np.ndarray) -> None:
-        """New games: random seats, fresh opponents, and the opponent's first moves where it starts."""
-        self.batch.reset(games)
-        self.learner_seat[games] = self.rng.integers(2, size=len(games))
-        for game, opponent in zip(games, self.pool.draw(self.rng, games), strict=True):
-            self.opponents[game] = opponent
-        self.episode_steps[games] = 0
-        self.episode_start[games] = time.time()
-        self._play_opponents()
+        """New games: random seats, fresh opponents, and the opponent's first moves where it starts. A game the
+        opponent ends before the learner's first decision (a random opponent's false declaration, under
+        ``false_declaration="lose"``) is discarded and another started, as ``QuartoVectorVsAgent`` does: the
+        learner has nothing to act on in it."""
+        while games.size:
+            self.batch.reset(games)
+            self.learner_seat[games] = self.rng.integers(2, size=len(games))
+            for game, opponent in zip(games, self.pool.draw(self.rng, games), strict=True):
+                self.opponents[game] = opponent
+            self.episode_steps[games] = 0
+            self.episode_start[games] = time.time()
+            self._play_opponents()
+            games = games[self.batch.over[games]]
 
     def _play_opponents(self) -> None:
         """Opponents move until every game is over or waits for the learner (a turn is a place then a give)."""
