@@ -102,6 +102,11 @@ for the agent that played it, 0 for the other.
 
 ## Version History
 
+* v1: ``copy.deepcopy`` and ``pickle`` keep the game: the copy goes on from the same position with the same
+  generator, independent of the original. They gave a fresh env that had not been reset before (the constructor's
+  arguments were the whole pickled state, as with PettingZoo's ``EzPickle``). ``step()`` once the game is over
+  raises ``CallOrderError`` through the wrappers too (PettingZoo's order wrapper only warned and returned
+  ``None``). Games are unchanged.
 * v1: an illegal move (an action outside the mask) ends the game with ``info["outcome"] ==
   Outcome.ILLEGAL_ACTION`` (5) and the other agent as ``info["winner"]`` in both infos, which said ``IN_PLAY``
   and ``NO_WINNER`` before; an action outside the action space or ``None`` for a live agent raises
@@ -249,14 +254,15 @@ class _AssertOutOfBounds(_OneHop, wrappers.AssertOutOfBoundsWrapper):
 
 class _OrderEnforcing(_OneHop, wrappers.OrderEnforcingWrapper):
     """PettingZoo's ``OrderEnforcingWrapper``, with one-hop attribute reads; ``step()``, ``observe()``,
-    ``render()`` and ``state()`` before ``reset()`` raise :class:`~quarto_env.errors.CallOrderError` (the stock
-    wrapper's ``AssertionError`` says the same, but is no error of ours to catch)."""
+    ``render()`` and ``state()`` before ``reset()``, and ``step()`` once the game is over, raise
+    :class:`~quarto_env.errors.CallOrderError` (the stock wrapper's ``AssertionError`` says the same before
+    ``reset()``, but is no error of ours to catch; after the game it only warns and returns ``None``)."""
 
     def __str__(self) -> str:
         return str(self.env)  # the stock wrapper prints the bare env name, unless subclassed
 
     def step(self, action: int | None) -> None:
-        self._require_reset("step()")
+        self._raw.require_game_in_play("step()")  # the stock wrapper only warns once the game is over
         super().step(action)
 
     def observe(self, agent: str) -> dict[str, np.ndarray] | None:
@@ -380,6 +386,20 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         self._last_placed: int | None = None
         """The square of the last placement of this game, outlined in the SVG; ``None`` before the first."""
         self._figure: Any = None
+
+    # -----------------------------------------------------------------------------------------------------
+    # Copies
+    # -----------------------------------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """The whole env, its game included: ``copy.deepcopy`` and ``pickle`` give an env that goes on from the same
+        position with the same generator (``EzPickle``'s state, the constructor's arguments, would give a fresh
+        env that has not been reset). The ``human`` window stays with the original."""
+        state = self.__dict__.copy()
+        state["_figure"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     # -----------------------------------------------------------------------------------------------------
     # PettingZoo API

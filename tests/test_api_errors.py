@@ -195,8 +195,10 @@ def test_last_after_the_game_says_it_is_over(make: type) -> None:
     assert isinstance(raised.value, RuntimeError)
 
 
-def test_raw_env_step_after_the_game_or_before_reset_says_so() -> None:
-    env = raw_env()
+@pytest.mark.parametrize("make", list(ENVS.values()), ids=list(ENVS))
+def test_step_after_the_game_or_before_reset_says_so(make: type) -> None:
+    """Wrapped too: PettingZoo's order wrapper only warns and returns ``None`` after the game."""
+    env = make()
     with pytest.raises(CallOrderError, match=r"before reset\(\)"):
         env.step(0)
     play_to_the_end(env)

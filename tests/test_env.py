@@ -3,6 +3,7 @@ combination, then turns, rewards, declarations, the time limit, illegal actions,
 
 from __future__ import annotations
 
+import copy
 import json
 import pickle
 import sys
@@ -84,6 +85,23 @@ def test_infos_are_numbers_with_the_same_keys_for_both_agents_throughout() -> No
 def test_pickles() -> None:
     env = pickle.loads(pickle.dumps(raw_env(attributes="colour", declaration=True)))
     assert env.variant == Variant.make("colour", declaration=True)
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copy_mid_game_goes_on_from_the_same_position_on_its_own(how: str) -> None:
+    """A search that copies the env to look ahead needs the game in the copy, and the original left alone."""
+    env = quarto_env.env(declaration=True, observation="parity")
+    env.reset(seed=3)
+    for action in (5, 3, 7):
+        env.step(action)
+    twin = copy.deepcopy(env) if how == "deepcopy" else pickle.loads(pickle.dumps(env))
+    assert twin.unwrapped.position == env.unwrapped.position == "...5............ 7"
+    assert twin.agent_selection == env.agent_selection and twin.unwrapped.seats == env.unwrapped.seats
+    observation, mine = twin.last()[0], env.last()[0]
+    assert all((observation[key] == mine[key]).all() for key in ("observation", "action_mask"))
+    twin.step(int(np.flatnonzero(observation["action_mask"])[0]))
+    assert env.unwrapped.position == "...5............ 7" != twin.unwrapped.position
+    assert twin.unwrapped.np_random.integers(2**31) == env.unwrapped.np_random.integers(2**31)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ short PPO and MaskablePPO runs."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 import warnings
 from typing import Any
 
@@ -177,6 +179,18 @@ def test_a_random_opponent_that_declares_falsely_at_its_opening_starts_another_g
         assert not env.raw.terminations[LEARNER] and env.action_masks().any()
         _, _, terminated, _, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
         assert isinstance(terminated, bool)
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copy_mid_episode_goes_on_from_the_same_position(how: str) -> None:
+    env = make_vs_agent(opponent="random", learner_seat=0)
+    env.reset(seed=1)
+    env.step(int(np.flatnonzero(env.action_masks())[0]))
+    twin = copy.deepcopy(env) if how == "deepcopy" else pickle.loads(pickle.dumps(env))
+    assert twin.raw.position == env.raw.position and (twin.action_masks() == env.action_masks()).all()
+    before = env.raw.position
+    twin.step(int(np.flatnonzero(twin.action_masks())[0]))
+    assert env.raw.position == before != twin.raw.position
 
 
 class AlwaysDeclares:
