@@ -21,6 +21,7 @@ from agents.envs.vector_vs_agent import make_vector_vs_agent
 from agents.simple import GreedyAgent
 from agents.specs import SpecError
 from quarto_env.core import DECLARE, NO_PIECE, IllegalActionError, State, Variant, bits, legal_action_mask
+from quarto_env.notation import format_position
 from quarto_env.observation import OBSERVATION_KINDS
 from quarto_env.vector import VectorQuarto
 from quarto_env.vector_env import CompiledOpponent, PlayerOpponent, QuartoVectorVsAgent
@@ -341,6 +342,21 @@ def test_maskable_ppo_trains_on_it_with_the_masks() -> None:
     observations = envs.reset()
     actions, _ = model.predict(observations, action_masks=envs.action_masks())
     assert envs.action_masks()[np.arange(16), actions].all()
+
+
+def test_sb3s_set_options_reach_the_next_reset_once() -> None:
+    from agents.envs.sb3_vector import SB3VectorEnv
+
+    envs = SB3VectorEnv(gymnasium.make_vec(ENV_ID, num_envs=4, opponent="greedy", learner_seat=0))
+    position = "f9.......0..3... 5"
+    envs.set_options({"position": position})
+    envs.reset()
+    assert [format_position(envs.envs.vector.state(i)) for i in range(4)] == [position] * 4
+    envs.reset()  # the options were for one reset, as in SB3's own VecEnvs
+    assert format_position(envs.envs.vector.state(0)) == "................ -"
+    envs.set_options([{"position": position}, {}, {}, {}])
+    with pytest.raises(ValueError, match="same options"):
+        envs.reset()
 
 
 @pytest.mark.usefixtures("one_torch_thread")

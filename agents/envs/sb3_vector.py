@@ -52,9 +52,18 @@ class SB3VectorEnv(InProcessVecEnv):
         self._actions = np.zeros(envs.num_envs, dtype=np.int64)
 
     def reset(self) -> np.ndarray:
+        """Reset every env, with the seed and the options of ``seed`` and ``set_options`` if given (the options
+        once for all the envs: a Gymnasium vector env takes one dict)."""
         seed = self._seeds[0] if self._seeds else None
+        options = self._options[0] if self._options else {}
+        if any(other != options for other in self._options):
+            raise QuartoValueError(
+                f"SB3VectorEnv resets every env with the same options; set_options gave {len(self._options)} "
+                "different dicts: pass one dict"
+            )
         self._reset_seeds()
-        observations, _ = self.envs.reset(seed=seed)
+        self._reset_options()
+        observations, _ = self.envs.reset(seed=seed, options=options or None)
         return observations
 
     def step_async(self, actions: np.ndarray) -> None:
