@@ -51,6 +51,14 @@ def checked_number(
     return int(number) if integer else float(number)
 
 
+def checked_seed(seed: object) -> int | None:
+    """``seed`` as a Python ``int`` (a numpy integer too: Gymnasium's seeding takes only ``int``), or ``None``;
+    ``ValueError`` naming the allowed values otherwise."""
+    if seed is None:
+        return None
+    return int(checked_number(seed, "seed (None or an integer >= 0)", minimum=0, integer=True))
+
+
 def _finite(number: float, integer: bool) -> bool:
     """Whether ``number`` is finite -- and whole with ``integer``, or within a float's range without it."""
     if isinstance(number, int):

@@ -336,8 +336,9 @@ class Variant:
         one attribute name, or an iterable of names.
         """
         names = _attribute_names(attributes)
-        if not isinstance(squares, bool) or not isinstance(declaration, bool):
+        if not isinstance(squares, bool | np.bool_) or not isinstance(declaration, bool | np.bool_):
             raise RulesError(f"squares and declaration must be True or False, got {squares!r}, {declaration!r}")
+        squares, declaration = bool(squares), bool(declaration)  # numpy's bools too (a flag read from an array)
         if false_declaration not in FALSE_DECLARATION_POLICIES:
             allowed = ", ".join(FALSE_DECLARATION_POLICIES)
             raise RulesError(f"unknown false_declaration policy {false_declaration!r}; allowed: {allowed}")
@@ -608,13 +609,15 @@ def step(variant: Variant, state: State, action: int) -> State:
 
 def checked_action(action: object, num_actions: int | None = None) -> int:
     """``action`` as an ``int``: :class:`~quarto_env.errors.ActionTypeError` (a ``TypeError``) unless it is a
-    Python or numpy integer (not ``None``, a bool, a float or a string, which would otherwise be read as some
-    other action); with ``num_actions``, :class:`IllegalActionError` unless it is in ``0..num_actions - 1``
-    too. Either message names the action and the allowed range."""
+    Python or numpy integer or a 0-d integer array (not ``None``, a bool, a float or a string, which would
+    otherwise be read as some other action); with ``num_actions``, :class:`IllegalActionError` unless it is in
+    ``0..num_actions - 1`` too. Either message names the action and the allowed range."""
     if type(action) is int:  # the common case first: an isinstance test against an ABC costs a microsecond
         number = action
     elif isinstance(action, int | np.integer) and not isinstance(action, bool):
         number = int(action)
+    elif isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu":
+        number = int(action)  # a 0-d integer array: what model.predict returns for one observation
     else:
         allowed = "" if num_actions is None else f" 0-{num_actions - 1}"
         raise ActionTypeError(

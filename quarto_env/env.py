@@ -146,7 +146,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from quarto_env import PETTINGZOO_ENV_ID
-from quarto_env.checks import AGENTS, checked_number
+from quarto_env.checks import AGENTS, checked_number, checked_seed
 from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
@@ -416,6 +416,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         """Start a new game; ``seed`` seeds the draw of the first player, ``options={"position": ...}`` sets
         the starting position (see docs/environment.md)."""
         start = self._starting_state(options)  # checked first: bad options change nothing
+        seed = checked_seed(seed)
         if seed is not None:
             self.np_random, self.np_random_seed = seeding.np_random(seed)
         first = int(self.np_random.integers(2)) if self.first_seat is None else self.first_seat
@@ -531,8 +532,10 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
 
     def record_illegal_action(self, agent: str) -> None:
         """End the game in the infos for ``agent``'s action outside the mask, which the wrapper of :func:`env`
-        has just turned into a loss: the outcome ``Outcome.ILLEGAL_ACTION`` and its opponent as the winner."""
+        has just turned into a loss: the outcome ``Outcome.ILLEGAL_ACTION`` and its opponent as the winner. The
+        rewards stay floats (the stock wrapper sets the other agent's to the int 0)."""
         self._ended = True
+        self.rewards = {name: float(reward) for name, reward in self.rewards.items()}
         self.infos = _infos(Outcome.ILLEGAL_ACTION, AGENTS.index(self.seats[1 - self.seats.index(agent)]))
 
     # -----------------------------------------------------------------------------------------------------

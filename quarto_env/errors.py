@@ -104,8 +104,8 @@ class IllegalActionError(RulesError):
 
 
 class ActionTypeError(IllegalActionError, TypeError):
-    """An action that is not a Python or numpy integer (``None`` for an agent still playing, a float, a string,
-    a bool), which would otherwise be read as some other action."""
+    """An action that is not a Python or numpy integer or a 0-d integer array (``None`` for an agent still
+    playing, a float, a string, a bool), which would otherwise be read as some other action."""
 
 
 class PositionError(RulesError):

@@ -155,6 +155,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from quarto_env.checks import checked_seed
 from quarto_env.core import DECLARE, IllegalActionError, State, checked_action
 from quarto_env.env import AGENTS, raw_env
 from quarto_env.errors import CallOrderError, QuartoTypeError, QuartoValueError
@@ -220,7 +221,7 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Start an episode and play the opponent's moves up to the learner's first decision; ``seed`` seeds the
         episodes from here on, ``options={"position": ...}`` sets the starting position."""
-        super().reset(seed=seed)
+        super().reset(seed=checked_seed(seed))
         from_opening = not (options or {}).get("position")
         for _ in range(OPENING_TRIES if from_opening else 1):
             self._start_game(options)
@@ -238,7 +239,7 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
         """Play the learner's ``action``, then the opponent's decisions up to the learner's next one."""
         if self._episode_over:
             raise CallOrderError("the episode is over (or has not started): call reset() before step()")
-        action = checked_action(_unboxed(action))
+        action = checked_action(action)
         if self.illegal_action == "lose" and not self._allows(action):
             return self._lose_for_illegal_action()
         self.raw.step(action)  # raises IllegalActionError for an illegal action (illegal_action="raise")
@@ -327,11 +328,6 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
             "winner": winner,
             "illegal_action": False,
         }
-
-
-def _unboxed(action: object) -> object:
-    """A 0-d array's element (what ``model.predict`` returns for one observation); anything else as it is."""
-    return action.item() if isinstance(action, np.ndarray) and action.ndim == 0 else action
 
 
 def check_learner_seat(value: int | str) -> int | str:

@@ -143,7 +143,7 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
-from quarto_env.checks import checked_number
+from quarto_env.checks import checked_seed
 from quarto_env.core import (
     DECLARE,
     FIELD_AVAILABLE,
@@ -314,9 +314,7 @@ class VectorQuarto:
         return planes, rewards, terminated, truncated, info
 
     def _seed(self, seed: int | None) -> None:
-        if seed is not None:
-            seed = int(checked_number(seed, "seed (None or an integer >= 0)", minimum=0, integer=True))
-        self._streams[:] = np.random.SeedSequence(seed).generate_state(self.num_envs, dtype=np.uint64)
+        self._streams[:] = np.random.SeedSequence(checked_seed(seed)).generate_state(self.num_envs, dtype=np.uint64)
 
     def game_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The arrays the compiled kernels play on, a row per env: the positions, the seat that gave first, the
@@ -404,9 +402,7 @@ class RandomLegalActions:
 
     def __init__(self, num_envs: int, seed: int | None = None) -> None:
         self.num_envs = checked_num_envs(num_envs, 2 * 8, "RandomLegalActions")  # a random stream, an action
-        if seed is not None:
-            seed = int(checked_number(seed, "seed (None or an integer >= 0)", minimum=0, integer=True))
-        self._streams = np.random.SeedSequence(seed).generate_state(self.num_envs, dtype=np.uint64)
+        self._streams = np.random.SeedSequence(checked_seed(seed)).generate_state(self.num_envs, dtype=np.uint64)
         self._actions = np.empty(self.num_envs, dtype=np.int64)
 
     def __call__(self, action_mask: np.ndarray) -> np.ndarray:

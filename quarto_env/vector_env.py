@@ -112,6 +112,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from quarto_env.checks import checked_seed
 from quarto_env.core import (
     ALL_SQUARES,
     DECLARE,
@@ -199,6 +200,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """New games everywhere, the opponent's openings played; ``seed`` seeds them and the opponent's draws."""
         start = _starting_state(options, self.vector.variant)  # checked first: bad options change nothing
+        seed = checked_seed(seed)
         super().reset(seed=seed)
         self.vector.reset(seed=seed)
         self.opponent.seed(int(self.np_random.integers(2**63)))

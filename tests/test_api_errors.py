@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import quarto_env
+from agents.envs.vs_agent import make_vs_agent
 from quarto_env import (
     ActionTypeError,
     CallOrderError,
@@ -34,13 +35,14 @@ from quarto_env import (
     SpecError,
     VectorQuarto,
 )
+from quarto_env.core import Variant
 from quarto_env.env import raw_env
 from quarto_env.vector import RandomLegalActions
 from quarto_env.vector_env import QuartoVectorVsAgent
 
 REPO = Path(__file__).resolve().parent.parent
 ENVS = {"env": quarto_env.env, "raw_env": raw_env}
-MALFORMED_ACTIONS = [999, 16, -1, None, "a", 1.5, True, np.float32(3)]
+MALFORMED_ACTIONS = [999, 16, -1, None, "a", 1.5, True, np.float32(3), np.array(3.0), np.array([3]), np.array(True)]
 """Not moves but the caller's bugs: outside Discrete(16), None for an agent still playing, not an integer."""
 HUGE = 10**15
 """Envs whose arrays no machine holds (even numpy's first array, 8 int64 per game, is 58 PiB): before the
@@ -135,6 +137,16 @@ def test_a_malformed_action_raises_illegal_action_naming_it_and_the_range(make: 
     assert env.unwrapped.position == before and env.agents == ["player_0", "player_1"]  # nothing changed
 
 
+@pytest.mark.parametrize("make", list(ENVS.values()), ids=list(ENVS))
+@pytest.mark.parametrize("action", [np.int64(3), np.uint8(3), np.array(3), np.array(3, dtype=np.int32)], ids=repr)
+def test_a_numpy_integer_or_a_0d_integer_array_is_a_move(make: type, action: object) -> None:
+    """What ``model.predict`` returns for one observation is a 0-d array: it is the move it holds."""
+    env = make()
+    env.reset(seed=0)
+    env.step(action)
+    assert env.unwrapped.position == "................ 3"
+
+
 def illegal_move_game(declaration: bool = False) -> tuple[object, str, str]:
     """An env() game in which the agent to act has just placed on an occupied square: ``(env, offender,
     other)``."""
@@ -157,6 +169,7 @@ def test_an_illegal_move_ends_the_game_and_both_infos_say_how(declaration: bool)
         assert env.infos[agent] == {"outcome": Outcome.ILLEGAL_ACTION, "winner": winner}
         assert env.terminations[agent]
     assert env._cumulative_rewards == {offender: -1.0, other: 0.0}
+    assert all(type(reward) is float for reward in env.rewards.values())  # the stock wrapper gave an int 0
     seen = []
     for agent in env.agent_iter():  # the dead steps read the same infos
         _, _, termination, _, info = env.last()
@@ -204,6 +217,24 @@ def test_step_after_the_game_or_before_reset_says_so(make: type) -> None:
     play_to_the_end(env)
     with pytest.raises(CallOrderError, match="game is over"):
         env.step(None)
+
+
+SEEDED = {
+    "env": lambda seed: quarto_env.env().reset(seed=seed),
+    "raw_env": lambda seed: raw_env().reset(seed=seed),
+    "QuartoVsAgent": lambda seed: make_vs_agent().reset(seed=seed),
+    "QuartoVectorVsAgent": lambda seed: QuartoVectorVsAgent(2).reset(seed=seed),
+    "VectorQuarto": lambda seed: VectorQuarto(2).reset(seed=seed),
+}
+
+
+@pytest.mark.parametrize("reset", list(SEEDED.values()), ids=list(SEEDED))
+def test_every_env_takes_a_numpy_integer_seed_and_refuses_a_bad_one_in_its_own_words(reset: Any) -> None:
+    """``np.int64`` seeds are what a seed drawn by numpy is; Gymnasium's seeding takes only ``int``."""
+    reset(np.int64(3))
+    for bad in (-1, 1.5, True, "3"):
+        with pytest.raises(QuartoValueError, match=r"seed \(None or an integer >= 0\)"):
+            reset(bad)
 
 
 BAD_OPTIONS = [
@@ -336,3 +367,12 @@ def test_the_commands_refusals_are_quarto_errors_too() -> None:
         assert issubclass(error, quarto_env.QuartoError), error
     for error in (OutputPathError, IntegrityError, ConfigError, SweepError):
         assert issubclass(error, ValueError), error  # callers that caught ValueError still do
+
+
+def test_numpy_flags_are_flags() -> None:
+    """Flags read from an array are numpy scalars: ``np.True_`` is ``True`` (it raised ``RulesError``)."""
+    env = quarto_env.env(squares=np.True_, declaration=np.False_, attributes=np.int64(3))
+    assert env.unwrapped.variant == Variant.make(3, squares=True)
+    assert type(env.unwrapped.variant.squares) is bool
+    with pytest.raises(RulesError, match="must be True or False"):
+        quarto_env.env(squares=np.int64(1))
