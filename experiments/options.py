@@ -61,7 +61,7 @@ class NumberArgument:
     ``--help`` shows."""
 
     def __init__(self, name: str, limits: NumberLimits) -> None:
-        self._parse = _argument_type(number_parser(name, **limits))
+        self._parse = argument_type(number_parser(name, **limits))
         self.__name__ = name  # what argparse names a type by
         self.limits = limits
         self.allowed = describe_range(
@@ -75,7 +75,7 @@ class NumberArgument:
 _Parsed = TypeVar("_Parsed")
 
 
-def _argument_type(parse: Callable[[str], _Parsed]) -> Callable[[str], _Parsed]:
+def argument_type(parse: Callable[[str], _Parsed]) -> Callable[[str], _Parsed]:
     """``parse`` raising ``argparse.ArgumentTypeError`` for its ``ValueError``: argparse prints that message as
     it is, after the option's name."""
 

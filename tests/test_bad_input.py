@@ -54,6 +54,7 @@ def assert_one_line(argv: list[str], fragment: str, capsys: pytest.CaptureFixtur
 # Value errors: one line, no usage, nothing written
 # ---------------------------------------------------------------------------------------------------------
 VALUE_ERRORS = [
+    (["evaluate", "run", "--checkpoint", "bogus"], "argument --checkpoint: must be best, final, latest or step_N"),
     (["dataset", "--sample", "0"], "argument --sample: sample must be an integer >= 1 and <= 100000, got 0"),
     (["dataset", "--sample", "4", "--seed", "4294967296"], "argument --seed: seed must be an integer >= 0 and <="),
     (["dataset", "--sample", "4", "--symmetries", "12288"], "symmetries must be an integer >= 0 and <= 12287"),
@@ -300,3 +301,42 @@ def test_the_library_refuses_a_pipe_as_a_dataset(tmp_path: Path) -> None:
     with unblocked(fifo) as opened, pytest.raises(ValueError, match="is not a regular file"):
         load_dataset(fifo)
     assert not opened
+
+
+# ---------------------------------------------------------------------------------------------------------
+# quarto plot: runs without curves, probe records of another shape
+# ---------------------------------------------------------------------------------------------------------
+def test_plot_refuses_a_run_without_evaluation_curves_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run stopped before its first evaluation has TensorBoard events but no ``eval/`` curve (matplotlib's
+    gridspec raised on zero columns); random bytes as an event file read the same."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    early, damaged = tmp_path / "early", tmp_path / "damaged"
+    writer = SummaryWriter(str(early / "tb"))
+    writer.add_scalar("train/loss", 1.0, 1)
+    writer.close()
+    (damaged / "tb").mkdir(parents=True)
+    (damaged / "tb" / "events.out.tfevents.1.host").write_bytes(os.urandom(300))
+    for run_dir in (early, damaged):
+        out = tmp_path / f"{run_dir.name}.png"
+        assert_one_line(["plot", str(run_dir), "--out", str(out)], "has no evaluation curves in its tb/ yet", capsys)
+        assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        '{"protocol": 5, "results": 5}',
+        '{"protocol": {}, "results": []}',
+        '{"protocol": {"settings": {}}, "results": [1]}',
+    ],
+)
+def test_plot_probe_refuses_a_record_of_another_shape_in_one_line(
+    record: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, out = tmp_path / "record.json", tmp_path / "probe.png"
+    path.write_text(record)
+    assert_one_line(["plot", "--probe", str(path), "--out", str(out)], "is not a probe record", capsys)
+    assert not out.exists()

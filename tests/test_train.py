@@ -342,6 +342,23 @@ def test_resume_continues_the_step_count_and_the_curves(tiny_run: tuple[Path, st
     assert (run_dir / "command.txt").read_text().count("quarto train") == 2
 
 
+def test_a_finished_run_without_its_checkpoints_is_not_silently_trained_again(
+    tiny_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``checkpoints/`` gone from a run that wrote its final table: a resume would start from step 0 beside the
+    old curves; it is refused in one line, and nothing changes."""
+    import shutil
+
+    run_dir = tmp_path / "finished"
+    shutil.copytree(tiny_run[0], run_dir)
+    shutil.rmtree(run_dir / "checkpoints")
+    before = sorted(path.name for path in run_dir.rglob("*"))
+    assert train_module.main(["--resume", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "has its final table but no checkpoint" in err[0] and "--overwrite" in err[0], err
+    assert sorted(path.name for path in run_dir.rglob("*")) == before
+
+
 def test_a_run_evaluates_from_step_0_and_a_resume_redoes_no_evaluation(tiny: list[str], tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     budget = [item for item in tiny if not item.startswith(("early_evals", "grade"))]

@@ -72,6 +72,7 @@ from experiments.options import (
     add_opening_plies_argument,
     add_progress_argument,
     add_seed_argument,
+    argument_type,
 )
 from experiments.training.az_selfplay import PUCTMover
 from experiments.training.config import MAX_GAMES, ConfigError, check_agent_specs
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--checkpoint",
         dest="checkpoint_name",
-        type=checkpoint_name,
+        type=argument_type(checkpoint_name),
         default=None,
         metavar="NAME",
         help="with a run folder, its checkpoint: best, final, latest or step_N (default: final.zip, else latest.zip "

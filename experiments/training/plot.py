@@ -185,10 +185,9 @@ def _probe_record(parser: CommandParser, path: Path) -> dict[str, Any]:
     input_file_or_exit(parser, path, "probe record")
     try:
         record = json.loads(path.read_text())
-        if not isinstance(record, dict) or not {"protocol", "results"} <= record.keys():
-            raise ValueError
+        probe_lines([record])  # every field the figure reads, read once: a record of another shape fails here
         return record
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError, StopIteration):
         parser.error(f"{shortened(str(path))!r} is not a probe record: the --json file of quarto bench network")
 
 
@@ -234,7 +233,15 @@ def _plot(parser: CommandParser, args: argparse.Namespace) -> int:
         if not _has_events(run):
             parser.error(f"{shortened(str(run))!r} is not a training run folder: it has no tb/ with TensorBoard events")
 
-    rows = panels({run.name: score_curves(run) for run in args.runs}, args.argmax)
+    curves = {}
+    for run in args.runs:
+        curves[run.name] = score_curves(run)
+        if not curves[run.name]:
+            parser.error(
+                f"{shortened(str(run))!r} has no evaluation curves in its tb/ yet (eval/<opponent>/score): a run "
+                "draws them from its first evaluation on"
+            )
+    rows = panels(curves, args.argmax)
     columns = max(len(row) for row in rows)
     figure, axes = plt.subplots(len(rows), columns, figsize=(5 * columns, 4 * len(rows)), squeeze=False)
     for row_axes, row in zip(axes, rows, strict=True):

@@ -41,7 +41,7 @@ from experiments.run_folder import (
 from experiments.training.config import FIXED_ON_RESUME, ConfigError, TrainConfig, check_agents, describe_fields
 from experiments.training.config_file import DEFAULT_CONFIG, load_config, save_config
 from experiments.training.ray_runtime import check_address, check_reachable, start_ray
-from quarto_env.checks import one_line
+from quarto_env.checks import one_line, shortened
 from quarto_env.extras import require as require_extra
 
 BACKENDS = {
@@ -284,6 +284,11 @@ def _train(
         remove_orphan_temporaries(run_dir / "checkpoints")  # left by a process killed mid-write (the claim: run_dir's)
         backend = cast(Backend, importlib.import_module(BACKENDS[config.algorithm, config.backend]))
         from_start = resume and not has_checkpoint(run_dir)  # stopped before its first checkpoint
+        if from_start and (run_dir / "final_eval.json").exists():  # got to its end: its checkpoints were removed
+            raise CheckpointError(
+                f"{shortened(str(run_dir))!r} has its final table but no checkpoint to resume from in checkpoints/; "
+                "--overwrite trains it again from step 0"
+            )
         state = backend.start(config, run_dir, resume and not from_start)
         started_ray = needs_ray is not None and start_ray(address)
         try:
