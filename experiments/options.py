@@ -75,6 +75,16 @@ class NumberArgument:
 _Parsed = TypeVar("_Parsed")
 
 
+def refuse_unused(parser: argparse.ArgumentParser, args: argparse.Namespace, needed: str, *options: str) -> None:
+    """One line and exit 2 when one of ``options`` (as typed: ``--delay``) was given a value other than its
+    default where ``needed`` (said in the line: ``--gif``) is missing, so that it would do nothing: a silent
+    no-op hides a mistake in the command line."""
+    for option in options:
+        dest = option.lstrip("-").replace("-", "_")
+        if getattr(args, dest) != parser.get_default(dest):
+            parser.error(f"{option} is used only with {needed}")
+
+
 def argument_type(parse: Callable[[str], _Parsed]) -> Callable[[str], _Parsed]:
     """``parse`` raising ``argparse.ArgumentTypeError`` for its ``ValueError``: argparse prints that message as
     it is, after the option's name."""

@@ -340,3 +340,30 @@ def test_plot_probe_refuses_a_record_of_another_shape_in_one_line(
     path.write_text(record)
     assert_one_line(["plot", "--probe", str(path), "--out", str(out)], "is not a probe record", capsys)
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Options that would do nothing: refused, not ignored
+# ---------------------------------------------------------------------------------------------------------
+UNUSED_OPTIONS = [
+    (["replay", "games.jsonl", "--jobs", str(options.all_cores() % options.MAX_JOBS + 1)], "--jobs is used only with"),
+    (["suite", "standard-v1", "--out", "<tmp>/s.jsonl"], "--out is used only with --build"),
+    (["suite", "standard-v1", "--games", "5"], "--games is used only with --build"),
+]
+
+
+@pytest.mark.parametrize(("argv", "fragment"), UNUSED_OPTIONS, ids=[" ".join(a) for a, _ in UNUSED_OPTIONS])
+def test_an_option_that_would_do_nothing_is_refused_in_one_line(
+    argv: list[str], fragment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [arg.replace("<tmp>", str(tmp_path)) for arg in argv]
+    assert_one_line(argv, fragment, capsys)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_evaluate_refuses_sims_for_a_ppo_checkpoint(
+    tiny_run: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_one_line(
+        ["evaluate", str(tiny_run[0]), "--sims", "5"], "--sims is used only with alphazero checkpoints", capsys
+    )

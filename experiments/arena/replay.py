@@ -45,6 +45,7 @@ from experiments.options import (
     add_progress_argument,
     all_cores,
     capped_jobs,
+    refuse_unused,
 )
 from experiments.output import add_overwrite_argument, claim_if_asked, claim_output
 from quarto_env.checks import shortened
@@ -109,6 +110,8 @@ def main(argv: list[str]) -> int:
         parser.error("--grade grades the moves of the --html page: give --html OUT.html")
     if args.grade:
         args.jobs = capped_jobs(parser, args.jobs)
+    else:
+        refuse_unused(parser, args, "--grade", "--jobs")
     if args.html and (args.gif or args.frames):
         parser.error("--html writes a page of every game: use it without --gif and --frames")
     if args.html:

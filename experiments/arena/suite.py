@@ -44,6 +44,7 @@ from experiments.options import (
     add_seed_argument,
     check_specs,
     parse_command,
+    refuse_unused,
 )
 from experiments.output import add_overwrite_argument, claim_output
 from quarto_env.core import Variant
@@ -86,6 +87,7 @@ def main(argv: list[str]) -> int:
         return _list_suites()
     if args.build:
         return _build(parser, args, argv, variant)
+    refuse_unused(parser, args, "--build", "--out", "--per-stage", "--games", "--sources")
     try:
         suite = load_suite(args.name)
     except SuiteError as error:

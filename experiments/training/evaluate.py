@@ -77,7 +77,7 @@ from experiments.options import (
 from experiments.training.az_selfplay import PUCTMover
 from experiments.training.config import MAX_GAMES, ConfigError, check_agent_specs
 from experiments.training.selfplay import policy_players
-from quarto_env.checks import one_line
+from quarto_env.checks import one_line, shortened
 from quarto_env.core import Variant
 from quarto_env.observation import observation_kind
 
@@ -209,6 +209,11 @@ def _checked_specs(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     check_spec_syntax(opponents)
     checkpoint = learner_checkpoint(args.checkpoint, args.checkpoint_name)
     metadata = read_metadata(checkpoint)
+    algorithm = metadata.get("algorithm", "ppo")
+    if algorithm != "alphazero" and args.sims != [DEFAULT_PUCT_SIMULATIONS]:
+        raise ConfigError(
+            f"--sims is used only with alphazero checkpoints; {shortened(str(checkpoint))!r} is {algorithm}"
+        )
     check_agent_specs(opponents, Variant.make(**metadata["variant"]), args.seed)
     return checkpoint, metadata
 
