@@ -54,7 +54,7 @@ from agents.networks.policy_value import (
 from agents.storage.files import atomic_write_bytes
 from agents.trained import TrainedAgent
 from quarto_env.checks import one_line
-from quarto_env.core import State, Variant
+from quarto_env.core import State, Variant, checked_variant
 from quarto_env.errors import QuartoValueError
 from quarto_env.observation import ObservationKind, observation_kind
 from quarto_env.vector import GameBatch
@@ -183,7 +183,7 @@ def load_policy(path: str | Path, variant: Variant | None = None, device: str = 
     ``cuda``; ``ValueError`` for ``cuda`` without a GPU). Every failure of the file is a :class:`CheckpointError` naming
     it."""
     on_device = resolve_device(device)
-    path, metadata, trained = checkpoint_metadata(path, "ppo", variant)
+    path, metadata, trained = checkpoint_metadata(path, "ppo", None if variant is None else checked_variant(variant))
     policy = _policy_for(path, metadata, trained)
     weights = read_weights(path, POLICY_ENTRY)
     with weights_fit(path, POLICY_ENTRY):

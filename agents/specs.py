@@ -22,9 +22,9 @@ from typing import Any
 from agents.base import Agent
 from agents.tree.choices import DEFAULT_C_PUCT, DEFAULT_PLAYOUT, PLAYOUTS, ROOTS
 from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS
-from quarto_env.checks import number_parser
-from quarto_env.core import NUM_ACTIONS, STANDARD, Variant
-from quarto_env.errors import SpecError
+from quarto_env.checks import checked_seed, number_parser
+from quarto_env.core import NUM_ACTIONS, STANDARD, Variant, checked_variant
+from quarto_env.errors import QuartoTypeError, SpecError
 from quarto_env.extras import as_missing_extra
 
 
@@ -83,6 +83,8 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
 
 def parse_spec(spec: str) -> tuple[AgentKind, dict[str, Any]]:
     """The kind and the option values (defaults filled in) named by ``spec``."""
+    if not isinstance(spec, str):
+        raise QuartoTypeError(f"an agent spec is a string such as 'random' or 'minimax:depth=2', got {spec!r}")
     name, _, rest = spec.strip().partition(":")
     if name not in AGENT_KINDS:
         raise SpecError(
@@ -126,6 +128,7 @@ _NAMED_ITEM = re.compile(r"\w+=")
 
 def make_agent(spec: str, variant: Variant = STANDARD, seed: int | None = None) -> Agent:
     """Build the agent named by ``spec`` for ``variant``, seeded with ``seed``."""
+    variant, seed = checked_variant(variant), checked_seed(seed)
     kind, values = parse_spec(spec)
     if "checkpoint" in kind.options:  # a run folder becomes the file it stands for, here for every such kind
         name = values.pop("checkpoint") or None

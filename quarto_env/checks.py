@@ -132,6 +132,16 @@ def _bound(bound: float) -> str:
 AGENTS = ("player_0", "player_1")
 """The two seats at the table, ``player_0`` and ``player_1``."""
 FIRST_PLAYER_CHOICES = ("random", 0, 1, *AGENTS)
+
+
+def checked_agent(agent: object) -> str:
+    """``agent`` if it names a seat of :data:`AGENTS`; ``ValueError`` naming them otherwise (a dict lookup's
+    ``KeyError``, or an observation of nobody's, would hide the typo)."""
+    if agent != AGENTS[0] and agent != AGENTS[1]:  # two comparisons: observe() runs at every step
+        raise QuartoValueError(f"no agent {agent!r}: the agents are {', '.join(AGENTS)}")
+    return agent  # type: ignore[return-value]
+
+
 """What ``first_player`` takes: a draw from the seed, or the seat that gives first."""
 
 

@@ -131,6 +131,7 @@ for the agent that played it, 0 for the other.
 
 from __future__ import annotations
 
+import inspect
 import operator
 import sys
 import time
@@ -146,7 +147,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from quarto_env import PETTINGZOO_ENV_ID
-from quarto_env.checks import AGENTS, checked_number, checked_seed
+from quarto_env.checks import AGENTS, checked_agent, checked_number, checked_seed
 from quarto_env.core import (
     DECLARE,
     INITIAL_STATE,
@@ -158,7 +159,7 @@ from quarto_env.core import (
     legal_mask,
     step,
 )
-from quarto_env.errors import ActionTypeError, CallOrderError, IllegalActionError, QuartoValueError
+from quarto_env.errors import ActionTypeError, CallOrderError, IllegalActionError, QuartoTypeError, QuartoValueError
 from quarto_env.extras import require
 from quarto_env.flags import RuleFlags
 from quarto_env.notation import RESET_OPTIONS, format_position, starting_position
@@ -328,7 +329,13 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
         time_limit: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         render_mode: str | None = None,
+        **unknown: Any,
     ) -> None:
+        if unknown:  # QuartoTypeError, as the other envs say it (Python's own TypeError is no error of ours)
+            known = [name for name in inspect.signature(raw_env.__init__).parameters if name not in ("self", "unknown")]
+            raise QuartoTypeError(
+                f"quarto_v1 has no argument {', '.join(sorted(unknown))}; its arguments: {', '.join(known)}"
+            )
         EzPickle.__init__(
             self,
             attributes=attributes,
@@ -406,11 +413,11 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
     # -----------------------------------------------------------------------------------------------------
     def observation_space(self, agent: str) -> spaces.Space:
         """The observation space of ``agent`` (the same for both)."""
-        return self.observation_spaces[agent]
+        return self.observation_spaces[checked_agent(agent)]
 
     def action_space(self, agent: str) -> spaces.Space:
         """The action space of ``agent`` (the same for both)."""
-        return self.action_spaces[agent]
+        return self.action_spaces[checked_agent(agent)]
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """Start a new game; ``seed`` seeds the draw of the first player, ``options={"position": ...}`` sets
@@ -471,6 +478,7 @@ class raw_env(AECEnv[str, dict[str, np.ndarray], int], EzPickle):
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """The observation planes of the position and ``agent``'s action mask (all zeros unless it acts)."""
+        checked_agent(agent)
         planes = np.zeros(self._shape, dtype=np.int8)
         mask = np.empty(self._num_actions, dtype=np.int8)
         acting = agent == self.agent_selection and not (

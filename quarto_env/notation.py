@@ -20,6 +20,7 @@ from quarto_env.core import (
     STANDARD,
     State,
     Variant,
+    checked_variant,
     from_board,
     has_winning_group,
 )
@@ -42,6 +43,9 @@ def parse_position(text: str, variant: Variant = STANDARD) -> State:
     Outside the declaration variant, a board with a winning group is a finished game: it is accepted only
     with ``-`` in hand (the winner is the player who just placed), since nobody gives a piece after winning.
     """
+    if not isinstance(text, str):
+        raise QuartoTypeError(f"a position is a string in the position notation, e.g. {EXAMPLE!r}; got {text!r}")
+    variant = checked_variant(variant)
     text = text.strip()
     if len(text) != NUM_SQUARES + 2 or text[NUM_SQUARES] != " ":
         raise PositionError(

@@ -19,6 +19,8 @@ import pytest
 
 import quarto_env
 from agents.envs.vs_agent import make_vs_agent
+from agents.ppo import load_policy
+from agents.specs import make_agent
 from quarto_env import (
     ActionTypeError,
     CallOrderError,
@@ -37,6 +39,7 @@ from quarto_env import (
 )
 from quarto_env.core import Variant
 from quarto_env.env import raw_env
+from quarto_env.notation import parse_position
 from quarto_env.vector import RandomLegalActions
 from quarto_env.vector_env import QuartoVectorVsAgent
 
@@ -376,3 +379,37 @@ def test_numpy_flags_are_flags() -> None:
     assert type(env.unwrapped.variant.squares) is bool
     with pytest.raises(RulesError, match="must be True or False"):
         quarto_env.env(squares=np.int64(1))
+
+
+@pytest.mark.parametrize("make", list(ENVS.values()), ids=list(ENVS))
+def test_an_unknown_argument_of_the_aec_env_is_a_quarto_type_error_naming_the_arguments(make: type) -> None:
+    with pytest.raises(
+        QuartoTypeError, match=r"quarto_v1 has no argument foo; its arguments: attributes, .*render_mode"
+    ):
+        make(foo=1)
+
+
+def test_an_unknown_agent_name_is_refused_naming_the_agents() -> None:
+    """A typo in an agent's name used to observe nobody's position (``observe``) or raise a bare ``KeyError``."""
+    env = quarto_env.env()
+    env.reset(seed=0)
+    for call in (env.observe, env.action_space, env.observation_space):
+        with pytest.raises(QuartoValueError, match=r"no agent 'player_9': the agents are player_0, player_1"):
+            call("player_9")
+
+
+BAD_LIBRARY_CALLS = [
+    (lambda: make_agent(5), QuartoTypeError, "an agent spec is a string"),
+    (lambda: make_agent("random", variant="x"), QuartoTypeError, "variant must be a Variant"),
+    (lambda: make_agent("random", seed=-1), QuartoValueError, r"seed \(None or an integer >= 0\)"),
+    (lambda: make_agent("random", seed=1.5), QuartoValueError, r"seed \(None or an integer >= 0\)"),
+    (lambda: parse_position(5), QuartoTypeError, "a position is a string in the position notation"),
+    (lambda: parse_position("................ -", 5), QuartoTypeError, "variant must be a Variant"),
+    (lambda: load_policy("no-such-run", variant=5), QuartoTypeError, "variant must be a Variant"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "fragment"), BAD_LIBRARY_CALLS, ids=range(len(BAD_LIBRARY_CALLS)))
+def test_library_calls_with_a_wrong_argument_raise_the_projects_errors(call: Any, error: type, fragment: str) -> None:
+    with pytest.raises(error, match=fragment):
+        call()

@@ -323,6 +323,11 @@ def test_a_run_folder_means_its_final_checkpoint(
     assert checkpoint_path(kept / "best.zip") == kept / "best.zip"  # a file is itself, and says nothing
     assert capsys.readouterr().err == f"{run_dir}: playing {kept / 'best.zip'}\n"  # once per file
     assert checkpoint_path(run_dir, "step_000000512") == kept / "step_000000512.zip"
+    unpadded = make_agent(f"ppo:{run_dir},checkpoint=step_512")  # the step as a number: the same file
+    assert all(
+        th.equal(t, load_policy(kept / "step_000000512.zip").policy.state_dict()[n])
+        for n, t in unpadded.policy.state_dict().items()
+    )
     training = tmp_path / "training"  # a run still training: no final.zip yet
     (training / "checkpoints").mkdir(parents=True)
     shutil.copy(kept / "latest.zip", training / "checkpoints" / "latest.zip")
@@ -344,7 +349,7 @@ def test_the_checkpoint_option_names_one_in_a_run_folder_for_every_kind(tiny_run
     agent = make_agent(f"ppo:{run_dir},checkpoint=best")
     assert all(th.equal(tensor, best[name]) for name, tensor in agent.policy.state_dict().items())
     for kind in ("ppo", "az", "rllib"):
-        assert parse_spec(f"{kind}:RUN,checkpoint=step_5")[1]["checkpoint"] == "step_5"
+        assert parse_spec(f"{kind}:RUN,checkpoint=step_5")[1]["checkpoint"] == "step_000000005"  # the file's name
         with pytest.raises(SpecError, match="must be best, final, latest or step_N"):
             parse_spec(f"{kind}:RUN,checkpoint=top")
 

@@ -420,11 +420,18 @@ CHECKPOINT_NAME = re.compile(r"best|final|latest|step_\d+")
 
 def checkpoint_name(text: str) -> str:
     """A checkpoint's name in a run folder (:data:`CHECKPOINT_NAME`), for the ``checkpoint`` option of the agent
-    specs; ``ValueError`` naming the allowed names otherwise."""
+    specs: ``step_8192`` names the file ``step_000008192.zip`` (:func:`step_checkpoint_name`); ``ValueError``
+    naming the allowed names otherwise."""
     name = text.strip().removesuffix(".zip")
     if not CHECKPOINT_NAME.fullmatch(name):
         raise QuartoValueError(f"must be best, final, latest or step_N, got {text!r}")
-    return name
+    return step_checkpoint_name(int(name.removeprefix("step_"))) if name.startswith("step_") else name
+
+
+def step_checkpoint_name(step: int) -> str:
+    """The name of the checkpoint a run saves at learner step ``step``: its digits padded to nine, so that the
+    files sort by step."""
+    return f"step_{step:09d}"
 
 
 def checkpoint_path(path: str | Path, name: str | None = None) -> Path:

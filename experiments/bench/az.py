@@ -75,7 +75,7 @@ DEFAULT_GAMES = (1, 16, 128)
 
 def main(argv: list[str]) -> int:
     """Run the benchmark; one row per number of games."""
-    parser = CommandParser(prog="quarto bench az", description=__doc__.split("\n")[0])
+    parser = CommandParser(prog="quarto bench az", description=__doc__.split("\n\n")[0])
     games_help = (
         f"numbers of games searched side by side (default {' '.join(map(str, DEFAULT_GAMES))}; the first is the "
         f"reference); with --workers, one number: the games of each process (default {DEFAULT_GAMES[-1]})"

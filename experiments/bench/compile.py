@@ -165,7 +165,7 @@ index with the other's machine code."""
 # ---------------------------------------------------------------------------------------------------------
 def main(argv: list[str]) -> int:
     """Run the groups of workloads (in ``--jobs`` processes) and print a line per group, then the totals."""
-    parser = CommandParser(prog="quarto compile", description=__doc__.split("\n")[0])
+    parser = CommandParser(prog="quarto compile", description=__doc__.split("\n\n")[0])
     add_integer_argument(
         parser, "--jobs", len(GROUPS), "processes running the groups (1: this one)", fewest=1, most=len(GROUPS)
     )

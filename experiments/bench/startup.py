@@ -113,7 +113,7 @@ class Row:
 
 def main(argv: list[str]) -> int:
     """Time the rows in alternating rounds and print one line per row, then the ratios to the peer's."""
-    parser = CommandParser(prog="quarto bench startup", description=__doc__.split("\n")[0])
+    parser = CommandParser(prog="quarto bench startup", description=__doc__.split("\n\n")[0])
     add_integer_argument(parser, "--runs", 5, "processes timed for each row", fewest=1, most=MAX_RUNS)
     add_integer_argument(
         parser, "--sims", OUR_SIMS, "our MCTS simulations for the first move", fewest=1, most=MAX_UCT_SIMULATIONS

@@ -232,7 +232,7 @@ def play_match(engines: Engines, games: int, seconds: float, seed: int) -> list[
 
 def main(argv: list[str]) -> int:
     """Play the match at each turn time, then grade both engines' turns."""
-    parser = CommandParser(prog="quarto bench mcts", description=__doc__.split("\n")[0])
+    parser = CommandParser(prog="quarto bench mcts", description=__doc__.split("\n\n")[0])
     add_integer_argument(
         parser, "--turn-ms", [50, 200], "milliseconds per turn, each engine", fewest=1, most=MAX_TURN_MS, nargs="+"
     )

@@ -71,7 +71,13 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from agents.interrupts import STOP_SIGNALS
-from agents.networks.checkpoints import CheckpointError, DamagedCheckpointError, read_metadata, read_weights
+from agents.networks.checkpoints import (
+    CheckpointError,
+    DamagedCheckpointError,
+    read_metadata,
+    read_weights,
+    step_checkpoint_name,
+)
 from experiments.evaluation.log import EVAL_PREFIXES, EvaluationLog, EvaluationPlan, tag_name
 from experiments.training.config import SEED_LIMIT, ConfigError, TrainConfig, config_table
 from experiments.training.config_file import check_unchanged_on_resume
@@ -424,7 +430,7 @@ class Checkpoints:
 
     def save_step(self, step: int) -> None:
         """``step_<N>.zip`` (the network, to play) and ``latest.zip`` (resumable)."""
-        self.save(self.folder / f"step_{step:09d}.zip", False)
+        self.save(self.folder / f"{step_checkpoint_name(step)}.zip", False)
         self.save(self.latest, True)
 
     def save_best(self) -> None:
