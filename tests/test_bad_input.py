@@ -367,3 +367,13 @@ def test_evaluate_refuses_sims_for_a_ppo_checkpoint(
     assert_one_line(
         ["evaluate", str(tiny_run[0]), "--sims", "5"], "--sims is used only with alphazero checkpoints", capsys
     )
+
+
+def test_plot_writes_the_format_its_suffix_names_and_refuses_one_it_cannot(
+    tiny_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    svg = tmp_path / "curves.svg"
+    assert run(["plot", str(tiny_run[0]), "--out", str(svg)], capsys)[0] == 0
+    assert b"<svg" in svg.read_bytes()[:500]
+    assert_one_line(["plot", str(tiny_run[0]), "--out", str(tmp_path / "c.docx")], "matplotlib writes no .docx", capsys)
+    assert not (tmp_path / "c.docx").exists()

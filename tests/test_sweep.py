@@ -114,6 +114,10 @@ def test_resume_needs_a_sweep_folder(tmp_path: Path) -> None:
     status, _, err = run_main(["--resume", str(tmp_path)])
     assert status == 2
     assert "no sweep.json there" in err
+    for other in ('{"config": null}', "[1]", '{"sets": 5, "seeds": [0]}'):
+        (tmp_path / "sweep.json").write_text(other)
+        status, _, err = run_main(["--resume", str(tmp_path)])
+        assert status == 2 and err.count("\n") == 1 and "is not a sweep's settings" in err, err
     status, _, err = run_main(["--resume", str(tmp_path), "--seeds", "0"])
     assert status == 2
     assert "drop --seeds" in err

@@ -326,6 +326,8 @@ def test_resume_refuses_what_is_not_an_interrupted_tournament(
         return capsys.readouterr().err.splitlines()[-1]
 
     assert "no such folder" in refused(tmp_path / "nowhere")
+    (tmp_path / "a.zip").write_bytes(b"PK")
+    assert "a file, not a tournament's folder" in refused(tmp_path / "a.zip")
     (tmp_path / "empty").mkdir()
     assert "no config.json there" in refused(tmp_path / "empty")
     other = killed_copy(serial, tmp_path / "other", kept=4)

@@ -59,7 +59,8 @@ def resumed_args(
     options; a setting given here that would change the run's games or results exits naming it."""
     folder = args.resume
     if not os.path.isdir(folder):  # not Path.is_dir, which raises for a name too long to look up
-        parser.error(f"--resume {folder}: no such folder, so no tournament to finish")
+        what = "a file, not a tournament's folder" if os.path.lexists(folder) else "no such folder"
+        parser.error(f"--resume {folder}: {what}, so no tournament to finish")
     if args.out is not None and args.out.resolve() != folder.resolve():
         parser.error(f"--resume {folder} writes into that folder; drop --out {args.out}")
     stored = _stored_config(parser, folder)

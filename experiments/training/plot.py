@@ -33,6 +33,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.backend_bases import FigureCanvasBase
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.storage.files import atomic_write_bytes
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         required=True,
         metavar="FILE",
-        help="PNG file to write",
+        help="image file to write: PNG, or the format its suffix names (.svg, .pdf, .jpg, ...)",
     )
     add_overwrite_argument(parser)
     parser.add_argument("--x", choices=("steps", "time"), default="steps", help="horizontal axis")
@@ -218,8 +219,23 @@ def main(argv: list[str] | None = None) -> int:
         help="draw the data-scaling curve of quarto bench network's --json records instead of training curves",
     )
     args = parser.parse_args(argv)
+    image_format(parser, args.out)  # checked before the file is claimed
     with claim_output(args.out, "file", overwrite=args.overwrite, prog=parser.prog):
         return _plot(parser, args)
+
+
+def image_format(parser: CommandParser, out: Path) -> str:
+    """The image format that ``out``'s suffix names (``png`` without one), or one line and exit 2 naming the
+    suffixes matplotlib writes: a ``.jpg`` holding PNG bytes would puzzle every viewer."""
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = _suffix_format(out)
+    if suffix not in formats:
+        parser.error(f"--out {shortened(str(out))!r}: matplotlib writes no .{suffix}; it writes .{', .'.join(formats)}")
+    return suffix
+
+
+def _suffix_format(out: Path) -> str:
+    return out.suffix.lower().removeprefix(".") or "png"
 
 
 def _plot(parser: CommandParser, args: argparse.Namespace) -> int:
@@ -258,9 +274,9 @@ def _plot(parser: CommandParser, args: argparse.Namespace) -> int:
 
 
 def _save(figure: Any, out: Path) -> int:
-    """Write ``figure`` as a PNG to ``out``, atomically."""
+    """Write ``figure`` to ``out``, atomically, in the format its suffix names (:func:`image_format`)."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
+    figure.savefig(buffer, format=_suffix_format(out), dpi=100)
     atomic_write_bytes(out, buffer.getvalue())
     print(f"wrote {out}")
     return 0

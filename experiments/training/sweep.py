@@ -228,8 +228,13 @@ def resumed_sweep(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         settings = {**settings, "seeds": [int(s) for s in settings["seeds"]], "sets": sets}
     except FileNotFoundError:
         raise SweepError(f"--resume {out}: no {SWEEP_FILE} there, so no sweep to finish") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SweepError(f"--resume {out}: {SWEEP_FILE} cannot be read: {one_line(exc)}") from None
+    except (ValueError, KeyError, TypeError):  # JSON of another shape: what the error says would only puzzle
+        raise SweepError(
+            f"--resume {out}: {SWEEP_FILE} is not a sweep's settings (an object with its config, seeds and sets, "
+            "as quarto sweep writes it)"
+        ) from None
     check_ray(args.address)
     check_output_path(out, "run", "--resume")
     return out, settings
