@@ -15,7 +15,7 @@ from typing import Any
 
 from quarto_env.checks import checked_first_player, checked_penalty
 from quarto_env.core import Variant
-from quarto_env.errors import QuartoTypeError
+from quarto_env.errors import QuartoTypeError, RulesError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +39,11 @@ class RuleFlags:
         object.__setattr__(self, "_variant", Variant.make(self.attributes, self.squares, self.declaration,
                                                           self.false_declaration))  # fmt: skip
         object.__setattr__(self, "_penalty", checked_penalty(self.false_declaration_penalty))
+        if self.false_declaration != "penalty" and self.penalty != DEFAULT_PENALTY:  # it would do nothing
+            raise RulesError(
+                f"false_declaration_penalty={self.false_declaration_penalty!r} needs false_declaration='penalty': "
+                f"under {self.false_declaration!r} a false declaration is never penalised"
+            )
         object.__setattr__(self, "_first_seat", checked_first_player(self.first_player))
 
     @property
@@ -75,5 +80,7 @@ class RuleFlags:
         return {name: getattr(self, name) for name in FLAG_NAMES}
 
 
+DEFAULT_PENALTY = RuleFlags.false_declaration_penalty
+"""The reward of a false declaration unless said: only ``false_declaration="penalty"`` may say another."""
 FLAG_NAMES = tuple(field.name for field in dataclasses.fields(RuleFlags))
 """The names of the rule flags, in the order the env pages list them."""

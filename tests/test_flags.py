@@ -37,6 +37,8 @@ def test_flags_make_the_variant_and_the_play_settings() -> None:
         ({"squares": True, "corners": True}, TypeError, "VectorQuarto has no flag corners; its flags: attributes,"),
         ({"first_player": "me"}, ValueError, "first_player must be one of"),
         ({"false_declaration_penalty": 1}, ValueError, "false_declaration_penalty"),
+        ({"false_declaration_penalty": -0.5}, ValueError, "needs false_declaration='penalty'"),  # it would do nothing
+        ({"declaration": True, "false_declaration_penalty": -0.5}, ValueError, "under 'lose' a false declaration is"),
         ({"attributes": 7}, ValueError, "attributes"),
     ],
 )
