@@ -169,6 +169,8 @@ class AlphaZeroAgent(Agent):
             raise QuartoValueError(f"root must be one of {', '.join(ROOTS)}, got {root!r}")
         if root == "gumbel" and time:
             raise QuartoValueError("root=gumbel plans its phases for a number of simulations: give sims, not time")
+        if root != "gumbel" and k != DEFAULT_GUMBEL_ACTIONS:
+            raise QuartoValueError(f"k={k} is used only with root=gumbel (the PUCT root considers every action)")
         self.root = root
         self.k = GumbelRoot(k).actions  # checked now, not at the first move
         if network is None:

@@ -323,5 +323,7 @@ def test_the_az_spec_takes_root_and_k_and_refuses_bad_ones() -> None:
         assert AGENT_KINDS["az"].options["root"].type(root) == root
     with pytest.raises(ValueError, match="give sims, not time"):
         AlphaZeroAgent(STANDARD, 0, network=small_network(), time=0.5, root="gumbel")
+    with pytest.raises(ValueError, match="k=4 is used only with root=gumbel"):  # it would do nothing
+        AlphaZeroAgent(STANDARD, 0, network=small_network(), k=4)
     with pytest.raises(ValueError, match="root must be one of puct, gumbel"):
         AlphaZeroAgent(STANDARD, 0, network=small_network(), root="uct")
