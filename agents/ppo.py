@@ -19,7 +19,6 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-import zlib
 from pathlib import Path
 from typing import Any, cast
 
@@ -52,6 +51,7 @@ from agents.networks.policy_value import (
     resolve_device,
 )
 from agents.storage.files import atomic_write_bytes
+from agents.storage.integrity import ARCHIVE_DAMAGE
 from agents.trained import TrainedAgent
 from quarto_env.checks import one_line
 from quarto_env.core import State, Variant, checked_variant
@@ -264,7 +264,7 @@ def _saved_update_count(path: str | Path) -> int:
     try:
         with zipfile.ZipFile(path) as archive:
             data = json.loads(archive.read("data"))
-    except (KeyError, zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError):
+    except ARCHIVE_DAMAGE:
         return 0
     count = data.get("_n_updates") if isinstance(data, dict) else None
     return count if isinstance(count, int) and not isinstance(count, bool) else 0

@@ -349,6 +349,7 @@ UNUSED_OPTIONS = [
     (["replay", "games.jsonl", "--jobs", str(options.all_cores() % options.MAX_JOBS + 1)], "--jobs is used only with"),
     (["suite", "standard-v1", "--out", "<tmp>/s.jsonl"], "--out is used only with --build"),
     (["suite", "standard-v1", "--games", "5"], "--games is used only with --build"),
+    (["solve", POSITION, "--checkpoint-every", "5"], "--checkpoint-every is used only with --resume"),
 ]
 
 

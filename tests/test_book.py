@@ -4,6 +4,7 @@ keys under the game's symmetries, the level enumeration against random play, and
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -227,6 +228,83 @@ def test_the_shipped_book_is_refused_with_a_warning_when_damaged(
         book_module.shipped_book.cache_clear()
     assert book_module.default_book_path(Variant.make(squares=True)).name == "book-squares.npz"
     assert book_module.default_book_path(Variant.make(attributes=2)).name.startswith("book-")
+
+
+TRUNCATIONS: dict[str, Callable[[int], int]] = {
+    "empty": lambda size: 0,
+    "its first bytes": lambda size: 10,
+    "half of it": lambda size: size // 2,
+    "all but its last byte": lambda size: size - 1,
+}
+"""How many of a book file's ``size`` bytes a damaged copy keeps."""
+
+
+def truncated_copy(source: Path, path: Path, keep: Callable[[int], int]) -> Path:
+    """``path``, written with the first ``keep(size)`` of ``source``'s bytes."""
+    data = source.read_bytes()
+    path.write_bytes(data[: keep(len(data))])
+    return path
+
+
+@pytest.mark.parametrize("keep", TRUNCATIONS.values(), ids=TRUNCATIONS)
+def test_a_truncated_or_empty_book_is_a_book_error(small_books, tmp_path: Path, keep: Callable[[int], int]) -> None:  # type: ignore[no-untyped-def]
+    variant, _, book, _ = small_books[0]
+    save_book(tmp_path / "book.npz", book)
+    damaged = truncated_copy(tmp_path / "book.npz", tmp_path / "damaged.npz", keep)
+    with pytest.raises(BookError, match=r"^opening book '.*damaged.npz' is damaged or not a book \(.+\)$"):
+        load_book(damaged, variant)
+
+
+@pytest.mark.parametrize("keep", TRUNCATIONS.values(), ids=TRUNCATIONS)
+def test_a_truncated_shipped_book_gives_one_warning_and_no_book(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: Callable[[int], int]
+) -> None:
+    """A damaged copy of the shipped book, put where ``shipped_book`` looks (agents/data is left as it is)."""
+    import agents.solver.book as book_module
+
+    truncated_copy(book_module.default_book_path(STANDARD), tmp_path / "book-standard.npz", keep)
+    monkeypatch.setattr(book_module, "BOOK_FOLDER", tmp_path)
+    book_module.shipped_book.cache_clear()
+    try:
+        with pytest.warns(UserWarning, match="is damaged or not a book .*; the solver searches without it") as caught:
+            assert book_module.shipped_book(STANDARD) is None
+        assert len(caught) == 1 and "\n" not in str(caught[0].message)
+    finally:
+        book_module.shipped_book.cache_clear()
+
+
+def test_quarto_book_refuses_a_truncated_partial_file_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out, partial = tmp_path / "b.npz", tmp_path / "b.npz.partial.npz"
+    save_book(partial, OpeningBook(STANDARD, 6, {}, parse_position(ROOT)), {"partial": True})
+    truncated_copy(partial, partial, TRUNCATIONS["half of it"])
+    assert quarto_book("--root", ROOT, "--min-empty", "6", "--out", str(out)) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"quarto book: opening book {str(partial)!r} is damaged or not a book (")
+    assert error.endswith("); remove it to start again\n") and error.count("\n") == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["b.npz.partial.npz"]
+
+
+def test_quarto_book_refuses_a_folder_where_its_partial_file_goes_before_solving(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, partial = tmp_path / "b.npz", tmp_path / "b.npz.partial.npz"
+    partial.mkdir()
+
+    def no_solving(*args: object) -> int:
+        raise AssertionError("solved a board before refusing the command")
+
+    monkeypatch.setattr(Solver, "value", no_solving)
+    with pytest.raises(SystemExit) as exit_info:
+        quarto_book("--root", ROOT, "--min-empty", "6", "--out", str(out))
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        f"quarto book: {str(partial)!r}, where --out {str(out)!r} keeps an unfinished build, is not a file (a folder, "
+        "a device or a broken link): remove it, or name another --out\n"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["b.npz.partial.npz"]
+    assert list(partial.iterdir()) == []
 
 
 def test_the_solver_agent_plays_from_the_book_where_it_covers(small_books, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]

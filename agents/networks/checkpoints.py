@@ -42,15 +42,12 @@ import dataclasses
 import importlib.metadata
 import io
 import json
-import lzma
 import multiprocessing
 import pickle
 import platform
 import re
-import struct
 import sys
 import zipfile
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -58,7 +55,14 @@ from typing import Any, Literal, overload
 import torch as th
 
 from agents.storage.files import atomic_write_bytes, input_file
-from agents.storage.integrity import SEAL_ENTRY, IntegrityError, archive_seal, check_archive, is_sealed
+from agents.storage.integrity import (
+    ARCHIVE_DAMAGE,
+    SEAL_ENTRY,
+    IntegrityError,
+    archive_seal,
+    check_archive,
+    is_sealed,
+)
 from quarto_env.checks import checked_number, one_line
 from quarto_env.core import Variant
 from quarto_env.errors import CheckpointError, DamagedCheckpointError, QuartoValueError
@@ -75,24 +79,6 @@ SEALED_FORMATS = (CHECKPOINT_FORMAT,)
 
 
 METADATA_ENTRY = "quarto.json"
-
-
-ZIP_DAMAGE = (
-    zipfile.BadZipFile,
-    zlib.error,
-    lzma.LZMAError,
-    EOFError,
-    OSError,
-    NotImplementedError,
-    RuntimeError,
-    ValueError,
-    struct.error,
-)
-"""What :mod:`zipfile` raises on damaged bytes, whichever byte it is: a bad signature, size or CRC
-(``BadZipFile``), compressed data that does not decompress (``zlib.error``, ``LZMAError``, ``OSError`` for
-bzip2, ``EOFError``), a central directory that names a version needed to extract or a compression method it does
-not read (``NotImplementedError``), an encryption flag (``RuntimeError``), a name that is not UTF-8
-(``UnicodeDecodeError``, a ``ValueError``). One changed byte can lead to any of them."""
 
 
 AGENT_KINDS_OF_ALGORITHMS = {"ppo": "ppo", "alphazero": "az", "rllib-ppo": "rllib"}
@@ -297,7 +283,7 @@ def _read_metadata_entry(path: Path) -> tuple[Any, bool]:
             text = archive.read(METADATA_ENTRY)
     except IntegrityError as exc:
         raise DamagedCheckpointError(str(exc)) from None
-    except ZIP_DAMAGE as exc:
+    except ARCHIVE_DAMAGE as exc:
         raise DamagedCheckpointError(f"{where} is corrupt or truncated ({_zip_problem(exc)})") from exc
     try:
         return json.loads(text), sealed
@@ -351,7 +337,7 @@ def entry_bytes(path: str | Path, entry: str, missing_ok: bool) -> bytes | None:
 def entry_bytes(path: str | Path, entry: str, missing_ok: bool = False) -> bytes | None:
     """The bytes of the checkpoint's entry ``entry``; :class:`CheckpointError` if it has none (``None`` instead
     with ``missing_ok``), :class:`DamagedCheckpointError` if the archive or the entry is damaged
-    (:data:`ZIP_DAMAGE`): changed after :func:`read_metadata` proved it, or never proved."""
+    (:data:`ARCHIVE_DAMAGE`): changed after :func:`read_metadata` proved it, or never proved."""
     try:
         with zipfile.ZipFile(path) as archive:
             if entry not in archive.namelist():
@@ -359,7 +345,7 @@ def entry_bytes(path: str | Path, entry: str, missing_ok: bool = False) -> bytes
                     return None
                 raise CheckpointError(f"checkpoint {str(path)!r} has no {entry} entry")
             return archive.read(entry)
-    except ZIP_DAMAGE as exc:
+    except ARCHIVE_DAMAGE as exc:
         raise DamagedCheckpointError(
             f"checkpoint {str(path)!r}: entry {entry} is corrupt or truncated ({_zip_problem(exc)})"
         ) from exc

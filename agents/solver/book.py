@@ -55,6 +55,8 @@ import numba
 import numpy as np
 
 from agents.storage.files import atomic_write_bytes
+from agents.storage.integrity import ARCHIVE_DAMAGE
+from quarto_env.checks import one_line
 from quarto_env.core import (
     ALL_PIECES,
     ALL_SQUARES,
@@ -312,13 +314,14 @@ def load_book(path: str | Path, variant: Variant, partial: bool = False, min_emp
     ``min_empty`` if given."""
     path = Path(path)
     try:
-        with np.load(path, allow_pickle=False) as data:
+        # Opened here: np.load leaves a file it opened itself open when it is no zip (a ResourceWarning).
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
             header = json.loads(bytes(data["header"]).decode())
             arrays = {name: data[name] for name in ("occupied", "packed", "value")}
     except FileNotFoundError:
         raise BookError(f"no opening book at {str(path)!r}") from None
-    except (OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
-        raise BookError(f"opening book {str(path)!r} is damaged or not a book ({exc})") from None
+    except ARCHIVE_DAMAGE as exc:
+        raise BookError(f"opening book {str(path)!r} is damaged or not a book ({one_line(exc)})") from None
     if not isinstance(header, dict):
         raise BookError(f"opening book {str(path)!r} has no header")
     found = (header.get("format"), header.get("solver"))

@@ -34,7 +34,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import lzma
+import struct
+import tokenize
 import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -170,6 +174,28 @@ def archive_seal(entries: Mapping[str, bytes]) -> bytes:
     object ``{"entries": {name: sha256}}``. Write it as the archive's last entry."""
     digests = {name: sha256(data) for name, data in entries.items() if name != SEAL_ENTRY}
     return json.dumps(sealed_json({"entries": digests}, ARCHIVE_KIND, ARCHIVE_FORMAT), indent=1).encode("utf-8")
+
+
+ARCHIVE_DAMAGE = (
+    zipfile.BadZipFile,  # a bad signature, size or CRC; truncated, empty, or no zip at all
+    zipfile.LargeZipFile,
+    zlib.error,  # compressed data that does not decompress
+    lzma.LZMAError,
+    struct.error,
+    EOFError,  # truncated inside an entry
+    OSError,  # bzip2's errors too
+    ValueError,  # numpy's .npy header parser, JSON that does not parse, a name not UTF-8, pickles refused
+    TypeError,  # an .npy header dict whose values are of the wrong types
+    KeyError,  # an entry missing
+    NotImplementedError,  # a changed byte in the version needed to extract or the compression method
+    RuntimeError,  # a changed flag bit: "encrypted"
+    RecursionError,  # JSON nested too deep
+    OverflowError,
+    tokenize.TokenError,  # a changed byte in an .npy header
+)
+"""What reading a damaged zip archive -- a checkpoint, an ``.npz`` -- raises, whichever byte is wrong: one
+changed byte can lead to any of them. Every reader of such a file catches this tuple around its reading and says
+in one line that the file is damaged, never with a traceback."""
 
 
 def is_sealed(archive: zipfile.ZipFile) -> bool:

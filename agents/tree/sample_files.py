@@ -59,9 +59,7 @@ import json
 import math
 import os
 import stat
-import struct
 import zipfile
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -79,7 +77,14 @@ from agents.storage.files import (
     read_file_bytes,
     remove_orphan_temporaries,
 )
-from agents.storage.integrity import IntegrityError, check_seal, make_seal, unsealed_json, write_sealed_json
+from agents.storage.integrity import (
+    ARCHIVE_DAMAGE,
+    IntegrityError,
+    check_seal,
+    make_seal,
+    unsealed_json,
+    write_sealed_json,
+)
 from agents.tree.puct import encode_positions
 from agents.tree.selfplay import Samples
 from quarto_env.core import (
@@ -521,22 +526,6 @@ def _shortened(text: object) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # .npz files, read strictly
 # ---------------------------------------------------------------------------------------------------------
-_DAMAGE = (
-    zipfile.BadZipFile,
-    zipfile.LargeZipFile,
-    zlib.error,
-    struct.error,
-    EOFError,
-    OSError,
-    ValueError,  # numpy's header parser, a CRC check, a name not UTF-8
-    TypeError,  # a header dict whose values are of the wrong types
-    KeyError,
-    NotImplementedError,  # a changed byte in the version needed or the compression method
-    RuntimeError,  # a changed flag bit: "encrypted"
-    RecursionError,
-    OverflowError,
-)
-"""What a damaged zip or ``.npy`` header raises, anywhere in :func:`read_npz`."""
 
 
 def read_npz(payload: bytes, where: str, most_bytes: int) -> dict[str, np.ndarray]:
@@ -557,7 +546,7 @@ def read_npz(payload: bytes, where: str, most_bytes: int) -> dict[str, np.ndarra
             return {entry.filename[: -len(".npy")]: _npy_array(archive.read(entry), where) for entry in entries}
     except DatasetError:
         raise
-    except _DAMAGE as error:
+    except ARCHIVE_DAMAGE as error:
         reason = _shortened(str(error).splitlines()[0] if str(error) else type(error).__name__)
         raise DatasetError(f"{where} is damaged: no .npz of plain arrays ({reason})") from None
 

@@ -17,6 +17,7 @@ to standard error: boards solved, their rate, the time left.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -88,7 +89,24 @@ def main(argv: list[str]) -> int:
     out = args.out or default_book_path(variant)
     # Held for the whole build: a second build of the same book (or of its partial file) is refused meanwhile.
     with claim_output(out, "file", overwrite=args.overwrite, prog=parser.prog):
+        _check_partial_path(parser, out)
         return _build(args, variant, out, levels, root)
+
+
+def _partial_path(out: Path) -> Path:
+    """Where the build of ``out`` keeps the boards solved so far."""
+    return out.with_name(out.name + ".partial.npz")
+
+
+def _check_partial_path(parser: argparse.ArgumentParser, out: Path) -> None:
+    """Refuse (one line, exit status 2) a partial path beside ``out`` that is no file: before any solving, not
+    once the book is written and the partial file cannot be removed."""
+    partial = _partial_path(out)
+    if os.path.lexists(partial) and not partial.is_file():
+        parser.error(
+            f"{str(partial)!r}, where --out {str(out)!r} keeps an unfinished build, is not a file (a folder, a device "
+            "or a broken link): remove it, or name another --out"
+        )
 
 
 def _build(
@@ -100,7 +118,7 @@ def _build(
 ) -> int:
     """Solve the bottom level of ``levels`` (resuming from the partial file beside ``out``), fill the levels above
     and write the book to the claimed ``out``; the exit status."""
-    partial_path = out.with_name(out.name + ".partial.npz")
+    partial_path = _partial_path(out)
     bottom = levels[-1]
     values: dict[tuple[int, int], int] = {}
     if partial_path.is_file():

@@ -16,7 +16,9 @@ Long proofs (see ``docs/solver.md``): ``--jobs N`` searches with N threads shari
 MiB (default an eighth of the machine's memory, at most 1 GiB). A solve that lasts more than 2 seconds prints
 progress to standard error every 5 (``--no-progress`` hides it). Ctrl-C stops the search within milliseconds,
 prints the counts so far and exits with status 130. ``--resume FILE`` saves the table to ``FILE`` every
-``--checkpoint-every`` seconds and on Ctrl-C, and starts from it when it exists.
+``--checkpoint-every`` seconds and on Ctrl-C, sealed (:mod:`agents.solver.table_files`), and starts from it when
+it exists; a file that fails its seal (damaged, altered, or saved by an older version without one) is refused
+in one line, exit status 2.
 
 With ``-`` the positions are read from standard input, one per line (blank lines and lines starting with ``#``
 are skipped), and answered in order by one process, which keeps its transposition table between them. A line
@@ -38,7 +40,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from agents.solver.minimax import Solver
@@ -52,6 +54,7 @@ from experiments.options import (
     add_number_argument,
     add_progress_and_variant_arguments,
     parse_command,
+    refuse_unused,
 )
 from experiments.output import claim_output
 from quarto_env.checks import shortened
@@ -203,8 +206,8 @@ def make_solver(parser: argparse.ArgumentParser, args: argparse.Namespace, varia
     if args.resume is not None and args.resume.exists():
         try:
             header = load_table(args.resume, solver.table, variant)
-        except TableFileError as error:
-            parser.error(f"--resume: {error}")
+        except TableFileError as error:  # never used: a damaged or altered table could change the answers
+            parser.error(f"--resume: {error}; remove it (or name another file) to start without it")
         if not args.no_progress:
             print(f"quarto solve: resuming from {args.resume} ({header['entries']:,} entries)", file=sys.stderr)
     return solver
@@ -214,10 +217,28 @@ def main(argv: list[str]) -> int:
     """Run ``quarto solve``."""
     parser, args, variant = parse_command(build_parser, argv)
     if args.resume is None:
+        refuse_unused(parser, args, "--resume", "--checkpoint-every")
         return _solve(parser, args, variant)
     # The table file is held for the whole solve: a second solver saving into it is refused meanwhile.
-    with claim_output(args.resume, "file", option="--resume", resume=True, prog=parser.prog):
+    with (
+        _folders_kept_if_written(args.resume),
+        claim_output(args.resume, "file", option="--resume", resume=True, prog=parser.prog),
+    ):
         return _solve(parser, args, variant)
+
+
+@contextlib.contextmanager
+def _folders_kept_if_written(path: Path) -> Iterator[None]:
+    """The folders of ``path`` that the block creates (claiming the file makes them, for its lock) are removed
+    when it ends without ``path`` written: a solve that never saved its table leaves no empty folders behind."""
+    missing = [folder for folder in [path.parent, *path.parent.parents] if not os.path.lexists(folder)]
+    try:
+        yield
+    finally:
+        if not os.path.lexists(path):
+            for folder in missing:  # deepest first; one that holds anything (another writer's lock) stays
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
 
 
 def _solve(parser: argparse.ArgumentParser, args: argparse.Namespace, variant: Variant) -> int:
