@@ -124,7 +124,8 @@ def test_an_existing_result_is_refused_without_overwrite(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     argv, make_earlier = WRITERS[command]
-    out = tmp_path / ("result.suffix" if "--frames" not in command else "frames")
+    # quarto plot writes the image format its suffix names, and refuses a suffix it cannot write first
+    out = tmp_path / ("frames" if "--frames" in command else "result.png" if command == "plot" else "result.suffix")
     make_earlier(out)
     before = tree(tmp_path)
     monkeypatch.setattr("builtins.input", _no_input)  # quarto play asks for no move before the check
