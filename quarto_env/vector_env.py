@@ -128,7 +128,7 @@ from quarto_env.core import (
 from quarto_env.errors import CallOrderError, QuartoTypeError, QuartoValueError
 from quarto_env.notation import RESET_OPTIONS, starting_position
 from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind
-from quarto_env.single_agent import Player, check_illegal_action, check_learner_seat
+from quarto_env.single_agent import OPENING_TRIES, Player, check_illegal_action, check_learner_seat
 from quarto_env.vector import (
     MAX_ENVS_NAMED,
     RecycledArrays,
@@ -290,25 +290,37 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
 
     def _restart(self, rows: np.ndarray) -> np.ndarray:
         """New games in ``rows``, the opponent's openings played; returns the finished games' last planes."""
+        self._new_games(rows)
+        final_planes = self._as_float("final observations", self._final_planes)  # before the openings restart more
+        if rows.size:
+            self._play_openings()
+        return final_planes
+
+    def _new_games(self, rows: np.ndarray) -> None:
+        """New games in ``rows``, the opponent told; the last planes of the games they replace in
+        ``self._final_planes``."""
         vector = self.vector
         self._final_planes[:] = 0
         level, _, fixed_first_seat = vector._settings
         _start_rows(rows, vector.game_arrays(), fixed_first_seat, level, vector.variant.compiled, self._final_planes)
-        final_planes = self._as_float("final observations", self._final_planes)  # before the openings restart more
         if rows.size:
             self.opponent.start(vector, rows)
-            self._play_openings()
-        return final_planes
 
     def _play_openings(self) -> None:
-        """The opponent's first decisions where it gives first; games it ends at once are started again."""
-        while True:
+        """The opponent's first decisions where it gives first; games it ends at once are started again, up to
+        :data:`~quarto_env.single_agent.OPENING_TRIES` times (an opponent that ends every game first would
+        otherwise hold the env forever)."""
+        for _ in range(OPENING_TRIES):
             rewards = np.zeros(self.num_envs, dtype=np.float32)
             ended = np.zeros(self.num_envs, dtype=np.bool_)
             self._play_opponent(rewards, ended)
             if not ended.any():
                 return
-            self._restart(np.flatnonzero(ended))
+            self._new_games(np.flatnonzero(ended))
+        raise QuartoValueError(
+            f"the opponent ended {OPENING_TRIES} games in a row before the learner's first decision: it declares "
+            "falsely at every opening, or the like"
+        )
 
     def _observe(self) -> np.ndarray:
         vector = self.vector

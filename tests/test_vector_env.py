@@ -324,6 +324,30 @@ def test_players_move_game_by_game() -> None:
     assert all(envs.vector.state(i).hand == 0 for i in range(4))  # each gave piece 0, its lowest
 
 
+class AlwaysDeclares:
+    """Declares at every decision: under ``false_declaration="lose"`` it loses each game at once."""
+
+    def act(self, state: State) -> int:
+        return DECLARE
+
+    def reset(self) -> None:
+        pass
+
+
+def test_games_the_opponent_ends_at_its_opening_are_started_again_a_bounded_number_of_times() -> None:
+    """A random opponent declares falsely at one opening in 17: those games are replaced, and every env waits
+    for the learner; an opponent that ends every game first is refused, not looped on (nor recursed into)."""
+    envs = make_vector_vs_agent(64, "random", learner_seat=1, declaration=True)
+    for seed in range(5):
+        envs.reset(seed=seed)
+        assert envs.action_masks().any(axis=1).all()
+    hopeless = QuartoVectorVsAgent(
+        2, PlayerOpponent([AlwaysDeclares(), AlwaysDeclares()]), learner_seat=1, declaration=True
+    )
+    with pytest.raises(ValueError, match="ended 100 games in a row before the learner's first decision"):
+        hopeless.reset(seed=0)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------------------
