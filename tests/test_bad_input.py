@@ -62,7 +62,7 @@ VALUE_ERRORS = [
     (["dataset", "--sample", "4", "--jobs", "0"], "argument --jobs: jobs must be an integer >= 1 and <= 64, got 0"),
     (["tournament", "random", "greedy", "--jobs", "0"], "argument --jobs: jobs must be an integer >= 1 and <= 64"),
     (["tournament", "random", "greedy", "--jobs", "65"], "argument --jobs: jobs must be an integer >= 1 and <= 64"),
-    (["tournament", "random", "greedy", "--prior-draws", "1e6"], "prior-draws must be a finite number >= 0 and <="),
+    (["tournament", "random", "greedy", "--prior-draws", "1e6"], "prior-draws must be a finite number > 0 and <="),
     (["tournament", "random", "greedy", "--mode", "league"], "invalid choice: 'league' (choose from 'round-robin', "),
     (["tournament", "random", "greedy", "--attributes", ","], "argument --attributes: attributes ',': item 1 is emp"),
     (["tournament", "random", "greedy", "--attributes", "colour,,shape"], "attributes 'colour,,shape': item 2 is"),
@@ -157,7 +157,7 @@ def test_help_states_the_range_and_the_default(capsys: pytest.CaptureFixture[str
         cli.main(["tournament", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "at most the number of cores (default: all cores) (an integer >= 1 and <= 64)" in text  # --jobs
-    assert "(an integer >= 0 and <= 100000; default: 1000)" in text  # --bootstrap
+    assert "(an integer >= 100 and <= 100000; default: 1000)" in text  # --bootstrap
 
 
 def test_every_count_of_the_training_config_has_an_upper_bound_stated_in_help_config() -> None:

@@ -192,7 +192,7 @@ class Case:
         return self.label
 
 
-SMALL_GAMES = ("--games", "2", "--jobs", "1", "--bootstrap", "10", "--no-progress")
+SMALL_GAMES = ("--games", "2", "--jobs", "1", "--bootstrap", "100", "--no-progress")
 TOURNAMENT = ("tournament", "random", "greedy", *SMALL_GAMES, "--out", "<out>/t")
 Argv = tuple[str, ...]
 GRADE: Argv = ("grade", "random", "--positions", "2", "--max-empty", "3", "--min-empty", "1", "--no-progress")
@@ -312,8 +312,8 @@ def number_option_cases() -> Iterator[Case]:
         ("tournament", TOURNAMENT, "--opening-plies", {"integer": True, "minimum": 0, "maximum": 7}, 20),
         ("tournament", TOURNAMENT, "--time-limit", {"integer": False, "above": 0}, 20),
         ("tournament", TOURNAMENT, "--jobs", {"integer": True, "minimum": 1, "maximum": 64}, 20),
-        ("tournament", TOURNAMENT, "--bootstrap", {"integer": True, "minimum": 0}, 20),
-        ("tournament", TOURNAMENT, "--prior-draws", {"integer": False, "minimum": 0, "maximum": 100_000}, 20),
+        ("tournament", TOURNAMENT, "--bootstrap", {"integer": True, "minimum": 100, "maximum": 100_000}, 20),
+        ("tournament", TOURNAMENT, "--prior-draws", {"integer": False, "above": 0, "maximum": 100_000}, 20),
         ("grade", GRADE, "--positions", {"integer": True, "minimum": 1}, 30),
         ("grade", GRADE, "--seed", {"integer": True, "minimum": 0}, 30),
         ("grade", GRADE, "--max-empty", {"integer": True, "minimum": 1, "maximum": 16}, 30),

@@ -36,7 +36,7 @@ BOOK_ROOT = "40f.7....9d..3.b -"
 def games_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``games.jsonl`` of a two-game tournament between random and greedy."""
     out = tmp_path_factory.mktemp("arena") / "t"
-    argv = ["tournament", "random", "greedy", "--games", "2", "--jobs", "1", "--bootstrap", "5", "--no-progress"]
+    argv = ["tournament", "random", "greedy", "--games", "2", "--jobs", "1", "--bootstrap", "100", "--no-progress"]
     assert quarto([*argv, "--out", str(out)]) == 0
     return out / "games.jsonl"
 
@@ -156,7 +156,7 @@ def test_overwrite_replaces_a_run_folder_once_its_checks_pass(tmp_path: Path) ->
     out = tmp_path / "arena"
     _earlier_folder(out)
     (out / "stale.txt").write_text("from the earlier run")
-    argv = ["tournament", "random", "greedy", "--games", "2", "--jobs", "1", "--bootstrap", "5", "--no-progress"]
+    argv = ["tournament", "random", "greedy", "--games", "2", "--jobs", "1", "--bootstrap", "100", "--no-progress"]
     assert quarto([*argv, "--anchor", "nobody", "--out", str(out), "--overwrite"]) == 2  # refused: kept
     assert (out / "stale.txt").exists()
     assert quarto([*argv, "--out", str(out), "--overwrite"]) == 0
@@ -451,7 +451,7 @@ def test_claim_output_refuses_an_empty_path(tmp_path: Path, monkeypatch: pytest.
 def test_a_resume_while_the_tournament_still_plays_is_refused(tmp_path: Path) -> None:
     """Two real processes: ``quarto tournament --resume DIR`` while the tournament in DIR still plays."""
     out = tmp_path / "arena"
-    argv = ["random", "mcts:sims=300", "--games", "40", "--jobs", "1", "--bootstrap", "5", "--no-progress"]
+    argv = ["random", "mcts:sims=300", "--games", "40", "--jobs", "1", "--bootstrap", "100", "--no-progress"]
     first = subprocess.Popen(
         [sys.executable, "-m", "experiments.cli", "tournament", *argv, "--out", str(out)],
         cwd=REPOSITORY,
@@ -529,7 +529,7 @@ def test_tournament_whose_picture_path_is_taken_says_so_in_one_line(
 ) -> None:
     out = tmp_path / "arena"
     (out / "ratings.png").mkdir(parents=True)  # a path taken by a folder: the last file fails
-    argv = ["tournament", "random", "greedy", "--games", "2", "--jobs", "1", "--bootstrap", "5", "--no-progress"]
+    argv = ["tournament", "random", "greedy", "--games", "2", "--jobs", "1", "--bootstrap", "100", "--no-progress"]
     assert quarto([*argv, "--out", str(out)]) == 1
     captured = capsys.readouterr()
     assert "| rank | agent |" in captured.out
@@ -584,7 +584,7 @@ def test_a_tournament_without_matplotlib_writes_all_but_its_picture(
     for module in ("matplotlib", "matplotlib.pyplot"):
         monkeypatch.setitem(sys.modules, module, None)  # import matplotlib: ModuleNotFoundError, as without it
     out = tmp_path / "arena"
-    argv = ["tournament", "random", "greedy", "--games", "2", "--jobs", "1", "--bootstrap", "5", "--no-progress"]
+    argv = ["tournament", "random", "greedy", "--games", "2", "--jobs", "1", "--bootstrap", "100", "--no-progress"]
     for command in ([*argv, "--out", str(out)], ["tournament", "--resume", str(out), "--no-progress"]):
         assert quarto(command) == 0
         captured = capsys.readouterr()

@@ -100,6 +100,9 @@ def test_all_draws_give_equal_ratings_and_unbeaten_agents_stay_finite() -> None:
     sweep = [GameResult(0, 1, 1.0)] * 50
     best = fit_ratings(["a", "b"], sweep, "b", bootstrap=50)[0]
     assert best.name == "a" and math.isfinite(best.rating) and best.rating > 600
+    # Without a prior the unbeaten agent has no finite rating: refused, not the point where Newton stopped
+    with pytest.raises(RatingError, match="no finite maximum with prior_draws=0"):
+        fit_ratings(["a", "b"], sweep, "b", prior_draws=0, bootstrap=0)
 
 
 def test_hessian_intervals_match_the_two_agent_closed_form() -> None:

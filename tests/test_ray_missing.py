@@ -105,7 +105,7 @@ def test_commands_that_need_ray_stop_in_one_line_before_writing(rllib_checkpoint
         "sweep": ["sweep", "configs/default.yaml", "--seeds", "0", "--out", str(new_sweep)],
         "sweep --resume": ["sweep", "--resume", str(sweep)],
     }
-    games = ["--games", "2", "--jobs", "1", "--bootstrap", "10", "--no-progress", "--out", str(tournament)]
+    games = ["--games", "2", "--jobs", "1", "--bootstrap", "100", "--no-progress", "--out", str(tournament)]
     plays = ["tournament", f"rllib:{rllib_checkpoint}", "random", *games]
 
     *results, played = run_without_ray([*refused.values(), plays])

@@ -162,7 +162,7 @@ def test_an_altered_game_record_refuses_the_resume_in_one_line(
     change: Callable[[dict], dict], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "arena"
-    argv = ["random", "greedy", "--games", "4", "--seed", "1", "--jobs", "1", "--bootstrap", "20", "--no-progress"]
+    argv = ["random", "greedy", "--games", "4", "--seed", "1", "--jobs", "1", "--bootstrap", "100", "--no-progress"]
     assert tournament.main([*argv, "--out", str(out)]) == 0
     games = out / "games.jsonl"
     lines = games.read_text().splitlines(keepends=True)

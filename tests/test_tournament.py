@@ -29,7 +29,7 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 
 
 def run(out: Path, *extra: str, agents: list[str] = AGENTS) -> Path:
-    argv = [*agents, "--games", "4", "--seed", "7", "--bootstrap", "50", "--no-progress", "--out", str(out), *extra]
+    argv = [*agents, "--games", "4", "--seed", "7", "--bootstrap", "100", "--no-progress", "--out", str(out), *extra]
     assert tournament.main(argv) == 0
     return out
 
@@ -176,10 +176,10 @@ def test_tensorboard_logging(tmp_path: Path) -> None:
         (["random", "greedy", "--games", "0"], "games must be an integer >= 2 and <= 100000, got 0"),
         (["random", "greedy", "--games", "1e9"], "games must be an integer >= 2 and <= 100000"),
         (["random", "greedy", "--games", "nan"], "games must be an integer"),
-        (["random", "greedy", "--prior-draws", "nan"], "prior-draws must be a finite number >= 0 and <= 100000, got n"),
-        (["random", "greedy", "--prior-draws", "inf"], "prior-draws must be a finite number >= 0 and <= 100000, got i"),
-        (["random", "greedy", "--prior-draws", "-1"], "prior-draws must be a finite number >= 0"),
-        (["random", "greedy", "--bootstrap", "-1"], "bootstrap must be an integer >= 0 and <= 100000"),
+        (["random", "greedy", "--prior-draws", "nan"], "prior-draws must be a finite number > 0 and <= 100000, got n"),
+        (["random", "greedy", "--prior-draws", "inf"], "prior-draws must be a finite number > 0 and <= 100000, got i"),
+        (["random", "greedy", "--prior-draws", "-1"], "prior-draws must be a finite number > 0"),
+        (["random", "greedy", "--bootstrap", "-1"], "bootstrap must be an integer >= 100 and <= 100000"),
         (["random", "greedy", "--bootstrap", "inf"], "bootstrap must be an integer"),
         (["random", "greedy", "--jobs", "0"], "jobs must be an integer >= 1 and <= 64, got 0"),
         (["random", "greedy", "--jobs", "nan"], "jobs must be an integer >= 1"),
@@ -363,7 +363,7 @@ def test_reusing_out_refuses_and_names_resume(serial: Path, capsys: pytest.Captu
 def test_a_kill_9_loses_at_most_the_game_in_progress(tmp_path: Path) -> None:
     # Games of a few tenths of a second each, so that the kill lands with games left to play even when this
     # process waits for a core: with random against mcts:sims=150 the last twelve games took 15 ms in all.
-    argv = ["mcts:sims=20000", "mcts:sims=25000", "--games", "10", "--seed", "3", "--jobs", "1", "--bootstrap", "20"]
+    argv = ["mcts:sims=20000", "mcts:sims=25000", "--games", "10", "--seed", "3", "--jobs", "1", "--bootstrap", "100"]
     log = tmp_path / "killed" / "games.jsonl"
     process = subprocess.Popen(
         [sys.executable, "-m", "experiments.cli", "tournament", *argv, "--no-progress", "--out", str(log.parent)],

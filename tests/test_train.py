@@ -235,6 +235,13 @@ def test_evaluate_and_plot_curves_read_a_run(
     assert evaluate.main([str(run_dir / "checkpoints" / "final.zip"), "--games", "8", "--opponents", "greedy"]) == 0
     output = capsys.readouterr().out
     assert output.count("greedy") == 2 and "argmax" in output and "sampled" in output
+    # Wilson's interval, as the tournament's: of some width at 20 wins in 20, within [0, 1] at 1 win in 3
+    unbeaten = EvalResult("greedy", {0: (10, 0, 0), 1: (10, 0, 0)}, INITIAL_STATE, True)
+    assert evaluate.interval_95(unbeaten) == "[0.839, 1.000]"
+    assert (
+        evaluate.interval_95(EvalResult("greedy", {0: (1, 0, 1), 1: (0, 0, 1)}, INITIAL_STATE, True))
+        == "[0.061, 0.792]"
+    )
     for options in ([], ["--argmax"], ["--sampled"]):  # --sampled: the default now, still accepted
         assert plot_curves.main([str(run_dir), "-o", str(tmp_path / "curves.png"), "--overwrite", *options]) == 0
         assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -111,6 +111,9 @@ if TYPE_CHECKING:
 
 MODES = ("round-robin", "vs-field")
 MAX_GAMES_PER_PAIR = 100_000
+MIN_BOOTSTRAP = 100
+"""The fewest bootstrap refits: the 2.5% and 97.5% percentiles of fewer rest on one or two refits each (with one,
+the interval need not even hold the rating)."""
 MAX_BOOTSTRAP = 100_000
 MAX_SECONDS_PER_MOVE = 24 * 3600
 
@@ -164,14 +167,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="rating intervals: bootstrap over games, or the Hessian (wider, honest for few or one-sided games)",
     )
     add_integer_argument(
-        parser, "--bootstrap", 1000, "bootstrap refits for the intervals", fewest=0, most=MAX_BOOTSTRAP
+        parser,
+        "--bootstrap",
+        1000,
+        "bootstrap refits for the intervals (fewer than 100 would put a 95%% interval's ends on one or two refits)",
+        fewest=MIN_BOOTSTRAP,
+        most=MAX_BOOTSTRAP,
     )
     add_number_argument(
         parser,
         "--prior-draws",
         1.0,
         "virtual draws per pair (keeps ratings finite; default 1)",
-        minimum=0,
+        above=0,
         maximum=MAX_GAMES_PER_PAIR,
     )
     parser.add_argument("--tensorboard", action="store_true", help="also log ratings and tables to DIR/tensorboard")
@@ -261,12 +269,20 @@ def _write_results(
     perfect = perfect_play_reports(names, games, variant)
     perfect_text = perfect_markdown(perfect) + "\n" if perfect else ""
     tables = f"{ratings_markdown(ratings, names, games, variant, anchor)}\n{results_markdown(pairs)}\n{perfect_text}"
+    if args.intervals == "bootstrap" and any(r.low == r.high for r in ratings if r.name != anchor):
+        tables += ZERO_WIDTH_NOTE
     print(f"\n{tables}", end="")  # first: a write that fails does not take the tables with it
     write_outputs(out, names, variant, games, pairs, ratings, anchor, config)
     write_perfect_play(out, perfect)
     if args.tensorboard:
         log_to_tensorboard(out / "tensorboard", pairs, ratings, config)
     print(f"written to {out}")
+
+
+ZERO_WIDTH_NOTE = (
+    "An interval of zero width: every bootstrap resample gave the same rating (a pair of agents where one won every "
+    "game); --intervals hessian gives one that says how little such games tell.\n"
+)
 
 
 class TournamentConfig(NamedTuple):

@@ -75,7 +75,9 @@ class PerfectPlayReport:
 
     def mean_lost(self) -> MeanLost:
         """The mean points lost per game and its 95% interval -- Wilson's, as for the mean scores of a tournament:
-        a game's loss lies in [0, 1], so its variance is at most a share's of that mean."""
+        a game's loss lies in [0, 1], so its variance is at most a share's of that mean. Conservative: from a drawn
+        opening a loss is 0 or 0.5, and the interval is then about twice as wide as :meth:`share_losing`'s halved
+        (compare agents by that share)."""
         if not self.games:
             return MeanLost(0.0, 0.0, 1.0)
         mean = sum(game.lost for game in self.games) / len(self.games)

@@ -21,7 +21,8 @@ Two choices, both documented because they change the numbers:
   stays wide when games are few. The anchor's interval is a point, since the others are measured from it.
 
 Per-pair scores get the Wilson score interval (:func:`wilson_interval`), with a draw counted as half a win:
-draws lower the true variance below the binomial one, so the interval is a little conservative.
+draws lower the true variance below the binomial one, so the interval is conservative where games are drawn
+(25% too wide at a third of them drawn; of some width when all are).
 """
 
 from __future__ import annotations
@@ -121,18 +122,17 @@ def fit_ratings(
     outcomes = _outcome_counts(len(names), games)
     _check_connected(names, outcomes.sum(axis=2))
     anchor_index = list(names).index(anchor)
+    _check_finite_maximum(names, outcomes, prior_draws, "")
     ratings = _fit(outcomes, anchor_index, prior_draws) + anchor_rating
     low, high = ratings.copy(), ratings.copy()
     if intervals == "hessian":
         errors = _standard_errors(outcomes, anchor_index, prior_draws, ratings - anchor_rating)
         low, high = ratings - Z_95 * errors, ratings + Z_95 * errors
     elif bootstrap:
-        samples = np.stack(
-            [
-                _fit(_resample(outcomes, rng), anchor_index, prior_draws) + anchor_rating
-                for rng in _bootstrap_generators(seed, bootstrap)
-            ]
-        )
+        resamples = [_resample(outcomes, rng) for rng in _bootstrap_generators(seed, bootstrap)]
+        for resample in resamples:
+            _check_finite_maximum(names, resample, prior_draws, " in a bootstrap resample")
+        samples = np.stack([_fit(resample, anchor_index, prior_draws) + anchor_rating for resample in resamples])
         low, high = np.quantile(samples, [0.025, 0.975], axis=0)
     played, scored = _games_and_scores(outcomes)
     table = [
@@ -172,17 +172,37 @@ def _games_and_scores(outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _check_connected(names: Sequence[str], played: np.ndarray) -> None:
     """Ratings are comparable only within a connected set of agents: raise naming the ones cut off."""
+    reached = _reached(played)
+    if len(reached) < len(names):
+        apart = [names[i] for i in range(len(names)) if i not in reached]
+        raise RatingError(f"no chain of games links {', '.join(apart)} to {names[0]}: their ratings are undefined")
+
+
+def _check_finite_maximum(names: Sequence[str], outcomes: np.ndarray, prior_draws: float, where: str) -> None:
+    """Without a prior, the ratings have a finite maximum only if every agent reaches every other through games
+    it scored in (Zermelo's condition): otherwise some group won or lost every game against the rest, and its
+    rating would run off to infinity (Newton's method stops at an arbitrary point). Raise, naming the fix."""
+    if prior_draws > 0:
+        return  # every pair that met has virtual draws: points both ways
+    scored = outcomes[:, :, 1] + outcomes[:, :, 2]  # games of i against j in which i scored
+    if len(_reached(scored)) < len(names) or len(_reached(scored.T)) < len(names):
+        raise RatingError(
+            f"the ratings have no finite maximum with prior_draws=0{where}: some agents won or lost every game "
+            "against the others; give prior_draws > 0"
+        )
+
+
+def _reached(links: np.ndarray) -> set[int]:
+    """The agents that agent 0 reaches along ``links[i, j] > 0``."""
     reached = {0}
     frontier = [0]
     while frontier:
         i = frontier.pop()
-        for j in np.flatnonzero(played[i]):
+        for j in np.flatnonzero(links[i]):
             if int(j) not in reached:
                 reached.add(int(j))
                 frontier.append(int(j))
-    if len(reached) < len(names):
-        apart = [names[i] for i in range(len(names)) if i not in reached]
-        raise RatingError(f"no chain of games links {', '.join(apart)} to {names[0]}: their ratings are undefined")
+    return reached
 
 
 def _with_prior(outcomes: np.ndarray, prior_draws: float) -> tuple[np.ndarray, np.ndarray]:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import math
 import os
 import sys
 from pathlib import Path
@@ -66,6 +65,7 @@ from agents.tree.choices import DEFAULT_C_PUCT
 from experiments.evaluation.arguments import add_perfect_games_argument
 from experiments.evaluation.games import EvalResult, Mover, evaluate_all
 from experiments.evaluation.perfect import PerfectPlayReport, perfect_markdown, points_lost
+from experiments.evaluation.ratings import wilson_interval
 from experiments.options import (
     CommandParser,
     add_integer_argument,
@@ -82,12 +82,12 @@ from quarto_env.core import Variant
 from quarto_env.observation import observation_kind
 
 
-def confidence_95(result: EvalResult) -> float:
-    """Half-width of the normal 95% interval of the mean score (per-game scores 1, 1/2, 0)."""
-    score, games = result.score(), result.num_games
-    wins, draws, losses = (sum(result.counts[seat][k] for seat in result.counts) for k in range(3))
-    variance = (wins * (1 - score) ** 2 + draws * (0.5 - score) ** 2 + losses * score**2) / games
-    return 1.96 * math.sqrt(variance / games)
+def interval_95(result: EvalResult) -> str:
+    """The 95% Wilson interval of the mean score, draws as half a win, as the tournament's pairs have it
+    (:func:`~experiments.evaluation.ratings.wilson_interval`): within [0, 1] and of some width at every score,
+    where the normal interval gave a width of zero for 20 wins in 20 games and ends outside [0, 1] for few games."""
+    low, high = wilson_interval(result.score(), result.num_games)
+    return f"[{low:.3f}, {high:.3f}]"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,8 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     variant = Variant.make(**metadata["variant"])
     table = Table(
         title=f"{checkpoint} ({steps:,} learner steps, {variant.describe()}, {_openings(args.opening_plies)})",
-        caption="score = (wins + draws/2) / games; the interval assumes independent games, which a deterministic "
-        "learner and opponent from the empty board (--opening-plies 0) are not: they repeat one game per seat",
+        caption="score = (wins + draws/2) / games; 95% interval: Wilson's, draws as half a win (conservative where "
+        "games are drawn); it assumes independent games, which a deterministic learner and opponent from the empty "
+        "board (--opening-plies 0) are not: they repeat one game per seat",
     )
     for column in ("opponent", "learner", "games", "first W/D/L", "second W/D/L", "score", "95% interval"):
         # Every column keeps its full width but the opponent's spec, which may be a long path.
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             str(result.num_games),
             *("/".join(map(str, result.counts[seat])) for seat in (0, 1)),
             f"{result.score():.3f}",
-            f"+-{confidence_95(result):.3f}",
+            interval_95(result),
         )
     Console(width=120).print(table)
     if args.perfect_games:

@@ -44,7 +44,7 @@ MAX_CONCURRENT = 1024
 SWEEP_FILE = "sweep.json"
 CONFIG_COPY = "config.yaml"
 TRIALS = "trials"
-"""The bootstrap draws from its own fixed seed, so that the same trials always give the same intervals."""
+"""The folder of the sweep's trials, one run folder each."""
 
 
 # ---------------------------------------------------------------------------------------------------------
