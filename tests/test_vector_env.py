@@ -25,6 +25,7 @@ from quarto_env.notation import format_position
 from quarto_env.observation import OBSERVATION_KINDS
 from quarto_env.vector import VectorQuarto
 from quarto_env.vector_env import CompiledOpponent, PlayerOpponent, QuartoVectorVsAgent
+from tests.test_single_agent import AlwaysDeclares
 
 ENV_ID = "quarto_env/QuartoVsAgent-v1"
 VARIANTS = {
@@ -322,16 +323,6 @@ def test_players_move_game_by_game() -> None:
     envs.reset(seed=0)
     assert [p.games for p in players] == [1] * 4
     assert all(envs.vector.state(i).hand == 0 for i in range(4))  # each gave piece 0, its lowest
-
-
-class AlwaysDeclares:
-    """Declares at every decision: under ``false_declaration="lose"`` it loses each game at once."""
-
-    def act(self, state: State) -> int:
-        return DECLARE
-
-    def reset(self) -> None:
-        pass
 
 
 def test_games_the_opponent_ends_at_its_opening_are_started_again_a_bounded_number_of_times() -> None:
