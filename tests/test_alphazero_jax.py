@@ -256,6 +256,18 @@ def test_az_plays_a_jax_run_on_the_cpu(tiny_run: Path) -> None:
 
 
 @pytest.mark.slow
+def test_quarto_evaluate_plays_a_jax_run_as_the_az_agent_does(
+    tiny_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/training.md: quarto evaluate RUN_DIR plays any alphazero run; a JAX one was refused as 'not torch'."""
+    from experiments.training import evaluate
+
+    assert evaluate.main([str(tiny_run), "--games", "2", "--opponents", "random", "--sims", "4", "0"]) == 0
+    output = capsys.readouterr().out
+    assert "search 4" in output and "policy" in output
+
+
+@pytest.mark.slow
 def test_a_checkpoint_of_the_other_backend_is_refused_in_one_line(tiny_run: Path, tmp_path: Path) -> None:
     jax_checkpoint = tiny_run / "checkpoints" / "final.zip"
     with pytest.raises(CheckpointError, match=r"holds a jax network, not a torch one") as refused:

@@ -155,7 +155,7 @@ def test_the_run_evaluates_its_untrained_network_first_and_plots_its_search(az_r
     assert scalar_steps(run_dir, "eval/score") == [0, 256, 512]  # step 0, every eval_every, and the last step
     (shown,) = plot.panels({"az": plot.score_curves(run_dir)}, argmax=False)
     # No sampled policy in its evaluations: the panel draws its search's curve, and says so.
-    assert shown[0].title == "vs random (sampled policy)" and shown[0].lines[0][0] == "az (no sampled curve: eval/)"
+    assert shown[0].title == "vs random" and shown[0].lines[0][0] == "az (no sampled curve: eval/)"
 
 
 def test_the_untrained_reference_is_a_checkpoint_of_step_0(az_run: tuple[Path, str]) -> None:

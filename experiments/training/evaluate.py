@@ -42,7 +42,7 @@ import torch as th
 from rich.console import Console
 from rich.table import Table
 
-from agents.alphazero import load_network
+from agents.alphazero import load_network_of_either_backend
 from agents.match import DEFAULT_OPENING_PLIES, MAX_OPENING_PLIES
 from agents.networks.checkpoints import (
     AGENT_KINDS_OF_ALGORITHMS,
@@ -266,8 +266,8 @@ def _learners(checkpoint: Path, metadata: dict[str, Any], args: argparse.Namespa
     """The ways of playing of the ``checkpoint`` file, whose metadata is ``metadata`` (each named for the table by
     its ``playing``), and its step count."""
     if metadata.get("algorithm", "ppo") == "alphazero":
-        network, metadata = load_network(checkpoint, device=args.device)
         variant = Variant.make(**metadata["variant"])
+        network = load_network_of_either_backend(str(checkpoint), variant, args.device)  # as the az agent plays it
         searches = [PUCTMover(network, variant, args.games, sims, DEFAULT_C_PUCT) for sims in args.sims]
         return list(searches), int(metadata["num_timesteps"])
     check_algorithm(checkpoint, metadata, "ppo")

@@ -92,7 +92,9 @@ def panels(runs: dict[str, dict[str, list[tuple[int, float, float]]]], argmax: b
                 lines.append((run, curves[opponent + SAMPLED]))
             elif opponent in curves:
                 lines.append((f"{run} (no sampled curve: eval/)", curves[opponent]))
-        informative.append(Panel(f"vs {opponent}{SAMPLED}", lines))
+        # "(sampled policy)" only where a run has that curve: an alphazero run's eval/ curve is its search's
+        sampled = any(opponent + SAMPLED in curves for curves in runs.values())
+        informative.append(Panel(f"vs {opponent}{SAMPLED if sampled else ''}", lines))
     if VALUE_LOST in names:
         lines = [(run, curves[VALUE_LOST]) for run, curves in runs.items() if VALUE_LOST in curves]
         informative.append(Panel("value-losing decisions (solver-graded)", lines))
