@@ -325,11 +325,11 @@ def test_a_run_folder_still_training_means_its_latest_checkpoint_also_for_evalua
     assert make_agent(f"az:{tmp_path},sims=2", STANDARD, 0).act(INITIAL_STATE) in range(16)
     loaded: list[Path] = []
 
-    def spy(path: Path, device: str) -> tuple[PolicyValueNetwork, dict]:
+    def spy(path: str, variant: Variant, device: str) -> PolicyValueNetwork:
         loaded.append(Path(path))
-        return load_network(path, device=device)
+        return load_network(path, variant, device)[0]
 
-    monkeypatch.setattr(evaluate, "load_network", spy)
+    monkeypatch.setattr(evaluate, "load_network_of_either_backend", spy)
     assert evaluate.main([str(tmp_path), "--opponents", "random", "--games", "2", "--sims", "2"]) == 0
     assert loaded == [latest]
 
