@@ -76,8 +76,8 @@ _Parsed = TypeVar("_Parsed")
 
 
 def refuse_unused(parser: argparse.ArgumentParser, args: argparse.Namespace, needed: str, *options: str) -> None:
-    """One line and exit 2 when one of ``options`` (as typed: ``--delay``) was given a value other than its
-    default where ``needed`` (said in the line: ``--gif``) is missing, so that it would do nothing: a silent
+    """One line and exit 2 when one of ``options`` (as typed: ``--jobs``) was given a value other than its
+    default where ``needed`` (said in the line: ``--grade``) is missing, so that it would do nothing: a silent
     no-op hides a mistake in the command line."""
     for option in options:
         dest = option.lstrip("-").replace("-", "_")

@@ -132,6 +132,7 @@ def _bound(bound: float) -> str:
 AGENTS = ("player_0", "player_1")
 """The two seats at the table, ``player_0`` and ``player_1``."""
 FIRST_PLAYER_CHOICES = ("random", 0, 1, *AGENTS)
+"""What ``first_player`` takes: a draw from the seed, or the seat that gives first."""
 
 
 def checked_agent(agent: object) -> str:
@@ -140,9 +141,6 @@ def checked_agent(agent: object) -> str:
     if agent != AGENTS[0] and agent != AGENTS[1]:  # two comparisons: observe() runs at every step
         raise QuartoValueError(f"no agent {agent!r}: the agents are {', '.join(AGENTS)}")
     return agent  # type: ignore[return-value]
-
-
-"""What ``first_player`` takes: a draw from the seed, or the seat that gives first."""
 
 
 def checked_first_player(value: object) -> int | None:

@@ -170,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
         parser,
         "--bootstrap",
         1000,
-        "bootstrap refits for the intervals (fewer than 100 would put a 95%% interval's ends on one or two refits)",
+        f"bootstrap refits for the intervals (fewer than {MIN_BOOTSTRAP} would put a 95%% interval's ends on one "
+        "or two refits)",
         fewest=MIN_BOOTSTRAP,
         most=MAX_BOOTSTRAP,
     )

@@ -221,22 +221,23 @@ def main(argv: list[str] | None = None) -> int:
         help="draw the data-scaling curve of quarto bench network's --json records instead of training curves",
     )
     args = parser.parse_args(argv)
-    image_format(parser, args.out)  # checked before the file is claimed
+    check_image_format(parser, args.out)  # before the file is claimed
     with claim_output(args.out, "file", overwrite=args.overwrite, prog=parser.prog):
         return _plot(parser, args)
 
 
-def image_format(parser: CommandParser, out: Path) -> str:
-    """The image format that ``out``'s suffix names (``png`` without one), or one line and exit 2 naming the
-    suffixes matplotlib writes: a ``.jpg`` holding PNG bytes would puzzle every viewer."""
+def check_image_format(parser: CommandParser, out: Path) -> None:
+    """One line and exit 2 unless matplotlib writes the image format that ``out``'s suffix names
+    (:func:`_suffix_format`), naming the suffixes it writes: a ``.jpg`` holding PNG bytes would puzzle every
+    viewer."""
     formats = FigureCanvasBase.get_supported_filetypes()
     suffix = _suffix_format(out)
     if suffix not in formats:
         parser.error(f"--out {shortened(str(out))!r}: matplotlib writes no .{suffix}; it writes .{', .'.join(formats)}")
-    return suffix
 
 
 def _suffix_format(out: Path) -> str:
+    """The image format that ``out``'s suffix names: ``png`` without one."""
     return out.suffix.lower().removeprefix(".") or "png"
 
 
@@ -276,7 +277,7 @@ def _plot(parser: CommandParser, args: argparse.Namespace) -> int:
 
 
 def _save(figure: Any, out: Path) -> int:
-    """Write ``figure`` to ``out``, atomically, in the format its suffix names (:func:`image_format`)."""
+    """Write ``figure`` to ``out``, atomically, in the format its suffix names (:func:`check_image_format`)."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format=_suffix_format(out), dpi=100)
     atomic_write_bytes(out, buffer.getvalue())
