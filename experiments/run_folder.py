@@ -26,6 +26,8 @@ from agents.storage.files import atomic_write_text
 RUNS_DIR = Path("runs")
 """Where the default run folders are made, relative to the working directory."""
 COMMAND_FILE = "command.txt"
+FINAL_TABLE_FILE = "final_eval.json"
+"""A training run's final table (:func:`experiments.evaluation.log.write_final_eval`): there once the run is done."""
 
 
 def default_run_folder(name: str, seed: int | None = None, parent: Path = RUNS_DIR) -> Path:

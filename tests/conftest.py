@@ -150,7 +150,7 @@ def tiny() -> list[str]:
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A finished tiny run: its folder (``checkpoints/`` holds ``latest``, ``best``, ``final`` and
-    ``step_000000512``) and what it printed. Tests that change it work on a copy."""
+    ``step_000000512`` and ``step_000001024``) and what it printed. Tests that change it work on a copy."""
     from experiments.training import train  # here, not at the top: most test modules never load torch
 
     run_dir = tmp_path_factory.mktemp("runs") / "tiny"

@@ -1605,8 +1605,9 @@ def _resume_damaged(context: Context, damage: Callable[[Path], None], everywhere
     line."""
     run = context.tiny_run()
     checkpoints = run / "checkpoints"
-    for left in (checkpoints / "final.zip", checkpoints / "best.zip", run / "final_eval.json"):
-        left.unlink()
+    for left in ("step_000001024.zip", "final.zip", "best.zip"):
+        (checkpoints / left).unlink()
+    (run / "final_eval.json").unlink()
     for checkpoint in checkpoints.glob("*.zip") if everywhere else [checkpoints / "latest.zip"]:
         damage(checkpoint)
     result = context.quarto("train", "--resume", str(run), "total_steps=1536", "--no-progress", timeout=600)

@@ -354,8 +354,10 @@ def test_the_checkpoint_option_names_one_in_a_run_folder_for_every_kind(tiny_run
             parse_spec(f"{kind}:RUN,checkpoint=top")
 
 
-def test_load_policy_takes_a_run_folder_as_ppo_run_does(tiny_run: tuple[Path, str]) -> None:
-    run_dir = tiny_run[0]
+def test_load_policy_takes_a_run_folder_as_ppo_run_does(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
+    run_dir = copy_run(tiny_run, tmp_path / "run")
+    checkpoints = run_dir / "checkpoints"  # best.zip an earlier network (the tiny run's may be the final one)
+    shutil.copyfile(checkpoints / "step_000000512.zip", checkpoints / "best.zip")
     from_folder = load_policy(run_dir).policy.state_dict()
     best = load_policy(run_dir / "checkpoints" / "best.zip").policy.state_dict()
     final = load_policy(run_dir / "checkpoints" / "final.zip").policy.state_dict()

@@ -205,8 +205,9 @@ def test_a_damaged_latest_zip_goes_on_from_the_newest_intact_checkpoint(
 ) -> None:
     run_dir = copy_run(tiny_run, tmp_path / "run")
     checkpoints = run_dir / "checkpoints"
-    for left in (checkpoints / "final.zip", checkpoints / "best.zip", run_dir / "final_eval.json"):
-        left.unlink()  # as a run killed after its checkpoint at step 512 leaves it (its latest.zip then damaged)
+    for left in ("step_000001024.zip", "final.zip", "best.zip"):  # as a run killed after its checkpoint at step 512
+        (checkpoints / left).unlink()  # leaves it (its latest.zip then damaged)
+    (run_dir / "final_eval.json").unlink()
     damage(checkpoints / "latest.zip")
     with pytest.raises(DamagedCheckpointError):
         read_metadata(checkpoints / "latest.zip")

@@ -332,6 +332,10 @@ def test_losses_are_under_the_losses_group_of_every_backend(tiny_run: tuple[Path
     tags = set(events.Tags()["scalars"])
     assert {"losses/policy_loss", "losses/value_loss", "losses/entropy_loss", "charts/learning_rate"} <= tags
     assert not [tag for tag in tags if tag.startswith("train/")]  # SB3's own group name, before 2026-12-05
+    # Each update's losses at the step of the rollout it trained on (SB3 writes them a rollout later), once.
+    rollouts = list(range(128, 1025, 128))  # num_games * n_steps = 128, up to total_steps=1024
+    assert tensorboard_steps(tiny_run[0], "losses/policy_loss") == rollouts
+    assert tensorboard_steps(tiny_run[0], "charts/learning_rate") == rollouts
 
 
 def test_resume_continues_the_step_count_and_the_curves(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
@@ -377,9 +381,9 @@ def test_a_run_evaluates_from_step_0_and_a_resume_redoes_no_evaluation(tiny: lis
     assert printed.count("rounds up") == 1  # before training, once
     assert "total_steps=200 rounds up to 256 (PPO trains whole rollouts of num_games * n_steps = 128)" in printed
     assert printed.index("rounds up") < printed.index("final evaluation after 256 learner steps")
-    assert tensorboard_steps(run_dir, "eval/score") == [0, 128]  # the untrained network first; 256 is the end
+    assert tensorboard_steps(run_dir, "eval/score") == [0, 128, 256]  # the untrained network first; the last step
     assert train_module.main(["--resume", str(run_dir), "total_steps=512"]) == 0
-    assert tensorboard_steps(run_dir, "eval/score") == [0, 128, 384]  # neither 0 nor 256 again
+    assert tensorboard_steps(run_dir, "eval/score") == [0, 128, 256, 384, 512]  # neither 0 nor 256 again
 
 
 def test_what_a_run_does_between_rollouts_sees_the_network_trained_to_its_step(

@@ -107,10 +107,11 @@ def test_the_run_does_its_tasks_on_the_schedule_and_ends_with_the_final_checkpoi
     learner = FakeLearner(fake_config(), Habits("step", LEAP, "leaps of {leap}", snapshots=True))
     final = train_run(learner.config, tmp_path, learner)
     assert final == tmp_path / "checkpoints" / "final.zip" and read_metadata(final)["num_timesteps"] == 50
-    assert learner.done("players") == [0, 20, 40, 50]  # early_evals=[0], every 20, then the final table's
+    # early_evals=[0], every 20, at the last step (not due: 50 is no multiple of 20), then the final table's
+    assert learner.done("players") == [0, 20, 40, 50, 50]
     assert learner.done("snapshot") == [30, 50]  # the first step at or past each multiple of 25
     assert learner.done("save step_000000030.zip") == [30] and learner.done("save latest.zip resumable") == [30, 50]
-    assert learner.done("charts") == [20, 40]  # before each evaluation after a leap
+    assert learner.done("charts") == [20, 40, 50]  # before each evaluation after a leap
     assert learner.done("save best.zip") == [0]  # the first score is the best: 0.5 stays
     assert (tmp_path / "final_eval.json").is_file() and list((tmp_path / "tb").iterdir())
     assert f"agent spec: fake:{final}" in capsys.readouterr().out
@@ -129,11 +130,22 @@ def test_best_zip_follows_the_best_score_and_a_backend_without_it_keeps_none(
     assert not without.done("save best.zip") and not (tmp_path / "none" / "checkpoints" / "best.zip").exists()
 
 
-def test_a_backend_that_evaluates_last_ends_its_curves_at_the_last_step(tmp_path: Path, scores: list[float]) -> None:
-    learner = FakeLearner(fake_config(), Habits("pos", LEAP, "leaps of {leap}", evaluates_last=True))
+@pytest.mark.parametrize("total_steps", [50, 60])
+def test_the_curves_end_at_the_last_step_with_one_point_a_tag(
+    tmp_path: Path, scores: list[float], total_steps: int
+) -> None:
+    """Whether or not an evaluation is due at the last step (60 is a multiple of eval_every=20, 50 is not), the
+    run evaluates there once, and the final table writes no point of its own: each tag has one point a step."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    scores[:] = [0.25, 0.5, 0.75, 1.0, 0.0]  # the final table's 0.0 would show as a second point at the end
+    learner = FakeLearner(fake_config(total_steps=total_steps), Habits("pos", LEAP, "leaps of {leap}"))
     train_run(learner.config, tmp_path, learner)
-    assert learner.done("players") == [0, 20, 40, 50, 50]  # the last evaluation, then the final table's
-    assert learner.done("charts") == [20, 40, 50]
+    assert learner.done("players") == [0, 20, 40, total_steps, total_steps]  # the last evaluation, the final table
+    events = EventAccumulator(str(tmp_path / "tb")).Reload()
+    for tag in ("eval/score", "eval/random/score"):
+        points = [(event.step, event.value) for event in events.Scalars(tag)]
+        assert points == [(0, 0.25), (20, 0.5), (40, 0.75), (total_steps, 1.0)], (tag, points)
 
 
 def test_ctrl_c_saves_latest_zip_and_the_resume_goes_on_from_the_newest_intact_checkpoint(
@@ -156,5 +168,5 @@ def test_ctrl_c_saves_latest_zip_and_the_resume_goes_on_from_the_newest_intact_c
     resumed = FakeLearner(config, Habits("step", LEAP, "leaps of {leap}"), point.steps, point.best_score)
     train_run(config, tmp_path, resumed)
     assert ("begin", 30) in resumed.calls and "resuming" in capsys.readouterr().out
-    assert resumed.done("players") == [40, 50]  # the points it had passed are not done again
+    assert resumed.done("players") == [40, 50, 50]  # not the points it had passed; the last step, the final table
     assert read_metadata(latest)["num_timesteps"] == 50 and has_checkpoint(tmp_path)

@@ -15,8 +15,8 @@ curves, the grade, the sample games, and the final table.
     and the seconds the evaluation took, off the bar's clock: :func:`paused`) and the scores each checkpoint
     records (``best_score``, ``latest_eval``).
 :func:`report_final`
-    the final table: ``final_eval.json`` (:func:`write_final_eval`), the last point of the eval curves, and the
-    printed tables (:func:`print_results`, :func:`print_grades`).
+    the final table: ``final_eval.json`` (:func:`write_final_eval`) and the printed tables (:func:`print_results`,
+    :func:`print_grades`).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from agents.storage.files import atomic_write_bytes
 from experiments.evaluation.games import SEAT_NAMES, EvalResult, Mover, evaluate_all
 from experiments.evaluation.grading import GradeReport, PositionValues, grade_agent, sample_decisions
 from experiments.evaluation.sample_games import game_markdown, graded_games, mistake_picture
+from experiments.run_folder import FINAL_TABLE_FILE
 from quarto_env.core import State, Variant
 
 FINAL_EVAL_SEED_OFFSET = 1000
@@ -274,19 +275,12 @@ def paused(progress: tqdm) -> Iterator[None]:
 
 
 def report_final(
-    run_dir: Path,
-    checkpoint: Path,
-    steps: int,
-    results: list[EvalResult],
-    grades: dict[str, GradeReport],
-    writer: SummaryWriter,
+    run_dir: Path, checkpoint: Path, steps: int, results: list[EvalResult], grades: dict[str, GradeReport]
 ) -> None:
-    """The final table of ``checkpoint`` at ``steps``: written to ``run_dir``'s ``final_eval.json``, recorded in
-    ``writer`` as the last point of the eval curves, and printed (with the ``grades``, where the backend graded)."""
+    """The final table of ``checkpoint`` at ``steps``: written to ``run_dir``'s ``final_eval.json`` and printed
+    (with the ``grades``, where the backend graded). It is no point of the curves: the evaluation at the run's last
+    step ends them, on the same games as the evaluations before it."""
     write_final_eval(run_dir, checkpoint, steps, results, grades)
-    record = scalar_recorder(writer, steps)
-    for result in results:
-        log_result(record, result)
     print_results(results, steps)
     if grades:
         print_grades(grades)
@@ -321,7 +315,7 @@ def write_final_eval(
     }
     if grades:
         summary["grades"] = {name or LEARNER_GRADE: report.summary() for name, report in grades.items()}
-    atomic_write_bytes(run_dir / "final_eval.json", json.dumps(summary, indent=2).encode())
+    atomic_write_bytes(run_dir / FINAL_TABLE_FILE, json.dumps(summary, indent=2).encode())
 
 
 def print_grades(grades: dict[str, GradeReport]) -> None:

@@ -172,7 +172,7 @@ class SearchLearner(Learner):
     def __init__(self, trainer: Any, leap: int, leaps: str) -> None:
         self.trainer = trainer
         self.evaluations: EvaluationLog = trainer.evaluations
-        self.habits = Habits("pos", leap, leaps, evaluates_last=True, graded_besides=GRADED_BESIDES)
+        self.habits = Habits("pos", leap, leaps, graded_besides=GRADED_BESIDES)
 
     @property
     def steps(self) -> int:

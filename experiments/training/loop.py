@@ -23,6 +23,7 @@ Everything else is here, in the order a run meets it (the pieces are :mod:`exper
 2. the schedule from the learner's step, and the progress bar to where the run stops;
 3. the tasks due before the first leap (a fresh run's evaluation at step 0), then after every leap the tasks due:
    a snapshot for the opponent pool, an evaluation (``best.zip`` when its score is the best so far), a checkpoint;
+   after the last leap an evaluation in any case, so that every curve ends with the final network;
 4. Ctrl-C, or SIGTERM, anywhere in 3 saves ``latest.zip`` first (:func:`~experiments.training.run.saved_on_interrupt`);
 5. the end: ``final.zip``, its final table as read back from disk, the closing lines.
 
@@ -68,9 +69,6 @@ class Habits:
     """Whether the learner keeps a pool of its snapshots (the schedule's ``snapshot`` task)."""
     keeps_best: bool = True
     """Whether the run keeps ``best.zip``."""
-    evaluates_last: bool = False
-    """Whether training ends with an evaluation at its last step, whatever the schedule (AlphaZero's curves end
-    with the final network)."""
     graded_besides: tuple[str, ...] = ()
     """The agents whose grades TensorBoard's layout shows beside the learner's (:func:`~experiments.training.run.
     learning_layout`)."""
@@ -100,8 +98,9 @@ class Learner:
         raise NotImplementedError
 
     def train(self, until: int, after_leap: Callable[[], None]) -> None:
-        """Train up to ``until`` steps, leap by leap, calling ``after_leap`` after each. A backend whose library
-        owns the loop (MaskablePPO's ``learn``) calls it where the library lets it instead."""
+        """Train up to ``until`` steps, leap by leap, calling ``after_leap`` after each, the last one included. A
+        backend whose library owns the loop (MaskablePPO's ``learn``) calls it where the library lets it instead,
+        and once more after the loop."""
         while self.steps < until:
             self.leap()
             after_leap()
@@ -152,7 +151,7 @@ def train_run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
         checkpoints = Checkpoints(run_dir, learner.save)
         references = learner.references() if config.grade_positions else {}
         _train(config, learner, writer, checkpoints, references)
-        return _finish(config, learner, writer, checkpoints, references)
+        return _finish(config, learner, checkpoints, references)
     finally:
         writer.close()
 
@@ -175,7 +174,9 @@ def _train(
 
     def run_due(trained: bool) -> None:
         due = schedule.due(learner.steps)
-        last = trained and habits.evaluates_last and learner.steps >= config.total_steps
+        # Every run evaluates at its last step, due or not: its curves end with the final network, one point a
+        # tag (the final table, more games of the checkpoint read back, is final_eval.json's, not a curve's).
+        last = trained and learner.steps >= config.total_steps
         if "snapshot" in due:
             learner.snapshot()
         if "evaluation" in due or last:
@@ -209,13 +210,7 @@ def _evaluate(
     return improved
 
 
-def _finish(
-    config: TrainConfig,
-    learner: Learner,
-    writer: SummaryWriter,
-    checkpoints: Checkpoints,
-    references: dict[str, Agent],
-) -> Path:
+def _finish(config: TrainConfig, learner: Learner, checkpoints: Checkpoints, references: dict[str, Agent]) -> Path:
     """Save ``final.zip`` (and ``latest.zip``), evaluate and grade the final checkpoint as read back from disk,
     and report the final table (:func:`~experiments.evaluation.log.report_final`), then the closing lines (the
     checkpoint, the agent spec that plays it, TensorBoard); returns its path."""
@@ -223,7 +218,7 @@ def _finish(
     results = evaluations.final_results(learner.players(final))
     graded = learner.graded(final) if config.grade_positions else {}
     grades = evaluations.grade_all(graded, references) if graded else {}
-    report_final(checkpoints.run_dir, final, learner.steps, results, grades, writer)
+    report_final(checkpoints.run_dir, final, learner.steps, results, grades)
     learner.end()
     print(f"\nfinal checkpoint: {final}\nagent spec: {learner.agent_spec(final)}")
     print(tensorboard_command(checkpoints.run_dir))

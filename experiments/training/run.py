@@ -79,6 +79,7 @@ from agents.networks.checkpoints import (
     step_checkpoint_name,
 )
 from experiments.evaluation.log import EVAL_PREFIXES, EvaluationLog, EvaluationPlan, tag_name
+from experiments.run_folder import FINAL_TABLE_FILE
 from experiments.training.config import SEED_LIMIT, ConfigError, TrainConfig, config_table
 from experiments.training.config_file import check_unchanged_on_resume
 from quarto_env.checks import checked_number, one_line
@@ -218,7 +219,7 @@ def check_steps_left(config: TrainConfig, run_dir: Path, point: ResumePoint) -> 
 def _final_table_at(run_dir: Path, steps: int) -> bool:
     """Whether ``run_dir``'s ``final_eval.json`` is the final table at ``steps``."""
     try:
-        table = json.loads((run_dir / "final_eval.json").read_text(encoding="utf-8"))
+        table = json.loads((run_dir / FINAL_TABLE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(table, dict) and table.get("num_timesteps") == steps

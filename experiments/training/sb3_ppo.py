@@ -141,7 +141,7 @@ class PPOLearner(Learner):
 
     def begin(self, run_dir: Path, writer: SummaryWriter) -> str:
         self.writer = writer
-        self.model.set_logger(TensorBoardLogger(writer))
+        self.model.set_logger(TensorBoardLogger(writer, lambda: self.steps))
         return f"{len(self.pool.snapshots)} snapshots"
 
     def train(self, until: int, after_leap: Callable[[], None]) -> None:
@@ -155,6 +155,7 @@ class PPOLearner(Learner):
         except KeyboardInterrupt:  # Ctrl-C: latest.zip follows, less a rollout being collected
             callback.drop_rollout_in_progress()
             raise
+        after_leap()  # the callback runs the tasks before each next rollout: the last update's follow here
 
     def snapshot(self) -> None:
         self.pool.add_snapshot(self.model.policy, self.steps)
@@ -191,9 +192,6 @@ class PPOLearner(Learner):
     def agent_spec(self, final: Path) -> str:
         return f"ppo:{final}"
 
-    def end(self) -> None:
-        self.model.logger.dump(self.steps)  # the last update's losses
-
 
 SB3_TAGS = {
     "train/policy_gradient_loss": "losses/policy_loss",
@@ -209,15 +207,20 @@ of every backend (CleanRL's), under the names the other backends give them; the 
 
 class TensorBoardLogger(Logger):
     """stable-baselines3's logger writing into the run's TensorBoard ``writer``, MaskablePPO's ``train/`` scalars
-    renamed by :data:`SB3_TAGS` (runs before 2026-12-05 have them under ``train/``)."""
+    renamed by :data:`SB3_TAGS` (runs before 2026-12-05 have them under ``train/``) and written at once, at
+    ``step()``: SB3 writes its records when the next rollout is collected, which would put an update's losses at
+    the next rollout's step (and the last update's nowhere). ``step()`` during an update is the step of the
+    rollout it trains on, where CleanRL writes its losses."""
 
-    def __init__(self, writer: SummaryWriter) -> None:
+    def __init__(self, writer: SummaryWriter, step: Callable[[], int]) -> None:
         super().__init__(writer.log_dir, [_RunWriter(writer)])
+        self.writer, self.step = writer, step
 
     def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
         if key.startswith("train/"):
-            key = SB3_TAGS.get(key, "losses/" + key.removeprefix("train/"))
-        super().record(key, value, exclude)
+            self.writer.add_scalar(SB3_TAGS.get(key, "losses/" + key.removeprefix("train/")), value, self.step())
+        else:
+            super().record(key, value, exclude)
 
 
 class _RunWriter(TensorBoardOutputFormat):

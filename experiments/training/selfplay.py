@@ -234,7 +234,8 @@ class SelfPlayVecEnv(InProcessVecEnv):
         """New games: random seats, fresh opponents, and the opponent's first moves where it starts. A game the
         opponent ends before the learner's first decision (a random opponent's false declaration, under
         ``false_declaration="lose"``) is discarded and another started, as ``QuartoVectorVsAgent`` does: the
-        learner has nothing to act on in it."""
+        learner has nothing to act on in it. Seats are drawn anew each time, and a learner that gives first always
+        gets a decision: the loop ends."""
         while games.size:
             self.batch.reset(games)
             self.learner_seat[games] = self.rng.integers(2, size=len(games))

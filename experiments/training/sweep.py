@@ -30,7 +30,7 @@ from typing import Any
 from agents.storage.files import OutputPathError, atomic_write_bytes, input_file
 from experiments.options import CommandParser, add_integer_argument, add_number_argument
 from experiments.output import LOCK_FILE, OutputError, check_output_path, hold_lock
-from experiments.run_folder import RUNS_DIR, command_line, default_run_folder, record_command
+from experiments.run_folder import FINAL_TABLE_FILE, RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents
 from experiments.training.config_file import load_config
 from experiments.training.ray_runtime import check_address, check_reachable, quiet_logger, start_ray
@@ -251,7 +251,7 @@ def run_trial(params: dict[str, Any]) -> None:
     from experiments.training import train
 
     run_dir, config = Path(params["run_dir"]), params["config"]
-    if not (run_dir / "final_eval.json").exists():
+    if not (run_dir / FINAL_TABLE_FILE).exists():
         resume = (run_dir / "config.yaml").exists()  # a trial that an interruption stopped
         if resume and not (run_dir / "checkpoints" / "latest.zip").exists():
             (run_dir / "config.yaml").unlink()  # stopped before its first checkpoint: nothing to resume, start again
@@ -395,7 +395,7 @@ def check_trial_gpus(config: Path, trials: list[Trial]) -> None:
 def _report(out: Path, trials: list[Trial], failed: list[str]) -> int:
     """Aggregate the finished trials (no results files while none has finished), print the table and one line on
     what failed or is unfinished; the exit status."""
-    unfinished = [t.name for t in trials if not (out / TRIALS / t.name / "final_eval.json").exists()]
+    unfinished = [t.name for t in trials if not (out / TRIALS / t.name / FINAL_TABLE_FILE).exists()]
     if len(unfinished) < len(trials):
         rows, _ = aggregate(out, [SeedRun(t.setting, t.seed, out / TRIALS / t.name) for t in trials])
         print(markdown(rows))

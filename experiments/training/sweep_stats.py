@@ -24,6 +24,7 @@ import numpy as np
 
 from agents.storage.files import atomic_write_bytes
 from experiments.evaluation.tables import markdown_table
+from experiments.run_folder import FINAL_TABLE_FILE
 from experiments.training.config_file import load_config
 
 CONFIDENCE = 0.95
@@ -60,7 +61,7 @@ def summarize(values: list[float]) -> Summary:
 
 def read_final_eval(run_dir: Path) -> list[dict[str, Any]]:
     """The results of a run's ``final_eval.json`` (opponent, policy, score, ...)."""
-    return json.loads((run_dir / "final_eval.json").read_text(encoding="utf-8"))["results"]
+    return json.loads((run_dir / FINAL_TABLE_FILE).read_text(encoding="utf-8"))["results"]
 
 
 def read_curves(run_dir: Path) -> dict[str, dict[int, float]]:
@@ -114,7 +115,7 @@ def aggregate(out: Path, runs: Sequence[SeedRun]) -> tuple[list[dict[str, Any]],
     seeds_done: dict[str, set[int]] = {}
     for trial in runs:
         run_dir = trial.run_dir
-        if not (run_dir / "final_eval.json").exists():
+        if not (run_dir / FINAL_TABLE_FILE).exists():
             continue
         seeds_done.setdefault(trial.setting, set()).add(trial.seed)
         for result in read_final_eval(run_dir):

@@ -33,6 +33,7 @@ from agents.storage.files import OutputPathError, atomic_write_bytes, remove_orp
 from experiments.options import CommandParser, add_out_argument, add_progress_argument
 from experiments.output import OutputError, add_overwrite_argument, claim_output
 from experiments.run_folder import (
+    FINAL_TABLE_FILE,
     code_version,
     command_line,
     default_run_folder,
@@ -284,7 +285,7 @@ def _train(
         remove_orphan_temporaries(run_dir / "checkpoints")  # left by a process killed mid-write (the claim: run_dir's)
         backend = cast(Backend, importlib.import_module(BACKENDS[config.algorithm, config.backend]))
         from_start = resume and not has_checkpoint(run_dir)  # stopped before its first checkpoint
-        if from_start and (run_dir / "final_eval.json").exists():  # got to its end: its checkpoints were removed
+        if from_start and (run_dir / FINAL_TABLE_FILE).exists():  # got to its end: its checkpoints were removed
             raise CheckpointError(
                 f"{shortened(str(run_dir))!r} has its final table but no checkpoint to resume from in checkpoints/; "
                 "--overwrite trains it again from step 0"
