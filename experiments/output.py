@@ -24,6 +24,8 @@
   and the cause, exit status :data:`WRITE_FAILED`, with no temporary file left behind: a run's temporaries are
   removed, a staging folder too (one that failed only at its last rename is kept, and named).
 - **An empty path is refused as empty**: ``Path("")`` would be ``.``, the current folder.
+- **Nothing written, nothing left.** The folders a claim makes for its output (and its lock) are removed when the
+  block ends with them empty: a command refused or stopped before it writes leaves no empty folder behind.
 
 Example::
 
@@ -173,8 +175,41 @@ def _claimed(
     resume_hint: str | None,
 ) -> Iterator[Output]:
     named = f"{option} {str(path)!r}"
-    check_output_path(path, kind, option)
-    lock = path / LOCK_FILE if kind == "run" else path.parent / f".{path.name}.lock"
+    with _made_folders_removed_if_empty(path if kind == "run" else path.parent):
+        check_output_path(path, kind, option)
+        lock = path / LOCK_FILE if kind == "run" else path.parent / f".{path.name}.lock"
+        with _held(lock, named, path, kind, option, overwrite, resume, holds_result, resume_hint) as output:
+            yield output
+
+
+@contextlib.contextmanager
+def _made_folders_removed_if_empty(folder: Path) -> Iterator[None]:
+    """``folder`` and those of its parents that do not exist yet (claiming an output makes them, for its lock)
+    are removed when the block ends if they are empty: a command refused or stopped before it wrote anything
+    leaves no empty folders behind. One that holds anything (the result, another writer's lock) stays."""
+    missing = [f for f in [folder, *folder.parents] if not os.path.lexists(f)]
+    try:
+        yield
+    finally:
+        for made in missing:  # deepest first
+            with contextlib.suppress(OSError):
+                made.rmdir()
+
+
+@contextlib.contextmanager
+def _held(
+    lock: Path,
+    named: str,
+    path: Path,
+    kind: Kind,
+    option: str,
+    overwrite: bool,
+    resume: bool,
+    holds_result: Callable[[Path], bool] | None,
+    resume_hint: str | None,
+) -> Iterator[Output]:
+    """The claim of ``path`` once its folders are made: locked, cleared of what a killed writer left, refused if it
+    holds a result, published (kind ``folder``) when the block ends without an error."""
     with hold_lock(lock, named):
         # What a writer killed mid-work left (kill -9, a power cut): ours to clear, now that we hold the lock.
         if kind == "run":

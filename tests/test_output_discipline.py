@@ -209,6 +209,27 @@ def test_the_lock_names_its_holder_and_goes_with_the_block(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("kind", ["file", "folder", "run"])
+def test_a_claim_that_writes_nothing_leaves_no_folder_it_made(kind: output.Kind, tmp_path: Path) -> None:
+    """Claiming makes the output's folders (for its lock); a command refused or failing before it writes leaves
+    none of them, and one that writes keeps them. A folder that was there before stays, empty or not."""
+    out = tmp_path / "made" / "deeper" / "result"
+    with pytest.raises(RuntimeError), output.claim_output(out, kind):
+        raise RuntimeError("refused after the claim")
+    assert list(tmp_path.iterdir()) == []
+    with output.claim_output(out, kind):  # nothing written, no error
+        pass
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "made").mkdir()
+    with output.claim_output(out, kind) as claimed:
+        target = claimed.staging / "table.md" if kind != "file" else out
+        target.write_text("a result")
+    assert (out / "table.md" if kind != "file" else out).read_text() == "a result"
+    with pytest.raises(RuntimeError), output.claim_output(tmp_path / "made" / "other" / "x", kind):
+        raise RuntimeError
+    assert sorted(p.name for p in (tmp_path / "made").iterdir()) == ["deeper"]
+
+
+@pytest.mark.parametrize("kind", ["file", "folder", "run"])
 def test_a_stale_lock_of_a_dead_process_is_taken_over(kind: output.Kind, tmp_path: Path) -> None:
     out = tmp_path / "out"
     lock = out / output.LOCK_FILE if kind == "run" else tmp_path / ".out.lock"

@@ -40,7 +40,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from agents.solver.minimax import Solver
@@ -220,25 +220,8 @@ def main(argv: list[str]) -> int:
         refuse_unused(parser, args, "--resume", "--checkpoint-every")
         return _solve(parser, args, variant)
     # The table file is held for the whole solve: a second solver saving into it is refused meanwhile.
-    with (
-        _folders_kept_if_written(args.resume),
-        claim_output(args.resume, "file", option="--resume", resume=True, prog=parser.prog),
-    ):
+    with claim_output(args.resume, "file", option="--resume", resume=True, prog=parser.prog):
         return _solve(parser, args, variant)
-
-
-@contextlib.contextmanager
-def _folders_kept_if_written(path: Path) -> Iterator[None]:
-    """The folders of ``path`` that the block creates (claiming the file makes them, for its lock) are removed
-    when it ends without ``path`` written: a solve that never saved its table leaves no empty folders behind."""
-    missing = [folder for folder in [path.parent, *path.parent.parents] if not os.path.lexists(folder)]
-    try:
-        yield
-    finally:
-        if not os.path.lexists(path):
-            for folder in missing:  # deepest first; one that holds anything (another writer's lock) stays
-                with contextlib.suppress(OSError):
-                    folder.rmdir()
 
 
 def _solve(parser: argparse.ArgumentParser, args: argparse.Namespace, variant: Variant) -> int:
