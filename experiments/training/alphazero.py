@@ -165,8 +165,7 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
 
 class SearchLearner(Learner):
     """What the learners of both AlphaZero backends share: a leap adds searched positions (the progress bar's
-    ``pos``), the curves end with an evaluation of the final network, and the evaluations play and grade the
-    network with the project's search. ``trainer``: the backend's state (its config, network, buffer, counters
+    ``pos``), and the evaluations play and grade the network with the project's search. ``trainer``: the backend's state (its config, network, buffer, counters
     and evaluation log)."""
 
     def __init__(self, trainer: Any, leap: int, leaps: str) -> None:
