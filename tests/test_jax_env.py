@@ -176,7 +176,7 @@ def test_jit_vmap_plays_whole_games_and_calls_nothing_on_the_host() -> None:
         (1.0, ActionTypeError, r"^an action must be an integer 0-15 \(int32 under jit\), got float"),
         (jnp.float32(1), ActionTypeError, r"got float32$"),
         (True, ActionTypeError, r"got bool$"),
-        (jnp.zeros(3, jnp.int32), QuartoValueError, r"^the action's shape \(3,\) is not the state's batch shape"),
+        (jnp.zeros(3, jnp.int32), QuartoValueError, r"^the action's shape \(3,\) is not the state's \(\); for a batch"),
     ],
 )
 def test_a_malformed_action_is_refused_in_one_line(
@@ -188,10 +188,27 @@ def test_a_malformed_action_is_refused_in_one_line(
     assert "\n" not in str(raised.value)
 
 
-def test_a_batched_state_stepped_without_vmap_says_to_vmap(standard: quarto_env.jax.QuartoEnv) -> None:
+@pytest.mark.parametrize("actions", [0, 4, 16], ids=["one action", "one per game", "another count"])
+def test_a_batched_state_stepped_without_vmap_says_to_vmap(standard: quarto_env.jax.QuartoEnv, actions: int) -> None:
     states = jax.vmap(standard.init)(jax.random.split(jax.random.key(0), 4))
-    with pytest.raises(QuartoValueError, match=r"for a batch, step with jax.vmap\(env.step\)$"):
-        standard.step(states, jnp.int32(0))
+    action = jnp.zeros(actions, jnp.int32) if actions else jnp.int32(0)
+    with pytest.raises(QuartoValueError, match=r"holds a batch of shape \(4,\); for a batch, step with jax.vmap"):
+        standard.step(states, action)
+
+
+@pytest.mark.parametrize("action", [2**32 + 3, np.int64(2**32 + 3), np.array(2**32 + 3), np.uint64(2**63), -(2**40)])
+def test_an_action_beyond_int32_is_illegal_not_wrapped(standard: quarto_env.jax.QuartoEnv, action: object) -> None:
+    state = standard.init(jax.random.key(0))
+    after = standard.step(state, action)  # type: ignore[arg-type]
+    assert bool(after.terminated) and after.rewards[state.current_player] == -1.0  # not square 3, a legal give
+
+
+def test_a_truncated_game_stays_truncated_and_unterminated_as_in_pgx(standard: quarto_env.jax.QuartoEnv) -> None:
+    state = standard.init(jax.random.key(0))
+    truncated = state.replace(truncated=jnp.bool_(True))  # type: ignore[attr-defined]
+    after = standard.step(truncated, jnp.int32(1))
+    assert bool(after.truncated) and not bool(after.terminated) and not after.rewards.any()
+    assert (after.legal_action_mask == truncated.legal_action_mask).all() and after._step_count == state._step_count
 
 
 @pytest.mark.parametrize(

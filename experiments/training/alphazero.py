@@ -165,8 +165,8 @@ def run(config: TrainConfig, run_dir: Path, trainer: Trainer) -> Path:
 
 class SearchLearner(Learner):
     """What the learners of both AlphaZero backends share: a leap adds searched positions (the progress bar's
-    ``pos``), and the evaluations play and grade the network with the project's search. ``trainer``: the backend's state (its config, network, buffer, counters
-    and evaluation log)."""
+    ``pos``), and the evaluations play and grade the network with the project's search. ``trainer``: the
+    backend's state (its config, network, buffer, counters and evaluation log)."""
 
     def __init__(self, trainer: Any, leap: int, leaps: str) -> None:
         self.trainer = trainer

@@ -22,7 +22,7 @@ from typing import Any
 
 from quarto_env.extras import require
 
-require("jax", "quarto_env.jax")
+require("jax", "quarto_env.jax", "jax", "pgx")  # the env alone; the search and training need the rest
 
 from quarto_env.jax.env import ENV_ID, VERSION, QuartoEnv, State  # noqa: E402
 from quarto_env.observation import DEFAULT_OBSERVATION  # noqa: E402

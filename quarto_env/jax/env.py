@@ -127,11 +127,11 @@ class QuartoEnv(pgx.core.Env):
         )
         actor = jnp.arange(2) == state.current_player
         rewards = jnp.where(illegal, jnp.where(actor, -1.0, 1.0), jnp.where(done, 0.0, played.rewards))
-        terminated = done | illegal | played.terminated
+        terminated = jnp.where(done, state.terminated, illegal | played.terminated)  # a truncated game stays so
         after = after.replace(  # type: ignore[attr-defined]
             rewards=rewards.astype(jnp.float32),
             terminated=terminated,
-            legal_action_mask=played.legal_action_mask | terminated,
+            legal_action_mask=jnp.where(done, state.legal_action_mask, played.legal_action_mask | terminated),
             _step_count=state._step_count + (~done).astype(jnp.int32),
         )
         # Observed once, from the position chosen (a kept one observes as it did): no select of the planes.
@@ -265,7 +265,8 @@ def _popcount(masks: np.ndarray) -> np.ndarray:
 
 def checked_action_array(action: Any, state: pgx.core.State, num_actions: int) -> jax.Array:
     """``action`` as an ``int32`` array for ``state``: an integer of the state's batch shape. Everything checked
-    here is static (types and shapes), so it is checked under ``jit`` too, while tracing; values are not."""
+    here is static (types and shapes), so it is checked under ``jit`` too, while tracing; values are not, but a
+    concrete one outside ``int32`` is brought into it still illegal (a cast would wrap ``2**32 + 3`` to 3)."""
     dtype = getattr(action, "dtype", None)
     if (
         isinstance(action, bool)
@@ -274,9 +275,18 @@ def checked_action_array(action: Any, state: pgx.core.State, num_actions: int) -
     ):
         kind = dtype if dtype is not None else type(action).__name__
         raise ActionTypeError(f"an action must be an integer 0-{num_actions - 1} (int32 under jit), got {kind}")
-    shape = np.shape(action)
-    batch = np.shape(state.terminated)
-    if shape != batch:
-        hint = "; for a batch, step with jax.vmap(env.step)" if batch or shape else ""
-        raise QuartoValueError(f"the action's shape {shape} is not the state's batch shape {batch}{hint}")
+    batch, shape = np.shape(state.terminated), np.shape(action)
+    if batch:  # step's selects would broadcast a batch's fields against one game's tables, deep inside
+        raise QuartoValueError(
+            f"env.step steps one game, and this state holds a batch of shape {batch}; for a batch, step with "
+            "jax.vmap(env.step)"
+        )
+    if shape:
+        raise QuartoValueError(
+            f"the action's shape {shape} is not the state's (); for a batch, step with jax.vmap(env.step)"
+        )
+    if isinstance(action, int):
+        action = min(max(action, -1), num_actions)
+    elif isinstance(action, np.ndarray | np.integer):
+        action = np.clip(action, -1 if jnp.issubdtype(action.dtype, jnp.signedinteger) else 0, num_actions)
     return jnp.asarray(action, dtype=jnp.int32)
