@@ -232,3 +232,18 @@ def test_bad_flags_are_refused_as_the_aec_env_refuses_them(flags: dict, error: t
 def test_from_positions_refuses_rows_of_the_wrong_width(standard: quarto_env.jax.QuartoEnv) -> None:
     with pytest.raises(QuartoValueError, match=r"^positions must have 8 fields in their last axis, got shape \(2, 7\)"):
         standard.from_positions(np.zeros((2, 7), dtype=np.int64))
+
+
+def test_a_state_draws_through_its_env_and_shows_in_a_notebook_without_a_traceback() -> None:
+    env = quarto_env.jax.env(squares=True)
+    state = env.init(jax.random.key(0))
+    for action in (3, 5, 7):  # give 3, place it on square 5, give 7
+        state = env.step(state, jnp.int32(action))
+    svg = env.svg(state)
+    assert svg.startswith("<svg") and 'data-position=".....3.......... 7"' in svg and "2x2 blocks win" in svg
+    assert state._repr_html_() is None  # pgx's drawing would raise for a game it does not know
+    with pytest.raises(QuartoValueError, match=r"draw it with env.svg\(state\)$"):
+        state.to_svg()
+    batch = jax.vmap(env.init)(jax.random.split(jax.random.key(0), 2))
+    with pytest.raises(QuartoValueError, match=r"draws one game; this state holds a batch of shape \(2,\)$"):
+        env.svg(batch)

@@ -19,7 +19,7 @@ import pgx.core
 from pgx._src.struct import dataclass
 
 import quarto_env.jax.rules as rules
-from quarto_env.core import NUM_FIELDS, NUM_SQUARES
+from quarto_env.core import NUM_FIELDS, NUM_SQUARES, state_of_row
 from quarto_env.errors import ActionTypeError, QuartoValueError
 from quarto_env.flags import RuleFlags
 from quarto_env.observation import DEFAULT_OBSERVATION, observation_kind
@@ -67,6 +67,14 @@ class State(pgx.core.State):
     @property
     def env_id(self) -> Any:
         return ENV_ID
+
+    def _repr_html_(self) -> None:
+        """No picture of its own (a notebook shows the plain repr): pgx's drawing knows pgx's games alone, and a
+        position does not know its variant. :meth:`QuartoEnv.svg` draws one."""
+        return None
+
+    def to_svg(self, **_: Any) -> str:
+        raise QuartoValueError("a State does not know its rule variant: draw it with env.svg(state)")
 
 
 class QuartoEnv(pgx.core.Env):
@@ -181,6 +189,18 @@ class QuartoEnv(pgx.core.Env):
         return rules.planes(
             self.tables, level, state._lanes, state._occupied, state._hand, state._available, state._claimable
         )
+
+    def svg(self, state: State) -> str:
+        """One game's position drawn as :func:`quarto_env.render.svg_board` draws the AEC env's, under this env's
+        rules (``IPython.display.SVG(env.svg(state))`` in a notebook); a batch is refused."""
+        from quarto_env.render import svg_board  # only where a picture is asked for
+
+        if np.shape(state.terminated):
+            raise QuartoValueError(
+                f"env.svg draws one game; this state holds a batch of shape {np.shape(state.terminated)}"
+            )
+        (row,), _ = self.to_positions(jax.tree.map(lambda field: field[None], state))
+        return svg_board(self.variant, state_of_row(row))
 
     # -----------------------------------------------------------------------------------------------------
     # The compiled core's positions
