@@ -119,6 +119,12 @@ class _Package(types.ModuleType):
     def VectorQuarto(self) -> Any:
         return importlib.import_module("quarto_env.vector").VectorQuarto
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # Pickled as its name, imported again where it is read: cloudpickle pickles a module by reference only
+        # when its type is exactly ModuleType, so an env factory that names quarto_env (a torchrl ParallelEnv's, a
+        # spawned worker's) would fail with "cannot pickle '_Package' object".
+        return importlib.import_module, (self.__name__,)
+
     @property
     def __version__(self) -> str:
         """The installed version, read from the package metadata: pyproject.toml's ``version`` is the one source

@@ -578,3 +578,15 @@ def test_the_packages_env_factory_cannot_be_reassigned() -> None:
     with pytest.raises(AttributeError, match="cannot be reassigned"):
         quarto_env.env = lambda: None  # type: ignore[assignment]
     assert quarto_env.env is module.env
+
+
+def test_an_env_factory_naming_the_package_pickles_for_another_process() -> None:
+    """torchrl's ParallelEnv and spawned vector-env workers cloudpickle the factory, and with it the modules it
+    names: the package, whose class is not exactly ModuleType, pickles as its name."""
+    cloudpickle = pytest.importorskip("cloudpickle")
+    import quarto_env
+
+    factory = cloudpickle.dumps(lambda: quarto_env.env(squares=True))
+    code = "import pickle, sys; env = pickle.loads(sys.stdin.buffer.read())(); env.reset(seed=0); print(env.variant)"
+    done = subprocess.run([sys.executable, "-c", code], input=factory, capture_output=True, check=True)
+    assert b"squares" in done.stdout.lower()
