@@ -52,7 +52,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -550,6 +550,35 @@ def state_of_row(row: Iterable[int]) -> State:
     """The :class:`State` in a row of :func:`position_array` (its inverse: ``lanes`` unsigned again)."""
     lanes, occupied, available, hand, to_move, claimable, winner, over = (int(v) for v in row)
     return State(lanes & (1 << 64) - 1, occupied, available, hand, to_move, claimable, winner, bool(over))
+
+
+def position_problem(variant: Variant, row: Sequence[int]) -> str | None:
+    """What makes ``row`` (of a :func:`position_array`) no position in play under ``variant``, in a few words
+    (``"is over"``, ``"holds piece 3 twice"``, ...), or ``None`` for one that a game reaches: every field in its
+    range, each piece once (on the board, in hand or left), the turn and the phase as the counts of gives and
+    placements make them, and no finished group where it would have ended the game."""
+    lanes, occupied, available, hand, to_move, claimable, winner, over = (int(v) for v in row)
+    if over not in (0, 1) or winner not in (NO_WINNER, 0, 1) or (winner != NO_WINNER and not over):
+        return "has no valid result fields (winner, over)"
+    if over:
+        return "is over"
+    if not (0 <= occupied <= ALL_SQUARES and 0 <= available <= ALL_PIECES and NO_PIECE <= hand < NUM_PIECES):
+        return "has a field out of range (occupied, available or hand)"
+    unsigned = lanes & (1 << 64) - 1
+    if any((unsigned >> (16 * k)) & ~occupied & ALL_SQUARES for k in range(NUM_ATTRIBUTES)):
+        return "has attributes on an empty square"
+    on_board = [piece_on(unsigned, square) for square in bits(occupied)]
+    held = on_board + ([hand] if hand != NO_PIECE else []) + bits(available)
+    if sorted(held) != list(range(NUM_PIECES)):
+        return "does not hold each of the 16 pieces once (on the board, in hand or left to give)"
+    gives = NUM_PIECES - popcount(available)
+    if gives - len(on_board) != (hand != NO_PIECE) or to_move != gives % 2:
+        return "has a turn or a phase that its counts of gives and placements do not give"
+    if claimable and not (variant.declaration and 0 < claimable < 1 << len(variant.groups)):
+        return "has claimable groups that its rules or its groups do not allow"
+    if not variant.declaration and has_winning_group(variant, state_of_row(row)):
+        return "has a finished group, which would have ended the game"
+    return None
 
 
 def position_array(states: Iterable[State]) -> np.ndarray:

@@ -37,6 +37,8 @@ from quarto_env.core import (
     losing_gives,
     lowest_bit,
     popcount,
+    position_array,
+    position_problem,
     safe_gives,
     signed_lanes,
     step,
@@ -590,3 +592,19 @@ def test_an_env_factory_naming_the_package_pickles_for_another_process() -> None
     code = "import pickle, sys; env = pickle.loads(sys.stdin.buffer.read())(); env.reset(seed=0); print(env.variant)"
     done = subprocess.run([sys.executable, "-c", code], input=factory, capture_output=True, check=True)
     assert b"squares" in done.stdout.lower()
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=Variant.describe)
+def test_position_problem_passes_every_position_a_game_reaches_and_only_those(variant: Variant) -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        state = INITIAL_STATE
+        while not state.over:
+            assert position_problem(variant, position_array([state])[0]) is None, state
+            state = step(variant, state, int(rng.choice(legal_actions(variant, state))))
+        assert position_problem(variant, position_array([state])[0]) == "is over"
+    mid_game = position_array([parse_position("01.2............ 5", variant)])[0]
+    for field, value in [(1, 0b0111), (2, 0xFFFF), (3, 2), (4, 1), (6, 1)]:  # a square, a piece, hand, turn, winner
+        broken = mid_game.copy()
+        broken[field] = value
+        assert position_problem(variant, broken) is not None, (field, value)

@@ -22,6 +22,7 @@ from agents.tree.sessions import (
 )
 from quarto_env.core import INITIAL_STATE, NUM_ACTIONS, STANDARD, Variant, position_array
 from quarto_env.errors import CallOrderError, EvaluationError, QuartoTypeError, QuartoValueError, RulesError
+from quarto_env.notation import parse_position
 from quarto_env.observation import OBSERVATION_KINDS
 
 FEW = PUCTOptions(simulations=4)
@@ -279,11 +280,82 @@ def test_a_search_session_checks_its_roots_and_options_before_the_search() -> No
         PUCTSession(search, roots.astype(float), 8)
     with pytest.raises(QuartoValueError, match="the number of roots must be an integer >= 1 and <= 2, got 3"):
         PUCTSession(search, np.repeat(roots, 3, axis=0), 8)
-    with pytest.raises(QuartoValueError, match="sims must be an integer >= 0"):
+    with pytest.raises(QuartoValueError, match=r"sims \(the search's trees hold 8\) must be an integer >= 0 and <= 8"):
         PUCTSession(search, roots, -1)
+    with pytest.raises(QuartoValueError, match=r"must be an integer >= 0 and <= 8, got 1000$"):  # not cut to 8
+        PUCTSession(search, roots, 1000)
     with pytest.raises(QuartoTypeError, match="unexpected keyword argument 'temperature'"):
         PUCTSession(search, roots, 8, temperature=1.0)
     assert PUCTSession(search, roots, 8).run(uniform).result.visits.sum() == 8
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (position_array([parse_position("0123............ -")])[0], r"root 0 is no position in play .*: it is over$"),
+        (np.zeros(8, np.int64), r"it has no valid result fields \(winner, over\)$"),
+        (np.full(8, 123456789), r"it has no valid result fields"),
+        (np.array([0, 0, 0xFFFF, -1, 1, 0, -1, 0]), r"it has a turn or a phase that its counts .* do not give$"),
+        (np.array([0, 1, 0xFFFF, -1, 1, 0, -1, 0]), r"it does not hold each of the 16 pieces once"),  # piece 0 twice
+        (
+            np.array([0, 0, 0xFFFF, -1, 0, 1, -1, 0]),
+            r"it has claimable groups that its rules or its groups do not allow$",
+        ),
+        (
+            position_array([parse_position("012............. 3")])[0],
+            r"^root 0 \(012\.{13} 3\) has no choice to search: the rules dictate action 3 \(a claim, a win",
+        ),
+    ],
+    ids=["over", "zeros", "garbage", "turn", "pieces", "claimable", "forced"],
+)
+def test_a_search_session_refuses_roots_that_are_no_choice_in_play(row: np.ndarray, message: str) -> None:
+    """Searched, each of these gave best() == [0] with no visit: an occupied square, a move after the end."""
+    search = PUCTSearch(STANDARD, OBSERVATION_KINDS["tactical"], None, 2, 8)
+    with pytest.raises(QuartoValueError, match=message) as raised:
+        PUCTSession(search, np.stack([row]), 8)
+    one_line_error(raised)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    [
+        ((STANDARD, "pixels", None, 2, 8), QuartoValueError, r"^unknown observation kind 'pixels'"),
+        ((STANDARD, "tactical", "net", 2, 8), QuartoTypeError, r"^evaluator must be a callable .* or None, got 'net'$"),
+        ((STANDARD, "tactical", None, -1, 8), QuartoValueError, r"^max_games must be an integer >= 1, got -1$"),
+        ((STANDARD, "tactical", None, 2, 2.5), QuartoValueError, r"^max_sims must be an integer >= 0, got 2.5$"),
+        (({"squares": "yes"}, "tactical", None, 2, 8), RulesError, r"squares"),
+    ],
+)
+def test_a_search_is_refused_bad_arguments_in_one_line(arguments: tuple, error: type, message: str) -> None:
+    with pytest.raises(error, match=message) as raised:
+        PUCTSearch(*arguments)
+    one_line_error(raised)
+
+
+@pytest.mark.parametrize("targets", ["visits", "completed_q"])
+def test_zero_simulations_play_and_label_by_the_prior(targets: str) -> None:
+    """0 simulations evaluate the roots alone: the moves sampled (temperature) and the visits targets are the
+    prior's, not an all-zero distribution (which played action 15, illegal, and labelled nothing)."""
+    options = PUCTOptions(simulations=0, targets=targets)
+    samples = SelfPlaySession(4, options, seed=0).run(uniform).samples()
+    assert len(samples.policy) > 0 and np.allclose(samples.policy.sum(1), 1.0, atol=1e-5)
+    assert not (samples.policy * ~samples.legal).any()
+    cheap = PUCTOptions(simulations=4, full_search_share=0.3, cheap_simulations=0)
+    assert SelfPlaySession(4, cheap, seed=0).run(uniform).done
+
+
+def test_whole_number_floats_are_taken_as_the_integers_they_are() -> None:
+    options = PUCTOptions(simulations=8.0, temperature_plies=2.0, cheap_simulations=1e3, gumbel_actions=4.0)
+    assert (options.simulations, options.temperature_plies, options.cheap_simulations, options.gumbel_actions) == (
+        8,
+        2,
+        1000,
+        4,
+    )
+    assert all(isinstance(value, int) for value in (options.simulations, options.cheap_simulations))
+    assert SelfPlaySession(2, options, seed=0).run(uniform).done
+    arena = ArenaSession(1, PUCTOptions(simulations=2.0), opening_plies=2.0, seed=0)
+    assert arena.run(uniform, uniform).done
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -60,7 +60,9 @@ class ArenaSession(GamesSession):
         names: tuple[str, str] = ("model 0", "model 1"),
         opening_plies: int = DEFAULT_OPENING_PLIES,
     ) -> None:
-        checked_number(opening_plies, "opening_plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True)
+        opening_plies = int(
+            checked_number(opening_plies, "opening_plies", minimum=0, maximum=MAX_OPENING_PLIES, integer=True)
+        )
         pair = (options, options) if isinstance(options, PUCTOptions) else _pair(options, "options")
         self.options: tuple[PUCTOptions, PUCTOptions] = (checked_options(pair[0]), checked_options(pair[1]))
         self.kinds = _kinds(observation)

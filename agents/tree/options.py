@@ -51,8 +51,8 @@ class PUCTOptions:
     cheap_simulations: int = choices.DEFAULT_CHEAP_SIMULATIONS
 
     def __post_init__(self) -> None:
-        for name in ("simulations", "temperature_plies", "cheap_simulations"):
-            checked_number(getattr(self, name), name, minimum=0, integer=True)
+        for name in ("simulations", "temperature_plies", "cheap_simulations"):  # 8.0 or 1e3 kept as ints
+            object.__setattr__(self, name, int(checked_number(getattr(self, name), name, minimum=0, integer=True)))
         _check_choice("root", self.root, choices.ROOTS)
         _check_choice("targets", self.targets, choices.POLICY_TARGETS)
         checked_number(self.c_puct, "c_puct", above=0)
@@ -60,7 +60,10 @@ class PUCTOptions:
             checked_number(self.dirichlet_alpha, "dirichlet_alpha (or None: no noise)", above=0)
         checked_number(self.dirichlet_fraction, "dirichlet_fraction", minimum=0, maximum=1)
         checked_number(self.completed_q_beta, "completed_q_beta", above=0)
-        checked_number(self.gumbel_actions, "gumbel_actions", minimum=1, maximum=NUM_ACTIONS, integer=True)
+        gumbel_actions = checked_number(
+            self.gumbel_actions, "gumbel_actions", minimum=1, maximum=NUM_ACTIONS, integer=True
+        )
+        object.__setattr__(self, "gumbel_actions", int(gumbel_actions))
         checked_number(self.full_search_share, "full_search_share", above=0, maximum=1)
 
     @property

@@ -68,6 +68,7 @@ from numba.extending import register_jitable
 
 from agents.tree.choices import DEFAULT_C_PUCT
 from agents.tree.gumbel_root import GumbelRoot, SequentialHalving, completed_q, root_values
+from quarto_env.checks import checked_number
 from quarto_env.core import (
     ALL_SQUARES,
     DECLARE,
@@ -77,14 +78,15 @@ from quarto_env.core import (
     NUM_FIELDS,
     Variant,
     apply_action,
+    checked_variant,
     lowest_bit,
     popcount,
     position_fields,
     winning_pieces,
     winning_squares,
 )
-from quarto_env.errors import QuartoValueError
-from quarto_env.observation import ObservationKind, encode_observation
+from quarto_env.errors import QuartoTypeError, QuartoValueError
+from quarto_env.observation import ObservationKind, encode_observation, observation_kind
 from quarto_env.vector import GameBatch
 
 MAX_DEPTH = 40
@@ -160,13 +162,15 @@ class PUCTSearch:
         max_sims: int,
         c_puct: float = DEFAULT_C_PUCT,
     ) -> None:
-        self.variant = variant
-        self.kind = kind
+        self.variant = checked_variant(variant)
+        self.kind = observation_kind(kind)
+        if evaluator is not None and not callable(evaluator):
+            raise QuartoTypeError(f"evaluator must be a callable (planes -> logits, values) or None, got {evaluator!r}")
         self.evaluator = evaluator
-        self.c_puct = c_puct
-        self.max_games = max_games
-        self.max_sims = max_sims
-        nodes = max_sims + 2
+        self.c_puct = checked_number(c_puct, "c_puct", above=0)
+        self.max_games = int(checked_number(max_games, "max_games", minimum=1, integer=True))
+        self.max_sims = int(checked_number(max_sims, "max_sims", minimum=0, integer=True))
+        nodes = self.max_sims + 2
         self.positions = np.zeros((max_games, nodes, NUM_FIELDS), dtype=np.int64)
         """Per node: its position (a row of :func:`quarto_env.core.position_array`)."""
         self.mask = np.zeros((max_games, nodes), dtype=np.int64)
@@ -385,8 +389,10 @@ class PUCTResult:
         return (weights / weights.sum(1, keepdims=True)).astype(np.float32)
 
     def policy(self) -> np.ndarray:
-        """The visit distribution (the ``visits`` policy target of training)."""
-        return self.visits / np.maximum(self.visits.sum(1, keepdims=True), 1)
+        """The visit distribution (the ``visits`` policy target of training); the prior at a root that no
+        simulation visited (a search of 0 simulations evaluates its roots alone)."""
+        total = self.visits.sum(1, keepdims=True)
+        return np.where(total > 0, self.visits / np.maximum(total, 1), self.prior)
 
     def best(self) -> np.ndarray:
         """The action to play at each root: the Gumbel root's :attr:`chosen`, else the most visited action (ties: the

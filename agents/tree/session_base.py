@@ -18,7 +18,7 @@ from agents.tree.leaf_batch import LeafBatch
 from agents.tree.options import PUCTOptions
 from agents.tree.puct import PUCTResult, PUCTSearch, forced_actions
 from quarto_env.checks import checked_number, one_line, shortened
-from quarto_env.core import INITIAL_STATE, NO_WINNER, NUM_FIELDS, Variant, step
+from quarto_env.core import INITIAL_STATE, NO_WINNER, NUM_FIELDS, Variant, position_problem, state_of_row, step
 from quarto_env.errors import CallOrderError, EvaluationError, QuartoTypeError, QuartoValueError
 from quarto_env.notation import format_position
 from quarto_env.vector import GameBatch, memory_bytes
@@ -299,8 +299,16 @@ class PUCTSession(Session):
     def __init__(self, search: PUCTSearch, roots: np.ndarray, sims: int, **options: Any) -> None:
         if not isinstance(search, PUCTSearch):
             raise QuartoTypeError(f"search must be an agents.tree.puct.PUCTSearch, got {type(search).__name__}")
-        roots = _checked_roots(roots, search.max_games)
-        sims = int(checked_number(sims, "sims", minimum=0, integer=True))
+        roots = _checked_roots(roots, search)
+        sims = int(
+            checked_number(
+                sims,
+                f"sims (the search's trees hold {search.max_sims:,})",
+                minimum=0,
+                maximum=search.max_sims,
+                integer=True,
+            )
+        )
         try:  # here rather than at the first batch, where the search would stop the session
             inspect.signature(search.rounds).bind(roots, sims, **options)
         except TypeError as error:
@@ -321,16 +329,31 @@ class PUCTSession(Session):
         self._result = yield from self._search(self.search, self.roots, self.sims, games, **self.options)
 
 
-def _checked_roots(roots: object, most: int) -> np.ndarray:
-    """``roots`` as ``(n, NUM_FIELDS)`` integer rows, 1 <= n <= ``most``: what a search of them takes."""
+def _checked_roots(roots: object, search: PUCTSearch) -> np.ndarray:
+    """``roots`` as ``(n, NUM_FIELDS)`` integer rows, 1 <= n <= the search's ``max_games``: positions in play under
+    its rules (:func:`quarto_env.core.position_problem`), each with a choice to search (no forced action)."""
     array = np.asarray(roots)
     if array.dtype.kind not in "iu" or array.ndim != 2 or array.shape[1] != NUM_FIELDS:
         raise QuartoValueError(
             f"roots must be integer rows of quarto_env.core.position_array, shape (n, {NUM_FIELDS}); got "
             f"{array.dtype} of shape {array.shape}"
         )
-    checked_number(len(array), "the number of roots", minimum=1, maximum=most, integer=True)
-    return array.astype(np.int64, copy=False)
+    checked_number(len(array), "the number of roots", minimum=1, maximum=search.max_games, integer=True)
+    array = array.astype(np.int64, copy=False)
+    for i, row in enumerate(array):
+        problem = position_problem(search.variant, row)
+        if problem is not None:
+            raise QuartoValueError(f"root {i} is no position in play under the search's rules: it {problem}")
+    batch = GameBatch(search.variant, len(array))
+    batch.positions[:] = array
+    forced = forced_actions(batch, batch.all_games)
+    if (forced >= 0).any():
+        i = int(np.flatnonzero(forced >= 0)[0])
+        raise QuartoValueError(
+            f"root {i} ({format_position(state_of_row(array[i]))}) has no choice to search: the rules dictate action "
+            f"{int(forced[i])} (a claim, a win, or the only action that does not lose); search positions with a choice"
+        )
+    return array
 
 
 # ---------------------------------------------------------------------------------------------------------
