@@ -314,9 +314,9 @@ def alphazero_short_run(small: bool) -> dict[str, Any]:
     """The self-play-and-train iteration of ``backend: jax`` on :data:`DEVICE_CHECK_CONFIG` (small: with
     :data:`ALPHAZERO_SMALL`), timed by the backend's :data:`ALPHAZERO_RATE`, or one line saying what is not there;
     ``line`` is what to print."""
-    from experiments.training.config_file import DEFAULT_CONFIG, load_config
+    from experiments.training.config_file import CONFIGS, load_config
 
-    config_path = DEFAULT_CONFIG.parent / DEVICE_CHECK_CONFIG
+    config_path = CONFIGS / DEVICE_CHECK_CONFIG
     try:
         module = importlib.import_module(ALPHAZERO_MODULE)
     except ModuleNotFoundError as error:

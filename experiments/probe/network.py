@@ -458,7 +458,7 @@ def protocol(args: argparse.Namespace, settings: TrainSettings, train: ProbeSet,
         "settings": dataclasses.asdict(settings),
         "observation": args.observation,
         "code": code_version(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "load_average": list(os.getloadavg()),
         "torch_threads": th.get_num_threads(),
     }

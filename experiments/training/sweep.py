@@ -32,7 +32,7 @@ from experiments.options import CommandParser, add_integer_argument, add_number_
 from experiments.output import LOCK_FILE, OutputError, check_output_path, hold_lock
 from experiments.run_folder import FINAL_TABLE_FILE, RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents
-from experiments.training.config_file import load_config
+from experiments.training.config_file import config_path, load_config
 from experiments.training.ray_runtime import check_address, check_reachable, quiet_logger, start_ray
 from experiments.training.sweep_stats import SeedRun, aggregate, markdown, read_final_eval
 from experiments.training.train import require_ray
@@ -183,6 +183,7 @@ def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str
         raise SweepError(
             "give a config and --seeds (e.g. quarto sweep configs/default.yaml --seeds 0 1 2), or --resume"
         )
+    args.config = config_path(args.config)  # a shipped config by its name too
     input_file(args.config, "config file", SweepError)
     seeds, sets = parse_seeds(args.seeds), parse_sets(args.sets)
     check_trials(args.config, plan_trials(sets, seeds))
