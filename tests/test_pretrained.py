@@ -15,7 +15,7 @@ pytest.importorskip("torch")
 from agents.networks import pretrained
 from agents.networks.checkpoints import CheckpointError, check_algorithm, read_metadata
 from agents.networks.pretrained import PRETRAINED, SHIPPED, SQUARES, pretrained_path
-from agents.specs import make_agent
+from agents.specs import SpecError, make_agent
 from experiments.training.ship import playing_copy
 from quarto_env.core import STANDARD, State, Variant
 
@@ -84,3 +84,13 @@ def test_a_playing_copy_keeps_only_what_the_agent_plays_from(tiny_run: tuple[Pat
     copied = make_agent(f"ppo:{target}")
     state = State()
     assert copied.act(state) == source.act(state)
+
+
+@pytest.mark.parametrize("agent", ["az", "ppo"])
+def test_quarto_evaluate_takes_the_shipped_network_by_its_spec(agent: str) -> None:
+    from experiments.training.evaluate import learner_checkpoint
+
+    standard = next(item for item in pretrained.SHIPPED if item.agent == agent and item.variant == STANDARD)
+    assert learner_checkpoint(f"{agent}:pretrained") == pretrained.PRETRAINED_FOLDER / standard.file
+    with pytest.raises(SpecError, match=r"is a shipped network, one file: it has no checkpoint to choose$"):
+        learner_checkpoint(f"{agent}:pretrained", "best")

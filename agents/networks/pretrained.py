@@ -1,6 +1,6 @@
 """Trained networks shipped in the wheel, playable with no training: ``az:pretrained`` and ``ppo:pretrained``.
 
-The rules pick the network: ``quarto play az:pretrained`` plays the standard rules' AlphaZero network,
+The rules pick the network: ``quarto play --opponent az:pretrained`` plays the standard rules' AlphaZero network,
 ``quarto grade az:pretrained --squares`` the squares one. Each file is an ordinary checkpoint of ``quarto train``
 (sealed like every checkpoint, read as data, never unpickled): the final checkpoint of the training command beside
 it, cut down to what the agent plays from (:mod:`experiments.training.ship`). Its grade and its score against

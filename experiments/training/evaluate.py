@@ -52,6 +52,7 @@ from agents.networks.checkpoints import (
     read_metadata,
 )
 from agents.networks.policy_value import DEFAULT_DEVICE, DEVICES, resolve_device
+from agents.networks.pretrained import PRETRAINED, pretrained_path
 from agents.ppo import load_policy
 from agents.specs import (
     AGENT_KINDS,
@@ -95,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "checkpoint",
         help="a checkpoint .zip written by quarto train, a run folder (its final.zip, see --checkpoint), or the agent "
-        "spec that plays one (ppo:RUN, az:RUN,checkpoint=best)",
+        "spec that plays one (ppo:RUN, az:RUN,checkpoint=best; az:pretrained and ppo:pretrained: the shipped "
+        "networks of the standard rules)",
     )
     parser.add_argument(
         "--checkpoint",
@@ -249,6 +251,10 @@ def learner_checkpoint(learner: str, name: str | None = None) -> Path:
             f"spec {learner!r}: quarto evaluate takes its path and checkpoint alone, not {', '.join(other)} (it plays "
             "every way the checkpoint can: see --sims and --device)"
         )
+    if values["path"] == PRETRAINED:  # the shipped network of the standard rules (agents.networks.pretrained)
+        if values["checkpoint"] or name is not None:
+            raise SpecError(f"{learner!r} is a shipped network, one file: it has no checkpoint to choose")
+        return Path(pretrained_path(PRETRAINED, kind.name))
     if values["checkpoint"] and name is not None and values["checkpoint"] != name:
         raise SpecError(f"spec {learner!r} names checkpoint={values['checkpoint']}, --checkpoint {name}: give one")
     checkpoint = checkpoint_path(values["path"], values["checkpoint"] or name)
