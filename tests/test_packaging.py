@@ -73,4 +73,6 @@ def test_the_wheel_holds_the_configs_and_the_data(tmp_path: Path) -> None:
     for config in ("quick", "default", "alphazero", "compare/raw-mlp"):
         assert f"experiments/configs/{config}.yaml" in names
     assert any(name.startswith("agents/data/pretrained/") for name in names)
+    assert {"quarto_env/py.typed", "agents/py.typed"} <= names
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
     assert not [name for name in names if "__pycache__" in name or name.endswith((".nbi", ".nbc"))]
