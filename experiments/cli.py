@@ -60,7 +60,7 @@ COMMANDS: Table = {
     "dataset": Entry("experiments.training.dataset", "solved positions as arrays for supervised learning"),
     "play": Entry("experiments.arena.play", "play a game in the terminal against an agent"),
     "replay": Entry("experiments.arena.replay", "step through a recorded game, or write it as a GIF"),
-    "compile": Entry("experiments.bench.compile", "compile the numba kernels ahead of time (the install runs it)"),
+    "compile": Entry("experiments.bench.compile", "compile the numba kernels ahead of time (once, after installing)"),
     "bench": Entry(None, "speed benchmarks: "),  # its list of names is added below, from BENCHMARKS
 }
 """``quarto NAME``: the module whose ``main(argv)`` runs it, and its line of help."""

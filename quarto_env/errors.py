@@ -82,6 +82,11 @@ class SamplingError(QuartoError, RuntimeError):
     for the sources or the stage); the message says how many were found in how many games."""
 
 
+def install_command(extra: str) -> str:
+    """How to install ``extra``, from the package index and from a checkout: every hint says it so."""
+    return f"pip install 'quarto-env[{extra}]' (from a checkout: pip install -e '.[{extra}]')"
+
+
 class MissingExtra(QuartoError, ImportError):
     """A feature needs an extra that is not installed; ``str(error)`` is the one line to print
     (:mod:`quarto_env.extras`)."""
@@ -89,9 +94,7 @@ class MissingExtra(QuartoError, ImportError):
     def __init__(self, purpose: str, extra: str, module: str) -> None:
         self.extra = extra
         super().__init__(
-            f"{purpose} needs the '{extra}' extra ({module} is not installed): "
-            f"pip install 'quarto-env[{extra}]' (from a checkout: pip install -e '.[{extra}]')",
-            name=module,
+            f"{purpose} needs the '{extra}' extra ({module} is not installed): {install_command(extra)}", name=module
         )
 
 

@@ -24,7 +24,7 @@ def test_without_pgx_it_says_what_to_install_and_writes_absolute_figures(
     out = tmp_path / "vector.json"
     assert vector.main([*SMALL, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert printed.count(vector.INSTALL_HINT) == 1 and 'pip install -e ".[bench]"' in printed
+    assert printed.count(vector.INSTALL_HINT) == 1 and "pip install 'quarto-env[bench]'" in printed
     rows = printed.replace(vector.INSTALL_HINT, "")
     assert not re.search(r"^pgx ", rows, re.MULTILINE) and "(1.00)" not in rows  # no pgx rows, no ratios
     record = json.loads(out.read_text())

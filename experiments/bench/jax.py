@@ -149,7 +149,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     """Run the mode the command line asks for; returns the exit status (1: the check found a mismatch)."""
     args = parse_args(argv)
-    require("jax", PROG)
+    require("jax", "this benchmark")
     if args.mode == "--check":
         return run_check(args)
     with claim_if_asked(args.out, "file", overwrite=args.overwrite, prog=PROG):

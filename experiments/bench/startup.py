@@ -85,7 +85,7 @@ from experiments.cli import main
 
 main(["compile"])
 """
-"""``quarto compile``, as the install runs it."""
+"""``quarto compile``, as the README's install runs it."""
 OUR_SIMS = 2000
 """Our ``mcts`` agent's simulations per decision ..."""
 PEER_SIMS = 3200

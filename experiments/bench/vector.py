@@ -32,7 +32,7 @@ games takes a fifth of a second); the figures are the medians over the rounds, a
 ratios.
 Timings depend on the machine and what else runs on it: compare figures from the same run.
 
-Without pgx the run prints one line saying that the ratios need ``pip install -e ".[bench]"`` (pgx pulls in
+Without pgx the run prints one line saying that the ratios need the ``bench`` extra (pgx pulls in
 JAX; nothing else in the project imports either) and reports absolute figures.
 
 Example usage::
@@ -63,6 +63,7 @@ from experiments.bench import add_batch_arguments, add_timing_arguments, unique_
 from experiments.options import CommandParser, add_seed_argument
 from experiments.output import add_overwrite_argument, claim_if_asked
 from quarto_env.core import Variant
+from quarto_env.errors import install_command
 from quarto_env.observation import OBSERVATION_KINDS
 from quarto_env.vector import GameBatch, RandomLegalActions, VectorQuarto
 
@@ -77,7 +78,7 @@ REFERENCE = "pgx connect_four"
 SLICES = 5
 """Each path's time per batch and round is cut into this many slices, taken in turn with the other paths'."""
 WARM_UP_CALLS = 20
-INSTALL_HINT = 'pgx is not installed: the ratios to pgx connect_four need `pip install -e ".[bench]"`'
+INSTALL_HINT = f"pgx is not installed: the ratios to pgx connect_four need {install_command('bench')}"
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

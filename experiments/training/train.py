@@ -43,6 +43,7 @@ from experiments.training.config import FIXED_ON_RESUME, ConfigError, TrainConfi
 from experiments.training.config_file import DEFAULT_CONFIG, load_config, save_config
 from experiments.training.ray_runtime import check_address, check_reachable, start_ray
 from quarto_env.checks import one_line, shortened
+from quarto_env.errors import install_command
 from quarto_env.extras import require as require_extra
 
 BACKENDS = {
@@ -58,7 +59,7 @@ NEEDS_EXTRA = {("alphazero", "jax"): "jax"}
 NEEDS_RAY = {("ppo", "rllib"): "ray.rllib"}
 """The part of Ray a backend needs (the ``ray`` extra), checked before anything is written: :func:`require_ray`;
 alphazero needs Ray itself with ``workers`` (:func:`ray_module`)."""
-RAY_INSTALL = 'pip install -e ".[dev,ray]"'
+RAY_INSTALL = install_command("ray")
 RESUME_HELP = (
     f"On --resume, the overrides of {', '.join(FIXED_ON_RESUME)} are refused (the checkpoint fixes the "
     "network and the run); every other override (total_steps, learning_rate, batch_size, the opponents, the "
