@@ -90,7 +90,8 @@ every game. A network opponent that samples draws from torch's generator, which 
 ## Training with MaskablePPO (sb3-contrib)
 
 Stable-Baselines3 takes its own ``VecEnv``; :class:`agents.envs.sb3_vector.SB3VectorEnv` adapts this one
-(``terminal_observation`` from ``final_obs``, ``action_masks`` passed through)::
+(``terminal_observation`` from ``final_obs``, ``action_masks`` passed through, one info dict per env with a finished
+game's ``episode`` statistics, which MaskablePPO logs as ``rollout/ep_rew_mean``)::
 
     import gymnasium
     import quarto_env  # registers quarto_env/QuartoVsAgent-v1 and its vector entry point

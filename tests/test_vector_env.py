@@ -357,6 +357,30 @@ def test_maskable_ppo_trains_on_it_with_the_masks() -> None:
     observations = envs.reset()
     actions, _ = model.predict(observations, action_masks=envs.action_masks())
     assert envs.action_masks()[np.arange(16), actions].all()
+    assert len(model.ep_info_buffer) > 0  # the episode statistics MaskablePPO logs as rollout/ep_rew_mean
+
+
+def test_sb3_sees_one_info_dict_per_env_and_each_finished_games_episode() -> None:
+    from agents.envs.sb3_vector import SB3VectorEnv
+
+    envs = SB3VectorEnv(gymnasium.make_vec(ENV_ID, num_envs=8, opponent="random"))
+    envs.seed(0)
+    envs.reset()
+    assert all(set(info) == {"action_mask", "seat"} for info in envs.reset_infos)
+    rng, lengths, total, finished = np.random.default_rng(0), np.zeros(8, dtype=int), 0.0, []
+    for _ in range(80):
+        actions = np.array([rng.choice(np.flatnonzero(mask)) for mask in envs.action_masks()])
+        _, rewards, dones, infos = envs.step(actions)
+        lengths += 1
+        total += float(rewards.sum())
+        for i, info in enumerate(infos):
+            assert info["seat"] == envs.envs.seats[i] and not info["illegal_action"]
+            assert ("episode" in info) == ("terminal_observation" in info) == bool(dones[i])
+            if dones[i]:
+                assert info["episode"]["l"] == lengths[i] and info["episode"]["r"] == rewards[i]
+                finished.append(info["episode"]["r"])
+        lengths[dones] = 0
+    assert len(finished) > 20 and sum(finished) == total  # every reward comes at a game's end
 
 
 def test_sb3s_set_options_reach_the_next_reset_once() -> None:

@@ -3,6 +3,7 @@ sb3-contrib's MaskablePPO train on :class:`quarto_env.vector_env.QuartoVectorVsA
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import gymnasium
@@ -38,8 +39,12 @@ class InProcessVecEnv(VecEnv):
 
 
 class SB3VectorEnv(InProcessVecEnv):
-    """``envs`` seen by SB3: ``dones`` are ``terminated | truncated``, a finished game's last observation is its
-    info's ``terminal_observation``, and ``action_masks`` is ``envs.action_masks()``."""
+    """``envs`` seen by SB3: ``dones`` are ``terminated | truncated``, ``action_masks`` is ``envs.action_masks()``,
+    and the infos are one dict per env, as SB3's callbacks read them: the env's own keys (``seat``,
+    ``illegal_action``, ...; where the env gives a finished game's ``final_info``, those win), and for a finished
+    game its last
+    observation (``terminal_observation``), ``TimeLimit.truncated`` and its ``episode`` statistics (``r``, ``l``,
+    ``t``, as SB3's ``Monitor`` writes them: MaskablePPO logs ``rollout/ep_rew_mean`` from them)."""
 
     def __init__(self, envs: gymnasium.vector.VectorEnv) -> None:
         mode = envs.metadata.get("autoreset_mode")
@@ -50,6 +55,9 @@ class SB3VectorEnv(InProcessVecEnv):
         self.render_mode = None
         super().__init__(envs.num_envs, envs.single_observation_space, envs.single_action_space)
         self._actions = np.zeros(envs.num_envs, dtype=np.int64)
+        self._returns = np.zeros(envs.num_envs, dtype=np.float64)
+        self._lengths = np.zeros(envs.num_envs, dtype=np.int64)
+        self._started = time.time()
 
     def reset(self) -> np.ndarray:
         """Reset every env, with the seed and the options of ``seed`` and ``set_options`` if given (the options
@@ -63,7 +71,9 @@ class SB3VectorEnv(InProcessVecEnv):
             )
         self._reset_seeds()
         self._reset_options()
-        observations, _ = self.envs.reset(seed=seed, options=options or None)
+        observations, info = self.envs.reset(seed=seed, options=options or None)
+        self.reset_infos = per_env_infos(info, self.num_envs)
+        self._returns[:], self._lengths[:] = 0.0, 0
         return observations
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -72,9 +82,21 @@ class SB3VectorEnv(InProcessVecEnv):
     def step_wait(self) -> VecEnvStepReturn:
         observations, rewards, terminated, truncated, info = self.envs.step(self._actions)
         dones = terminated | truncated
-        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        for i in np.flatnonzero(dones):
-            infos[i] = {"terminal_observation": info["final_obs"][i], "TimeLimit.truncated": bool(~terminated[i])}
+        self._returns += rewards
+        self._lengths += 1
+        infos = per_env_infos(info, self.num_envs)
+        if dones.any():
+            finals, elapsed = per_env_infos(info.get("final_info", {}), self.num_envs), time.time() - self._started
+            for i in np.flatnonzero(dones):
+                episode = {"r": float(self._returns[i]), "l": int(self._lengths[i]), "t": round(elapsed, 6)}
+                infos[i] = {
+                    **infos[i],
+                    **finals[i],
+                    "terminal_observation": info["final_obs"][i],
+                    "TimeLimit.truncated": bool(~terminated[i]),
+                    "episode": episode,
+                }
+            self._returns[dones], self._lengths[dones] = 0.0, 0
         return observations, rewards, dones, infos
 
     def action_masks(self) -> np.ndarray:
@@ -85,3 +107,21 @@ class SB3VectorEnv(InProcessVecEnv):
 
     def close(self) -> None:
         self.envs.close()
+
+
+AUTORESET_KEYS = ("final_obs", "final_info")
+"""What a same-step auto-reset adds to a Gymnasium vector env's info, read apart by :class:`SB3VectorEnv`."""
+
+
+def per_env_infos(info: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
+    """A Gymnasium vector env's info (a dict of arrays, each ``key`` beside its mask ``_key`` of the envs that have
+    it) as one dict per env, nested dicts alike; the auto-reset's own keys are left out."""
+    infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+    for key, values in info.items():
+        if key.startswith("_") or key in AUTORESET_KEYS:
+            continue
+        present = info.get(f"_{key}", np.ones(num_envs, dtype=bool))
+        split = per_env_infos(values, num_envs) if isinstance(values, dict) else values
+        for i in np.flatnonzero(present):
+            infos[i][key] = split[i]
+    return infos
