@@ -50,7 +50,7 @@ BROKEN_EVALUATORS: dict[str, tuple[Callable[[LeafBatch], Any], str]] = {
     "returns None": (lambda batch: None, r"must return a pair \(logits, values\), got None"),
     "returns a 3-tuple": (lambda batch: (*uniform(batch), 0), "got a tuple of 3"),
     "returns a dict": (lambda batch: dict(zip(("logits", "values"), uniform(batch), strict=True)), "got a dict"),
-    "returns one array": (lambda batch: uniform(batch)[0], "got a ndarray"),
+    "returns one array": (lambda batch: uniform(batch)[0], "got an ndarray"),
     "returns integer logits": (lambda batch: (uniform(batch)[0].astype(np.int64), uniform(batch)[1]), "int64"),
     "returns NaN values": (lambda batch: (uniform(batch)[0], np.full(len(batch), np.nan)), "values must be finite"),
     "returns (values, logits)": (lambda batch: uniform(batch)[::-1], "logits must have shape"),

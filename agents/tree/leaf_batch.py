@@ -81,7 +81,8 @@ class LeafBatch:
             try:
                 array = np.asarray(given)
             except (TypeError, ValueError, RuntimeError) as error:  # a tensor that needs .detach(), a ragged list
-                raise EvaluationError(f"{where}: {name} are no array ({one_line(error)})") from None
+                hint = " (bfloat16 has no numpy type: hand over .float())" if "BFloat16" in str(error) else ""
+                raise EvaluationError(f"{where}: {name} are no array ({one_line(error)}){hint}") from None
             if array.dtype.kind != "f":
                 raise EvaluationError(f"{where}: {name} must be floating point (float16/32/64), got {array.dtype}")
             if array.shape != shape:
@@ -92,7 +93,10 @@ class LeafBatch:
             finite = np.isfinite(logits_array) | ~self.legal
             if not finite.all():
                 leaf = int(np.flatnonzero(~finite.all(1))[0])
-                raise EvaluationError(f"{where}: logits of leaf {leaf} are not finite at a legal action (NaN or inf)")
+                raise EvaluationError(
+                    f"{where}: logits of leaf {leaf} are not finite at a legal action (NaN or inf, or beyond "
+                    "float32's range, which they are read as)"
+                )
         within = np.abs(values_array) <= 1  # NaN is not
         if not within.all():
             leaf = int(np.flatnonzero(~within)[0])

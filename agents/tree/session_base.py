@@ -81,9 +81,11 @@ def _shape_of(value: object) -> str:
     """What an evaluator returned, for a message: ``None``, ``a tuple of 3``, ``a dict``."""
     if value is None:
         return "None"
+    name = type(value).__name__
+    article = "an" if name[:1].lower() in "aeiou" or name == "ndarray" else "a"  # as said: an ndarray, a tuple
     if isinstance(value, tuple | list):
-        return f"a {type(value).__name__} of {len(value)}"
-    return f"a {type(value).__name__}"
+        return f"{article} {name} of {len(value)}"
+    return f"{article} {name}"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -209,8 +211,8 @@ class Session:
             if self._submitted is None:
                 raise CallOrderError("no batch is pending: call pending() first, and submit once per batch")
             raise CallOrderError(
-                f"batch {self._submitted} is submitted already: call pending() for the next batch (submit once per "
-                "batch)"
+                f"batch {self._submitted} is submitted already: call pending() for the next batch, done() to know "
+                "whether one comes (submit once per batch)"
             )
         if batch is None or batch is pending:
             return pending
