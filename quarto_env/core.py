@@ -336,8 +336,9 @@ class Variant:
         one attribute name, or an iterable of names.
         """
         names = _attribute_names(attributes)
-        if not isinstance(squares, bool | np.bool_) or not isinstance(declaration, bool | np.bool_):
-            raise RulesError(f"squares and declaration must be True or False, got {squares!r}, {declaration!r}")
+        for flag, value in (("squares", squares), ("declaration", declaration)):
+            if not isinstance(value, bool | np.bool_):
+                raise RulesError(f"{flag} must be True or False, got {value!r}")
         squares, declaration = bool(squares), bool(declaration)  # numpy's bools too (a flag read from an array)
         if false_declaration not in FALSE_DECLARATION_POLICIES:
             allowed = ", ".join(FALSE_DECLARATION_POLICIES)
@@ -420,9 +421,11 @@ def _attribute_names(attributes: int | str | Iterable[str] | None) -> tuple[str,
             f"attributes {given!r}: item {names.index('') + 1} is empty; allowed: names from {', '.join(ATTRIBUTES)} "
             "joined by commas, or a count 1-4"
         )
+    if not names:
+        raise RulesError(f"attributes names none: at least one of {', '.join(ATTRIBUTES)}, or a count 1-4")
     unknown = [a for a in names if a not in ATTRIBUTES]
-    if unknown or not names:
-        raise RulesError(f"unknown attribute(s) {unknown or names}; allowed: {', '.join(ATTRIBUTES)} or a count 1-4")
+    if unknown:
+        raise RulesError(f"unknown attribute(s) {unknown}; allowed: {', '.join(ATTRIBUTES)} or a count 1-4")
     if len(set(names)) != len(names):
         raise RulesError(f"attribute listed twice in {names}")
     return tuple(a for a in ATTRIBUTES if a in names)

@@ -413,3 +413,17 @@ BAD_LIBRARY_CALLS = [
 def test_library_calls_with_a_wrong_argument_raise_the_projects_errors(call: Any, error: type, fragment: str) -> None:
     with pytest.raises(error, match=fragment):
         call()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"declaration": 1}, r"^declaration must be True or False, got 1$"),
+        ({"squares": "yes"}, r"^squares must be True or False, got 'yes'$"),
+        ({"attributes": []}, r"^attributes names none: at least one of height, colour, shape, top, or a count 1-4$"),
+    ],
+)
+def test_a_bad_rule_flag_is_named_alone(flags: dict, message: str) -> None:
+    """Not "squares and declaration must be True or False, got False, 1", nor "unknown attribute(s) []"."""
+    with pytest.raises(RulesError, match=message):
+        Variant.make(**flags)

@@ -162,7 +162,7 @@ MALFORMED: dict[str, tuple[Callable[[dict], Any] | bytes, str]] = {
     "no actions": (_without("actions"), "not a game record: missing actions"),
     "variant a string": (_changed(variant="standard"), 'variant must be a JSON object such as {"attributes"'),
     "variant unknown key": (_changed(variant={"colours": 2}), "unexpected keyword argument 'colours'"),
-    "variant squares=yes": (_changed(variant={"squares": "yes"}), "squares and declaration must be True or False"),
+    "variant squares=yes": (_changed(variant={"squares": "yes"}), "squares must be True or False"),
     "variant penalty alone": (_changed(variant={"false_declaration": "penalty"}), "needs declaration=True"),
     "variant 7 attributes": (_changed(variant={"attributes": 7}), "attributes count must be 1-4, got 7"),
     "seats a string": (_changed(seats="ab"), 'seats must be a list of two names, got "ab"'),

@@ -216,7 +216,7 @@ def test_variant_takes_a_variant_a_flags_mapping_or_none() -> None:
         ("squares", QuartoTypeError, r"variant must be a Variant, a mapping of its flags .* or None, got str"),
         (["squares"], QuartoTypeError, "variant must be a Variant"),
         ({"squarez": True}, QuartoTypeError, "variant has no flag squarez; its flags: attributes, squares"),
-        ({"squares": "yes"}, RulesError, r"not a valid rule variant \(squares and declaration must be True or False"),
+        ({"squares": "yes"}, RulesError, r"not a valid rule variant \(squares must be True or False"),
         ({"attributes": 9}, RulesError, "is not a valid rule variant"),
     ],
 )
