@@ -94,8 +94,9 @@ opponent with ``deterministic=false`` samples from torch's global generator, whi
 ``quarto_v1`` does; when the opponent is to move there, it moves first, and a position the opponent wins
 before the learner's first decision raises ``ValueError``. From the opening, a game the opponent ends before the
 learner's first decision (a random opponent's false declaration under ``false_declaration="lose"``) is
-discarded and another started, as ``QuartoVectorVsAgent`` does (up to :data:`OPENING_TRIES` games, then
-``ValueError``).
+discarded and another started with the same seats, as ``QuartoVectorVsAgent`` does (up to
+:data:`OPENING_TRIES` games, then ``ValueError``). Seats drawn anew there had the learner give first in 51.4% of
+the games against a random opponent under the declaration rules (40,000 resets); kept, 50.1% (+-0.5).
 
 ## Infos
 
@@ -223,10 +224,14 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
         episodes from here on, ``options={"position": ...}`` sets the starting position."""
         super().reset(seed=checked_seed(seed))
         from_opening = not (options or {}).get("position")
+        game_seed, opponent_seed = (int(s) for s in self.np_random.integers(2**31, size=2))
         for _ in range(OPENING_TRIES if from_opening else 1):
-            self._start_game(options)
+            self._start_game(options, game_seed, opponent_seed)
             if not self._episode_over:
                 break
+            # Again with the same seats (the game's seed draws them) and the opponent's other draws: seats drawn
+            # anew would give the learner the first give more often than not.
+            opponent_seed = int(self.np_random.integers(2**31))
         if self._episode_over:
             raise QuartoValueError(
                 f"the opponent {getattr(self.opponent, 'spec', self.opponent)!r} ended the game before the learner's "
@@ -267,10 +272,9 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
     # -----------------------------------------------------------------------------------------------------
     # Helpers
     # -----------------------------------------------------------------------------------------------------
-    def _start_game(self, options: dict[str, Any] | None) -> None:
-        """A new game from the env's generator, the opponent's moves played up to the learner's first decision
-        (or the end, where the opponent ends the game first)."""
-        game_seed, opponent_seed = (int(s) for s in self.np_random.integers(2**31, size=2))
+    def _start_game(self, options: dict[str, Any] | None, game_seed: int, opponent_seed: int) -> None:
+        """A new game of ``game_seed`` (the seats), the opponent's moves, drawn from ``opponent_seed``, played up to
+        the learner's first decision (or the end, where the opponent ends the game first)."""
         self.raw.reset(seed=game_seed, options=options)
         self._fallback_rng = np.random.default_rng(opponent_seed)
         if hasattr(self.opponent, "rng"):

@@ -58,7 +58,7 @@ observation, mask and seat are already the new game's, whose opening the opponen
 first. ``info["final_obs"]`` holds the finished games' last planes (zeros elsewhere), ``info["_final_obs"]``
 says which rows do. ``truncated`` is always ``False``. Should an opponent end a new game before the learner's
 first decision (a random opponent's false declaration under ``false_declaration="lose"``), that game is
-discarded and another started.
+discarded and another started with the same seats (the learner gives first in half the games, as it should).
 
 ## Reset options
 
@@ -297,18 +297,20 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
             self._play_openings()
         return final_planes
 
-    def _new_games(self, rows: np.ndarray) -> None:
-        """New games in ``rows``, the opponent told; the last planes of the games they replace in
-        ``self._final_planes``."""
+    def _new_games(self, rows: np.ndarray, keep_seats: bool = False) -> None:
+        """New games in ``rows`` (``keep_seats``: with the seats of the games they replace), the opponent told;
+        the last planes of the games they replace in ``self._final_planes``."""
         vector = self.vector
         self._final_planes[:] = 0
         level, _, fixed_first_seat = vector._settings
-        _start_rows(rows, vector.game_arrays(), fixed_first_seat, level, vector.variant.compiled, self._final_planes)
+        seats = vector.first_seats[rows] if keep_seats else np.full(len(rows), fixed_first_seat, dtype=np.int64)
+        _start_rows(rows, vector.game_arrays(), seats, level, vector.variant.compiled, self._final_planes)
         if rows.size:
             self.opponent.start(vector, rows)
 
     def _play_openings(self) -> None:
-        """The opponent's first decisions where it gives first; games it ends at once are started again, up to
+        """The opponent's first decisions where it gives first; games it ends at once are started again with the
+        same seats (drawn again, they would give the learner the first give more often than not), up to
         :data:`~quarto_env.single_agent.OPENING_TRIES` times (an opponent that ends every game first would
         otherwise hold the env forever)."""
         for _ in range(OPENING_TRIES):
@@ -317,7 +319,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
             self._play_opponent(rewards, ended)
             if not ended.any():
                 return
-            self._new_games(np.flatnonzero(ended))
+            self._new_games(np.flatnonzero(ended), keep_seats=True)
         raise QuartoValueError(
             f"the opponent ended {OPENING_TRIES} games in a row before the learner's first decision: it declares "
             "falsely at every opening, or the like"
@@ -469,11 +471,13 @@ def _play_rows(rows, actions, games, penalty, rules, totals, scratch):  # type: 
 
 
 @batched_kernel
-def _start_rows(rows, games, fixed_first_seat, level, rules, final_planes):  # type: ignore[no-untyped-def]
+def _start_rows(rows, games, seats, level, rules, final_planes):  # type: ignore[no-untyped-def]
+    """New games in ``rows``, row ``rows[k]``'s first seat ``seats[k]`` (-1: drawn), the last planes of the games
+    they replace in ``final_planes``."""
     positions, final_words = games[0], final_planes.view(np.uint64)
     for k in range(len(rows)):
         write_env_planes(final_words[rows[k]], level, positions[rows[k]], rules)
-        start_game(rows[k], games, fixed_first_seat)
+        start_game(rows[k], games, seats[k])
 
 
 @batched_kernel

@@ -118,6 +118,48 @@ def test_random_learner_always_faces_its_own_decision_and_sees_its_results(varia
     assert min(seats.values()) > 0.4 * sum(seats.values())  # both seats are played
 
 
+class DeclaresAtFirstOpening(AgentMover):
+    """A pool opponent that declares at its first decision of the first game in each slot, then plays random."""
+
+    def __init__(self, always: bool = False) -> None:
+        self.name, self.always, self.declared, self.rng = "declarer", always, set(), np.random.default_rng(0)
+
+    def act(self, batch: GameBatch, games: np.ndarray) -> np.ndarray:
+        actions = []
+        for game in games:
+            mask = batch.action_masks(np.array([game]), false_declarations=True)[0]
+            opening = batch.state(int(game)).available == 0xFFFF
+            if opening and (self.always or int(game) not in self.declared):
+                self.declared.add(int(game))
+                actions.append(DECLARE)
+            else:
+                actions.append(int(self.rng.choice(np.flatnonzero(mask[:DECLARE]))))
+        return np.array(actions, dtype=np.int64)
+
+
+def test_games_ended_at_their_opening_start_again_with_their_seats() -> None:
+    """The learner's seats are drawn once per game: a game the opponent ends at its opening keeps them (drawn
+    anew, the learner gave first more often than not)."""
+    seats = []
+    for mover in (DeclaresAtFirstOpening(), None):
+        pool = OpponentPool(DECLARATION, observation_kind("lookahead"), {"random": 1.0}, max_snapshots=1, seed=0)
+        if mover is not None:
+            pool.baselines = [mover]
+        env = SelfPlayVecEnv(DECLARATION, 16, observation_kind("lookahead"), pool, seed=3)
+        env.reset()
+        seats.append(env.learner_seat.copy())
+        assert (env.batch.to_move == env.learner_seat).all() and not env.batch.over.any()
+    assert (seats[0] == seats[1]).all() and 0 < seats[0].sum() < 16
+
+
+def test_an_opponent_that_ends_every_game_at_its_opening_is_refused_after_a_bounded_number() -> None:
+    pool = OpponentPool(DECLARATION, observation_kind("lookahead"), {"random": 1.0}, max_snapshots=1, seed=0)
+    pool.baselines = [DeclaresAtFirstOpening(always=True)]
+    env = SelfPlayVecEnv(DECLARATION, 4, observation_kind("lookahead"), pool, seed=0)
+    with pytest.raises(ValueError, match=r"the opponents \['declarer'\] ended 100 games in a row"):
+        env.reset()
+
+
 @pytest.fixture(scope="module")
 def tiny_model():  # type: ignore[no-untyped-def]
     config = config_from_dict({"num_games": 8, "n_steps": 8, "batch_size": 32, "observation": "lookahead"})

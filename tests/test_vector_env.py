@@ -25,7 +25,7 @@ from quarto_env.notation import format_position
 from quarto_env.observation import OBSERVATION_KINDS
 from quarto_env.vector import VectorQuarto
 from quarto_env.vector_env import CompiledOpponent, PlayerOpponent, QuartoVectorVsAgent
-from tests.test_single_agent import AlwaysDeclares
+from tests.test_single_agent import AlwaysDeclares, DeclaresFirst
 
 ENV_ID = "quarto_env/QuartoVsAgent-v1"
 VARIANTS = {
@@ -337,6 +337,15 @@ def test_games_the_opponent_ends_at_its_opening_are_started_again_a_bounded_numb
     )
     with pytest.raises(ValueError, match="ended 100 games in a row before the learner's first decision"):
         hopeless.reset(seed=0)
+
+
+def test_games_ended_at_their_opening_start_again_with_their_seats() -> None:
+    reference = QuartoVectorVsAgent(16, PlayerOpponent([DeclaresFirst(0) for _ in range(16)]), declaration=True)
+    envs = QuartoVectorVsAgent(16, PlayerOpponent([DeclaresFirst(1) for _ in range(16)]), declaration=True)
+    for seed in range(3):
+        reference.reset(seed=seed)
+        envs.reset(seed=seed)
+        assert (envs.seats == reference.seats).all() and 0 < envs.seats.sum() < 16, seed  # both seats, kept
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from experiments.training.config import SNAPSHOTS
 from quarto_env.core import State, Variant
 from quarto_env.errors import QuartoValueError
 from quarto_env.observation import ObservationKind
+from quarto_env.single_agent import OPENING_TRIES
 from quarto_env.vector import GameBatch
 
 
@@ -233,18 +234,25 @@ class SelfPlayVecEnv(InProcessVecEnv):
     def _start(self, games: np.ndarray) -> None:
         """New games: random seats, fresh opponents, and the opponent's first moves where it starts. A game the
         opponent ends before the learner's first decision (a random opponent's false declaration, under
-        ``false_declaration="lose"``) is discarded and another started, as ``QuartoVectorVsAgent`` does: the
-        learner has nothing to act on in it. Seats are drawn anew each time, and a learner that gives first always
-        gets a decision: the loop ends."""
-        while games.size:
+        ``false_declaration="lose"``) gives the learner nothing to act on: as ``QuartoVectorVsAgent`` does, it starts
+        again with its seats (drawn anew, they would give the learner the first give more often than not) and
+        another opponent, up to :data:`~quarto_env.single_agent.OPENING_TRIES` times."""
+        self.learner_seat[games] = self.rng.integers(2, size=len(games))
+        for _ in range(OPENING_TRIES):
             self.batch.reset(games)
-            self.learner_seat[games] = self.rng.integers(2, size=len(games))
             for game, opponent in zip(games, self.pool.draw(self.rng, games), strict=True):
                 self.opponents[game] = opponent
             self.episode_steps[games] = 0
             self.episode_start[games] = time.time()
             self._play_opponents()
             games = games[self.batch.over[games]]
+            if not games.size:
+                return
+        names = sorted({self.opponents[game].name for game in games})
+        raise QuartoValueError(
+            f"the opponents {names} ended {OPENING_TRIES} games in a row before the learner's first decision: they "
+            "declare falsely at every opening, or the like"
+        )
 
     def _play_opponents(self) -> None:
         """Opponents move until every game is over or waits for the learner (a turn is a place then a give)."""
