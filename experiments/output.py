@@ -192,7 +192,7 @@ def _made_folders_removed_if_empty(folder: Path) -> Iterator[None]:
         yield
     finally:
         for made in missing:  # deepest first
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, ValueError):  # ValueError: a path the OS refuses (a NUL byte)
                 made.rmdir()
 
 

@@ -22,6 +22,7 @@ from experiments.training import ray_runtime, sweep, sweep_stats
 from experiments.training.ray_runtime import RayStartError, check_address
 from experiments.training.sweep import SweepError, parse_sets, plan_trials, split_values
 from experiments.training.sweep_stats import summarize
+from experiments.training.train import RAY_INSTALL
 
 FinishedSweep = tuple[Path, list[tuple[int, str, str]]]
 
@@ -103,7 +104,7 @@ def test_bad_address_is_refused(address: str) -> None:
 def test_bad_command_lines_exit_2_before_ray(tmp_path: Path, argv: list[str], message: str) -> None:
     base = ["configs/default.yaml", "--seeds", "0", "--out", str(tmp_path / "sweep")]
     if "127.0.0.1:1" in argv and importlib.util.find_spec("ray") is None:
-        message = r"a sweep needs the ray extra .*install it with pip install -e \"\.\[dev,ray\]\""  # checked first
+        message = r"a sweep needs the ray extra .*install it with " + re.escape(RAY_INSTALL)  # checked first
     status, _, err = run_main(base + argv if "--seeds" not in argv else ["configs/default.yaml", *argv])
     assert status == 2
     assert err.count("\n") == 1
