@@ -56,9 +56,10 @@ answered at once by the opponent's winning placement in the same ``step`` -- 0 a
 ``AutoresetMode.SAME_STEP``): where ``terminated[i]``, ``rewards[i]`` is the finished game's, while the
 observation, mask and seat are already the new game's, whose opening the opponent has played when it gives
 first. ``info["final_obs"]`` holds the finished games' last planes (zeros elsewhere), ``info["_final_obs"]``
-says which rows do. ``truncated`` is always ``False``. Should an opponent end a new game before the learner's
-first decision (a random opponent's false declaration under ``false_declaration="lose"``), that game is
-discarded and another started with the same seats (the learner gives first in half the games, as it should).
+says which rows do; ``info["final_info"]`` their ``seat`` and ``illegal_action`` (Gymnasium's way: the info's
+other keys are already the new games'). ``truncated`` is always ``False``. Should an opponent end a new game
+before the learner's first decision (a random opponent's false declaration under ``false_declaration="lose"``),
+that game is discarded and another started with the same seats (the learner gives first in half the games).
 
 ## Reset options
 
@@ -227,9 +228,17 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         legal_rows = np.flatnonzero(~illegal)
         self._play(legal_rows, actions[legal_rows], rewards, terminated)
         self._play_opponent(rewards, terminated)
+        final_info = {"seat": self.seats, "illegal_action": illegal}  # the finished games', before their restart
         final_planes = self._restart(np.flatnonzero(terminated))
         planes = self._observe()
-        info = {**self._info(), "final_obs": final_planes, "_final_obs": terminated.copy(), "illegal_action": illegal}
+        info = {
+            **self._info(),
+            "illegal_action": illegal,
+            "final_obs": final_planes,
+            "_final_obs": terminated.copy(),
+            "final_info": final_info,
+            "_final_info": terminated.copy(),
+        }
         return planes, rewards, terminated, np.zeros(self.num_envs, dtype=np.bool_), info
 
     def action_masks(self) -> np.ndarray:

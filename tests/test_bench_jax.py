@@ -89,7 +89,7 @@ def test_the_device_check_runs_small_on_a_cpu(
 ) -> None:
     import jax
 
-    from experiments.training.config_file import DEFAULT_CONFIG
+    from experiments.training.shipped_configs import DEFAULT_CONFIG
 
     if not (DEFAULT_CONFIG.parent / bench_jax.DEVICE_CHECK_CONFIG).is_file():  # the CPU config, till the GPU one is
         monkeypatch.setattr(bench_jax, "DEVICE_CHECK_CONFIG", "alphazero_jax.yaml")

@@ -33,13 +33,13 @@ from experiments.training.config import (
 )
 from experiments.training.config_checks import field_ranges
 from experiments.training.config_file import (
-    DEFAULT_CONFIG,
     check_unchanged_on_resume,
     config_from_dict,
     load_config,
     save_config,
 )
 from experiments.training.field_docs import field_docs
+from experiments.training.shipped_configs import DEFAULT_CONFIG
 from quarto_env.core import INITIAL_STATE, STANDARD, Variant, legal_actions
 from quarto_env.observation import OBSERVATION_KINDS
 

@@ -244,6 +244,8 @@ def test_a_state_draws_through_its_env_and_shows_in_a_notebook_without_a_traceba
     assert state._repr_html_() is None  # pgx's drawing would raise for a game it does not know
     with pytest.raises(QuartoValueError, match=r"draw it with env.svg\(state\)$"):
         state.to_svg()
+    with pytest.raises(QuartoValueError, match=r"write env.svg\(state\) to the file$"):
+        state.save_svg("board.svg")
     batch = jax.vmap(env.init)(jax.random.split(jax.random.key(0), 2))
     with pytest.raises(QuartoValueError, match=r"draws one game; this state holds a batch of shape \(2,\)$"):
         env.svg(batch)

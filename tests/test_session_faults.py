@@ -332,6 +332,12 @@ def test_a_search_is_refused_bad_arguments_in_one_line(arguments: tuple, error: 
     one_line_error(raised)
 
 
+def test_a_search_takes_a_kind_by_name_and_whole_number_floats() -> None:
+    search = PUCTSearch(STANDARD, "tactical", None, 2.0, 8.0)
+    assert (search.max_games, search.max_sims, search.kind) == (2, 8, OBSERVATION_KINDS["tactical"])
+    assert PUCTSession(search, position_array([INITIAL_STATE]), 8).run(uniform).result.visits.sum() == 8
+
+
 @pytest.mark.parametrize("targets", ["visits", "completed_q"])
 def test_zero_simulations_play_and_label_by_the_prior(targets: str) -> None:
     """0 simulations evaluate the roots alone: the moves sampled (temperature) and the visits targets are the

@@ -29,10 +29,8 @@ from experiments.training import train as train_module
 from experiments.training.config import SECTIONS, ConfigError, TrainConfig, describe_fields
 from experiments.training.config_file import config_from_dict, load_config
 from experiments.training.run import Schedule, stopping_step
+from experiments.training.shipped_configs import CONFIGS
 from quarto_env.core import INITIAL_STATE, Variant
-
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -336,6 +334,7 @@ def test_losses_are_under_the_losses_group_of_every_backend(tiny_run: tuple[Path
     rollouts = list(range(128, 1025, 128))  # num_games * n_steps = 128, up to total_steps=1024
     assert tensorboard_steps(tiny_run[0], "losses/policy_loss") == rollouts
     assert tensorboard_steps(tiny_run[0], "charts/learning_rate") == rollouts
+    assert "charts/n_updates" not in tags  # SB3 keeps it out of TensorBoard (exclude="tensorboard")
 
 
 def test_resume_continues_the_step_count_and_the_curves(tiny_run: tuple[Path, str], tmp_path: Path) -> None:

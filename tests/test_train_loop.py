@@ -170,3 +170,14 @@ def test_ctrl_c_saves_latest_zip_and_the_resume_goes_on_from_the_newest_intact_c
     assert ("begin", 30) in resumed.calls and "resuming" in capsys.readouterr().out
     assert resumed.done("players") == [40, 50, 50]  # not the points it had passed; the last step, the final table
     assert read_metadata(latest)["num_timesteps"] == 50 and has_checkpoint(tmp_path)
+
+
+def test_a_run_resumed_at_its_last_step_still_ends_its_curves_there(tmp_path: Path, scores: list[float]) -> None:
+    """Stopped in its last evaluation, a run's latest.zip is at total_steps: the resume trains no leap, and
+    evaluates there before its final table (else the curves would end a leap early)."""
+    resumed = FakeLearner(fake_config(), Habits("step", LEAP, "leaps of {leap}"), 50)
+    train_run(resumed.config, tmp_path, resumed)
+    assert resumed.done("players") == [50, 50]  # the last evaluation, then the final table's
+    finished = FakeLearner(fake_config(), Habits("step", LEAP, "leaps of {leap}"))
+    train_run(finished.config, tmp_path / "whole", finished)
+    assert finished.done("players").count(50) == 2  # not a third time after the last leap's

@@ -379,14 +379,16 @@ def test_sb3_sees_one_info_dict_per_env_and_each_finished_games_episode() -> Non
     rng, lengths, total, finished = np.random.default_rng(0), np.zeros(8, dtype=int), 0.0, []
     for _ in range(80):
         actions = np.array([rng.choice(np.flatnonzero(mask)) for mask in envs.action_masks()])
+        seats = envs.envs.seats  # the games being played
         _, rewards, dones, infos = envs.step(actions)
         lengths += 1
         total += float(rewards.sum())
         for i, info in enumerate(infos):
-            assert info["seat"] == envs.envs.seats[i] and not info["illegal_action"]
+            assert info["seat"] == seats[i] and not info["illegal_action"]  # a finished game's own seat
             assert ("episode" in info) == ("terminal_observation" in info) == bool(dones[i])
             if dones[i]:
                 assert info["episode"]["l"] == lengths[i] and info["episode"]["r"] == rewards[i]
+                assert envs.reset_infos[i]["seat"] == envs.envs.seats[i]  # the new game's, as SB3's VecEnvs keep it
                 finished.append(info["episode"]["r"])
         lengths[dones] = 0
     assert len(finished) > 20 and sum(finished) == total  # every reward comes at a game's end

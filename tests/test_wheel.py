@@ -88,6 +88,22 @@ def test_the_wheel_carries_the_suites_and_books(installed: Path, tmp_path: Path)
         assert f"agents/data/{data}" in listing, data
 
 
+def test_the_wheel_carries_the_configs_the_license_and_the_type_marks(installed: Path, tmp_path: Path) -> None:
+    listing = run(installed / "python", "-m", "pip", "show", "-f", "quarto-env", cwd=tmp_path).stdout
+    for config in ("quick", "default", "alphazero", "compare/raw-mlp"):  # where quarto train --config NAME looks
+        assert f"experiments/configs/{config}.yaml" in listing, config
+    assert "quarto_env/py.typed" in listing and "agents/py.typed" in listing
+    assert re.search(r"quarto_env-.*\.dist-info/licenses/LICENSE", listing), listing
+    # Where the installed code finds them from another folder (pyyaml, the train extra's, is not installed here:
+    # the module imports it but does not use it to find a file).
+    finds = "import sys, types; sys.modules['yaml'] = types.ModuleType('yaml')\n" + (
+        "from experiments.training.shipped_configs import config_path; print(config_path('configs/quick.yaml'))"
+    )
+    found = run(installed / "python", "-c", finds, cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip().endswith("site-packages/experiments/configs/quick.yaml"), found.stdout
+
+
 def test_the_core_works_from_the_wheel_without_torch(installed: Path, tmp_path: Path) -> None:
     result = run(installed / "python", "-c", CHECKS, cwd=tmp_path)
     assert result.returncode == 0, result.stderr

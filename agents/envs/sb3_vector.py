@@ -40,11 +40,11 @@ class InProcessVecEnv(VecEnv):
 
 class SB3VectorEnv(InProcessVecEnv):
     """``envs`` seen by SB3: ``dones`` are ``terminated | truncated``, ``action_masks`` is ``envs.action_masks()``,
-    and the infos are one dict per env, as SB3's callbacks read them: the env's own keys (``seat``,
-    ``illegal_action``, ...; where the env gives a finished game's ``final_info``, those win), and for a finished
-    game its last
-    observation (``terminal_observation``), ``TimeLimit.truncated`` and its ``episode`` statistics (``r``, ``l``,
-    ``t``, as SB3's ``Monitor`` writes them: MaskablePPO logs ``rollout/ep_rew_mean`` from them)."""
+    and the infos are one dict per env, as SB3's callbacks read them. A running game's are the env's own keys
+    (``seat``, ``illegal_action``, ...). A finished game's are its ``final_info`` (Gymnasium's record of the
+    finished game), its last observation (``terminal_observation``), ``TimeLimit.truncated`` and its ``episode``
+    statistics (as SB3's ``Monitor`` writes them: MaskablePPO logs ``rollout/ep_rew_mean`` from them); the new
+    game's keys go to ``reset_infos``, as SB3's own VecEnvs put them."""
 
     def __init__(self, envs: gymnasium.vector.VectorEnv) -> None:
         mode = envs.metadata.get("autoreset_mode")
@@ -86,15 +86,14 @@ class SB3VectorEnv(InProcessVecEnv):
         self._lengths += 1
         infos = per_env_infos(info, self.num_envs)
         if dones.any():
-            finals, elapsed = per_env_infos(info.get("final_info", {}), self.num_envs), time.time() - self._started
+            finals = per_env_infos(info.get("final_info", {}), self.num_envs)
             for i in np.flatnonzero(dones):
-                episode = {"r": float(self._returns[i]), "l": int(self._lengths[i]), "t": round(elapsed, 6)}
+                self.reset_infos[i] = infos[i]  # the new game's
                 infos[i] = {
-                    **infos[i],
                     **finals[i],
                     "terminal_observation": info["final_obs"][i],
                     "TimeLimit.truncated": bool(~terminated[i]),
-                    "episode": episode,
+                    "episode": episode_statistics(self._returns[i], self._lengths[i], self._started),
                 }
             self._returns[dones], self._lengths[dones] = 0.0, 0
         return observations, rewards, dones, infos
@@ -109,13 +108,20 @@ class SB3VectorEnv(InProcessVecEnv):
         self.envs.close()
 
 
+def episode_statistics(reward: float, length: int, started: float) -> dict[str, float | int]:
+    """A finished game's ``info["episode"]``, as SB3's ``Monitor`` writes it: its return ``r``, its length ``l``
+    and ``t``, the seconds since the env was made (``started``, a ``time.time()``)."""
+    return {"r": float(reward), "l": int(length), "t": round(time.time() - started, 6)}
+
+
 AUTORESET_KEYS = ("final_obs", "final_info")
 """What a same-step auto-reset adds to a Gymnasium vector env's info, read apart by :class:`SB3VectorEnv`."""
 
 
 def per_env_infos(info: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
     """A Gymnasium vector env's info (a dict of arrays, each ``key`` beside its mask ``_key`` of the envs that have
-    it) as one dict per env, nested dicts alike; the auto-reset's own keys are left out."""
+    it) as one dict per env, nested dicts alike; the auto-reset's own keys are left out. (Gymnasium's
+    ``DictInfoToList`` wrapper does the same in a private method, and as a wrapper it would change the env.)"""
     infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
     for key, values in info.items():
         if key.startswith("_") or key in AUTORESET_KEYS:

@@ -171,18 +171,18 @@ class PUCTSearch:
         self.max_games = int(checked_number(max_games, "max_games", minimum=1, integer=True))
         self.max_sims = int(checked_number(max_sims, "max_sims", minimum=0, integer=True))
         nodes = self.max_sims + 2
-        self.positions = np.zeros((max_games, nodes, NUM_FIELDS), dtype=np.int64)
+        self.positions = np.zeros((self.max_games, nodes, NUM_FIELDS), dtype=np.int64)
         """Per node: its position (a row of :func:`quarto_env.core.position_array`)."""
-        self.mask = np.zeros((max_games, nodes), dtype=np.int64)
-        self.terminal = np.zeros((max_games, nodes), dtype=np.bool_)
-        self.expanded = np.zeros((max_games, nodes), dtype=np.bool_)
-        self.value = np.zeros((max_games, nodes), dtype=np.float32)
+        self.mask = np.zeros((self.max_games, nodes), dtype=np.int64)
+        self.terminal = np.zeros((self.max_games, nodes), dtype=np.bool_)
+        self.expanded = np.zeros((self.max_games, nodes), dtype=np.bool_)
+        self.value = np.zeros((self.max_games, nodes), dtype=np.float32)
         """The exact value of a terminal node, else the network's value, for the node's player to move."""
-        self.child = np.full((max_games, nodes, NUM_ACTIONS), NO_NODE, dtype=np.int32)
-        self.visits = np.zeros((max_games, nodes, NUM_ACTIONS), dtype=np.int32)
-        self.value_sum = np.zeros((max_games, nodes, NUM_ACTIONS), dtype=np.float32)
-        self.prior = np.zeros((max_games, nodes, NUM_ACTIONS), dtype=np.float32)
-        self.num_nodes = np.zeros(max_games, dtype=np.int32)
+        self.child = np.full((self.max_games, nodes, NUM_ACTIONS), NO_NODE, dtype=np.int32)
+        self.visits = np.zeros((self.max_games, nodes, NUM_ACTIONS), dtype=np.int32)
+        self.value_sum = np.zeros((self.max_games, nodes, NUM_ACTIONS), dtype=np.float32)
+        self.prior = np.zeros((self.max_games, nodes, NUM_ACTIONS), dtype=np.float32)
+        self.num_nodes = np.zeros(self.max_games, dtype=np.int32)
         self.tree = (
             self.positions,
             self.mask,
@@ -196,12 +196,12 @@ class PUCTSearch:
             self.num_nodes,
         )
         """Every game's tree, as the kernels take it: one tuple of the arrays above, in this order."""
-        self.path = np.zeros((max_games, MAX_DEPTH, 2), dtype=np.int32)
-        self.leaf = np.zeros(max_games, dtype=np.int32)
-        self.leaf_games = np.zeros(max_games, dtype=np.int64)
-        self.no_forced_root = np.full(max_games, -1, dtype=np.int32)
+        self.path = np.zeros((self.max_games, MAX_DEPTH, 2), dtype=np.int32)
+        self.leaf = np.zeros(self.max_games, dtype=np.int32)
+        self.leaf_games = np.zeros(self.max_games, dtype=np.int64)
+        self.no_forced_root = np.full(self.max_games, -1, dtype=np.int32)
         """The PUCT root's forced root actions: none (-1)."""
-        self.planes = np.zeros((max_games, *kind.shape), dtype=np.int8)
+        self.planes = np.zeros((self.max_games, *self.kind.shape), dtype=np.int8)
         self.tree_seconds = 0.0
         """Time in the tree kernels (selection with the observation planes, expansion, backup), cumulated."""
         self.network_seconds = 0.0

@@ -314,9 +314,10 @@ def alphazero_short_run(small: bool) -> dict[str, Any]:
     """The self-play-and-train iteration of ``backend: jax`` on :data:`DEVICE_CHECK_CONFIG` (small: with
     :data:`ALPHAZERO_SMALL`), timed by the backend's :data:`ALPHAZERO_RATE`, or one line saying what is not there;
     ``line`` is what to print."""
-    from experiments.training.config_file import CONFIGS, load_config
+    from experiments.training.config_file import load_config
+    from experiments.training.shipped_configs import CONFIGS
 
-    config_path = CONFIGS / DEVICE_CHECK_CONFIG
+    device_config = CONFIGS / DEVICE_CHECK_CONFIG
     try:
         module = importlib.import_module(ALPHAZERO_MODULE)
     except ModuleNotFoundError as error:
@@ -324,12 +325,12 @@ def alphazero_short_run(small: bool) -> dict[str, Any]:
             raise
         module = None
     rate_of = getattr(module, ALPHAZERO_RATE, None)
-    missing = None if config_path.is_file() else f"configs/{DEVICE_CHECK_CONFIG} is not there"
+    missing = None if device_config.is_file() else f"configs/{DEVICE_CHECK_CONFIG} is not there"
     if rate_of is None:
         missing = f"{ALPHAZERO_MODULE}.{ALPHAZERO_RATE} is not there"
     if rate_of is None or missing:
         return {"available": False, "line": f"AlphaZero on JAX: not available ({missing})"}
-    config = load_config(config_path, ALPHAZERO_SMALL if small else [])
+    config = load_config(device_config, ALPHAZERO_SMALL if small else [])
     start = time.perf_counter()
     rate = float(rate_of(config, 0.0 if small else ALPHAZERO_SECONDS))
     seconds = time.perf_counter() - start

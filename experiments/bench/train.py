@@ -29,9 +29,10 @@ from agents.storage.files import atomic_write
 from experiments.options import CommandParser, add_integer_argument
 from experiments.output import add_overwrite_argument, claim_if_asked
 from experiments.training.config import MAX_STEPS, ConfigError, TrainConfig
-from experiments.training.config_file import DEFAULT_CONFIG, load_config
+from experiments.training.config_file import load_config
 from experiments.training.sb3_ppo import build_model
 from experiments.training.selfplay import OpponentPool, SelfPlayVecEnv
+from experiments.training.shipped_configs import DEFAULT_CONFIG
 
 PROG = "quarto bench train"
 REFERENCE = ["policy=mlp", "net_arch=[128,128]", "observation=tactical"]

@@ -344,7 +344,8 @@ class TrainConfig:
     """Games played side by side in one process (rllib: in each env runner, one batched forward pass per step;
     alphazero: games searched side by side, in each worker)."""
     eval_every: Steps = 250_000
-    """Learner steps between two periodic evaluations (besides ``early_evals``; the final table is one more)."""
+    """Learner steps between two periodic evaluations (besides ``early_evals``, and the last step's, which ends the
+    curves; the final table is played after it)."""
     early_evals: list[int] = dataclasses.field(default_factory=lambda: list(EARLY_EVALS))
     """Learner steps of the evaluations before the periodic ones take over: 0 evaluates the untrained network
     before training starts, and the doubling steps after it catch the early learning, when the scores move

@@ -35,6 +35,7 @@ into its section, the fields of two sections into the ``algorithm``'s, and Alpha
 from __future__ import annotations
 
 import itertools
+import os
 import typing
 from pathlib import Path
 from typing import Any
@@ -52,42 +53,10 @@ from experiments.training.config import (
     TrainConfig,
 )
 from experiments.training.config_checks import SHORT
+from experiments.training.shipped_configs import config_path, shipped_config_names
 from quarto_env.checks import one_line, shortened
 from quarto_env.core import Variant
 from quarto_env.observation import ObservationKind
-
-
-def _shipped_configs() -> Path:
-    """The folder of the shipped configs: ``configs/`` of a checkout, which the wheel installs as
-    ``experiments/configs/`` (``pyproject.toml``'s ``package-dir``)."""
-    installed = Path(__file__).resolve().parents[1] / "configs"
-    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "configs"
-
-
-CONFIGS = _shipped_configs()
-DEFAULT_CONFIG = CONFIGS / "default.yaml"
-"""The config ``quarto train`` (and ``quarto bench train``) read when none is given: the defaults."""
-
-
-def config_path(given: str | Path) -> Path:
-    """``given`` as a config file: the file it names, or where it names none, the shipped config of that name --
-    ``configs/quick.yaml`` (as the docs write it), ``quick.yaml`` or ``quick`` -- so that the docs' commands run
-    from any folder and from an installed wheel. What names neither is returned as given (its error says so)."""
-    path = Path(given)
-    if path.exists() or path.is_absolute():
-        return path
-    parts = path.parts[1:] if path.parts[:1] == ("configs",) else path.parts
-    shipped = CONFIGS.joinpath(*parts) if parts else CONFIGS
-    for candidate in (shipped, shipped.with_name(shipped.name + ".yaml")):
-        if candidate.is_file():
-            return candidate
-    return path
-
-
-def shipped_config_names() -> list[str]:
-    """The shipped configs, as :func:`config_path` finds them (``quick``, ``compare/raw-mlp``, ...)."""
-    return sorted(str(path.relative_to(CONFIGS).with_suffix("")) for path in CONFIGS.rglob("*.yaml"))
-
 
 SHARED_FIELDS = tuple(
     field for field in SECTION_FIELDS["ppo"] if any(field in SECTION_FIELDS[s] for s in SECTIONS if s != "ppo")
@@ -340,7 +309,7 @@ def _yaml_value(text: str, where: str) -> Any:
 def _read_config_file(path: Path) -> dict[str, Any]:
     """The mapping of fields in the YAML file ``path``; :class:`ConfigError` for anything else."""
     where = f"config file {str(path)!r}"
-    if not path.exists():
+    if not os.path.lexists(path):
         shipped = ", ".join(shipped_config_names())
         raise ConfigError(f"{where} does not exist; the shipped configs (--config NAME): {shipped}")
     input_file(path, "config file", ConfigError)  # a pipe, a device or a folder, refused with advice

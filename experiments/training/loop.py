@@ -136,9 +136,6 @@ class Learner:
     def after_evaluation(self, results: list[EvalResult]) -> None:
         """Anything the backend writes of an evaluation besides the evaluation log's."""
 
-    def end(self) -> None:
-        """After the final table (the last charts of the learner's own logger)."""
-
 
 def train_run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
     """Train ``learner`` up to ``total_steps`` in ``run_dir``, then end the run; returns the final checkpoint's
@@ -172,6 +169,14 @@ def _train(
     progress = progress_bar(learner.steps, stop, habits.unit)
     grades = bool(config.grade_positions)
 
+    evaluated_at = -1
+
+    def evaluate() -> None:
+        nonlocal evaluated_at
+        evaluated_at = learner.steps
+        if _evaluate(learner, writer, progress, grades, references) and habits.keeps_best:
+            checkpoints.save_best()
+
     def run_due(trained: bool) -> None:
         due = schedule.due(learner.steps)
         # Every run evaluates at its last step, due or not: its curves end with the final network, one point a
@@ -182,8 +187,7 @@ def _train(
         if "evaluation" in due or last:
             if trained:  # nothing gathered before the first leap
                 learner.log_charts()
-            if _evaluate(learner, writer, progress, grades, references) and habits.keeps_best:
-                checkpoints.save_best()
+            evaluate()
         if "checkpoint" in due:
             checkpoints.save_step(learner.steps)
 
@@ -195,6 +199,8 @@ def _train(
     with saved_on_interrupt(checkpoints), progress:
         run_due(trained=False)  # a fresh run's evaluation at step 0, before it trains
         learner.train(config.total_steps, after_leap)
+        if evaluated_at != learner.steps:  # resumed at its last step (stopped in its last evaluation): no leap ran
+            evaluate()
 
 
 def _evaluate(
@@ -219,7 +225,6 @@ def _finish(config: TrainConfig, learner: Learner, checkpoints: Checkpoints, ref
     graded = learner.graded(final) if config.grade_positions else {}
     grades = evaluations.grade_all(graded, references) if graded else {}
     report_final(checkpoints.run_dir, final, learner.steps, results, grades)
-    learner.end()
     print(f"\nfinal checkpoint: {final}\nagent spec: {learner.agent_spec(final)}")
     print(tensorboard_command(checkpoints.run_dir))
     return final

@@ -197,7 +197,6 @@ SB3_TAGS = {
     "train/policy_gradient_loss": "losses/policy_loss",
     "train/clip_fraction": "losses/clipfrac",
     "train/learning_rate": "charts/learning_rate",
-    "train/n_updates": "charts/n_updates",
     "train/clip_range": "charts/clip_range",
 }
 """MaskablePPO's ``train/`` scalars filed under another tag: the update's figures go to ``losses/``, the group
@@ -217,10 +216,10 @@ class TensorBoardLogger(Logger):
         self.writer, self.step = writer, step
 
     def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
-        if key.startswith("train/"):
-            self.writer.add_scalar(SB3_TAGS.get(key, "losses/" + key.removeprefix("train/")), value, self.step())
-        else:
+        if not key.startswith("train/"):
             super().record(key, value, exclude)
+        elif "tensorboard" not in ((exclude,) if isinstance(exclude, str) else exclude or ()):  # as SB3's writer
+            self.writer.add_scalar(SB3_TAGS.get(key, "losses/" + key.removeprefix("train/")), value, self.step())
 
 
 class _RunWriter(TensorBoardOutputFormat):

@@ -33,7 +33,7 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 from torch import nn
 
-from agents.envs.sb3_vector import InProcessVecEnv
+from agents.envs.sb3_vector import InProcessVecEnv, episode_statistics
 from agents.networks.policy_value import RowWeights, choose_actions
 from agents.ppo import inference_policy, policy_actions, policy_logits, policy_spaces
 from agents.specs import make_agent
@@ -195,7 +195,8 @@ class SelfPlayVecEnv(InProcessVecEnv):
         self.learner_seat = np.zeros(num_games, dtype=np.int64)
         self.opponents: list[Mover] = pool.draw(self.rng, self.batch.all_games)
         self.episode_steps = np.zeros(num_games, dtype=np.int64)
-        self.episode_start = np.zeros(num_games, dtype=np.float64)
+        self.started = time.time()
+        """When the env was made: the episode statistics' ``t`` counts from it, as SB3's ``Monitor``'s does."""
         self.outcomes: Counter[str] = Counter()
         """Finished games since the last :meth:`pop_outcomes`: ``"win"``, ``"draw"``, ``"loss"``."""
         self.last_final_state: State | None = None
@@ -243,7 +244,6 @@ class SelfPlayVecEnv(InProcessVecEnv):
             for game, opponent in zip(games, self.pool.draw(self.rng, games), strict=True):
                 self.opponents[game] = opponent
             self.episode_steps[games] = 0
-            self.episode_start[games] = time.time()
             self._play_opponents()
             games = games[self.batch.over[games]]
             if not games.size:
@@ -264,12 +264,11 @@ class SelfPlayVecEnv(InProcessVecEnv):
 
     def _finish(self, finished: np.ndarray, rewards: np.ndarray, infos: list[dict[str, Any]]) -> None:
         terminal = self.batch.observe(finished, self.kind)
-        now = time.time()
         for i, game in enumerate(finished):
             reward = float(rewards[game])
             infos[game] = {
                 "terminal_observation": terminal[i],
-                "episode": {"r": reward, "l": int(self.episode_steps[game]), "t": now - self.episode_start[game]},
+                "episode": episode_statistics(reward, int(self.episode_steps[game]), self.started),
                 "opponent": self.opponents[game].name,
             }
             self.outcomes["win" if reward > 0 else "loss" if reward < 0 else "draw"] += 1

@@ -32,8 +32,9 @@ from experiments.options import CommandParser, add_integer_argument, add_number_
 from experiments.output import LOCK_FILE, OutputError, check_output_path, hold_lock
 from experiments.run_folder import FINAL_TABLE_FILE, RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents
-from experiments.training.config_file import config_path, load_config
+from experiments.training.config_file import load_config
 from experiments.training.ray_runtime import check_address, check_reachable, quiet_logger, start_ray
+from experiments.training.shipped_configs import config_path
 from experiments.training.sweep_stats import SeedRun, aggregate, markdown, read_final_eval
 from experiments.training.train import require_ray
 from quarto_env.checks import one_line

@@ -75,8 +75,10 @@ def read_curves(run_dir: Path) -> dict[str, dict[int, float]]:
 
 
 def training_minutes(run_dir: Path) -> float:
-    """Wall-clock minutes from the run's first TensorBoard scalar to its last (the final evaluation's): the
-    training and its evaluations, without the start-up; a resumed run's pause counts too."""
+    """Wall-clock minutes from the run's first TensorBoard scalar to its last (the evaluation at the last step):
+    the training and its evaluations, without the start-up and without the final table, played after it (runs
+    before 2026-12-07 wrote scalars of the final table, whose games were counted); a resumed run's pause counts
+    too."""
     times = [
         event.wall_time
         for accumulator in _event_files(run_dir)

@@ -40,8 +40,9 @@ from experiments.run_folder import (
     record_command,
 )
 from experiments.training.config import FIXED_ON_RESUME, ConfigError, TrainConfig, check_agents, describe_fields
-from experiments.training.config_file import DEFAULT_CONFIG, load_config, save_config
+from experiments.training.config_file import load_config, save_config
 from experiments.training.ray_runtime import check_address, check_reachable, start_ray
+from experiments.training.shipped_configs import DEFAULT_CONFIG
 from quarto_env.checks import one_line, shortened
 from quarto_env.errors import install_command
 from quarto_env.extras import require as require_extra

@@ -76,6 +76,9 @@ class State(pgx.core.State):
     def to_svg(self, **_: Any) -> str:
         raise QuartoValueError("a State does not know its rule variant: draw it with env.svg(state)")
 
+    def save_svg(self, filename: Any, **_: Any) -> None:
+        raise QuartoValueError("a State does not know its rule variant: write env.svg(state) to the file")
+
 
 class QuartoEnv(pgx.core.Env):
     """Quarto for pgx, any rule variant: ``quarto_env.jax.env(**flags)`` makes one (the flags of
@@ -120,8 +123,9 @@ class QuartoEnv(pgx.core.Env):
         would clamp to a legal one -- ends the game with -1 for the seat that took it and +1 for the other, the
         position unchanged; once ended, every action is marked legal. pgx's own step nests three ``lax.cond``
         around the game's step, which ``vmap`` turns into selects of the whole state each: one pass
-        costs less (``quarto bench jax``; figures in docs/results.md). An action of the wrong type or shape is refused
-        before any tracing, in one line."""
+        costs less (``quarto bench jax``; figures in docs/results.md). An action of the wrong type or shape, and a
+        batch of states (step one game; ``jax.vmap(env.step)`` steps a batch), are refused before any tracing, in
+        one line."""
         state = cast(State, state)
         action = checked_action_array(action, state, self.num_actions)
         in_range = (action >= 0) & (action < self.num_actions)
