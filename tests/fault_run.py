@@ -455,8 +455,8 @@ def _two_datasets(context: Context) -> str:
 
 @case("concurrent: tournament --resume while the tournament runs")
 def _resume_running_tournament(context: Context) -> str:
-    running = context.start_quarto(
-        "tournament", "mcts:sims=2000", "random", "--games", "40", "--out", "t", "--no-progress"
+    running = context.start_quarto(  # long enough to be still playing when the resume comes (40 took 2.5 s)
+        "tournament", "mcts:sims=2000", "random", "--games", "1000", "--out", "t", "--no-progress"
     )
     deadline = time.time() + 60
     while time.time() < deadline and not (context.folder / "t").exists():
