@@ -759,16 +759,16 @@ def _session_refusal(context: Context, statement: str, fragments: str | tuple[st
     return "ok" if "after|True" in lines else "lost or mixed"
 
 
-def _session_outcome(context: Context, program: str, expected: str) -> str:
-    """Run ``program`` (after :data:`SESSION_PRELUDE`): its last line of output must be ``expected``; a line
-    starting ``lost`` is a session that lost games or evaluations without saying so."""
+def _session_outcome(context: Context, program: str, *expected: str) -> str:
+    """Run ``program`` (after :data:`SESSION_PRELUDE`): its last line of output must be one of ``expected``; a
+    line starting ``lost`` is a session that lost games or evaluations without saying so."""
     result = context.python("-O", "-c", SESSION_PRELUDE + textwrap.dedent(program), timeout=240)
     if broken := crashed(result):
         return broken
     last = (result.stdout.strip().splitlines() or [""])[-1]
     if last.startswith("lost"):
         return "lost or mixed"
-    return "ok" if last == expected else "wrong answer"
+    return "ok" if last in expected else "wrong answer"
 
 
 SESSION_EVALUATOR_FAULTS: list[tuple[str, str, str]] = [
@@ -940,12 +940,8 @@ def _session_interrupt_timed(context: Context) -> str:
                 outcomes.append("refused")
         print(*sorted(set(outcomes)))
     """
-    result = _session_outcome(context, program, "refused resumed")
-    if result == "wrong answer":  # every interrupt landed on the same side: still right
-        for expected in ("refused", "resumed"):
-            if _session_outcome(context, program, expected) == "ok":
-                return "ok"
-    return result
+    # Where the interrupts land depends on the machine's speed and load: both outcomes, or either alone, is right.
+    return _session_outcome(context, program, "refused resumed", "refused", "resumed")
 
 
 @case("session: Ctrl-C in the evaluator, then run again")
