@@ -29,9 +29,12 @@ class FakeLearner(Learner):
     """Steps in leaps of :data:`LEAP`; writes what it did in ``calls``; Ctrl-C in the leap that would reach
     ``stop_at``."""
 
-    def __init__(self, config: TrainConfig, habits: Habits, steps: int = 0, best_score: float = -1.0) -> None:
+    def __init__(
+        self, config: TrainConfig, habits: Habits, steps: int = 0, best_score: float = -1.0, evaluated_at: int = -1
+    ) -> None:
         self.config, self.habits, self.count = config, habits, steps
-        self.evaluations = evaluation_log(config, best_score)
+        self.evaluations = evaluation_log(config)
+        self.evaluations.best_score, self.evaluations.evaluated_at = best_score, evaluated_at
         self.calls: list[tuple[str, int]] = []
         self.stop_at: int | None = None
 
@@ -165,7 +168,9 @@ def test_ctrl_c_saves_latest_zip_and_the_resume_goes_on_from_the_newest_intact_c
     point = read_resume_point(config, tmp_path, with_pool=False)
     assert point.checkpoint.name == "step_000000030.zip" and point.steps == 30 and not point.complete
     assert "the newest intact checkpoint, at step 30" in capsys.readouterr().err
-    resumed = FakeLearner(config, Habits("step", LEAP, "leaps of {leap}"), point.steps, point.best_score)
+    resumed = FakeLearner(
+        config, Habits("step", LEAP, "leaps of {leap}"), point.steps, point.best_score, point.evaluated_at
+    )
     train_run(config, tmp_path, resumed)
     assert ("begin", 30) in resumed.calls and "resuming" in capsys.readouterr().out
     assert resumed.done("players") == [40, 50, 50]  # not the points it had passed; the last step, the final table
@@ -178,6 +183,10 @@ def test_a_run_resumed_at_its_last_step_still_ends_its_curves_there(tmp_path: Pa
     resumed = FakeLearner(fake_config(), Habits("step", LEAP, "leaps of {leap}"), 50)
     train_run(resumed.config, tmp_path, resumed)
     assert resumed.done("players") == [50, 50]  # the last evaluation, then the final table's
+    # Stopped in its final table instead: its checkpoint records the evaluation at 50, which is not done again.
+    evaluated = FakeLearner(fake_config(), Habits("step", LEAP, "leaps of {leap}"), 50, evaluated_at=50)
+    train_run(evaluated.config, tmp_path / "evaluated", evaluated)
+    assert evaluated.done("players") == [50]  # the final table's alone
     finished = FakeLearner(fake_config(), Habits("step", LEAP, "leaps of {leap}"))
     train_run(finished.config, tmp_path / "whole", finished)
     assert finished.done("players").count(50) == 2  # not a third time after the last leap's

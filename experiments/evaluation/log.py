@@ -154,6 +154,9 @@ class EvaluationLog:
         """The best mean score so far (-1 before the first evaluation): ``best.zip``'s."""
         self.latest: dict[str, float] = {}
         """The latest evaluation's scores, by opponent (and ``value lost``, the grade)."""
+        self.evaluated_at = -1
+        """The step of the latest evaluation logged whole (-1 before the first): a run resumed at its last step
+        does not evaluate there again when its checkpoint says the curves have that point."""
         self._reference_grades: dict[str, GradeReport] | None = None
         self._positions: list[State] | None = None
         self._values = PositionValues(variant)
@@ -203,6 +206,7 @@ class EvaluationLog:
             self.log_sample_games(results[len(self.plan.opponents) - 1], writer, step)
         improved = score > self.best_score
         self.best_score = max(self.best_score, score)
+        self.evaluated_at = step
         return improved
 
     def final_results(self, players: Sequence[Mover]) -> list[EvalResult]:
@@ -211,7 +215,7 @@ class EvaluationLog:
 
     def checkpoint_fields(self) -> dict[str, Any]:
         """What a checkpoint's ``quarto.json`` records of the evaluations."""
-        return {"best_score": self.best_score, "latest_eval": self.latest}
+        return {"best_score": self.best_score, "latest_eval": self.latest, "evaluated_at": self.evaluated_at}
 
     def grade_all(self, agents: dict[str, Agent], references: dict[str, Agent] | None = None) -> dict[str, GradeReport]:
         """The exact solver's grade of each of ``agents`` and of the ``references`` (graded at the first call,

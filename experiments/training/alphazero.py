@@ -140,7 +140,8 @@ def _restore(trainer: Trainer, run_dir: Path) -> None:
     checkpoint = resumed.checkpoint
     network, _ = load_network(checkpoint, trainer.variant, metadata=resumed.metadata)
     trainer.network.load_state_dict(network.state_dict())
-    trainer.steps, trainer.evaluations.best_score = resumed.steps, resumed.best_score
+    trainer.steps = resumed.steps
+    trainer.evaluations.best_score, trainer.evaluations.evaluated_at = resumed.best_score, resumed.evaluated_at
     if not resumed.complete:  # the network alone (latest.zip was damaged): a fresh optimizer and an empty buffer
         return
     try:

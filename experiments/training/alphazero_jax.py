@@ -534,7 +534,8 @@ def _restore(trainer: Trainer, run_dir: Path) -> None:
     checkpoint = resumed.checkpoint
     network, _ = load_network(checkpoint, trainer.variant, metadata=resumed.metadata)
     trainer.params = eqx.filter(network, eqx.is_array)
-    trainer.steps, trainer.evaluations.best_score = resumed.steps, resumed.best_score
+    trainer.steps = resumed.steps
+    trainer.evaluations.best_score, trainer.evaluations.evaluated_at = resumed.best_score, resumed.evaluated_at
     if not resumed.complete:
         return
     try:

@@ -169,11 +169,7 @@ def _train(
     progress = progress_bar(learner.steps, stop, habits.unit)
     grades = bool(config.grade_positions)
 
-    evaluated_at = -1
-
     def evaluate() -> None:
-        nonlocal evaluated_at
-        evaluated_at = learner.steps
         if _evaluate(learner, writer, progress, grades, references) and habits.keeps_best:
             checkpoints.save_best()
 
@@ -199,7 +195,7 @@ def _train(
     with saved_on_interrupt(checkpoints), progress:
         run_due(trained=False)  # a fresh run's evaluation at step 0, before it trains
         learner.train(config.total_steps, after_leap)
-        if evaluated_at != learner.steps:  # resumed at its last step (stopped in its last evaluation): no leap ran
+        if learner.evaluations.evaluated_at != learner.steps:  # resumed at its last step, not evaluated there yet
             evaluate()
 
 

@@ -71,7 +71,7 @@ from experiments.evaluation.games import Mover, NetworkMover, learner_players
 from experiments.training.config import SNAPSHOTS, ConfigError, TrainConfig
 from experiments.training.loop import Habits, Learner, train_run
 from experiments.training.ray_runtime import quiet_logger
-from experiments.training.run import POOL_ENTRY, evaluation_log, read_resume_point, run_seed
+from experiments.training.run import POOL_ENTRY, ResumePoint, evaluation_log, read_resume_point, run_seed
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.env import AGENTS
@@ -307,6 +307,8 @@ class Begin:
     snapshots: list[tuple[int, dict[str, th.Tensor]]] = dataclasses.field(default_factory=list)
     optimizer: dict[str, Any] | None = None
     """``main``'s optimizer state (:meth:`Trainer.optimizer_state`); ``None``: Adam starts from zero."""
+    resumed: ResumePoint | None = None
+    """The checkpoint's record of the evaluations (:func:`~experiments.training.run.evaluation_log`)."""
 
 
 def start(config: TrainConfig, run_dir: Path, resume: bool) -> Begin:
@@ -318,7 +320,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Begin:
     load_network(latest, config.variant, metadata=resumed.metadata)  # the kind of checkpoint, its variant, its network
     weights = read_weights(latest, NETWORK_ENTRY)
     if resumed.pool is None:  # a checkpoint of the network alone: the pool starts with it, Adam from zero
-        return Begin(resumed.steps, weights, [(resumed.steps, weights)], None)
+        return Begin(resumed.steps, weights, [(resumed.steps, weights)], None, resumed)
     fresh = network_for(config.to_dict(), config.observation, config.variant)
     try:
         for snapshot in resumed.pool["weights"]:
@@ -329,7 +331,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> Begin:
         ) from exc
     snapshots = list(zip(resumed.pool["steps"], resumed.pool["weights"], strict=True))
     optimizer = read_weights(latest, OPTIMIZER_ENTRY, missing_ok=True)  # older checkpoints have none
-    return Begin(resumed.steps, weights, snapshots, optimizer)
+    return Begin(resumed.steps, weights, snapshots, optimizer, resumed)
 
 
 class Trainer(Learner):
@@ -356,7 +358,7 @@ class Trainer(Learner):
         for step, weights in begin.snapshots or [(0, self.main_weights())]:
             self.add_snapshot(weights, step)
         # No grade (grade_positions is ignored); the sample games are graded.
-        self.evaluations = evaluation_log(config)
+        self.evaluations = evaluation_log(config, begin.resumed)
 
     def begin(self, run_dir: Path, writer: SummaryWriter) -> str:
         self.writer = writer
@@ -487,7 +489,11 @@ class Trainer(Learner):
     def save(self, path: Path, resumable: bool) -> None:
         """Checkpoint ``main`` (with the snapshots when ``resumable``) atomically at ``path``."""
         # No best_score: this backend keeps no best.zip.
-        metadata = {"config": self.config.to_dict(), "latest_eval": self.evaluations.latest}
+        metadata = {
+            "config": self.config.to_dict(),
+            "latest_eval": self.evaluations.latest,
+            "evaluated_at": self.evaluations.evaluated_at,
+        }
         extras = {POOL_ENTRY: self.snapshot_weights(), OPTIMIZER_ENTRY: self.optimizer_state()} if resumable else {}
         header = CheckpointHeader(self.variant, self.config.observation.name, self.steps)
         save_checkpoint(path, self.main_weights(), header, metadata, extras)

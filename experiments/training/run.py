@@ -113,6 +113,13 @@ class ResumePoint:
         return int(self.metadata["num_timesteps"])
 
     @property
+    def evaluated_at(self) -> int:
+        """The step of the run's latest evaluation logged whole, as the checkpoint records it (-1: none recorded;
+        checkpoints before 2026-12-07 record none)."""
+        value = self.metadata.get("evaluated_at", -1)
+        return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+    @property
     def complete(self) -> bool:
         """Whether the checkpoint holds all the run's state (``latest.zip``, ``final.zip``); a ``step_N.zip`` or
         ``best.zip`` holds the network alone, and what else the backend keeps (the opponent pool, the optimizer,
@@ -518,7 +525,10 @@ def evaluation_plan(config: TrainConfig) -> EvaluationPlan:
     )
 
 
-def evaluation_log(config: TrainConfig, best_score: float = -1.0) -> EvaluationLog:
-    """The run's evaluation log as a backend's ``start`` finds it: the config's :func:`evaluation_plan`, and the
-    best score so far (a resumed run's checkpoint records it)."""
-    return EvaluationLog(evaluation_plan(config), config.variant, best_score)
+def evaluation_log(config: TrainConfig, resumed: ResumePoint | None = None) -> EvaluationLog:
+    """The run's evaluation log as a backend's ``start`` finds it: the config's :func:`evaluation_plan`, and from
+    the checkpoint of a ``resumed`` run, the best score so far and the step of its latest evaluation."""
+    log = EvaluationLog(evaluation_plan(config), config.variant)
+    if resumed is not None:
+        log.best_score, log.evaluated_at = resumed.best_score, resumed.evaluated_at
+    return log

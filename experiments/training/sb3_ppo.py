@@ -69,7 +69,7 @@ def start(config: TrainConfig, run_dir: Path, resume: bool) -> PPOLearner:
         return PPOLearner(config, model, pool, env, evaluation_log(config))
     # The checkpoint is read as data: weights, optimizer state and step count into the fresh model.
     load_training_state(model, resumed.checkpoint, variant, resumed.metadata)
-    learner = PPOLearner(config, model, pool, env, evaluation_log(config, resumed.best_score))
+    learner = PPOLearner(config, model, pool, env, evaluation_log(config, resumed))
     if resumed.pool is None:  # a checkpoint of the network alone (latest.zip was damaged): the pool starts with it
         pool.add_snapshot(model.policy, resumed.steps)
         return learner
