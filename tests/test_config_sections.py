@@ -295,6 +295,20 @@ def test_alphazero_has_its_own_backend_and_old_alphazero_runs_still_load() -> No
         check_unchanged_on_resume(load_config(None, ["backend=rllib"]), old_ppo)
 
 
+def test_the_network_design_is_fixed_on_resume() -> None:
+    """Changing it loaded the checkpoint's weights into another network: a state_dict traceback."""
+    trained = load_config(None, ["algorithm=alphazero"])
+    metadata = {"config": trained.to_dict(), "variant": {}, "observation": trained.observation.name}
+    check_unchanged_on_resume(load_config(None, ["algorithm=alphazero", "alphazero.sims=8"]), metadata)
+    changed = load_config(None, ["algorithm=alphazero", "alphazero.network_design=hand"])
+    with pytest.raises(
+        ConfigError,
+        match=r"^config field alphazero.network_design cannot change on --resume: the "
+        r"checkpoint was trained with 'slots', this resume asks for 'hand'",
+    ):
+        check_unchanged_on_resume(changed, metadata)
+
+
 def test_the_config_modules_load_without_torch_or_stable_baselines3() -> None:
     """Reading a config needs neither torch nor stable-baselines3: the schema and the loader import only light
     modules (a ``device: cuda`` config loads torch to ask it for a GPU)."""

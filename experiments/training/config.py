@@ -33,7 +33,8 @@ section by section (:func:`describe_fields`).
 Resuming
 --------
 ``quarto train --resume RUN KEY=VALUE...`` continues a run with its own ``config.yaml``. The fields in
-:data:`FIXED_ON_RESUME` -- the network's shape (``variant``, ``observation``, ``policy``, ``net_arch``) and the
+:data:`FIXED_ON_RESUME` -- the network's shape (``variant``, ``observation``, ``policy``, ``net_arch``,
+``alphazero.network_design``) and the
 run's identity (``algorithm``, ``backend``, ``name``, ``seed``) -- are fixed by the checkpoint: an override that
 changes one is refused. Every other field is applied from the resumed step on: the budgets and intervals, the
 hyperparameters (the learner is rebuilt from the config, then given the checkpoint's weights and optimizer
@@ -127,9 +128,20 @@ MAX_NAME_BYTES = 200
 SNAPSHOTS = "snapshots"
 """The key of the learner's frozen past selves in the opponent mix (``ppo.opponents``); its other keys are agent
 specs."""
-FIXED_ON_RESUME = ("algorithm", "backend", "name", "seed", "variant", "observation", "policy", "net_arch")
+FIXED_ON_RESUME = (
+    "algorithm",
+    "backend",
+    "name",
+    "seed",
+    "variant",
+    "observation",
+    "policy",
+    "net_arch",
+    "alphazero.network_design",
+)
 """Fields that ``quarto train --resume`` takes from the checkpoint and refuses to change: the network's shape
-and the run's identity. Every other field given with ``--resume`` is applied."""
+and the run's identity (a section's field by its dotted name). Every other field given with ``--resume`` is
+applied."""
 
 Steps = Annotated[int, Range(1, MAX_STEPS)]
 """A count of learner steps: a budget or an interval."""

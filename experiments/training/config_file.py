@@ -98,7 +98,7 @@ def save_config(config: TrainConfig) -> str:
 def check_unchanged_on_resume(config: TrainConfig, metadata: dict[str, Any]) -> None:
     """Refuse a resumed ``config`` that changes a field of :data:`FIXED_ON_RESUME` from the value the checkpoint
     was trained with; ``metadata`` is the checkpoint's ``quarto.json`` (its ``config``, ``variant`` and
-    ``observation``). Those fields are common ones, at the top level of every layout."""
+    ``observation``); a section's field is compared where the checkpoint records it."""
     recorded = metadata["config"]
     algorithm = recorded.get("algorithm", "ppo")  # checkpoints from before alphazero and rllib record neither
     trained = {
@@ -109,12 +109,14 @@ def check_unchanged_on_resume(config: TrainConfig, metadata: dict[str, Any]) -> 
         "observation": metadata["observation"],
     }
     for field in FIXED_ON_RESUME:
-        asked = getattr(config, field)
+        section, _, name = field.rpartition(".")
+        asked = getattr(getattr(config, section) if section else config, name)
         asked = asked.name if isinstance(asked, ObservationKind) else asked
-        if asked != trained[field]:
+        held = trained.get(section, {}) if section else trained
+        if name in held and asked != held[name]:
             raise ConfigError(
                 f"config field {field} cannot change on --resume: the checkpoint was trained with "
-                f"{_shown(trained[field])}, this resume asks for {_shown(asked)} (config.yaml with the overrides). "
+                f"{_shown(held[name])}, this resume asks for {_shown(asked)} (config.yaml with the overrides). "
                 f"Fixed on resume: {', '.join(FIXED_ON_RESUME)}; every other field given with --resume is applied"
             )
 
