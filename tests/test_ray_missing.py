@@ -119,3 +119,13 @@ def test_commands_that_need_ray_stop_in_one_line_before_writing(rllib_checkpoint
     assert {folder: folder_bytes(folder) for folder in (rllib_run, sweep)} == before  # nor a line added
     assert played[0] == 0, played[1]  # rllib:PATH needs torch only
     assert (tournament / "games.jsonl").read_text().count("\n") == 2
+
+
+def test_quarto_evaluate_plays_an_rllib_checkpoint(rllib_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It refused every rllib checkpoint ('holds a rllib-ppo network, not a ppo one'), rllib:PATH as well."""
+    from experiments.training import evaluate
+
+    for given in (str(rllib_checkpoint), f"rllib:{rllib_checkpoint}"):
+        assert evaluate.main([given, "--opponents", "random", "--games", "4", "--no-progress"]) == 0
+        printed = capsys.readouterr().out
+        assert "random" in printed and "argmax" in printed and "sampled" in printed, printed

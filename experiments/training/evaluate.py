@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import os
 import sys
@@ -51,9 +52,11 @@ from agents.networks.checkpoints import (
     checkpoint_path,
     read_metadata,
 )
-from agents.networks.policy_value import DEFAULT_DEVICE, DEVICES, resolve_device
+from agents.networks.policy_value import DEFAULT_DEVICE, DEVICES, network_actions, resolve_device
 from agents.networks.pretrained import PRETRAINED, pretrained_path
 from agents.ppo import load_policy
+from agents.rllib import ALGORITHM as RLLIB_ALGORITHM
+from agents.rllib import load_network as load_rllib_network
 from agents.specs import (
     AGENT_KINDS,
     DEFAULT_PUCT_SIMULATIONS,
@@ -64,7 +67,7 @@ from agents.specs import (
 )
 from agents.tree.choices import DEFAULT_C_PUCT
 from experiments.evaluation.arguments import add_perfect_games_argument
-from experiments.evaluation.games import EvalResult, Mover, evaluate_all
+from experiments.evaluation.games import EvalResult, Mover, evaluate_all, learner_players
 from experiments.evaluation.perfect import PerfectPlayReport, perfect_markdown, points_lost
 from experiments.evaluation.ratings import wilson_interval
 from experiments.options import (
@@ -194,10 +197,11 @@ def _perfect_play(checkpoint: Path, learner: Mover, variant: Variant, args: argp
 
 def _learner_spec(checkpoint: Path, learner: Mover, device: str) -> str:
     """The agent spec that plays ``checkpoint`` as ``learner`` does: ``az:...,sims=S`` for a search, else
-    ``ppo:...`` with its argmax or sampled policy."""
+    ``ppo:...`` or ``rllib:...`` with its argmax or sampled policy."""
     if isinstance(learner, PUCTMover):
         return f"az:path={checkpoint},sims={learner.sims},device={device}"
-    return f"ppo:path={checkpoint},deterministic={str(learner.deterministic).lower()},device={device}"
+    kind = AGENT_KINDS_OF_ALGORITHMS[read_metadata(checkpoint).get("algorithm", "ppo")]
+    return f"{kind}:path={checkpoint},deterministic={str(learner.deterministic).lower()},device={device}"
 
 
 def _openings(plies: int) -> str:
@@ -271,11 +275,18 @@ ALGORITHM_OF_KIND = {kind: algorithm for algorithm, kind in AGENT_KINDS_OF_ALGOR
 def _learners(checkpoint: Path, metadata: dict[str, Any], args: argparse.Namespace) -> tuple[list[Mover], int]:
     """The ways of playing of the ``checkpoint`` file, whose metadata is ``metadata`` (each named for the table by
     its ``playing``), and its step count."""
-    if metadata.get("algorithm", "ppo") == "alphazero":
+    algorithm = metadata.get("algorithm", "ppo")
+    if algorithm == "alphazero":
         variant = Variant.make(**metadata["variant"])
         network = load_network_of_either_backend(str(checkpoint), variant, args.device)  # as the az agent plays it
         searches = [PUCTMover(network, variant, args.games, sims, DEFAULT_C_PUCT) for sims in args.sims]
         return list(searches), int(metadata["num_timesteps"])
+    if algorithm == RLLIB_ALGORITHM:  # as the rllib agent plays it, read as data: Ray is not needed
+        actor_critic, _ = load_rllib_network(checkpoint, device=args.device, metadata=metadata)
+        players = learner_players(
+            functools.partial(network_actions, actor_critic), observation_kind(metadata["observation"])
+        )
+        return list(players), int(metadata["num_timesteps"])
     check_algorithm(checkpoint, metadata, "ppo")
     loaded = load_policy(checkpoint, device=args.device)
     players = policy_players(loaded.policy, observation_kind(loaded.observation))
