@@ -266,6 +266,17 @@ def test_evaluation_steps_snap_to_their_interval() -> None:
     assert sweep_stats.snapped(7, 512) == 0 and sweep_stats.snapped(300, 512) == 512
 
 
+def test_the_last_evaluation_is_a_point_of_its_own() -> None:
+    """Every run evaluates at its end (the first step at or past total_steps): that point is total_steps, and it
+    neither replaces the evaluation before it nor lands past the end (an audit: 943 and 1,012 both went to 900
+    with total_steps=1000 and eval_every=300; 400k went to 500k with eval_every=250k)."""
+    logged = (0, 340, 604, 943, 1_012)
+    assert [sweep_stats.snapped(step, 300, (), 1_000) for step in logged] == [0, 300, 600, 900, 1_000]
+    assert sweep_stats.snapped(401_408, 250_000, (), 400_000) == 400_000
+    assert sweep_stats.snapped(250_880, 250_000, (), 300_000) == 250_000  # not pulled to the last point
+    assert sweep_stats.snapped(1_055, 300, (), 1_000) == sweep_stats.snapped(1_012, 300, (), 1_000) == 1_000
+
+
 def test_early_evaluation_steps_snap_to_their_own_points_not_to_the_interval() -> None:
     from experiments.training.config import EARLY_EVALS
 

@@ -126,7 +126,7 @@ def aggregate(out: Path, runs: Sequence[SeedRun]) -> tuple[list[dict[str, Any]],
         config = load_config(run_dir / "config.yaml")
         for tag, points in read_curves(run_dir).items():
             for step, value in sorted(points.items()):  # the later of two steps in one bin wins: the final one
-                at = snapped(step, config.eval_every, config.early_evals)
+                at = snapped(step, config.eval_every, config.early_evals, config.total_steps)
                 curves.setdefault((trial.setting, tag, at), {})[trial.seed] = value
     final_rows = [
         _row({"setting": setting, "opponent": opponent, "policy": policy}, by_seed)
@@ -145,15 +145,20 @@ def aggregate(out: Path, runs: Sequence[SeedRun]) -> tuple[list[dict[str, Any]],
     return final_rows, curve_rows
 
 
-def snapped(step: int, every: int, early: Sequence[int] = ()) -> int:
+def snapped(step: int, every: int, early: Sequence[int] = (), last: int | None = None) -> int:
     """``step`` rounded to the nearest point of the evaluation schedule -- a multiple of ``every`` (0 included) or
     a step of ``early`` (the config's ``early_evals``; :class:`experiments.training.run.Schedule`): the evaluation
     it belongs to, the later point on a tie. Runs log each evaluation at the first rollout past its point, and a
     resumed run's rollouts fall elsewhere, so the same evaluation has other step numbers in other seeds
-    (1,000,064 in one, 1,003,520 in another; 16,384 for the early point 16,000)."""
+    (1,000,064 in one, 1,003,520 in another; 16,384 for the early point 16,000). With ``last`` (the config's
+    ``total_steps``), the evaluation every run makes at its end is a point of its own: a step at or past ``last``
+    is ``last``, and the others keep to the points before it."""
+    if last is not None and step >= last:
+        return last
     below = step // every * every
     points = {below, below + every, *early}
-    return min(points, key=lambda point: (abs(step - point), -point))
+    before_last = {point for point in points if last is None or point < last}
+    return min(before_last or {below}, key=lambda point: (abs(step - point), -point))
 
 
 def _row(keys: dict[str, Any], by_seed: dict[int, float]) -> dict[str, Any]:
