@@ -148,7 +148,11 @@ def claim_output(
     way to go on. :class:`OutputError` in one line; with ``prog``, printed as ``PROG: message`` and the command
     exits with its status. An output that is not always asked for: :func:`claim_if_asked`."""
     try:
-        with _claimed(_output_path(path, option), kind, option, overwrite, resume, holds_result, resume_hint) as output:
+        checked = _output_path(path, option)
+        with (
+            _made_folders_removed_if_empty(checked if kind == "run" else checked.parent),
+            _claimed(checked, kind, option, overwrite, resume, holds_result, resume_hint) as output,
+        ):
             yield output
     except OutputError as error:
         if prog is None:
@@ -175,41 +179,8 @@ def _claimed(
     resume_hint: str | None,
 ) -> Iterator[Output]:
     named = f"{option} {str(path)!r}"
-    with _made_folders_removed_if_empty(path if kind == "run" else path.parent):
-        check_output_path(path, kind, option)
-        lock = path / LOCK_FILE if kind == "run" else path.parent / f".{path.name}.lock"
-        with _held(lock, named, path, kind, option, overwrite, resume, holds_result, resume_hint) as output:
-            yield output
-
-
-@contextlib.contextmanager
-def _made_folders_removed_if_empty(folder: Path) -> Iterator[None]:
-    """``folder`` and those of its parents that do not exist yet (claiming an output makes them, for its lock)
-    are removed when the block ends if they are empty: a command refused or stopped before it wrote anything
-    leaves no empty folders behind. One that holds anything (the result, another writer's lock) stays."""
-    missing = [f for f in [folder, *folder.parents] if not os.path.lexists(f)]
-    try:
-        yield
-    finally:
-        for made in missing:  # deepest first
-            with contextlib.suppress(OSError, ValueError):  # ValueError: a path the OS refuses (a NUL byte)
-                made.rmdir()
-
-
-@contextlib.contextmanager
-def _held(
-    lock: Path,
-    named: str,
-    path: Path,
-    kind: Kind,
-    option: str,
-    overwrite: bool,
-    resume: bool,
-    holds_result: Callable[[Path], bool] | None,
-    resume_hint: str | None,
-) -> Iterator[Output]:
-    """The claim of ``path`` once its folders are made: locked, cleared of what a killed writer left, refused if it
-    holds a result, published (kind ``folder``) when the block ends without an error."""
+    check_output_path(path, kind, option)
+    lock = path / LOCK_FILE if kind == "run" else path.parent / f".{path.name}.lock"
     with hold_lock(lock, named):
         # What a writer killed mid-work left (kill -9, a power cut): ours to clear, now that we hold the lock.
         if kind == "run":
@@ -236,6 +207,20 @@ def _held(
         finally:
             if kind == "folder" and not settled:
                 shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _made_folders_removed_if_empty(folder: Path) -> Iterator[None]:
+    """``folder`` and those of its parents that do not exist yet (claiming an output makes them, for its lock)
+    are removed when the block ends if they are empty: a command refused or stopped before it wrote anything
+    leaves no empty folders behind. One that holds anything (the result, another writer's lock) stays."""
+    missing = [f for f in [folder, *folder.parents] if not os.path.lexists(f)]
+    try:
+        yield
+    finally:
+        for made in missing:  # deepest first
+            with contextlib.suppress(OSError, ValueError):  # ValueError: a path the OS refuses (a NUL byte)
+                made.rmdir()
 
 
 def _output_path(path: str | Path, option: str) -> Path:
