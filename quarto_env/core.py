@@ -557,9 +557,9 @@ def state_of_row(row: Iterable[int]) -> State:
 
 def position_problem(variant: Variant, row: Sequence[int]) -> str | None:
     """What makes ``row`` (of a :func:`position_array`) no position in play under ``variant``, in a few words
-    (``"is over"``, ``"holds piece 3 twice"``, ...), or ``None`` for one that a game reaches: every field in its
-    range, each piece once (on the board, in hand or left), the turn and the phase as the counts of gives and
-    placements make them, and no finished group where it would have ended the game."""
+    (``"is over"``, ``"has attributes on an empty square"``, ...), or ``None`` for one that a game reaches: every
+    field in its range, each piece once (on the board, in hand or left), the turn and the phase as the counts of
+    gives and placements make them, and no finished group where it would have ended the game."""
     lanes, occupied, available, hand, to_move, claimable, winner, over = (int(v) for v in row)
     if over not in (0, 1) or winner not in (NO_WINNER, 0, 1) or (winner != NO_WINNER and not over):
         return "has no valid result fields (winner, over)"

@@ -95,8 +95,8 @@ opponent with ``deterministic=false`` samples from torch's global generator, whi
 before the learner's first decision raises ``ValueError``. From the opening, a game the opponent ends before the
 learner's first decision (a random opponent's false declaration under ``false_declaration="lose"``) is
 discarded and another started with the same seats, as ``QuartoVectorVsAgent`` does (up to
-:data:`OPENING_TRIES` games, then ``ValueError``). Seats drawn anew there had the learner give first in 51.4% of
-the games against a random opponent under the declaration rules (40,000 resets); kept, 50.1% (+-0.5).
+:data:`OPENING_TRIES` games, then ``ValueError``): seats drawn anew there would have the learner give first more
+often than not (docs/results.md measures it).
 
 ## Infos
 

@@ -231,8 +231,8 @@ class DeclaresFirst:
 
 
 def test_a_game_ended_at_its_opening_starts_again_with_the_same_seats() -> None:
-    """Drawn anew, the seats of the restarted games leaned to the learner giving first (51.4% of games
-    against a random opponent under the declaration rules)."""
+    """Drawn anew, the seats of the restarted games leaned to the learner giving first (docs/results.md has the
+    share)."""
     for seed in range(12):
         reference = QuartoVsAgent(DeclaresFirst(games=0), learner_seat="random", declaration=True)
         reference.reset(seed=seed)

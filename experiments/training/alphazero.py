@@ -83,7 +83,7 @@ from experiments.training.az_selfplay import (
 )
 from experiments.training.config import TrainConfig
 from experiments.training.loop import Habits, Learner, train_run
-from experiments.training.run import evaluation_log, read_resume_point, run_seed
+from experiments.training.run import evaluation_log, read_resume_point, restore_evaluations, run_seed
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.symmetry import Symmetries
@@ -141,7 +141,7 @@ def _restore(trainer: Trainer, run_dir: Path) -> None:
     network, _ = load_network(checkpoint, trainer.variant, metadata=resumed.metadata)
     trainer.network.load_state_dict(network.state_dict())
     trainer.steps = resumed.steps
-    trainer.evaluations.best_score, trainer.evaluations.evaluated_at = resumed.best_score, resumed.evaluated_at
+    restore_evaluations(trainer.evaluations, resumed)
     if not resumed.complete:  # the network alone (latest.zip was damaged): a fresh optimizer and an empty buffer
         return
     try:

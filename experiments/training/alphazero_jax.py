@@ -85,7 +85,7 @@ from experiments.training.alphazero import (
 )
 from experiments.training.config import AlphaZeroConfig, ConfigError, TrainConfig
 from experiments.training.loop import train_run
-from experiments.training.run import evaluation_log, read_resume_point, run_seed
+from experiments.training.run import evaluation_log, read_resume_point, restore_evaluations, run_seed
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.jax import QuartoEnv
@@ -535,7 +535,7 @@ def _restore(trainer: Trainer, run_dir: Path) -> None:
     network, _ = load_network(checkpoint, trainer.variant, metadata=resumed.metadata)
     trainer.params = eqx.filter(network, eqx.is_array)
     trainer.steps = resumed.steps
-    trainer.evaluations.best_score, trainer.evaluations.evaluated_at = resumed.best_score, resumed.evaluated_at
+    restore_evaluations(trainer.evaluations, resumed)
     if not resumed.complete:
         return
     try:

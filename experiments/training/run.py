@@ -530,5 +530,11 @@ def evaluation_log(config: TrainConfig, resumed: ResumePoint | None = None) -> E
     the checkpoint of a ``resumed`` run, the best score so far and the step of its latest evaluation."""
     log = EvaluationLog(evaluation_plan(config), config.variant)
     if resumed is not None:
-        log.best_score, log.evaluated_at = resumed.best_score, resumed.evaluated_at
+        restore_evaluations(log, resumed)
     return log
+
+
+def restore_evaluations(log: EvaluationLog, resumed: ResumePoint) -> None:
+    """What the checkpoint of a ``resumed`` run records of its evaluations, into its ``log``: the best score so
+    far and the step of its latest evaluation."""
+    log.best_score, log.evaluated_at = resumed.best_score, resumed.evaluated_at
