@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from agents.base import Agent
-from agents.tree.choices import DEFAULT_C_PUCT, DEFAULT_PLAYOUT, PLAYOUTS, ROOTS
+from agents.tree.choices import DEFAULT_C_PUCT, DEFAULT_PLAYOUT, DEFAULT_UCT_SIMULATIONS, PLAYOUTS, ROOTS
 from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS
 from quarto_env.checks import checked_seed, number_parser
 from quarto_env.core import NUM_ACTIONS, STANDARD, Variant, checked_variant
@@ -239,10 +239,10 @@ register(
         {
             "sims": Option(
                 number_parser("sims", minimum=1, maximum=MAX_UCT_SIMULATIONS, integer=True),
-                2000,
+                DEFAULT_UCT_SIMULATIONS,
                 "simulations per move",
             ),
-            "time": Option(SECONDS, 0.0, "seconds per move; replaces sims when set"),
+            "time": Option(SECONDS, 0.0, "seconds per move, instead of sims (give one of them)"),
             "c": Option(EXPLORATION, 1.0, "UCB1 exploration constant"),
             "playout": Option(
                 _uct_playout, DEFAULT_PLAYOUT, "tactical: take a win, give no winning piece; random: uniform"
@@ -323,7 +323,7 @@ register(
                 DEFAULT_PUCT_SIMULATIONS,
                 "simulations per move; 0: the network's policy alone",
             ),
-            "time": Option(SECONDS, 0.0, "seconds per move; replaces sims when set"),
+            "time": Option(SECONDS, 0.0, "seconds per move, instead of sims (give one of them)"),
             "temperature": Option(
                 number_parser("temperature", minimum=0, maximum=100),
                 0.0,

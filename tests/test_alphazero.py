@@ -4,6 +4,7 @@ of its training loop (experiments/alphazero.py); the training runs themselves ar
 from __future__ import annotations
 
 import functools
+import io
 import re
 import zipfile
 from pathlib import Path
@@ -23,6 +24,8 @@ from agents.tree.puct import PUCTSearch, candidates, encode_positions, forced_ac
 from experiments.training.az_selfplay import ReplayBuffer
 from quarto_env.core import (
     DECLARE,
+    FIELD_HAND,
+    FIELD_LANES,
     INITIAL_STATE,
     NO_PIECE,
     NO_WINNER,
@@ -198,9 +201,15 @@ def test_noise_changes_the_searched_priors_and_keeps_a_distribution() -> None:
 
 def test_a_time_budget_replaces_the_simulation_count() -> None:
     network = PolicyValueNetwork(observation_kind("parity"), list(STANDARD.groups), 8)
-    agent = AlphaZeroAgent(STANDARD, 0, network=network, sims=1, time=0.2)
+    agent = AlphaZeroAgent(STANDARD, 0, network=network, time=0.2)
     agent.act(INITIAL_STATE)
     assert agent.last_result is not None and 1 < agent.last_result.sims < MAX_PUCT_SIMULATIONS
+
+
+@pytest.mark.parametrize("spec", ["az:pretrained,sims=4,time=1", "mcts:sims=10,time=1"])
+def test_a_time_budget_with_simulations_is_refused(spec: str) -> None:
+    with pytest.raises(ValueError, match="a time budget replaces sims; give one of them"):
+        make_agent(spec, STANDARD, seed=0)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -259,17 +268,42 @@ def test_encoded_planes_match_the_env_observation() -> None:
 def test_the_buffer_keeps_the_newest_and_round_trips() -> None:
     buffer = ReplayBuffer(5)
     positions = position_array([endgame(STANDARD, seed, 9) for seed in range(7)])
-    outcome = np.arange(7, dtype=np.float32)
+    outcome = np.arange(7, dtype=np.float32) / 8
     buffer.add(positions, np.zeros((7, NUM_ACTIONS), np.float32), outcome, -outcome / 10)
-    assert buffer.size == 5 and sorted(buffer.outcome) == [2, 3, 4, 5, 6]
+    assert buffer.size == 5 and sorted(buffer.outcome * 8) == [2, 3, 4, 5, 6]
     copy = ReplayBuffer(5)
-    copy.load_bytes(buffer.to_bytes())
-    assert sorted(copy.outcome) == [2, 3, 4, 5, 6] and copy.size == 5
+    copy.load_bytes(buffer.to_bytes(), STANDARD)
+    assert sorted(copy.outcome * 8) == [2, 3, 4, 5, 6] and copy.size == 5
     assert np.allclose(copy.root_value[: copy.size], -copy.outcome[: copy.size] / 10)
     assert {tuple(row) for row in copy.positions} == {tuple(row) for row in positions[2:]}
     smaller = ReplayBuffer(3)
-    smaller.load_bytes(buffer.to_bytes())
-    assert sorted(smaller.outcome) == [4, 5, 6]
+    smaller.load_bytes(buffer.to_bytes(), STANDARD)
+    assert sorted(smaller.outcome * 8) == [4, 5, 6]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("hand", 99, "row 1 is no position in play under the run's rules: it has a field out of range"),
+        ("lanes", -1, "row 1 is no position in play under the run's rules: it has attributes on an empty square"),
+        ("outcome", np.nan, "outcome targets beyond [-1, 1] or not finite"),
+        ("policy", -0.5, "policy targets beyond [0, 1] or not finite"),
+    ],
+)
+def test_a_damaged_buffer_is_refused_naming_its_first_problem(field: str, value: float, problem: str) -> None:
+    buffer = ReplayBuffer(3)  # a resealed checkpoint could carry such rows, which the compiled code would misread
+    buffer.add(position_array([endgame(STANDARD, seed, 9) for seed in range(3)]), np.zeros((3, 16), np.float32),
+               np.zeros(3, np.float32), np.zeros(3, np.float32))  # fmt: skip
+    arrays = dict(np.load(io.BytesIO(buffer.to_bytes()), allow_pickle=False))
+    if field in ("hand", "lanes"):
+        arrays["fields"][1, FIELD_HAND if field == "hand" else FIELD_LANES] = value
+    else:
+        arrays[field][1] = value
+    damaged = io.BytesIO()
+    np.savez(damaged, **arrays)
+    with pytest.raises(ValueError) as refused:
+        ReplayBuffer(3).load_bytes(damaged.getvalue(), STANDARD)
+    assert str(refused.value).startswith(problem)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ def test_a_buffer_saved_before_root_values_loads_with_the_outcome_in_their_place
     arrays = np.load(io.BytesIO(buffer.to_bytes()), allow_pickle=False)
     np.savez(old, fields=arrays["fields"], policy=arrays["policy"], outcome=arrays["outcome"])
     loaded = ReplayBuffer(4)
-    loaded.load_bytes(old.getvalue())
+    loaded.load_bytes(old.getvalue(), STANDARD)
     assert np.array_equal(loaded.root_value, loaded.outcome) and not np.array_equal(
         loaded.root_value, buffer.root_value
     )

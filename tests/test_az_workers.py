@@ -84,6 +84,10 @@ def test_workers_0_runs_are_bit_reproducible(tmp_path: Path) -> None:
         (["workers=two"], "config field alphazero.workers must be int, got 'two'"),
         (["workers=1", "algorithm=ppo"], "config field alphazero.workers must be 0 with algorithm ppo"),
         (["broadcast_every=0"], "config field alphazero.broadcast_every must be an integer >= 1"),
+        # options the rest of the section leaves unused: a run would seem to try them
+        (["broadcast_every=4"], "config field alphazero.broadcast_every is used only with workers"),
+        (["gumbel_actions=8"], "config field alphazero.gumbel_actions is used only with root gumbel"),
+        (["cheap_sims=8"], "config field alphazero.cheap_sims is used only with full_search_share below 1"),
         (["workers=1", "--address", "localhost"], "--address 'localhost' is not a Ray address: give auto"),
         (["workers=1", "--address", "http://h:1"], "is not a Ray address"),
         (["workers=0", "--address", "auto"], "--address auto is for a run on Ray"),

@@ -23,6 +23,8 @@ from quarto_env.core import (
     INITIAL_STATE,
     NO_PIECE,
     NO_WINNER,
+    NUM_FIELDS,
+    POSITION_PROBLEMS,
     STANDARD,
     IllegalActionError,
     RulesError,
@@ -39,6 +41,7 @@ from quarto_env.core import (
     popcount,
     position_array,
     position_problem,
+    position_problems,
     safe_gives,
     signed_lanes,
     step,
@@ -592,6 +595,67 @@ def test_an_env_factory_naming_the_package_pickles_for_another_process() -> None
     code = "import pickle, sys; env = pickle.loads(sys.stdin.buffer.read())(); env.reset(seed=0); print(env.variant)"
     done = subprocess.run([sys.executable, "-c", code], input=factory, capture_output=True, check=True)
     assert b"squares" in done.stdout.lower()
+
+
+def reference_problem(variant: Variant, row: list[int]) -> str | None:
+    """The problems of :func:`position_problem`, one row in plain Python: the referee of the numpy version."""
+    lanes, occupied, available, hand, to_move, claimable, winner, over = row
+    if over not in (0, 1) or winner not in (NO_WINNER, 0, 1) or (winner != NO_WINNER and not over):
+        return "has no valid result fields (winner, over)"
+    if over:
+        return "is over"
+    if not (0 <= occupied < 1 << 16 and 0 <= available < 1 << 16 and -1 <= hand < 16):
+        return "has a field out of range (occupied, available or hand)"
+    lanes &= (1 << 64) - 1
+    if any(lanes >> (16 * k + square) & 1 and not occupied >> square & 1 for k in range(4) for square in range(16)):
+        return "has attributes on an empty square"
+    squares = [square for square in range(16) if occupied >> square & 1]
+    on_board = [sum((lanes >> (16 * k + square) & 1) << k for k in range(4)) for square in squares]
+    held = on_board + ([hand] if hand >= 0 else []) + [p for p in range(16) if available >> p & 1]
+    if sorted(held) != list(range(16)):
+        return "does not hold each of the 16 pieces once (on the board, in hand or left to give)"
+    gives = 16 - bin(available).count("1")
+    if gives - len(on_board) != (hand >= 0) or to_move != gives % 2:
+        return "has a turn or a phase that its counts of gives and placements do not give"
+    if claimable and not (variant.declaration and 0 < claimable < 1 << len(variant.groups)):
+        return "has claimable groups that its rules or its groups do not allow"
+    pieces = dict(zip(squares, on_board, strict=True))
+    for group in variant.groups:
+        members = [pieces.get(square) for square in range(16) if group >> square & 1]
+        if variant.declaration or None in members:
+            continue
+        for k in range(4):
+            if variant.counted >> k & 1 and len({piece >> k & 1 for piece in members}) == 1:
+                return "has a finished group, which would have ended the game"
+    return None
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=Variant.describe)
+def test_position_problems_agree_with_a_plain_referee_on_damaged_rows(variant: Variant) -> None:
+    """Positions of random games, their ends with the result fields cleared (finished groups), and every field
+    damaged by a step, a flipped bit, a random 64-bit value or an edge value: the batch's codes and the one-row
+    answer both say what the referee says."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for _ in range(12):
+        state = INITIAL_STATE
+        while not state.over:
+            rows.append(list(compiled_fields(state)))
+            state = step(variant, state, int(rng.choice(legal_actions(variant, state))))
+        rows.append([*compiled_fields(state)[:6], NO_WINNER, 0])
+    for base in list(rows) * 3:
+        row, field = list(base), int(rng.integers(NUM_FIELDS))
+        damage = int(rng.integers(4))
+        bit = 1 << int(rng.integers(64 if field == 0 else 17))
+        edge = int(rng.choice([0, -1, 1, 2, 15, 16, 0xFFFF, 0x10000]))
+        row[field] = [row[field] + 1, row[field] ^ bit, int(rng.integers(-(2**63), 2**63)), edge][damage]
+        row[0] = (row[0] + 2**63) % 2**64 - 2**63  # lanes stay a signed 64-bit word
+        rows.append(row)
+    codes = position_problems(variant, np.array(rows, dtype=np.int64))
+    expected = [reference_problem(variant, row) for row in rows]
+    assert [POSITION_PROBLEMS[code] for code in codes] == expected
+    assert [position_problem(variant, row) for row in rows] == expected
+    assert len(set(expected)) >= 7  # most problems are met, not only the first
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=Variant.describe)

@@ -15,6 +15,8 @@ piece in hand makes one, no piece that hands the receiver a win while a safe one
 :func:`quarto_env.fast.random_playout`)."""
 DEFAULT_PLAYOUT = "tactical"
 """The ``mcts`` agent's playout unless a spec or a caller names one."""
+DEFAULT_UCT_SIMULATIONS = 2000
+"""The ``mcts`` agent's simulations per move unless a spec or a caller names them (or a time budget)."""
 
 DEFAULT_C_PUCT = 1.5
 """The PUCT exploration constant's default (:mod:`agents.tree.puct`)."""

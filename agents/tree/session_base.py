@@ -18,7 +18,16 @@ from agents.tree.leaf_batch import LeafBatch
 from agents.tree.options import PUCTOptions
 from agents.tree.puct import PUCTResult, PUCTSearch, forced_actions
 from quarto_env.checks import checked_number, one_line, shortened
-from quarto_env.core import INITIAL_STATE, NO_WINNER, NUM_FIELDS, Variant, position_problem, state_of_row, step
+from quarto_env.core import (
+    INITIAL_STATE,
+    NO_WINNER,
+    NUM_FIELDS,
+    POSITION_PROBLEMS,
+    Variant,
+    position_problems,
+    state_of_row,
+    step,
+)
 from quarto_env.errors import CallOrderError, EvaluationError, QuartoTypeError, QuartoValueError
 from quarto_env.notation import format_position
 from quarto_env.vector import GameBatch, memory_bytes
@@ -333,7 +342,7 @@ class PUCTSession(Session):
 
 def _checked_roots(roots: object, search: PUCTSearch) -> np.ndarray:
     """``roots`` as ``(n, NUM_FIELDS)`` integer rows, 1 <= n <= the search's ``max_games``: positions in play under
-    its rules (:func:`quarto_env.core.position_problem`), each with a choice to search (no forced action)."""
+    its rules (:func:`quarto_env.core.position_problems`), each with a choice to search (no forced action)."""
     array = np.asarray(roots)
     if array.dtype.kind not in "iu" or array.ndim != 2 or array.shape[1] != NUM_FIELDS:
         raise QuartoValueError(
@@ -342,10 +351,12 @@ def _checked_roots(roots: object, search: PUCTSearch) -> np.ndarray:
         )
     checked_number(len(array), "the number of roots", minimum=1, maximum=search.max_games, integer=True)
     array = array.astype(np.int64, copy=False)
-    for i, row in enumerate(array):
-        problem = position_problem(search.variant, row)
-        if problem is not None:
-            raise QuartoValueError(f"root {i} is no position in play under the search's rules: it {problem}")
+    problems = position_problems(search.variant, array)
+    if problems.any():
+        i = int(np.flatnonzero(problems)[0])
+        raise QuartoValueError(
+            f"root {i} is no position in play under the search's rules: it {POSITION_PROBLEMS[problems[i]]}"
+        )
     batch = GameBatch(search.variant, len(array))
     batch.positions[:] = array
     forced = forced_actions(batch, batch.all_games)

@@ -52,7 +52,7 @@ import numpy as np
 from numba.extending import register_jitable
 
 from agents.base import Agent
-from agents.tree.choices import DEFAULT_PLAYOUT, PLAYOUTS
+from agents.tree.choices import DEFAULT_PLAYOUT, DEFAULT_UCT_SIMULATIONS, PLAYOUTS
 from quarto_env.core import (
     ALL_SQUARES,
     DECLARE,
@@ -102,7 +102,7 @@ class UCTAgent(Agent):
         self,
         variant: Variant = STANDARD,
         seed: int | None = None,
-        sims: int = 2000,
+        sims: int = DEFAULT_UCT_SIMULATIONS,
         time: float = 0.0,
         c: float = DEFAULT_EXPLORATION,
         playout: str = DEFAULT_PLAYOUT,
@@ -115,6 +115,8 @@ class UCTAgent(Agent):
             raise QuartoValueError(f"time must be >= 0 seconds, got {time}")
         if playout not in PLAYOUTS:
             raise QuartoValueError(f"playout must be one of {', '.join(PLAYOUTS)}, got {playout!r}")
+        if time and sims != DEFAULT_UCT_SIMULATIONS:
+            raise QuartoValueError(f"sims={sims} and time={time}: a time budget replaces sims; give one of them")
         self.sims = sims
         self.time = time
         self.c = c

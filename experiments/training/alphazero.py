@@ -148,7 +148,7 @@ def _restore(trainer: Trainer, run_dir: Path) -> None:
         trainer.optimizer.load_state_dict(read_weights(checkpoint, OPTIMIZER_ENTRY))
         for group in trainer.optimizer.param_groups:  # the config's values apply from the resumed step on
             group["lr"], group["weight_decay"] = settings.learning_rate, settings.weight_decay
-        trainer.buffer.load_bytes(entry_bytes(checkpoint, BUFFER_ENTRY))
+        trainer.buffer.load_bytes(entry_bytes(checkpoint, BUFFER_ENTRY), trainer.variant)
         trainer.games_played = int(resumed.metadata.get("games_played", 0))
     except CheckpointError:
         raise

@@ -29,8 +29,10 @@ from quarto_env.core import (
     NUM_ACTIONS,
     NUM_FIELDS,
     NUM_SQUARES,
+    POSITION_PROBLEMS,
     Variant,
     popcount,
+    position_problems,
     state_of_row,
 )
 from quarto_env.vector import GameBatch
@@ -82,7 +84,10 @@ class ReplayBuffer:
         np.savez(out, fields=fields, policy=policy, outcome=outcome, root_value=root_value)
         return out.getvalue()
 
-    def load_bytes(self, data: bytes) -> None:
+    def load_bytes(self, data: bytes, variant: Variant) -> None:
+        """The buffer of :meth:`to_bytes`; ``ValueError`` naming the first problem of arrays that are not a buffer of
+        ``variant``'s positions (each a position in play) with finite targets. The resume checks a buffer whole: a
+        position out of its fields' ranges would send the compiled code reading beyond its tables."""
         with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
             fields, policy, outcome = arrays["fields"], arrays["policy"], arrays["outcome"]
             root_value = arrays["root_value"] if "root_value" in arrays.files else outcome
@@ -94,6 +99,15 @@ class ReplayBuffer:
         positions = np.zeros((len(fields), NUM_FIELDS), dtype=np.int64)
         positions[:, :STORED_FIELDS] = fields
         positions[:, FIELD_WINNER] = NO_WINNER  # not claimable (0), no winner, not over (0)
+        problems = position_problems(variant, positions)
+        if problems.any():
+            row = int(np.flatnonzero(problems)[0])
+            problem = POSITION_PROBLEMS[problems[row]]
+            raise ValueError(f"row {row} is no position in play under the run's rules: it {problem}")
+        for name, target, low in (("policy", policy, 0), ("outcome", outcome, -1), ("root_value", root_value, -1)):
+            slack = 1e-3  # for the last bits of a mean of values in float32
+            if not (np.isfinite(target).all() and (target >= low - slack).all() and (target <= 1 + slack).all()):
+                raise ValueError(f"{name} targets beyond [{low}, 1] or not finite")
         self.size = self.next = 0
         targets = (policy[keep], outcome[keep], root_value[keep])
         self.add(positions[keep], *(target.astype(np.float32) for target in targets))

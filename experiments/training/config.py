@@ -633,6 +633,25 @@ def _check_combinations(c: TrainConfig) -> None:
             f"must be <= alphazero.buffer_size = {buffer}",
             c.alphazero.batch_size,
         )
+        _check_unused_alphazero(c.alphazero)
+
+
+def _check_unused_alphazero(settings: AlphaZeroConfig) -> None:
+    """An ``alphazero`` option that the rest of the section leaves unused keeps its default: a value set there
+    would be read by nothing, and a run that seems to try it would not."""
+    defaults = AlphaZeroConfig()
+    for field, unused, why in (
+        ("gumbel_actions", settings.root != "gumbel", "only with root gumbel (the PUCT root considers every action)"),
+        ("cheap_sims", settings.full_search_share == 1, "only with full_search_share below 1 (no move is cheap)"),
+        ("broadcast_every", settings.workers == 0, "only with workers (no weights are sent without them)"),
+    ):
+        default = getattr(defaults, field)
+        require(
+            not unused or getattr(settings, field) == default,
+            f"alphazero.{field}",
+            f"is used {why}; leave it at {default}",
+            getattr(settings, field),
+        )
 
 
 JAX_FIXED: dict[str, tuple[Any, str]] = {
