@@ -352,6 +352,30 @@ def test_resume_continues_the_step_count_and_the_curves(tiny_run: tuple[Path, st
     assert (run_dir / "command.txt").read_text().count("quarto train") == 2
 
 
+def test_a_resume_hides_what_a_killed_process_wrote_after_its_checkpoint(
+    tiny_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A process killed after its checkpoint (``kill -9``) leaves points past its step, which the resumed run
+    writes again, or not at all where its schedule differs: each tag ends with one point a step, the resumed
+    run's, and none the killed process left."""
+    import shutil
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    run_dir = tmp_path / "killed"
+    shutil.copytree(tiny_run[0], run_dir)
+    orphans = SummaryWriter(str(run_dir / "tb"))  # what the killed process wrote after step 1024
+    for step in (1152, 1280):
+        orphans.add_scalar("charts/SPS", -1.0, step)
+    orphans.add_scalar("eval/score", -1.0, 1100)
+    orphans.close()
+    time.sleep(1.1)  # event files are read in the order of their names, which begin with the second they were made
+    assert train_module.main(["--resume", str(run_dir), "total_steps=1536"]) == 0
+    sps, score = tensorboard_steps(run_dir, "charts/SPS"), tensorboard_steps(run_dir, "eval/score")
+    assert len(sps) == len(set(sps)) and {1152, 1280} <= set(sps)  # written again, once
+    assert score == [512, 1024, 1536]  # the orphan at 1100 is gone
+
+
 def test_a_finished_run_without_its_checkpoints_is_not_silently_trained_again(
     tiny_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

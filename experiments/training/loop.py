@@ -140,7 +140,9 @@ class Learner:
 def train_run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
     """Train ``learner`` up to ``total_steps`` in ``run_dir``, then end the run; returns the final checkpoint's
     path."""
-    writer = open_tensorboard(run_dir, config, learner.steps, learner.habits.graded_besides)
+    # A resumed run writes again what its checkpoint's step was followed by, and its evaluation when it redoes it.
+    purge_from = learner.steps if _evaluates_at_start(config, learner) else learner.steps + 1
+    writer = open_tensorboard(run_dir, config, learner.steps, purge_from, learner.habits.graded_besides)
     try:
         holds = learner.begin(run_dir, writer)
         if learner.steps:
@@ -151,6 +153,14 @@ def train_run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
         return _finish(config, learner, checkpoints, references)
     finally:
         writer.close()
+
+
+def _evaluates_at_start(config: TrainConfig, learner: Learner) -> bool:
+    """Whether the run evaluates at the step it starts from, before it trains: a run at step 0 (a resumed one
+    unless its checkpoint holds that evaluation whole) and a run resumed at its last step without its evaluation
+    there (stopped during it). Every other run evaluates only at later steps."""
+    steps = learner.steps
+    return learner.evaluations.evaluated_at != steps and (steps == 0 or steps >= config.total_steps)
 
 
 def _train(
@@ -180,7 +190,8 @@ def _train(
         last = trained and learner.steps >= config.total_steps
         if "snapshot" in due:
             learner.snapshot()
-        if "evaluation" in due or last:
+        # (a run resumed at step 0 whose checkpoint holds the evaluation there whole does not evaluate again)
+        if ("evaluation" in due or last) and learner.evaluations.evaluated_at != learner.steps:
             if trained:  # nothing gathered before the first leap
                 learner.log_charts()
             evaluate()

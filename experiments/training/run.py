@@ -312,10 +312,14 @@ class Schedule:
         return min((next_multiple(step, self.intervals[task]), *later[:1]))
 
 
-def open_tensorboard(run_dir: Path, config: TrainConfig, step: int, graded: Sequence[str] = ()) -> SummaryWriter:
+def open_tensorboard(
+    run_dir: Path, config: TrainConfig, step: int, purge_from: int, graded: Sequence[str] = ()
+) -> SummaryWriter:
     """The writer of the run's TensorBoard folder ``tb/`` (:func:`describe_run`): one folder for the whole run, so
-    a resumed run's curves continue where they stopped."""
-    writer = SummaryWriter(str(run_dir / "tb"))
+    a resumed run's curves continue where they stopped. What earlier event files hold from step ``purge_from`` on
+    is hidden (TensorBoard's purge, which its readers and ours apply): the points that a stopped process wrote
+    after its checkpoint, which the resumed run writes again."""
+    writer = SummaryWriter(str(run_dir / "tb"), purge_step=purge_from)
     describe_run(writer, config, step, graded)
     return writer
 

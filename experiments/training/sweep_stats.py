@@ -68,7 +68,7 @@ def read_curves(run_dir: Path) -> dict[str, dict[int, float]]:
     """The run's TensorBoard scalars that :data:`CURVE_TAGS` names: tag -> step -> value (the last one written
     at a step, which is the resumed run's when a run was resumed over it)."""
     curves: dict[str, dict[int, float]] = {}
-    for accumulator in _event_files(run_dir):
+    for accumulator in _event_folders(run_dir):
         for tag in filter(CURVE_TAGS.match, accumulator.Tags()["scalars"]):
             curves.setdefault(tag, {}).update({e.step: e.value for e in accumulator.Scalars(tag)})
     return curves
@@ -81,19 +81,21 @@ def training_minutes(run_dir: Path) -> float:
     too."""
     times = [
         event.wall_time
-        for accumulator in _event_files(run_dir)
+        for accumulator in _event_folders(run_dir)
         for tag in accumulator.Tags()["scalars"]
         for event in accumulator.Scalars(tag)
     ]
     return (max(times) - min(times)) / 60 if times else float("nan")
 
 
-def _event_files(run_dir: Path) -> list[Any]:
+def _event_folders(run_dir: Path) -> list[Any]:
+    """The scalars of the run's TensorBoard folders, one reader per folder: each reads the folder's event files in
+    order, and hides what a resumed run purged (:func:`~experiments.training.run.open_tensorboard`)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     accumulators = []
-    for events in sorted((run_dir / "tb").glob("**/events.out.tfevents.*")):
-        accumulator = EventAccumulator(str(events), size_guidance={"scalars": 0})
+    for folder in sorted({events.parent for events in (run_dir / "tb").glob("**/events.out.tfevents.*")}):
+        accumulator = EventAccumulator(str(folder), size_guidance={"scalars": 0})
         accumulator.Reload()
         accumulators.append(accumulator)
     return accumulators
