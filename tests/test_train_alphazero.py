@@ -102,6 +102,28 @@ def test_the_run_logs_search_losses_and_evaluations(az_run: tuple[Path, str]) ->
         assert scalar_steps(run_dir, tag), tag
 
 
+def test_the_speed_charts_leave_the_evaluations_time_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clock that jumps by 1,000 s inside every evaluation: the positions a second over the periods between
+    them would then be below one with the evaluations' time counted, and are far above one without it."""
+    import time
+
+    from experiments.evaluation.log import EvaluationLog
+
+    jumped = [0.0]
+    monkeypatch.setattr(alphazero.time, "perf_counter", lambda: time.perf_counter_ns() / 1e9 + jumped[0])
+    evaluate = EvaluationLog.evaluate
+
+    def slow_evaluation(*args: object, **kwargs: object) -> object:
+        jumped[0] += 1000.0
+        return evaluate(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(EvaluationLog, "evaluate", slow_evaluation)
+    run_dir = tmp_path / "run"
+    assert train([*TINY_ALPHAZERO, "early_evals=[0]", "grade_positions=0", "--run-dir", str(run_dir)])[0] == 0
+    rates = scalar_values(run_dir, "charts/positions_per_s")
+    assert len(rates) >= 2 and min(rates) > 1, rates
+
+
 def scalar_values(run_dir: Path, tag: str) -> list[float]:
     events = EventAccumulator(str(run_dir / "tb"))
     events.Reload()

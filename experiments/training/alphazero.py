@@ -70,7 +70,7 @@ from agents.networks.checkpoints import CheckpointError, CheckpointHeader, entry
 from agents.networks.policy_value import PolicyValueNetwork, device_of, resolve_device
 from agents.storage.files import atomic_write_bytes
 from agents.tree.puct import encode_positions
-from experiments.evaluation.games import Mover, seeded_torch
+from experiments.evaluation.games import EvalResult, Mover, seeded_torch
 from experiments.evaluation.log import EvaluationLog
 from experiments.training.az_selfplay import (
     ExactOutcomes,
@@ -259,6 +259,12 @@ class SelfPlayLearner(SearchLearner):
         self.stats.train_seconds += time.perf_counter() - tick
         if self.updates - self.source.version >= settings.broadcast_every:
             self.source.broadcast(trainer.network, self.updates)
+
+    def after_evaluation(self, results: list[EvalResult]) -> None:
+        # The speed charts time the training, not the evaluations: the clock restarts after one. Workers play on
+        # during an evaluation, and what they made then arrives after it, so with them the clock runs through.
+        if not self.trainer.config.alphazero.workers:
+            self.stats.started = time.perf_counter()
 
     def log_charts(self) -> None:
         self.stats = self.stats.log(self.writer, self.trainer)
