@@ -122,14 +122,23 @@ def dispatch(argv: list[str], table: Table, prog: str, noun: str, kind: str) -> 
         module = importlib.import_module(module_name)  # may compile the search: Ctrl-C may come here too
         return int(module.main(rest) or 0)
     except MissingExtra as refusal:  # a feature that checked for its extra before doing anything
-        print(f"{prog} {name}: {refusal}", file=sys.stderr)
-        return 2
+        return _without_extra(f"{prog} {name}", table[name], str(refusal), rest)
     except ModuleNotFoundError as exc:  # a command, or a part of it, whose extra is not installed
         missing = as_missing_extra(exc, "this command")
         if missing is None:
             raise
-        print(f"{prog} {name}: {missing}", file=sys.stderr)
-        return 2
+        return _without_extra(f"{prog} {name}", table[name], str(missing), rest)
+
+
+def _without_extra(command: str, entry: Entry, missing: str, rest: list[str]) -> int:
+    """A command whose extra is missing: the line that says so, exit status 2; asked for its help, what the
+    command does and that line, exit status 0 (its options are its parser's, which needs the extra)."""
+    if any(arg in ("-h", "--help") for arg in rest):
+        then = f"; then `{command} --help` lists its options"
+        print(f"usage: {command} [ARGS...]\n\n{entry.help}\n\n{missing[:1].upper()}{missing[1:]}{then}.")
+        return 0
+    print(f"{command}: {missing}", file=sys.stderr)
+    return 2
 
 
 def _suggestion(name: str, table: Table) -> str:

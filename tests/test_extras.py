@@ -4,6 +4,8 @@ wheel without any extra is tested end to end in tests/test_wheel.py."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +53,16 @@ def test_require_looks_the_modules_up(monkeypatch: pytest.MonkeyPatch) -> None:
         require("fake", "quarto x")
     monkeypatch.setitem(EXTRA_MODULES, "fake", ("json",))
     require("fake", "quarto x")
+
+
+@pytest.mark.parametrize("command", [["train"], ["bench", "train"], ["evaluate"]])
+def test_help_of_a_command_without_its_extra_says_what_it_does_and_what_to_install(command: list[str]) -> None:
+    """Without torch, ``quarto train --help`` cannot build its parser: it prints the command's line and the install,
+    exit status 0; run, the command is refused in one line, exit status 2."""
+    script = "import sys; sys.modules['torch'] = None; from experiments.cli import main; sys.exit(main(sys.argv[1:]))"
+    helped = subprocess.run([sys.executable, "-c", script, *command, "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0 and helped.stderr == "", helped.stderr
+    assert f"usage: quarto {' '.join(command)} [ARGS...]" in helped.stdout
+    assert "needs the 'train' extra" in helped.stdout and "pip install 'quarto-env[train]'" in helped.stdout
+    refused = subprocess.run([sys.executable, "-c", script, *command], capture_output=True, text=True)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "needs the 'train' extra" in refused.stderr
