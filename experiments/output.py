@@ -150,7 +150,7 @@ def claim_output(
     try:
         checked = _output_path(path, option)
         with (
-            _made_folders_removed_if_empty(checked if kind == "run" else checked.parent),
+            made_folders_removed_if_empty(checked if kind == "run" else checked.parent),
             _claimed(checked, kind, option, overwrite, resume, holds_result, resume_hint) as output,
         ):
             yield output
@@ -210,7 +210,7 @@ def _claimed(
 
 
 @contextlib.contextmanager
-def _made_folders_removed_if_empty(folder: Path) -> Iterator[None]:
+def made_folders_removed_if_empty(folder: Path) -> Iterator[None]:
     """``folder`` and those of its parents that do not exist yet (claiming an output makes them, for its lock)
     are removed when the block ends if they are empty: a command refused or stopped before it wrote anything
     leaves no empty folders behind. One that holds anything (the result, another writer's lock) stays."""

@@ -125,10 +125,10 @@ def test_resume_needs_a_sweep_folder(tmp_path: Path) -> None:
     assert "drop --seeds" in err
 
 
-def test_missing_config_is_refused(tmp_path: Path) -> None:
+def test_missing_config_is_refused_naming_the_shipped_ones(tmp_path: Path) -> None:
     status, _, err = run_main([str(tmp_path / "nope.yaml"), "--seeds", "0"])
-    assert status == 2
-    assert "does not exist" in err
+    assert status == 2 and err.count("\n") == 1
+    assert "does not exist; the shipped configs (--config NAME): " in err and "quick" in err
 
 
 def test_a_sweep_folder_in_use_is_refused_naming_its_holder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -208,7 +208,7 @@ def test_trials_that_want_more_gpus_than_the_cluster_are_refused_once_ray_is_up(
     (ours,) = [line for line in err.splitlines() if line.startswith("quarto sweep")]  # besides Ray's token note
     assert status == 2
     assert "trial gpus_per_learner=1__seed=0: config field rllib.gpus_per_learner must fit the Ray" in ours
-    assert not (out / "sweep.json").exists()
+    assert not out.exists()  # refused after its claim: the folder it made is gone
 
 
 @pytest.mark.ray

@@ -29,7 +29,7 @@ from typing import Any
 
 from agents.storage.files import OutputPathError, atomic_write_bytes, input_file
 from experiments.options import CommandParser, add_integer_argument, add_number_argument
-from experiments.output import LOCK_FILE, OutputError, check_output_path, hold_lock
+from experiments.output import LOCK_FILE, OutputError, check_output_path, hold_lock, made_folders_removed_if_empty
 from experiments.run_folder import FINAL_TABLE_FILE, RUNS_DIR, command_line, default_run_folder, record_command
 from experiments.training.config import ConfigError, check_agents
 from experiments.training.config_file import load_config
@@ -176,21 +176,20 @@ def check_ray(address: str | None) -> None:
     check_reachable(address)
 
 
-def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[Path, dict[str, Any]]:
-    """The folder and settings of a new sweep, everything checked but a sweep already in the folder (:func:`main`
-    checks that under the folder's lock); writes nothing (:func:`write_sweep` does, once Ray is up, so that a sweep
-    that could not start leaves no ``sweep.json`` to refuse the same command again)."""
+def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[str | Path, dict[str, Any]]:
+    """The folder and settings of a new sweep, everything checked but the folder (:func:`main` checks it as it
+    claims it, and that it holds no sweep under its lock); writes nothing (:func:`write_sweep` does, once Ray is up,
+    so that a sweep that could not start leaves no ``sweep.json`` to refuse the same command again)."""
     if args.config is None or not args.seeds:
         raise SweepError(
             "give a config and --seeds (e.g. quarto sweep configs/default.yaml --seeds 0 1 2), or --resume"
         )
     args.config = config_path(args.config)  # a shipped config by its name too
-    input_file(args.config, "config file", SweepError)
+    name = load_config(args.config).name  # a missing file is refused naming the shipped configs
     seeds, sets = parse_seeds(args.seeds), parse_sets(args.sets)
     check_trials(args.config, plan_trials(sets, seeds))
-    name = load_config(args.config).name
     check_ray(args.address)
-    out = check_output_path(args.out or default_run_folder(name, parent=RUNS_DIR / "sweeps"), "run")
+    out = args.out or default_run_folder(name, parent=RUNS_DIR / "sweeps")  # checked as the sweep claims it
     settings = {
         "config": str(args.config),
         "seeds": seeds,
@@ -340,12 +339,15 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     try:
         check_address(args.address)
-        out, settings = resumed_sweep(args) if args.resume is not None else new_sweep(args, argv)
-        # One process at a time drives a sweep folder, results included; a second is refused, naming the first.
-        with hold_lock(out / LOCK_FILE, f"sweep folder {str(out)!r}"):
-            if args.resume is None:
-                refuse_a_second_sweep(out)  # under the lock: another sweep may have started it a moment ago
-            return _sweep(out, settings, args, argv)
+        given, settings = resumed_sweep(args) if args.resume is not None else new_sweep(args, argv)
+        # A new sweep refused or stopped before it wrote its settings leaves no empty folders behind.
+        with made_folders_removed_if_empty(Path(given)):
+            out = check_output_path(given, "run") if args.resume is None else Path(given)
+            # One process at a time drives a sweep folder, results included; a second is refused, naming the first.
+            with hold_lock(out / LOCK_FILE, f"sweep folder {str(out)!r}"):
+                if args.resume is None:
+                    refuse_a_second_sweep(out)  # under the lock: another sweep may have started it a moment ago
+                return _sweep(out, settings, args, argv)
     except (SweepError, ConfigError, OutputPathError, OutputError) as exc:
         print(f"quarto sweep: {exc}", file=sys.stderr)
         return exc.status if isinstance(exc, OutputError) else 2
