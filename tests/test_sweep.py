@@ -253,6 +253,8 @@ def test_few_seeds_give_a_t_interval_wider_than_their_range() -> None:
     assert three.low < 0.86 and three.high > 0.89
     assert summarize([0.5]) == sweep_stats.Summary(0.5, 0.5, 0.5, 0.5)
     assert summarize([1.0, 1.0, 1.0]) == sweep_stats.Summary(1.0, 1.0, 1.0, 1.0)
+    cut = summarize([0.9, 1.0], (0.0, 1.0))  # a score's interval stays within 0 to 1
+    assert cut.high == 1.0 and cut.low == summary.low
 
 
 def test_evaluation_steps_snap_to_their_interval() -> None:
@@ -358,8 +360,8 @@ def test_aggregate_equals_the_trials_own_results(finished_sweep: FinishedSweep) 
         half = (
             T_975[1] * abs(pair[0] - pair[1]) / 2
         )  # the t-interval of two seeds: their standard error is half the gap
-        assert (float(row["low"]), float(row["high"])) == pytest.approx(
-            (sum(pair) / 2 - half, sum(pair) / 2 + half), abs=1e-4
+        assert (float(row["low"]), float(row["high"])) == pytest.approx(  # within a score's 0 to 1
+            (max(sum(pair) / 2 - half, 0), min(sum(pair) / 2 + half, 1)), abs=1e-4
         )
     table = (out / "results.md").read_text()
     assert table in printed

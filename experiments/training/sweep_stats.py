@@ -15,6 +15,7 @@ import csv
 import dataclasses
 import io
 import json
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,8 +47,9 @@ class Summary:
     """The interquartile mean: the mean of the middle half (the 25% lowest and highest cut, rounded down)."""
 
 
-def summarize(values: list[float]) -> Summary:
-    """Mean, its 95% Student-t interval over the values (n - 1 degrees of freedom) and interquartile mean."""
+def summarize(values: list[float], bounds: tuple[float, float] = (-math.inf, math.inf)) -> Summary:
+    """Mean, its 95% Student-t interval over the values (n - 1 degrees of freedom) and interquartile mean; the
+    interval cut to ``bounds``, where the quantity lies (a score's 0 to 1): few seeds give a wide one."""
     from scipy import stats
 
     data = np.asarray(values, dtype=float)
@@ -56,6 +58,7 @@ def summarize(values: list[float]) -> Summary:
         low = high = mean
     else:
         low, high = (float(end) for end in stats.t.interval(CONFIDENCE, len(data) - 1, loc=mean, scale=stats.sem(data)))
+        low, high = max(low, bounds[0]), min(high, bounds[1])
     return Summary(mean, low, high, float(stats.trim_mean(data, 0.25)))
 
 
@@ -164,7 +167,9 @@ def snapped(step: int, every: int, early: Sequence[int] = (), last: int | None =
 
 
 def _row(keys: dict[str, Any], by_seed: dict[int, float]) -> dict[str, Any]:
-    summary = summarize([by_seed[s] for s in sorted(by_seed)])
+    # Every quantity is a score or a share (0 to 1), but the wall clock's minutes
+    bounds = (0.0, math.inf) if keys.get("opponent") == WALL_CLOCK else (0.0, 1.0)
+    summary = summarize([by_seed[s] for s in sorted(by_seed)], bounds)
     scores = " ".join(f"{seed}:{by_seed[seed]:.4f}" for seed in sorted(by_seed))
     return {**keys, "seeds": len(by_seed), **dataclasses.asdict(summary), "by_seed": scores}
 
