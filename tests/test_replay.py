@@ -259,6 +259,8 @@ def test_a_device_is_refused_rather_than_read_for_ever(capsys: pytest.CaptureFix
         (["--delay", "1e9"], "<= 60"),
         (["--game", "-1"], "argument --game: game must be an integer >= 0"),
         (["--game", "1.5"], "game must be an integer"),
+        (["--delay", "0.5"], "--delay is used only with --gif"),  # the terminal's replay steps on Enter
+        (["--delay", "0.5", "--frames", "f"], "--delay is used only with --gif"),
     ],
 )
 def test_bad_numbers_are_usage_errors(

@@ -114,6 +114,8 @@ def main(argv: list[str]) -> int:
         refuse_unused(parser, args, "--grade", "--jobs")
     if args.html and (args.gif or args.frames):
         parser.error("--html writes a page of every game: use it without --gif and --frames")
+    if not args.gif:
+        refuse_unused(parser, args, "--gif", "--delay")  # the terminal's replay steps on Enter
     if args.html:
         return write_page(parser, args)
     try:
