@@ -323,7 +323,8 @@ def test_a_run_writes_the_sb3_backends_folder_tags_and_final_table(rllib_run: tu
     tags = scalars(run_dir)
     for tag in ("eval/random/score", "eval/greedy/first/win", "eval_sampled/random/second/loss", "charts/SPS"):
         assert tag in tags
-    assert {"losses/policy_loss", "losses/value_loss", "losses/entropy", "charts/pool_size"} <= set(tags)
+    losses = {"losses/policy_loss", "losses/value_loss", "losses/entropy_loss", "losses/loss"}  # sb3's names
+    assert losses | {"charts/pool_size"} <= set(tags)
     assert len(tags["eval/random/score"]) >= 2  # one periodic evaluation and the final one
     assert tags["eval/score"][0] == 0 and 300 <= tags["eval/score"][1] < 600  # untrained first, then eval_every
     assert f"agent spec: rllib:{run_dir}" in printed

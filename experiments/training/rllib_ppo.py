@@ -464,9 +464,9 @@ class Trainer(Learner):
         if "episode_len_mean" in runners:
             record("charts/episode_length", runners["episode_len_mean"])
         losses = result.get("learners", {}).get(MAIN, {})
-        for tag, key in LOSS_TAGS.items():
+        for tag, (key, sign) in LOSS_TAGS.items():
             if key in losses:
-                record(f"losses/{tag}", losses[key])
+                record(f"losses/{tag}", sign * float(losses[key]))
 
     def record(self, key: str, value: Any) -> None:
         self.writer.add_scalar(key, float(value), self.steps)
@@ -500,13 +500,16 @@ class Trainer(Learner):
 
 
 LOSS_TAGS = {
-    "policy_loss": "policy_loss",
-    "value_loss": "vf_loss",
-    "entropy": "entropy",
-    "explained_variance": "vf_explained_var",
-    "grad_norm": "gradients_default_optimizer_global_norm",
+    "policy_loss": ("policy_loss", 1),
+    "value_loss": ("vf_loss", 1),
+    "entropy_loss": ("entropy", -1),
+    "explained_variance": ("vf_explained_var", 1),
+    "loss": ("total_loss", 1),
+    "grad_norm": ("gradients_default_optimizer_global_norm", 1),
 }
-"""``losses/<tag>``: RLlib's learner result of ``main`` under each key."""
+"""``losses/<tag>``: RLlib's learner result of ``main`` under a key, times a sign -- the tags and signs of the
+other backends (``entropy_loss`` is minus the entropy, as stable-baselines3 logs it). RLlib's PPO has no clip
+fraction, and no KL without its KL loss (off: clipping alone); ``grad_norm`` is its own."""
 
 
 def _snapshot_id(step: int) -> str:
