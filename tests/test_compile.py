@@ -129,3 +129,20 @@ def test_quarto_compile_refuses_a_bad_jobs_in_one_line(jobs: str, capsys: pytest
     assert exit_.value.code == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("quarto compile:") and "\n" not in error and "--jobs" in error, error
+
+
+def test_clear_removes_numba_cache_files_of_the_project_only(tmp_path: Path) -> None:
+    """What ``quarto compile --clear`` removes before ``pip uninstall``: numba's files in the project's folders."""
+    from experiments.bench.compile import clear_cache
+
+    kept = [
+        tmp_path / "agents" / "__pycache__" / "kernels.cpython-311.pyc",
+        tmp_path / "numpy" / "__pycache__" / "a.nbi",
+    ]
+    cached = [tmp_path / "agents" / "solver" / "__pycache__" / "kernels.search-1.py311.nbi",
+              tmp_path / "quarto_env" / "__pycache__" / "fast.random-2.py311.1.nbc"]  # fmt: skip
+    for path in kept + cached:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x")
+    assert sorted(clear_cache(tmp_path)) == sorted(cached)
+    assert all(path.exists() for path in kept) and not any(path.exists() for path in cached)

@@ -23,6 +23,11 @@ Where it goes: numba's on-disk cache, beside the sources in their ``__pycache__`
 machine's CPU, this numba and these sources: an edit to any compiled module of the project compiles all of them
 again on first use (:mod:`quarto_env.numba_cache`), and a new ``quarto compile`` fills the cache again.
 
+``quarto compile --clear`` removes that machine code from the project's ``__pycache__`` folders instead (numba's
+``.nbi`` and ``.nbc`` files; a ``NUMBA_CACHE_DIR`` of the user's is left alone): ``pip uninstall`` removes only
+the files it installed, so run it first to leave nothing behind. The solver's value cache is a file of its own
+(:mod:`agents.solver.value_cache`).
+
 It is safe to run again: a second run loads every kernel and compiles nothing (about 3 s). Nothing needs it:
 without it, each kernel is compiled the first time a process uses it (the first 2,000-simulation ``mcts`` move
 of a fresh install then takes about 7 s instead of about 1 s).
@@ -41,6 +46,7 @@ import gc
 import multiprocessing
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -175,7 +181,14 @@ def main(argv: list[str]) -> int:
     add_integer_argument(
         parser, "--jobs", len(GROUPS), "processes running the groups (1: this one)", fewest=1, most=len(GROUPS)
     )
+    parser.add_argument(
+        "--clear", action="store_true", help="remove the compiled kernels from the project's folders, compile nothing"
+    )
     args = parser.parse_args(argv)
+    if args.clear:
+        removed = clear_cache()
+        print(f"removed {len(removed)} cache files of numba from the project's __pycache__ folders")
+        return 0
     start = time.perf_counter()
     results = []
     for warmed in _warm_groups(args.jobs):
@@ -184,6 +197,27 @@ def main(argv: list[str]) -> int:
     compiled, loaded = sum(r.compiled for r in results), sum(r.loaded for r in results)
     print(f"kernels compiled: {compiled}, loaded: {loaded}; {time.perf_counter() - start:.1f} s")
     return 0
+
+
+NUMBA_CACHE_FILES = ("*.nbi", "*.nbc")
+"""Numba's cache files: an index per source file and the machine code of each compiled signature."""
+
+
+PACKAGES_ROOT = Path(__file__).resolve().parents[2]
+"""The folder that holds the project's packages: the checkout, or ``site-packages``."""
+
+
+def clear_cache(root: Path = PACKAGES_ROOT) -> list[Path]:
+    """Remove numba's cache files from the ``__pycache__`` folders of the project's packages under ``root``; the
+    files removed."""
+    removed = []
+    for package in PROJECT_MODULES:
+        folder = root / package
+        for pattern in NUMBA_CACHE_FILES:
+            for path in folder.glob(f"**/__pycache__/{pattern}"):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
 
 
 def _warm_groups(jobs: int) -> list[Warmed]:
