@@ -173,6 +173,15 @@ OPENING_TRIES = 100
 learner's first decision (a random opponent declares falsely at one opening in 17)."""
 
 
+def every_opening_ended(opponents: str) -> QuartoValueError:
+    """The refusal of an env (this one, the vector env, the self-play env) whose ``opponents`` (named as the line
+    says them) ended :data:`OPENING_TRIES` games in a row before the learner's first decision."""
+    return QuartoValueError(
+        f"{opponents} ended {OPENING_TRIES} games in a row before the learner's first decision: an opponent that "
+        "declares falsely at every opening, or the like, leaves the learner nothing to play"
+    )
+
+
 class Player(Protocol):
     """What the env asks of its opponent: an action for a position, and a fresh start before each game."""
 
@@ -232,6 +241,8 @@ class QuartoVsAgent(gymnasium.Env[np.ndarray, np.int64]):
             # Again with the same seats (the game's seed draws them) and the opponent's other draws: seats drawn
             # anew would give the learner the first give more often than not.
             opponent_seed = int(self.np_random.integers(2**31))
+        if self._episode_over and from_opening:
+            raise every_opening_ended(f"the opponent {getattr(self.opponent, 'spec', self.opponent)!r}")
         if self._episode_over:
             raise QuartoValueError(
                 f"the opponent {getattr(self.opponent, 'spec', self.opponent)!r} ended the game before the learner's "

@@ -130,7 +130,13 @@ from quarto_env.core import (
 from quarto_env.errors import CallOrderError, QuartoTypeError, QuartoValueError
 from quarto_env.notation import RESET_OPTIONS, starting_position
 from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind
-from quarto_env.single_agent import OPENING_TRIES, Player, check_illegal_action, check_learner_seat
+from quarto_env.single_agent import (
+    OPENING_TRIES,
+    Player,
+    check_illegal_action,
+    check_learner_seat,
+    every_opening_ended,
+)
 from quarto_env.vector import (
     MAX_ENVS_NAMED,
     RecycledArrays,
@@ -329,10 +335,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
             if not ended.any():
                 return
             self._new_games(np.flatnonzero(ended), keep_seats=True)
-        raise QuartoValueError(
-            f"the opponent ended {OPENING_TRIES} games in a row before the learner's first decision: it declares "
-            "falsely at every opening, or the like"
-        )
+        raise every_opening_ended(f"the opponent {getattr(self.opponent, 'name', type(self.opponent).__name__)!r}")
 
     def _observe(self) -> np.ndarray:
         vector = self.vector

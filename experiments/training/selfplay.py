@@ -42,7 +42,7 @@ from experiments.training.config import SNAPSHOTS
 from quarto_env.core import State, Variant
 from quarto_env.errors import QuartoValueError
 from quarto_env.observation import ObservationKind
-from quarto_env.single_agent import OPENING_TRIES
+from quarto_env.single_agent import OPENING_TRIES, every_opening_ended
 from quarto_env.vector import GameBatch
 
 
@@ -248,11 +248,7 @@ class SelfPlayVecEnv(InProcessVecEnv):
             games = games[self.batch.over[games]]
             if not games.size:
                 return
-        names = sorted({self.opponents[game].name for game in games})
-        raise QuartoValueError(
-            f"the opponents {names} ended {OPENING_TRIES} games in a row before the learner's first decision: they "
-            "declare falsely at every opening, or the like"
-        )
+        raise every_opening_ended(f"the opponents {sorted({self.opponents[game].name for game in games})}")
 
     def _play_opponents(self) -> None:
         """Opponents move until every game is over or waits for the learner (a turn is a place then a give)."""
