@@ -167,10 +167,10 @@ class AlphaZeroAgent(Agent):
         super().__init__(variant, seed)
         if root not in ROOTS:
             raise QuartoValueError(f"root must be one of {', '.join(ROOTS)}, got {root!r}")
-        if time and sims != DEFAULT_PUCT_SIMULATIONS:
-            raise QuartoValueError(f"sims={sims} and time={time}: a time budget replaces sims; give one of them")
         if root == "gumbel" and time:
             raise QuartoValueError("root=gumbel plans its phases for a number of simulations: give sims, not time")
+        if time and sims != DEFAULT_PUCT_SIMULATIONS:
+            raise QuartoValueError(f"sims={sims} and time={time}: a time budget replaces sims; give one of them")
         if root != "gumbel" and k != DEFAULT_GUMBEL_ACTIONS:
             raise QuartoValueError(f"k={k} is used only with root=gumbel (the PUCT root considers every action)")
         self.root = root

@@ -58,7 +58,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from quarto_env.checks import one_line, shortened
-from quarto_env.errors import ActionTypeError, IllegalActionError, QuartoTypeError, RulesError
+from quarto_env.errors import ActionTypeError, IllegalActionError, QuartoTypeError, QuartoValueError, RulesError
 from quarto_env.jitable import jitable, when_numba_loads
 from quarto_env.outcome import NO_WINNER
 
@@ -559,8 +559,13 @@ def position_problem(variant: Variant, row: Sequence[int]) -> str | None:
     """What makes ``row`` (of a :func:`position_array`) no position in play under ``variant``, in a few words
     (``"is over"``, ``"has attributes on an empty square"``, ...), or ``None`` for one that a game reaches: every
     field in its range, each piece once (on the board, in hand or left), the turn and the phase as the counts of
-    gives and placements make them, and no finished group where it would have ended the game. One row of
-    :func:`position_problems`; ``lanes`` may be signed or not, and a field beyond 64 bits is out of range."""
+    gives and placements make them, and no finished group where it would have ended the game. The test of
+    :func:`position_problems`, on one row of Python integers: ``lanes`` may be signed or not, and a field beyond
+    64 bits is out of range."""
+    if len(row) != NUM_FIELDS:
+        raise QuartoValueError(
+            f"a position row has {NUM_FIELDS} fields (of quarto_env.core.position_array), got {len(row)}"
+        )
     lanes, *fields = (int(v) for v in row)
     beyond = 1 << 62  # out of every field's range, and within int64: it fails the same test as the field given
     fields = [min(max(v, -beyond), beyond) for v in fields]
@@ -585,10 +590,16 @@ _CHUNK_ROWS = 1 << 16
 
 
 def position_problems(variant: Variant, rows: np.ndarray) -> np.ndarray:
-    """:func:`position_problem` of every row of ``rows`` (``(n, NUM_FIELDS)`` int64), in numpy: an int8 code per
-    row into :data:`POSITION_PROBLEMS`, the first problem found (0: none). A replay buffer of 250,000 rows takes a
-    fraction of a second, where the rows one by one would take seconds."""
-    rows = np.asarray(rows, dtype=np.int64).reshape(-1, NUM_FIELDS)
+    """:func:`position_problem` of every row of ``rows`` (``(n, NUM_FIELDS)``, read as int64), in numpy: an int8 code
+    per row into :data:`POSITION_PROBLEMS`, the first problem found (0: none). A replay buffer of 250,000 rows takes
+    a fraction of a second, where the rows one by one would take seconds."""
+    rows = np.asarray(rows)
+    if rows.ndim != 2 or rows.shape[1] != NUM_FIELDS or rows.dtype.kind not in "iu":
+        raise QuartoValueError(
+            f"positions must be integer rows of quarto_env.core.position_array, shape (n, {NUM_FIELDS}); got "
+            f"{rows.dtype} of shape {rows.shape}"
+        )
+    rows = rows.astype(np.int64, copy=False)
     return np.concatenate(
         [_row_problems(variant, rows[i : i + _CHUNK_ROWS]) for i in range(0, len(rows), _CHUNK_ROWS)]
         or [np.zeros(0, dtype=np.int8)]

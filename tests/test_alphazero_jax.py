@@ -6,6 +6,7 @@ jax extra. The run's jitted iteration compiles once for the whole module (about 
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -182,17 +183,24 @@ def test_the_replay_buffer_keeps_the_newest_rows_through_a_checkpoint() -> None:
     buffer = alphazero_jax.Replay.empty(8, (3, 16), 16)
     zero = jnp.int32(0)
     rows = alphazero_jax.Replay(
-        jnp.ones((6, 3, 16), bool), jnp.ones((6, 16), bool), jnp.zeros((6, 16)), jnp.arange(6.0), -jnp.arange(6.0),
-        zero, zero,
+        jnp.ones((6, 3, 16), bool), jnp.ones((6, 16), bool), jnp.zeros((6, 16)), jnp.arange(6.0) / 8,
+        -jnp.arange(6.0) / 8, zero, zero,
     )  # fmt: skip
     buffer = buffer.add(rows, jnp.asarray([1, 1, 0, 1, 1, 1], bool)).add(rows, jnp.ones(6, bool))
     assert int(buffer.size) == 8  # 11 rows: the 3 oldest went
     smaller = alphazero_jax.Replay.empty(5, (3, 16), 16).loaded(buffer.to_bytes())
-    assert np.asarray(smaller.outcome).tolist() == [1, 2, 3, 4, 5] and int(smaller.size) == 5
+    assert (np.asarray(smaller.outcome) * 8).tolist() == [1, 2, 3, 4, 5] and int(smaller.size) == 5
     larger = alphazero_jax.Replay.empty(20, (3, 16), 16).loaded(buffer.to_bytes())
-    assert np.asarray(larger.root_value)[:8].tolist() == [-4, -5, 0, -1, -2, -3, -4, -5] and int(larger.next) == 8
+    assert (np.asarray(larger.root_value)[:8] * 8).tolist() == [-4, -5, 0, -1, -2, -3, -4, -5]
+    assert int(larger.next) == 8
     with pytest.raises(ValueError, match="the buffer's planes has shape"):
         alphazero_jax.Replay.empty(8, (4, 16), 16).loaded(buffer.to_bytes())
+    arrays = dict(np.load(io.BytesIO(buffer.to_bytes()), allow_pickle=False))
+    arrays["outcome"][2] = np.nan  # a resealed checkpoint could carry it
+    damaged = io.BytesIO()
+    np.savez(damaged, **arrays)
+    with pytest.raises(ValueError, match=r"outcome targets beyond \[-1, 1\] or not finite"):
+        alphazero_jax.Replay.empty(8, (3, 16), 16).loaded(damaged.getvalue())
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -656,6 +656,11 @@ def test_position_problems_agree_with_a_plain_referee_on_damaged_rows(variant: V
     assert [POSITION_PROBLEMS[code] for code in codes] == expected
     assert [position_problem(variant, row) for row in rows] == expected
     assert len(set(expected)) >= 7  # most problems are met, not only the first
+    for shape in [(2, 4), (16,), (1, NUM_FIELDS + 1)]:  # rows of another shape are refused, not read as others
+        with pytest.raises(ValueError, match=r"integer rows of quarto_env\.core\.position_array"):
+            position_problems(variant, np.zeros(shape, dtype=np.int64))
+    with pytest.raises(ValueError, match="a position row has 8 fields"):
+        position_problem(variant, rows[0] + rows[1])
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=Variant.describe)

@@ -190,3 +190,72 @@ def test_a_run_resumed_at_its_last_step_still_ends_its_curves_there(tmp_path: Pa
     finished = FakeLearner(fake_config(), Habits("step", LEAP, "leaps of {leap}"))
     train_run(finished.config, tmp_path / "whole", finished)
     assert finished.done("players").count(50) == 2  # not a third time after the last leap's
+
+
+class ChartingLearner(FakeLearner):
+    """Writes ``charts/SPS`` where a backend logs its charts: before each evaluation after a leap."""
+
+    def begin(self, run_dir: Path, writer: SummaryWriter) -> str:
+        self.writer = writer
+        return super().begin(run_dir, writer)
+
+    def log_charts(self) -> None:
+        self.writer.add_scalar("charts/SPS", float(self.count), self.count)
+        super().log_charts()
+
+
+@pytest.mark.parametrize("stopped_at", [0, 20, 50])
+def test_a_run_stopped_during_an_evaluation_resumes_with_that_evaluation_whole_and_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stopped_at: int
+) -> None:
+    """Ctrl-C in the evaluation at step 0, in the middle or at the last step: latest.zip is saved at that step,
+    nothing of that evaluation is in TensorBoard, the resume evaluates there before it goes on, and every tag ends
+    with one point a step -- the charts written before the evaluation kept."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from experiments.training.run import restore_evaluations
+
+    learner: list[FakeLearner] = []
+
+    def evaluate(players: Sequence[Mover], *args: Any, **kwargs: Any) -> list[EvalResult]:
+        if learner[0].count == stopped_at and len(learner) == 1:
+            raise KeyboardInterrupt
+        return [EvalResult("random", {0: (2, 0, 2), 1: (2, 0, 2)}, INITIAL_STATE, True, "argmax")]
+
+    monkeypatch.setattr(log, "evaluate_learner", evaluate)
+    config = fake_config()
+    learner.append(ChartingLearner(config, Habits("step", LEAP, "leaps of {leap}")))
+    with pytest.raises(KeyboardInterrupt):
+        train_run(config, tmp_path, learner[0])
+    point = read_resume_point(config, tmp_path, with_pool=False)
+    assert (point.steps, point.evaluation_begun_at) == (stopped_at, stopped_at) != (stopped_at, point.evaluated_at)
+    resumed = ChartingLearner(config, Habits("step", LEAP, "leaps of {leap}"), point.steps)
+    restore_evaluations(resumed.evaluations, point)
+    learner.append(resumed)
+    train_run(config, tmp_path, resumed)
+    assert resumed.done("players")[0] == stopped_at  # that evaluation first, then the schedule's
+    events = EventAccumulator(str(tmp_path / "tb")).Reload()
+    for tag in ("eval/score", "eval/random/score", "charts/SPS"):
+        steps = [event.step for event in events.Scalars(tag)]
+        expected = [0, 20, 40, 50] if tag.startswith("eval") else [20, 40, 50]
+        assert steps == expected, (tag, steps)
+
+
+def test_an_evaluation_stopped_in_its_grade_writes_no_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grade (and the sample games) are worked out before the first point is written: stopped there, an
+    evaluation leaves nothing in TensorBoard for the resume to duplicate."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    evaluations = evaluation_log(fake_config(grade_positions=4))
+
+    def stopped(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluations, "grade_all", stopped)
+    writer = SummaryWriter(str(tmp_path))
+    result = EvalResult("random", {0: (2, 0, 2), 1: (2, 0, 2)}, INITIAL_STATE, True, "argmax")
+    with pytest.raises(KeyboardInterrupt):
+        evaluations.log([result], writer, 10, graded={"": object()})  # type: ignore[dict-item]
+    writer.close()
+    assert EventAccumulator(str(tmp_path)).Reload().Tags()["scalars"] == []
+    assert evaluations.evaluated_at == -1

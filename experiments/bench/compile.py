@@ -51,7 +51,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from experiments.options import CommandParser, add_integer_argument
+from experiments.options import CommandParser, add_integer_argument, refuse_unused
 from quarto_env.numba_cache import PROJECT_MODULES
 
 
@@ -186,6 +186,7 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     if args.clear:
+        refuse_unused(parser, args, "a compile, not --clear", "--jobs")
         removed = clear_cache()
         print(f"removed {len(removed)} cache files of numba from the project's __pycache__ folders")
         return 0

@@ -140,7 +140,7 @@ class EvaluationLog:
     grade, and logged again at every one -- a flat line to compare with, such as the same search with an untrained
     network. With ``grade_positions`` in the plan, the grade is on positions sampled, and solved, once per run
     (without, nothing is graded). With ``sample_games`` in the plan, every evaluation also writes that many of its
-    games, graded move by move (:meth:`log_sample_games`)."""
+    games, graded move by move (:meth:`sample_games`)."""
 
     def __init__(
         self,
@@ -155,8 +155,11 @@ class EvaluationLog:
         self.latest: dict[str, float] = {}
         """The latest evaluation's scores, by opponent (and ``value lost``, the grade)."""
         self.evaluated_at = -1
-        """The step of the latest evaluation logged whole (-1 before the first): a run resumed at its last step
-        does not evaluate there again when its checkpoint says the curves have that point."""
+        """The step of the latest evaluation logged whole (-1 before the first): a resumed run does not evaluate
+        again at a step whose points its checkpoint says the curves have."""
+        self.begun_at = -1
+        """The step of the latest evaluation begun: where it differs from :attr:`evaluated_at`, a run was stopped
+        during that evaluation, and its resume from that step evaluates there before it trains."""
         self._reference_grades: dict[str, GradeReport] | None = None
         self._positions: list[State] | None = None
         self._values = PositionValues(variant)
@@ -176,6 +179,7 @@ class EvaluationLog:
         the bar says it is evaluating, then the scores and the seconds it took. Returns the results, and whether
         the mean score is the best so far (then ``best.zip`` is due)."""
         started = time.perf_counter()
+        self.begun_at = step
         with paused(progress):
             progress.set_postfix_str(f"evaluating at step {progress.n:,} ...")
             results = evaluate_learner(players, self.plan, self.variant)
@@ -192,18 +196,24 @@ class EvaluationLog:
         references: dict[str, Agent] | None = None,
     ) -> bool:
         """Log one evaluation into ``writer`` at ``step``: every result, the mean score, the grades of ``graded``
-        and the ``references`` (where the plan grades); whether the mean score is the best so far."""
+        and the ``references`` (where the plan grades); whether the mean score is the best so far.
+
+        All or nothing: the grades and the sample games are worked out before the first point is written, so that
+        a run stopped during an evaluation leaves none of it in TensorBoard (its resume evaluates there again)."""
+        grades = self.grade_all(graded, references) if graded and self.plan.grade_positions else {}
+        samples = self.sample_games(results[len(self.plan.opponents) - 1]) if self.plan.sample_games else []
         record = scalar_recorder(writer, step)
         for result in results:
             log_result(record, result)
         score = float(np.mean([r.score() for r in results]))
         record("eval/score", score)
         self.latest = {f"{r.opponent}{'' if r.deterministic else ' (sampled)'}": r.score() for r in results}
-        if graded and self.plan.grade_positions:
-            for name, report in self.grade_all(graded, references).items():
-                self._log_grade(record, name, grade_shares(report))
-        if self.plan.sample_games:
-            self.log_sample_games(results[len(self.plan.opponents) - 1], writer, step)
+        for name, report in grades.items():
+            self._log_grade(record, name, grade_shares(report))
+        for number, (markdown, picture) in enumerate(samples):
+            tag = SAMPLE_TAG.format(number=number)
+            writer.add_text(tag, markdown, step)
+            writer.add_image(f"{tag}/first_mistake", picture, step, dataformats="HWC")
         improved = score > self.best_score
         self.best_score = max(self.best_score, score)
         self.evaluated_at = step
@@ -215,7 +225,12 @@ class EvaluationLog:
 
     def checkpoint_fields(self) -> dict[str, Any]:
         """What a checkpoint's ``quarto.json`` records of the evaluations."""
-        return {"best_score": self.best_score, "latest_eval": self.latest, "evaluated_at": self.evaluated_at}
+        return {
+            "best_score": self.best_score,
+            "latest_eval": self.latest,
+            "evaluated_at": self.evaluated_at,
+            "evaluation_begun_at": self.begun_at,
+        }
 
     def grade_all(self, agents: dict[str, Agent], references: dict[str, Agent] | None = None) -> dict[str, GradeReport]:
         """The exact solver's grade of each of ``agents`` and of the ``references`` (graded at the first call,
@@ -231,15 +246,12 @@ class EvaluationLog:
         reports = {name: grade_agent(agent, self.variant, positions, values) for name, agent in agents.items()}
         return {**reports, **self._reference_grades}
 
-    def log_sample_games(self, result: EvalResult, writer: SummaryWriter, step: int) -> None:
-        """Write the games ``result`` kept -- the learner's first way of playing against the last evaluation
-        opponent -- graded move by move (:mod:`experiments.evaluation.sample_games`): each as Markdown under
-        ``games/sample_<n>`` and the picture of its first value-losing decision under
-        ``games/sample_<n>/first_mistake``, into ``writer`` at ``step``."""
-        for number, game in enumerate(graded_games(result.games, result.opponent, self.variant, self._values)):
-            tag = SAMPLE_TAG.format(number=number)
-            writer.add_text(tag, game_markdown(game), step)
-            writer.add_image(f"{tag}/first_mistake", mistake_picture(game, self.variant), step, dataformats="HWC")
+    def sample_games(self, result: EvalResult) -> list[tuple[str, np.ndarray]]:
+        """The games ``result`` kept -- the learner's first way of playing against the last evaluation opponent --
+        graded move by move (:mod:`experiments.evaluation.sample_games`): each as Markdown, for ``games/sample_<n>``,
+        and the picture of its first value-losing decision, for ``games/sample_<n>/first_mistake``."""
+        games = graded_games(result.games, result.opponent, self.variant, self._values)
+        return [(game_markdown(game), mistake_picture(game, self.variant)) for game in games]
 
     def _log_grade(self, record: Record, name: str, shares: dict[str, float]) -> None:
         """Record ``shares`` under ``eval/grade/`` (``eval/grade/<name>/`` for another agent than the learner)."""

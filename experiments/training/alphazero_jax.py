@@ -86,6 +86,7 @@ from experiments.training.alphazero import (
 from experiments.training.config import AlphaZeroConfig, ConfigError, TrainConfig
 from experiments.training.loop import train_run
 from experiments.training.run import evaluation_log, read_resume_point, restore_evaluations, run_seed
+from experiments.training.targets import check_targets
 from quarto_env.checks import one_line
 from quarto_env.core import Variant
 from quarto_env.jax import QuartoEnv
@@ -283,6 +284,7 @@ class Replay(NamedTuple):
         for name, (found, expected) in shapes.items():
             if found != expected:
                 raise ValueError(f"the buffer's {name} has shape {found}, not {expected}")
+        check_targets(arrays["policy"], arrays["outcome"], arrays["root_value"])
         rows = Replay(
             jnp.asarray(planes),
             jnp.asarray(arrays["legal"], bool),

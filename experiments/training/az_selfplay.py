@@ -21,6 +21,7 @@ from agents.tree.puct import PUCTSearch, forced_actions
 from agents.tree.sessions import LeafBatch, PUCTOptions, PUCTSession, SelfPlaySession
 from experiments.evaluation.games import Mover
 from experiments.training.config import AlphaZeroConfig, TrainConfig
+from experiments.training.targets import check_targets
 from quarto_env.core import (
     FIELD_OCCUPIED,
     FIELD_TO_MOVE,
@@ -104,10 +105,7 @@ class ReplayBuffer:
             row = int(np.flatnonzero(problems)[0])
             problem = POSITION_PROBLEMS[problems[row]]
             raise ValueError(f"row {row} is no position in play under the run's rules: it {problem}")
-        for name, target, low in (("policy", policy, 0), ("outcome", outcome, -1), ("root_value", root_value, -1)):
-            slack = 1e-3  # for the last bits of a mean of values in float32
-            if not (np.isfinite(target).all() and (target >= low - slack).all() and (target <= 1 + slack).all()):
-                raise ValueError(f"{name} targets beyond [{low}, 1] or not finite")
+        check_targets(policy, outcome, root_value)
         self.size = self.next = 0
         targets = (policy[keep], outcome[keep], root_value[keep])
         self.add(positions[keep], *(target.astype(np.float32) for target in targets))

@@ -140,9 +140,7 @@ class Learner:
 def train_run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
     """Train ``learner`` up to ``total_steps`` in ``run_dir``, then end the run; returns the final checkpoint's
     path."""
-    # A resumed run writes again what its checkpoint's step was followed by, and its evaluation when it redoes it.
-    purge_from = learner.steps if _evaluates_at_start(config, learner) else learner.steps + 1
-    writer = open_tensorboard(run_dir, config, learner.steps, purge_from, learner.habits.graded_besides)
+    writer = open_tensorboard(run_dir, config, learner.steps, learner.habits.graded_besides)
     try:
         holds = learner.begin(run_dir, writer)
         if learner.steps:
@@ -153,14 +151,6 @@ def train_run(config: TrainConfig, run_dir: Path, learner: Learner) -> Path:
         return _finish(config, learner, checkpoints, references)
     finally:
         writer.close()
-
-
-def _evaluates_at_start(config: TrainConfig, learner: Learner) -> bool:
-    """Whether the run evaluates at the step it starts from, before it trains: a run at step 0 (a resumed one
-    unless its checkpoint holds that evaluation whole) and a run resumed at its last step without its evaluation
-    there (stopped during it). Every other run evaluates only at later steps."""
-    steps = learner.steps
-    return learner.evaluations.evaluated_at != steps and (steps == 0 or steps >= config.total_steps)
 
 
 def _train(
@@ -205,6 +195,9 @@ def _train(
     # The bar closes as the block ends, also on Ctrl-C: it must not redraw under quarto train's message.
     with saved_on_interrupt(checkpoints), progress:
         run_due(trained=False)  # a fresh run's evaluation at step 0, before it trains
+        evaluations = learner.evaluations
+        if evaluations.begun_at == learner.steps != evaluations.evaluated_at:  # resumed from one stopped midway
+            evaluate()
         learner.train(config.total_steps, after_leap)
         if learner.evaluations.evaluated_at != learner.steps:  # resumed at its last step, not evaluated there yet
             evaluate()

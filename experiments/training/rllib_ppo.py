@@ -488,12 +488,7 @@ class Trainer(Learner):
 
     def save(self, path: Path, resumable: bool) -> None:
         """Checkpoint ``main`` (with the snapshots when ``resumable``) atomically at ``path``."""
-        # No best_score: this backend keeps no best.zip.
-        metadata = {
-            "config": self.config.to_dict(),
-            "latest_eval": self.evaluations.latest,
-            "evaluated_at": self.evaluations.evaluated_at,
-        }
+        metadata = {"config": self.config.to_dict(), **self.evaluations.checkpoint_fields()}
         extras = {POOL_ENTRY: self.snapshot_weights(), OPTIMIZER_ENTRY: self.optimizer_state()} if resumable else {}
         header = CheckpointHeader(self.variant, self.config.observation.name, self.steps)
         save_checkpoint(path, self.main_weights(), header, metadata, extras)

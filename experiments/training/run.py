@@ -116,7 +116,16 @@ class ResumePoint:
     def evaluated_at(self) -> int:
         """The step of the run's latest evaluation logged whole, as the checkpoint records it (-1: none recorded;
         checkpoints before 2026-12-07 record none)."""
-        value = self.metadata.get("evaluated_at", -1)
+        return self._step_field("evaluated_at")
+
+    @property
+    def evaluation_begun_at(self) -> int:
+        """The step of the run's latest evaluation begun, whole or not (-1: none recorded; checkpoints before the
+        sixth sitting of 2026-12-07 record none)."""
+        return self._step_field("evaluation_begun_at")
+
+    def _step_field(self, name: str) -> int:
+        value = self.metadata.get(name, -1)
         return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
     @property
@@ -312,14 +321,13 @@ class Schedule:
         return min((next_multiple(step, self.intervals[task]), *later[:1]))
 
 
-def open_tensorboard(
-    run_dir: Path, config: TrainConfig, step: int, purge_from: int, graded: Sequence[str] = ()
-) -> SummaryWriter:
+def open_tensorboard(run_dir: Path, config: TrainConfig, step: int, graded: Sequence[str] = ()) -> SummaryWriter:
     """The writer of the run's TensorBoard folder ``tb/`` (:func:`describe_run`): one folder for the whole run, so
-    a resumed run's curves continue where they stopped. What earlier event files hold from step ``purge_from`` on
-    is hidden (TensorBoard's purge, which its readers and ours apply): the points that a stopped process wrote
-    after its checkpoint, which the resumed run writes again."""
-    writer = SummaryWriter(str(run_dir / "tb"), purge_step=purge_from)
+    a resumed run's curves continue where they stopped. What earlier event files hold past ``step`` is hidden
+    (TensorBoard's purge, which its readers and ours apply): the points that a stopped process wrote after its
+    checkpoint, which the resumed run writes again. An evaluation writes its points all at once
+    (:meth:`~experiments.evaluation.log.EvaluationLog.log`), so those at ``step`` itself are whole, or none."""
+    writer = SummaryWriter(str(run_dir / "tb"), purge_step=step + 1)
     describe_run(writer, config, step, graded)
     return writer
 
@@ -540,5 +548,9 @@ def evaluation_log(config: TrainConfig, resumed: ResumePoint | None = None) -> E
 
 def restore_evaluations(log: EvaluationLog, resumed: ResumePoint) -> None:
     """What the checkpoint of a ``resumed`` run records of its evaluations, into its ``log``: the best score so
-    far and the step of its latest evaluation."""
-    log.best_score, log.evaluated_at = resumed.best_score, resumed.evaluated_at
+    far and the steps of its latest evaluation logged whole and of the latest begun."""
+    log.best_score, log.evaluated_at, log.begun_at = (
+        resumed.best_score,
+        resumed.evaluated_at,
+        resumed.evaluation_begun_at,
+    )

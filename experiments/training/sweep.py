@@ -177,9 +177,10 @@ def check_ray(address: str | None) -> None:
 
 
 def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[str | Path, dict[str, Any]]:
-    """The folder and settings of a new sweep, everything checked but the folder (:func:`main` checks it as it
-    claims it, and that it holds no sweep under its lock); writes nothing (:func:`write_sweep` does, once Ray is up,
-    so that a sweep that could not start leaves no ``sweep.json`` to refuse the same command again)."""
+    """The folder and settings of a new sweep, everything checked but the folder and Ray (:func:`main` checks them
+    as it claims the folder, and that it holds no sweep under its lock); writes nothing (:func:`write_sweep` does,
+    once Ray is up, so that a sweep that could not start leaves no ``sweep.json`` to refuse the same command
+    again)."""
     if args.config is None or not args.seeds:
         raise SweepError(
             "give a config and --seeds (e.g. quarto sweep configs/default.yaml --seeds 0 1 2), or --resume"
@@ -188,7 +189,6 @@ def new_sweep(args: argparse.Namespace, argv: list[str]) -> tuple[str | Path, di
     name = load_config(args.config).name  # a missing file is refused naming the shipped configs
     seeds, sets = parse_seeds(args.seeds), parse_sets(args.sets)
     check_trials(args.config, plan_trials(sets, seeds))
-    check_ray(args.address)
     out = args.out or default_run_folder(name, parent=RUNS_DIR / "sweeps")  # checked as the sweep claims it
     settings = {
         "config": str(args.config),
@@ -342,7 +342,10 @@ def main(argv: list[str]) -> int:
         given, settings = resumed_sweep(args) if args.resume is not None else new_sweep(args, argv)
         # A new sweep refused or stopped before it wrote its settings leaves no empty folders behind.
         with made_folders_removed_if_empty(Path(given)):
-            out = check_output_path(given, "run") if args.resume is None else Path(given)
+            out = Path(given)
+            if args.resume is None:
+                out = check_output_path(given, "run")
+                check_ray(args.address)  # the last check before a sweep writes (a resumed sweep's is done)
             # One process at a time drives a sweep folder, results included; a second is refused, naming the first.
             with hold_lock(out / LOCK_FILE, f"sweep folder {str(out)!r}"):
                 if args.resume is None:
