@@ -70,6 +70,10 @@ KEPT_RAISES = {
     ("with_weights", "ValueError"): "read inside the loaders' try: a CheckpointError naming the file",
     ("load_bytes", "ValueError"): "a resumed buffer, inside the resume's try: a CheckpointError naming the file",
     ("loaded", "ValueError"): "a resumed buffer, inside the resume's try: a CheckpointError naming the file",
+    (
+        "check_targets",
+        "ValueError",
+    ): "a resumed buffer's check, inside the resume's try: a CheckpointError naming the file",
     ("set_optimizer_state", "ValueError"): "in its own try: a CheckpointError naming the file",
     ("_npy_array", "ValueError"): "inside read_npz's try: a DatasetError naming the file",
     ("_played_game", "ValueError"): "a tournament's resume reports the record's line and what does not match",
