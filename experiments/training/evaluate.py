@@ -180,14 +180,17 @@ def main(argv: list[str] | None = None) -> int:
         )
     Console(width=120).print(table)
     if args.perfect_games:
-        print(perfect_markdown([_perfect_play(checkpoint, learner, variant, args) for learner in learners]))
+        kind = AGENT_KINDS_OF_ALGORITHMS[metadata.get("algorithm", "ppo")]
+        print(perfect_markdown([_perfect_play(checkpoint, kind, learner, variant, args) for learner in learners]))
     return 0
 
 
-def _perfect_play(checkpoint: Path, learner: Mover, variant: Variant, args: argparse.Namespace) -> PerfectPlayReport:
-    """The points lost against perfect play by ``learner`` (one way of playing ``checkpoint``), named by how it
-    plays."""
-    agent = make_agent(_learner_spec(checkpoint, learner, args.device), variant, args.seed)
+def _perfect_play(
+    checkpoint: Path, kind: str, learner: Mover, variant: Variant, args: argparse.Namespace
+) -> PerfectPlayReport:
+    """The points lost against perfect play by ``learner`` (one way of playing ``checkpoint``, which agents of
+    ``kind`` play), named by how it plays."""
+    agent = make_agent(_learner_spec(checkpoint, kind, learner, args.device), variant, args.seed)
     report = points_lost(
         agent, variant, args.perfect_games, args.seed, args.opening_plies, progress=not args.no_progress
     )
@@ -195,12 +198,11 @@ def _perfect_play(checkpoint: Path, learner: Mover, variant: Variant, args: argp
     return report
 
 
-def _learner_spec(checkpoint: Path, learner: Mover, device: str) -> str:
-    """The agent spec that plays ``checkpoint`` as ``learner`` does: ``az:...,sims=S`` for a search, else
-    ``ppo:...`` or ``rllib:...`` with its argmax or sampled policy."""
+def _learner_spec(checkpoint: Path, kind: str, learner: Mover, device: str) -> str:
+    """The agent spec that plays ``checkpoint`` (of agent ``kind``) as ``learner`` does: ``az:...,sims=S`` for a
+    search, else ``ppo:...`` or ``rllib:...`` with its argmax or sampled policy."""
     if isinstance(learner, PUCTMover):
         return f"az:path={checkpoint},sims={learner.sims},device={device}"
-    kind = AGENT_KINDS_OF_ALGORITHMS[read_metadata(checkpoint).get("algorithm", "ppo")]
     return f"{kind}:path={checkpoint},deterministic={str(learner.deterministic).lower()},device={device}"
 
 
