@@ -591,8 +591,8 @@ _CHUNK_ROWS = 1 << 16
 
 def position_problems(variant: Variant, rows: np.ndarray) -> np.ndarray:
     """:func:`position_problem` of every row of ``rows`` (``(n, NUM_FIELDS)``, read as int64), in numpy: an int8 code
-    per row into :data:`POSITION_PROBLEMS`, the first problem found (0: none). A replay buffer of 250,000 rows takes
-    a fraction of a second, where the rows one by one would take seconds."""
+    per row into :data:`POSITION_PROBLEMS`, the first problem found (0: none). Whole columns at once: a replay
+    buffer's rows checked one by one would cost its resume seconds (docs/results.md has the figures)."""
     rows = np.asarray(rows)
     if rows.ndim != 2 or rows.shape[1] != NUM_FIELDS or rows.dtype.kind not in "iu":
         raise QuartoValueError(

@@ -471,8 +471,8 @@ def _resume_running_tournament(context: Context) -> str:
 # ---- resumable state ----------------------------------------------------------------------------------------
 @case("resume: altered dataset shard after kill -9")
 def _altered_shard(context: Context) -> str:
-    # 400 samples (about 3 s of labels on a 2-core Intel Xeon): with 40 the shards were written and merged between
-    # two looks of the loop below on a fast machine, and there was no shard to alter.
+    # 400 samples, not 40: on a fast machine 40 were labelled, and their shards merged, between two looks of the
+    # loop below, which then had no shard to alter (docs/results.md, the sixth sitting).
     argv = ["dataset", "--sample", "400", "--min-empty", "6", "--max-empty", "9", "--out", "d.npz", "--no-progress"]
     process = context.start_quarto(*argv)
     parts = context.folder / "d.npz.parts"
