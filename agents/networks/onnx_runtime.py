@@ -178,8 +178,13 @@ class OnnxEvaluator:
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         model = onnx_graph(network).SerializeToString()
         self.session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        # Views of the parameters, not copies: an optimizer's in-place steps are seen at the next call.
+        # The weights are bound once, as ONNX Runtime values over the parameters' own memory, not copies: an
+        # optimizer's in-place steps are seen at the next call, and a call binds only the batch's four inputs (a
+        # feed of every parameter at each call took a tenth of the evaluation; docs/alphazero.md).
         self.weights = {name: tensor.detach().numpy() for name, tensor in network.named_parameters()}
+        self.binding = self.session.io_binding()
+        for name, weight in self.weights.items():
+            self.binding.bind_ortvalue_input(name, onnxruntime.OrtValue.ortvalue_from_numpy(weight))
 
     def __call__(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         giving = planes[:, PLACING, 0] == 0
@@ -188,5 +193,10 @@ class OnnxEvaluator:
         order = np.empty(len(planes), np.int64)
         order[rows] = np.arange(len(planes))
         feeds = {"planes": planes, "square_rows": rows[:placed], "piece_rows": rows[placed:], "order": order}
-        logits, value_head = self.session.run(None, {**feeds, **self.weights})
+        for name, values in feeds.items():
+            self.binding.bind_cpu_input(name, np.ascontiguousarray(values))
+        for name in ("logits", "value_head"):  # bound afresh: outputs kept from a call keep its batch's shape
+            self.binding.bind_output(name)
+        self.session.run_with_iobinding(self.binding)
+        logits, value_head = self.binding.copy_outputs_to_cpu()
         return logits, value_head
