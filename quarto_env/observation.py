@@ -464,14 +464,15 @@ def _placement_planes(threats, occupied, available, hand):  # type: ignore[no-un
     after_low = kept_low | (pairs_low & repeated_byte(values))
     after_high = kept_high | (pairs_high & repeated_byte(values))
     self_trap = odd_safe = 0
+    # Every square, the quiet ones picked at the end: sixteen independent lookups take less time than a loop over
+    # the quiet squares alone, whose count no predictor guesses.
+    for s in range(8):
+        safe_low = available & ~PIECES_WITH_VALUES[(after_low >> 8 * s) & 0xFF]
+        safe_high = available & ~PIECES_WITH_VALUES[(after_high >> 8 * s) & 0xFF]
+        self_trap |= (safe_low == 0) << s | (safe_high == 0) << (s + 8)
+        odd_safe |= (popcount(safe_low) & 1) << s | (popcount(safe_high) & 1) << (s + 8)
     squares = _quiet_squares(threats, occupied, available, hand)
-    while squares:
-        s = lowest_bit(squares)
-        squares &= squares - 1
-        safe_after = available & ~PIECES_WITH_VALUES[square_byte(after_low, after_high, s)]
-        self_trap |= (safe_after == 0) << s
-        odd_safe |= (popcount(safe_after) & 1) << s
-    return self_trap, odd_safe
+    return self_trap & squares, odd_safe & squares
 
 
 @jitable
