@@ -239,8 +239,9 @@ union over values, the pieces that complete any of several groups are those with
 
 @jitable
 def write_planes(out, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted):  # type: ignore[no-untyped-def]
-    """Write the planes of one position into ``out`` (``(channels, 16)``, C-contiguous, zeroed by the caller):
-    those of every kind up to ``level`` (:attr:`ObservationKind.level`). The position comes as the fields of a
+    """Write the planes of one position into ``out`` (``(channels, 16)``, C-contiguous): every plane of every kind
+    up to ``level`` (:attr:`ObservationKind.level`), those that the position's phase leaves empty as zeros, so
+    ``out`` needs no zeroing first (planes past the level's are left as they are). The position comes as the fields of a
     :class:`~quarto_env.core.State` (:func:`~quarto_env.core.compiled_fields`).
 
     Every plane is a 16-bit mask, written as two 64-bit words of 0/1 bytes (:func:`_write_plane`) through a
@@ -259,7 +260,7 @@ def write_plane_words(  # type: ignore[no-untyped-def]
     words, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted
 ):
     """:func:`write_planes` into ``words``, the word view of the planes (``planes.view(np.uint64)``, shape
-    ``(channels, 2)``; zeroed by the caller)."""
+    ``(channels, 2)``)."""
     _write_raw(words, lanes, occupied, available, hand, claimable, groups)
     if level >= 1:
         threats = group_threats(lanes, occupied, groups, counted, level >= 2)
@@ -306,9 +307,9 @@ def _write_raw(words, lanes, occupied, available, hand, claimable, groups):  # t
             claimed |= groups[i]
     _write_plane(words, CLAIMABLE, claimed)
     _write_plane(words, AVAILABLE, available)
-    if hand != NO_PIECE:
-        _write_plane(words, IN_HAND, 1 << hand)
-        _write_plane(words, PLACING, ALL_SQUARES)
+    placing = hand != NO_PIECE
+    _write_plane(words, IN_HAND, 1 << hand if placing else 0)
+    _write_plane(words, PLACING, ALL_SQUARES if placing else 0)
 
 
 BYTE_WORDS = np.array([[b >> i & 1 for i in range(8)] for b in range(256)], dtype=np.int8).view(np.uint64).ravel()
@@ -426,23 +427,25 @@ def _write_tactical(words, threats, available, hand):  # type: ignore[no-untyped
     threes_low, threes_high = threats[0], threats[1]
     if hand != NO_PIECE:
         _write_plane(words, SQUARE_WINS, squares_with(threes_low, threes_high, piece_values(hand)))
+        _write_plane(words, PIECE_LOSES, 0)
     else:
         threatened = values_at_squares(threes_low, threes_high)[0]
+        _write_plane(words, SQUARE_WINS, 0)
         _write_plane(words, PIECE_LOSES, PIECES_WITH_VALUES[threatened] & available)
 
 
 @jitable
 def _write_lookahead(words, with_parity, threats, occupied, available, hand):  # type: ignore[no-untyped-def]
+    self_trap = odd_safe = trap_give = even_give = 0
     if hand != NO_PIECE:
         self_trap, odd_safe = _placement_planes(threats, occupied, available, hand)
-        _write_plane(words, SELF_TRAP, self_trap)
-        if with_parity:
-            _write_plane(words, ODD_SAFE, odd_safe)
     else:
         trap_give, even_give = _give_planes(threats, occupied, available, with_parity)
-        _write_plane(words, TRAP_GIVE, trap_give)
-        if with_parity:
-            _write_plane(words, EVEN_GIVE, even_give)
+    _write_plane(words, SELF_TRAP, self_trap)
+    _write_plane(words, TRAP_GIVE, trap_give)
+    if with_parity:
+        _write_plane(words, ODD_SAFE, odd_safe)
+        _write_plane(words, EVEN_GIVE, even_give)
 
 
 @jitable
@@ -569,14 +572,12 @@ UNKNOWN = -1
 def _write_tempo(words, threats, lanes, occupied, available, hand, groups, counted):  # type: ignore[no-untyped-def]
     """The tempo planes: whether the position after a placement has a trap give, and whether it has an even
     give. To place: each quiet square, with the piece in hand. To give: each safe piece, on any square."""
-    if hand != NO_PIECE:
-        sets_trap, sets_even = _tempo_masks(threats, lanes, occupied, available, hand, groups, counted)
-        _write_plane(words, SETS_TRAP, sets_trap)
-        _write_plane(words, SETS_EVEN, sets_even)
-    else:
-        allows_trap, allows_even = _tempo_masks(threats, lanes, occupied, available, hand, groups, counted)
-        _write_plane(words, ALLOWS_TRAP, allows_trap)
-        _write_plane(words, ALLOWS_EVEN, allows_even)
+    trap, even = _tempo_masks(threats, lanes, occupied, available, hand, groups, counted)
+    placing = hand != NO_PIECE
+    _write_plane(words, SETS_TRAP, trap if placing else 0)
+    _write_plane(words, SETS_EVEN, even if placing else 0)
+    _write_plane(words, ALLOWS_TRAP, 0 if placing else trap)
+    _write_plane(words, ALLOWS_EVEN, 0 if placing else even)
 
 
 @jitable

@@ -643,8 +643,7 @@ def observe_envs(games, level, rules, planes, masks, current_player):  # type: i
 @register_jitable
 def write_env_planes(words, level, row, rules):  # type: ignore[no-untyped-def]
     """The planes of the position in ``row`` into ``words``, the word view of an env's planes (its row of
-    ``planes.view(np.uint64)``), zeroed first."""
-    words[:] = 0
+    ``planes.view(np.uint64)``), every one written."""
     write_plane_words(words, level, *position_fields(row), rules[0], rules[1])
 
 
