@@ -67,7 +67,8 @@ A game that ends is replaced in the same step: for the rows where ``terminated``
 ``terminated`` are the finished game's, while the returned observations, ``info["action_mask"]`` and
 ``info["current_player"]`` are already the new game's (its opening: nothing on the board, a give to make).
 The finished game's last planes are in ``info["final_observation"]`` (the rows of the other envs are zeros;
-absent with ``observation=None``). So a learner never steps a finished game: it bootstraps nothing across
+absent with ``observation=None``), an array that is read-only, as the step keeps its zeros: it clears only the rows
+it wrote when it next uses the array. So a learner never steps a finished game: it bootstraps nothing across
 ``terminated``, and the next action of that row is the new game's first give.
 
 ## Seeding and who gives first
@@ -194,7 +195,7 @@ def game_bytes(kind: ObservationKind | None, num_actions: int) -> int:
     current player and int64 actions), since the caller still holds the previous step's outputs while the next
     one is made."""
     planes = 0 if kind is None else kind.shape[0] * kind.shape[1]
-    kept = NUM_FIELDS * 8 + 1 + 1 + 8 + 2 * RecycledArrays.KEPT * planes
+    kept = NUM_FIELDS * 8 + 1 + 1 + 8 + RecycledArrays.KEPT * (2 * planes + 1)  # + the final planes' written rows
     per_step = 2 * 4 + 1 + num_actions + 1 + 1 + 8 + 1
     return kept + 2 * per_step
 
@@ -262,7 +263,9 @@ class VectorQuarto:
         level = NO_OBSERVATION if self.observation_kind is None else self.observation_kind.level
         self._settings = (level, self.false_declaration_penalty, -1 if self.first_seat is None else self.first_seat)
         self._no_planes = np.zeros((0, 0, 0), dtype=np.int8)
-        self._plane_arrays = {name: RecycledArrays() for name in ("planes", "final planes")}
+        self._plane_arrays = RecycledArrays()
+        self._final_planes = FinalPlanes()
+        self._no_rows = np.zeros(0, dtype=np.bool_)
 
     @property
     def observation_shape(self) -> tuple[int, int] | None:
@@ -279,7 +282,7 @@ class VectorQuarto:
         ``seed`` restarts the draws of who gives first; without it they go on (see the module docstring)."""
         if seed is not None:
             self._seed(seed)
-        planes = self._planes("planes")
+        planes = self._planes()
         masks = np.empty((self.num_envs, self.num_actions), dtype=np.int8)
         current_player = np.empty(self.num_envs, dtype=np.int8)
         _reset_games(self.game_arrays(), self._settings, self.variant.compiled, (planes, masks, current_player))
@@ -296,13 +299,18 @@ class VectorQuarto:
         if not self._started:
             raise CallOrderError("VectorQuarto.step() before reset(): call reset() first")
         actions = self.checked_actions(actions)
-        planes, final_planes = self._planes("planes"), self._planes("final planes")
+        planes = self._planes()
+        final_planes, written = (
+            (self._no_planes, self._no_rows)
+            if self.observation_kind is None
+            else self._final_planes.take((self.num_envs, *self.observation_kind.shape))
+        )
         rewards = np.empty((self.num_envs, 2), dtype=np.float32)
         terminated = np.empty(self.num_envs, dtype=np.bool_)
         masks = np.empty((self.num_envs, self.num_actions), dtype=np.int8)
         current_player = np.empty(self.num_envs, dtype=np.int8)
         illegal = np.empty(self.num_envs, dtype=np.bool_)
-        outputs = (planes, final_planes, rewards, terminated, masks, current_player, illegal)
+        outputs = (planes, final_planes, written, rewards, terminated, masks, current_player, illegal)
         # As int64, an unsigned action of 2**63 or more turns negative: out of range, as it should be.
         if _step_games(actions.astype(np.int64), self.game_arrays(), self._settings, self.variant.compiled, outputs):
             raise IllegalActionError(self._illegal_message(actions, illegal))
@@ -310,7 +318,7 @@ class VectorQuarto:
         truncated = np.zeros(self.num_envs, dtype=np.bool_)
         if self.observation_kind is None:
             return None, rewards, terminated, truncated, info
-        info["final_observation"] = final_planes
+        info["final_observation"] = self._final_planes.hand_out(final_planes, terminated)
         return planes, rewards, terminated, truncated, info
 
     def _seed(self, seed: int | None) -> None:
@@ -322,12 +330,12 @@ class VectorQuarto:
         single-agent env's) read and write them; nothing else should."""
         return self.games.positions, self.first_seats, self.declared_falsely, self._streams
 
-    def _planes(self, name: str) -> np.ndarray:
-        """An array for the planes ``name`` (``planes`` or ``final planes``) of a step or reset, to be written in
-        full: one the caller no longer holds, or a new one (:class:`RecycledArrays`)."""
+    def _planes(self) -> np.ndarray:
+        """An array for the planes of a step or reset, to be written in full: one the caller no longer holds, or a
+        new one (:class:`RecycledArrays`)."""
         if self.observation_kind is None:
             return self._no_planes
-        return self._plane_arrays[name].empty((self.num_envs, *self.observation_kind.shape), np.int8)
+        return self._plane_arrays.empty((self.num_envs, *self.observation_kind.shape), np.int8)
 
     def checked_actions(self, actions: object) -> np.ndarray:
         """``actions`` as an integer array of one action per env; ``TypeError``/``ValueError`` otherwise."""
@@ -374,6 +382,11 @@ class RecycledArrays:
     def __init__(self) -> None:
         self._arrays: list[np.ndarray] = []
 
+    @property
+    def kept(self) -> tuple[np.ndarray, ...]:
+        """The arrays kept for reuse, the newest first."""
+        return tuple(self._arrays)
+
     def empty(self, shape: tuple[int, ...], dtype: type) -> np.ndarray:
         """An array of ``shape`` and ``dtype``, its contents undefined (as ``np.empty``), that no one else holds."""
         for index in range(len(self._arrays)):
@@ -383,6 +396,38 @@ class RecycledArrays:
                     return array
         array = np.empty(shape, dtype)
         self._arrays = [array, *self._arrays[: self.KEPT - 1]]
+        return array
+
+
+class FinalPlanes:
+    """The arrays of a step's final planes (``info["final_observation"]``): recycled (:class:`RecycledArrays`), and
+    zero but in the rows of the games that ended in the step that wrote them.
+
+    Zeroing every other row at every step cost as much as writing the planes of the step (docs/results.md). So each
+    array keeps the rows its last step wrote, and the next step that takes it clears those alone. That needs the
+    rows left zero to stay so while the caller holds the array: it is handed out read-only."""
+
+    def __init__(self) -> None:
+        self._arrays = RecycledArrays()
+        self._written: dict[int, np.ndarray] = {}
+        """The rows holding planes, by the ``id`` of the array, for the arrays :attr:`_arrays` keeps (their ids are
+        those of live arrays, so no new array takes one)."""
+
+    def take(self, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """A writable ``int8`` array of ``shape`` that no one else holds, and a flag per row: whether the row may
+        hold planes (every row of a new array, whose contents are undefined)."""
+        array = self._arrays.empty(shape, np.int8)
+        kept = {id(other) for other in self._arrays.kept}
+        self._written = {key: rows for key, rows in self._written.items() if key in kept}
+        array.flags.writeable = True  # it owns its memory, so numpy allows it
+        written = self._written.get(id(array))
+        return array, np.ones(shape[0], np.bool_) if written is None else written
+
+    def hand_out(self, array: np.ndarray, written: np.ndarray) -> np.ndarray:
+        """``array``, read-only, once a step has written planes in the rows ``written`` (a flag per row) and zeros in
+        every other."""
+        self._written[id(array)] = written.copy()
+        array.flags.writeable = False
         return array
 
 
@@ -558,7 +603,7 @@ def _step_games(actions, games, settings, rules, outputs):  # type: ignore[no-un
     nothing has changed."""
     positions, _, declared_falsely, _ = games
     level, penalty, fixed_first_seat = settings
-    planes, final_planes, rewards, terminated, masks, current_player, illegal = outputs
+    planes, final_planes, written, rewards, terminated, masks, current_player, illegal = outputs
     final_words = final_planes.view(np.uint64)
     num_illegal = 0
     for i in range(len(actions)):
@@ -575,8 +620,8 @@ def _step_games(actions, games, settings, rules, outputs):  # type: ignore[no-un
             if level != NO_OBSERVATION:
                 write_env_planes(final_words[i], level, positions[i], rules)
             start_game(i, games, fixed_first_seat)
-        elif level != NO_OBSERVATION:
-            final_words[i] = 0
+        elif level != NO_OBSERVATION and written[i]:
+            final_words[i] = 0  # the rows that held planes from the array's last step (FinalPlanes)
     observe_envs(games, level, rules, planes, masks, current_player)
     return 0
 

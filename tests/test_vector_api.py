@@ -323,6 +323,27 @@ def test_planes_let_go_are_handed_out_again_and_held_ones_are_not() -> None:
     assert arrays.empty((2, 27, 16), np.int8).shape == (2, 27, 16)  # another shape: a new array
 
 
+def test_final_planes_are_read_only_and_zero_but_where_a_game_ended_after_an_illegal_step() -> None:
+    # The step clears only the rows of the final planes it wrote in the array's last use (FinalPlanes): the caller
+    # may not write the others, and a refused step, which writes nothing, must leave that record as it was.
+    envs = VectorQuarto(16, observation="tactical", seed=3)
+    rng = np.random.default_rng(3)
+    _, info = envs.reset()
+    ended = 0
+    for step_number in range(80):
+        if step_number % 7 == 3:
+            with pytest.raises(quarto_env.core.IllegalActionError):
+                envs.step(np.full(16, -1))
+        _, _, terminated, _, info = envs.step(random_legal(rng, info["action_mask"]))
+        final = info["final_observation"]
+        assert not final.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            final[0, 0, 0] = 1
+        assert not final[~terminated].any() and all(final[i].any() for i in np.flatnonzero(terminated))
+        ended += int(terminated.sum())
+    assert ended >= 16  # rows were written, then cleared in later uses of their arrays
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Without planes; the package; the documented example
 # ---------------------------------------------------------------------------------------------------------
