@@ -48,6 +48,7 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from quarto_env.core import (
+    ALL_PIECES,
     ALL_SQUARES,
     NO_PIECE,
     NUM_ATTRIBUTES,
@@ -515,11 +516,10 @@ def _reply_gives(threats, empty, available, trap_give, even_give):  # type: igno
         squares &= squares - 1
         here, pairing = _safe_at(threats, once, twice, available, s)
         count = popcount(here)
+        # Without branches (selects): which way each goes cannot be predicted.
         trap_give &= pairing | (here if count == 1 else 0)  # a piece that pairs nothing leaves here less itself
-        if here & ~pairing:
-            trap_give &= ~pairing  # those that pair leave at least these
-        if not count & 1:
-            even_give &= pairing
+        trap_give &= ~(pairing if here & ~pairing else 0)  # those that pair leave at least these
+        even_give &= pairing | (ALL_PIECES if count & 1 else 0)
     squares = squares_with(pairs_low, pairs_high, ALL_VALUES) & empty
     while squares and (trap_give | even_give):
         s = lowest_bit(squares)
@@ -531,10 +531,8 @@ def _reply_gives(threats, empty, available, trap_give, even_give):  # type: igno
             p = lowest_bit(pieces)
             pieces &= pieces - 1
             safe_after = here & ~PIECES_WITH_VALUES[pairs & piece_values(p)]  # p itself included
-            if safe_after:
-                trap_give &= ~(1 << p)
-            if popcount(safe_after) & 1:
-                even_give &= ~(1 << p)
+            trap_give &= ~((safe_after != 0) << p)
+            even_give &= ~((popcount(safe_after) & 1) << p)
     return trap_give, even_give
 
 
