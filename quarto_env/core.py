@@ -118,6 +118,11 @@ def popcount(mask: int) -> int:
     return (int(mask) & 0xFFFF).bit_count()
 
 
+def count_bits(mask: int) -> int:
+    """Number of set bits of a 64-bit mask (a Python or NumPy integer; a negative int64 has bit 63 set)."""
+    return (int(mask) & 0xFFFF_FFFF_FFFF_FFFF).bit_count()
+
+
 def lowest_bit(mask: int) -> int:
     """Index of the lowest set bit of a 16-bit mask (a Python or NumPy integer), or -1 for 0."""
     mask = int(mask)
@@ -125,8 +130,8 @@ def lowest_bit(mask: int) -> int:
 
 
 def _compile_bit_counts(numba: Any) -> None:
-    """Give :func:`popcount` and :func:`lowest_bit` their compiled twins once numba is imported: one instruction
-    each (the search calls them at every step), LLVM's ctpop and cttz."""
+    """Give :func:`popcount`, :func:`count_bits` and :func:`lowest_bit` their compiled twins once numba is
+    imported: one instruction each (the search calls them at every step), LLVM's ctpop and cttz."""
     from numba.cpython.unsafe.numbers import trailing_zeros
     from numba.extending import intrinsic, overload
 
@@ -137,6 +142,10 @@ def _compile_bit_counts(numba: Any) -> None:
     @overload(popcount)
     def compiled_popcount(mask):  # type: ignore[no-untyped-def]
         return lambda mask: count_ones(mask & 0xFFFF)
+
+    @overload(count_bits)
+    def compiled_count_bits(mask):  # type: ignore[no-untyped-def]
+        return lambda mask: count_ones(mask)
 
     @overload(lowest_bit)
     def compiled_lowest_bit(mask):  # type: ignore[no-untyped-def]

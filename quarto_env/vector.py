@@ -162,6 +162,7 @@ from quarto_env.core import (
     State,
     Variant,
     compiled_fields,
+    count_bits,
     legal_mask,
     position_fields,
     state_of_row,
@@ -725,16 +726,28 @@ def _random_legal_actions(masks, streams, actions):  # type: ignore[no-untyped-d
     """Write a uniformly random legal action of each row of ``masks`` to ``actions``; returns the first row
     without a legal action (then ``actions`` is partly written), or -1."""
     for i in range(masks.shape[0]):
-        count = 0
+        legal = 0
         for a in range(masks.shape[1]):
-            count += masks[i, a] != 0
+            legal |= (masks[i, a] != 0) << a
+        count = count_bits(legal)
         if count == 0:
             return i
         # the high 32 bits times count, over 2**32: uniform up to a bias of count / 2**32
         pick = np.int64((_random_word(streams, i) >> np.uint64(32)) * np.uint64(count) >> np.uint64(32))
-        seen = 0  # legal actions before a; no branch on the mask, which no predictor guesses
-        for a in range(masks.shape[1]):
-            legal = masks[i, a] != 0
-            actions[i] = a if legal and seen == pick else actions[i]
-            seen += legal
+        actions[i] = _set_bit_number(legal, pick)
     return -1
+
+
+@register_jitable
+def _set_bit_number(mask, number):  # type: ignore[no-untyped-def]
+    """The index of set bit ``number`` (from 0, lowest first) of the 64-bit ``mask``, which has more set bits than
+    that: found by halving the span (are there more than ``number`` in its low half?), without a branch on the
+    mask, which no predictor guesses."""
+    index = 0
+    for width in (32, 16, 8, 4, 2, 1):
+        low = count_bits(mask & ((1 << width) - 1))  # of the span left, at its bottom: the bits above do not count
+        above = number >= low
+        number -= low if above else 0
+        mask = mask >> width if above else mask
+        index += width if above else 0
+    return index

@@ -8,6 +8,7 @@ out by hand, the win test exactly as docs/rules.md states it, and the declaratio
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import subprocess
@@ -32,6 +33,7 @@ from quarto_env.core import (
     Variant,
     bits,
     compiled_fields,
+    count_bits,
     from_board,
     has_winning_group,
     legal_action_mask,
@@ -530,6 +532,24 @@ def test_pettingzoo_makes_quarto_v1_from_an_env_spec_without_the_import() -> Non
 def test_bit_helpers_agree_with_python(mask: int) -> None:
     assert popcount(mask) == bin(mask).count("1") == len(bits(mask))
     assert lowest_bit(mask) == (bits(mask)[0] if mask else -1)
+
+
+@given(st.integers(-(2**63), 2**63 - 1))
+def test_count_bits_counts_the_64_bits_of_an_int64_compiled_or_not(value: int) -> None:
+    expected = bin(value % 2**64).count("1")  # a negative int64: its two's complement, bit 63 set
+    assert count_bits(value) == count_bits(np.int64(value)) == expected
+    assert _compiled_count_bits(np.int64(value)) == expected
+
+
+@functools.cache
+def _compiled_count_bits_kernel():  # type: ignore[no-untyped-def]
+    import numba
+
+    return numba.njit(lambda mask: count_bits(mask))
+
+
+def _compiled_count_bits(mask: np.int64) -> int:
+    return int(_compiled_count_bits_kernel()(mask))
 
 
 def test_useful_actions_leave_out_only_a_declaration_with_nothing_to_claim() -> None:
