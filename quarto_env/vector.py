@@ -614,16 +614,16 @@ def _step_games(actions, games, settings, rules, outputs):  # type: ignore[no-un
         num_illegal += illegal[i]
     if num_illegal:
         return num_illegal
-    for i in range(len(actions)):
+    words = planes.view(np.uint64)
+    for i in range(len(actions)):  # one pass, each env's row read once
         play_action(i, actions[i], games, penalty, rules, rewards, terminated)
-    for i in range(len(actions)):
         if terminated[i]:
             if level != NO_OBSERVATION:
                 write_env_planes(final_words[i], level, positions[i], rules)
             start_game(i, games, fixed_first_seat)
         elif level != NO_OBSERVATION and written[i]:
             final_words[i] = 0  # the rows that held planes from the array's last step (FinalPlanes)
-    observe_envs(games, level, rules, planes, masks, current_player)
+        observe_env(i, games, level, rules, words, masks, current_player)
     return 0
 
 
@@ -674,16 +674,22 @@ def start_game(i, games, fixed_first_seat):  # type: ignore[no-untyped-def]
 @register_jitable
 def observe_envs(games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
     """Every env's legal actions, seat to act and (unless ``level`` is ``NO_OBSERVATION``) planes."""
+    words = planes.view(np.uint64)
+    for i in range(len(games[0])):
+        observe_env(i, games, level, rules, words, masks, current_player)
+
+
+@register_jitable
+def observe_env(i, games, level, rules, words, masks, current_player):  # type: ignore[no-untyped-def]
+    """Env ``i``'s legal actions, seat to act and (unless ``level`` is ``NO_OBSERVATION``) planes, into its rows of
+    ``masks``, ``current_player`` and ``words`` (the planes seen as 64-bit words)."""
     positions, first_seats, declared_falsely, _ = games
-    for i in range(len(positions)):
-        legal = legal_action_bits(positions[i], declared_falsely[i], rules[2])
-        for action in range(masks.shape[1]):
-            masks[i, action] = legal >> action & 1
-        current_player[i] = first_seats[i] ^ positions[i, FIELD_TO_MOVE]
+    legal = legal_action_bits(positions[i], declared_falsely[i], rules[2])
+    for action in range(masks.shape[1]):
+        masks[i, action] = legal >> action & 1
+    current_player[i] = first_seats[i] ^ positions[i, FIELD_TO_MOVE]
     if level != NO_OBSERVATION:
-        words = planes.view(np.uint64)
-        for i in range(len(positions)):
-            write_env_planes(words[i], level, positions[i], rules)
+        write_env_planes(words[i], level, positions[i], rules)
 
 
 @register_jitable
