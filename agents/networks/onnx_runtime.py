@@ -4,7 +4,7 @@
 :func:`onnx_graph` writes the inference of :meth:`SlotNetwork.infer <agents.networks.policy_value.SlotNetwork.infer>`
 as an ONNX graph: each embedding over its own channels only, one round of message passing over the groups, the
 pooled context, each position scored by the one head its phase reads. The network's weights are *inputs* of the
-graph, not constants in it: :class:`OnnxEvaluator` feeds numpy views of the parameters at every call, so a network
+graph, not constants in it: :class:`OnnxEvaluator` binds them once, over the parameters' own memory, so a network
 that trains between calls (the optimizer updates the parameters in place) is evaluated with its current weights,
 and the graph is built once per network shape, in milliseconds.
 

@@ -22,7 +22,6 @@ import functools
 import time
 from collections.abc import Callable
 
-import numba
 import numpy as np
 
 from experiments.bench import add_observations_argument, add_timing_arguments
@@ -30,7 +29,7 @@ from experiments.bench.vector import cpu_model
 from experiments.options import CommandParser, add_integer_argument, add_seed_argument
 from quarto_env.core import FIELD_HAND, FIELD_OCCUPIED, NO_PIECE, Variant, popcount
 from quarto_env.observation import OBSERVATION_KINDS
-from quarto_env.vector import RandomLegalActions, VectorQuarto, write_env_planes
+from quarto_env.vector import RandomLegalActions, VectorQuarto, batched_kernel, write_env_planes
 
 DEFAULT_POSITIONS = 32_768
 MAX_POSITIONS = 1 << 22
@@ -134,8 +133,10 @@ def _least_per_position(loop: Callable[[], None], count: int, seconds: float) ->
             return float(best)
 
 
-@numba.njit(cache=True)
+@batched_kernel
 def _write_all(words, level, positions, rules):  # type: ignore[no-untyped-def]
-    """Write the planes of every position into the ring of ``words`` (a ring of planes seen as 64-bit words)."""
+    """Write the planes of every position into the ring of ``words`` (a ring of planes seen as 64-bit words),
+    compiled as the step's kernels are (``batched_kernel``): numba's reference counting would count each row's
+    view in and out, which costs more than the raw planes themselves."""
     for i in range(len(positions)):
         write_env_planes(words[i % len(words)], level, positions[i], rules)
