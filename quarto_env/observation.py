@@ -493,15 +493,14 @@ def _give_planes(threats, occupied, available, with_parity):  # type: ignore[no-
     ``with_parity``, else 0)."""
     if popcount(available) < 2:
         return 0, 0  # no piece would be left to give after this one
-    safe = available & ~PIECES_WITH_VALUES[values_at_squares(threats[0], threats[1])[0]]
-    return _reply_gives(threats, ALL_SQUARES & ~occupied, available, safe, safe if with_parity else 0)
+    return _reply_gives(threats, ALL_SQUARES & ~occupied, available, True, with_parity)
 
 
 @jitable
-def _reply_gives(threats, empty, available, trap_give, even_give):  # type: ignore[no-untyped-def]
-    """The candidate gives ``trap_give`` and ``even_give`` (safe pieces) less those that are not: a piece is a
-    trap give when no placement of it on an ``empty`` square leaves a safe piece, an even give when none leaves
-    an odd number.
+def _reply_gives(threats, empty, available, with_trap, with_even):  # type: ignore[no-untyped-def]
+    """``(trap_give, even_give)``: the safe pieces of ``available`` (those that win nowhere) that are trap gives (if
+    ``with_trap``, else 0) and even gives (if ``with_even``, else 0). A piece is a trap give when no placement of it
+    on an ``empty`` square leaves a safe piece, an even give when none leaves an odd number.
 
     Placed on a square where it shares no value with the square's pairs, a piece makes no group of three: the
     pieces safe after it are those safe at the square less itself, one count for all such pieces. A first pass
@@ -509,6 +508,8 @@ def _reply_gives(threats, empty, available, trap_give, even_give):  # type: igno
     second places only the pieces it leaves, on the squares where they do make a group of three."""
     threes_low, threes_high, pairs_low, pairs_high = threats
     once, twice = values_at_squares(threes_low, threes_high)
+    safe = available & ~PIECES_WITH_VALUES[once]
+    trap_give, even_give = safe if with_trap else 0, safe if with_even else 0
     hot = squares_with(threes_low | pairs_low, threes_high | pairs_high, ALL_VALUES) & empty
     squares = hot | lowest_bit_mask(empty & ~hot)
     while squares and (trap_give | even_give):
@@ -658,11 +659,10 @@ def _screen(kept, pairs, singles, cold, all_pairs, available, piece):  # type: i
 def _gives_after(change, occupied, available, piece, square, need_trap, need_even):  # type: ignore[no-untyped-def]
     """Whether the position after ``piece`` is placed on ``square`` has a trap give (if ``need_trap``), and an
     even give (if ``need_even``), worked out (:func:`_reply_gives`)."""
-    threats = _threats_after(change, piece)
-    left = available & ~(1 << piece)
-    safe = left & ~PIECES_WITH_VALUES[values_at_squares(threats[0], threats[1])[0]]
     empty = ALL_SQUARES & ~occupied & ~(1 << square)
-    trap_give, even_give = _reply_gives(threats, empty, left, safe if need_trap else 0, safe if need_even else 0)
+    trap_give, even_give = _reply_gives(
+        _threats_after(change, piece), empty, available & ~(1 << piece), need_trap, need_even
+    )
     return int(trap_give != 0), int(even_give != 0)
 
 
