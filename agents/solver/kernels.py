@@ -276,7 +276,7 @@ def can_still_be_won(lanes, occupied, available, groups, counted) -> bool:
 
 
 @numba.njit(cache=True)
-def _busy_mark(shared, lanes: int, occupied: int) -> tuple[int, int]:
+def _busy_mark(shared, lanes: int, occupied: int) -> tuple[int, np.int64]:
     """``(slot, tag)``: where in ``shared`` a board (not canonical) is marked as being searched, and the
     non-zero tag that marks it."""
     mixed = board_hash(lanes, occupied)

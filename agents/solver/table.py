@@ -70,10 +70,18 @@ def counted_lanes(lanes: int, counted: int) -> int:
     return kept
 
 
+# The hashes multiply in unsigned 64-bit words, which wrap as written. Numba marks signed arithmetic as never
+# overflowing (LLVM's ``nsw``), so a signed product that wraps, as a hash's does, is undefined in compiled code:
+# LLVM may fold it on that assumption. The values are the same bits as the signed products'.
+_LANES_FACTOR = np.uint64(0x9E3779B97F4A7C15)
+_OCCUPIED_FACTOR = np.uint64(0x27D4EB2F165667C5)
+_INFO_FACTOR = np.uint64(0xBF58476D1CE4E5B9)
+
+
 @numba.njit(cache=True)
-def board_hash(lanes: int, occupied: int) -> int:
+def board_hash(lanes: int, occupied: int) -> np.int64:
     """A multiplicative hash of a board, for the table's buckets and the busy marks."""
-    return lanes * -7046029254386353131 + occupied * 0x27D4EB2F165667C5
+    return np.int64(np.uint64(lanes) * _LANES_FACTOR + np.uint64(occupied) * _OCCUPIED_FACTOR)
 
 
 @numba.njit(cache=True)
@@ -84,9 +92,9 @@ def _bucket(table, key_occupied: int, key_lanes: int) -> int:
 
 
 @numba.njit(cache=True)
-def _scramble(info: int) -> int:
+def _scramble(info: int) -> np.int64:
     """A 64-bit hash of a row's ``INFO`` word, for its ``VERIFY`` word."""
-    mixed = info * -4658895280553007687
+    mixed = np.int64(np.uint64(info) * _INFO_FACTOR)
     return mixed ^ (mixed >> 31)
 
 
