@@ -108,6 +108,11 @@ for _ in range(1000):
     scores += rewards[terminated].sum(axis=0)  # +1 / -1 per finished game, 0 for a draw
 ```
 
+## Changes
+
+* ``info["final_observation"]`` is read-only (its values are unchanged): the step keeps the array's other rows
+  zero by clearing only the rows it wrote there, and a caller's write would break that. Copy it to change it.
+
 # ``RandomLegalActions``: uniformly random legal actions, compiled
 
 ``RandomLegalActions(num_envs, seed=None)`` draws one uniformly random legal action per env from a mask, in one
