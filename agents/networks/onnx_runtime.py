@@ -42,18 +42,18 @@ def onnx_graph(network: PolicyValueNetwork) -> Any:
 
     Inputs: ``planes`` int8 ``(B, C, 16)``; ``square_rows`` and ``piece_rows`` int64, the positions that place and
     those that give; ``order`` int64 ``(B,)``, where each position's row lies in those two taken one after the
-    other; and every parameter under its ``state_dict`` name. Outputs: ``logits`` ``(B, 16)`` and ``value_head``
-    ``(B, 1 or 3)`` (the value head's outputs, before the tanh or the W/D/L softmax)."""
+    other; and every parameter under its ``state_dict`` name. Outputs: ``logits`` ``(B, 16)`` and ``value`` ``(B,)``
+    (the tanh of the value head, or P(win) - P(loss) of its W/D/L softmax, as the network's ``_value``)."""
     import onnx
     from onnx import TensorProto, helper
 
     graph = _Graph(network.width, len(cast("SlotNetwork", network.body).incidence))
     squares, pieces, context = _body(graph, cast("SlotNetwork", network.body))
     logits = _logits(graph, squares, pieces, context)
-    value = graph.linear(graph.linear(context, "value_head.0", relu=True), "value_head.2")
+    head = graph.linear(graph.linear(context, "value_head.0", relu=True), "value_head.2")
     graph.nodes += [
         helper.make_node("Identity", [logits], ["logits"]),
-        helper.make_node("Identity", [value], ["value_head"]),
+        helper.make_node("Identity", [_value(graph, head, network.wdl)], ["value"]),
     ]
     parameters = {name: tensor.detach() for name, tensor in network.named_parameters()}
     inputs = [
@@ -64,7 +64,7 @@ def onnx_graph(network: PolicyValueNetwork) -> Any:
     ]
     outputs = [
         helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", NUM_SQUARES]),
-        helper.make_tensor_value_info("value_head", TensorProto.FLOAT, ["batch", None]),
+        helper.make_tensor_value_info("value", TensorProto.FLOAT, ["batch"]),
     ]
     body = helper.make_graph(graph.nodes, "slots_inference", inputs, outputs, initializer=graph.initializers)
     model = helper.make_model(body, opset_imports=[helper.make_opsetid("", OPSET)])
@@ -149,6 +149,19 @@ def _body(graph: _Graph, body: SlotNetwork) -> tuple[str, str, str]:
     )
 
 
+def _value(graph: _Graph, head: str, wdl: bool) -> str:
+    """Each position's value ``(B,)`` from the value head's outputs ``head``: P(win) - P(loss) of W/D/L logits (the
+    columns loss, draw, win), or the tanh of the one output."""
+    if wdl:
+        probabilities = graph.node("Softmax", [head], axis=1)
+        win, loss = (
+            graph.node("Gather", [probabilities, graph.constant(name, np.array(column, np.int64))], axis=1)
+            for name, column in (("win_column", 2), ("loss_column", 0))
+        )
+        return graph.node("Sub", [win, loss])
+    return graph.node("Reshape", [graph.node("Tanh", [head]), graph.constant("batch", np.array([-1], np.int64))])
+
+
 def _logits(graph: _Graph, squares: str, pieces: str, context: str) -> str:
     """Each position's logits ``(B, 16)``, scored by the head its phase reads (the rows of ``square_rows`` by the
     square head, those of ``piece_rows`` by the piece head), put back in the batch's order."""
@@ -166,8 +179,8 @@ def _logits(graph: _Graph, squares: str, pieces: str, context: str) -> str:
 
 class OnnxEvaluator:
     """``network``'s leaf evaluation on one ONNX Runtime CPU session of one thread (as torch runs in self-play):
-    ``evaluator(planes)`` is ``(logits, value head outputs)`` as float32 arrays, with the weights ``network`` has at
-    the call. :class:`~quarto_env.errors.MissingExtra` naming the ``onnx`` extra where it is not installed."""
+    ``evaluator(planes)`` is ``(logits, values)`` as float32 arrays, with the weights ``network`` has at the call.
+    :class:`~quarto_env.errors.MissingExtra` naming the ``onnx`` extra where it is not installed."""
 
     def __init__(self, network: PolicyValueNetwork) -> None:
         require("onnx", "the onnx leaf evaluation")
@@ -180,7 +193,7 @@ class OnnxEvaluator:
         self.session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         # The weights are bound once, as ONNX Runtime values over the parameters' own memory, not copies: an
         # optimizer's in-place steps are seen at the next call, and a call binds only the batch's four inputs (a
-        # feed of every parameter at each call took a tenth of the evaluation; docs/alphazero.md).
+        # feed of every parameter at each call cost about 6% of a batch; docs/alphazero.md).
         self.weights = {name: tensor.detach().numpy() for name, tensor in network.named_parameters()}
         self.binding = self.session.io_binding()
         for name, weight in self.weights.items():
@@ -195,8 +208,8 @@ class OnnxEvaluator:
         feeds = {"planes": planes, "square_rows": rows[:placed], "piece_rows": rows[placed:], "order": order}
         for name, values in feeds.items():
             self.binding.bind_cpu_input(name, np.ascontiguousarray(values))
-        for name in ("logits", "value_head"):  # bound afresh: outputs kept from a call keep its batch's shape
+        for name in ("logits", "value"):  # bound afresh: outputs kept from a call keep its batch's shape
             self.binding.bind_output(name)
         self.session.run_with_iobinding(self.binding)
-        logits, value_head = self.binding.copy_outputs_to_cpu()
-        return logits, value_head
+        logits, values = self.binding.copy_outputs_to_cpu()
+        return logits, values

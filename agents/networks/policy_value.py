@@ -429,10 +429,9 @@ class PolicyValueNetwork(nn.Module):
         path = path or self.evaluation_path
         if path not in EVALUATION_PATHS:
             raise QuartoValueError(f"unknown evaluation path {path!r}; allowed: {', '.join(EVALUATION_PATHS)}")
+        if path == "onnx" and self._infers(planes):
+            return _onnx_evaluator(self)(planes)  # numpy in and out: no torch call on this path
         with th.inference_mode():
-            if path == "onnx" and self._infers(planes):
-                logits_array, head = _onnx_evaluator(self)(planes)
-                return logits_array, self._value(th.from_numpy(head)).numpy()
             if path == "fast" and self._infers(planes):
                 logits, context = cast(SlotNetwork, self.body).infer(planes, _workspace(self))
                 value = self._value(apply_layers(self.value_head, context))
