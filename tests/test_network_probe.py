@@ -377,6 +377,11 @@ def test_a_slots_network_takes_the_fast_path_for_large_batches_of_env_planes(mon
     logits = network.evaluate(halfway)[0]
     assert sizes == [2 * FAST_MIN_BATCH]
     assert np.array_equal(logits, network.evaluate(halfway, "forward")[0])
+    for odd in (2, -1):  # int8 planes whose placing plane is neither 0 nor 1: the forward pass too
+        strange = planes.copy()
+        strange[5, PLACING] = odd
+        assert np.array_equal(network.evaluate(strange)[0], network.evaluate(strange, "forward")[0])
+    assert sizes == [2 * FAST_MIN_BATCH]
 
 
 def test_the_fast_evaluation_sees_the_weights_change_between_calls() -> None:
