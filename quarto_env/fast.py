@@ -57,16 +57,23 @@ def new_generator(seed: int) -> np.ndarray:
 
 
 @numba.njit(cache=True, inline="always")
-def random_below(generator, count):  # type: ignore[no-untyped-def]
-    """A random integer in ``0 .. count - 1`` (``count`` from 1 to ``2**32``), advancing ``generator`` (a uint64
-    array of one). SplitMix64 -- a handful of instructions and no thread-local state, where numba's
-    ``np.random`` costs a few dozen -- and the multiply-shift range reduction of Lemire (2019): its bias, under
-    ``count / 2**32``, is below 4e-9 for the 17 actions of a position."""
-    generator[0] += GOLDEN_GAMMA
-    z = generator[0]
+def next_word(states, i):  # type: ignore[no-untyped-def]
+    """The next random 64-bit word of the stream whose state is ``states[i]`` (a uint64 array), advancing it:
+    SplitMix64, a handful of instructions and no thread-local state, where numba's ``np.random`` costs a few
+    dozen. Unsigned throughout: numba's signed products may not wrap."""
+    states[i] += GOLDEN_GAMMA
+    z = states[i]
     z = (z ^ (z >> np.uint64(30))) * MIX_1
     z = (z ^ (z >> np.uint64(27))) * MIX_2
-    z ^= z >> np.uint64(31)
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(cache=True, inline="always")
+def random_below(generator, count):  # type: ignore[no-untyped-def]
+    """A random integer in ``0 .. count - 1`` (``count`` from 1 to ``2**32``), advancing ``generator`` (a uint64
+    array of one, :func:`next_word`), by the multiply-shift range reduction of Lemire (2019): its bias, under
+    ``count / 2**32``, is below 4e-9 for the 17 actions of a position."""
+    z = next_word(generator, 0)
     return np.int64(((z >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
 
 

@@ -175,6 +175,7 @@ from quarto_env.core import (
     useful_mask,
 )
 from quarto_env.errors import ActionTypeError, CallOrderError, QuartoTypeError, QuartoValueError
+from quarto_env.fast import next_word
 from quarto_env.flags import RuleFlags
 from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind, write_plane_words
 
@@ -597,9 +598,6 @@ def _observe_games(out, level, games, positions, groups, counted):  # type: igno
 # ---------------------------------------------------------------------------------------------------------
 INITIAL_FIELDS = np.array(compiled_fields(INITIAL_STATE), dtype=np.int64)
 INITIAL_FIELDS.flags.writeable = False
-_GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
-_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX_2 = np.uint64(0x94D049BB133111EB)
 
 
 @batched_kernel
@@ -714,19 +712,9 @@ def legal_action_bits(row, declared_falsely, declaration):  # type: ignore[no-un
 
 @register_jitable
 def _random_bit(streams, i):  # type: ignore[no-untyped-def]
-    """The next random bit of env ``i``'s stream (:func:`_random_word`)."""
-    return _random_word(streams, i) >> np.uint64(63)
-
-
-@register_jitable
-def _random_word(streams, i):  # type: ignore[no-untyped-def]
-    """The next random 64-bit word of env ``i``'s stream: SplitMix64 (Steele, Lea and Flood, 2014) on one unsigned
-    64-bit state per env, so that each env's draws depend on its own seed alone."""
-    z = streams[i] + _GOLDEN_GAMMA
-    streams[i] = z
-    z = (z ^ (z >> np.uint64(30))) * _MIX_1
-    z = (z ^ (z >> np.uint64(27))) * _MIX_2
-    return z ^ (z >> np.uint64(31))
+    """The next random bit of env ``i``'s stream: one stream per env (:func:`quarto_env.fast.next_word`), so that
+    each env's draws depend on its own seed alone."""
+    return next_word(streams, i) >> np.uint64(63)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -744,7 +732,7 @@ def _random_legal_actions(masks, streams, actions):  # type: ignore[no-untyped-d
         if count == 0:
             return i
         # the high 32 bits times count, over 2**32: uniform up to a bias of count / 2**32
-        pick = np.int64((_random_word(streams, i) >> np.uint64(32)) * np.uint64(count) >> np.uint64(32))
+        pick = np.int64((next_word(streams, i) >> np.uint64(32)) * np.uint64(count) >> np.uint64(32))
         actions[i] = _set_bit_number(legal, pick)
     return -1
 
