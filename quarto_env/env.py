@@ -644,10 +644,10 @@ call would cost about a microsecond of the turn's thirty."""
 def observe_into(
     planes: np.ndarray, mask: np.ndarray, level: int, state: State, variant: Variant, acting: bool
 ) -> None:
-    """Write the observation of ``state`` under ``variant`` up to ``level`` into ``planes`` (zeroed, ``(channels,
-    16)``) and its action mask into ``mask`` (``int8``; the legal actions when ``acting``, else zeros): the same
-    functions run as Python while numba is not loaded and :data:`PYTHON_SECONDS` are not spent, else compiled
-    (:func:`quarto_env.fast.write_observation`). Either way the same planes."""
+    """Write the observation of ``state`` under ``variant`` up to ``level`` into ``planes`` (``(channels, 16)``,
+    every plane written) and its action mask into ``mask`` (``int8``; the legal actions when ``acting``, else
+    zeros): the same functions run as Python while numba is not loaded and :data:`PYTHON_SECONDS` are not spent,
+    else compiled (:func:`quarto_env.fast.write_observation`). Either way the same planes."""
     if not _compiled_writer:
         if _python_seconds_left[0] > 0 and "numba" not in sys.modules:
             start = time.perf_counter()

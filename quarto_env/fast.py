@@ -35,7 +35,7 @@ RECORD_LENGTH = MAX_GAME_LENGTH + 2
 @numba.njit(cache=True)
 def write_observation(planes, mask, level, fields, groups, counted, declaration, acting):  # type: ignore[no-untyped-def]
     """Fill one observation in a single compiled call: the planes of :mod:`quarto_env.observation` up to
-    ``level`` into ``planes`` (zeroed by the caller), and into ``mask`` (``int8``, one entry per action) the
+    ``level`` into ``planes`` (every one written), and into ``mask`` (``int8``, one entry per action) the
     legal actions when ``acting``, else zeros. The position comes whole, as :func:`~quarto_env.core.compiled_fields`."""
     encode_observation(planes, level, *fields, groups, counted)
     _, occupied, available, hand, _, _, _, over = fields

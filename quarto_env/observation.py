@@ -242,8 +242,8 @@ union over values, the pieces that complete any of several groups are those with
 def write_planes(out, level, lanes, occupied, available, hand, to_move, claimable, winner, over, groups, counted):  # type: ignore[no-untyped-def]
     """Write the planes of one position into ``out`` (``(channels, 16)``, C-contiguous): every plane of every kind
     up to ``level`` (:attr:`ObservationKind.level`), those that the position's phase leaves empty as zeros, so
-    ``out`` needs no zeroing first (planes past the level's are left as they are). The position comes as the fields of a
-    :class:`~quarto_env.core.State` (:func:`~quarto_env.core.compiled_fields`).
+    ``out`` needs no zeroing first (planes past the level's are left as they are). The position comes as the
+    fields of a :class:`~quarto_env.core.State` (:func:`~quarto_env.core.compiled_fields`).
 
     Every plane is a 16-bit mask, written as two 64-bit words of 0/1 bytes (:func:`_write_plane`) through a
     word view of ``out``: two stores per plane instead of sixteen.

@@ -459,7 +459,6 @@ def _select(  # type: ignore[no-untyped-def]
                 leaf[g] = node
                 path[g, depth, 0] = -1  # marks the path's end for _expand
                 leaf_games[leaves] = g
-                planes[leaves] = 0
                 encode_observation(planes[leaves], level, *position_fields(positions[g, node]), groups, counted)
                 leaves += 1
                 break
@@ -566,7 +565,6 @@ def encode_positions(positions: np.ndarray, kind: ObservationKind, variant: Vari
 @numba.njit(cache=True)
 def _encode(positions, out, masks, level, groups, counted):  # type: ignore[no-untyped-def]
     for i in range(len(positions)):
-        out[i] = 0
         fields = position_fields(positions[i])
         encode_observation(out[i], level, *fields, groups, counted)
         mask = candidates(fields[0], fields[1], fields[2], fields[3], groups, counted)[0]
