@@ -192,8 +192,8 @@ class OnnxEvaluator:
         model = onnx_graph(network).SerializeToString()
         self.session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         # The weights are bound once, as ONNX Runtime values over the parameters' own memory, not copies: an
-        # optimizer's in-place steps are seen at the next call, and a call binds only the batch's four inputs (a
-        # feed of every parameter at each call cost about 6% of a batch; docs/alphazero.md).
+        # optimizer's in-place steps are seen at the next call, and a call binds only the batch's four inputs
+        # (a feed of every parameter at each call cost more: docs/alphazero.md).
         self.weights = {name: tensor.detach().numpy() for name, tensor in network.named_parameters()}
         self.binding = self.session.io_binding()
         for name, weight in self.weights.items():

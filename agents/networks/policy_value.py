@@ -444,7 +444,8 @@ class PolicyValueNetwork(nn.Module):
         ``slots`` body on the CPU without action values, and at least :data:`FAST_MIN_BATCH` of this network's
         ``int8`` planes, each placing or giving."""
         # Few and cheap calls: this runs before every leaf batch, right after the previous batch's products have
-        # left the caches cold, where a walk over the parameters (device_of) and four numpy calls took 50 us.
+        # left the caches cold, where a walk over the parameters (device_of) and four numpy calls cost a visible
+        # share of the batch (docs/results.md, "A sixth look").
         if not isinstance(self.body, SlotNetwork) or self.action_values or not self.value_head[0].weight.is_cpu:
             return False
         if planes.dtype != np.int8 or planes.ndim != 3 or planes.shape[1:] != self.kind.shape:
