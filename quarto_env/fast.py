@@ -20,9 +20,9 @@ from quarto_env.core import (
     Variant,
     apply_action,
     compiled_fields,
+    count_bits,
     legal_mask,
-    lowest_bit,
-    popcount,
+    set_bit_number,
     useful_mask,
 )
 from quarto_env.errors import QuartoValueError
@@ -69,21 +69,18 @@ def next_word(states, i):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True, inline="always")
-def random_below(generator, count):  # type: ignore[no-untyped-def]
-    """A random integer in ``0 .. count - 1`` (``count`` from 1 to ``2**32``), advancing ``generator`` (a uint64
-    array of one, :func:`next_word`), by the multiply-shift range reduction of Lemire (2019): its bias, under
-    ``count / 2**32``, is below 4e-9 for the 17 actions of a position."""
-    z = next_word(generator, 0)
+def random_below(states, i, count):  # type: ignore[no-untyped-def]
+    """A random integer in ``0 .. count - 1`` (``count`` from 1 to ``2**32``), advancing the stream ``states[i]``
+    (:func:`next_word`), by the multiply-shift range reduction of Lemire (2019): the high 32 bits times ``count``,
+    over ``2**32``. Its bias, under ``count / 2**32``, is below 4e-9 for the 17 actions of a position."""
+    z = next_word(states, i)
     return np.int64(((z >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
 
 
 @numba.njit(cache=True)
 def random_member(mask, generator):  # type: ignore[no-untyped-def]
-    """A uniformly random set bit of the non-zero action ``mask``, drawn from ``generator``."""
-    pick = random_below(generator, popcount(mask) + (mask >> DECLARE & 1))  # popcount counts the 16 squares or pieces
-    for _ in range(pick):
-        mask &= mask - 1
-    return lowest_bit(mask)
+    """A uniformly random set bit of the non-zero action ``mask``, drawn from ``generator`` (a stream of one)."""
+    return set_bit_number(mask, random_below(generator, 0, count_bits(mask)))
 
 
 @numba.njit(cache=True)

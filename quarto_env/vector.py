@@ -170,12 +170,13 @@ from quarto_env.core import (
     count_bits,
     legal_mask,
     position_fields,
+    set_bit_number,
     state_of_row,
     step_position,
     useful_mask,
 )
 from quarto_env.errors import ActionTypeError, CallOrderError, QuartoTypeError, QuartoValueError
-from quarto_env.fast import next_word
+from quarto_env.fast import next_word, random_below
 from quarto_env.flags import RuleFlags
 from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind, write_plane_words
 
@@ -731,22 +732,5 @@ def _random_legal_actions(masks, streams, actions):  # type: ignore[no-untyped-d
         count = count_bits(legal)
         if count == 0:
             return i
-        # the high 32 bits times count, over 2**32: uniform up to a bias of count / 2**32
-        pick = np.int64((next_word(streams, i) >> np.uint64(32)) * np.uint64(count) >> np.uint64(32))
-        actions[i] = _set_bit_number(legal, pick)
+        actions[i] = set_bit_number(legal, random_below(streams, i, count))
     return -1
-
-
-@register_jitable
-def _set_bit_number(mask, number):  # type: ignore[no-untyped-def]
-    """The index of set bit ``number`` (from 0, lowest first) of the 64-bit ``mask``, which has more set bits than
-    that: found by halving the span (are there more than ``number`` in its low half?), without a branch on the
-    mask, which no predictor guesses."""
-    index = 0
-    for width in (32, 16, 8, 4, 2, 1):
-        low = count_bits(mask & ((1 << width) - 1))  # of the span left, at its bottom: the bits above do not count
-        above = number >= low
-        number -= low if above else 0
-        mask = mask >> width if above else mask
-        index += width if above else 0
-    return index

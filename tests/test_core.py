@@ -45,6 +45,7 @@ from quarto_env.core import (
     position_problem,
     position_problems,
     safe_gives,
+    set_bit_number,
     signed_lanes,
     step,
     useful_action_mask,
@@ -534,11 +535,29 @@ def test_bit_helpers_agree_with_python(mask: int) -> None:
     assert lowest_bit(mask) == (bits(mask)[0] if mask else -1)
 
 
+@settings(deadline=None)  # the first example compiles the kernel
 @given(st.integers(-(2**63), 2**63 - 1))
 def test_count_bits_counts_the_64_bits_of_an_int64_compiled_or_not(value: int) -> None:
     expected = bin(value % 2**64).count("1")  # a negative int64: its two's complement, bit 63 set
     assert count_bits(value) == count_bits(np.int64(value)) == expected
     assert _compiled_count_bits(np.int64(value)) == expected
+
+
+@settings(deadline=None)  # the first example compiles the kernel
+@given(st.integers(1, 2**64 - 1), st.data())
+def test_set_bit_number_finds_the_numbered_set_bit_compiled_or_not(mask: int, data: st.DataObject) -> None:
+    number = data.draw(st.integers(0, mask.bit_count() - 1))
+    expected = bits(mask)[number]
+    signed = mask - 2**64 if mask >= 2**63 else mask  # as an int64 holds it
+    assert set_bit_number(mask, number) == set_bit_number(signed, number) == expected
+    assert _compiled_set_bit_number_kernel()(np.int64(signed), number) == expected
+
+
+@functools.cache
+def _compiled_set_bit_number_kernel():  # type: ignore[no-untyped-def]
+    import numba
+
+    return numba.njit(lambda mask, number: set_bit_number(mask, number))
 
 
 @functools.cache
