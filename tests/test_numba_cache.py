@@ -27,9 +27,12 @@ print(json.dumps({{"value": value, "hits": sum(caller.answer.stats.cache_hits.va
 
 
 def run_caller(folder: Path, grouped: bool) -> dict:
-    """``caller.answer()`` in a fresh process, and how many of its compilations came from the cache."""
+    """``caller.answer()`` in a fresh process, and how many of its compilations came from the cache. Python writes
+    no bytecode there (``-B``): a ``.pyc`` records its source's time in whole seconds and its size, so a callee
+    rewritten within the same second at the same size would be imported stale, whatever numba's cache does."""
     script = RUN.format(folder=str(folder), grouped=grouped)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    command = [sys.executable, "-B", "-c", script]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
     return json.loads(done.stdout.splitlines()[-1])
 
 
