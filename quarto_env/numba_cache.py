@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_MODULES = ("quarto_env", "agents", "experiments")
-"""The project's packages (folders beside this one's): their modules that mention numba or ``jitable`` (the rules
-core's functions that compile into kernels without importing numba, :mod:`quarto_env.jitable`) form one
-group."""
+"""The project's packages (folders beside this one's): their modules that mention numba, ``jitable`` (the rules
+core's functions that compile into kernels without importing numba, :mod:`quarto_env.jitable`) or
+:mod:`quarto_env.kernel` (the kernels' decorator) form one group."""
+COMPILED_MARKS = (b"numba", b"jitable", b"quarto_env.kernel")
+"""What a source file of the group mentions (see ``PROJECT_MODULES``)."""
 
 _group_stamps: dict[str, bytes] = {}
 """Resolved source path -> the stamp of its group."""
@@ -46,15 +48,16 @@ def stamp_together(paths: Iterable[str | Path]) -> None:
 
 
 def project_sources() -> list[Path]:
-    """The project's source files that mention numba or ``jitable``: those that compile functions or are compiled
-    into them."""
+    """The project's source files that mention one of ``COMPILED_MARKS``: those that compile functions or are
+    compiled into them."""
     root = Path(__file__).resolve().parent.parent
-    return [
-        path
-        for package in PROJECT_MODULES
-        for path in sorted((root / package).rglob("*.py"))
-        if b"numba" in (text := path.read_bytes()) or b"jitable" in text
-    ]
+    paths = [path for package in PROJECT_MODULES for path in sorted((root / package).rglob("*.py"))]
+    return [path for path in paths if _mentions_compiling(path.read_bytes())]
+
+
+def _mentions_compiling(source: bytes) -> bool:
+    """Whether a source file's text mentions one of ``COMPILED_MARKS``."""
+    return any(mark in source for mark in COMPILED_MARKS)
 
 
 def stamp_project(numba: Any = None) -> None:

@@ -136,7 +136,7 @@ kernel as the env, so training sees exactly what ``quarto_env.env(observation=ki
 All the kernels call the rules core's ``register_jitable`` functions (``apply_action``, ``legal_mask``, ...) and
 the planes of :mod:`quarto_env.observation`, so the batched games follow exactly the rules of
 :func:`quarto_env.core.step`. They allocate nothing and are compiled without reference counting
-(:data:`batched_kernel`).
+(:func:`quarto_env.kernel.kernel`).
 """
 
 from __future__ import annotations
@@ -145,7 +145,6 @@ import os
 import sys
 from typing import Any
 
-import numba
 import numpy as np
 from numba.extending import register_jitable
 
@@ -178,12 +177,8 @@ from quarto_env.core import (
 from quarto_env.errors import ActionTypeError, CallOrderError, QuartoTypeError, QuartoValueError
 from quarto_env.fast import next_word, random_below
 from quarto_env.flags import RuleFlags
+from quarto_env.kernel import kernel
 from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind, write_plane_words
-
-batched_kernel = numba.njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # an option the stubs omit
-"""How the kernels below are compiled: numba's ``njit(cache=True)`` without its reference counting (``_nrt``),
-which they do not need -- they allocate nothing -- and which cost more than a whole step of the games: every
-row they read (a view of an array) was counted in and out (the figures: ``quarto bench vector``)."""
 
 NO_OBSERVATION = -1
 """The observation level the kernels take for ``observation=None``: no planes."""
@@ -569,7 +564,7 @@ class GameBatch:
 # ---------------------------------------------------------------------------------------------------------
 # GameBatch's kernels
 # ---------------------------------------------------------------------------------------------------------
-@batched_kernel
+@kernel
 def _action_masks(masks, games, positions, declaration, false_declarations):  # type: ignore[no-untyped-def]
     for i in range(len(games)):
         _, occupied, available, hand, _, claimable, _, over = position_fields(positions[games[i]])
@@ -581,13 +576,13 @@ def _action_masks(masks, games, positions, declaration, false_declarations):  # 
             masks[i, a] = bits >> a & 1
 
 
-@batched_kernel
+@kernel
 def _apply_actions(games, actions, positions, rules):  # type: ignore[no-untyped-def]
     for i in range(len(games)):
         step_position(positions[games[i]], actions[i], rules)
 
 
-@batched_kernel
+@kernel
 def _observe_games(out, level, games, positions, groups, counted):  # type: ignore[no-untyped-def]
     words = out.view(np.uint64)
     for i in range(len(games)):
@@ -601,7 +596,7 @@ INITIAL_FIELDS = np.array(compiled_fields(INITIAL_STATE), dtype=np.int64)
 INITIAL_FIELDS.flags.writeable = False
 
 
-@batched_kernel
+@kernel
 def _step_games(actions, games, settings, rules, outputs):  # type: ignore[no-untyped-def]
     """:meth:`VectorQuarto.step`: check every action; then play each, reward both seats, start a new game where
     one ended, observe. Returns the number of illegal actions (marked in ``outputs[-1]``): if there is one,
@@ -631,7 +626,7 @@ def _step_games(actions, games, settings, rules, outputs):  # type: ignore[no-un
     return 0
 
 
-@batched_kernel
+@kernel
 def _reset_games(games, settings, rules, outputs):  # type: ignore[no-untyped-def]
     """:meth:`VectorQuarto.reset`: a new game in every env, observed."""
     level, _, fixed_first_seat = settings
@@ -721,7 +716,7 @@ def _random_bit(streams, i):  # type: ignore[no-untyped-def]
 # ---------------------------------------------------------------------------------------------------------
 # RandomLegalActions' kernel
 # ---------------------------------------------------------------------------------------------------------
-@batched_kernel
+@kernel
 def _random_legal_actions(masks, streams, actions):  # type: ignore[no-untyped-def]
     """Write a uniformly random legal action of each row of ``masks`` to ``actions``; returns the first row
     without a legal action (then ``actions`` is partly written), or -1."""

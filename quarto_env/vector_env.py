@@ -128,6 +128,7 @@ from quarto_env.core import (
     winning_squares,
 )
 from quarto_env.errors import CallOrderError, QuartoTypeError, QuartoValueError
+from quarto_env.kernel import kernel
 from quarto_env.notation import RESET_OPTIONS, starting_position
 from quarto_env.observation import DEFAULT_OBSERVATION, ObservationKind, observation_kind
 from quarto_env.single_agent import (
@@ -141,7 +142,6 @@ from quarto_env.vector import (
     MAX_ENVS_NAMED,
     RecycledArrays,
     VectorQuarto,
-    batched_kernel,
     checked_num_envs,
     game_bytes,
     legal_action_bits,
@@ -471,7 +471,7 @@ def _bytes_per_game(kind: ObservationKind) -> int:
 # ---------------------------------------------------------------------------------------------------------
 # Kernels: VectorQuarto's, over a subset of the games
 # ---------------------------------------------------------------------------------------------------------
-@batched_kernel
+@kernel
 def _play_rows(rows, actions, games, penalty, rules, totals, scratch):  # type: ignore[no-untyped-def]
     rewards, terminated = totals
     step_rewards, step_terminated = scratch
@@ -482,7 +482,7 @@ def _play_rows(rows, actions, games, penalty, rules, totals, scratch):  # type: 
         terminated[i] = terminated[i] or step_terminated[i]
 
 
-@batched_kernel
+@kernel
 def _start_rows(rows, games, seats, level, rules, final_planes):  # type: ignore[no-untyped-def]
     """New games in ``rows``, row ``rows[k]``'s first seat ``seats[k]`` (-1: drawn), the last planes of the games
     they replace in ``final_planes``."""
@@ -492,12 +492,12 @@ def _start_rows(rows, games, seats, level, rules, final_planes):  # type: ignore
         start_game(rows[k], games, seats[k])
 
 
-@batched_kernel
+@kernel
 def _observe_all(games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
     observe_envs(games, level, rules, planes, masks, current_player)
 
 
-@batched_kernel
+@kernel
 def _masks_of(rows, games, declaration, masks):  # type: ignore[no-untyped-def]
     positions, _, declared_falsely, _ = games
     for k in range(len(rows)):
@@ -506,7 +506,7 @@ def _masks_of(rows, games, declaration, masks):  # type: ignore[no-untyped-def]
             masks[k, action] = legal >> action & 1
 
 
-@batched_kernel
+@kernel
 def _allowed_actions(rows, games, rules, greedy, allowed):  # type: ignore[no-untyped-def]
     """The actions the random (all legal ones) or greedy opponent draws from, as a bit mask per row."""
     positions, _, declared_falsely, _ = games
@@ -527,7 +527,7 @@ def _allowed_actions(rows, games, rules, greedy, allowed):  # type: ignore[no-un
             allowed[k] = safe if safe else available
 
 
-@batched_kernel
+@kernel
 def _pick_actions(allowed, uniforms, actions):  # type: ignore[no-untyped-def]
     """Action ``actions[k]``: the ``floor(uniforms[k] * n)``-th of the ``n`` set bits of ``allowed[k]``."""
     for k in range(len(allowed)):

@@ -36,8 +36,10 @@ transposition table of :mod:`agents.solver.table`.
 Numba
 -----
 Every function here (and those of :mod:`agents.solver.ordering` and :mod:`agents.solver.table` it calls) is
-compiled with ``cache=True``: a second process loads the machine code from ``__pycache__`` instead of compiling
-again, until a compiled module of the project changes (:mod:`quarto_env.numba_cache`). The search releases the GIL
+compiled by :func:`quarto_env.kernel.kernel`: without numba's reference counting, which took a tenth of a proof's
+time (the search allocates nothing), and with ``cache=True``: a second process loads the machine code from
+``__pycache__`` instead of compiling again, until a compiled module of the project changes
+(:mod:`quarto_env.numba_cache`). The search releases the GIL
 (``nogil=True``), so that threads search in parallel and a Python thread can stop a search from outside
 (:mod:`agents.interrupts`).
 
@@ -83,6 +85,7 @@ from quarto_env.core import (
     winning_pieces,
     winning_squares,
 )
+from quarto_env.kernel import kernel
 from quarto_env.symmetry import canonical_board
 
 WIN = 100
@@ -122,7 +125,7 @@ GIVE_ORDER_EMPTIES = 3
 ENDGAME_EMPTIES = 4
 
 
-@numba.njit(cache=True)
+@kernel
 def evaluate(safe: int) -> int:
     """The horizon score for the side to move, who gives next and has the ``safe`` mask of safe pieces."""
     return EVAL if popcount(safe) & 1 else -EVAL
@@ -175,7 +178,7 @@ _PLAYS = np.array([[_play_masks(given, first) for first in range(3)] for given i
 """``_PLAYS[given, first]``: :func:`_play_masks`, a table."""
 
 
-@numba.njit(cache=True)
+@kernel
 def _last_three(lanes, occupied, available, safe, groups, counted) -> int:
     """The exact score, for the giver, of a give node with three empty squares (``safe``: the giver's safe
     pieces, not none), from one pass over the groups.
@@ -249,7 +252,7 @@ def _last_three(lanes, occupied, available, safe, groups, counted) -> int:
     return best
 
 
-@numba.njit(cache=True)
+@kernel
 def can_still_be_won(lanes, occupied, available, groups, counted) -> bool:
     """Whether some group could still be completed as a winning group with the ``available`` pieces.
 
@@ -275,7 +278,7 @@ def can_still_be_won(lanes, occupied, available, groups, counted) -> bool:
     return False
 
 
-@numba.njit(cache=True)
+@kernel
 def _busy_mark(shared, lanes: int, occupied: int) -> tuple[int, np.int64]:
     """``(slot, tag)``: where in ``shared`` a board (not canonical) is marked as being searched, and the
     non-zero tag that marks it."""
@@ -284,7 +287,7 @@ def _busy_mark(shared, lanes: int, occupied: int) -> tuple[int, np.int64]:
     return 1 + (tag >> 1 & (shared.shape[0] - 2)), tag
 
 
-@numba.njit(cache=True)
+@kernel
 def _mark_busy(shared, lanes: int, occupied: int) -> int:
     """Mark the board as being searched by this thread; returns its slot in ``shared``."""
     slot, tag = _busy_mark(shared, lanes, occupied)
@@ -292,7 +295,7 @@ def _mark_busy(shared, lanes: int, occupied: int) -> int:
     return slot
 
 
-@numba.njit(cache=True)
+@kernel
 def _is_busy(shared, lanes: int, occupied: int) -> bool:
     """Whether a thread marked the board as being searched (a mark may be stale or overwritten: a hint only)."""
     slot, tag = _busy_mark(shared, lanes, occupied)
@@ -323,7 +326,7 @@ _CONTEXT = (
 scratch, stats, ply, shared."""
 
 
-@numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _CONST_VECTOR, _INT, _SCRATCH, _INT, _VECTOR), cache=True)
+@kernel(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _CONST_VECTOR, _INT, _SCRATCH, _INT, _VECTOR))
 def endgame(lanes, occupied, available, safe, alpha, beta, groups, counted, scratch, ply, stats) -> int:
     """The exact score, for the giver, of a give node with 3 to ``endgame_empties`` empty squares (``safe``: the
     giver's safe pieces, not none), fail-soft within ``(alpha, beta)``: :func:`negamax_give` without what
@@ -364,7 +367,7 @@ def endgame(lanes, occupied, available, safe, alpha, beta, groups, counted, scra
     return best
 
 
-@numba.njit(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
+@kernel(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _INT, *_CONTEXT), nogil=True)
 def negamax_give(
     lanes, occupied, available, safe, alpha, beta, depth, groups, counted, low, high, settings, table, scratch,
     stats, ply, shared,
@@ -522,7 +525,7 @@ _POSITION = (_INT, _INT, _INT, _INT, _INT, _INT, _INT, numba.types.boolean)
 """The types of a position's fields, as :func:`quarto_env.core.compiled_fields` hands them over."""
 
 
-@numba.njit(_INT(*_POSITION, _INT, _INT, _INT, *_CONTEXT), cache=True, nogil=True)
+@kernel(_INT(*_POSITION, _INT, _INT, _INT, *_CONTEXT), nogil=True)
 def search_root(
     lanes, occupied, available, hand, to_move, claimable, winner, over, alpha, beta, depth, groups, counted, low,
     high, settings, table, scratch, stats, ply, shared,

@@ -8,13 +8,12 @@ in increasing order of the safe pieces their placements leave in total, after th
 put the smallest subtrees first, and threats are what decide Quarto.
 
 The orders are written into a node's working space, ``scratch[ply]`` of the search: one row per piece for its
-placements, then the rows named below (``GIVES`` ... ``GROUPS_THROUGH``). Every function here is compiled with
-numba, ``cache=True``, and called from the search's kernels.
+placements, then the rows named below (``GIVES`` ... ``GROUPS_THROUGH``). Every function here is compiled as
+the search's kernels are (:func:`quarto_env.kernel.kernel`) and called from them.
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from quarto_env.core import (
@@ -26,6 +25,7 @@ from quarto_env.core import (
     popcount,
     shared_attributes,
 )
+from quarto_env.kernel import kernel
 
 SHARING = np.array([pieces_sharing(code & 0xF, code >> 4) for code in range(256)], dtype=np.int64)
 """``SHARING[ones | zeros << 4]``: the pieces with attribute 1 for some bit of ``ones`` or 0 for some of ``zeros``
@@ -35,7 +35,7 @@ GIVES, ELSEWHERE, HALF_FULL, GROUPS_THROUGH = NUM_PIECES, NUM_PIECES + 1, NUM_PI
 SCRATCH_ROWS = NUM_PIECES + 4
 
 
-@numba.njit(cache=True)
+@kernel
 def describe_threats(lanes, occupied, groups, counted, orders) -> None:
     """Describe, for each empty square ``s``, how a placement on ``s`` changes the winning pieces; in rows of
     ``orders``:
@@ -76,7 +76,7 @@ def describe_threats(lanes, occupied, groups, counted, orders) -> None:
                 half_full[square] = half_full[square] << 8 | code
 
 
-@numba.njit(cache=True)
+@kernel
 def _winning_pieces_after(piece, square, orders) -> int:
     """``winning_pieces`` of the board after ``piece`` is placed on ``square``, from the rows of
     :func:`describe_threats`."""
@@ -89,7 +89,7 @@ def _winning_pieces_after(piece, square, orders) -> int:
     return pieces
 
 
-@numba.njit(cache=True)
+@kernel
 def order_placements(occupied, available, piece, orders, order) -> int:
     """Fill ``order`` with the empty squares for ``piece`` in the order to search them; returns their count
     (``orders``: a node's working space, filled by :func:`describe_threats`).
@@ -114,7 +114,7 @@ def order_placements(occupied, available, piece, orders, order) -> int:
     return count
 
 
-@numba.njit(cache=True)
+@kernel
 def _insert_descending(buffer, count, entry) -> None:
     """Insert ``entry`` into ``buffer[:count]``, kept sorted largest first (one step of an insertion sort)."""
     i = count
@@ -124,7 +124,7 @@ def _insert_descending(buffer, count, entry) -> None:
     buffer[i] = entry
 
 
-@numba.njit(cache=True)
+@kernel
 def list_pieces(pieces, hint, out) -> int:
     """Fill ``out`` with the ``pieces`` to give, ``hint`` first, the others in index order; returns their count
     (used at the horizon, where no placement is searched)."""
@@ -140,7 +140,7 @@ def list_pieces(pieces, hint, out) -> int:
     return count
 
 
-@numba.njit(cache=True)
+@kernel
 def order_gives(lanes, occupied, available, safe, hint, groups, counted, orders) -> int:
     """Order the gives and the placements that answer them; returns the number of safe pieces.
 

@@ -19,7 +19,8 @@ the board itself (its counted lanes). Both keys identify a position up to equal 
 the two kinds apart.
 
 Saving a table to a file and reading its proven entries are in :mod:`agents.solver.table_files`. Every
-function here but :func:`new_table` and :func:`table_bits_for` is compiled with numba, ``cache=True``.
+function here but :func:`new_table` and :func:`table_bits_for` is compiled with numba, ``cache=True``; those the
+search calls as its kernels are (:func:`quarto_env.kernel.kernel`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy as np
 
 from quarto_env.core import NUM_ATTRIBUTES
 from quarto_env.errors import QuartoValueError
+from quarto_env.kernel import kernel
 from quarto_env.symmetry import LANE_MASK
 
 # Transposition table layout: one row per entry.
@@ -60,7 +62,7 @@ def table_bits_for(megabytes: float) -> int:
     return min(entries.bit_length() - 1, MAX_TABLE_BITS)
 
 
-@numba.njit(cache=True)
+@kernel
 def counted_lanes(lanes: int, counted: int) -> int:
     """The lanes with the attributes that do not count cleared: they never decide a game."""
     kept = 0
@@ -78,27 +80,27 @@ _OCCUPIED_FACTOR = np.uint64(0x27D4EB2F165667C5)
 _INFO_FACTOR = np.uint64(0xBF58476D1CE4E5B9)
 
 
-@numba.njit(cache=True)
+@kernel
 def board_hash(lanes: int, occupied: int) -> np.int64:
     """A multiplicative hash of a board, for the table's buckets and the busy marks."""
     return np.int64(np.uint64(lanes) * _LANES_FACTOR + np.uint64(occupied) * _OCCUPIED_FACTOR)
 
 
-@numba.njit(cache=True)
+@kernel
 def _bucket(table, key_occupied: int, key_lanes: int) -> int:
     """The first row of the key's two-entry bucket: the hash, folded."""
     mixed = board_hash(key_lanes, key_occupied)
     return (mixed ^ (mixed >> 29)) & (table.shape[0] - 2)
 
 
-@numba.njit(cache=True)
+@kernel
 def _scramble(info: int) -> np.int64:
     """A 64-bit hash of a row's ``INFO`` word, for its ``VERIFY`` word."""
     mixed = np.int64(np.uint64(info) * _INFO_FACTOR)
     return mixed ^ (mixed >> 31)
 
 
-@numba.njit(cache=True)
+@kernel
 def probe_table(table, key_occupied: int, key_lanes: int) -> int:
     """The row holding the key, or -1."""
     row = _bucket(table, key_occupied, key_lanes)
@@ -109,14 +111,14 @@ def probe_table(table, key_occupied: int, key_lanes: int) -> int:
     return -1
 
 
-@numba.njit(cache=True)
+@kernel
 def _write(table, row: int, key_occupied: int, key_lanes: int, empties: int, data: int) -> None:
     info = key_occupied << KEY_SHIFT | empties << EMPTIES_SHIFT | data
     table[row, INFO] = info
     table[row, VERIFY] = key_lanes ^ _scramble(info)
 
 
-@numba.njit(cache=True)
+@kernel
 def store_entry(table, key_occupied: int, key_lanes: int, empties: int, data: int) -> None:
     """Store an entry. An entry already stored for the key at the same depth keeps its bounds: both hold, so the
     new entry gets the tighter of each. Otherwise a bucket's first row keeps the entry with the most empty
@@ -134,12 +136,12 @@ def store_entry(table, key_occupied: int, key_lanes: int, empties: int, data: in
     _write(table, row, key_occupied, key_lanes, empties, data)
 
 
-@numba.njit(cache=True)
+@kernel
 def pack_data(lower, upper, depth, best_piece):  # type: ignore[no-untyped-def]
     return (lower + 128) | (upper + 128) << 8 | depth << 16 | (best_piece + 1) << 24
 
 
-@numba.njit(cache=True)
+@kernel
 def unpack_data(data):  # type: ignore[no-untyped-def]
     """``(lower, upper, depth, best_piece)`` of a table entry's data (or, through ``py_func``, of an array of
     them: the two are untyped for that)."""
@@ -165,7 +167,7 @@ def entries_from_rows(rows):  # type: ignore[no-untyped-def]
     return entries[:count]
 
 
-@numba.njit(cache=True)
+@kernel
 def store_entries(table, entries) -> None:  # type: ignore[no-untyped-def]
     """Store entries ``(key_occupied, key_lanes, empties, data)`` into ``table`` (of any size)."""
     for i in range(entries.shape[0]):

@@ -28,8 +28,9 @@ from experiments.bench import add_observations_argument, add_timing_arguments
 from experiments.bench.vector import cpu_model
 from experiments.options import CommandParser, add_integer_argument, add_seed_argument
 from quarto_env.core import FIELD_HAND, FIELD_OCCUPIED, NO_PIECE, Variant, popcount
+from quarto_env.kernel import kernel
 from quarto_env.observation import OBSERVATION_KINDS
-from quarto_env.vector import RandomLegalActions, VectorQuarto, batched_kernel, write_env_planes
+from quarto_env.vector import RandomLegalActions, VectorQuarto, write_env_planes
 
 DEFAULT_POSITIONS = 32_768
 MAX_POSITIONS = 1 << 22
@@ -133,10 +134,10 @@ def _least_per_position(loop: Callable[[], None], count: int, seconds: float) ->
             return float(best)
 
 
-@batched_kernel
+@kernel
 def _write_all(words, level, positions, rules):  # type: ignore[no-untyped-def]
     """Write the planes of every position into the ring of ``words`` (a ring of planes seen as 64-bit words),
-    compiled as the step's kernels are (``batched_kernel``): numba's reference counting would count each row's
-    view in and out, which costs more than the raw planes themselves."""
+    compiled as the step's kernels are (:func:`~quarto_env.kernel.kernel`): numba's reference counting would count
+    each row's view in and out, which costs more than the raw planes themselves."""
     for i in range(len(positions)):
         write_env_planes(words[i % len(words)], level, positions[i], rules)
