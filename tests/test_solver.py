@@ -18,8 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.solver.kernels import WIN, _last_three
+from agents.solver.kernels import EXACT_DEPTH, INFINITY, STATS_SIZE, WIN, _last_three, endgame
 from agents.solver.minimax import Solver, solve
+from agents.solver.ordering import (
+    GROUPS_THROUGH,
+    LIVE_GROUPS,
+    SCRATCH_ROWS,
+    SCRATCH_WIDTH,
+    list_live_groups,
+    place_in_live_groups,
+)
 from agents.solver.positions import greedy_game_positions
 from experiments.arena import solve as solve_command
 from quarto_env.core import (
@@ -329,11 +337,86 @@ def test_last_three_squares_solved_in_one_pass_agree_with_brute_force(name: str)
     reference on give nodes with 3 empty squares where the giver has a safe piece (the others never reach it)."""
     variant = VARIANTS[name]
     scores = set()
+    orders = np.full((SCRATCH_ROWS, SCRATCH_WIDTH), -1, dtype=np.int64)
     for state in quiet_give_nodes(variant, 3, 600, seed=3):
         lanes, occupied, available = compiled_fields(state)[:3]
         safe = available & ~winning_pieces(lanes, occupied, variant.groups, variant.counted)
         if safe:
-            score = _last_three(lanes, occupied, available, safe, variant.group_array, variant.counted)
+            list_live_groups(lanes, occupied, variant.group_array, variant.counted, orders)
+            score = _last_three(occupied, available, safe, orders[LIVE_GROUPS])
             assert score == WIN * reference_value(variant, state), format_position(state)
             scores.add(score)
     assert scores == {-WIN, 0, WIN}  # the sample holds every outcome
+
+
+def shared_counted_attributes(variant: Variant, state: State, group: int) -> tuple[int, int]:
+    """The counted attributes that every piece of ``group`` on the board has as 1, and as 0 (all of them, both ways,
+    for an empty group), from the pieces one by one."""
+    pieces = [state.piece_at(square) for square in bits(group) if state.occupied >> square & 1]
+    ones = zeros = variant.counted
+    for piece in pieces:
+        ones &= piece
+        zeros &= ~piece
+    return ones, zeros
+
+
+def expected_live_groups(variant: Variant, state: State) -> list[int]:
+    """The row :func:`agents.solver.ordering.list_live_groups` should write, worked out group by group."""
+    live = []
+    for group in variant.groups:
+        ones, zeros = shared_counted_attributes(variant, state, group)
+        if group & ~state.occupied & 0xFFFF and ones | zeros:
+            live.append(group | (ones | zeros << 4) << 16)
+    return [len(live), *live]
+
+
+@pytest.mark.parametrize("name", ["standard", "squares", "colour+shape"])
+def test_live_groups_of_a_child_follow_from_the_parents(name: str) -> None:
+    """The live groups and the groups through each empty square, listed from the board and derived from the
+    parent's after each placement of each safe piece, against the groups worked out one by one."""
+    variant = VARIANTS[name]
+    parent = np.full((SCRATCH_ROWS, SCRATCH_WIDTH), -1, dtype=np.int64)
+    derived, listed = parent.copy(), parent.copy()
+    checked, empty_groups_seen = 0, False
+    for empties in (4, 5, 6, 7, 8, 11, 14):  # with groups still empty, near the start
+        for state in quiet_give_nodes(variant, empties, 20, seed=empties):
+            lanes, occupied = compiled_fields(state)[:2]
+            list_live_groups(lanes, occupied, variant.group_array, variant.counted, parent)
+            expected = expected_live_groups(variant, state)
+            assert list(parent[LIVE_GROUPS, : len(expected)]) == expected, format_position(state)
+            empty_groups_seen |= any(group & state.occupied == 0 for group in variant.groups)
+            for piece in bits(safe_gives(variant, state)):
+                for square in bits(~state.occupied & 0xFFFF):
+                    child_state = step(variant, step(variant, state, piece), square)
+                    child = compiled_fields(child_state)
+                    place_in_live_groups(parent, square, piece, child[1], derived)
+                    list_live_groups(child[0], child[1], variant.group_array, variant.counted, listed)
+                    expected = expected_live_groups(variant, child_state)
+                    assert list(derived[LIVE_GROUPS, : len(expected)]) == expected, format_position(child_state)
+                    empty = bits(~child[1] & 0xFFFF)
+                    through = [sum(1 for group in variant.groups if group >> s & 1) for s in empty]
+                    assert list(derived[GROUPS_THROUGH, empty]) == through
+                    assert list(listed[GROUPS_THROUGH, empty]) == through
+                    checked += 1
+    assert checked > 300
+    assert empty_groups_seen
+
+
+@pytest.mark.parametrize("name", ["standard", "squares", "colour+shape"])
+def test_endgame_search_agrees_with_brute_force(name: str) -> None:
+    """:func:`agents.solver.kernels.endgame`, which every search to the end runs from 6 empty squares, with the full
+    window, against the reference on give nodes with 4 to 6 empty squares where the giver has a safe piece."""
+    variant = VARIANTS[name]
+    scratch = np.full((EXACT_DEPTH + 2, SCRATCH_ROWS, SCRATCH_WIDTH), -1, dtype=np.int64)
+    stats = np.zeros(STATS_SIZE, dtype=np.int64)
+    scores = set()
+    for empties in (4, 5, 6):
+        for state in quiet_give_nodes(variant, empties, 60, seed=10 + empties):
+            lanes, occupied, available = compiled_fields(state)[:3]
+            safe = available & ~winning_pieces(lanes, occupied, variant.groups, variant.counted)
+            if safe:
+                list_live_groups(lanes, occupied, variant.group_array, variant.counted, scratch[0])
+                score = endgame(occupied, available, safe, -INFINITY, INFINITY, scratch, 0, stats)
+                assert score == WIN * reference_value(variant, state), format_position(state)
+                scores.add(score)
+    assert scores == {-WIN, 0, WIN}

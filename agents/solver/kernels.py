@@ -55,11 +55,14 @@ import numpy as np
 
 from agents.solver.ordering import (
     GIVES,
+    LIVE_GROUPS,
     SHARING,
     describe_threats,
+    list_live_groups,
     list_pieces,
     order_gives,
     order_placements,
+    place_in_live_groups,
 )
 from agents.solver.table import (
     CANONICAL_FLAG,
@@ -179,9 +182,10 @@ _PLAYS = np.array([[_play_masks(given, first) for first in range(3)] for given i
 
 
 @kernel
-def _last_three(lanes, occupied, available, safe, groups, counted) -> int:
+def _last_three(occupied, available, safe, live) -> int:
     """The exact score, for the giver, of a give node with three empty squares (``safe``: the giver's safe
-    pieces, not none), from one pass over the groups.
+    pieces, not none), from one pass over its live groups ``live`` (the row of
+    :func:`~agents.solver.ordering.list_live_groups`).
 
     Once the three pieces are on the three squares -- in one of six arrangements -- a group whose open squares
     are the subset ``m`` of the three wins when the pieces on it and those put on ``m`` share a counted
@@ -202,13 +206,9 @@ def _last_three(lanes, occupied, available, safe, groups, counted) -> int:
     pieces = (p0, p1, p2)
     all_common, all_either = p0 & p1 & p2, p0 | p1 | p2
     wins = 0
-    for group in groups:
-        open_squares = group & empty
-        if open_squares == 0:
-            continue
-        ones, zeros = shared_attributes(lanes, group & occupied, counted)
-        if ones | zeros == 0:
-            continue
+    for g in range(1, live[0] + 1):
+        open_squares, code = live[g] & empty, live[g] >> 16
+        ones, zeros = code & 0xF, code >> 4
         subset = (open_squares >> a & 1) | (open_squares >> b & 1) << 1 | (open_squares >> c & 1) << 2
         arrangements = 0
         if subset == 7:
@@ -326,21 +326,25 @@ _CONTEXT = (
 scratch, stats, ply, shared."""
 
 
-@kernel(_INT(_INT, _INT, _INT, _INT, _INT, _INT, _CONST_VECTOR, _INT, _SCRATCH, _INT, _VECTOR))
-def endgame(lanes, occupied, available, safe, alpha, beta, groups, counted, scratch, ply, stats) -> int:
+@kernel(_INT(_INT, _INT, _INT, _INT, _INT, _SCRATCH, _INT, _VECTOR))
+def endgame(occupied, available, safe, alpha, beta, scratch, ply, stats) -> int:
     """The exact score, for the giver, of a give node with 3 to ``endgame_empties`` empty squares (``safe``: the
     giver's safe pieces, not none), fail-soft within ``(alpha, beta)``: :func:`negamax_give` without what
     costs more than it saves this close to the end -- the table, the ordering of the gives, the draw test, the
     stop flag (such a subtree has tens of nodes on average, so the search above checks it again soon) and the
     progress counts. Counts its nodes in ``stats``. Searching a few more nodes this way is faster (docs/solver.md
     has the figures, and the thresholds tried). A node with three empty squares returns its exact score from
-    :func:`_last_three`."""
+    :func:`_last_three`.
+
+    The board is not read: only the node's live groups, which the caller wrote into ``scratch[ply]``
+    (:func:`~agents.solver.ordering.list_live_groups`, or :func:`~agents.solver.ordering.place_in_live_groups`
+    from the parent's), as this function does for its children."""
     stats[NODES] += 1
     empties = NUM_SQUARES - popcount(occupied)
-    if empties == 3:
-        return _last_three(lanes, occupied, available, safe, groups, counted)
     orders = scratch[ply]
-    describe_threats(lanes, occupied, groups, counted, orders)
+    if empties == 3:
+        return _last_three(occupied, available, safe, orders[LIVE_GROUPS])
+    describe_threats(occupied, orders)
     best = -INFINITY
     while safe:
         piece = lowest_bit(safe)
@@ -355,10 +359,9 @@ def endgame(lanes, occupied, available, safe, alpha, beta, groups, counted, scra
                 break
             square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
             if safe_next:
-                reply = endgame(
-                    place_lanes(lanes, piece, square), occupied | 1 << square, after_give, safe_next,
-                    -min(beta, score), -floor, groups, counted, scratch, ply + 1, stats,
-                )  # fmt: skip
+                placed = occupied | 1 << square
+                place_in_live_groups(orders, square, piece, placed, scratch[ply + 1])
+                reply = endgame(placed, after_give, safe_next, -min(beta, score), -floor, scratch, ply + 1, stats)
                 score = min(score, -reply)
         if score > best:
             best = score
@@ -451,7 +454,8 @@ def negamax_give(
     else:
         num_pieces = list_pieces(safe, hint, orders[GIVES])
         if depth >= 2:
-            describe_threats(lanes, occupied, groups, counted, orders)
+            list_live_groups(lanes, occupied, groups, counted, orders)
+            describe_threats(occupied, orders)
     busy_slot = _mark_busy(shared, lanes, occupied) if shared.shape[0] > 1 and empties >= BUSY_EMPTIES else -1
     on_path = ply < PATH_PLIES
     if on_path:
@@ -485,10 +489,10 @@ def negamax_give(
                     elif empties == 2:
                         reply = 0  # the receiver's last piece is safe: it fills the board without a win
                     elif 3 < empties <= settings[ENDGAME_EMPTIES] + 1 and depth >= 2 * empties:  # exact child
+                        place_in_live_groups(orders, square, piece, placed, scratch[ply + 1])
                         reply = endgame(
-                            place_lanes(lanes, piece, square), placed, after_give, safe_next, -min(beta, score),
-                            -floor, groups, counted, scratch, ply + 1, stats,
-                        )  # fmt: skip
+                            placed, after_give, safe_next, -min(beta, score), -floor, scratch, ply + 1, stats
+                        )
                     else:
                         placed_lanes = place_lanes(lanes, piece, square)
                         if may_defer and i > 0 and not second_pass and _is_busy(shared, placed_lanes, placed):

@@ -31,48 +31,105 @@ SHARING = np.array([pieces_sharing(code & 0xF, code >> 4) for code in range(256)
 """``SHARING[ones | zeros << 4]``: the pieces with attribute 1 for some bit of ``ones`` or 0 for some of ``zeros``
 (:func:`~quarto_env.core.pieces_sharing` as a table)."""
 # Rows of a node's working space (``scratch[ply]``), after the placement orders of the 16 pieces:
-GIVES, ELSEWHERE, HALF_FULL, GROUPS_THROUGH = NUM_PIECES, NUM_PIECES + 1, NUM_PIECES + 2, NUM_PIECES + 3
-SCRATCH_ROWS = NUM_PIECES + 4
+GIVES, ELSEWHERE, HALF_FULL, GROUPS_THROUGH, LIVE_GROUPS = (NUM_PIECES + row for row in range(5))
+SCRATCH_ROWS = NUM_PIECES + 5
+SCRATCH_WIDTH = 32
+"""Entries in a row: one per square or piece, and in ``LIVE_GROUPS`` the count and up to 31 groups (a variant has
+at most 19)."""
 
 
 @kernel
-def describe_threats(lanes, occupied, groups, counted, orders) -> None:
-    """Describe, for each empty square ``s``, how a placement on ``s`` changes the winning pieces; in rows of
-    ``orders``:
+def list_live_groups(lanes, occupied, groups, counted, orders) -> None:
+    """Fill the rows ``LIVE_GROUPS`` and ``GROUPS_THROUGH`` of ``orders`` from the board, in one pass over the
+    groups:
+
+    * ``LIVE_GROUPS``: the count, then ``group | code << 16`` for each group (in the order of ``groups``) that
+      has an empty square and whose pieces still share a counted attribute -- ``code`` is ``ones | zeros << 4``
+      of :func:`~quarto_env.core.shared_attributes`, every counted attribute for an empty group. The other
+      groups can never be won: no threat, no win comes from them;
+    * ``GROUPS_THROUGH[s]``, for each empty square ``s``: the number of groups through ``s`` (all of them).
+
+    The rows of a child node follow from these without the board (:func:`place_in_live_groups`)."""
+    live, through = orders[LIVE_GROUPS], orders[GROUPS_THROUGH]
+    squares = ALL_SQUARES & ~occupied
+    while squares:
+        through[lowest_bit(squares)] = 0
+        squares &= squares - 1
+    count = 0
+    for group in groups:
+        open_squares = group & ~occupied
+        if open_squares == 0:
+            continue
+        filled = group & occupied
+        ones, zeros = shared_attributes(lanes, filled, counted) if filled else (counted, counted)
+        if ones | zeros:
+            count += 1
+            live[count] = group | (ones | zeros << 4) << 16
+        while open_squares:
+            through[lowest_bit(open_squares)] += 1
+            open_squares &= open_squares - 1
+    live[0] = count
+
+
+@kernel
+def place_in_live_groups(orders, square, piece, occupied, child) -> None:
+    """The rows of :func:`list_live_groups` of ``child``, the node after ``piece`` was placed on ``square`` of
+    ``orders``' node (``occupied``: the child's occupied squares), derived from ``orders``' rows: a group through
+    ``square`` keeps the attributes that ``piece`` shares with it, and leaves the list once it has none left or
+    no empty square (a full group was not won: the placed piece was safe)."""
+    live, child_live = orders[LIVE_GROUPS], child[LIVE_GROUPS]
+    keeps = piece | (~piece & 0xF) << 4  # the codes' bits that ``piece`` shares: its ones and its zeros
+    count = 0
+    for i in range(1, live[0] + 1):
+        entry = live[i]
+        if entry >> square & 1:
+            entry &= ALL_SQUARES | keeps << 16
+            if entry >> 16 == 0 or entry & ~occupied & ALL_SQUARES == 0:
+                continue
+        count += 1
+        child_live[count] = entry
+    child_live[0] = count
+    through, child_through = orders[GROUPS_THROUGH], child[GROUPS_THROUGH]
+    squares = ALL_SQUARES & ~occupied
+    while squares:
+        empty = lowest_bit(squares)
+        child_through[empty] = through[empty]
+        squares &= squares - 1
+
+
+@kernel
+def describe_threats(occupied, orders) -> None:
+    """Describe, for each empty square ``s``, how a placement on ``s`` changes the winning pieces, from the live
+    groups of ``orders`` (:func:`list_live_groups`); in rows of ``orders``:
 
     * ``ELSEWHERE[s]``: the pieces that complete a group not through ``s`` -- the part of
       :func:`~quarto_env.core.winning_pieces` that a placement on ``s`` leaves unchanged;
     * ``HALF_FULL[s]``: one byte ``ones | zeros << 4`` per group through ``s`` with two pieces and one other
       empty square, the counted attributes its two pieces share (groups sharing none are left out). A placement
-      on ``s`` turns such a group into a threat exactly for the attributes the placed piece shares too;
-    * ``GROUPS_THROUGH[s]``: the number of groups through ``s``.
+      on ``s`` turns such a group into a threat exactly for the attributes the placed piece shares too.
 
     A group through ``s`` with three pieces becomes full: it holds no threat after a placement on ``s``. The
     entries of occupied squares are left as they were."""
-    elsewhere, half_full, through = orders[ELSEWHERE], orders[HALF_FULL], orders[GROUPS_THROUGH]
+    live, elsewhere, half_full = orders[LIVE_GROUPS], orders[ELSEWHERE], orders[HALF_FULL]
     empty = ALL_SQUARES & ~occupied
     squares = empty  # only the empty squares' entries are read: clear those
     while squares:
         square = lowest_bit(squares)
         squares &= squares - 1
-        elsewhere[square], half_full[square], through[square] = 0, 0, 0
-    for group in groups:
-        open_squares = group & ~occupied
+        elsewhere[square], half_full[square] = 0, 0
+    for i in range(1, live[0] + 1):
+        group, code = live[i] & ALL_SQUARES, live[i] >> 16
+        open_squares = group & empty
         filled = popcount(group & occupied)
-        code = 0
-        if filled == 2 or filled == 3:
-            ones, zeros = shared_attributes(lanes, group & occupied, counted)
-            code = ones | zeros << 4
-        if filled == 3 and code:
+        if filled == 3:
             others = empty & ~group
             while others:
                 elsewhere[lowest_bit(others)] |= SHARING[code]
                 others &= others - 1
-        while open_squares:
-            square = lowest_bit(open_squares)
-            open_squares &= open_squares - 1
-            through[square] += 1
-            if filled == 2 and code:
+        elif filled == 2:
+            while open_squares:
+                square = lowest_bit(open_squares)
+                open_squares &= open_squares - 1
                 half_full[square] = half_full[square] << 8 | code
 
 
@@ -147,13 +204,15 @@ def order_gives(lanes, occupied, available, safe, hint, groups, counted, orders)
     Row ``GIVES`` of ``orders`` gets the safe pieces in the order to try them (entries ``priority << 8 |
     piece``): the table's best piece ``hint`` first, then the pieces whose placements leave the receiver the
     fewest safe pieces in total -- the smallest subtrees, and the hardest for the receiver. Row ``p`` gets the
-    placements of piece ``p`` (see :func:`order_placements`); the rows of :func:`describe_threats` are filled too.
+    placements of piece ``p`` (see :func:`order_placements`); the rows of :func:`list_live_groups` and
+    :func:`describe_threats` are filled too.
     (docs/baselines.md gives the measured effect of the move ordering.)
     """
     count = 0
     pieces = safe
     out = orders[GIVES]
-    describe_threats(lanes, occupied, groups, counted, orders)
+    list_live_groups(lanes, occupied, groups, counted, orders)
+    describe_threats(occupied, orders)
     while pieces:
         piece = lowest_bit(pieces)
         pieces &= pieces - 1
