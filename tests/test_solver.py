@@ -343,7 +343,7 @@ def test_last_three_squares_solved_in_one_pass_agree_with_brute_force(name: str)
         safe = available & ~winning_pieces(lanes, occupied, variant.groups, variant.counted)
         if safe:
             list_live_groups(lanes, occupied, variant.group_array, variant.counted, orders)
-            score = _last_three(occupied, available, safe, orders[LIVE_GROUPS])
+            score = _last_three(occupied, available, safe, orders[LIVE_GROUPS], 0, 0)
             assert score == WIN * reference_value(variant, state), format_position(state)
             scores.add(score)
     assert scores == {-WIN, 0, WIN}  # the sample holds every outcome

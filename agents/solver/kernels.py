@@ -57,9 +57,11 @@ from agents.solver.ordering import (
     GIVES,
     LIVE_GROUPS,
     SHARING,
+    codes_kept_by,
     describe_threats,
     list_live_groups,
     list_pieces,
+    live_after_placement,
     order_gives,
     order_placements,
     place_in_live_groups,
@@ -182,10 +184,12 @@ _PLAYS = np.array([[_play_masks(given, first) for first in range(3)] for given i
 
 
 @kernel
-def _last_three(occupied, available, safe, live) -> int:
+def _last_three(occupied, available, safe, live, placed, keeps) -> int:
     """The exact score, for the giver, of a give node with three empty squares (``safe``: the giver's safe
-    pieces, not none), from one pass over its live groups ``live`` (the row of
-    :func:`~agents.solver.ordering.list_live_groups`).
+    pieces, not none), from one pass over its live groups: those of ``live`` (a row of
+    :func:`~agents.solver.ordering.list_live_groups`) after the placement of a piece sharing ``keeps`` on the
+    square ``placed`` (see :func:`~agents.solver.ordering.live_after_placement`): the parent's row and its last
+    placement, or the node's own row and 0, 0.
 
     Once the three pieces are on the three squares -- in one of six arrangements -- a group whose open squares
     are the subset ``m`` of the three wins when the pieces on it and those put on ``m`` share a counted
@@ -207,7 +211,10 @@ def _last_three(occupied, available, safe, live) -> int:
     all_common, all_either = p0 & p1 & p2, p0 | p1 | p2
     wins = 0
     for g in range(1, live[0] + 1):
-        open_squares, code = live[g] & empty, live[g] >> 16
+        entry = live_after_placement(live[g], placed, keeps, empty)
+        if entry == 0:
+            continue
+        open_squares, code = entry & empty, entry >> 16
         ones, zeros = code & 0xF, code >> 4
         subset = (open_squares >> a & 1) | (open_squares >> b & 1) << 1 | (open_squares >> c & 1) << 2
         arrangements = 0
@@ -343,7 +350,7 @@ def endgame(occupied, available, safe, alpha, beta, scratch, ply, stats) -> int:
     empties = NUM_SQUARES - popcount(occupied)
     orders = scratch[ply]
     if empties == 3:
-        return _last_three(occupied, available, safe, orders[LIVE_GROUPS])
+        return _last_three(occupied, available, safe, orders[LIVE_GROUPS], 0, 0)
     describe_threats(occupied, orders)
     best = -INFINITY
     while safe:
@@ -360,8 +367,13 @@ def endgame(occupied, available, safe, alpha, beta, scratch, ply, stats) -> int:
             square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
             if safe_next:
                 placed = occupied | 1 << square
-                place_in_live_groups(orders, square, piece, placed, scratch[ply + 1])
-                reply = endgame(placed, after_give, safe_next, -min(beta, score), -floor, scratch, ply + 1, stats)
+                if empties == 4:  # the child's one pass reads this node's live groups: no row of its own
+                    stats[NODES] += 1
+                    keeps = codes_kept_by(piece)
+                    reply = _last_three(placed, after_give, safe_next, orders[LIVE_GROUPS], 1 << square, keeps)
+                else:
+                    place_in_live_groups(orders, square, piece, placed, scratch[ply + 1])
+                    reply = endgame(placed, after_give, safe_next, -min(beta, score), -floor, scratch, ply + 1, stats)
                 score = min(score, -reply)
         if score > best:
             best = score

@@ -78,16 +78,13 @@ def place_in_live_groups(orders, square, piece, occupied, child) -> None:
     ``square`` keeps the attributes that ``piece`` shares with it, and leaves the list once it has none left or
     no empty square (a full group was not won: the placed piece was safe)."""
     live, child_live = orders[LIVE_GROUPS], child[LIVE_GROUPS]
-    keeps = piece | (~piece & 0xF) << 4  # the codes' bits that ``piece`` shares: its ones and its zeros
+    placed, keeps, empty = 1 << square, codes_kept_by(piece), ALL_SQUARES & ~occupied
     count = 0
     for i in range(1, live[0] + 1):
-        entry = live[i]
-        if entry >> square & 1:
-            entry &= ALL_SQUARES | keeps << 16
-            if entry >> 16 == 0 or entry & ~occupied & ALL_SQUARES == 0:
-                continue
-        count += 1
-        child_live[count] = entry
+        entry = live_after_placement(live[i], placed, keeps, empty)
+        if entry:
+            count += 1
+            child_live[count] = entry
     child_live[0] = count
     through, child_through = orders[GROUPS_THROUGH], child[GROUPS_THROUGH]
     squares = ALL_SQUARES & ~occupied
@@ -95,6 +92,22 @@ def place_in_live_groups(orders, square, piece, occupied, child) -> None:
         empty = lowest_bit(squares)
         child_through[empty] = through[empty]
         squares &= squares - 1
+
+
+@kernel
+def codes_kept_by(piece) -> int:
+    """The bits of a live group's ``code`` that ``piece`` shares: its ones and its zeros."""
+    return piece | (~piece & 0xF) << 4
+
+
+@kernel
+def live_after_placement(entry, placed, keeps, empty) -> int:
+    """A live group's entry after a placement on the square ``placed`` (a bit; 0 for none) of a piece sharing
+    ``keeps`` (:func:`codes_kept_by`), ``empty`` being the squares empty then; 0 once the group has no shared
+    attribute or no empty square left."""
+    if entry & placed:
+        entry &= ALL_SQUARES | keeps << 16
+    return entry if entry >> 16 and entry & empty else 0
 
 
 @kernel
