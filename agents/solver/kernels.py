@@ -65,6 +65,7 @@ from agents.solver.ordering import (
     order_gives,
     order_placements,
     place_in_live_groups,
+    winning_pieces_after,
 )
 from agents.solver.table import (
     CANONICAL_FLAG,
@@ -333,6 +334,30 @@ _CONTEXT = (
 scratch, stats, ply, shared."""
 
 
+@kernel
+def _placements_of_four(occupied, available, piece, floor, orders, stats) -> int:
+    """The score, for the giver, of giving ``piece`` at a node with four empty squares (``available``: the pieces
+    left after it): the worst over the receiver's placements, each child read by :func:`_last_three` from this
+    node's live groups (no row of its own), stopping once it is at or below ``floor``. Counts the children in
+    ``stats``.
+
+    The placements go in the order of the squares: at this depth, ordering them by the safe pieces they leave
+    (:func:`~agents.solver.ordering.order_placements`) cost more time than the children it saved (docs/solver.md).
+    """
+    keeps = codes_kept_by(piece)
+    score = WIN  # a placement leaving the receiver no safe piece to give loses for the receiver
+    squares = ALL_SQUARES & ~occupied
+    while squares and score > floor:
+        square = lowest_bit(squares)
+        squares &= squares - 1
+        safe_next = available & ~winning_pieces_after(piece, square, orders)
+        if safe_next:
+            stats[NODES] += 1
+            reply = _last_three(occupied | 1 << square, available, safe_next, orders[LIVE_GROUPS], 1 << square, keeps)
+            score = min(score, -reply)
+    return score
+
+
 @kernel(_INT(_INT, _INT, _INT, _INT, _INT, _SCRATCH, _INT, _VECTOR))
 def endgame(occupied, available, safe, alpha, beta, scratch, ply, stats) -> int:
     """The exact score, for the giver, of a give node with 3 to ``endgame_empties`` empty squares (``safe``: the
@@ -358,23 +383,21 @@ def endgame(occupied, available, safe, alpha, beta, scratch, ply, stats) -> int:
         safe &= safe - 1
         after_give = available & ~(1 << piece)
         floor = max(alpha, best)
-        score = WIN  # a placement leaving the receiver no safe piece to give loses for the receiver
-        order = orders[piece]
-        order_placements(occupied, after_give, piece, orders, order)
-        for i in range(empties):
-            if score <= floor:
-                break
-            square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
-            if safe_next:
-                placed = occupied | 1 << square
-                if empties == 4:  # the child's one pass reads this node's live groups: no row of its own
-                    stats[NODES] += 1
-                    keeps = codes_kept_by(piece)
-                    reply = _last_three(placed, after_give, safe_next, orders[LIVE_GROUPS], 1 << square, keeps)
-                else:
+        if empties == 4:
+            score = _placements_of_four(occupied, after_give, piece, floor, orders, stats)
+        else:
+            score = WIN  # a placement leaving the receiver no safe piece to give loses for the receiver
+            order = orders[piece]
+            order_placements(occupied, after_give, piece, orders, order)
+            for i in range(empties):
+                if score <= floor:
+                    break
+                square, safe_next = order[i] & 0xFF, order[i] >> 8 & ALL_PIECES
+                if safe_next:
+                    placed = occupied | 1 << square
                     place_in_live_groups(orders, square, piece, placed, scratch[ply + 1])
                     reply = endgame(placed, after_give, safe_next, -min(beta, score), -floor, scratch, ply + 1, stats)
-                score = min(score, -reply)
+                    score = min(score, -reply)
         if score > best:
             best = score
             if best >= beta:

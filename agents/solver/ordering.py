@@ -147,7 +147,7 @@ def describe_threats(occupied, orders) -> None:
 
 
 @kernel
-def _winning_pieces_after(piece, square, orders) -> int:
+def winning_pieces_after(piece, square, orders) -> int:
     """``winning_pieces`` of the board after ``piece`` is placed on ``square``, from the rows of
     :func:`describe_threats`."""
     pieces = orders[ELSEWHERE, square]
@@ -176,7 +176,7 @@ def order_placements(occupied, available, piece, orders, order) -> int:
     while empty:
         square = lowest_bit(empty)
         empty &= empty - 1
-        safe = available & ~_winning_pieces_after(piece, square, orders)
+        safe = available & ~winning_pieces_after(piece, square, orders)
         priority = (NUM_PIECES + 1 - popcount(safe)) * 32 + orders[GROUPS_THROUGH, square] if safe else 0
         entry = priority << 24 | safe << 8 | square
         _insert_descending(order, count, entry)
