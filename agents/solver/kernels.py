@@ -56,7 +56,6 @@ import numpy as np
 from agents.solver.ordering import (
     GIVES,
     LIVE_GROUPS,
-    SHARING,
     codes_kept_by,
     describe_threats,
     list_live_groups,
@@ -145,6 +144,14 @@ _HOLDING = np.array(
     dtype=np.int64,
 )
 """``_HOLDING[i, j]``: the arrangements (a bit each) that put piece ``j`` on square ``i``."""
+_HOLDING_ANY = np.array(
+    [[sum(int(_HOLDING[i, j]) for j in range(3) if pieces >> j & 1) for pieces in range(8)] for i in range(3)],
+    dtype=np.int64,
+)
+"""``_HOLDING_ANY[i, pieces]``: the arrangements that put one of ``pieces`` (a bit for each index) on square ``i``."""
+_DECIDING_SQUARE = np.array([-1, 0, 1, 2, 2, 1, 0, -1], dtype=np.int64)
+"""``_DECIDING_SQUARE[m]``: the square whose piece decides a group with the open squares ``m`` (a subset of the three
+with one or two squares): the one square, or the one left out."""
 _THROUGH = [sum(1 << 8 * m for m in range(8) if m >> i & 1) for i in range(3)]
 """``_THROUGH[i]``: the subsets of the three squares that hold square ``i``, a byte each (see :func:`_last_three`)."""
 
@@ -209,31 +216,24 @@ def _last_three(occupied, available, safe, live, placed, keeps) -> int:
     p1 = lowest_bit(available & (available - 1))
     p2 = lowest_bit(available & (available - 1) & ~(1 << p1))
     pieces = (p0, p1, p2)
-    all_common, all_either = p0 & p1 & p2, p0 | p1 | p2
+    # What a group's code keeps once these pieces are on it (codes_kept_by): each piece alone, each pair (named
+    # by the piece left out), all three.
+    k0, k1, k2 = codes_kept_by(p0), codes_kept_by(p1), codes_kept_by(p2)
     wins = 0
     for g in range(1, live[0] + 1):
         entry = live_after_placement(live[g], placed, keeps, empty)
         if entry == 0:
             continue
         open_squares, code = entry & empty, entry >> 16
-        ones, zeros = code & 0xF, code >> 4
         subset = (open_squares >> a & 1) | (open_squares >> b & 1) << 1 | (open_squares >> c & 1) << 2
-        arrangements = 0
         if subset == 7:
-            if ones & all_common or zeros & ~all_either:
-                arrangements = 0x3F
-        elif subset == 1 or subset == 2 or subset == 4:  # one square: the piece on it decides
-            square = subset >> 1
-            sharing = SHARING[ones | zeros << 4]
-            for j in range(3):
-                if sharing >> pieces[j] & 1:
-                    arrangements |= _HOLDING[square, j]
-        else:  # two squares: the piece on the third decides which two they hold
-            square = 0 if subset == 6 else (1 if subset == 5 else 2)
-            for j in range(3):
-                first, second = pieces[1 if j == 0 else 0], pieces[1 if j == 2 else 2]
-                if ones & first & second or zeros & ~(first | second):
-                    arrangements |= _HOLDING[square, j]
+            arrangements = 0x3F if code & k0 & k1 & k2 else 0
+        else:
+            if subset == 1 or subset == 2 or subset == 4:  # one square: the piece on it decides
+                winners = (code & k0 != 0) | (code & k1 != 0) << 1 | (code & k2 != 0) << 2
+            else:  # two squares: the piece left for the third decides which two they hold
+                winners = (code & k1 & k2 != 0) | (code & k0 & k2 != 0) << 1 | (code & k0 & k1 != 0) << 2
+            arrangements = _HOLDING_ANY[_DECIDING_SQUARE[subset], winners]
         wins |= arrangements << 8 * subset
     best = -WIN
     for given in range(3):
