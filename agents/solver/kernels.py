@@ -215,7 +215,6 @@ def _last_three(occupied, available, safe, live, placed, keeps) -> int:
     p0 = lowest_bit(available)
     p1 = lowest_bit(available & (available - 1))
     p2 = lowest_bit(available & (available - 1) & ~(1 << p1))
-    pieces = (p0, p1, p2)
     # What a group's code keeps once these pieces are on it (codes_kept_by): each piece alone, each pair (named
     # by the piece left out), all three.
     k0, k1, k2 = codes_kept_by(p0), codes_kept_by(p1), codes_kept_by(p2)
@@ -236,8 +235,9 @@ def _last_three(occupied, available, safe, live, placed, keeps) -> int:
             arrangements = _HOLDING_ANY[_DECIDING_SQUARE[subset], winners]
         wins |= arrangements << 8 * subset
     best = -WIN
+    safe_indices = (safe >> p0 & 1) | (safe >> p1 & 1) << 1 | (safe >> p2 & 1) << 2
     for given in range(3):
-        if not safe >> pieces[given] & 1:
+        if not safe_indices >> given & 1:
             continue
         worst = WIN
         for first in range(3):  # the receiver places the given piece on square ``first``

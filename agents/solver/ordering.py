@@ -117,9 +117,10 @@ def describe_threats(occupied, orders) -> None:
 
     * ``ELSEWHERE[s]``: the pieces that complete a group not through ``s`` -- the part of
       :func:`~quarto_env.core.winning_pieces` that a placement on ``s`` leaves unchanged;
-    * ``HALF_FULL[s]``: one byte ``ones | zeros << 4`` per group through ``s`` with two pieces and one other
-      empty square, the counted attributes its two pieces share (groups sharing none are left out). A placement
-      on ``s`` turns such a group into a threat exactly for the attributes the placed piece shares too.
+    * ``HALF_FULL[s]``: ``ones | zeros << 4``, the counted attributes that the two pieces of some group through
+      ``s`` with one other empty square share. A placement on ``s`` turns such a group into a threat exactly for
+      the attributes the placed piece shares too; since ``SHARING`` of a union of attributes is the union of
+      theirs, one code serves all such groups.
 
     A group through ``s`` with three pieces becomes full: it holds no threat after a placement on ``s``. The
     entries of occupied squares are left as they were."""
@@ -143,20 +144,14 @@ def describe_threats(occupied, orders) -> None:
             while open_squares:
                 square = lowest_bit(open_squares)
                 open_squares &= open_squares - 1
-                half_full[square] = half_full[square] << 8 | code
+                half_full[square] |= code
 
 
 @kernel
 def winning_pieces_after(piece, square, orders) -> int:
     """``winning_pieces`` of the board after ``piece`` is placed on ``square``, from the rows of
     :func:`describe_threats`."""
-    pieces = orders[ELSEWHERE, square]
-    codes = orders[HALF_FULL, square]
-    while codes:
-        code = codes & 0xFF
-        codes >>= 8
-        pieces |= SHARING[(code & piece) | (code >> 4 & ~piece & 0xF) << 4]
-    return pieces
+    return orders[ELSEWHERE, square] | SHARING[orders[HALF_FULL, square] & codes_kept_by(piece)]
 
 
 @kernel
