@@ -34,7 +34,7 @@ from agents.solver.kernels import (
     STATS_SIZE,
     search_root,
 )
-from agents.solver.ordering import SCRATCH_ROWS, SCRATCH_WIDTH
+from agents.solver.ordering import new_scratch
 from agents.solver.table import DEFAULT_TABLE_BITS, MAX_TABLE_BITS, MIN_TABLE_BITS, new_table
 from quarto_env.core import RulesError, State, Variant, compiled_fields
 from quarto_env.errors import QuartoValueError
@@ -117,7 +117,7 @@ class AlphaBetaSearch:
         self.settings = np.array(
             [canonical_empties, draw_test_empties, table_empties, give_order_empties, endgame_empties], dtype=np.int64
         )
-        self.scratch = np.full((jobs, EXACT_DEPTH + 2, SCRATCH_ROWS, SCRATCH_WIDTH), -1, dtype=np.int64)
+        self.scratch = np.stack([new_scratch(EXACT_DEPTH + 2, variant.group_array) for _ in range(jobs)])
         self.table = new_table(table_bits)
         self.stats = np.zeros((jobs, STATS_SIZE), dtype=np.int64)
         """One row of stats per thread, for the latest search."""

@@ -7,9 +7,10 @@ loses at once and comes last); pieces come
 in increasing order of the safe pieces their placements leave in total, after the table's best piece. Both
 put the smallest subtrees first, and threats are what decide Quarto.
 
-The orders are written into a node's working space, ``scratch[ply]`` of the search: one row per piece for its
-placements, then the rows named below (``GIVES`` ... ``GROUPS_THROUGH``). Every function here is compiled as
-the search's kernels are (:func:`quarto_env.kernel.kernel`) and called from them.
+The orders are written into a node's working space, ``scratch[ply]`` of the search (:func:`new_scratch`): one
+row per piece for its placements, then the rows named below (``GIVES`` ... ``LIVE_GROUPS``). Every function here
+but :func:`new_scratch` is compiled as the search's kernels are (:func:`quarto_env.kernel.kernel`) and called from
+them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from quarto_env.core import (
     ALL_PIECES,
     ALL_SQUARES,
     NUM_PIECES,
+    NUM_SQUARES,
     lowest_bit,
     pieces_sharing,
     popcount,
@@ -38,43 +40,43 @@ SCRATCH_WIDTH = 32
 at most 19)."""
 
 
+def new_scratch(plies: int, groups: np.ndarray) -> np.ndarray:
+    """The working space of one search thread, ``plies`` nodes deep: ``scratch[ply]`` has ``SCRATCH_ROWS`` rows
+    of ``SCRATCH_WIDTH`` entries. Its ``GROUPS_THROUGH`` rows hold, for each square, the number of the variant's
+    ``groups`` through it, which no position changes; the search writes the others."""
+    scratch = np.full((plies, SCRATCH_ROWS, SCRATCH_WIDTH), -1, dtype=np.int64)
+    scratch[:, GROUPS_THROUGH, :NUM_SQUARES] = [
+        sum(int(g) >> square & 1 for g in groups) for square in range(NUM_SQUARES)
+    ]
+    return scratch
+
+
 @kernel
 def list_live_groups(lanes, occupied, groups, counted, orders) -> None:
-    """Fill the rows ``LIVE_GROUPS`` and ``GROUPS_THROUGH`` of ``orders`` from the board, in one pass over the
-    groups:
+    """Fill the row ``LIVE_GROUPS`` of ``orders`` from the board, in one pass over the groups: the count, then
+    ``group | code << 16`` for each group (in the order of ``groups``) that has an empty square and whose pieces
+    still share a counted attribute -- ``code`` is ``ones | zeros << 4`` of
+    :func:`~quarto_env.core.shared_attributes`, every counted attribute for an empty group. The other groups can
+    never be won: no threat, no win comes from them.
 
-    * ``LIVE_GROUPS``: the count, then ``group | code << 16`` for each group (in the order of ``groups``) that
-      has an empty square and whose pieces still share a counted attribute -- ``code`` is ``ones | zeros << 4``
-      of :func:`~quarto_env.core.shared_attributes`, every counted attribute for an empty group. The other
-      groups can never be won: no threat, no win comes from them;
-    * ``GROUPS_THROUGH[s]``, for each empty square ``s``: the number of groups through ``s`` (all of them).
-
-    The rows of a child node follow from these without the board (:func:`place_in_live_groups`)."""
-    live, through = orders[LIVE_GROUPS], orders[GROUPS_THROUGH]
-    squares = ALL_SQUARES & ~occupied
-    while squares:
-        through[lowest_bit(squares)] = 0
-        squares &= squares - 1
+    The row of a child node follows from this one without the board (:func:`place_in_live_groups`)."""
+    live = orders[LIVE_GROUPS]
     count = 0
     for group in groups:
-        open_squares = group & ~occupied
-        if open_squares == 0:
+        if group & ~occupied == 0:
             continue
         filled = group & occupied
         ones, zeros = shared_attributes(lanes, filled, counted) if filled else (counted, counted)
         if ones | zeros:
             count += 1
             live[count] = group | (ones | zeros << 4) << 16
-        while open_squares:
-            through[lowest_bit(open_squares)] += 1
-            open_squares &= open_squares - 1
     live[0] = count
 
 
 @kernel
 def place_in_live_groups(orders, square, piece, occupied, child) -> None:
-    """The rows of :func:`list_live_groups` of ``child``, the node after ``piece`` was placed on ``square`` of
-    ``orders``' node (``occupied``: the child's occupied squares), derived from ``orders``' rows: a group through
+    """The row of :func:`list_live_groups` of ``child``, the node after ``piece`` was placed on ``square`` of
+    ``orders``' node (``occupied``: the child's occupied squares), derived from ``orders``' row: a group through
     ``square`` keeps the attributes that ``piece`` shares with it, and leaves the list once it has none left or
     no empty square (a full group was not won: the placed piece was safe)."""
     live, child_live = orders[LIVE_GROUPS], child[LIVE_GROUPS]
@@ -86,12 +88,6 @@ def place_in_live_groups(orders, square, piece, occupied, child) -> None:
             count += 1
             child_live[count] = entry
     child_live[0] = count
-    through, child_through = orders[GROUPS_THROUGH], child[GROUPS_THROUGH]
-    squares = ALL_SQUARES & ~occupied
-    while squares:
-        empty = lowest_bit(squares)
-        child_through[empty] = through[empty]
-        squares &= squares - 1
 
 
 @kernel
