@@ -10,8 +10,10 @@ one call), and the opponent becomes the giver of the child node. A position with
 by :func:`search_root`, which tries each placement and continues at the give node that follows. Every
 give node visited counts as one **node**, except those with one or two empty squares in a search to the end:
 their parent solves them inline (a safe last piece draws; a node with three empty squares is solved from one
-pass over the groups, see :func:`_last_three`). Near the end, from
-``endgame_empties`` empty squares (default 6), a search to the end continues in the leaner :func:`endgame`.
+pass over its live groups, see :func:`_last_three`). Near the end, from ``endgame_empties`` empty squares
+(default 6), a search to the end continues in the leaner :func:`endgame`, which reads a list of the groups that
+can still be won, each node's derived from its parent's (:func:`~agents.solver.ordering.list_live_groups`),
+rather than the board.
 
 Scores
 ------
