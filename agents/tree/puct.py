@@ -62,7 +62,6 @@ import time as clock
 from collections.abc import Callable, Generator
 from typing import Any
 
-import numba
 import numpy as np
 from numba.extending import register_jitable
 
@@ -86,6 +85,7 @@ from quarto_env.core import (
     winning_squares,
 )
 from quarto_env.errors import QuartoTypeError, QuartoValueError
+from quarto_env.kernel import kernel
 from quarto_env.observation import ObservationKind, encode_observation, observation_kind
 from quarto_env.vector import GameBatch
 
@@ -405,7 +405,7 @@ class PUCTResult:
 # ---------------------------------------------------------------------------------------------------------
 # The kernels. ``tree`` is :attr:`PUCTSearch.tree`; ``g`` a game, ``node`` a node of its tree.
 # ---------------------------------------------------------------------------------------------------------
-@numba.njit(cache=True)
+@kernel
 def _reset_roots(roots, tree, groups, counted):  # type: ignore[no-untyped-def]
     num_nodes = tree[9]
     for g in range(len(roots)):
@@ -440,7 +440,7 @@ def _new_node(g, node, fields, tree, groups, counted):  # type: ignore[no-untype
         value_sum[g, node, a] = 0.0
 
 
-@numba.njit(cache=True)
+@kernel
 def _select(  # type: ignore[no-untyped-def]
     n, tree, path, leaf, leaf_games, planes, level, c_puct, forced_root, groups, counted
 ):
@@ -510,7 +510,7 @@ def _backup(g, depth, to_move, leaf_value, tree, path):  # type: ignore[no-untyp
         value_sum[g, node, action] += leaf_value if positions[g, node, FIELD_TO_MOVE] == to_move else -leaf_value
 
 
-@numba.njit(cache=True)
+@kernel
 def _expand(leaves, logits, values, leaf_games, leaf, tree, path):  # type: ignore[no-untyped-def]
     positions, mask, _, expanded, value, _, _, _, prior, _ = tree
     for i in range(leaves):
@@ -546,7 +546,7 @@ def forced_actions(batch: GameBatch, games: np.ndarray) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True)
+@kernel
 def _forced_actions(games, positions, groups, counted, out):  # type: ignore[no-untyped-def]
     for i in range(len(games)):
         lanes, occupied, available, hand, _, claimable, _, _ = position_fields(positions[games[i]])
@@ -562,7 +562,7 @@ def encode_positions(positions: np.ndarray, kind: ObservationKind, variant: Vari
     return planes, masks
 
 
-@numba.njit(cache=True)
+@kernel
 def _encode(positions, out, masks, level, groups, counted):  # type: ignore[no-untyped-def]
     for i in range(len(positions)):
         fields = position_fields(positions[i])

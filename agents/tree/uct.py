@@ -47,7 +47,6 @@ import dataclasses
 import math
 import time as clock
 
-import numba
 import numpy as np
 from numba.extending import register_jitable
 
@@ -78,6 +77,7 @@ from quarto_env.core import (
 )
 from quarto_env.errors import QuartoValueError
 from quarto_env.fast import RECORD_LENGTH, new_generator, random_member, random_playout
+from quarto_env.kernel import kernel
 
 DEFAULT_EXPLORATION = 1.0
 """UCB1's ``c``. The textbook sqrt(2) is for rewards in [0, 1]; with results in [-1, 1] the same bonus is
@@ -251,7 +251,7 @@ def searched_actions(occupied, available, hand, to_move, claimable, winner, over
     return legal_mask(occupied, available, hand, over, declaration)
 
 
-@numba.njit(cache=True)
+@kernel
 def run_simulations(links, positions, totals, size, count, rules, c, tactical, prove, scratch, generator, seed):  # type: ignore[no-untyped-def]
     """Run ``count`` selection-expansion-playout-backup passes on the tree ``links, positions, totals`` of ``size``
     nodes under ``rules`` (:attr:`Variant.compiled`), drawing from ``generator``
@@ -362,7 +362,7 @@ def _prove_up(links, path, movers, depth):  # type: ignore[no-untyped-def]
         links[parent, PROVEN] = value if same_mover else -value
 
 
-@numba.njit(cache=True)
+@kernel
 def tactical_playout(fields, rules, generator):  # type: ignore[no-untyped-def]
     """Play a game that is not over to its end with one-ply tactics; returns the winner (``NO_WINNER``: a draw).
 
@@ -387,7 +387,7 @@ def tactical_playout(fields, rules, generator):  # type: ignore[no-untyped-def]
     return winner
 
 
-@numba.njit(cache=True)
+@kernel
 def _best_child(links, totals, node, c):  # type: ignore[no-untyped-def]
     """The child of ``node`` with the highest UCB1 score (every child has been visited)."""
     log_visits = math.log(links[node, VISITS])
