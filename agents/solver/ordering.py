@@ -56,8 +56,8 @@ def list_live_groups(lanes, occupied, groups, counted, orders) -> None:
     """Fill the row ``LIVE_GROUPS`` of ``orders`` from the board, in one pass over the groups: the count, then
     ``group | code << 16`` for each group (in the order of ``groups``) that has an empty square and whose pieces
     still share a counted attribute -- ``code`` is ``ones | zeros << 4`` of
-    :func:`~quarto_env.core.shared_attributes`, every counted attribute for an empty group. The other groups can
-    never be won: no threat, no win comes from them.
+    :func:`~quarto_env.core.shared_attributes`, and every counted attribute both ways for an empty group. The
+    other groups can never be won: no threat, no win comes from them.
 
     The row of a child node follows from this one without the board (:func:`place_in_live_groups`)."""
     live = orders[LIVE_GROUPS]
