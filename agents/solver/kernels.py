@@ -38,9 +38,9 @@ transposition table of :mod:`agents.solver.table`.
 Numba
 -----
 Every function here (and those of :mod:`agents.solver.ordering` and :mod:`agents.solver.table` it calls) is
-compiled by :func:`quarto_env.kernel.kernel`: without numba's reference counting, which took a tenth of a proof's
-time (the search allocates nothing), and with ``cache=True``: a second process loads the machine code from
-``__pycache__`` instead of compiling again, until a compiled module of the project changes
+compiled by :func:`quarto_env.kernel.kernel`: without numba's reference counting, which the search does not need
+(it allocates nothing; docs/solver.md has what the counting cost), and with ``cache=True``: a second process loads
+the machine code from ``__pycache__`` instead of compiling again, until a compiled module of the project changes
 (:mod:`quarto_env.numba_cache`). The search releases the GIL
 (``nogil=True``), so that threads search in parallel and a Python thread can stop a search from outside
 (:mod:`agents.interrupts`).
@@ -485,14 +485,14 @@ def negamax_give(
     orders = scratch[ply]
     # Ordering the gives costs every placement of every piece: worth it only for large subtrees. Below that,
     # the placements of a piece are ordered when it is tried.
+    if depth >= 2:  # placements are searched: their threats, and the live groups the endgame starts from
+        list_live_groups(lanes, occupied, groups, counted, orders)
+        describe_threats(occupied, orders)
     gives_ordered = depth >= 2 and empties >= settings[GIVE_ORDER_EMPTIES]
     if gives_ordered:
-        num_pieces = order_gives(lanes, occupied, available, safe, hint, groups, counted, orders)
+        num_pieces = order_gives(occupied, available, safe, hint, orders)
     else:
         num_pieces = list_pieces(safe, hint, orders[GIVES])
-        if depth >= 2:
-            list_live_groups(lanes, occupied, groups, counted, orders)
-            describe_threats(occupied, orders)
     busy_slot = _mark_busy(shared, lanes, occupied) if shared.shape[0] > 1 and empties >= BUSY_EMPTIES else -1
     on_path = ply < PATH_PLIES
     if on_path:

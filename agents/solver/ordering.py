@@ -202,21 +202,19 @@ def list_pieces(pieces, hint, out) -> int:
 
 
 @kernel
-def order_gives(lanes, occupied, available, safe, hint, groups, counted, orders) -> int:
-    """Order the gives and the placements that answer them; returns the number of safe pieces.
+def order_gives(occupied, available, safe, hint, orders) -> int:
+    """Order the gives and the placements that answer them; returns the number of safe pieces (``orders``: a
+    node's working space, filled by :func:`describe_threats`).
 
     Row ``GIVES`` of ``orders`` gets the safe pieces in the order to try them (entries ``priority << 8 |
     piece``): the table's best piece ``hint`` first, then the pieces whose placements leave the receiver the
     fewest safe pieces in total -- the smallest subtrees, and the hardest for the receiver. Row ``p`` gets the
-    placements of piece ``p`` (see :func:`order_placements`); the rows of :func:`list_live_groups` and
-    :func:`describe_threats` are filled too.
+    placements of piece ``p`` (see :func:`order_placements`).
     (docs/baselines.md gives the measured effect of the move ordering.)
     """
     count = 0
     pieces = safe
     out = orders[GIVES]
-    list_live_groups(lanes, occupied, groups, counted, orders)
-    describe_threats(occupied, orders)
     while pieces:
         piece = lowest_bit(pieces)
         pieces &= pieces - 1
