@@ -504,14 +504,24 @@ def _reply_gives(threats, empty, available, with_trap, with_even):  # type: igno
 
     Placed on a square where it shares no value with the square's pairs, a piece makes no group of three: the
     pieces safe after it are those safe at the square less itself, one count for all such pieces. A first pass
-    settles them, square by square (the squares without threat or pair all alike: one stands for them); the
-    second places only the pieces it leaves, on the squares where they do make a group of three."""
+    settles them, square by square; the second places only the pieces it leaves, on the squares where they do
+    make a group of three.
+
+    Off the squares with threes, the pieces safe at a square are the safe pieces, so the first pass takes those
+    squares together where it can: the squares without threat or pair all alike (one stands for them), and the
+    squares with pairs only where they can still change something (with an odd count of safe pieces they leave
+    every even give as it is)."""
     threes_low, threes_high, pairs_low, pairs_high = threats
     once, twice = values_at_squares(threes_low, threes_high)
     safe = available & ~PIECES_WITH_VALUES[once]
     trap_give, even_give = safe if with_trap else 0, safe if with_even else 0
-    hot = squares_with(threes_low | pairs_low, threes_high | pairs_high, ALL_VALUES) & empty
-    squares = hot | lowest_bit_mask(empty & ~hot)
+    count = popcount(safe)
+    threes = squares_with(threes_low, threes_high, ALL_VALUES) & empty
+    paired = squares_with(pairs_low, pairs_high, ALL_VALUES) & empty
+    if empty & ~threes & ~paired:  # a square where every piece leaves the safe pieces, less itself
+        trap_give &= safe if count == 1 else 0
+        even_give &= ALL_PIECES if count & 1 else 0
+    squares = threes | (paired if trap_give or (even_give and not count & 1) else 0)
     while squares and (trap_give | even_give):
         s = lowest_bit(squares)
         squares &= squares - 1
@@ -521,7 +531,7 @@ def _reply_gives(threats, empty, available, with_trap, with_even):  # type: igno
         trap_give &= pairing | (here if count == 1 else 0)  # a piece that pairs nothing leaves here less itself
         trap_give &= ~(pairing if here & ~pairing else 0)  # those that pair leave at least these
         even_give &= pairing | (ALL_PIECES if count & 1 else 0)
-    squares = squares_with(pairs_low, pairs_high, ALL_VALUES) & empty
+    squares = paired
     while squares and (trap_give | even_give):
         s = lowest_bit(squares)
         squares &= squares - 1
@@ -539,12 +549,6 @@ def _reply_gives(threats, empty, available, with_trap, with_even):  # type: igno
 
 ALL_VALUES = 0xFF
 """Every value byte (:func:`piece_values`): a square's byte has one of them when it is not zero."""
-
-
-@jitable
-def lowest_bit_mask(mask):  # type: ignore[no-untyped-def]
-    """The lowest set bit of ``mask`` alone (0 for 0)."""
-    return mask & -mask
 
 
 @jitable
