@@ -234,3 +234,45 @@ def test_observations_written_in_python_are_the_compiled_kernels(
     write_observation(compiled_planes, compiled_mask, kind.level, fields, groups, counted, declaration, acting)
     np.testing.assert_array_equal(python_planes, compiled_planes)
     np.testing.assert_array_equal(python_mask, compiled_mask)
+
+
+def test_quarto_bench_startup_floors_times_each_python_alone_and_our_dependencies(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from experiments.bench.startup import DEPENDENCY_IMPORTS, NOTHING
+
+    fake, lines = run_bench(
+        monkeypatch, capsys, "/peer/python", "--runs", "1", "--floors", "--peer-python", "/peer/python"
+    )
+    assert [line[:40].strip() for line in lines[8:11]] == [
+        "our Python alone",
+        "our dependencies' imports alone",
+        "quartors' Python alone",
+    ]
+    rounds = fake.timed[-9:]
+    assert [(python, script) for python, script, *_ in rounds[6:]] == [
+        (sys.executable, NOTHING),
+        (sys.executable, DEPENDENCY_IMPORTS),
+        ("/peer/python", NOTHING),
+    ]
+    assert lines[-1].startswith("ours / quartors: our dependencies' imports alone / first step: wall ")
+
+
+def test_the_dependency_floor_imports_every_other_project_the_env_imports() -> None:
+    import ast
+
+    from experiments.bench.startup import DEPENDENCY_IMPORTS, PROJECT_ROOT
+
+    def top_level_imports(source: str) -> set[str]:
+        found = set()
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module.split(".")[0])
+        return found
+
+    env_source = (Path(PROJECT_ROOT) / "quarto_env" / "env.py").read_text()
+    others = {name for name in top_level_imports(env_source) if name not in sys.stdlib_module_names}
+    others -= {"quarto_env", "__future__"}
+    assert others and others == top_level_imports(DEPENDENCY_IMPORTS)

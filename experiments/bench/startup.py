@@ -25,6 +25,10 @@ of ``--peer-sims`` simulations from the opening (:data:`PEER_FIRST_SEARCH`; its 
 it has no cold row). It runs under ``--peer-python``, by default this Python or a ``python3.13`` on the
 ``PATH`` if one imports quartors. All rows are measured in alternation, one run of each per round.
 
+**Floors** (``--floors``): each Python starting and exiting, and our first step's imports from other projects
+alone (:data:`DEPENDENCY_IMPORTS`: numpy, Gymnasium and PettingZoo, which a PettingZoo env cannot do without),
+with the ratio of that last row to quartors' first step: how far below the peer our start-up could go at best.
+
 The figures are medians (with the fastest and the slowest run) of the wall-clock seconds and of the CPU seconds
 (user + system) that the process and its children used, which a busy machine inflates less; the machine's load
 average is printed before and after, and the ratios ours / quartors of the medians last.
@@ -80,6 +84,17 @@ search = quartors.Mcts(quartors.MctsConfig(simulations={sims}), quartors.Rollout
 search.search(quartors.State.initial(), seed=0).select_action(temperature=0.0, seed=0)
 """
 """quartors' first search: the opening's turn (a give)."""
+DEPENDENCY_IMPORTS = """
+import numpy
+import gymnasium
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+"""
+"""What our first step imports from other projects (``quarto_env.env``'s imports): the floor under our start-up
+that this code cannot lower (``--floors``)."""
+NOTHING = "pass"
+"""A Python that starts and exits: the floor under either side (``--floors``)."""
 COMPILE = """
 from experiments.cli import main
 
@@ -132,6 +147,11 @@ def main(argv: list[str]) -> int:
         help="time `quarto compile` in an empty cache once, then add the row of the first MCTS move after it",
     )
     parser.add_argument(
+        "--floors",
+        action="store_true",
+        help="also time each Python starting alone and our dependencies' imports alone, the floors under the rows",
+    )
+    parser.add_argument(
         "--peer-python",
         help="a Python that imports quartors (default: this one, else python3.13 on the PATH, if either does)",
     )
@@ -140,7 +160,8 @@ def main(argv: list[str]) -> int:
     if args.peer_python and not imports_quartors(args.peer_python):
         parser.error(f"--peer-python {args.peer_python!r} is not a Python that imports quartors")
     with tempfile.TemporaryDirectory() as compiled:
-        return _time_rows(args, table_rows(args.sims, args.peer_sims, peer, compiled if args.compiled else None))
+        rows = table_rows(args.sims, args.peer_sims, peer, compiled if args.compiled else None, args.floors)
+        return _time_rows(args, rows)
 
 
 def _time_rows(args: argparse.Namespace, rows: list[Row]) -> int:
@@ -167,12 +188,16 @@ def _time_rows(args: argparse.Namespace, rows: list[Row]) -> int:
     ratio(runs, "first MCTS move, warm", "first search")
     ratio(runs, "first MCTS move, cold", "first search")
     ratio(runs, "first MCTS move, compiled", "first search")
+    ratio(runs, "our dependencies' imports alone", "first step")
     return 0
 
 
-def table_rows(sims: int, peer_sims: int, peer: str | None, compiled: str | None = None) -> list[Row]:
+def table_rows(
+    sims: int, peer_sims: int, peer: str | None, compiled: str | None = None, floors: bool = False
+) -> list[Row]:
     """Ours, warm and cold, after ``quarto compile`` into the folder ``compiled`` if given, and the peer's where
-    ``peer`` names its Python, in the order they are timed."""
+    ``peer`` names its Python, in the order they are timed; with ``floors``, then each Python alone and our
+    dependencies' imports alone."""
     search = FIRST_SEARCH.format(sims=sims)
     rows = [
         Row("first env step, warm", sys.executable, FIRST_STEP),
@@ -188,6 +213,10 @@ def table_rows(sims: int, peer_sims: int, peer: str | None, compiled: str | None
             Row("quartors first step", peer, PEER_FIRST_STEP),
             Row(f"quartors first search ({peer_sims:,} sims)", peer, peer_search),
         ]
+    if floors:
+        rows += [Row("our Python alone", sys.executable, NOTHING)]
+        rows += [Row("our dependencies' imports alone", sys.executable, DEPENDENCY_IMPORTS)]
+        rows += [Row("quartors' Python alone", peer, NOTHING)] if peer is not None else []
     return rows
 
 
