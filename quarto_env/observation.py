@@ -610,6 +610,13 @@ def _tempo_masks(threats, lanes, occupied, available, hand, groups, counted):  #
         singles = square_byte(singles_low, singles_high, s)
         trap_pieces = 0 if cold and unpaired >= 3 else open_trap
         pieces = trap_pieces | open_even
+        if hand == NO_PIECE:
+            settled, even_found = _settled_gives(
+                kept, pairs, singles, cold, all_pairs, available, trap_pieces, open_even
+            )
+            even_mask |= even_found
+            open_even &= ~even_found
+            pieces &= ~settled
         change = (0, 0, 0, 0, 0, 0, 0, 0)
         changed = False
         while pieces:
@@ -631,6 +638,32 @@ def _tempo_masks(threats, lanes, occupied, available, hand, groups, counted):  #
                 open_trap &= ~(trap_mask & (1 << p))
                 open_even &= ~(even_mask & (1 << p))
     return trap_mask, even_mask
+
+
+@jitable
+def _settled_gives(kept, pairs, singles, cold, all_pairs, available, trap_pieces, even_pieces):  # type: ignore[no-untyped-def]
+    """:func:`_screen` for every safe piece to give at once, on one square: ``(settled, even)``, the pieces that
+    pair nothing at the square and whose answers the screen settles, and those of them it finds an even give
+    after. The pieces that pair nothing there leave the same safe pieces, less themselves, so the same answers
+    but for the lone pieces' values (``singles``); ``trap_pieces`` and ``even_pieces`` are those still to try for
+    each plane."""
+    unpairing = (trap_pieces | even_pieces) & ~PIECES_WITH_VALUES[pairs]
+    count = popcount(available & ~PIECES_WITH_VALUES[kept]) - 1  # a safe piece threatens nothing kept: less itself
+    if count == 0:
+        return unpairing, 0
+    if cold and not count & 1:
+        even, even_known = 0, ALL_PIECES
+    elif not kept and count & 1:
+        # An even give after each piece p that shares no value with the singles, if a piece other than p pairs
+        # nothing anywhere (_screen's last line).
+        plain = unpairing & ~PIECES_WITH_VALUES[singles]
+        left = available & ~PIECES_WITH_VALUES[all_pairs]
+        even = plain & ~(left if popcount(left) == 1 else 0) if left else 0
+        even_known = even
+    else:
+        even = even_known = 0
+    trap_known = ALL_PIECES if cold and count >= 2 else ~trap_pieces
+    return unpairing & trap_known & (even_known | ~even_pieces), even & even_pieces
 
 
 @jitable
