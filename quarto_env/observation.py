@@ -707,19 +707,25 @@ def _gives_after(change, occupied, available, piece, square, need_trap, need_eve
 def _board_groups(lanes, occupied, groups, counted):  # type: ignore[no-untyped-def]
     """What the tempo planes read of every group, once per position: ``(values, singles_low, singles_high,
     near)``. ``values``: the values each group's pieces share, a byte per group, eight to a word (at most 24
-    groups; the squares variant has 19). ``singles``: per empty square, the values of the lone pieces of its
+    groups; the squares variant has 19), for the groups of one or two pieces (0 for the others, whose values
+    :func:`_square_change` does not read). ``singles``: per empty square, the values of the lone pieces of its
     groups of one, packed as the threats are. ``near``: per empty square, a 16-bit mask of the squares of its
     groups of one or two that share a value (:func:`_square_mask` reads one back)."""
     packed = (0, 0, 0)
     singles_low = singles_high = 0
     near = (0, 0, 0, 0)
+    marked = 0  # the groups of one or two pieces: only their values are read (a first pass, as group_threats)
     for i in range(len(groups)):
+        marked |= (1 <= popcount(groups[i] & occupied) <= 2) << i
+    while marked:
+        i = lowest_bit(marked)
+        marked &= marked - 1
         on_board = groups[i] & occupied
         ones, zeros = shared_attributes(lanes, on_board, counted)
         values = ones | zeros << 4
         packed = _with_byte(packed, i, values)
         count = popcount(on_board)
-        empty = groups[i] & ~occupied if (count == 1 or count == 2) and values else 0
+        empty = groups[i] & ~occupied if values else 0
         while empty:
             s = lowest_bit(empty)
             empty &= empty - 1
