@@ -303,9 +303,9 @@ def _write_raw(words, lanes, occupied, available, hand, claimable, groups):  # t
         _write_plane(words, FIRST_ZERO_ATTRIBUTE + k, occupied & ~ones)
         _write_plane(words, FIRST_PIECE_ATTRIBUTE + k, PIECES_WITH_ATTRIBUTE[k])
     claimed = 0
-    for i in range(len(groups)):
-        if claimable >> i & 1:
-            claimed |= groups[i]
+    while claimable:  # the declaration variant's groups to claim: none in the others
+        claimed |= groups[lowest_bit(claimable)]
+        claimable &= claimable - 1
     _write_plane(words, CLAIMABLE, claimed)
     _write_plane(words, AVAILABLE, available)
     placing = hand != NO_PIECE
