@@ -152,7 +152,7 @@ def test_the_timed_scripts_run_in_a_new_process() -> None:
     from experiments.bench import startup
 
     environment = startup.child_environment(os.environ)
-    for row in startup.table_rows(sims=3, peer_sims=3, peer=startup.find_peer_python()):
+    for row in startup.table_rows(sims=3, peer_sims=3, peer=startup.find_peer_python(), floors=True):
         if row.cold:  # the same scripts as warm rows, in an empty numba cache: a compilation of every kernel
             continue
         wall, cpu = startup.time_process(row, environment)
