@@ -58,7 +58,6 @@ import numpy as np
 from agents.solver.ordering import (
     GIVES,
     LIVE_GROUPS,
-    codes_kept_by,
     describe_threats,
     list_live_groups,
     list_pieces,
@@ -93,6 +92,7 @@ from quarto_env.core import (
     winning_squares,
 )
 from quarto_env.kernel import kernel
+from quarto_env.observation import piece_values
 from quarto_env.symmetry import canonical_board
 
 WIN = 100
@@ -217,9 +217,9 @@ def _last_three(occupied, available, safe, live, placed, keeps) -> int:
     p0 = lowest_bit(available)
     p1 = lowest_bit(available & (available - 1))
     p2 = lowest_bit(available & (available - 1) & ~(1 << p1))
-    # What a group's code keeps once these pieces are on it (codes_kept_by): each piece alone, each pair (named
+    # What a group's code keeps once these pieces are on it (their values): each piece alone, each pair (named
     # by the piece left out), all three.
-    k0, k1, k2 = codes_kept_by(p0), codes_kept_by(p1), codes_kept_by(p2)
+    k0, k1, k2 = piece_values(p0), piece_values(p1), piece_values(p2)
     wins = 0
     for g in range(1, live[0] + 1):
         entry = live_after_placement(live[g], placed, keeps, empty)
@@ -346,7 +346,7 @@ def _placements_of_four(occupied, available, piece, floor, orders, stats) -> int
     The placements go in the order of the squares: at this depth, ordering them by the safe pieces they leave
     (:func:`~agents.solver.ordering.order_placements`) cost more time than the children it saved (docs/solver.md).
     """
-    keeps = codes_kept_by(piece)
+    keeps = piece_values(piece)
     score = WIN  # a placement leaving the receiver no safe piece to give loses for the receiver
     squares = ALL_SQUARES & ~occupied
     while squares and score > floor:

@@ -23,15 +23,14 @@ from quarto_env.core import (
     NUM_PIECES,
     NUM_SQUARES,
     lowest_bit,
-    pieces_sharing,
     popcount,
     shared_attributes,
 )
 from quarto_env.kernel import kernel
+from quarto_env.observation import PIECES_WITH_VALUES, piece_values
 
-SHARING = np.array([pieces_sharing(code & 0xF, code >> 4) for code in range(256)], dtype=np.int64)
-"""``SHARING[ones | zeros << 4]``: the pieces with attribute 1 for some bit of ``ones`` or 0 for some of ``zeros``
-(:func:`~quarto_env.core.pieces_sharing` as a table)."""
+# A group's ``code`` is ``ones | zeros << 4`` of its shared attributes: a byte of the same kind as a piece's
+# values (quarto_env.observation.piece_values), so PIECES_WITH_VALUES[code] is the pieces that complete it.
 # Rows of a node's working space (``scratch[ply]``), after the placement orders of the 16 pieces:
 GIVES, ELSEWHERE, HALF_FULL, GROUPS_THROUGH, LIVE_GROUPS = (NUM_PIECES + row for row in range(5))
 SCRATCH_ROWS = NUM_PIECES + 5
@@ -80,7 +79,7 @@ def place_in_live_groups(orders, square, piece, occupied, child) -> None:
     ``square`` keeps the attributes that ``piece`` shares with it, and leaves the list once it has none left or
     no empty square (a full group was not won: the placed piece was safe)."""
     live, child_live = orders[LIVE_GROUPS], child[LIVE_GROUPS]
-    placed, keeps, empty = 1 << square, codes_kept_by(piece), ALL_SQUARES & ~occupied
+    placed, keeps, empty = 1 << square, piece_values(piece), ALL_SQUARES & ~occupied
     count = 0
     for i in range(1, live[0] + 1):
         entry = live_after_placement(live[i], placed, keeps, empty)
@@ -91,16 +90,10 @@ def place_in_live_groups(orders, square, piece, occupied, child) -> None:
 
 
 @kernel
-def codes_kept_by(piece) -> int:
-    """The bits of a live group's ``code`` that ``piece`` shares: its ones and its zeros."""
-    return piece | (~piece & 0xF) << 4
-
-
-@kernel
 def live_after_placement(entry, placed, keeps, empty) -> int:
     """A live group's entry after a placement on the square ``placed`` (a bit; 0 for none) of a piece sharing
-    ``keeps`` (:func:`codes_kept_by`), ``empty`` being the squares empty then; 0 once the group has no shared
-    attribute or no empty square left."""
+    ``keeps`` (its :func:`~quarto_env.observation.piece_values`), ``empty`` being the squares empty then; 0 once
+    the group has no shared attribute or no empty square left."""
     if entry & placed:
         entry &= ALL_SQUARES | keeps << 16
     return entry if entry >> 16 and entry & empty else 0
@@ -115,8 +108,8 @@ def describe_threats(occupied, orders) -> None:
       :func:`~quarto_env.core.winning_pieces` that a placement on ``s`` leaves unchanged;
     * ``HALF_FULL[s]``: ``ones | zeros << 4``, the counted attributes that the two pieces of some group through
       ``s`` with one other empty square share. A placement on ``s`` turns such a group into a threat exactly for
-      the attributes the placed piece shares too; since ``SHARING`` of a union of attributes is the union of
-      theirs, one code serves all such groups.
+      the attributes the placed piece shares too; since ``PIECES_WITH_VALUES`` of a union of attributes is the
+      union of theirs, one code serves all such groups.
 
     A group through ``s`` with three pieces becomes full: it holds no threat after a placement on ``s``. The
     entries of occupied squares are left as they were."""
@@ -134,7 +127,7 @@ def describe_threats(occupied, orders) -> None:
         if filled == 3:
             others = empty & ~group
             while others:
-                elsewhere[lowest_bit(others)] |= SHARING[code]
+                elsewhere[lowest_bit(others)] |= PIECES_WITH_VALUES[code]
                 others &= others - 1
         elif filled == 2:
             while open_squares:
@@ -147,7 +140,7 @@ def describe_threats(occupied, orders) -> None:
 def winning_pieces_after(piece, square, orders) -> int:
     """``winning_pieces`` of the board after ``piece`` is placed on ``square``, from the rows of
     :func:`describe_threats`."""
-    return orders[ELSEWHERE, square] | SHARING[orders[HALF_FULL, square] & codes_kept_by(piece)]
+    return orders[ELSEWHERE, square] | PIECES_WITH_VALUES[orders[HALF_FULL, square] & piece_values(piece)]
 
 
 @kernel
