@@ -45,6 +45,7 @@ from quarto_env.errors import (
     QuartoValueError,
     RulesError,
     SpecError,
+    ThreadsError,
 )
 from quarto_env.extras import MissingExtra
 from quarto_env.jitable import when_imported, when_numba_loads
@@ -74,6 +75,7 @@ __all__ = [
     "QuartoValueError",
     "RulesError",
     "SpecError",
+    "ThreadsError",
     "VectorQuarto",
     "__version__",
     "env",

@@ -32,6 +32,7 @@ and checks each class's parents against it); ``[module]`` names the home of the 
     ├── CallOrderError (RuntimeError)      a call the env's state does not allow now (``step`` before ``reset``,
     │                                      ``last`` after the game is over)
     ├── SamplingError (RuntimeError)       too few positions found in the games played to sample as many as asked
+    ├── ThreadsError (RuntimeError)        threads asked for where they cannot start (a forked process)
     ├── MissingExtra (ImportError)         a feature whose extra is not installed
     └── OutputError                        an output a command cannot claim or write  [experiments.output]
         ├── OutputExistsError              the output holds a result, and no --overwrite  [experiments.output]
@@ -80,6 +81,11 @@ class CallOrderError(QuartoError, RuntimeError):
 class SamplingError(QuartoError, RuntimeError):
     """Too few positions of the kind asked for in the games played to sample as many as asked (a count too large
     for the sources or the stage); the message says how many were found in how many games."""
+
+
+class ThreadsError(QuartoError, RuntimeError):
+    """Threads asked for where they cannot start: a batched step on threads in a process forked from one that
+    already ran such steps on numba's OpenMP layer, which would end the process; the message says what to do."""
 
 
 def install_command(extra: str) -> str:

@@ -3,7 +3,7 @@ the engine of ``quarto train``.
 
 # ``VectorQuarto``: ``quarto_v1`` for thousands of games at once
 
-| Creation     | ``quarto_env.VectorQuarto(num_envs, observation="tactical", seed=None, **flags)``        |
+| Creation     | ``VectorQuarto(num_envs, observation="tactical", seed=None, threads=1, **flags)``        |
 |--------------|------------------------------------------------------------------------------------------|
 | Seats        | ``0`` (``player_0``) and ``1`` (``player_1``), both exposed: the caller plays both       |
 | Actions      | ``int`` array ``(num_envs,)``: 0-15, and 16 ("Quarto!") with ``declaration=True``        |
@@ -91,6 +91,21 @@ than ``(num_envs,)`` or of a non-integer dtype, and an illegal action raises
 :class:`~quarto_env.core.IllegalActionError` (a ``ValueError``) naming the envs and their actions, before any
 game has changed.
 
+## Threads
+
+``threads=n`` plays each step's envs in ``n`` shares at once, on numba's parallel loop (``prange``) and
+its threading layer: a machine's cores work on one batch (``quarto bench vector --threads`` measures it). The
+outputs are the same bit for bit as with ``threads=1`` (each env's rows are its share's alone, and each env
+draws from its own stream); only the time changes, and it pays where a step is long, with planes such as
+``tempo`` at a thousand envs. ``threads`` above the machine's cores (``NUMBA_NUM_THREADS``) only cuts the batch
+finer. ``reset`` and the checks of the actions stay on one thread.
+
+Two things come from numba's threading layer (see numba's "Threading layers" page). Its GNU OpenMP layer, the one
+numba picks where TBB is not installed, does not survive a ``fork``: a process forked after stepping on threads
+gets :class:`~quarto_env.errors.ThreadsError` from a step on threads instead of being ended (start such
+processes with ``spawn`` or ``forkserver``, or step with ``threads=1`` there). And its fallback ``workqueue``
+layer cannot run two parallel loops at once: step envs on threads from one Python thread at a time there.
+
 ## Example: random self-play, both seats
 
 ```python
@@ -110,6 +125,7 @@ for _ in range(1000):
 
 ## Changes
 
+* ``threads``: a step's envs played in shares on numba's threads, the outputs unchanged.
 * ``info["final_observation"]`` is read-only (its values are unchanged): the step keeps the array's other rows
   zero by clearing only the rows it wrote there, and a caller's write would break that. Copy it to change it.
 
@@ -145,7 +161,9 @@ import os
 import sys
 from typing import Any
 
+import numba
 import numpy as np
+from numba import prange
 from numba.extending import register_jitable
 
 from quarto_env.checks import checked_seed
@@ -174,7 +192,7 @@ from quarto_env.core import (
     step_position,
     useful_mask,
 )
-from quarto_env.errors import ActionTypeError, CallOrderError, QuartoTypeError, QuartoValueError
+from quarto_env.errors import ActionTypeError, CallOrderError, QuartoTypeError, QuartoValueError, ThreadsError
 from quarto_env.fast import next_word, random_below
 from quarto_env.flags import RuleFlags
 from quarto_env.kernel import kernel
@@ -241,9 +259,12 @@ class VectorQuarto:
         *,
         observation: str | ObservationKind | None = DEFAULT_OBSERVATION,
         seed: int | None = None,
+        threads: int = 1,
         **variant_flags: Any,
     ) -> None:
         self.flags = RuleFlags.of(variant_flags, "VectorQuarto")
+        self.threads = checked_threads(threads, "VectorQuarto")
+        """The threads that play a step's envs, each its share (see the module docstring)."""
         self.variant = self.flags.variant
         self.false_declaration_penalty = self.flags.penalty
         self.first_seat = self.flags.first_seat
@@ -269,6 +290,7 @@ class VectorQuarto:
         self._plane_arrays = RecycledArrays()
         self._final_planes = FinalPlanes()
         self._no_rows = np.zeros(0, dtype=np.bool_)
+        self._helpers = EnvShares(self.num_envs, self.threads)
 
     @property
     def observation_shape(self) -> tuple[int, int] | None:
@@ -315,7 +337,8 @@ class VectorQuarto:
         illegal = np.empty(self.num_envs, dtype=np.bool_)
         outputs = (planes, final_planes, written, rewards, terminated, masks, current_player, illegal)
         # As int64, an unsigned action of 2**63 or more turns negative: out of range, as it should be.
-        if _step_games(actions.astype(np.int64), self.game_arrays(), self._settings, self.variant.compiled, outputs):
+        arguments = (actions.astype(np.int64), self.game_arrays(), self._settings, self.variant.compiled, outputs)
+        if self._helpers.play(*arguments):
             raise IllegalActionError(self._illegal_message(actions, illegal))
         info = {"action_mask": masks, "current_player": current_player}
         truncated = np.zeros(self.num_envs, dtype=np.bool_)
@@ -364,6 +387,57 @@ class VectorQuarto:
         return (
             f"illegal actions in envs {named.tolist()}{more}: actions {actions[named].tolist()}; "
             f"env {first} allows {legal} (info['action_mask']); no game was played"
+        )
+
+
+def checked_threads(value: object, owner: str) -> int:
+    """``value`` as a count of threads: an integer >= 1; :class:`~quarto_env.errors.QuartoValueError` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        cores = os.cpu_count() or 1
+        raise QuartoValueError(
+            f"{owner}: threads must be an integer >= 1 (this machine has {cores} cores), got {value!r}"
+        )
+    return int(value)
+
+
+class EnvShares:
+    """How :meth:`VectorQuarto.step` plays its envs: in one compiled call, or, with ``threads`` > 1, checked in one
+    call and then cut into ``threads`` consecutive shares that numba's parallel loop plays at once (``prange``,
+    on numba's threading layer). Each env's rows are written by its share alone, and each env draws from its own
+    random stream, so the outputs are the same bit for bit whatever the count of threads."""
+
+    def __init__(self, num_envs: int, threads: int) -> None:
+        self.bounds = np.linspace(0, num_envs, min(threads, num_envs) + 1).astype(np.int64)
+        """The first env of each share, and ``num_envs`` last."""
+        self.bounds.flags.writeable = False
+
+    def play(self, actions: np.ndarray, *arguments: Any) -> int:
+        """Check and play a step (the arguments of ``_step_games``); returns the number of illegal actions, and
+        then nothing has changed."""
+        if len(self.bounds) <= 2:
+            return int(_step_games(actions, *arguments))
+        games, _, rules, outputs = arguments
+        num_illegal = int(_check_actions(actions, games, rules, outputs))
+        if num_illegal == 0:
+            refuse_forked_threads()
+            _play_shares(self.bounds, actions, *arguments)
+        return num_illegal
+
+
+_threads_started_by = [0]
+"""The id of the process that first played a step on threads (0: none has), copied into a forked child."""
+
+
+def refuse_forked_threads() -> None:
+    """Raise :class:`~quarto_env.errors.ThreadsError` in a process forked from one that had played steps on
+    threads, where numba's OpenMP layer would end the process (GNU OpenMP does not survive a ``fork``); else note
+    that this process plays on threads."""
+    if _threads_started_by[0] == 0:
+        _threads_started_by[0] = os.getpid()
+    elif _threads_started_by[0] != os.getpid() and numba.threading_layer() == "omp":
+        raise ThreadsError(
+            "VectorQuarto(threads > 1): this process was forked from one that stepped on threads, and numba's "
+            "OpenMP layer cannot start threads in it; start processes with 'spawn' or 'forkserver', or use threads=1"
         )
 
 
@@ -598,23 +672,52 @@ INITIAL_FIELDS.flags.writeable = False
 
 @kernel
 def _step_games(actions, games, settings, rules, outputs):  # type: ignore[no-untyped-def]
-    """:meth:`VectorQuarto.step`: check every action; then play each, reward both seats, start a new game where
-    one ended, observe. Returns the number of illegal actions (marked in ``outputs[-1]``): if there is one,
-    nothing has changed."""
+    """:meth:`VectorQuarto.step` on one thread: check every action; then play each, reward both seats, start a
+    new game where one ended, observe. Returns the number of illegal actions (marked in ``outputs[-1]``): if
+    there is one, nothing has changed."""
+    num_illegal = check_actions(actions, games, rules, outputs)
+    if num_illegal == 0:
+        play_envs(0, len(actions), actions, games, settings, rules, outputs)
+    return num_illegal
+
+
+@kernel
+def _check_actions(actions, games, rules, outputs):  # type: ignore[no-untyped-def]
+    """:func:`check_actions`, for a step shared between threads: the check comes before any env plays."""
+    return check_actions(actions, games, rules, outputs)
+
+
+@kernel(parallel=True)
+def _play_shares(bounds, actions, games, settings, rules, outputs):  # type: ignore[no-untyped-def]
+    """:func:`play_envs` for each share of the envs (``bounds``, :class:`EnvShares`), the shares at once."""
+    for share in prange(len(bounds) - 1):
+        play_envs(bounds[share], bounds[share + 1], actions, games, settings, rules, outputs)
+
+
+@register_jitable
+def check_actions(actions, games, rules, outputs):  # type: ignore[no-untyped-def]
+    """Mark in ``outputs[-1]`` the envs whose action is illegal; returns how many there are."""
     positions, _, declared_falsely, _ = games
-    level, penalty, fixed_first_seat = settings
-    planes, final_planes, written, rewards, terminated, masks, current_player, illegal = outputs
-    final_words = final_planes.view(np.uint64)
+    masks, illegal = outputs[5], outputs[-1]
     num_illegal = 0
     for i in range(len(actions)):
         action = actions[i]
         legal = legal_action_bits(positions[i], declared_falsely[i], rules[2])
         illegal[i] = action < 0 or action >= masks.shape[1] or not legal >> action & 1
         num_illegal += illegal[i]
-    if num_illegal:
-        return num_illegal
+    return num_illegal
+
+
+@register_jitable
+def play_envs(first, last, actions, games, settings, rules, outputs):  # type: ignore[no-untyped-def]
+    """Play the checked actions of envs ``first`` to ``last - 1``, reward both seats, start a new game where one
+    ended, observe. Each env's rows are written by this call alone: threads may share the envs out."""
+    positions = games[0]
+    level, penalty, fixed_first_seat = settings
+    planes, final_planes, written, rewards, terminated, masks, current_player, _ = outputs
+    final_words = final_planes.view(np.uint64)
     words = planes.view(np.uint64)
-    for i in range(len(actions)):  # one pass, each env's row read once
+    for i in range(first, last):  # one pass, each env's row read once
         play_action(i, actions[i], games, penalty, rules, rewards, terminated)
         if terminated[i]:
             if level != NO_OBSERVATION:
@@ -623,7 +726,6 @@ def _step_games(actions, games, settings, rules, outputs):  # type: ignore[no-un
         elif level != NO_OBSERVATION and written[i]:
             final_words[i] = 0  # the rows that held planes from the array's last step (FinalPlanes)
         observe_env(i, games, level, rules, words, masks, current_player)
-    return 0
 
 
 @kernel

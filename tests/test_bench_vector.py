@@ -38,6 +38,16 @@ def test_without_pgx_it_says_what_to_install_and_writes_absolute_figures(
     assert record["results"]["ratio_to_pgx connect_four"] == {}
 
 
+def test_threads_add_a_row_per_kind_and_count(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(vector, "pgx_installed", lambda: False)
+    assert vector.main([*SMALL, "--threads", "1", "2", "1"]) == 0
+    rows = [line.split("  ")[0] for line in capsys.readouterr().out.splitlines() if line.startswith("VectorQuarto")]
+    threaded = ["VectorQuarto none, 2 threads", "VectorQuarto parity, 2 threads"]
+    assert rows == ["VectorQuarto none", "VectorQuarto parity", *threaded, "VectorQuarto none, numpy sampler"]
+
+
 def test_no_pgx_leaves_pgx_out_without_the_install_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -48,6 +48,7 @@ BAD_NUMBERS = [
     (["bench", "vector", "--seconds", "nan"], "argument --seconds: seconds must be a finite number > 0"),
     (["bench", "vector", "--seed", "-1"], "argument --seed: seed must be an integer >= 0"),
     (["bench", "vector", "--observations", "pixels"], "argument --observations: invalid choice: 'pixels'"),
+    (["bench", "vector", "--threads", "0"], "argument --threads: threads must be an integer >= 1 and <= 256"),
     (["bench", "train", "--steps", "inf"], "argument --steps: steps must be an integer >= 1"),
 ]
 

@@ -5,6 +5,7 @@ input refused with their one-line errors."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -175,7 +176,8 @@ def play(envs: VectorQuarto, seed: int | None, steps: int = 60) -> list[np.ndarr
     record = [info["current_player"].copy()]
     for _ in range(steps):
         observations, rewards, terminated, _, info = envs.step(random_legal(rng, info["action_mask"]))
-        record += [observations, rewards, terminated, info["current_player"], envs.first_seats.copy()]
+        record += [observations, rewards, terminated, info["current_player"], info["action_mask"]]
+        record += [envs.first_seats.copy(), info.get("final_observation")]
     return record
 
 
@@ -213,6 +215,65 @@ def test_a_fixed_first_player_gives_first_in_every_game(first_player: int | str,
     for _ in range(80):
         _, _, terminated, _, info = envs.step(random_legal(rng, info["action_mask"]))
         assert (info["current_player"][terminated] == seat).all() and (envs.first_seats == seat).all()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Threads
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("num_envs", "threads"), [(32, 2), (7, 3), (3, 8)])
+@pytest.mark.parametrize("observation", ["tempo", None])
+def test_threads_give_the_same_games_bit_for_bit(num_envs: int, threads: int, observation: str | None) -> None:
+    flags = {"declaration": True, "false_declaration": "penalty"}  # penalties and repeated turns too
+    alone = play(VectorQuarto(num_envs, observation=observation, **flags), 3, steps=80)
+    shared = VectorQuarto(num_envs, observation=observation, threads=threads, **flags)
+    assert len(shared._helpers.bounds) == min(threads, num_envs) + 1  # the envs are shared out
+    again = play(shared, 3, steps=80)
+    assert all(np.array_equal(a, b) for a, b in zip(alone, again, strict=True))
+
+
+def test_illegal_actions_on_threads_play_nothing() -> None:
+    envs = VectorQuarto(6, observation="tempo", seed=0, threads=2)
+    envs.reset()
+    before = envs.games.positions.copy()
+    with pytest.raises(ValueError, match=re.escape("illegal actions in envs [4]: actions [16]")):
+        envs.step(np.array([0, 1, 2, 3, 16, 5]))
+    assert np.array_equal(envs.games.positions, before)
+
+
+FORKED_THREADS = """
+import multiprocessing, numba, numpy as np
+from quarto_env import ThreadsError, VectorQuarto
+
+def step(threads):
+    envs = VectorQuarto(4, observation=None, seed=0, threads=threads)
+    envs.reset()
+    envs.step(np.array([0, 1, 2, 3]))
+
+def child():
+    step(1)
+    try:
+        step(2)
+    except ThreadsError as error:
+        print("refused:", error, flush=True)
+
+if __name__ == "__main__":
+    step(2)
+    print("layer:", numba.threading_layer(), flush=True)
+    process = multiprocessing.get_context("fork").Process(target=child)
+    process.start()
+    process.join()
+    print("exit:", process.exitcode, flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+def test_a_forked_process_is_refused_threads_in_one_line() -> None:
+    done = subprocess.run([sys.executable, "-c", FORKED_THREADS], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    if "layer: omp" not in done.stdout:
+        pytest.skip(f"numba's threading layer here is not OpenMP ({done.stdout.splitlines()[0]})")
+    assert "refused: VectorQuarto(threads > 1): this process was forked" in done.stdout
+    assert "use threads=1" in done.stdout and "exit: 0" in done.stdout
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -272,6 +333,9 @@ def test_actions_of_the_wrong_shape_or_type_are_refused(actions: object, error: 
         ({"false_declaration": "penalty"}, ValueError, r"needs declaration=True"),
         ({"false_declaration_penalty": 1}, ValueError, r"false_declaration_penalty must be a finite number <= 0"),
         ({"attributes": "size"}, ValueError, r"unknown attribute"),
+        ({"threads": 0}, ValueError, r"threads must be an integer >= 1 \(this machine has \d+ cores\), got 0"),
+        ({"threads": 1.5}, ValueError, r"threads must be an integer >= 1 .*, got 1.5"),
+        ({"threads": True}, ValueError, r"threads must be an integer >= 1 .*, got True"),
     ],
 )
 def test_bad_arguments_name_the_allowed_values(arguments: dict, error: type, message: str) -> None:

@@ -22,7 +22,9 @@ The paths, each played with uniformly random legal actions for whole games, rese
 - ``pgx connect_four, a call per step``: the same with one ``jax.jit`` call per step from Python, as a learner
   with its network in the loop calls it (each call waits for the one before: one call in flight at most).
 
-JAX runs with its defaults (here its CPU backend, with its own threads); the Quarto paths run on one thread.
+JAX runs with its defaults (here its CPU backend, with its own threads); the Quarto paths run on one thread, and
+with ``--threads N ...`` the ``VectorQuarto`` kinds also on ``N`` threads each (``VectorQuarto(threads=N)``:
+``VectorQuarto tempo, 2 threads``), the same games played by the machine's cores at once.
 
 A *step* is one action in one game: ``batch`` steps per call (``100 * batch`` in a fused pgx call). In Quarto an
 action is a placement or a give (about 24 a game), in Connect Four a drop, in tic-tac-toe a mark. The paths are
@@ -39,6 +41,7 @@ Example usage::
 
     quarto bench vector                                  # batches 1 64 1024 4096, every kind, 5 rounds
     quarto bench vector --batches 1024 --observations none parity --rounds 3
+    quarto bench vector --batches 1024 --observations parity tempo --threads 1 2
     quarto bench vector --no-pgx --out runs/bench_vector.json
 """
 
@@ -60,7 +63,7 @@ import numpy as np
 
 from agents.storage.files import atomic_write_text
 from experiments.bench import add_batch_arguments, add_timing_arguments, unique_batch_arguments
-from experiments.options import CommandParser, add_seed_argument
+from experiments.options import CommandParser, add_integer_argument, add_seed_argument
 from experiments.output import add_overwrite_argument, claim_if_asked
 from quarto_env.core import Variant
 from quarto_env.errors import install_command
@@ -78,6 +81,8 @@ REFERENCE = "pgx connect_four"
 SLICES = 5
 """Each path's time per batch and round is cut into this many slices, taken in turn with the other paths'."""
 WARM_UP_CALLS = 20
+MAX_THREADS = 256
+"""The most ``--threads``: far past any machine's cores that numba would use."""
 INSTALL_HINT = f"pgx is not installed: the ratios to pgx connect_four need {install_command('bench')}"
 
 
@@ -91,11 +96,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add_batch_arguments(parser, DEFAULT_BATCHES, KINDS, KINDS, "VectorQuarto (default all)")
     add_timing_arguments(parser, seconds=0.3, timed="path, batch", rounds=5, most_rounds=1000)
     add_seed_argument(parser, "seed of the games and the random actions")
+    add_integer_argument(
+        parser,
+        "--threads",
+        [1],
+        "VectorQuarto's threads (default 1)",
+        fewest=1,
+        most=MAX_THREADS,
+        nargs="+",
+        metavar="N",
+    )
     parser.add_argument("--no-pgx", action="store_true", help="leave pgx out even where it is installed")
     parser.add_argument("--out", type=Path, metavar="FILE", help="also write the figures as JSON here")
     add_overwrite_argument(parser)
     args = parser.parse_args(argv)
     unique_batch_arguments(args)
+    args.threads = list(dict.fromkeys(int(n) for n in args.threads))
     args.rounds = int(args.rounds)
     return args
 
@@ -110,7 +126,7 @@ def main(argv: list[str]) -> int:
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
     """Measure, print the figures and write them to the claimed ``--out`` if given."""
     with_pgx = not args.no_pgx and pgx_installed()
-    paths = quarto_paths(args.observations)
+    paths = quarto_paths(args.observations, args.threads)
     if with_pgx:
         paths = {**pgx_paths(), **paths}
     print(_header(args, with_pgx))
@@ -144,9 +160,11 @@ class VectorRunner:
     """``VectorQuarto`` with ``observation`` (``None``: no planes), actions from ``RandomLegalActions`` or, with
     ``numpy_sampler``, numpy's argmax of random numbers times the mask."""
 
-    def __init__(self, batch: int, seed: int, observation: str | None, numpy_sampler: bool = False) -> None:
+    def __init__(
+        self, batch: int, seed: int, observation: str | None, numpy_sampler: bool = False, threads: int = 1
+    ) -> None:
         self.steps_per_call = batch
-        self.envs = VectorQuarto(batch, observation=observation, seed=seed)
+        self.envs = VectorQuarto(batch, observation=observation, seed=seed, threads=threads)
         self.sample = self._numpy_sampler(seed) if numpy_sampler else RandomLegalActions(batch, seed=seed)
         _, self.info = self.envs.reset()
         self.outputs: tuple[Any, ...] = ()
@@ -187,17 +205,22 @@ class GameBatchRunner:
         pass
 
 
-def vector_paths(observations: list[str]) -> dict[str, Maker]:
-    """VectorQuarto with each kind of ``observations`` (of :data:`KINDS`), ``VectorQuarto KIND``."""
+def vector_paths(observations: list[str], threads: list[int] | None = None) -> dict[str, Maker]:
+    """VectorQuarto with each kind of ``observations`` (of :data:`KINDS`) on each count of ``threads`` (default
+    one): ``VectorQuarto KIND``, and ``VectorQuarto KIND, N threads`` for more than one."""
     return {
-        f"VectorQuarto {kind}": functools.partial(VectorRunner, observation=None if kind == "none" else kind)
+        f"VectorQuarto {kind}{'' if n == 1 else f', {n} threads'}": functools.partial(
+            VectorRunner, observation=None if kind == "none" else kind, threads=n
+        )
+        for n in threads or [1]
         for kind in observations
     }
 
 
-def quarto_paths(observations: list[str]) -> dict[str, Maker]:
-    """This project's paths: VectorQuarto with each kind asked for, the numpy sampler, the GameBatch loop."""
-    paths = vector_paths(observations)
+def quarto_paths(observations: list[str], threads: list[int] | None = None) -> dict[str, Maker]:
+    """This project's paths: VectorQuarto with each kind asked for on each count of threads, the numpy sampler,
+    the GameBatch loop."""
+    paths = vector_paths(observations, threads)
     paths["VectorQuarto none, numpy sampler"] = functools.partial(VectorRunner, observation=None, numpy_sampler=True)
     paths["GameBatch loop, none"] = GameBatchRunner
     return paths
