@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from quarto_env import VectorQuarto
+
 pytest.importorskip("torch")
 pytest.importorskip("tensorboard")
 
@@ -58,15 +60,21 @@ def test_pending_transitions_bootstrap() -> None:
     assert advantages[:, 0] == pytest.approx([0.3, -0.7])
 
 
-def test_tiny_run_writes_its_folder(tmp_path: Path, one_torch_thread: None) -> None:
+def test_tiny_run_writes_its_folder(tmp_path: Path, one_torch_thread: None, monkeypatch: pytest.MonkeyPatch) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    made = []
+    monkeypatch.setattr(
+        sp, "VectorQuarto", lambda *args, **kwargs: made.append(kwargs) or VectorQuarto(*args, **kwargs)
+    )
+
     argv = ["--num-envs", "8", "--num-steps", "16", "--total-timesteps", "384", "--eval-games", "8"]
-    argv += ["--width", "32", "--runs-dir", str(tmp_path)]
+    argv += ["--width", "32", "--env-threads", "2", "--runs-dir", str(tmp_path)]
     run_dir = sp.train(sp.parse_config(argv), argv)
     assert run_dir.parent == tmp_path and run_dir.name.startswith("selfplay_vector_ppo__1__")
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["num_envs"] == 8 and config["observation"] == "parity"
+    assert config["num_envs"] == 8 and config["observation"] == "parity" and config["env_threads"] == 2
+    assert [kwargs["threads"] for kwargs in made] == [2]  # the games are stepped on those threads
     assert "--num-envs 8" in (run_dir / "command.txt").read_text()
     events = EventAccumulator(str(run_dir))
     events.Reload()

@@ -92,6 +92,8 @@ class Config:
     """games against each of random and greedy per evaluation"""
     threads: int = 1
     """torch threads"""
+    env_threads: int = 1
+    """threads of each batched step of the games (VectorQuarto's threads): more pays with thousands of games"""
     runs_dir: str = "runs"
     """folder of the run folders"""
 
@@ -192,7 +194,7 @@ def train(config: Config, argv: list[str] | None = None) -> Path:
     np.random.seed(config.seed)
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.threads)
-    envs = VectorQuarto(config.num_envs, observation=config.observation, seed=config.seed)
+    envs = VectorQuarto(config.num_envs, observation=config.observation, seed=config.seed, threads=config.env_threads)
     obs_np, info = envs.reset()
     assert obs_np is not None
     n, steps, actions_n = config.num_envs, config.num_steps, envs.num_actions
