@@ -4,6 +4,7 @@ its table, and JAX kept to the benchmark's optional path. No test asserts on wal
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -46,6 +47,26 @@ def test_threads_add_a_row_per_kind_and_count(
     rows = [line.split("  ")[0] for line in capsys.readouterr().out.splitlines() if line.startswith("VectorQuarto")]
     threaded = ["VectorQuarto none, 2 threads", "VectorQuarto parity, 2 threads"]
     assert rows == ["VectorQuarto none", "VectorQuarto parity", *threaded, "VectorQuarto none, numpy sampler"]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux only")
+def test_pgx_one_core_starts_jax_on_one_core_and_gives_the_cores_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    cores, seen = os.sched_getaffinity(0), []
+    monkeypatch.setattr(vector, "PgxRunner", lambda game, batch, seed, fused: (game, batch))
+    monkeypatch.setattr(vector, "warm_up", lambda runner: seen.append((runner, os.sched_getaffinity(0))))
+    vector.start_jax_on_one_core([1, 64], seed=0)
+    assert seen == [(("connect_four", 1), {min(cores)}), (("connect_four", 64), {min(cores)})]
+    assert os.sched_getaffinity(0) == cores
+
+
+def test_pgx_one_core_is_refused_in_one_line_without_affinity(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delattr(os, "sched_setaffinity", raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        vector.main([*SMALL, "--pgx-one-core"])
+    assert exit_.value.code == 2
+    assert "--pgx-one-core needs os.sched_setaffinity (Linux)" in capsys.readouterr().err
 
 
 def test_no_pgx_leaves_pgx_out_without_the_install_line(

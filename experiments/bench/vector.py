@@ -22,7 +22,9 @@ The paths, each played with uniformly random legal actions for whole games, rese
 - ``pgx connect_four, a call per step``: the same with one ``jax.jit`` call per step from Python, as a learner
   with its network in the loop calls it (each call waits for the one before: one call in flight at most).
 
-JAX runs with its defaults (here its CPU backend, with its own threads); the Quarto paths run on one thread, and
+JAX runs with its defaults (here its CPU backend, with its own threads), or with ``--pgx-one-core`` with its threads
+started on one core: on a 2-core machine pgx runs about a fifth faster so (docs/results.md), its threads no longer
+spread over both cores, so the ratios of a run with it are to pgx at its best. The Quarto paths run on one thread, and
 with ``--threads N ...`` the ``VectorQuarto`` kinds also on ``N`` threads each (``VectorQuarto(threads=N)``:
 ``VectorQuarto tempo, 2 threads``), the same games played by the machine's cores at once.
 
@@ -107,12 +109,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="N",
     )
     parser.add_argument("--no-pgx", action="store_true", help="leave pgx out even where it is installed")
+    parser.add_argument(
+        "--pgx-one-core",
+        action="store_true",
+        help="start JAX's threads on one core (Linux): pgx's best on a small machine; the Quarto paths keep every core",
+    )
     parser.add_argument("--out", type=Path, metavar="FILE", help="also write the figures as JSON here")
     add_overwrite_argument(parser)
     args = parser.parse_args(argv)
     unique_batch_arguments(args)
     args.threads = list(dict.fromkeys(int(n) for n in args.threads))
     args.rounds = int(args.rounds)
+    if args.pgx_one_core and not hasattr(os, "sched_setaffinity"):
+        parser.error("--pgx-one-core needs os.sched_setaffinity (Linux); leave it out here")
     return args
 
 
@@ -129,6 +138,8 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     paths = quarto_paths(args.observations, args.threads)
     if with_pgx:
         paths = {**pgx_paths(), **paths}
+        if args.pgx_one_core:
+            start_jax_on_one_core(args.batches, args.seed)
     print(_header(args, with_pgx))
     if not with_pgx and not args.no_pgx:
         print(INSTALL_HINT + "\n")
@@ -295,6 +306,18 @@ def pgx_paths(per_step: bool = True) -> dict[str, Maker]:
     return paths
 
 
+def start_jax_on_one_core(batches: list[int], seed: int) -> None:
+    """Start JAX's CPU backend, and compile and play pgx ``connect_four`` at each batch, while this thread runs on
+    one core: the threads JAX starts take that affinity with them, and this thread gets every core back after."""
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})
+    try:
+        for batch in batches:
+            warm_up(PgxRunner("connect_four", batch, seed, fused=PGX_FUSED_STEPS))
+    finally:
+        os.sched_setaffinity(0, cores)
+
+
 def pgx_versions() -> dict[str, str]:
     import jax
     import pgx
@@ -393,6 +416,7 @@ def _cell(rate: float, ratio: float | None) -> str:
 def _header(args: argparse.Namespace, with_pgx: bool) -> str:
     machine = machine_record(with_pgx)
     pgx = f", pgx {machine['pgx']} on JAX {machine['jax']} ({machine['jax_backend']})" if with_pgx else ""
+    pgx += ", JAX's threads on one core" if with_pgx and args.pgx_one_core else ""
     return (
         f"quarto bench vector -- {machine['cpu_count']} CPUs (load {load_text(machine)}), Python {machine['python']}, "
         f"numpy {machine['numpy']}{pgx}, seed {args.seed}\n{timing_line(args)}"
