@@ -97,8 +97,10 @@ game has changed.
 its threading layer: a machine's cores work on one batch (``quarto bench vector --threads`` measures it). The
 outputs are the same bit for bit as with ``threads=1`` (each env's rows are its share's alone, and each env
 draws from its own stream); only the time changes, and it pays where a step is long, with planes such as
-``tempo`` at a thousand envs. ``threads`` above the machine's cores (``NUMBA_NUM_THREADS``) only cuts the batch
-finer. ``reset`` and the checks of the actions stay on one thread.
+``tempo`` at a thousand envs. Each share checks its own actions first (a step with an illegal one still changes
+nothing), then plays them: every thread works on the same envs step after step, whose rows stay in its core's
+cache. :class:`RandomLegalActions` takes ``threads`` too, with the same shares. ``threads`` above the machine's
+cores (``NUMBA_NUM_THREADS``) only cuts the batch finer; ``reset`` stays on one thread.
 
 Two things come from numba's threading layer (see numba's "Threading layers" page). Its GNU OpenMP layer, the one
 numba picks where TBB is not installed, does not survive a ``fork``: a process forked after stepping on threads
@@ -125,14 +127,16 @@ for _ in range(1000):
 
 ## Changes
 
-* ``threads``: a step's envs played in shares on numba's threads, the outputs unchanged.
+* ``threads``: a step's envs checked and played in shares on numba's threads, the outputs unchanged; the same for
+  ``RandomLegalActions``' draws.
 * ``info["final_observation"]`` is read-only (its values are unchanged): the step keeps the array's other rows
   zero by clearing only the rows it wrote there, and a caller's write would break that. Copy it to change it.
 
 # ``RandomLegalActions``: uniformly random legal actions, compiled
 
-``RandomLegalActions(num_envs, seed=None)`` draws one uniformly random legal action per env from a mask, in one
-compiled call: ``actions = sample(info["action_mask"])``. Each env has its own random stream (SplitMix64, seeded
+``RandomLegalActions(num_envs, seed=None, threads=1)`` draws one uniformly random legal action per env from a mask,
+in one compiled call: ``actions = sample(info["action_mask"])`` (with ``threads``, in shares at once, as
+:class:`VectorQuarto`'s; the same draws). Each env has its own random stream (SplitMix64, seeded
 by ``numpy.random.SeedSequence(seed)``), so the same seed gives the same draws. It is the random player of a
 batched loop, or a baseline's exploration. numpy's ``np.argmax(rng.random(mask.shape) * mask, axis=1)`` costs
 more than a whole :meth:`VectorQuarto.step` without planes at a thousand envs; this, about a third of such a step
@@ -401,27 +405,40 @@ def checked_threads(value: object, owner: str) -> int:
 
 
 class EnvShares:
-    """How :meth:`VectorQuarto.step` plays its envs: in one compiled call, or, with ``threads`` > 1, checked in one
-    call and then cut into ``threads`` consecutive shares that numba's parallel loop plays at once (``prange``,
-    on numba's threading layer). Each env's rows are written by its share alone, and each env draws from its own
-    random stream, so the outputs are the same bit for bit whatever the count of threads."""
+    """How :meth:`VectorQuarto.step` plays its envs: in one compiled call, or, with ``threads`` > 1, cut into
+    ``threads`` consecutive shares that numba's parallel loop (``prange``, on numba's threading layer) checks at
+    once, and then, if every action is legal, plays at once. Each env's rows are written by its share alone, and
+    each env draws from its own random stream, so the outputs are the same bit for bit whatever the count of
+    threads.
+
+    The shares check their own actions rather than one thread checking all: a check reads the positions, and
+    those of another thread's share sit in its core's cache (figures in docs/results.md)."""
 
     def __init__(self, num_envs: int, threads: int) -> None:
-        self.bounds = np.linspace(0, num_envs, min(threads, num_envs) + 1).astype(np.int64)
-        """The first env of each share, and ``num_envs`` last."""
-        self.bounds.flags.writeable = False
+        self.bounds = share_bounds(num_envs, threads)
+        """The first env of each share, and ``num_envs`` last (:func:`share_bounds`)."""
+        self._illegal = np.zeros(len(self.bounds) - 1, dtype=np.int64)
 
     def play(self, actions: np.ndarray, *arguments: Any) -> int:
         """Check and play a step (the arguments of ``_step_games``); returns the number of illegal actions, and
         then nothing has changed."""
         if len(self.bounds) <= 2:
             return int(_step_games(actions, *arguments))
+        refuse_forked_threads()
         games, _, rules, outputs = arguments
-        num_illegal = int(_check_actions(actions, games, rules, outputs))
+        _check_shares(self.bounds, self._illegal, actions, games, rules, outputs)
+        num_illegal = int(self._illegal.sum())
         if num_illegal == 0:
-            refuse_forked_threads()
             _play_shares(self.bounds, actions, *arguments)
         return num_illegal
+
+
+def share_bounds(num_envs: int, threads: int) -> np.ndarray:
+    """The bounds of ``threads`` consecutive shares of ``num_envs`` envs, as equal as can be (fewer shares when
+    there are fewer envs): share ``k`` is envs ``bounds[k]`` to ``bounds[k + 1] - 1``. Read-only."""
+    bounds = np.linspace(0, num_envs, min(threads, num_envs) + 1).astype(np.int64)
+    bounds.flags.writeable = False
+    return bounds
 
 
 _threads_started_by = [0]
@@ -436,8 +453,9 @@ def refuse_forked_threads() -> None:
         _threads_started_by[0] = os.getpid()
     elif _threads_started_by[0] != os.getpid() and numba.threading_layer() == "omp":
         raise ThreadsError(
-            "VectorQuarto(threads > 1): this process was forked from one that stepped on threads, and numba's "
-            "OpenMP layer cannot start threads in it; start processes with 'spawn' or 'forkserver', or use threads=1"
+            "threads > 1 (VectorQuarto, RandomLegalActions): this process was forked from one that ran them on "
+            "threads, and numba's OpenMP layer cannot start threads in it; start processes with 'spawn' or "
+            "'forkserver', or use threads=1"
         )
 
 
@@ -522,16 +540,26 @@ class RandomLegalActions:
     """A uniformly random legal action per env, drawn by one compiled call from each env's own random stream;
     see the module docstring."""
 
-    def __init__(self, num_envs: int, seed: int | None = None) -> None:
+    def __init__(self, num_envs: int, seed: int | None = None, threads: int = 1) -> None:
         self.num_envs = checked_num_envs(num_envs, 2 * 8, "RandomLegalActions")  # a random stream, an action
+        self.threads = checked_threads(threads, "RandomLegalActions")
+        """The threads that draw, each for its share of the envs (as :class:`VectorQuarto`'s)."""
         self._streams = np.random.SeedSequence(checked_seed(seed)).generate_state(self.num_envs, dtype=np.uint64)
         self._actions = np.empty(self.num_envs, dtype=np.int64)
+        self._bounds = share_bounds(self.num_envs, self.threads)
+        self._empty_rows = np.zeros(len(self._bounds) - 1, dtype=np.int64)
 
     def __call__(self, action_mask: np.ndarray) -> np.ndarray:
         """One legal action per row of ``action_mask`` (``(num_envs, num_actions)``, non-zero where legal), as a
         new ``int64`` array of shape ``(num_envs,)``."""
         masks = self._checked_masks(action_mask)
-        empty_row = _random_legal_actions(masks, self._streams, self._actions)
+        if len(self._bounds) <= 2:
+            empty_row = _random_legal_actions(masks, self._streams, self._actions)
+        else:
+            refuse_forked_threads()
+            _draw_shares(self._bounds, self._empty_rows, masks, self._streams, self._actions)
+            empty_rows = self._empty_rows[self._empty_rows >= 0]  # each share's first, in order
+            empty_row = empty_rows[0] if len(empty_rows) else -1
         if empty_row >= 0:
             raise QuartoValueError(f"action_mask row {empty_row} has no legal action: nothing to draw from")
         return self._actions.copy()
@@ -675,16 +703,18 @@ def _step_games(actions, games, settings, rules, outputs):  # type: ignore[no-un
     """:meth:`VectorQuarto.step` on one thread: check every action; then play each, reward both seats, start a
     new game where one ended, observe. Returns the number of illegal actions (marked in ``outputs[-1]``): if
     there is one, nothing has changed."""
-    num_illegal = check_actions(actions, games, rules, outputs)
+    num_illegal = check_actions(0, len(actions), actions, games, rules, outputs)
     if num_illegal == 0:
         play_envs(0, len(actions), actions, games, settings, rules, outputs)
     return num_illegal
 
 
-@kernel
-def _check_actions(actions, games, rules, outputs):  # type: ignore[no-untyped-def]
-    """:func:`check_actions`, for a step shared between threads: the check comes before any env plays."""
-    return check_actions(actions, games, rules, outputs)
+@kernel(parallel=True)
+def _check_shares(bounds, illegal_counts, actions, games, rules, outputs):  # type: ignore[no-untyped-def]
+    """:func:`check_actions` for each share of the envs (``bounds``, :class:`EnvShares`), the shares at once, each
+    count of illegal actions into ``illegal_counts``."""
+    for share in prange(len(bounds) - 1):
+        illegal_counts[share] = check_actions(bounds[share], bounds[share + 1], actions, games, rules, outputs)
 
 
 @kernel(parallel=True)
@@ -695,12 +725,12 @@ def _play_shares(bounds, actions, games, settings, rules, outputs):  # type: ign
 
 
 @register_jitable
-def check_actions(actions, games, rules, outputs):  # type: ignore[no-untyped-def]
-    """Mark in ``outputs[-1]`` the envs whose action is illegal; returns how many there are."""
+def check_actions(first, last, actions, games, rules, outputs):  # type: ignore[no-untyped-def]
+    """Mark in ``outputs[-1]`` which of envs ``first`` to ``last - 1`` have an illegal action; returns how many."""
     positions, _, declared_falsely, _ = games
     masks, illegal = outputs[5], outputs[-1]
     num_illegal = 0
-    for i in range(len(actions)):
+    for i in range(first, last):
         action = actions[i]
         legal = legal_action_bits(positions[i], declared_falsely[i], rules[2])
         illegal[i] = action < 0 or action >= masks.shape[1] or not legal >> action & 1
@@ -822,7 +852,21 @@ def _random_bit(streams, i):  # type: ignore[no-untyped-def]
 def _random_legal_actions(masks, streams, actions):  # type: ignore[no-untyped-def]
     """Write a uniformly random legal action of each row of ``masks`` to ``actions``; returns the first row
     without a legal action (then ``actions`` is partly written), or -1."""
-    for i in range(masks.shape[0]):
+    return draw_legal_actions(0, masks.shape[0], masks, streams, actions)
+
+
+@kernel(parallel=True)
+def _draw_shares(bounds, empty_rows, masks, streams, actions):  # type: ignore[no-untyped-def]
+    """:func:`draw_legal_actions` for each share of the rows (``bounds``, :func:`share_bounds`), the shares at
+    once, each one's first row without a legal action (or -1) into ``empty_rows``."""
+    for share in prange(len(bounds) - 1):
+        empty_rows[share] = draw_legal_actions(bounds[share], bounds[share + 1], masks, streams, actions)
+
+
+@register_jitable
+def draw_legal_actions(first, last, masks, streams, actions):  # type: ignore[no-untyped-def]
+    """:func:`_random_legal_actions` for rows ``first`` to ``last - 1``."""
+    for i in range(first, last):
         legal = 0
         for a in range(masks.shape[1]):
             legal |= (masks[i, a] != 0) << a

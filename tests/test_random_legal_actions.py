@@ -48,11 +48,22 @@ def test_the_same_seed_draws_the_same_actions() -> None:
     assert any((a != c).any() for a, _, c in draws)
 
 
-def test_a_row_without_a_legal_action_is_named() -> None:
+@pytest.mark.parametrize(("num_envs", "threads"), [(33, 2), (5, 3), (2, 4)])
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8])
+def test_threads_draw_the_same_actions(num_envs: int, threads: int, dtype: type) -> None:
+    masks = random_masks(np.random.default_rng(num_envs), num_envs, 17).astype(dtype)
+    alone, shared = RandomLegalActions(num_envs, seed=3), RandomLegalActions(num_envs, seed=3, threads=threads)
+    for _ in range(20):
+        assert np.array_equal(alone(masks), shared(masks))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("empty_rows", [[2], [3, 1], [3]])
+def test_a_row_without_a_legal_action_is_named(threads: int, empty_rows: list[int]) -> None:
     masks = np.ones((4, 16), dtype=np.int8)
-    masks[2] = 0
-    with pytest.raises(ValueError, match="action_mask row 2 has no legal action"):
-        RandomLegalActions(4)(masks)
+    masks[empty_rows] = 0
+    with pytest.raises(ValueError, match=f"action_mask row {min(empty_rows)} has no legal action"):
+        RandomLegalActions(4, threads=threads)(masks)
 
 
 @pytest.mark.parametrize(
@@ -77,3 +88,9 @@ def test_a_bad_mask_is_refused_in_one_line(masks: np.ndarray, error: type, messa
 def test_bad_sizes_and_seeds_are_refused(num_envs: object, seed: object) -> None:
     with pytest.raises((TypeError, ValueError)):
         RandomLegalActions(num_envs, seed)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("threads", [0, -2, 1.5, True])
+def test_bad_threads_are_refused_in_one_line(threads: object) -> None:
+    with pytest.raises(ValueError, match=r"RandomLegalActions: threads must be an integer >= 1 \(this machine has"):
+        RandomLegalActions(4, threads=threads)  # type: ignore[arg-type]

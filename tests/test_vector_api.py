@@ -272,7 +272,7 @@ def test_a_forked_process_is_refused_threads_in_one_line() -> None:
     assert done.returncode == 0, done.stderr
     if "layer: omp" not in done.stdout:
         pytest.skip(f"numba's threading layer here is not OpenMP ({done.stdout.splitlines()[0]})")
-    assert "refused: VectorQuarto(threads > 1): this process was forked" in done.stdout
+    assert "refused: threads > 1 (VectorQuarto, RandomLegalActions): this process was forked" in done.stdout
     assert "use threads=1" in done.stdout and "exit: 0" in done.stdout
 
 

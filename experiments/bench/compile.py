@@ -86,7 +86,7 @@ def warm_env() -> None:
 
 def warm_vector() -> None:
     """Resets and random steps of :class:`~quarto_env.vector.VectorQuarto` with every observation kind and none
-    (and on two threads: one parallel kernel serves every kind), and the planes of every kind from a
+    (and on two threads, with the sampler's: one parallel kernel serves every kind), and the planes of every kind from a
     :class:`~quarto_env.vector.GameBatch` (as training's batched games)."""
     from quarto_env.core import STANDARD
     from quarto_env.observation import OBSERVATION_KINDS
@@ -94,7 +94,7 @@ def warm_vector() -> None:
 
     for name, threads in [*((name, 1) for name in (*OBSERVATION_KINDS, None)), (None, 2)]:
         envs = VectorQuarto(4, observation=name, seed=0, threads=threads)
-        draw = RandomLegalActions(envs.num_envs, seed=0)
+        draw = RandomLegalActions(envs.num_envs, seed=0, threads=threads)
         _, info = envs.reset()
         for _ in range(3):
             *_, info = envs.step(draw(info["action_mask"]))

@@ -25,8 +25,9 @@ The paths, each played with uniformly random legal actions for whole games, rese
 JAX runs with its defaults (here its CPU backend, with its own threads), or with ``--pgx-one-core`` with its threads
 started on one core: on a 2-core machine pgx runs about a fifth faster so (docs/results.md), its threads no longer
 spread over both cores, so the ratios of a run with it are to pgx at its best. The Quarto paths run on one thread, and
-with ``--threads N ...`` the ``VectorQuarto`` kinds also on ``N`` threads each (``VectorQuarto(threads=N)``:
-``VectorQuarto tempo, 2 threads``), the same games played by the machine's cores at once.
+with ``--threads N ...`` the ``VectorQuarto`` kinds also on ``N`` threads each (``VectorQuarto(threads=N)`` and its
+sampler ``RandomLegalActions(threads=N)``: ``VectorQuarto tempo, 2 threads``), the same games played by the
+machine's cores at once.
 
 A *step* is one action in one game: ``batch`` steps per call (``100 * batch`` in a fused pgx call). In Quarto an
 action is a placement or a give (about 24 a game), in Connect Four a drop, in tic-tac-toe a mark. The paths are
@@ -176,7 +177,7 @@ class VectorRunner:
     ) -> None:
         self.steps_per_call = batch
         self.envs = VectorQuarto(batch, observation=observation, seed=seed, threads=threads)
-        self.sample = self._numpy_sampler(seed) if numpy_sampler else RandomLegalActions(batch, seed=seed)
+        self.sample = self._numpy_sampler(seed) if numpy_sampler else RandomLegalActions(batch, seed, threads)
         _, self.info = self.envs.reset()
         self.outputs: tuple[Any, ...] = ()
 
