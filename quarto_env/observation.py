@@ -590,7 +590,8 @@ def _tempo_masks(threats, lanes, occupied, available, hand, groups, counted):  #
     kept_low, kept_high, once = _kept_threats(threes_low, threes_high)
     empty = ALL_SQUARES & ~occupied
     values, singles_low, singles_high, near = _board_groups(lanes, occupied, groups, counted)
-    hot = squares_with(threes_low | pairs_low, threes_high | pairs_high, ALL_VALUES)
+    paired = squares_with(pairs_low, pairs_high, ALL_VALUES)
+    hot = paired | squares_with(threes_low, threes_high, ALL_VALUES)
     all_pairs = values_at_squares(pairs_low, pairs_high)[0]
     if hand != NO_PIECE:
         squares = _quiet_squares(threats, occupied, available, hand)
@@ -598,21 +599,23 @@ def _tempo_masks(threats, lanes, occupied, available, hand, groups, counted):  #
     else:
         squares = empty if popcount(available) > 2 else 0  # two pieces must be left to give after the one given
         open_trap = open_even = available & ~PIECES_WITH_VALUES[once]
-    # At least this many pieces stay safe after any placement: with 3, a trap needs a square with no cold one.
+    # At least this many pieces stay safe after any placement: with 3, a trap needs a square with no pairless one.
     unpaired = popcount(available & ~PIECES_WITH_VALUES[once | all_pairs])
     trap_mask = even_mask = 0
     while squares and (open_trap | open_even):
         s = lowest_bit(squares)
         squares &= squares - 1
-        cold = (empty & ~(1 << s) & ~hot & ~_square_mask(near, s)) != 0
+        others = empty & ~(1 << s) & ~_square_mask(near, s)  # the squares the placement brings no pair to
+        cold = (others & ~hot) != 0
+        pairless = (others & ~paired) != 0
         kept = square_byte(kept_low, kept_high, s)
         pairs = square_byte(pairs_low, pairs_high, s)
         singles = square_byte(singles_low, singles_high, s)
-        trap_pieces = 0 if cold and unpaired >= 3 else open_trap
+        trap_pieces = 0 if pairless and unpaired >= 3 else open_trap
         pieces = trap_pieces | open_even
         if hand == NO_PIECE:
             settled, even_found = _settled_gives(
-                kept, pairs, singles, cold, all_pairs, available, trap_pieces, open_even
+                kept, pairs, singles, cold, pairless, all_pairs, available, trap_pieces, open_even
             )
             even_mask |= even_found
             open_even &= ~even_found
@@ -622,7 +625,7 @@ def _tempo_masks(threats, lanes, occupied, available, hand, groups, counted):  #
         while pieces:
             p = lowest_bit(pieces)
             pieces &= pieces - 1
-            trap, even = _screen(kept, pairs, singles, cold, all_pairs, available, p)
+            trap, even = _screen(kept, pairs, singles, cold, pairless, all_pairs, available, p)
             need_trap = trap == UNKNOWN and trap_pieces >> p & 1
             need_even = even == UNKNOWN and open_even >> p & 1
             if need_trap or need_even:
@@ -641,7 +644,7 @@ def _tempo_masks(threats, lanes, occupied, available, hand, groups, counted):  #
 
 
 @jitable
-def _settled_gives(kept, pairs, singles, cold, all_pairs, available, trap_pieces, even_pieces):  # type: ignore[no-untyped-def]
+def _settled_gives(kept, pairs, singles, cold, pairless, all_pairs, available, trap_pieces, even_pieces):  # type: ignore[no-untyped-def]
     """:func:`_screen` for every safe piece to give at once, on one square: ``(settled, even)``, the pieces that
     pair nothing at the square and whose answers the screen settles, and those of them it finds an even give
     after. The pieces that pair nothing there leave the same safe pieces, less themselves, so the same answers
@@ -662,21 +665,22 @@ def _settled_gives(kept, pairs, singles, cold, all_pairs, available, trap_pieces
         even_known = even
     else:
         even = even_known = 0
-    trap_known = ALL_PIECES if cold and count >= 2 else ~trap_pieces
+    trap_known = ALL_PIECES if pairless and count >= 2 else ~trap_pieces
     return unpairing & trap_known & (even_known | ~even_pieces), even & even_pieces
 
 
 @jitable
-def _screen(kept, pairs, singles, cold, all_pairs, available, piece):  # type: ignore[no-untyped-def]
+def _screen(kept, pairs, singles, cold, pairless, all_pairs, available, piece):  # type: ignore[no-untyped-def]
     """Whether the position after ``piece`` is placed on a square has a trap give, and an even give, as far as
     the position before says: 1, 0 or :data:`UNKNOWN` each. ``kept``, ``pairs``, ``singles``: the values
     threatened at other squares, shared by a pair through the square, and held by the lone piece of a group
     through it; ``cold``: whether another empty square stays without threat or pair, whatever is placed;
-    ``all_pairs``: the values of every pair.
+    ``pairless``: whether another stays without a pair (a threat allowed); ``all_pairs``: the values of every pair.
 
     At a cold square every piece leaves the safe ones less itself: a trap give needs one safe piece, an even
-    give an odd number of them. With no threat and no piece pairing anything anywhere, every piece leaves that
-    same number at every square."""
+    give an odd number of them. At a pairless square a safe piece leaves at least those (it makes no group of
+    three there, and fills any threat), so a trap give still needs one safe piece. With no threat and no piece
+    pairing anything anywhere, every piece leaves that same number at every square."""
     left = available & ~(1 << piece)
     if popcount(left) < 2:
         return 0, 0
@@ -685,7 +689,7 @@ def _screen(kept, pairs, singles, cold, all_pairs, available, piece):  # type: i
     count = popcount(left & ~PIECES_WITH_VALUES[threatened])
     if count == 0:
         return 0, 0
-    trap = 0 if cold and count >= 2 else UNKNOWN
+    trap = 0 if pairless and count >= 2 else UNKNOWN
     if cold and not count & 1:
         return trap, 0
     unpairing = left & ~PIECES_WITH_VALUES[all_pairs | (singles & values)]
