@@ -294,7 +294,8 @@ class VectorQuarto:
         self._plane_arrays = RecycledArrays()
         self._final_planes = FinalPlanes()
         self._no_rows = np.zeros(0, dtype=np.bool_)
-        self._helpers = EnvShares(self.num_envs, self.threads)
+        self.shares = EnvShares(self.num_envs, self.threads)
+        """How each step's envs are shared among the threads (:class:`EnvShares`)."""
 
     @property
     def observation_shape(self) -> tuple[int, int] | None:
@@ -342,7 +343,7 @@ class VectorQuarto:
         outputs = (planes, final_planes, written, rewards, terminated, masks, current_player, illegal)
         # As int64, an unsigned action of 2**63 or more turns negative: out of range, as it should be.
         arguments = (actions.astype(np.int64), self.game_arrays(), self._settings, self.variant.compiled, outputs)
-        if self._helpers.play(*arguments):
+        if self.shares.play(*arguments):
             raise IllegalActionError(self._illegal_message(actions, illegal))
         info = {"action_mask": masks, "current_player": current_player}
         truncated = np.zeros(self.num_envs, dtype=np.bool_)
@@ -431,6 +432,16 @@ class EnvShares:
         if num_illegal == 0:
             _play_shares(self.bounds, actions, *arguments)
         return num_illegal
+
+    def observe(self, games: tuple[np.ndarray, ...], level: int, rules: tuple, outputs: tuple) -> None:
+        """Every env's legal actions, seat to act and planes (``outputs``: planes, masks, current player), each
+        share on its thread: for the envs that step their games with kernels of their own (the Gymnasium vector
+        env's)."""
+        if len(self.bounds) <= 2:
+            _observe_envs(games, level, rules, *outputs)
+        else:
+            refuse_forked_threads()
+            _observe_shares(self.bounds, games, level, rules, *outputs)
 
 
 def share_bounds(num_envs: int, threads: int) -> np.ndarray:
@@ -722,6 +733,20 @@ def _play_shares(bounds, actions, games, settings, rules, outputs):  # type: ign
     """:func:`play_envs` for each share of the envs (``bounds``, :class:`EnvShares`), the shares at once."""
     for share in prange(len(bounds) - 1):
         play_envs(bounds[share], bounds[share + 1], actions, games, settings, rules, outputs)
+
+
+@kernel
+def _observe_envs(games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
+    observe_envs(games, level, rules, planes, masks, current_player)
+
+
+@kernel(parallel=True)
+def _observe_shares(bounds, games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
+    """:func:`observe_env` for each share of the envs (``bounds``, :class:`EnvShares`), the shares at once."""
+    words = planes.view(np.uint64)
+    for share in prange(len(bounds) - 1):
+        for i in range(bounds[share], bounds[share + 1]):
+            observe_env(i, games, level, rules, words, masks, current_player)
 
 
 @register_jitable

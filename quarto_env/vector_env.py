@@ -85,7 +85,9 @@ every game. A network opponent that samples draws from torch's generator, which 
 
 ``num_envs``; ``opponent`` (above, default ``"random"``); ``learner_seat`` (``"random"``, ``0``, ``1``);
 ``illegal_action`` (``"lose"``, ``"raise"``); ``observation`` (a kind of ``quarto_v1``, default
-``"tactical"``); and the variant flags of ``quarto_v1`` (``attributes``, ``squares``, ``declaration``,
+``"tactical"``); ``threads`` (default 1: the planes of each step written by that many threads, as
+:class:`~quarto_env.vector.VectorQuarto`'s ``threads``; it pays with costly planes such as ``tempo`` and many
+games); and the variant flags of ``quarto_v1`` (``attributes``, ``squares``, ``declaration``,
 ``false_declaration``, ``false_declaration_penalty``). A bad value raises an error naming the allowed ones.
 
 ## Training with MaskablePPO (sb3-contrib)
@@ -145,7 +147,6 @@ from quarto_env.vector import (
     checked_num_envs,
     game_bytes,
     legal_action_bits,
-    observe_envs,
     play_action,
     start_game,
     write_env_planes,
@@ -181,12 +182,15 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         observation: str | ObservationKind = DEFAULT_OBSERVATION,
         learner_seat: int | str = "random",
         illegal_action: str = "lose",
+        threads: int = 1,
         **variant_flags: Any,
     ) -> None:
         kind = observation_kind(observation)
         checked_num_envs(num_envs, _bytes_per_game(kind), "QuartoVectorVsAgent", f" with observation={kind.name!r}")
         first_player = check_learner_seat(learner_seat)  # the learner is seat 0: its seat is who gives first
-        self.vector = VectorQuarto(num_envs, observation=kind, first_player=first_player, **variant_flags)
+        self.vector = VectorQuarto(
+            num_envs, observation=kind, first_player=first_player, threads=threads, **variant_flags
+        )
         """The games underneath (:class:`~quarto_env.vector.VectorQuarto`); read them, never step them."""
         self.illegal_action = check_illegal_action(illegal_action)
         self.opponent = batched_opponent(opponent, kind)
@@ -341,7 +345,9 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         vector = self.vector
         current_player = np.empty(self.num_envs, dtype=np.int8)
         level = vector._settings[0]
-        _observe_all(vector.game_arrays(), level, vector.variant.compiled, self._planes, self._masks, current_player)
+        vector.shares.observe(
+            vector.game_arrays(), level, vector.variant.compiled, (self._planes, self._masks, current_player)
+        )
         return self._as_float("observations", self._planes)
 
     def _as_float(self, name: str, planes: np.ndarray) -> np.ndarray:
@@ -490,11 +496,6 @@ def _start_rows(rows, games, seats, level, rules, final_planes):  # type: ignore
     for k in range(len(rows)):
         write_env_planes(final_words[rows[k]], level, positions[rows[k]], rules)
         start_game(rows[k], games, seats[k])
-
-
-@kernel
-def _observe_all(games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
-    observe_envs(games, level, rules, planes, masks, current_player)
 
 
 @kernel

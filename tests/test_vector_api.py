@@ -226,7 +226,7 @@ def test_threads_give_the_same_games_bit_for_bit(num_envs: int, threads: int, ob
     flags = {"declaration": True, "false_declaration": "penalty"}  # penalties and repeated turns too
     alone = play(VectorQuarto(num_envs, observation=observation, **flags), 3, steps=80)
     shared = VectorQuarto(num_envs, observation=observation, threads=threads, **flags)
-    assert len(shared._helpers.bounds) == min(threads, num_envs) + 1  # the envs are shared out
+    assert len(shared.shares.bounds) == min(threads, num_envs) + 1  # the envs are shared out
     again = play(shared, 3, steps=80)
     assert all(np.array_equal(a, b) for a, b in zip(alone, again, strict=True))
 

@@ -114,6 +114,14 @@ def play(envs: QuartoVectorVsAgent, seed: int | None, steps: int = 30) -> list[A
     return trace
 
 
+@pytest.mark.parametrize(("opponent", "num_envs"), [("random", 9), ("greedy", 32)])
+def test_threads_play_the_same_games(opponent: str, num_envs: int) -> None:
+    alone = make_vector_vs_agent(num_envs, opponent, observation="tempo")
+    shared = make_vector_vs_agent(num_envs, opponent, observation="tempo", threads=2)
+    assert len(shared.vector.shares.bounds) == 3  # the planes are written in two shares
+    assert data_equivalence(play(alone, 5, steps=60), play(shared, 5, steps=60))
+
+
 @pytest.mark.parametrize("opponent", ["random", "greedy", "minimax:depth=1"])
 def test_the_same_seed_plays_the_same_games(opponent: str) -> None:
     first, second = make_vector_vs_agent(4, opponent), make_vector_vs_agent(4, opponent)
@@ -209,6 +217,7 @@ def test_an_illegal_action_loses_or_raises() -> None:
         ({"opponent": "nobody"}, SpecError, "unknown agent kind 'nobody'"),
         ({"opponent": 3}, TypeError, "opponent must be 'random', 'greedy', a callable"),
         ({"colour": True}, TypeError, "no flag colour"),
+        ({"threads": 0}, ValueError, "threads must be an integer >= 1"),
     ],
 )
 def test_bad_arguments_name_the_allowed_values(kwargs: dict, error: type[Exception], message: str) -> None:

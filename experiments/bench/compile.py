@@ -86,11 +86,13 @@ def warm_env() -> None:
 
 def warm_vector() -> None:
     """Resets and random steps of :class:`~quarto_env.vector.VectorQuarto` with every observation kind and none
-    (and on two threads, with the sampler's: one parallel kernel serves every kind), and the planes of every kind from a
-    :class:`~quarto_env.vector.GameBatch` (as training's batched games)."""
+    (and on two threads, with the sampler's: one parallel kernel serves every kind), the planes of every kind from a
+    :class:`~quarto_env.vector.GameBatch` (as training's batched games), and steps of the Gymnasium vector env
+    (:class:`~quarto_env.vector_env.QuartoVectorVsAgent`) on one thread and two."""
     from quarto_env.core import STANDARD
     from quarto_env.observation import OBSERVATION_KINDS
     from quarto_env.vector import GameBatch, RandomLegalActions, VectorQuarto
+    from quarto_env.vector_env import QuartoVectorVsAgent
 
     for name, threads in [*((name, 1) for name in (*OBSERVATION_KINDS, None)), (None, 2)]:
         envs = VectorQuarto(4, observation=name, seed=0, threads=threads)
@@ -101,6 +103,10 @@ def warm_vector() -> None:
     batch = GameBatch(STANDARD, 4)
     for kind in OBSERVATION_KINDS.values():
         batch.observe(np.arange(4), kind)
+    for threads in (1, 2):  # the Gymnasium vector env's own kernels, and its planes on threads
+        vector_env = QuartoVectorVsAgent(4, observation="parity", threads=threads)
+        _, info = vector_env.reset(seed=0)
+        vector_env.step(np.argmax(info["action_mask"], axis=1))
 
 
 def warm_uct() -> None:
