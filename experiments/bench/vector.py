@@ -22,12 +22,12 @@ The paths, each played with uniformly random legal actions for whole games, rese
 - ``pgx connect_four, a call per step``: the same with one ``jax.jit`` call per step from Python, as a learner
   with its network in the loop calls it (each call waits for the one before: one call in flight at most).
 
-JAX runs with its defaults (here its CPU backend, with its own threads), or with ``--pgx-one-core`` with its threads
-started on one core: on a 2-core machine pgx runs about a fifth faster so (docs/results.md), its threads no longer
-spread over both cores, so the ratios of a run with it are to pgx at its best. The Quarto paths run on one thread, and
-with ``--threads N ...`` the ``VectorQuarto`` kinds also on ``N`` threads each (``VectorQuarto(threads=N)`` and its
-sampler ``RandomLegalActions(threads=N)``: ``VectorQuarto tempo, 2 threads``), the same games played by the
-machine's cores at once.
+JAX runs with its defaults (here its CPU backend, with its own threads), or, with ``--pgx-one-core``, with its
+threads started on one core: on a 2-core machine pgx ran a fifth to a quarter faster so (docs/results.md), its
+threads no longer spread over both cores, so the ratios of such a run are to pgx at its best. The Quarto paths run
+on one thread, and with ``--threads N ...`` the ``VectorQuarto`` kinds also on ``N`` threads each
+(``VectorQuarto(threads=N)`` and its sampler ``RandomLegalActions(threads=N)``: ``VectorQuarto tempo, 2
+threads``), the same games played by the machine's cores at once.
 
 A *step* is one action in one game: ``batch`` steps per call (``100 * batch`` in a fused pgx call). In Quarto an
 action is a placement or a give (about 24 a game), in Connect Four a drop, in tic-tac-toe a mark. The paths are
