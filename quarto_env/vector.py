@@ -406,26 +406,35 @@ def checked_threads(value: object, owner: str) -> int:
 
 
 class EnvShares:
-    """How :meth:`VectorQuarto.step` plays its envs: in one compiled call, or, with ``threads`` > 1, cut into
-    ``threads`` consecutive shares that numba's parallel loop (``prange``, on numba's threading layer) checks at
-    once, and then, if every action is legal, plays at once. Each env's rows are written by its share alone, and
-    each env draws from its own random stream, so the outputs are the same bit for bit whatever the count of
-    threads.
+    """How a batch's envs are shared among threads: in one compiled call, or, with ``threads`` > 1, cut into
+    ``threads`` consecutive shares that numba's parallel loop (``prange``, on numba's threading layer) runs at
+    once -- :meth:`VectorQuarto.step`'s checks and plays, the Gymnasium vector env's planes, the draws of
+    :class:`RandomLegalActions`. Each env's rows are written by its share alone, and each env draws from its own
+    random stream, so the outputs are the same bit for bit whatever the count of threads.
 
-    The shares check their own actions rather than one thread checking all: a check reads the positions, and
-    those of another thread's share sit in its core's cache (figures in docs/results.md)."""
+    A step's shares check their own actions rather than one thread checking all: a check reads the positions,
+    and those of another thread's share sit in its core's cache (figures in docs/results.md)."""
 
     def __init__(self, num_envs: int, threads: int) -> None:
-        self.bounds = share_bounds(num_envs, threads)
-        """The first env of each share, and ``num_envs`` last (:func:`share_bounds`)."""
+        self.bounds = np.linspace(0, num_envs, min(threads, num_envs) + 1).astype(np.int64)
+        """The first env of each share, as equal as can be (fewer shares than threads when there are fewer envs),
+        and ``num_envs`` last: share ``k`` is envs ``bounds[k]`` to ``bounds[k + 1] - 1``."""
+        self.bounds.flags.writeable = False
         self._illegal = np.zeros(len(self.bounds) - 1, dtype=np.int64)
+
+    def on_threads(self) -> bool:
+        """Whether there is more than one share; if so, and this process cannot start threads,
+        :class:`~quarto_env.errors.ThreadsError` (:func:`refuse_forked_threads`)."""
+        if len(self.bounds) <= 2:
+            return False
+        refuse_forked_threads()
+        return True
 
     def play(self, actions: np.ndarray, *arguments: Any) -> int:
         """Check and play a step (the arguments of ``_step_games``); returns the number of illegal actions, and
         then nothing has changed."""
-        if len(self.bounds) <= 2:
+        if not self.on_threads():
             return int(_step_games(actions, *arguments))
-        refuse_forked_threads()
         games, _, rules, outputs = arguments
         _check_shares(self.bounds, self._illegal, actions, games, rules, outputs)
         num_illegal = int(self._illegal.sum())
@@ -434,22 +443,12 @@ class EnvShares:
         return num_illegal
 
     def observe(self, games: tuple[np.ndarray, ...], level: int, rules: tuple, outputs: tuple) -> None:
-        """Every env's legal actions, seat to act and planes (``outputs``: planes, masks, current player), each
-        share on its thread: for the envs that step their games with kernels of their own (the Gymnasium vector
-        env's)."""
-        if len(self.bounds) <= 2:
-            _observe_envs(games, level, rules, *outputs)
-        else:
-            refuse_forked_threads()
+        """Every env's legal actions, seat to act and planes (``outputs``: planes, masks, current player): for the
+        envs that step their games with kernels of their own (the Gymnasium vector env's)."""
+        if self.on_threads():
             _observe_shares(self.bounds, games, level, rules, *outputs)
-
-
-def share_bounds(num_envs: int, threads: int) -> np.ndarray:
-    """The bounds of ``threads`` consecutive shares of ``num_envs`` envs, as equal as can be (fewer shares when
-    there are fewer envs): share ``k`` is envs ``bounds[k]`` to ``bounds[k + 1] - 1``. Read-only."""
-    bounds = np.linspace(0, num_envs, min(threads, num_envs) + 1).astype(np.int64)
-    bounds.flags.writeable = False
-    return bounds
+        else:
+            _observe_envs(games, level, rules, *outputs)
 
 
 _threads_started_by = [0]
@@ -557,18 +556,17 @@ class RandomLegalActions:
         """The threads that draw, each for its share of the envs (as :class:`VectorQuarto`'s)."""
         self._streams = np.random.SeedSequence(checked_seed(seed)).generate_state(self.num_envs, dtype=np.uint64)
         self._actions = np.empty(self.num_envs, dtype=np.int64)
-        self._bounds = share_bounds(self.num_envs, self.threads)
-        self._empty_rows = np.zeros(len(self._bounds) - 1, dtype=np.int64)
+        self._shares = EnvShares(self.num_envs, self.threads)
+        self._empty_rows = np.zeros(len(self._shares.bounds) - 1, dtype=np.int64)
 
     def __call__(self, action_mask: np.ndarray) -> np.ndarray:
         """One legal action per row of ``action_mask`` (``(num_envs, num_actions)``, non-zero where legal), as a
         new ``int64`` array of shape ``(num_envs,)``."""
         masks = self._checked_masks(action_mask)
-        if len(self._bounds) <= 2:
+        if not self._shares.on_threads():
             empty_row = _random_legal_actions(masks, self._streams, self._actions)
         else:
-            refuse_forked_threads()
-            _draw_shares(self._bounds, self._empty_rows, masks, self._streams, self._actions)
+            _draw_shares(self._shares.bounds, self._empty_rows, masks, self._streams, self._actions)
             empty_rows = self._empty_rows[self._empty_rows >= 0]  # each share's first, in order
             empty_row = empty_rows[0] if len(empty_rows) else -1
         if empty_row >= 0:
@@ -737,16 +735,14 @@ def _play_shares(bounds, actions, games, settings, rules, outputs):  # type: ign
 
 @kernel
 def _observe_envs(games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
-    observe_envs(games, level, rules, planes, masks, current_player)
+    observe_envs(0, len(games[0]), games, level, rules, planes, masks, current_player)
 
 
 @kernel(parallel=True)
 def _observe_shares(bounds, games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
-    """:func:`observe_env` for each share of the envs (``bounds``, :class:`EnvShares`), the shares at once."""
-    words = planes.view(np.uint64)
+    """:func:`observe_envs` for each share of the envs (``bounds``, :class:`EnvShares`), the shares at once."""
     for share in prange(len(bounds) - 1):
-        for i in range(bounds[share], bounds[share + 1]):
-            observe_env(i, games, level, rules, words, masks, current_player)
+        observe_envs(bounds[share], bounds[share + 1], games, level, rules, planes, masks, current_player)
 
 
 @register_jitable
@@ -790,7 +786,7 @@ def _reset_games(games, settings, rules, outputs):  # type: ignore[no-untyped-de
     planes, masks, current_player = outputs
     for i in range(len(masks)):
         start_game(i, games, fixed_first_seat)
-    observe_envs(games, level, rules, planes, masks, current_player)
+    observe_envs(0, len(games[0]), games, level, rules, planes, masks, current_player)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -828,10 +824,11 @@ def start_game(i, games, fixed_first_seat):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def observe_envs(games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
-    """Every env's legal actions, seat to act and (unless ``level`` is ``NO_OBSERVATION``) planes."""
+def observe_envs(first, last, games, level, rules, planes, masks, current_player):  # type: ignore[no-untyped-def]
+    """The legal actions, seat to act and (unless ``level`` is ``NO_OBSERVATION``) planes of envs ``first`` to
+    ``last - 1``."""
     words = planes.view(np.uint64)
-    for i in range(len(games[0])):
+    for i in range(first, last):
         observe_env(i, games, level, rules, words, masks, current_player)
 
 
@@ -882,7 +879,7 @@ def _random_legal_actions(masks, streams, actions):  # type: ignore[no-untyped-d
 
 @kernel(parallel=True)
 def _draw_shares(bounds, empty_rows, masks, streams, actions):  # type: ignore[no-untyped-def]
-    """:func:`draw_legal_actions` for each share of the rows (``bounds``, :func:`share_bounds`), the shares at
+    """:func:`draw_legal_actions` for each share of the rows (``bounds``, :class:`EnvShares`), the shares at
     once, each one's first row without a legal action (or -1) into ``empty_rows``."""
     for share in prange(len(bounds) - 1):
         empty_rows[share] = draw_legal_actions(bounds[share], bounds[share + 1], masks, streams, actions)
