@@ -515,13 +515,13 @@ def _reply_gives(threats, empty, available, with_trap, with_even):  # type: igno
     once, twice = values_at_squares(threes_low, threes_high)
     safe = available & ~PIECES_WITH_VALUES[once]
     trap_give, even_give = safe if with_trap else 0, safe if with_even else 0
-    count = popcount(safe)
+    num_safe = popcount(safe)
     threes = squares_with(threes_low, threes_high, ALL_VALUES) & empty
     paired = squares_with(pairs_low, pairs_high, ALL_VALUES) & empty
     if empty & ~threes & ~paired:  # a square where every piece leaves the safe pieces, less itself
-        trap_give &= safe if count == 1 else 0
-        even_give &= ALL_PIECES if count & 1 else 0
-    squares = threes | (paired if trap_give or (even_give and not count & 1) else 0)
+        trap_give &= safe if num_safe == 1 else 0
+        even_give &= ALL_PIECES if num_safe & 1 else 0
+    squares = threes | (paired if trap_give or (even_give and not num_safe & 1) else 0)
     while squares and (trap_give | even_give):
         s = lowest_bit(squares)
         squares &= squares - 1
