@@ -24,7 +24,7 @@ The paths, each played with uniformly random legal actions for whole games, rese
 
 JAX runs with its defaults (here its CPU backend, with its own threads), or, with ``--pgx-one-core``, with its
 threads started on one core: on a small machine pgx can run faster so, its threads no longer spread over every
-core (docs/results.md has the figures), and the ratios of such a run are to pgx at its best. The Quarto paths run
+core (docs/results.md has the figures), and the ratios of such a run are to pgx so. The Quarto paths run
 on one thread, and with ``--threads N ...`` the ``VectorQuarto`` kinds also on ``N`` threads each
 (``VectorQuarto(threads=N)`` and its sampler ``RandomLegalActions(threads=N)``: ``VectorQuarto tempo, 2
 threads``), the same games played by the machine's cores at once.
