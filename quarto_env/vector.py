@@ -289,7 +289,10 @@ class VectorQuarto:
         self._seed(seed)
         self._started = False
         level = NO_OBSERVATION if self.observation_kind is None else self.observation_kind.level
-        self._settings = (level, self.false_declaration_penalty, -1 if self.first_seat is None else self.first_seat)
+        self.step_settings = (level, self.false_declaration_penalty, -1 if self.first_seat is None else self.first_seat)
+        """What the step kernels read besides the arrays: ``(level, penalty, first_seat)``, the planes' level
+        (:attr:`ObservationKind.level`, or :data:`NO_OBSERVATION`), whether a false declaration costs a penalty,
+        and the seat that gives first (-1: drawn for each game)."""
         self._no_planes = np.zeros((0, 0, 0), dtype=np.int8)
         self._plane_arrays = RecycledArrays()
         self._final_planes = FinalPlanes()
@@ -315,7 +318,7 @@ class VectorQuarto:
         planes = self._planes()
         masks = np.empty((self.num_envs, self.num_actions), dtype=np.int8)
         current_player = np.empty(self.num_envs, dtype=np.int8)
-        _reset_games(self.game_arrays(), self._settings, self.variant.compiled, (planes, masks, current_player))
+        _reset_games(self.game_arrays(), self.step_settings, self.variant.compiled, (planes, masks, current_player))
         self._started = True
         observations = None if self.observation_kind is None else planes
         return observations, {"action_mask": masks, "current_player": current_player}
@@ -342,7 +345,7 @@ class VectorQuarto:
         illegal = np.empty(self.num_envs, dtype=np.bool_)
         outputs = (planes, final_planes, written, rewards, terminated, masks, current_player, illegal)
         # As int64, an unsigned action of 2**63 or more turns negative: out of range, as it should be.
-        arguments = (actions.astype(np.int64), self.game_arrays(), self._settings, self.variant.compiled, outputs)
+        arguments = (actions.astype(np.int64), self.game_arrays(), self.step_settings, self.variant.compiled, outputs)
         if self.shares.play(*arguments):
             raise IllegalActionError(self._illegal_message(actions, illegal))
         info = {"action_mask": masks, "current_player": current_player}

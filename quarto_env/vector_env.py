@@ -321,7 +321,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
         the last planes of the games they replace in ``self._final_planes``."""
         vector = self.vector
         self._final_planes[:] = 0
-        level, _, fixed_first_seat = vector._settings
+        level, _, fixed_first_seat = vector.step_settings
         seats = vector.first_seats[rows] if keep_seats else np.full(len(rows), fixed_first_seat, dtype=np.int64)
         _start_rows(rows, vector.game_arrays(), seats, level, vector.variant.compiled, self._final_planes)
         if rows.size:
@@ -344,7 +344,7 @@ class QuartoVectorVsAgent(gymnasium.vector.VectorEnv):
     def _observe(self) -> np.ndarray:
         vector = self.vector
         current_player = np.empty(self.num_envs, dtype=np.int8)
-        level = vector._settings[0]
+        level = vector.step_settings[0]
         vector.shares.observe(
             vector.game_arrays(), level, vector.variant.compiled, (self._planes, self._masks, current_player)
         )
