@@ -34,7 +34,7 @@ from agents.networks.policy_value import (
 )
 from agents.networks.pretrained import pretrained_path
 from agents.specs import DEFAULT_PUCT_SIMULATIONS, MAX_PUCT_SIMULATIONS
-from agents.tree.choices import DEFAULT_C_PUCT, ROOTS
+from agents.tree.choices import DEFAULT_C_PUCT, ROOTS, simulations_per_move
 from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS, GumbelRoot
 from agents.tree.leaf_batch import LeafBatch
 from agents.tree.puct import PUCTResult, PUCTSearch, forced_action
@@ -134,7 +134,8 @@ def load_network(
 class AlphaZeroAgent(Agent):
     """Plays a network with the search: ``az:PATH`` (a checkpoint, or a run folder for its final checkpoint).
 
-    :param sims: simulations per move; 0 plays the network's most likely action among the search's candidates
+    :param sims: simulations per move (:data:`~agents.specs.DEFAULT_PUCT_SIMULATIONS` when ``None``; not with
+        ``time``); 0 plays the network's most likely action among the search's candidates
         (the raw policy, with the one-ply rules shortcuts).
     :param time: seconds per move; when above 0 it replaces ``sims`` (at least one simulation).
     :param temperature: 0 plays the most visited action; above 0 samples actions in proportion to
@@ -155,7 +156,7 @@ class AlphaZeroAgent(Agent):
         variant: Variant = STANDARD,
         seed: int | None = None,
         path: str = "",
-        sims: int = DEFAULT_PUCT_SIMULATIONS,
+        sims: int | None = None,
         time: float = 0.0,
         temperature: float = 0.0,
         c: float = DEFAULT_C_PUCT,
@@ -169,8 +170,7 @@ class AlphaZeroAgent(Agent):
             raise QuartoValueError(f"root must be one of {', '.join(ROOTS)}, got {root!r}")
         if root == "gumbel" and time:
             raise QuartoValueError("root=gumbel plans its phases for a number of simulations: give sims, not time")
-        if time and sims != DEFAULT_PUCT_SIMULATIONS:
-            raise QuartoValueError(f"sims={sims} and time={time}: a time budget replaces sims; give one of them")
+        sims = simulations_per_move(sims, time, DEFAULT_PUCT_SIMULATIONS)
         if root != "gumbel" and k != DEFAULT_GUMBEL_ACTIONS:
             raise QuartoValueError(f"k={k} is used only with root=gumbel (the PUCT root considers every action)")
         self.root = root

@@ -239,8 +239,8 @@ register(
         {
             "sims": Option(
                 number_parser("sims", minimum=1, maximum=MAX_UCT_SIMULATIONS, integer=True),
-                DEFAULT_UCT_SIMULATIONS,
-                "simulations per move",
+                None,
+                f"simulations per move ({DEFAULT_UCT_SIMULATIONS} without time; not with it)",
             ),
             "time": Option(SECONDS, 0.0, "seconds per move, instead of sims (give one of them)"),
             "c": Option(EXPLORATION, 1.0, "UCB1 exploration constant"),
@@ -320,8 +320,9 @@ register(
             "checkpoint": CHECKPOINT,
             "sims": Option(
                 number_parser("sims", minimum=0, maximum=MAX_PUCT_SIMULATIONS, integer=True),
-                DEFAULT_PUCT_SIMULATIONS,
-                "simulations per move; 0: the network's policy alone",
+                None,
+                f"simulations per move ({DEFAULT_PUCT_SIMULATIONS} without time; not with it); 0: the network's "
+                "policy alone",
             ),
             "time": Option(SECONDS, 0.0, "seconds per move, instead of sims (give one of them)"),
             "temperature": Option(

@@ -19,7 +19,8 @@ from agents.match import play_game
 from agents.networks.checkpoints import CheckpointError, CheckpointHeader
 from agents.networks.onnx_runtime import onnx_available
 from agents.networks.policy_value import PolicyValueNetwork, device_of, resolve_device
-from agents.specs import MAX_PUCT_SIMULATIONS, SpecError, make_agent
+from agents.specs import DEFAULT_PUCT_SIMULATIONS, MAX_PUCT_SIMULATIONS, SpecError, make_agent
+from agents.tree.choices import DEFAULT_UCT_SIMULATIONS
 from agents.tree.puct import PUCTSearch, candidates, encode_positions, forced_action
 from experiments.training.az_selfplay import ReplayBuffer
 from quarto_env.core import (
@@ -206,7 +207,15 @@ def test_a_time_budget_replaces_the_simulation_count() -> None:
     assert agent.last_result is not None and 1 < agent.last_result.sims < MAX_PUCT_SIMULATIONS
 
 
-@pytest.mark.parametrize("spec", ["az:pretrained,sims=4,time=1", "mcts:sims=10,time=1"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "az:pretrained,sims=4,time=1",
+        "mcts:sims=10,time=1",
+        f"az:pretrained,sims={DEFAULT_PUCT_SIMULATIONS},time=1",  # the default's value, named, is refused too
+        f"mcts:sims={DEFAULT_UCT_SIMULATIONS},time=1",
+    ],
+)
 def test_a_time_budget_with_simulations_is_refused(spec: str) -> None:
     with pytest.raises(ValueError, match="a time budget replaces sims; give one of them"):
         make_agent(spec, STANDARD, seed=0)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import quarto_env
+from agents.specs import DEFAULT_PUCT_SIMULATIONS
 from experiments import cli, options
 from experiments.training import train as train_command
 from experiments.training.config import SECTIONS, ConfigError, TrainConfig, describe_fields
@@ -362,11 +363,12 @@ def test_an_option_that_would_do_nothing_is_refused_in_one_line(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("sims", ["5", str(DEFAULT_PUCT_SIMULATIONS)])  # the default's value named is refused too
 def test_evaluate_refuses_sims_for_a_ppo_checkpoint(
-    tiny_run: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+    sims: str, tiny_run: tuple[Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert_one_line(
-        ["evaluate", str(tiny_run[0]), "--sims", "5"], "--sims is used only with alphazero checkpoints", capsys
+        ["evaluate", str(tiny_run[0]), "--sims", sims], "--sims is used only with alphazero checkpoints", capsys
     )
 
 

@@ -11,6 +11,7 @@ from agents.match import play_game
 from agents.solver.labels import action_values
 from agents.solver.positions import greedy_game_positions
 from agents.specs import SpecError, make_agent
+from agents.tree.choices import DEFAULT_UCT_SIMULATIONS
 from agents.tree.uct import (
     ACTION,
     FIRST_CHILD,
@@ -174,6 +175,7 @@ def test_time_budget_and_spec() -> None:
     agent.act(INITIAL_STATE)
     assert agent.last_search is not None and agent.last_search.sims >= 1
     assert make_agent("mcts:sims=7,c=0.5", seed=0).sims == 7
+    assert make_agent("mcts", seed=0).sims == DEFAULT_UCT_SIMULATIONS and agent.sims == DEFAULT_UCT_SIMULATIONS
 
 
 @pytest.mark.parametrize("spec", ["mcts:sims=0", "mcts:time=-1", "mcts:depth=3", "mcts:c=0"])
@@ -231,6 +233,7 @@ def _children(links: np.ndarray, node: int) -> list[int]:
 
 
 def test_a_time_budget_grows_the_tree_past_its_first_chunk() -> None:
+    UCTAgent(seed=0, sims=16).act(INITIAL_STATE)  # the kernels compiled (or loaded) before the clock runs
     agent = UCTAgent(seed=0, time=0.2)
     agent.act(INITIAL_STATE)
     assert agent.last_search is not None and agent.last_search.sims > 2 * TIMED_CHUNK
@@ -265,6 +268,8 @@ def test_benchmark_plays_at_equal_time_and_grades_or_says_how_to(capsys: pytest.
         (["--grade", "-1"], "grade"),
         (["--ours", "random"], "--ours"),
         (["--ours", "mcts:playout=heavy"], "playout"),
+        (["--ours", "mcts:sims=500"], "leave sims and time out"),  # the bench's time would replace them
+        (["--ours", "mcts:time=1"], "leave sims and time out"),
     ],
 )
 def test_benchmark_refuses_bad_options_in_one_line(

@@ -4,10 +4,13 @@
 the training config's ``alphazero`` section share.
 
 Plain data, without numba or torch, so that the agents' specs (:mod:`agents.specs`) and the training config
-(:mod:`experiments.training.config`) check their options against them without loading the searches.
+(:mod:`experiments.training.config`) check their options against them without loading the searches; and the one
+rule of the searching agents' budget (:func:`simulations_per_move`).
 """
 
 from __future__ import annotations
+
+from quarto_env.errors import QuartoValueError
 
 PLAYOUTS = ("tactical", "random")
 """How the ``mcts`` agent's playouts play: ``tactical`` (:func:`agents.tree.uct.tactical_playout`: a win when the
@@ -17,6 +20,16 @@ DEFAULT_PLAYOUT = "tactical"
 """The ``mcts`` agent's playout unless a spec or a caller names one."""
 DEFAULT_UCT_SIMULATIONS = 2000
 """The ``mcts`` agent's simulations per move unless a spec or a caller names them (or a time budget)."""
+
+
+def simulations_per_move(sims: int | None, time: float, default: int) -> int:
+    """A searching agent's ``sims``, or ``default`` when none were named (``None``). A time budget replaces the
+    simulations, so naming both is refused, whatever their values: ``sims=2000,time=1`` would otherwise search
+    for a second and say nothing of the 2,000."""
+    if time and sims is not None:
+        raise QuartoValueError(f"sims={sims} and time={time}: a time budget replaces sims; give one of them")
+    return default if sims is None else sims
+
 
 DEFAULT_C_PUCT = 1.5
 """The PUCT exploration constant's default (:mod:`agents.tree.puct`)."""

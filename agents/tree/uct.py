@@ -51,7 +51,7 @@ import numpy as np
 from numba.extending import register_jitable
 
 from agents.base import Agent
-from agents.tree.choices import DEFAULT_PLAYOUT, DEFAULT_UCT_SIMULATIONS, PLAYOUTS
+from agents.tree.choices import DEFAULT_PLAYOUT, DEFAULT_UCT_SIMULATIONS, PLAYOUTS, simulations_per_move
 from quarto_env.core import (
     ALL_SQUARES,
     DECLARE,
@@ -89,7 +89,8 @@ minimax:depth=2, ``quarto tournament ... --mode vs-field``) scored c = 0.5 / 0.7
 class UCTAgent(Agent):
     """UCT with tactical (or random) playouts, and proven values on demand, on a budget of simulations or seconds.
 
-    :param sims: simulations per move (used when ``time`` is 0; fewer once the root's value is proven).
+    :param sims: simulations per move (:data:`~agents.tree.choices.DEFAULT_UCT_SIMULATIONS` when ``None``; not
+        with ``time``; fewer once the root's value is proven).
     :param time: seconds per move; when > 0 it replaces the simulation budget (at least one simulation; less time
         once the root's value is proven).
     :param c: the exploration constant of UCB1.
@@ -102,21 +103,20 @@ class UCTAgent(Agent):
         self,
         variant: Variant = STANDARD,
         seed: int | None = None,
-        sims: int = DEFAULT_UCT_SIMULATIONS,
+        sims: int | None = None,
         time: float = 0.0,
         c: float = DEFAULT_EXPLORATION,
         playout: str = DEFAULT_PLAYOUT,
         prove: bool = False,
     ) -> None:
         super().__init__(variant, seed)
+        sims = simulations_per_move(sims, time, DEFAULT_UCT_SIMULATIONS)
         if sims < 1:
             raise QuartoValueError(f"sims must be >= 1, got {sims}")
         if time < 0:
             raise QuartoValueError(f"time must be >= 0 seconds, got {time}")
         if playout not in PLAYOUTS:
             raise QuartoValueError(f"playout must be one of {', '.join(PLAYOUTS)}, got {playout!r}")
-        if time and sims != DEFAULT_UCT_SIMULATIONS:
-            raise QuartoValueError(f"sims={sims} and time={time}: a time budget replaces sims; give one of them")
         self.sims = sims
         self.time = time
         self.c = c

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from agents.solver.labels import action_values
-from agents.specs import SpecError, make_agent
+from agents.specs import SpecError, make_agent, parse_spec
 from agents.suites import SolvedPosition, load_suite
 from agents.tree.uct import UCTAgent
 from experiments.evaluation.ratings import wilson_interval
@@ -174,9 +174,13 @@ class Engines:
 
     def ours(self, seed: int) -> Turn:
         """A fresh agent of ours seeded with ``seed``, as a turn (its own draws; the turn's seed is not used)."""
-        agent = make_agent(self.spec, STANDARD, seed=seed)
-        if not isinstance(agent, UCTAgent):
+        kind, values = parse_spec(self.spec)
+        if kind.name != "mcts":
             raise SpecError(f"--ours must be an mcts spec, got {self.spec!r}")
+        if values["sims"] is not None or values["time"]:
+            raise SpecError(f"the bench sets each turn's time: leave sims and time out of {self.spec!r}")
+        agent = make_agent(self.spec, STANDARD, seed=seed)
+        assert isinstance(agent, UCTAgent)
         return self._timed("ours", lambda state, seconds, _: our_turn(agent, state, seconds))
 
     def quartors(self) -> Turn:

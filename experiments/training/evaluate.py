@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     add_integer_argument(
         parser,
         "--sims",
-        [DEFAULT_PUCT_SIMULATIONS],
+        None,
         "alphazero checkpoints: simulations per move, one row each (0: the policy alone; default "
         f"{DEFAULT_PUCT_SIMULATIONS})",
         fewest=0,
@@ -219,7 +219,7 @@ def _checked_specs(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     checkpoint = learner_checkpoint(args.checkpoint, args.checkpoint_name)
     metadata = read_metadata(checkpoint)
     algorithm = metadata.get("algorithm", "ppo")
-    if algorithm != "alphazero" and args.sims != [DEFAULT_PUCT_SIMULATIONS]:
+    if algorithm != "alphazero" and args.sims is not None:
         raise ConfigError(
             f"--sims is used only with alphazero checkpoints; {shortened(str(checkpoint))!r} is {algorithm}"
         )
@@ -281,7 +281,10 @@ def _learners(checkpoint: Path, metadata: dict[str, Any], args: argparse.Namespa
     if algorithm == "alphazero":
         variant = Variant.make(**metadata["variant"])
         network = load_network_of_either_backend(str(checkpoint), variant, args.device)  # as the az agent plays it
-        searches = [PUCTMover(network, variant, args.games, sims, DEFAULT_C_PUCT) for sims in args.sims]
+        searches = [
+            PUCTMover(network, variant, args.games, sims, DEFAULT_C_PUCT)
+            for sims in args.sims or [DEFAULT_PUCT_SIMULATIONS]
+        ]
         return list(searches), int(metadata["num_timesteps"])
     if algorithm == RLLIB_ALGORITHM:  # as the rllib agent plays it, read as data: Ray is not needed
         actor_critic, _ = load_rllib_network(checkpoint, device=args.device, metadata=metadata)
