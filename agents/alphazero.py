@@ -145,7 +145,8 @@ class AlphaZeroAgent(Agent):
     :param root: ``puct`` or ``gumbel`` (:data:`ROOTS`): the Gumbel root spends ``sims`` by sequential halving over
         the ``k`` best candidates and plays its :attr:`~agents.tree.puct.PUCTResult.chosen` (it takes ``sims``, not
         ``time``).
-    :param k: the most candidates the Gumbel root considers.
+    :param k: the most candidates the Gumbel root considers (:data:`~agents.tree.gumbel_root.DEFAULT_GUMBEL_ACTIONS`
+        when ``None``); only with ``root="gumbel"``.
     :param device: where a loaded network runs: ``cpu``, ``cuda`` or ``auto`` (a ``network`` given stays where it is).
 
     Loading a checkpoint sets torch to one thread (:func:`agents.networks.policy_value.use_one_thread`).
@@ -163,7 +164,7 @@ class AlphaZeroAgent(Agent):
         network: PolicyValueNetwork | None = None,
         device: str = DEFAULT_DEVICE,
         root: str = "puct",
-        k: int = DEFAULT_GUMBEL_ACTIONS,
+        k: int | None = None,
     ) -> None:
         super().__init__(variant, seed)
         if root not in ROOTS:
@@ -171,10 +172,10 @@ class AlphaZeroAgent(Agent):
         if root == "gumbel" and time:
             raise QuartoValueError("root=gumbel plans its phases for a number of simulations: give sims, not time")
         sims = simulations_per_move(sims, time, DEFAULT_PUCT_SIMULATIONS)
-        if root != "gumbel" and k != DEFAULT_GUMBEL_ACTIONS:
+        if root != "gumbel" and k is not None:
             raise QuartoValueError(f"k={k} is used only with root=gumbel (the PUCT root considers every action)")
         self.root = root
-        self.k = GumbelRoot(k).actions  # checked now, not at the first move
+        self.k = GumbelRoot(DEFAULT_GUMBEL_ACTIONS if k is None else k).actions  # checked now, not at the first move
         if network is None:
             if not path:
                 raise CheckpointError("the az agent needs a checkpoint: az:PATH (a .zip, or a run folder)")

@@ -341,8 +341,8 @@ register(
             ),
             "k": Option(
                 number_parser("k", minimum=1, maximum=NUM_ACTIONS, integer=True),
-                DEFAULT_GUMBEL_ACTIONS,
-                "the most candidates the Gumbel root considers (root=gumbel)",
+                None,
+                f"the most candidates the Gumbel root considers ({DEFAULT_GUMBEL_ACTIONS}; only with root=gumbel)",
             ),
         },
         main_option="path",

@@ -14,7 +14,7 @@ from agents.alphazero import AlphaZeroAgent
 from agents.networks.policy_value import PolicyValueNetwork
 from agents.specs import AGENT_KINDS, SpecError, parse_spec
 from agents.tree.choices import ROOTS
-from agents.tree.gumbel_root import GumbelRoot, halving_phases
+from agents.tree.gumbel_root import DEFAULT_GUMBEL_ACTIONS, GumbelRoot, halving_phases
 from agents.tree.puct import PUCTResult, PUCTSearch
 from quarto_env.core import (
     NO_PIECE,
@@ -323,7 +323,9 @@ def test_the_az_spec_takes_root_and_k_and_refuses_bad_ones() -> None:
         assert AGENT_KINDS["az"].options["root"].type(root) == root
     with pytest.raises(ValueError, match="give sims, not time"):
         AlphaZeroAgent(STANDARD, 0, network=small_network(), time=0.5, root="gumbel")
-    with pytest.raises(ValueError, match="k=4 is used only with root=gumbel"):  # it would do nothing
-        AlphaZeroAgent(STANDARD, 0, network=small_network(), k=4)
+    for k in (4, DEFAULT_GUMBEL_ACTIONS):  # it would do nothing, even at the default's value
+        with pytest.raises(ValueError, match=f"k={k} is used only with root=gumbel"):
+            AlphaZeroAgent(STANDARD, 0, network=small_network(), k=k)
+    assert AlphaZeroAgent(STANDARD, 0, network=small_network(), root="gumbel").k == DEFAULT_GUMBEL_ACTIONS
     with pytest.raises(ValueError, match="root must be one of puct, gumbel"):
         AlphaZeroAgent(STANDARD, 0, network=small_network(), root="uct")

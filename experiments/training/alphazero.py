@@ -455,7 +455,7 @@ def _search_agent(config: TrainConfig, network: PolicyValueNetwork, sims: int) -
         sims=sims,
         c=settings.c_puct,
         root=settings.root,
-        k=settings.gumbel_actions,
+        k=settings.gumbel_actions if settings.root == "gumbel" else None,
     )
     agent.spec = "learner"
     return agent
