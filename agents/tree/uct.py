@@ -110,11 +110,11 @@ class UCTAgent(Agent):
         prove: bool = False,
     ) -> None:
         super().__init__(variant, seed)
+        if time < 0:
+            raise QuartoValueError(f"time must be >= 0 seconds, got {time}")
         sims = simulations_per_move(sims, time, DEFAULT_UCT_SIMULATIONS)
         if sims < 1:
             raise QuartoValueError(f"sims must be >= 1, got {sims}")
-        if time < 0:
-            raise QuartoValueError(f"time must be >= 0 seconds, got {time}")
         if playout not in PLAYOUTS:
             raise QuartoValueError(f"playout must be one of {', '.join(PLAYOUTS)}, got {playout!r}")
         self.sims = sims

@@ -166,6 +166,11 @@ class Engines:
     took and the simulations they ran, per engine."""
 
     def __init__(self, spec: str, peer: QuartorsMCTS | None) -> None:
+        kind, values = parse_spec(spec)
+        if kind.name != "mcts":
+            raise SpecError(f"--ours must be an mcts spec, got {spec!r}")
+        if values["sims"] is not None or values["time"]:
+            raise SpecError(f"the bench sets each turn's time: leave sims and time out of {spec!r}")
         self.spec = spec
         self.peer = peer
         self.seconds = {"ours": 0.0, "quartors": 0.0}
@@ -174,13 +179,8 @@ class Engines:
 
     def ours(self, seed: int) -> Turn:
         """A fresh agent of ours seeded with ``seed``, as a turn (its own draws; the turn's seed is not used)."""
-        kind, values = parse_spec(self.spec)
-        if kind.name != "mcts":
-            raise SpecError(f"--ours must be an mcts spec, got {self.spec!r}")
-        if values["sims"] is not None or values["time"]:
-            raise SpecError(f"the bench sets each turn's time: leave sims and time out of {self.spec!r}")
         agent = make_agent(self.spec, STANDARD, seed=seed)
-        assert isinstance(agent, UCTAgent)
+        assert isinstance(agent, UCTAgent)  # the spec is of mcts (checked when the engines were made)
         return self._timed("ours", lambda state, seconds, _: our_turn(agent, state, seconds))
 
     def quartors(self) -> Turn:
